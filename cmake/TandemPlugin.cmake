@@ -1,0 +1,34 @@
+# tandem_add_plugin(<name> SOURCES <files...> [LIBRARIES <targets...>] [COMPONENT <component>]
+#                   [NO_INSTALL])
+#
+# Builds libtandem-<name>.so the way every Tandem plugin must be built:
+# hidden visibility plus a version script, so only tdm_plugin_entry is
+# exported; no undefined symbols left for the host to satisfy (plugins never
+# link the host); output in the shared plugin directory of the build tree;
+# installed under TANDEM_PLUGIN_INSTALL_DIR in its own package component.
+set(TANDEM_PLUGIN_VERSION_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/plugin.map")
+
+function(tandem_add_plugin name)
+  cmake_parse_arguments(ARG "NO_INSTALL" "COMPONENT;OUTPUT_DIRECTORY" "SOURCES;LIBRARIES" ${ARGN})
+  set(target tandem-plugin-${name})
+  add_library(${target} MODULE ${ARG_SOURCES})
+  if(NOT ARG_OUTPUT_DIRECTORY)
+    set(ARG_OUTPUT_DIRECTORY "${TANDEM_BUILD_PLUGIN_DIR}")
+  endif()
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME tandem-${name}
+    PREFIX lib
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
+  target_link_libraries(${target} PRIVATE Tandem::sdk tandem_warnings ${ARG_LIBRARIES})
+  target_link_options(${target} PRIVATE
+    "-Wl,--version-script=${TANDEM_PLUGIN_VERSION_SCRIPT}" "-Wl,--no-undefined")
+  if(NOT ARG_NO_INSTALL)
+    if(NOT ARG_COMPONENT)
+      set(ARG_COMPONENT plugin-${name})
+    endif()
+    install(TARGETS ${target} LIBRARY DESTINATION "${TANDEM_PLUGIN_INSTALL_DIR}" COMPONENT ${ARG_COMPONENT})
+  endif()
+endfunction()

@@ -1,0 +1,619 @@
+// Tandem SDK — header-only C++ helper for plugin authors.
+//
+// Implement a C++ class, get the C table. Exceptions never cross the plugin
+// boundary: every trampoline here catches everything, reports the message
+// through host->set_error and returns a status (ABI.md rule 2). The C ABI in
+// tandem.h stays the contract; this file is a convenience compiled into the
+// plugin, so its C++ types never travel between libraries.
+//
+//   class MyDevice : public tandem::Device { ... };
+//   class MyBackend : public tandem::Backend { ... };
+//   extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(
+//       const tdm_host_api* host, uint32_t major, uint32_t minor) {
+//     return tandem::backend_entry<MyBackend>(host, major, minor,
+//         {"mybackend", "0.1.0", "What it does, in one line.", {}});
+//   }
+#ifndef TANDEM_TANDEM_HPP
+#define TANDEM_TANDEM_HPP
+
+#include <cstdarg>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/tandem.h"
+
+namespace tandem {
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+// Thrown by plugin code; becomes the returned status and the host message.
+class Error : public std::runtime_error {
+ public:
+  Error(tdm_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  tdm_status status() const noexcept { return status_; }
+
+ private:
+  tdm_status status_;
+};
+
+// "Not here": a normal answer from prepare (op, dtype or attribute the
+// backend does not implement). The message says why, for verbose mode.
+class Unsupported : public Error {
+ public:
+  explicit Unsupported(const std::string& why) : Error(TDM_UNSUPPORTED, why) {}
+};
+
+// ---------------------------------------------------------------------------
+// Host services, as handed to the entry point
+// ---------------------------------------------------------------------------
+class Host {
+ public:
+  static void bind(const tdm_host_api* api) noexcept { slot() = api; }
+  static const tdm_host_api* api() noexcept { return slot(); }
+
+  static void log(tdm_log_level level, const std::string& message) noexcept {
+    const tdm_host_api* h = slot();
+    if (h != nullptr && h->log != nullptr) h->log(h->ctx, level, message.c_str());
+  }
+  static void error(tdm_status status, const std::string& message) noexcept {
+    const tdm_host_api* h = slot();
+    if (h != nullptr && h->set_error != nullptr) h->set_error(h->ctx, status, "%s", message.c_str());
+  }
+  // Value of a configuration key ("features.amp.dtype"), if present.
+  static std::optional<std::string> config(const std::string& key) {
+    const tdm_host_api* h = slot();
+    if (h == nullptr || h->config_get == nullptr) return std::nullopt;
+    std::string buffer(256, '\0');
+    size_t size = buffer.size();
+    tdm_status status = h->config_get(h->ctx, key.c_str(), buffer.data(), &size);
+    if (status == TDM_INVALID_ARGUMENT && size > buffer.size()) {
+      buffer.resize(size);
+      status = h->config_get(h->ctx, key.c_str(), buffer.data(), &size);
+    }
+    if (status != TDM_OK) return std::nullopt;
+    buffer.resize(size > 0 ? size - 1 : 0);
+    return buffer;
+  }
+
+ private:
+  static const tdm_host_api*& slot() noexcept {
+    static const tdm_host_api* api = nullptr;
+    return api;
+  }
+};
+
+// Runs `body`, turning any exception into a status plus host message.
+template <class Body>
+tdm_status guard(Body&& body) noexcept {
+  try {
+    body();
+    return TDM_OK;
+  } catch (const Error& e) {
+    Host::error(e.status(), e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    Host::error(TDM_OUT_OF_MEMORY, "host memory exhausted inside the plugin");
+    return TDM_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    Host::error(TDM_INTERNAL, e.what());
+    return TDM_INTERNAL;
+  } catch (...) {
+    Host::error(TDM_INTERNAL, "unknown exception inside the plugin");
+    return TDM_INTERNAL;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Configuration section, copied out of the C view
+// ---------------------------------------------------------------------------
+class Config {
+ public:
+  Config() = default;
+  explicit Config(const tdm_config* config) {
+    if (config == nullptr) return;
+    for (size_t i = 0; i < config->n_entries; ++i) {
+      const tdm_config_entry& e = config->entries[i];
+      if (e.key != nullptr) values_[e.key] = e.value != nullptr ? e.value : "";
+    }
+  }
+  std::optional<std::string> get(const std::string& key) const {
+    auto it = values_.find(key);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+  }
+  const std::map<std::string, std::string>& values() const noexcept { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// ---------------------------------------------------------------------------
+// Read-only view of an op description, valid during prepare
+// ---------------------------------------------------------------------------
+inline size_t dtype_size(tdm_dtype dtype) noexcept {
+  switch (dtype) {
+    case TDM_F64:
+    case TDM_S64: return 8;
+    case TDM_F32:
+    case TDM_S32: return 4;
+    case TDM_F16:
+    case TDM_BF16: return 2;
+    case TDM_S8:
+    case TDM_U8: return 1;
+    default: return 0;
+  }
+}
+
+inline const char* dtype_name(tdm_dtype dtype) noexcept {
+  switch (dtype) {
+    case TDM_F32: return "f32";
+    case TDM_F64: return "f64";
+    case TDM_F16: return "f16";
+    case TDM_BF16: return "bf16";
+    case TDM_S8: return "s8";
+    case TDM_U8: return "u8";
+    case TDM_S32: return "s32";
+    case TDM_S64: return "s64";
+    default: return "invalid";
+  }
+}
+
+// Owned copy of a tensor description (shape and dtype).
+struct TensorShape {
+  tdm_dtype dtype = TDM_F32;
+  std::vector<int64_t> dims;
+
+  TensorShape() = default;
+  TensorShape(tdm_dtype t, std::vector<int64_t> d) : dtype(t), dims(std::move(d)) {}
+  explicit TensorShape(const tdm_tensor_desc& d) : dtype(d.dtype) {
+    if (d.dims != nullptr) dims.assign(d.dims, d.dims + d.rank);
+  }
+  size_t rank() const noexcept { return dims.size(); }
+  int64_t numel() const noexcept {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+  size_t bytes() const noexcept { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  std::string str() const {
+    std::string s = std::string(dtype_name(dtype)) + "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    return s + "]";
+  }
+};
+
+class OpView {
+ public:
+  explicit OpView(const tdm_op_desc& d) : desc_(d) {
+    for (size_t i = 0; i < d.n_inputs; ++i) inputs_.emplace_back(d.inputs[i]);
+    for (size_t i = 0; i < d.n_outputs; ++i) outputs_.emplace_back(d.outputs[i]);
+  }
+  std::string op() const { return desc_.op != nullptr ? desc_.op : ""; }
+  uint32_t version() const noexcept { return desc_.op_version; }
+  const std::vector<TensorShape>& inputs() const noexcept { return inputs_; }
+  const std::vector<TensorShape>& outputs() const noexcept { return outputs_; }
+  // Present only when the host speaks ABI >= 1.1.
+  std::string node_name() const {
+    if (TDM_STRUCT_HAS(&desc_, tdm_op_desc, node_name) && desc_.node_name != nullptr)
+      return desc_.node_name;
+    return "";
+  }
+
+  const tdm_attr* attr(const char* name) const noexcept {
+    for (size_t i = 0; i < desc_.n_attrs; ++i)
+      if (desc_.attrs[i].name != nullptr && std::strcmp(desc_.attrs[i].name, name) == 0)
+        return &desc_.attrs[i];
+    return nullptr;
+  }
+  int64_t int_attr(const char* name, int64_t fallback) const {
+    const tdm_attr* a = attr(name);
+    if (a == nullptr) return fallback;
+    if (a->type != TDM_ATTR_INT) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be an integer");
+    return a->i;
+  }
+  double float_attr(const char* name, double fallback) const {
+    const tdm_attr* a = attr(name);
+    if (a == nullptr) return fallback;
+    if (a->type == TDM_ATTR_INT) return static_cast<double>(a->i);
+    if (a->type != TDM_ATTR_FLOAT) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be a number");
+    return a->f;
+  }
+  std::string string_attr(const char* name, const std::string& fallback) const {
+    const tdm_attr* a = attr(name);
+    if (a == nullptr) return fallback;
+    if (a->type != TDM_ATTR_STRING || a->s == nullptr) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be a string");
+    return a->s;
+  }
+  std::vector<int64_t> ints_attr(const char* name, std::vector<int64_t> fallback) const {
+    const tdm_attr* a = attr(name);
+    if (a == nullptr) return fallback;
+    if (a->type == TDM_ATTR_INT) return {a->i};
+    if (a->type != TDM_ATTR_INTS) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be a list of integers");
+    return std::vector<int64_t>(a->ints, a->ints + a->count);
+  }
+
+ private:
+  const tdm_op_desc& desc_;
+  std::vector<TensorShape> inputs_;
+  std::vector<TensorShape> outputs_;
+};
+
+// ---------------------------------------------------------------------------
+// Backend classes. Defaults describe a synchronous, host-addressable device
+// (a CPU backend overrides only what it must).
+// ---------------------------------------------------------------------------
+class Device;
+
+class Stream {
+ public:
+  explicit Stream(Device& device) : device_(device) {}
+  virtual ~Stream() = default;
+  Device& device() const noexcept { return device_; }
+  virtual void synchronize() {}
+  virtual void* native_handle() noexcept { return nullptr; }
+
+ private:
+  Device& device_;
+};
+
+class Event {
+ public:
+  explicit Event(Device& device) : device_(device) {}
+  virtual ~Event() = default;
+  Device& device() const noexcept { return device_; }
+  virtual void record(Stream&) {}
+  virtual void make_wait(Stream&) {}  // the stream waits for this event
+  virtual void synchronize() {}
+
+ private:
+  Device& device_;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void launch(Stream& stream, void* const* inputs, void* const* outputs, void* workspace) = 0;
+  virtual const char* describe() const noexcept { return ""; }
+};
+
+enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // Fill name, kind, memory figures; the adapter copies what fits.
+  virtual tdm_device_info info() = 0;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* pointer) noexcept = 0;
+  // Pinned host memory; the default says "none" (the host falls back).
+  virtual void* allocate_pinned(size_t) { throw Unsupported("this device has no pinned host memory"); }
+  virtual void deallocate_pinned(void*) noexcept {}
+  virtual std::unique_ptr<Stream> create_stream() { return std::make_unique<Stream>(*this); }
+  virtual std::unique_ptr<Event> create_event() { return std::make_unique<Event>(*this); }
+  // Default: host-addressable memory, so every copy is a memcpy.
+  virtual void copy(Stream&, void* dst, const void* src, size_t bytes, CopyKind) {
+    if (bytes != 0) std::memmove(dst, src, bytes);
+  }
+  // Return the kernel, or throw Unsupported("why").
+  virtual std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) = 0;
+  // Optional statistics; the default reports nothing beyond zeros.
+  virtual tdm_memory_stats memory_stats() {
+    tdm_memory_stats s{};
+    s.struct_size = sizeof s;
+    return s;
+  }
+  virtual void release_cached() {}
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Throw Error(TDM_UNAVAILABLE, "driver not found") when there is none.
+  virtual uint32_t device_count() = 0;
+  virtual Device& device(uint32_t index) = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Descriptor glue
+// ---------------------------------------------------------------------------
+struct PluginInfo {
+  std::string name;
+  std::string version;
+  std::string description;
+  std::vector<std::pair<std::string, std::string>> vendors;  // {library, version}
+};
+
+namespace detail {
+
+// Storage behind a tdm_plugin descriptor: strings live as long as the process.
+struct DescriptorStorage {
+  PluginInfo info;
+  std::vector<tdm_vendor_version> vendors;
+  tdm_plugin plugin{};
+
+  void fill(PluginInfo i, tdm_plugin_kind kind) {
+    info = std::move(i);
+    vendors.clear();
+    for (const auto& v : info.vendors) {
+      tdm_vendor_version vv{};
+      vv.struct_size = sizeof vv;
+      vv.name = v.first.c_str();
+      vv.version = v.second.c_str();
+      vendors.push_back(vv);
+    }
+    plugin = tdm_plugin{};
+    plugin.struct_size = sizeof plugin;
+    plugin.abi_major = TDM_ABI_MAJOR;
+    plugin.abi_minor = TDM_ABI_MINOR;
+    plugin.name = info.name.c_str();
+    plugin.kind = kind;
+    plugin.version = info.version.c_str();
+    plugin.sdk_version = TDM_SDK_VERSION;
+    plugin.description = info.description.c_str();
+    plugin.vendors = vendors.empty() ? nullptr : vendors.data();
+    plugin.n_vendors = vendors.size();
+  }
+};
+
+inline bool accept_host(const tdm_host_api* host, uint32_t major, uint32_t minor, const std::string& name) {
+  Host::bind(host);
+  (void)minor;  // minors only append: anything the host lacks, we do not call
+  if (major != TDM_ABI_MAJOR) {
+    Host::error(TDM_VERSION_MISMATCH,
+                "plugin '" + name + "' was built for Tandem ABI " + std::to_string(TDM_ABI_MAJOR) + "." +
+                    std::to_string(TDM_ABI_MINOR) + " but the host speaks ABI " + std::to_string(major) + "." +
+                    std::to_string(minor) + "; rebuild the plugin against the host's SDK");
+    return false;
+  }
+  return true;
+}
+
+inline Device& as_device(tdm_device* d) { return *reinterpret_cast<Device*>(d); }
+inline Stream& as_stream(tdm_stream* s) { return *reinterpret_cast<Stream*>(s); }
+inline Event& as_event(tdm_event* e) { return *reinterpret_cast<Event*>(e); }
+inline Kernel& as_kernel(tdm_kernel* k) { return *reinterpret_cast<Kernel*>(k); }
+
+// Copies the fields of `full` that fit the receiver's struct_size.
+template <class T>
+void copy_fitting(const T& full, T* out) {
+  uint32_t size = out->struct_size < sizeof(T) ? out->struct_size : static_cast<uint32_t>(sizeof(T));
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t), reinterpret_cast<const char*>(&full) + sizeof(uint32_t),
+              size > sizeof(uint32_t) ? size - sizeof(uint32_t) : 0);
+}
+
+}  // namespace detail
+
+// The backend's C table, built once per backend class B. B must be default
+// constructible; it is created by init and destroyed by shutdown.
+template <class B>
+struct BackendAdapter {
+  static std::unique_ptr<B>& instance() {
+    static std::unique_ptr<B> b;
+    return b;
+  }
+  static B& backend() {
+    if (!instance()) throw Error(TDM_INTERNAL, "backend used before init");
+    return *instance();
+  }
+
+  static const tdm_backend_api* table() {
+    static const tdm_backend_api api = [] {
+      tdm_backend_api t{};
+      t.struct_size = sizeof t;
+      t.device_count = [](uint32_t* count) { return guard([&] { *count = 0; *count = backend().device_count(); }); };
+      t.device_open = [](uint32_t index, tdm_device** out) {
+        return guard([&] { *out = reinterpret_cast<tdm_device*>(&backend().device(index)); });
+      };
+      t.device_close = [](tdm_device*) {};  // devices live as long as the backend
+      t.device_info = [](tdm_device* d, tdm_device_info* out) {
+        return guard([&] {
+          tdm_device_info full = detail::as_device(d).info();
+          detail::copy_fitting(full, out);
+        });
+      };
+      t.mem_alloc = [](tdm_device* d, size_t bytes, void** out) {
+        return guard([&] { *out = detail::as_device(d).allocate(bytes); });
+      };
+      t.mem_free = [](tdm_device* d, void* p) { detail::as_device(d).deallocate(p); };
+      t.host_alloc_pinned = [](tdm_device* d, size_t bytes, void** out) {
+        return guard([&] { *out = detail::as_device(d).allocate_pinned(bytes); });
+      };
+      t.host_free_pinned = [](tdm_device* d, void* p) { detail::as_device(d).deallocate_pinned(p); };
+      t.stream_create = [](tdm_device* d, tdm_stream** out) {
+        return guard([&] { *out = reinterpret_cast<tdm_stream*>(detail::as_device(d).create_stream().release()); });
+      };
+      t.stream_destroy = [](tdm_stream* s) { delete &detail::as_stream(s); };
+      t.stream_synchronize = [](tdm_stream* s) { return guard([&] { detail::as_stream(s).synchronize(); }); };
+      t.event_create = [](tdm_device* d, tdm_event** out) {
+        return guard([&] { *out = reinterpret_cast<tdm_event*>(detail::as_device(d).create_event().release()); });
+      };
+      t.event_destroy = [](tdm_event* e) { delete &detail::as_event(e); };
+      t.event_record = [](tdm_event* e, tdm_stream* s) {
+        return guard([&] { detail::as_event(e).record(detail::as_stream(s)); });
+      };
+      t.stream_wait_event = [](tdm_stream* s, tdm_event* e) {
+        return guard([&] { detail::as_event(e).make_wait(detail::as_stream(s)); });
+      };
+      t.event_synchronize = [](tdm_event* e) { return guard([&] { detail::as_event(e).synchronize(); }); };
+      t.copy_h2d = [](tdm_stream* s, void* dst, const void* src, size_t n) {
+        return guard([&] { Stream& st = detail::as_stream(s); st.device().copy(st, dst, src, n, CopyKind::HostToDevice); });
+      };
+      t.copy_d2h = [](tdm_stream* s, void* dst, const void* src, size_t n) {
+        return guard([&] { Stream& st = detail::as_stream(s); st.device().copy(st, dst, src, n, CopyKind::DeviceToHost); });
+      };
+      t.copy_d2d = [](tdm_stream* s, void* dst, const void* src, size_t n) {
+        return guard([&] { Stream& st = detail::as_stream(s); st.device().copy(st, dst, src, n, CopyKind::DeviceToDevice); });
+      };
+      t.kernel_prepare = [](tdm_device* d, const tdm_op_desc* op, tdm_kernel** out, size_t* workspace) {
+        return guard([&] {
+          *out = nullptr;
+          size_t ws = 0;
+          std::unique_ptr<Kernel> k = detail::as_device(d).prepare(OpView(*op), ws);
+          if (!k) throw Unsupported(std::string("op '") + (op->op ? op->op : "?") + "' is not implemented");
+          *workspace = ws;
+          *out = reinterpret_cast<tdm_kernel*>(k.release());
+        });
+      };
+      t.kernel_launch = [](tdm_kernel* k, tdm_stream* s, void* const* in, void* const* out, void* ws) {
+        return guard([&] { detail::as_kernel(k).launch(detail::as_stream(s), in, out, ws); });
+      };
+      t.kernel_release = [](tdm_kernel* k) { delete &detail::as_kernel(k); };
+      t.stream_native_handle = [](tdm_stream* s) -> void* { return detail::as_stream(s).native_handle(); };
+      t.memory_stats = [](tdm_device* d, tdm_memory_stats* out) {
+        return guard([&] { detail::copy_fitting(detail::as_device(d).memory_stats(), out); });
+      };
+      t.memory_release_cached = [](tdm_device* d) { return guard([&] { detail::as_device(d).release_cached(); }); };
+      t.kernel_describe = [](tdm_kernel* k) -> const char* { return detail::as_kernel(k).describe(); };
+      return t;
+    }();
+    return &api;
+  }
+};
+
+template <class B>
+const tdm_plugin* backend_entry(const tdm_host_api* host, uint32_t major, uint32_t minor, PluginInfo info) noexcept {
+  static detail::DescriptorStorage storage;
+  try {
+    if (!detail::accept_host(host, major, minor, info.name)) return nullptr;
+    storage.fill(std::move(info), TDM_PLUGIN_BACKEND);
+    storage.plugin.init = [](const tdm_config*) {
+      return guard([] {
+        if (!BackendAdapter<B>::instance()) BackendAdapter<B>::instance() = std::make_unique<B>();
+      });
+    };
+    storage.plugin.shutdown = [] { BackendAdapter<B>::instance().reset(); };
+    storage.plugin.backend = BackendAdapter<B>::table();
+    return &storage.plugin;
+  } catch (...) {
+    Host::error(TDM_INTERNAL, "plugin entry failed while building its descriptor");
+    return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Feature plugins: F is constructed from its Config for each run.
+// ---------------------------------------------------------------------------
+class Feature {
+ public:
+  virtual ~Feature() = default;
+  virtual void graph_pass(tdm_graph*) {}
+  virtual void step_begin(const tdm_step_info&) {}
+  virtual void micro_batch_end(const tdm_step_info&) {}
+  virtual void gradients_ready(const tdm_step_info&) {}
+  // Return true to skip this optimizer step.
+  virtual bool before_optimizer_step(const tdm_step_info&) { return false; }
+  virtual void step_end(const tdm_step_info&) {}
+};
+
+struct FeatureTraits {
+  tdm_pass_stage stage = TDM_PASS_BEFORE_AUTODIFF;
+  const char* const* requires_features = nullptr;  // NULL-terminated, static
+  const char* const* conflicts_with = nullptr;     // NULL-terminated, static
+};
+
+template <class F>
+const tdm_plugin* feature_entry(const tdm_host_api* host, uint32_t major, uint32_t minor, PluginInfo info,
+                                FeatureTraits traits = {}) noexcept {
+  static detail::DescriptorStorage storage;
+  static tdm_feature_api api{};
+  try {
+    if (!detail::accept_host(host, major, minor, info.name)) return nullptr;
+    storage.fill(std::move(info), TDM_PLUGIN_FEATURE);
+    api = tdm_feature_api{};
+    api.struct_size = sizeof api;
+    api.pass_stage = traits.stage;
+    api.requires_features = traits.requires_features;
+    api.conflicts_with = traits.conflicts_with;
+    api.create = [](const tdm_config* section, tdm_feature** out) {
+      return guard([&] { *out = reinterpret_cast<tdm_feature*>(static_cast<Feature*>(new F(Config(section)))); });
+    };
+    api.destroy = [](tdm_feature* f) { delete reinterpret_cast<Feature*>(f); };
+    api.graph_pass = [](tdm_feature* f, tdm_graph* g) {
+      return guard([&] { reinterpret_cast<Feature*>(f)->graph_pass(g); });
+    };
+    api.on_step_begin = [](tdm_feature* f, const tdm_step_info* i) {
+      return guard([&] { reinterpret_cast<Feature*>(f)->step_begin(*i); });
+    };
+    api.on_micro_batch_end = [](tdm_feature* f, const tdm_step_info* i) {
+      return guard([&] { reinterpret_cast<Feature*>(f)->micro_batch_end(*i); });
+    };
+    api.on_gradients_ready = [](tdm_feature* f, const tdm_step_info* i) {
+      return guard([&] { reinterpret_cast<Feature*>(f)->gradients_ready(*i); });
+    };
+    api.before_optimizer_step = [](tdm_feature* f, const tdm_step_info* i, int32_t* skip) {
+      return guard([&] { *skip = reinterpret_cast<Feature*>(f)->before_optimizer_step(*i) ? 1 : 0; });
+    };
+    api.on_step_end = [](tdm_feature* f, const tdm_step_info* i) {
+      return guard([&] { reinterpret_cast<Feature*>(f)->step_end(*i); });
+    };
+    storage.plugin.feature = &api;
+    return &storage.plugin;
+  } catch (...) {
+    Host::error(TDM_INTERNAL, "plugin entry failed while building its descriptor");
+    return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Comm plugins: C is constructed from the init info.
+// ---------------------------------------------------------------------------
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual void allreduce(const void* send, void* recv, size_t count, tdm_dtype, tdm_reduce_op, void* stream) = 0;
+  virtual void allgather(const void* send, void* recv, size_t send_count, tdm_dtype, void* stream) = 0;
+  virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, tdm_dtype, tdm_reduce_op,
+                              void* stream) = 0;
+  virtual void broadcast(void* buffer, size_t count, tdm_dtype, int32_t root, void* stream) = 0;
+  virtual void barrier() = 0;
+};
+
+template <class C>
+const tdm_plugin* comm_entry(const tdm_host_api* host, uint32_t major, uint32_t minor, PluginInfo info,
+                             tdm_status (*unique_id)(void*, size_t*) = nullptr) noexcept {
+  static detail::DescriptorStorage storage;
+  static tdm_comm_api api{};
+  try {
+    if (!detail::accept_host(host, major, minor, info.name)) return nullptr;
+    storage.fill(std::move(info), TDM_PLUGIN_COMM);
+    api = tdm_comm_api{};
+    api.struct_size = sizeof api;
+    api.comm_unique_id = unique_id;
+    api.comm_create = [](const tdm_comm_init_info* i, tdm_comm** out) {
+      return guard([&] { *out = reinterpret_cast<tdm_comm*>(static_cast<Communicator*>(new C(*i))); });
+    };
+    api.comm_destroy = [](tdm_comm* c) { delete reinterpret_cast<Communicator*>(c); };
+    api.allreduce = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op, void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->allreduce(s, r, n, t, op, st); });
+    };
+    api.allgather = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->allgather(s, r, n, t, st); });
+    };
+    api.reduce_scatter = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op, void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->reduce_scatter(s, r, n, t, op, st); });
+    };
+    api.broadcast = [](tdm_comm* c, void* b, size_t n, tdm_dtype t, int32_t root, void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->broadcast(b, n, t, root, st); });
+    };
+    api.barrier = [](tdm_comm* c) { return guard([&] { reinterpret_cast<Communicator*>(c)->barrier(); }); };
+    storage.plugin.comm = &api;
+    return &storage.plugin;
+  } catch (...) {
+    Host::error(TDM_INTERNAL, "plugin entry failed while building its descriptor");
+    return nullptr;
+  }
+}
+
+}  // namespace tandem
+
+#endif  // TANDEM_TANDEM_HPP
