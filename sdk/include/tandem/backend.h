@@ -43,10 +43,10 @@ typedef struct tdm_device_info {
 /* Allocator statistics (since ABI 1.1). Byte counts. */
 typedef struct tdm_memory_stats {
   uint32_t struct_size;
-  uint64_t allocated;      /* bytes in live allocations */
-  uint64_t reserved;       /* bytes obtained from the system, cache included */
-  uint64_t peak_allocated; /* high-water mark of `allocated` */
-  uint64_t allocations;    /* number of successful allocation calls */
+  uint64_t allocated;          /* bytes in live allocations */
+  uint64_t reserved;           /* bytes obtained from the system, cache included */
+  uint64_t peak_allocated;     /* high-water mark of `allocated` */
+  uint64_t allocations;        /* number of successful allocation calls */
   uint64_t largest_free_block; /* for fragmentation: reserved - allocated
                                   spread over how many free blocks */
 } tdm_memory_stats;

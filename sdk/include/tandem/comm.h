@@ -44,16 +44,16 @@ typedef struct tdm_comm_api {
   tdm_status (*comm_create)(const tdm_comm_init_info* info, tdm_comm** out);
   void (*comm_destroy)(tdm_comm* comm);
 
-  tdm_status (*allreduce)(tdm_comm* comm, const void* send, void* recv, size_t count,
-                          tdm_dtype dtype, tdm_reduce_op op, void* stream);
+  tdm_status (*allreduce)(tdm_comm* comm, const void* send, void* recv, size_t count, tdm_dtype dtype,
+                          tdm_reduce_op op, void* stream);
   /* recv holds world_size * send_count elements, rank-major. */
-  tdm_status (*allgather)(tdm_comm* comm, const void* send, void* recv, size_t send_count,
-                          tdm_dtype dtype, void* stream);
+  tdm_status (*allgather)(tdm_comm* comm, const void* send, void* recv, size_t send_count, tdm_dtype dtype,
+                          void* stream);
   /* send holds world_size * recv_count elements; rank r receives block r. */
   tdm_status (*reduce_scatter)(tdm_comm* comm, const void* send, void* recv, size_t recv_count,
                                tdm_dtype dtype, tdm_reduce_op op, void* stream);
-  tdm_status (*broadcast)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype,
-                          int32_t root, void* stream);
+  tdm_status (*broadcast)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t root,
+                          void* stream);
   tdm_status (*barrier)(tdm_comm* comm);
 } tdm_comm_api;
 

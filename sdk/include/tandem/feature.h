@@ -30,10 +30,10 @@ enum {
 
 typedef struct tdm_step_info {
   uint32_t struct_size;
-  int64_t step;          /* optimizer steps taken so far */
-  uint32_t micro_batch;  /* index within the step, 0-based */
+  int64_t step;           /* optimizer steps taken so far */
+  uint32_t micro_batch;   /* index within the step, 0-based */
   uint32_t micro_batches; /* per optimizer step (1 without accumulation) */
-  tdm_run* run;          /* for host->run_scalar_get / run_scalar_set */
+  tdm_run* run;           /* for host->run_scalar_get / run_scalar_set */
 } tdm_step_info;
 
 typedef struct tdm_feature_api {
@@ -59,8 +59,7 @@ typedef struct tdm_feature_api {
   tdm_status (*on_step_begin)(tdm_feature* feature, const tdm_step_info* info);
   tdm_status (*on_micro_batch_end)(tdm_feature* feature, const tdm_step_info* info);
   tdm_status (*on_gradients_ready)(tdm_feature* feature, const tdm_step_info* info);
-  tdm_status (*before_optimizer_step)(tdm_feature* feature, const tdm_step_info* info,
-                                      int32_t* skip);
+  tdm_status (*before_optimizer_step)(tdm_feature* feature, const tdm_step_info* info, int32_t* skip);
   tdm_status (*on_step_end)(tdm_feature* feature, const tdm_step_info* info);
 } tdm_feature_api;
 

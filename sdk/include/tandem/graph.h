@@ -105,8 +105,7 @@ typedef struct tdm_graph_api {
   tdm_status (*node_set_attr)(tdm_graph* graph, tdm_node_id id, const tdm_attr* attr);
   /* Every consumer of `from` reads `to` instead, except the node `except`
    * (pass -1 for none) — the usual step when inserting a cast after `from`. */
-  tdm_status (*value_replace_uses)(tdm_graph* graph, tdm_value_id from, tdm_value_id to,
-                                   tdm_node_id except);
+  tdm_status (*value_replace_uses)(tdm_graph* graph, tdm_value_id from, tdm_value_id to, tdm_node_id except);
   /* Adds a persistent state value (e.g. a loss scale) with a fill value. */
   tdm_status (*state_add)(tdm_graph* graph, const char* name, const tdm_tensor_desc* desc,
                           double initial_value, tdm_value_id* out_id);

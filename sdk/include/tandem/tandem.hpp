@@ -38,8 +38,7 @@ namespace tandem {
 // Thrown by plugin code; becomes the returned status and the host message.
 class Error : public std::runtime_error {
  public:
-  Error(tdm_status status, const std::string& message)
-      : std::runtime_error(message), status_(status) {}
+  Error(tdm_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
   tdm_status status() const noexcept { return status_; }
 
  private:
@@ -143,28 +142,42 @@ class Config {
 inline size_t dtype_size(tdm_dtype dtype) noexcept {
   switch (dtype) {
     case TDM_F64:
-    case TDM_S64: return 8;
+    case TDM_S64:
+      return 8;
     case TDM_F32:
-    case TDM_S32: return 4;
+    case TDM_S32:
+      return 4;
     case TDM_F16:
-    case TDM_BF16: return 2;
+    case TDM_BF16:
+      return 2;
     case TDM_S8:
-    case TDM_U8: return 1;
-    default: return 0;
+    case TDM_U8:
+      return 1;
+    default:
+      return 0;
   }
 }
 
 inline const char* dtype_name(tdm_dtype dtype) noexcept {
   switch (dtype) {
-    case TDM_F32: return "f32";
-    case TDM_F64: return "f64";
-    case TDM_F16: return "f16";
-    case TDM_BF16: return "bf16";
-    case TDM_S8: return "s8";
-    case TDM_U8: return "u8";
-    case TDM_S32: return "s32";
-    case TDM_S64: return "s64";
-    default: return "invalid";
+    case TDM_F32:
+      return "f32";
+    case TDM_F64:
+      return "f64";
+    case TDM_F16:
+      return "f16";
+    case TDM_BF16:
+      return "bf16";
+    case TDM_S8:
+      return "s8";
+    case TDM_U8:
+      return "u8";
+    case TDM_S32:
+      return "s32";
+    case TDM_S64:
+      return "s64";
+    default:
+      return "invalid";
   }
 }
 
@@ -204,8 +217,7 @@ class OpView {
   const std::vector<TensorShape>& outputs() const noexcept { return outputs_; }
   // Present only when the host speaks ABI >= 1.1.
   std::string node_name() const {
-    if (TDM_STRUCT_HAS(&desc_, tdm_op_desc, node_name) && desc_.node_name != nullptr)
-      return desc_.node_name;
+    if (TDM_STRUCT_HAS(&desc_, tdm_op_desc, node_name) && desc_.node_name != nullptr) return desc_.node_name;
     return "";
   }
 
@@ -218,27 +230,35 @@ class OpView {
   int64_t int_attr(const char* name, int64_t fallback) const {
     const tdm_attr* a = attr(name);
     if (a == nullptr) return fallback;
-    if (a->type != TDM_ATTR_INT) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be an integer");
+    if (a->type != TDM_ATTR_INT)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  std::string("attribute '") + name + "' of " + op() + " must be an integer");
     return a->i;
   }
   double float_attr(const char* name, double fallback) const {
     const tdm_attr* a = attr(name);
     if (a == nullptr) return fallback;
     if (a->type == TDM_ATTR_INT) return static_cast<double>(a->i);
-    if (a->type != TDM_ATTR_FLOAT) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be a number");
+    if (a->type != TDM_ATTR_FLOAT)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  std::string("attribute '") + name + "' of " + op() + " must be a number");
     return a->f;
   }
   std::string string_attr(const char* name, const std::string& fallback) const {
     const tdm_attr* a = attr(name);
     if (a == nullptr) return fallback;
-    if (a->type != TDM_ATTR_STRING || a->s == nullptr) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be a string");
+    if (a->type != TDM_ATTR_STRING || a->s == nullptr)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  std::string("attribute '") + name + "' of " + op() + " must be a string");
     return a->s;
   }
   std::vector<int64_t> ints_attr(const char* name, std::vector<int64_t> fallback) const {
     const tdm_attr* a = attr(name);
     if (a == nullptr) return fallback;
     if (a->type == TDM_ATTR_INT) return {a->i};
-    if (a->type != TDM_ATTR_INTS) throw Error(TDM_INVALID_ARGUMENT, std::string("attribute '") + name + "' of " + op() + " must be a list of integers");
+    if (a->type != TDM_ATTR_INTS)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  std::string("attribute '") + name + "' of " + op() + " must be a list of integers");
     return std::vector<int64_t>(a->ints, a->ints + a->count);
   }
 
@@ -371,23 +391,32 @@ inline bool accept_host(const tdm_host_api* host, uint32_t major, uint32_t minor
   if (major != TDM_ABI_MAJOR) {
     Host::error(TDM_VERSION_MISMATCH,
                 "plugin '" + name + "' was built for Tandem ABI " + std::to_string(TDM_ABI_MAJOR) + "." +
-                    std::to_string(TDM_ABI_MINOR) + " but the host speaks ABI " + std::to_string(major) + "." +
-                    std::to_string(minor) + "; rebuild the plugin against the host's SDK");
+                    std::to_string(TDM_ABI_MINOR) + " but the host speaks ABI " + std::to_string(major) +
+                    "." + std::to_string(minor) + "; rebuild the plugin against the host's SDK");
     return false;
   }
   return true;
 }
 
-inline Device& as_device(tdm_device* d) { return *reinterpret_cast<Device*>(d); }
-inline Stream& as_stream(tdm_stream* s) { return *reinterpret_cast<Stream*>(s); }
-inline Event& as_event(tdm_event* e) { return *reinterpret_cast<Event*>(e); }
-inline Kernel& as_kernel(tdm_kernel* k) { return *reinterpret_cast<Kernel*>(k); }
+inline Device& as_device(tdm_device* d) {
+  return *reinterpret_cast<Device*>(d);
+}
+inline Stream& as_stream(tdm_stream* s) {
+  return *reinterpret_cast<Stream*>(s);
+}
+inline Event& as_event(tdm_event* e) {
+  return *reinterpret_cast<Event*>(e);
+}
+inline Kernel& as_kernel(tdm_kernel* k) {
+  return *reinterpret_cast<Kernel*>(k);
+}
 
 // Copies the fields of `full` that fit the receiver's struct_size.
 template <class T>
 void copy_fitting(const T& full, T* out) {
   uint32_t size = out->struct_size < sizeof(T) ? out->struct_size : static_cast<uint32_t>(sizeof(T));
-  std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t), reinterpret_cast<const char*>(&full) + sizeof(uint32_t),
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(uint32_t),
+              reinterpret_cast<const char*>(&full) + sizeof(uint32_t),
               size > sizeof(uint32_t) ? size - sizeof(uint32_t) : 0);
 }
 
@@ -410,7 +439,12 @@ struct BackendAdapter {
     static const tdm_backend_api api = [] {
       tdm_backend_api t{};
       t.struct_size = sizeof t;
-      t.device_count = [](uint32_t* count) { return guard([&] { *count = 0; *count = backend().device_count(); }); };
+      t.device_count = [](uint32_t* count) {
+        return guard([&] {
+          *count = 0;
+          *count = backend().device_count();
+        });
+      };
       t.device_open = [](uint32_t index, tdm_device** out) {
         return guard([&] { *out = reinterpret_cast<tdm_device*>(&backend().device(index)); });
       };
@@ -430,12 +464,14 @@ struct BackendAdapter {
       };
       t.host_free_pinned = [](tdm_device* d, void* p) { detail::as_device(d).deallocate_pinned(p); };
       t.stream_create = [](tdm_device* d, tdm_stream** out) {
-        return guard([&] { *out = reinterpret_cast<tdm_stream*>(detail::as_device(d).create_stream().release()); });
+        return guard(
+            [&] { *out = reinterpret_cast<tdm_stream*>(detail::as_device(d).create_stream().release()); });
       };
       t.stream_destroy = [](tdm_stream* s) { delete &detail::as_stream(s); };
       t.stream_synchronize = [](tdm_stream* s) { return guard([&] { detail::as_stream(s).synchronize(); }); };
       t.event_create = [](tdm_device* d, tdm_event** out) {
-        return guard([&] { *out = reinterpret_cast<tdm_event*>(detail::as_device(d).create_event().release()); });
+        return guard(
+            [&] { *out = reinterpret_cast<tdm_event*>(detail::as_device(d).create_event().release()); });
       };
       t.event_destroy = [](tdm_event* e) { delete &detail::as_event(e); };
       t.event_record = [](tdm_event* e, tdm_stream* s) {
@@ -446,13 +482,22 @@ struct BackendAdapter {
       };
       t.event_synchronize = [](tdm_event* e) { return guard([&] { detail::as_event(e).synchronize(); }); };
       t.copy_h2d = [](tdm_stream* s, void* dst, const void* src, size_t n) {
-        return guard([&] { Stream& st = detail::as_stream(s); st.device().copy(st, dst, src, n, CopyKind::HostToDevice); });
+        return guard([&] {
+          Stream& st = detail::as_stream(s);
+          st.device().copy(st, dst, src, n, CopyKind::HostToDevice);
+        });
       };
       t.copy_d2h = [](tdm_stream* s, void* dst, const void* src, size_t n) {
-        return guard([&] { Stream& st = detail::as_stream(s); st.device().copy(st, dst, src, n, CopyKind::DeviceToHost); });
+        return guard([&] {
+          Stream& st = detail::as_stream(s);
+          st.device().copy(st, dst, src, n, CopyKind::DeviceToHost);
+        });
       };
       t.copy_d2d = [](tdm_stream* s, void* dst, const void* src, size_t n) {
-        return guard([&] { Stream& st = detail::as_stream(s); st.device().copy(st, dst, src, n, CopyKind::DeviceToDevice); });
+        return guard([&] {
+          Stream& st = detail::as_stream(s);
+          st.device().copy(st, dst, src, n, CopyKind::DeviceToDevice);
+        });
       };
       t.kernel_prepare = [](tdm_device* d, const tdm_op_desc* op, tdm_kernel** out, size_t* workspace) {
         return guard([&] {
@@ -472,7 +517,9 @@ struct BackendAdapter {
       t.memory_stats = [](tdm_device* d, tdm_memory_stats* out) {
         return guard([&] { detail::copy_fitting(detail::as_device(d).memory_stats(), out); });
       };
-      t.memory_release_cached = [](tdm_device* d) { return guard([&] { detail::as_device(d).release_cached(); }); };
+      t.memory_release_cached = [](tdm_device* d) {
+        return guard([&] { detail::as_device(d).release_cached(); });
+      };
       t.kernel_describe = [](tdm_kernel* k) -> const char* { return detail::as_kernel(k).describe(); };
       return t;
     }();
@@ -481,7 +528,8 @@ struct BackendAdapter {
 };
 
 template <class B>
-const tdm_plugin* backend_entry(const tdm_host_api* host, uint32_t major, uint32_t minor, PluginInfo info) noexcept {
+const tdm_plugin* backend_entry(const tdm_host_api* host, uint32_t major, uint32_t minor,
+                                PluginInfo info) noexcept {
   static detail::DescriptorStorage storage;
   try {
     if (!detail::accept_host(host, major, minor, info.name)) return nullptr;
@@ -535,7 +583,8 @@ const tdm_plugin* feature_entry(const tdm_host_api* host, uint32_t major, uint32
     api.requires_features = traits.requires_features;
     api.conflicts_with = traits.conflicts_with;
     api.create = [](const tdm_config* section, tdm_feature** out) {
-      return guard([&] { *out = reinterpret_cast<tdm_feature*>(static_cast<Feature*>(new F(Config(section)))); });
+      return guard(
+          [&] { *out = reinterpret_cast<tdm_feature*>(static_cast<Feature*>(new F(Config(section)))); });
     };
     api.destroy = [](tdm_feature* f) { delete reinterpret_cast<Feature*>(f); };
     api.graph_pass = [](tdm_feature* f, tdm_graph* g) {
@@ -570,7 +619,8 @@ const tdm_plugin* feature_entry(const tdm_host_api* host, uint32_t major, uint32
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  virtual void allreduce(const void* send, void* recv, size_t count, tdm_dtype, tdm_reduce_op, void* stream) = 0;
+  virtual void allreduce(const void* send, void* recv, size_t count, tdm_dtype, tdm_reduce_op,
+                         void* stream) = 0;
   virtual void allgather(const void* send, void* recv, size_t send_count, tdm_dtype, void* stream) = 0;
   virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, tdm_dtype, tdm_reduce_op,
                               void* stream) = 0;
@@ -593,13 +643,15 @@ const tdm_plugin* comm_entry(const tdm_host_api* host, uint32_t major, uint32_t 
       return guard([&] { *out = reinterpret_cast<tdm_comm*>(static_cast<Communicator*>(new C(*i))); });
     };
     api.comm_destroy = [](tdm_comm* c) { delete reinterpret_cast<Communicator*>(c); };
-    api.allreduce = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op, void* st) {
+    api.allreduce = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op,
+                       void* st) {
       return guard([&] { reinterpret_cast<Communicator*>(c)->allreduce(s, r, n, t, op, st); });
     };
     api.allgather = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, void* st) {
       return guard([&] { reinterpret_cast<Communicator*>(c)->allgather(s, r, n, t, st); });
     };
-    api.reduce_scatter = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op, void* st) {
+    api.reduce_scatter = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op,
+                            void* st) {
       return guard([&] { reinterpret_cast<Communicator*>(c)->reduce_scatter(s, r, n, t, op, st); });
     };
     api.broadcast = [](tdm_comm* c, void* b, size_t n, tdm_dtype t, int32_t root, void* st) {

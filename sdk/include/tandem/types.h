@@ -78,8 +78,8 @@ enum { TDM_LOG_ERROR = 0, TDM_LOG_WARNING = 1, TDM_LOG_INFO = 2, TDM_LOG_DEBUG =
 typedef struct tdm_tensor_desc {
   uint32_t struct_size;
   tdm_dtype dtype;
-  uint32_t rank;         /* 0 = scalar (one element) */
-  const int64_t* dims;   /* rank entries; NULL when rank == 0 */
+  uint32_t rank;          /* 0 = scalar (one element) */
+  const int64_t* dims;    /* rank entries; NULL when rank == 0 */
   const int64_t* strides; /* in elements; NULL = dense row-major. v1 ops only
                              receive dense tensors, so this is NULL. */
 } tdm_tensor_desc;
