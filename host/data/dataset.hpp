@@ -1,0 +1,31 @@
+// An in-memory labelled data set: what every reader produces and the loader
+// consumes. Features are f32, one contiguous row per sample, in the sample
+// shape (e.g. [1, 28, 28] for an MNIST image); labels are class indices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tandem::host::data {
+
+struct Dataset {
+  std::string source;                 // file or generator it came from, for messages
+  std::vector<int64_t> sample_shape;  // shape of one sample, without the batch dim
+  std::vector<float> features;        // size() * sample_numel() values
+  std::vector<int32_t> labels;        // size() entries
+  int32_t num_classes = 0;
+
+  int64_t size() const noexcept { return static_cast<int64_t>(labels.size()); }
+  int64_t sample_numel() const noexcept {
+    int64_t n = 1;
+    for (int64_t d : sample_shape) n *= d;
+    return n;
+  }
+  const float* sample(int64_t i) const noexcept { return features.data() + i * sample_numel(); }
+};
+
+// Keeps the samples whose positions are listed, in that order.
+Dataset select(const Dataset& from, const std::vector<int64_t>& positions, const std::string& source);
+
+}  // namespace tandem::host::data

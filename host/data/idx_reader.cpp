@@ -1,0 +1,167 @@
+#include "data/idx_reader.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace tandem::host::data {
+namespace {
+
+// A gzip-or-plain input that remembers how far it got, for messages.
+class CountingReader {
+ public:
+  explicit CountingReader(const std::string& path)
+      : path_(path), file_(gzopen(path.c_str(), "rb"), &gzclose) {}
+  bool is_open() const { return file_ != nullptr; }
+
+  // Reads exactly `n` bytes or explains why not.
+  Result<void> read(void* dst, size_t n, const char* what) {
+    auto* out = static_cast<unsigned char*>(dst);
+    size_t done = 0;
+    while (done < n) {
+      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+      const int got = gzread(file_.get(), out + done, chunk);
+      if (got < 0) {
+        int code = 0;
+        const char* why = gzerror(file_.get(), &code);
+        return make_error(path_ + ": corrupted data at uncompressed offset " +
+                              std::to_string(offset_ + done) + " while reading " + what + " (" + why +
+                              "); the file is damaged: reinstall or re-download it",
+                          TDM_INVALID_ARGUMENT);
+      }
+      if (got == 0) {
+        return make_error(path_ + ": truncated at offset " + std::to_string(offset_ + done) +
+                              " while reading " + what + " (" + std::to_string(n) +
+                              " bytes expected from offset " + std::to_string(offset_) +
+                              "); the file is incomplete",
+                          TDM_INVALID_ARGUMENT);
+      }
+      done += static_cast<size_t>(got);
+    }
+    offset_ += n;
+    return {};
+  }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file_;
+  uint64_t offset_ = 0;
+};
+
+size_t element_size(uint8_t type) {
+  switch (type) {
+    case 0x08:
+    case 0x09:
+      return 1;
+    case 0x0B:
+      return 2;
+    case 0x0C:
+    case 0x0D:
+      return 4;
+    case 0x0E:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// IDX is big-endian; this machine may not be.
+template <class T>
+T from_big_endian(const unsigned char* p) {
+  std::array<unsigned char, sizeof(T)> b;
+  std::memcpy(b.data(), p, sizeof(T));
+  if constexpr (std::endian::native == std::endian::little) std::reverse(b.begin(), b.end());
+  T v;
+  std::memcpy(&v, b.data(), sizeof(T));
+  return v;
+}
+
+double decode(uint8_t type, const unsigned char* p) {
+  switch (type) {
+    case 0x08:
+      return *p;
+    case 0x09:
+      return static_cast<int8_t>(*p);
+    case 0x0B:
+      return from_big_endian<int16_t>(p);
+    case 0x0C:
+      return from_big_endian<int32_t>(p);
+    case 0x0D:
+      return from_big_endian<float>(p);
+    default:
+      return from_big_endian<double>(p);
+  }
+}
+
+}  // namespace
+
+Result<IdxArray> read_idx(const std::string& path) {
+  CountingReader in(path);
+  if (!in.is_open()) return make_error(path + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND);
+  unsigned char header[4];
+  if (auto r = in.read(header, 4, "the IDX header"); !r) return r.error();
+  const size_t esize = element_size(header[2]);
+  if (header[0] != 0 || header[1] != 0 || esize == 0 || header[3] == 0) {
+    return make_error(path + ": not an IDX file (bad magic bytes at offset 0: expected 00 00 <type> <rank>)",
+                      TDM_INVALID_ARGUMENT);
+  }
+  IdxArray array;
+  uint64_t count = 1;
+  for (int i = 0; i < header[3]; ++i) {
+    unsigned char d[4];
+    if (auto r = in.read(d, 4, "a dimension"); !r) return r.error();
+    const uint32_t dim = from_big_endian<uint32_t>(d);
+    array.dims.push_back(dim);
+    count *= dim;
+  }
+  if (count > (uint64_t{1} << 34))
+    return make_error(path + ": implausible size (" + std::to_string(count) + " elements)",
+                      TDM_INVALID_ARGUMENT);
+  std::vector<unsigned char> raw(count * esize);
+  if (auto r = in.read(raw.data(), raw.size(), "the data"); !r) return r.error();
+  array.values.resize(count);
+  for (uint64_t i = 0; i < count; ++i) array.values[i] = decode(header[2], raw.data() + i * esize);
+  return array;
+}
+
+Result<Dataset> load_idx_images(const std::string& images_path, const std::string& labels_path) {
+  auto images = read_idx(images_path);
+  if (!images) return images.error();
+  auto labels = read_idx(labels_path);
+  if (!labels) return labels.error();
+  if (images->dims.size() != 3)
+    return make_error(images_path + ": expected images of shape [N, H, W], found rank " +
+                          std::to_string(images->dims.size()),
+                      TDM_INVALID_ARGUMENT);
+  if (labels->dims.size() != 1 || labels->dims[0] != images->dims[0])
+    return make_error(
+        labels_path + ": expected " + std::to_string(images->dims[0]) + " labels to match " + images_path,
+        TDM_INVALID_ARGUMENT);
+  Dataset set;
+  set.source = images_path;
+  set.sample_shape = {1, images->dims[1], images->dims[2]};
+  set.features.resize(images->values.size());
+  std::transform(images->values.begin(), images->values.end(), set.features.begin(),
+                 [](double v) { return static_cast<float>(v / 255.0); });
+  set.labels.resize(labels->values.size());
+  int32_t max_label = -1;
+  for (size_t i = 0; i < labels->values.size(); ++i) {
+    const double v = labels->values[i];
+    if (v < 0 || v > 1e6 || v != static_cast<int32_t>(v))
+      return make_error(labels_path + ": label " + std::to_string(v) + " of sample " + std::to_string(i) +
+                            " is not a class index",
+                        TDM_INVALID_ARGUMENT);
+    set.labels[i] = static_cast<int32_t>(v);
+    max_label = std::max(max_label, set.labels[i]);
+  }
+  set.num_classes = max_label + 1;
+  return set;
+}
+
+}  // namespace tandem::host::data

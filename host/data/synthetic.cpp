@@ -1,0 +1,42 @@
+#include "data/synthetic.hpp"
+
+#include <cmath>
+
+#include "data/counter_rng.hpp"
+
+namespace tandem::host::data {
+namespace {
+
+// Standard normal from two uniforms (Box-Muller), counter-based.
+double normal(uint64_t seed, uint64_t counter) {
+  const double u1 = 1.0 - random_unit(seed, kSyntheticStream, 2 * counter);
+  const double u2 = random_unit(seed, kSyntheticStream, 2 * counter + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace
+
+Dataset make_synthetic(const SyntheticSpec& spec) {
+  Dataset set;
+  set.source = "synthetic(seed=" + std::to_string(spec.seed) + ")";
+  set.sample_shape = spec.sample_shape;
+  set.num_classes = spec.classes;
+  const int64_t numel = set.sample_numel();
+  // Centroids use counters past every sample's, so they never share draws.
+  const uint64_t centroid_base = static_cast<uint64_t>(spec.samples * numel);
+  set.features.resize(static_cast<size_t>(spec.samples * numel));
+  set.labels.resize(static_cast<size_t>(spec.samples));
+  for (int64_t i = 0; i < spec.samples; ++i) {
+    const int32_t label = static_cast<int32_t>(
+        random_below(spec.seed, kSyntheticStream, ~uint64_t(i), static_cast<uint64_t>(spec.classes)));
+    set.labels[static_cast<size_t>(i)] = label;
+    for (int64_t j = 0; j < numel; ++j) {
+      const double centroid = normal(spec.seed, centroid_base + static_cast<uint64_t>(label * numel + j));
+      set.features[static_cast<size_t>(i * numel + j)] =
+          static_cast<float>(centroid + spec.noise * normal(spec.seed, static_cast<uint64_t>(i * numel + j)));
+    }
+  }
+  return set;
+}
+
+}  // namespace tandem::host::data
