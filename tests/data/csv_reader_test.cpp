@@ -35,7 +35,8 @@ TEST(CsvReader, RaggedRowIsAnError) {
   std::ofstream(dir.file("r.csv")) << "1,2,3\n0,1\n";
   auto set = load_csv(dir.file("r.csv"), {});
   ASSERT_FALSE(set.ok());
-  EXPECT_NE(set.error().message.find("r.csv:2: 2 columns, expected 3"), std::string::npos) << set.error().message;
+  EXPECT_NE(set.error().message.find("r.csv:2: 2 columns, expected 3"), std::string::npos)
+      << set.error().message;
 }
 
 TEST(CsvReader, FractionalLabelIsAnError) {

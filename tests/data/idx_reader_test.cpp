@@ -27,7 +27,8 @@ Bytes idx_u8(const std::vector<uint32_t>& dims) {
 }
 
 void write_plain(const std::string& path, const Bytes& b) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
 void write_gzip(const std::string& path, const Bytes& b) {
@@ -87,7 +88,8 @@ TEST(IdxReader, CorruptedGzipIsAnErrorNotGarbage) {
 TEST(IdxReader, MissingFileSaysSo) {
   auto a = read_idx("/nonexistent/train-images-idx3-ubyte.gz");
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.error().message.find("/nonexistent/train-images-idx3-ubyte.gz: cannot open"), std::string::npos);
+  EXPECT_NE(a.error().message.find("/nonexistent/train-images-idx3-ubyte.gz: cannot open"),
+            std::string::npos);
 }
 
 TEST(IdxReader, LoadsFashionMnistFromDebianPackage) {

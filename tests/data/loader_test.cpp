@@ -16,7 +16,8 @@ Dataset small_set(int64_t n) {
 }
 
 // Every batch of one epoch, concatenated.
-std::vector<std::shared_ptr<const Batch>> epoch_batches(DataLoader& loader, uint64_t epoch, int64_t first = 0) {
+std::vector<std::shared_ptr<const Batch>> epoch_batches(DataLoader& loader, uint64_t epoch,
+                                                        int64_t first = 0) {
   loader.start_epoch(epoch, first);
   std::vector<std::shared_ptr<const Batch>> out;
   while (auto b = loader.next()) out.push_back(b);
@@ -25,7 +26,8 @@ std::vector<std::shared_ptr<const Batch>> epoch_batches(DataLoader& loader, uint
 
 TEST(DataLoader, EpochVisitsEverySampleOnce) {
   Dataset set = small_set(103);
-  for (size_t i = 0; i < set.labels.size(); ++i) set.features[i * 16] = static_cast<float>(i);  // tag each sample
+  for (size_t i = 0; i < set.labels.size(); ++i)
+    set.features[i * 16] = static_cast<float>(i);  // tag each sample
   DataLoader loader(set, {.batch_size = 10, .seed = 1, .threads = 3});
   EXPECT_EQ(loader.batches_per_epoch(), 11);
   std::multiset<float> seen;
@@ -39,7 +41,8 @@ TEST(DataLoader, SameBatchesForAnyThreadCount) {
   Dataset set = small_set(200);
   Transforms aug{.crop_padding = 1, .horizontal_flip = 0.5};
   DataLoader one(set, {.batch_size = 16, .augment = true, .seed = 3, .threads = 1, .transforms = aug});
-  DataLoader four(set, {.batch_size = 16, .augment = true, .seed = 3, .threads = 4, .prefetch = 2, .transforms = aug});
+  DataLoader four(
+      set, {.batch_size = 16, .augment = true, .seed = 3, .threads = 4, .prefetch = 2, .transforms = aug});
   auto a = epoch_batches(one, 5), b = epoch_batches(four, 5);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {

@@ -1,0 +1,103 @@
+#include "model/layer_schema.hpp"
+
+namespace tandem::host::model {
+namespace {
+
+const std::vector<std::string> kInits = {"kaiming",        "kaiming_uniform", "xavier",
+                                         "xavier_uniform", "normal",          "zeros"};
+const std::vector<std::string> kActivations = {"none", "relu", "tanh", "sigmoid"};
+
+AttrSchema init_attr(const std::string& key) {
+  return {key, AttrKind::String, kInits};
+}
+
+std::vector<LayerSchema> build() {
+  const AttrSchema bias{"bias", AttrKind::Bool};
+  const AttrSchema activation{"activation", AttrKind::String, kActivations};
+  const AttrSchema kernel{"kernel", AttrKind::IntOrInts, {}, true};
+  const AttrSchema stride{"stride", AttrKind::IntOrInts};
+  const AttrSchema padding{"padding", AttrKind::IntOrInts};
+  const AttrSchema epsilon{"epsilon", AttrKind::Float};
+  return {
+      {"linear",
+       "y = act(x W^T + b); x is flattened to [batch, features] first",
+       {{"out_features", AttrKind::Int, {}, true},
+        bias,
+        activation,
+        init_attr("init"),
+        init_attr("bias_init"),
+        {"init_std", AttrKind::Float}}},
+      {"conv2d",
+       "2-D convolution over NCHW",
+       {{"out_channels", AttrKind::Int, {}, true},
+        kernel,
+        stride,
+        padding,
+        {"dilation", AttrKind::IntOrInts},
+        {"groups", AttrKind::Int},
+        bias,
+        init_attr("init"),
+        init_attr("bias_init"),
+        {"init_std", AttrKind::Float}}},
+      {"max_pool2d", "max pooling over NCHW", {kernel, stride, padding}},
+      {"avg_pool2d",
+       "average pooling over NCHW",
+       {kernel, stride, padding, {"count_include_pad", AttrKind::Bool}}},
+      {"relu", "max(x, 0)", {}},
+      {"gelu", "x Phi(x)", {{"approximate", AttrKind::String, {"none", "tanh"}}}},
+      {"tanh", "tanh(x)", {}},
+      {"sigmoid", "1 / (1 + exp(-x))", {}},
+      {"flatten", "[N, ...] -> [N, prod(...)]", {}},
+      {"dropout", "zeroes elements with probability p during training", {{"p", AttrKind::Float}}},
+      {"batch_norm",
+       "batch normalisation over the channel dim (dim 1)",
+       {epsilon, {"momentum", AttrKind::Float}}},
+      {"layer_norm", "normalisation over the last dim", {epsilon}},
+      {"embedding",
+       "row lookup: integer indices -> vectors",
+       {{"num_embeddings", AttrKind::Int, {}, true},
+        {"embedding_dim", AttrKind::Int, {}, true},
+        {"padding_idx", AttrKind::Int},
+        init_attr("init"),
+        {"init_std", AttrKind::Float}}},
+      {"add", "elementwise sum of its inputs (residual connections)", {}, 2, 8},
+      {"mul", "elementwise product of two inputs", {}, 2, 2},
+      {"concat", "concatenation along an axis", {{"axis", AttrKind::Int}}, 2, 8},
+      {"softmax", "softmax over the last dim (inference heads)", {}},
+  };
+}
+
+}  // namespace
+
+const std::vector<LayerSchema>& layer_schemas() {
+  static const std::vector<LayerSchema> schemas = build();
+  return schemas;
+}
+
+const LayerSchema* find_layer_schema(const std::string& op) {
+  for (const auto& s : layer_schemas())
+    if (s.op == op) return &s;
+  return nullptr;
+}
+
+const char* attr_kind_name(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a number";
+    case AttrKind::Bool:
+      return "true or false";
+    case AttrKind::String:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::Floats:
+      return "a list of numbers";
+    case AttrKind::IntOrInts:
+      return "an integer or a list of two integers";
+  }
+  return "?";
+}
+
+}  // namespace tandem::host::model

@@ -1,0 +1,221 @@
+#include "model/model_parser.hpp"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "model/layer_schema.hpp"
+#include "model/overrides.hpp"
+#include "model/section_reader.hpp"
+
+namespace tandem::host::model {
+namespace {
+
+uint64_t fnv1a64(const std::string& text, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  std::ostringstream s;
+  s << std::hex;
+  s.width(16);
+  s.fill('0');
+  s << v;
+  return s.str();
+}
+
+void read_model(Reader& r, const toml::table& t, ModelSpec& spec) {
+  r.check_keys(t, "[model]", {"name", "input", "classes"});
+  r.get(t, "name", spec.name);
+  r.get(t, "input", spec.input_shape);
+  r.get(t, "classes", spec.classes);
+  if (spec.input_shape.empty())
+    r.fail(t, "[model] needs input = [...], the shape of one sample (e.g. [1, 28, 28])");
+  for (int64_t d : spec.input_shape)
+    if (d <= 0) r.fail(t, "[model] input dimensions must be positive");
+}
+
+void read_loss(Reader& r, const toml::table& t, LossSpec& loss) {
+  r.check_keys(t, "[loss]", {"op", "label_smoothing"});
+  r.get_choice(t, "op", loss.op, {"softmax_cross_entropy"});
+  r.get(t, "label_smoothing", loss.label_smoothing);
+  if (loss.label_smoothing < 0 || loss.label_smoothing >= 1)
+    r.fail(t, "[loss] label_smoothing must be in [0, 1)");
+}
+
+void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
+  r.check_keys(
+      t, "[train]",
+      {"optimizer", "lr",        "momentum",         "dampening",       "nesterov",     "weight_decay",
+       "beta1",     "beta2",     "epsilon",          "schedule",        "warmup_steps", "step_size",
+       "gamma",     "min_lr",    "batch_size",       "epochs",          "steps",        "clip_grad_norm",
+       "seed",      "log_every", "keep_checkpoints", "optimizer_device"});
+  r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
+  r.get(t, "lr", s.lr);
+  r.get(t, "momentum", s.momentum);
+  r.get(t, "dampening", s.dampening);
+  r.get(t, "nesterov", s.nesterov);
+  r.get(t, "weight_decay", s.weight_decay);
+  r.get(t, "beta1", s.beta1);
+  r.get(t, "beta2", s.beta2);
+  r.get(t, "epsilon", s.epsilon);
+  r.get_choice(t, "schedule", s.schedule, {"constant", "step", "cosine"});
+  r.get(t, "warmup_steps", s.warmup_steps);
+  r.get(t, "step_size", s.step_size);
+  r.get(t, "gamma", s.gamma);
+  r.get(t, "min_lr", s.min_lr);
+  r.get(t, "batch_size", s.batch_size);
+  r.get(t, "epochs", s.epochs);
+  r.get(t, "steps", s.steps);
+  r.get(t, "clip_grad_norm", s.clip_grad_norm);
+  int64_t seed = static_cast<int64_t>(s.seed);
+  r.get(t, "seed", seed);
+  s.seed = static_cast<uint64_t>(seed);
+  r.get(t, "log_every", s.log_every);
+  r.get(t, "keep_checkpoints", s.keep_checkpoints);
+  r.get(t, "optimizer_device", s.optimizer_device);
+  if (s.lr <= 0) r.fail(t, "[train] lr must be positive");
+  if (s.batch_size <= 0) r.fail(t, "[train] batch_size must be positive");
+  if (s.epochs <= 0 && s.steps <= 0) r.fail(t, "[train] needs epochs > 0 or steps > 0");
+  if (s.schedule == "step" && s.step_size <= 0) r.fail(t, "[train] schedule = \"step\" needs step_size > 0");
+  if (s.momentum < 0 || s.clip_grad_norm < 0 || s.weight_decay < 0)
+    r.fail(t, "[train] momentum, weight_decay and clip_grad_norm must not be negative");
+}
+
+void read_data(Reader& r, const toml::table& t, DataSpec& d) {
+  r.check_keys(t, "[data]",
+               {"format", "train_images", "train_labels", "test_images", "test_labels", "train_csv",
+                "test_csv", "label_column", "csv_header", "synthetic_samples", "synthetic_test_samples",
+                "synthetic_noise", "validation_split", "normalize_mean", "normalize_std",
+                "random_crop_padding", "horizontal_flip", "threads", "prefetch"});
+  r.get_choice(t, "format", d.format, {"idx", "csv", "synthetic"});
+  r.get(t, "train_images", d.train_images);
+  r.get(t, "train_labels", d.train_labels);
+  r.get(t, "test_images", d.test_images);
+  r.get(t, "test_labels", d.test_labels);
+  r.get(t, "train_csv", d.train_csv);
+  r.get(t, "test_csv", d.test_csv);
+  r.get(t, "label_column", d.label_column);
+  r.get(t, "csv_header", d.csv_header);
+  r.get(t, "synthetic_samples", d.synthetic_samples);
+  r.get(t, "synthetic_test_samples", d.synthetic_test_samples);
+  r.get(t, "synthetic_noise", d.synthetic_noise);
+  r.get(t, "validation_split", d.validation_split);
+  r.get(t, "normalize_mean", d.normalize_mean);
+  r.get(t, "normalize_std", d.normalize_std);
+  r.get(t, "random_crop_padding", d.random_crop_padding);
+  r.get(t, "horizontal_flip", d.horizontal_flip);
+  r.get(t, "threads", d.threads);
+  r.get(t, "prefetch", d.prefetch);
+  if (d.format == "idx" && (d.train_images.empty() || d.train_labels.empty()))
+    r.fail(t, "[data] format = \"idx\" needs train_images and train_labels");
+  if (d.format == "csv" && d.train_csv.empty()) r.fail(t, "[data] format = \"csv\" needs train_csv");
+  if (d.validation_split < 0 || d.validation_split >= 1)
+    r.fail(t, "[data] validation_split must be in [0, 1)");
+  for (double s : d.normalize_std)
+    if (s <= 0) r.fail(t, "[data] normalize_std entries must be positive");
+}
+
+void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::string>& names,
+                LayerSpec& layer) {
+  layer.where = r.location(t);
+  const std::string label = "layer " + std::to_string(index + 1);
+  if (!r.require(t, "op", layer.op, "[[layers]] entry " + std::to_string(index + 1))) return;
+  r.get(t, "name", layer.name);
+  if (layer.name.empty()) layer.name = layer.op + std::to_string(index + 1);
+  const std::string who = "layer '" + layer.name + "' (" + layer.op + ")";
+  const LayerSchema* schema = find_layer_schema(layer.op);
+  if (schema == nullptr) {
+    std::string known;
+    for (const auto& s : layer_schemas()) known += (known.empty() ? "" : ", ") + s.op;
+    r.fail(*t.get("op"), who + ": unknown op '" + layer.op + "'; expected one of: " + known);
+    return;
+  }
+  if (!names.insert(layer.name).second) r.fail(t, who + ": the name '" + layer.name + "' is used twice");
+  std::vector<std::string> keys = {"name", "op", "inputs", "device"};
+  for (const auto& a : schema->attrs) keys.push_back(a.key);
+  r.check_keys(t, who, keys);
+  r.get(t, "inputs", layer.inputs);
+  std::string device;
+  if (r.get(t, "device", device)) layer.device = device;
+  if (static_cast<int>(std::max<size_t>(layer.inputs.size(), 1)) < schema->min_inputs ||
+      static_cast<int>(layer.inputs.size()) > schema->max_inputs)
+    r.fail(t,
+           who + ": takes " + std::to_string(schema->min_inputs) +
+               (schema->max_inputs != schema->min_inputs ? " to " + std::to_string(schema->max_inputs) : "") +
+               " input(s), inputs = [...] lists " + std::to_string(layer.inputs.size()));
+  for (const auto& a : schema->attrs) r.get_attr(t, who, a, layer.attrs);
+  (void)label;
+}
+
+void read_features(Reader& r, const toml::table& t, ModelSpec& spec) {
+  for (const auto& [name, node] : t) {
+    const toml::table* section = node.as_table();
+    if (section == nullptr) {
+      r.fail(node, "[features] entries must be tables: [features." + std::string(name.str()) + "]");
+      continue;
+    }
+    auto& out = spec.features[std::string(name.str())];
+    for (const auto& [key, value] : *section) out[std::string(key.str())] = r.scalar_text(value);
+  }
+}
+
+}  // namespace
+
+Result<ModelSpec> parse_model_text(const std::string& text, const std::string& path,
+                                   const std::vector<std::string>& overrides) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    return make_error(path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
+                          std::string(e.description()),
+                      TDM_INVALID_ARGUMENT);
+  }
+  if (auto applied = apply_overrides(doc, overrides); !applied) return applied.error();
+
+  ModelSpec spec;
+  spec.path = path;
+  uint64_t hash = fnv1a64(text);
+  for (const auto& o : overrides) hash = fnv1a64("\n--set " + o, hash);
+  spec.source_hash = hex64(hash);
+
+  Reader r(path);
+  r.check_keys(doc, "the model file", {"model", "layers", "loss", "train", "data", "features"});
+  if (const toml::table* m = r.table(doc, "model", true)) read_model(r, *m, spec);
+  if (const toml::table* l = r.table(doc, "loss", false)) read_loss(r, *l, spec.loss);
+  if (const toml::table* t = r.table(doc, "train", false)) read_train(r, *t, spec.train);
+  if (const toml::table* d = r.table(doc, "data", false)) read_data(r, *d, spec.data);
+  if (const toml::table* f = r.table(doc, "features", false)) read_features(r, *f, spec);
+  const toml::array* layers = doc["layers"].as_array();
+  if (layers == nullptr || layers->empty()) {
+    r.fail(doc, "the model has no layers: add [[layers]] entries with op = \"...\"");
+  } else {
+    std::set<std::string> names;
+    for (size_t i = 0; i < layers->size(); ++i) {
+      const toml::table* t = (*layers)[i].as_table();
+      if (t == nullptr) {
+        r.fail((*layers)[i], "layers must be written as [[layers]] tables");
+        continue;
+      }
+      spec.layers.emplace_back();
+      read_layer(r, *t, i, names, spec.layers.back());
+    }
+  }
+  if (r.error()) return make_error(*r.error(), TDM_INVALID_ARGUMENT);
+  return spec;
+}
+
+Result<ModelSpec> parse_model_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot open the model file", TDM_NOT_FOUND);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_model_text(text.str(), path, overrides);
+}
+
+}  // namespace tandem::host::model

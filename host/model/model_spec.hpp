@@ -1,0 +1,106 @@
+// What a model file says, checked and typed, before any graph exists.
+//
+// A model file (TOML) has:
+//   [model]            name, input shape of one sample, classes
+//   [[layers]]         the layers in order: name, op, attributes, optional
+//                      inputs (a DAG; the previous layer by default), device,
+//                      initialisers
+//   [loss]             the training objective
+//   [train]            optimizer, schedule, batch size, epochs/steps, clipping, seed
+//   [data]             where the samples come from and how they are prepared
+//   [features.NAME]    configuration handed verbatim to feature plugin NAME
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tandem::host::model {
+
+// Where something was written, for error messages ("model.toml:12:3").
+struct SourceLocation {
+  std::string file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  std::string str() const;
+};
+
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
+
+struct LayerSpec {
+  std::string name;
+  std::string op;                     // layer kind: linear, conv2d, relu, flatten, add, ...
+  std::vector<std::string> inputs;    // empty = the previous layer (or the model input)
+  std::optional<std::string> device;  // pinned device, e.g. "onednn:0" or "cpu"
+  std::map<std::string, AttrValue> attrs;
+  SourceLocation where;
+
+  int64_t int_attr(const std::string& key, int64_t fallback) const;
+  double float_attr(const std::string& key, double fallback) const;
+  bool bool_attr(const std::string& key, bool fallback) const;
+  std::string string_attr(const std::string& key, const std::string& fallback) const;
+  std::vector<int64_t> ints_attr(const std::string& key, std::vector<int64_t> fallback) const;
+};
+
+struct LossSpec {
+  std::string op = "softmax_cross_entropy";
+  double label_smoothing = 0.0;
+};
+
+struct TrainSpec {
+  std::string optimizer = "sgd";  // sgd | adamw
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  std::string schedule = "constant";  // constant | step | cosine
+  int64_t warmup_steps = 0;           // linear warm-up from 0 to lr
+  int64_t step_size = 0;              // step schedule: every step_size steps ...
+  double gamma = 0.1;                 // ... multiply by gamma
+  double min_lr = 0.0;                // cosine floor
+  int64_t batch_size = 32;
+  int64_t epochs = 1;           // used when steps == 0
+  int64_t steps = 0;            // total optimizer steps; overrides epochs when > 0
+  double clip_grad_norm = 0.0;  // 0 = off
+  uint64_t seed = 0;
+  int64_t log_every = 50;  // steps between plain progress lines
+  int64_t keep_checkpoints = 3;
+  std::string optimizer_device;  // "" = next to the parameters
+};
+
+struct DataSpec {
+  std::string format = "idx";                                        // idx | csv | synthetic
+  std::string train_images, train_labels, test_images, test_labels;  // idx
+  std::string train_csv, test_csv;                                   // csv
+  int64_t label_column = 0;
+  bool csv_header = false;
+  int64_t synthetic_samples = 1024;  // synthetic
+  int64_t synthetic_test_samples = 256;
+  double synthetic_noise = 0.5;
+  double validation_split = 0.0;
+  std::vector<double> normalize_mean, normalize_std;
+  int64_t random_crop_padding = 0;
+  double horizontal_flip = 0.0;
+  int64_t threads = 2;
+  int64_t prefetch = 4;
+};
+
+struct ModelSpec {
+  std::string path;  // the model file
+  std::string name;
+  std::vector<int64_t> input_shape;  // one sample, e.g. [1, 28, 28]
+  int64_t classes = 0;
+  std::vector<LayerSpec> layers;
+  LossSpec loss;
+  TrainSpec train;
+  DataSpec data;
+  std::map<std::string, std::map<std::string, std::string>> features;  // [features.NAME] flattened
+  std::string source_hash;  // FNV-1a 64 of the file text and the overrides, for checkpoints
+};
+
+}  // namespace tandem::host::model

@@ -1,0 +1,74 @@
+#include "model/overrides.hpp"
+
+#include <sstream>
+
+namespace tandem::host::model {
+namespace {
+
+std::vector<std::string> split_dots(const std::string& path) {
+  std::vector<std::string> parts;
+  std::stringstream in(path);
+  for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+  return parts;
+}
+
+// The value as TOML, or as a bare string when it is not TOML.
+toml::table parse_value(const std::string& text) {
+  try {
+    toml::table t = toml::parse("v = " + text);
+    return t;
+  } catch (const toml::parse_error&) {
+    toml::table t;
+    t.insert("v", text);
+    return t;
+  }
+}
+
+toml::table* find_layer(toml::table& doc, const std::string& name) {
+  toml::array* layers = doc["layers"].as_array();
+  if (layers == nullptr) return nullptr;
+  for (auto& node : *layers) {
+    toml::table* t = node.as_table();
+    if (t != nullptr && t->get("name") != nullptr && t->get("name")->value<std::string>() == name) return t;
+  }
+  return nullptr;
+}
+
+Result<void> apply_one(toml::table& doc, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return make_error("--set " + assignment + ": expected KEY=VALUE, e.g. --set train.lr=0.1",
+                      TDM_INVALID_ARGUMENT);
+  const std::vector<std::string> path = split_dots(assignment.substr(0, eq));
+  toml::table* table = &doc;
+  size_t i = 0;
+  if (path.size() >= 3 && path[0] == "layers") {
+    table = find_layer(doc, path[1]);
+    if (table == nullptr)
+      return make_error("--set " + assignment + ": no layer named '" + path[1] + "' in the model file",
+                        TDM_INVALID_ARGUMENT);
+    i = 2;
+  }
+  for (; i + 1 < path.size(); ++i) {
+    toml::node* next = table->get(path[i]);
+    if (next == nullptr) next = &table->insert_or_assign(path[i], toml::table{}).first->second;
+    if (!next->is_table())
+      return make_error("--set " + assignment + ": '" + path[i] + "' is not a section", TDM_INVALID_ARGUMENT);
+    table = next->as_table();
+  }
+  if (path.empty() || path.back().empty())
+    return make_error("--set " + assignment + ": empty key", TDM_INVALID_ARGUMENT);
+  toml::table parsed = parse_value(assignment.substr(eq + 1));
+  table->insert_or_assign(path.back(), std::move(*parsed.get("v")));
+  return {};
+}
+
+}  // namespace
+
+Result<void> apply_overrides(toml::table& doc, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides)
+    if (auto r = apply_one(doc, o); !r) return r;
+  return {};
+}
+
+}  // namespace tandem::host::model

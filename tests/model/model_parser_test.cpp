@@ -1,0 +1,146 @@
+#include "model/model_parser.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tandem::host::model {
+namespace {
+
+const char* kMlp = R"([model]
+name = "mlp"
+input = [1, 28, 28]
+classes = 10
+
+[[layers]]
+name = "flat"
+op = "flatten"
+
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 256
+activation = "relu"
+
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 10
+device = "cpu"
+
+[train]
+optimizer = "sgd"
+lr = 0.1
+momentum = 0.9
+batch_size = 128
+epochs = 3
+
+[data]
+format = "synthetic"
+
+[features.amp]
+dtype = "bf16"
+initial_scale = 65536
+)";
+
+std::string error_of(const std::string& text, std::vector<std::string> overrides = {}) {
+  auto r = parse_model_text(text, "m.toml", overrides);
+  return r.ok() ? std::string("(parsed)") : r.error().message;
+}
+
+TEST(ModelParser, ParsesLayersTrainDataAndFeatures) {
+  auto r = parse_model_text(kMlp, "m.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const ModelSpec& m = *r;
+  EXPECT_EQ(m.name, "mlp");
+  EXPECT_EQ(m.input_shape, (std::vector<int64_t>{1, 28, 28}));
+  ASSERT_EQ(m.layers.size(), 3u);
+  EXPECT_EQ(m.layers[1].op, "linear");
+  EXPECT_EQ(m.layers[1].int_attr("out_features", 0), 256);
+  EXPECT_EQ(m.layers[1].string_attr("activation", ""), "relu");
+  EXPECT_EQ(m.layers[2].device, std::optional<std::string>("cpu"));
+  EXPECT_EQ(m.layers[1].where.line, 10u);
+  EXPECT_DOUBLE_EQ(m.train.lr, 0.1);
+  EXPECT_EQ(m.train.batch_size, 128);
+  EXPECT_EQ(m.data.format, "synthetic");
+  EXPECT_EQ(m.features.at("amp").at("dtype"), "bf16");
+  EXPECT_EQ(m.features.at("amp").at("initial_scale"), "65536");
+  EXPECT_EQ(m.source_hash.size(), 16u);
+}
+
+TEST(ModelParser, UnknownKeyNamesPositionLayerAndSuggestion) {
+  std::string text = kMlp;
+  text.replace(text.find("out_features = 256"), 18, "out_feature = 256");
+  const std::string e = error_of(text);
+  EXPECT_NE(
+      e.find("m.toml:13:15: layer 'fc1' (linear): unknown key 'out_feature' (did you mean 'out_features'?)"),
+      std::string::npos)
+      << e;
+}
+
+TEST(ModelParser, MissingRequiredAttributeNamesLayer) {
+  std::string text = kMlp;
+  text.replace(text.find("out_features = 10\n"), 18, "");
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("layer 'fc2' (linear): missing 'out_features' (an integer)"), std::string::npos) << e;
+}
+
+TEST(ModelParser, WrongTypeSaysExpectedForm) {
+  std::string text = kMlp;
+  text.replace(text.find("lr = 0.1"), 8, "lr = \"fast\"");
+  EXPECT_NE(error_of(text).find("m.toml:24:6: 'lr' must be a number"), std::string::npos) << error_of(text);
+}
+
+TEST(ModelParser, UnknownOpListsTheKnownOnes) {
+  std::string text = kMlp;
+  text.replace(text.find("op = \"flatten\""), 14, "op = \"flaten\"");
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("m.toml:8:6: layer 'flat' (flaten): unknown op 'flaten'; expected one of: linear"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ModelParser, SyntaxErrorHasLineAndColumn) {
+  const std::string e = error_of("[model]\ninput = [1, 2\n");
+  EXPECT_EQ(e.rfind("m.toml:", 0), 0u) << e;
+  EXPECT_NE(e.find("m.toml:2:15:"), std::string::npos) << e;  // where the file ended inside the list
+}
+
+TEST(ModelParser, UnknownSectionIsAnError) {
+  EXPECT_NE(
+      error_of(std::string(kMlp) + "[trian]\nlr = 1\n").find("unknown key 'trian' (did you mean 'train'?)"),
+      std::string::npos);
+}
+
+TEST(ModelParser, DuplicateLayerNames) {
+  std::string text = kMlp;
+  text.replace(text.find("name = \"fc2\""), 12, "name = \"fc1\"");
+  EXPECT_NE(error_of(text).find("the name 'fc1' is used twice"), std::string::npos) << error_of(text);
+}
+
+TEST(ModelParser, SetOverridesKeysAndLayers) {
+  auto r = parse_model_text(
+      kMlp, "m.toml",
+      {"train.lr=0.05", "train.optimizer=adamw", "layers.fc1.out_features=64", "data.threads=4"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->train.lr, 0.05);
+  EXPECT_EQ(r->train.optimizer, "adamw");
+  EXPECT_EQ(r->layers[1].int_attr("out_features", 0), 64);
+  EXPECT_EQ(r->data.threads, 4);
+  EXPECT_NE(r->source_hash, parse_model_text(kMlp, "m.toml")->source_hash);
+}
+
+TEST(ModelParser, OverridesAreValidatedLikeTheFile) {
+  EXPECT_NE(error_of(kMlp, {"train.lr=fast"}).find("'lr' must be a number"), std::string::npos);
+  EXPECT_NE(error_of(kMlp, {"train.learning_rate=0.1"}).find("unknown key 'learning_rate'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kMlp, {"layers.nope.x=1"}).find("no layer named 'nope'"), std::string::npos);
+  EXPECT_NE(error_of(kMlp, {"train.lr"}).find("expected KEY=VALUE"), std::string::npos);
+}
+
+TEST(ModelParser, MissingFile) {
+  auto r = parse_model_file("/nonexistent/model.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/nonexistent/model.toml: cannot open"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem::host::model
