@@ -1,0 +1,186 @@
+#include "checkpoint/safetensors.hpp"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checkpoint/atomic_file.hpp"
+
+namespace tandem::host::checkpoint {
+namespace {
+
+using json = nlohmann::json;
+
+size_t dtype_bytes(tdm_dtype t) {
+  switch (t) {
+    case TDM_F64:
+    case TDM_S64:
+      return 8;
+    case TDM_F32:
+    case TDM_S32:
+      return 4;
+    case TDM_F16:
+    case TDM_BF16:
+      return 2;
+    case TDM_S8:
+    case TDM_U8:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+std::string crc_hex(const std::vector<std::byte>& data) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes at most 4 GiB per call.
+  for (size_t done = 0; done < data.size();) {
+    const size_t chunk = std::min<size_t>(data.size() - done, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data.data() + done), static_cast<uInt>(chunk));
+    done += chunk;
+  }
+  char text[9];
+  std::snprintf(text, sizeof text, "%08lx", static_cast<unsigned long>(crc));
+  return text;
+}
+
+uint64_t load_le64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+std::string store_le64(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[static_cast<size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xff);
+  return s;
+}
+
+}  // namespace
+
+const char* safetensors_dtype(tdm_dtype dtype) {
+  switch (dtype) {
+    case TDM_F32:
+      return "F32";
+    case TDM_F64:
+      return "F64";
+    case TDM_F16:
+      return "F16";
+    case TDM_BF16:
+      return "BF16";
+    case TDM_S8:
+      return "I8";
+    case TDM_U8:
+      return "U8";
+    case TDM_S32:
+      return "I32";
+    case TDM_S64:
+      return "I64";
+    default:
+      return "";
+  }
+}
+
+tdm_dtype dtype_from_safetensors(const std::string& name) {
+  for (tdm_dtype t : {TDM_F32, TDM_F64, TDM_F16, TDM_BF16, TDM_S8, TDM_U8, TDM_S32, TDM_S64})
+    if (name == safetensors_dtype(t)) return t;
+  return TDM_DTYPE_INVALID;
+}
+
+const TensorRecord* Checkpoint::find(const std::string& name) const {
+  for (const auto& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+Result<void> write_safetensors(const std::string& path, const Checkpoint& checkpoint) {
+  json header = json::object();
+  json metadata = json::object();
+  for (const auto& [k, v] : checkpoint.metadata) metadata[k] = v;
+  uint64_t offset = 0;
+  for (const auto& t : checkpoint.tensors) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    if (static_cast<size_t>(numel) * dtype_bytes(t.dtype) != t.data.size() || dtype_bytes(t.dtype) == 0)
+      return make_error(path + ": tensor '" + t.name + "' has " + std::to_string(t.data.size()) +
+                            " bytes, which does not match its shape and dtype",
+                        TDM_INTERNAL);
+    header[t.name] = {{"dtype", safetensors_dtype(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.data.size()}}};
+    metadata["crc32." + t.name] = crc_hex(t.data);
+    offset += t.data.size();
+  }
+  header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the spec's recommended alignment
+  const std::string length = store_le64(text.size());
+  std::vector<std::string_view> parts = {length, text};
+  for (const auto& t : checkpoint.tensors)
+    parts.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.data.size());
+  return write_file_atomically(path, parts);
+}
+
+Result<Checkpoint> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  const auto corrupt = [&](const std::string& why) {
+    return make_error(path + ": not a valid safetensors checkpoint (" + why + "); nothing was loaded",
+                      TDM_INVALID_ARGUMENT);
+  };
+  if (bytes.size() < 8) return corrupt("file shorter than its 8-byte header length");
+  const uint64_t n = load_le64(reinterpret_cast<const unsigned char*>(bytes.data()));
+  if (n > bytes.size() - 8) return corrupt("header length " + std::to_string(n) + " exceeds the file size");
+  json header;
+  try {
+    header = json::parse(bytes.substr(8, n));
+  } catch (const json::exception& e) {
+    return corrupt(std::string("header is not JSON: ") + e.what());
+  }
+  if (!header.is_object()) return corrupt("header is not a JSON object");
+  const size_t data_start = 8 + n;
+  Checkpoint cp;
+  try {
+    if (header.contains("__metadata__"))
+      for (const auto& [k, v] : header["__metadata__"].items()) cp.metadata[k] = v.get<std::string>();
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") continue;
+      TensorRecord t;
+      t.name = name;
+      t.dtype = dtype_from_safetensors(entry.at("dtype").get<std::string>());
+      t.shape = entry.at("shape").get<std::vector<int64_t>>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      if (t.dtype == TDM_DTYPE_INVALID) return corrupt("tensor '" + name + "' has an unsupported dtype");
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || data_start + offsets[1] > bytes.size())
+        return corrupt("tensor '" + name + "' points outside the file (truncated?)");
+      int64_t numel = 1;
+      for (int64_t d : t.shape) numel *= d;
+      if (offsets[1] - offsets[0] != static_cast<uint64_t>(numel) * dtype_bytes(t.dtype))
+        return corrupt("tensor '" + name + "' has a size that does not match its shape");
+      const auto* begin = reinterpret_cast<const std::byte*>(bytes.data() + data_start + offsets[0]);
+      t.data.assign(begin, begin + (offsets[1] - offsets[0]));
+      cp.tensors.push_back(std::move(t));
+    }
+  } catch (const json::exception& e) {
+    return corrupt(std::string("malformed header: ") + e.what());
+  }
+  for (const auto& t : cp.tensors) {
+    auto it = cp.metadata.find("crc32." + t.name);
+    if (it == cp.metadata.end()) continue;  // a file written by another tool
+    const std::string actual = crc_hex(t.data);
+    if (actual != it->second)
+      return make_error(path + ": tensor '" + t.name + "' failed its checksum (stored crc32 " + it->second +
+                            ", computed " + actual +
+                            "): the checkpoint is corrupted; nothing was loaded. Resume from an "
+                            "older checkpoint in the same directory",
+                        TDM_INVALID_ARGUMENT);
+  }
+  return cp;
+}
+
+}  // namespace tandem::host::checkpoint

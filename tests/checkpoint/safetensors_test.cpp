@@ -1,0 +1,109 @@
+#include "checkpoint/safetensors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "temp_dir.hpp"
+
+namespace tandem::host::checkpoint {
+namespace {
+
+TensorRecord f32_tensor(const std::string& name, std::vector<int64_t> shape, float start) {
+  TensorRecord t{name, TDM_F32, std::move(shape), {}};
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
+  t.data.resize(static_cast<size_t>(n) * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = start + static_cast<float>(i);
+    std::memcpy(t.data.data() + i * 4, &v, 4);
+  }
+  return t;
+}
+
+Checkpoint sample() {
+  Checkpoint cp;
+  cp.metadata["tandem.step"] = "42";
+  cp.tensors.push_back(f32_tensor("fc1.weight", {3, 4}, 1.f));
+  cp.tensors.push_back(f32_tensor("fc1.bias", {3}, -1.f));
+  return cp;
+}
+
+TEST(Safetensors, RoundTripsTensorsAndMetadata) {
+  test::TempDir dir;
+  ASSERT_TRUE(write_safetensors(dir.file("a.safetensors"), sample()).ok());
+  auto cp = read_safetensors(dir.file("a.safetensors"));
+  ASSERT_TRUE(cp.ok()) << cp.error().message;
+  EXPECT_EQ(cp->metadata.at("tandem.step"), "42");
+  ASSERT_NE(cp->find("fc1.weight"), nullptr);
+  EXPECT_EQ(cp->find("fc1.weight")->shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(cp->find("fc1.bias")->data, sample().tensors[1].data);
+}
+
+TEST(Safetensors, HeaderFollowsTheSpecification) {
+  test::TempDir dir;
+  ASSERT_TRUE(write_safetensors(dir.file("a.safetensors"), sample()).ok());
+  std::ifstream in(dir.file("a.safetensors"), std::ios::binary);
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  EXPECT_EQ(n % 8, 0u);
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  EXPECT_NE(header.find("\"fc1.weight\":{\"data_offsets\":[0,48],\"dtype\":\"F32\",\"shape\":[3,4]}"),
+            std::string::npos)
+      << header;
+}
+
+TEST(Safetensors, CorruptedTensorIsRefusedByName) {
+  test::TempDir dir;
+  const std::string path = dir.file("c.safetensors");
+  ASSERT_TRUE(write_safetensors(path, sample()).ok());
+  const auto size = std::filesystem::file_size(path);
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(size - 2));  // inside fc1.bias, the last tensor
+  f.put('\x7f');
+  f.close();
+  auto cp = read_safetensors(path);
+  ASSERT_FALSE(cp.ok());
+  EXPECT_NE(cp.error().message.find("tensor 'fc1.bias' failed its checksum"), std::string::npos)
+      << cp.error().message;
+}
+
+TEST(Safetensors, TruncatedFileIsRefused) {
+  test::TempDir dir;
+  const std::string path = dir.file("t.safetensors");
+  ASSERT_TRUE(write_safetensors(path, sample()).ok());
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
+  auto cp = read_safetensors(path);
+  ASSERT_FALSE(cp.ok());
+  EXPECT_NE(cp.error().message.find("points outside the file"), std::string::npos) << cp.error().message;
+}
+
+TEST(Safetensors, FailedWriteLeavesThePreviousFileIntact) {
+  test::TempDir dir;
+  const std::string path = dir.file("keep.safetensors");
+  ASSERT_TRUE(write_safetensors(path, sample()).ok());
+  Checkpoint bad = sample();
+  bad.tensors[0].data.pop_back();  // size no longer matches the shape
+  EXPECT_FALSE(write_safetensors(path, bad).ok());
+  auto cp = read_safetensors(path);
+  ASSERT_TRUE(cp.ok()) << cp.error().message;
+  EXPECT_EQ(cp->find("fc1.weight")->data, sample().tensors[0].data);
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "temporary file left behind";
+}
+
+TEST(Safetensors, UnwritableDirectoryIsAClearError) {
+  auto r = write_safetensors("/nonexistent-dir/x.safetensors", sample());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/nonexistent-dir/x.safetensors: cannot create a temporary file"),
+            std::string::npos)
+      << r.error().message;
+}
+
+}  // namespace
+}  // namespace tandem::host::checkpoint
