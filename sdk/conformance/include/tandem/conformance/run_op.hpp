@@ -1,0 +1,70 @@
+// Tandem conformance kit — run one op on a plugin, host tensors in and out.
+//
+//   Attrs a; a.ints("stride", {2, 2}).integer("groups", 2);
+//   RunResult r = run_op(plugin, "conv2d", a, {x, w, HostTensor()}, {y_shape});
+//
+// Allocates device buffers, copies the inputs in, prepares the kernel
+// (TDM_UNSUPPORTED is an outcome, with the plugin's reason), allocates the
+// workspace, poisons every output with 0xFF bytes (NaN in every float dtype)
+// so an element the kernel never writes is caught, launches, copies the
+// outputs back, synchronizes and frees everything.
+#ifndef TANDEM_CONFORMANCE_RUN_OP_HPP
+#define TANDEM_CONFORMANCE_RUN_OP_HPP
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/conformance/host_tensor.hpp"
+#include "tandem/conformance/outcome.hpp"
+#include "tandem/conformance/plugin_under_test.hpp"
+
+namespace tandem::conformance {
+
+// Owned op attributes, turned into tdm_attr on demand.
+class Attrs {
+ public:
+  Attrs& integer(const std::string& name, int64_t v);
+  Attrs& number(const std::string& name, double v);
+  Attrs& string(const std::string& name, const std::string& v);
+  Attrs& ints(const std::string& name, std::vector<int64_t> v);
+  Attrs& floats(const std::string& name, std::vector<double> v);
+  std::vector<tdm_attr> view() const;  // valid while *this lives unchanged
+  std::string str() const;             // "stride=2,2 groups=2"
+  bool empty() const noexcept { return items_.empty(); }
+
+ private:
+  struct Item {
+    std::string name;
+    tdm_attr_type type = TDM_ATTR_INT;
+    int64_t i = 0;
+    double f = 0;
+    std::string s;
+    std::vector<int64_t> is;
+    std::vector<double> fs;
+  };
+  std::vector<Item> items_;
+};
+
+struct RunOptions {
+  // (output index, input index): the launch passes the input's buffer as
+  // that output, as the catalog allows for in-place updates.
+  std::vector<std::pair<size_t, size_t>> in_place;
+  bool poison_outputs = true;
+};
+
+struct RunResult {
+  Outcome outcome;
+  std::vector<HostTensor> outputs;  // filled when outcome.ok()
+  std::string implementation;       // kernel_describe, when the plugin has it
+};
+
+// `inputs` may hold absent tensors (HostTensor()) for optional slots; an
+// output shape with dtype TDM_DTYPE_INVALID is an absent optional output.
+RunResult run_op(PluginUnderTest& plugin, const std::string& op, const Attrs& attrs,
+                 const std::vector<HostTensor>& inputs, const std::vector<TensorShape>& outputs,
+                 const RunOptions& options = {});
+
+}  // namespace tandem::conformance
+
+#endif

@@ -1,0 +1,161 @@
+// tandem-conformance: run the case catalogue on a backend plugin against the
+// `reference` backend and print one line per case.
+//
+//   tandem-conformance --plugin build/lib/tandem/plugins/libtandem-mine.so
+//       [--reference <libtandem-reference.so>] [--op <name>]... [--dtype f32]
+//       [--require-op <name>]... [--require-all] [--list] [--verbose]
+//
+// Exit status: 0 when nothing failed (UNSUPPORTED is fine, except for ops
+// named by --require-op or, with --require-all, any catalog op), 1 when a case failed, 2 on a usage or load
+// error, 77 when the candidate's device is absent on this machine (ctest: skipped).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tandem/conformance/runner.hpp"
+
+namespace fs = std::filesystem;
+namespace tc = tandem::conformance;
+
+namespace {
+
+constexpr const char* kReferenceFile = "libtandem-reference.so";
+
+struct Options {
+  std::string plugin, reference;
+  std::set<std::string> ops, required;
+  std::string dtype;
+  bool list = false;
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(
+      out,
+      "usage: tandem-conformance --plugin <libtandem-X.so> [--reference <path>] [--op <name>]...\n"
+      "                          [--dtype <f32|bf16|f16|...>] [--require-op <name>]... [--require-all]\n"
+      "                          [--list] [--verbose]\n"
+      "Runs every case of the op catalogue on the plugin and compares it with the reference backend.\n");
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](std::string& into) {
+      if (i + 1 >= argc) return false;
+      into = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--plugin" && value(o.plugin)) continue;
+    if (a == "--reference" && value(o.reference)) continue;
+    if (a == "--dtype" && value(o.dtype)) continue;
+    if (a == "--op" && value(v))
+      o.ops.insert(v);
+    else if (a == "--require-op" && value(v))
+      o.required.insert(v);
+    else if (a == "--require-all")
+      o.required.insert(tc::catalog_ops().begin(), tc::catalog_ops().end());
+    else if (a == "--list")
+      o.list = true;
+    else if (a == "--verbose" || a == "-v")
+      tc::set_verbose(true);
+    else if (a == "--help" || a == "-h")
+      usage(stdout), std::exit(0);
+    else {
+      std::fprintf(stderr, "tandem-conformance: unknown or incomplete argument '%s'\n", a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// --reference, else next to the candidate, else relative to this program
+// (build tree and install tree share the layout), else the install dir.
+std::string find_reference(const Options& o) {
+  if (!o.reference.empty()) return o.reference;
+  std::vector<fs::path> candidates{fs::path(o.plugin).parent_path() / kReferenceFile};
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(self.parent_path() / TANDEM_CONFORMANCE_RELATIVE_PLUGIN_DIR / kReferenceFile);
+  candidates.push_back(fs::path(TANDEM_CONFORMANCE_INSTALL_PLUGIN_DIR) / kReferenceFile);
+  for (const fs::path& p : candidates)
+    if (fs::exists(p, ec)) return p.lexically_normal().string();
+  std::string tried;
+  for (const fs::path& p : candidates) tried += "\n  " + p.string();
+  std::fprintf(stderr,
+               "tandem-conformance: cannot find the reference backend; tried:%s\n"
+               "pass --reference <path to %s>\n",
+               tried.c_str(), kReferenceFile);
+  return "";
+}
+
+bool selected(const Options& o, const tc::Case& c) {
+  return (o.ops.empty() || o.ops.count(c.op)) && (o.dtype.empty() || o.dtype == tandem::dtype_name(c.dtype));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, o)) return usage(stderr), 2;
+  const std::set<std::string> known(tc::catalog_ops().begin(), tc::catalog_ops().end());
+  for (const std::string& op : o.ops)
+    if (!known.count(op))
+      return std::fprintf(stderr, "tandem-conformance: '%s' is not a catalog op\n", op.c_str()), 2;
+  if (o.list) {
+    for (const tc::Case& c : tc::catalogue())
+      if (selected(o, c))
+        std::printf("%s %s %s\n", c.op.c_str(), tandem::dtype_name(c.dtype), c.label().c_str());
+    std::printf("\n%s", tc::tolerance_table().c_str());
+    return 0;
+  }
+  if (o.plugin.empty()) return usage(stderr), 2;
+
+  tc::Outcome outcome;
+  auto candidate = tc::PluginUnderTest::open(o.plugin, outcome);
+  if (outcome.status == tc::Status::skipped) {
+    std::printf("SKIPPED: %s: %s\n", o.plugin.c_str(), outcome.message.c_str());
+    return 77;
+  }
+  if (!candidate) return std::fprintf(stderr, "tandem-conformance: %s\n", outcome.message.c_str()), 2;
+  const std::string ref_path = find_reference(o);
+  if (ref_path.empty()) return 2;
+  auto reference = tc::PluginUnderTest::open(ref_path, outcome);
+  if (!reference)
+    return std::fprintf(stderr, "tandem-conformance: reference backend: %s\n", outcome.message.c_str()), 2;
+  std::printf("candidate: %s on %s\nreference: %s (%s)\n", candidate->description().c_str(),
+              candidate->device_name().c_str(), reference->description().c_str(), ref_path.c_str());
+
+  int passed = 0, failed = 0, unsupported = 0;
+  std::set<std::string> unsupported_ops, failed_required;
+  for (const tc::Case& c : tc::catalogue()) {
+    if (!selected(o, c)) continue;
+    tc::CaseResult r = tc::run_case(*candidate, *reference, c);
+    if (r.status == tc::Status::unsupported && o.required.count(c.op)) {
+      r.status = tc::Status::error;
+      r.message = "required op declined: " + r.message;
+    }
+    std::string line = tc::report_line(c, r);
+    if (tc::verbose() && !r.implementation.empty()) line += "  [" + r.implementation + "]";
+    std::printf("%s\n", line.c_str());
+    if (r.status == tc::Status::ok)
+      ++passed;
+    else if (r.status == tc::Status::unsupported)
+      ++unsupported, unsupported_ops.insert(c.op);
+    else
+      ++failed;
+  }
+  std::printf("\n%d passed, %d failed, %d unsupported\n", passed, failed, unsupported);
+  if (!unsupported_ops.empty()) {
+    std::string list;
+    for (const std::string& op : unsupported_ops) list += " " + op;
+    std::printf("unsupported ops (at least one case):%s\n", list.c_str());
+  }
+  std::fflush(stdout);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,246 @@
+// The kit's loader: dlopen + entry + init + device 0 + stream.
+#include "tandem/conformance/plugin_under_test.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace tandem::conformance {
+
+const char* status_name(Status s) noexcept {
+  switch (s) {
+    case Status::ok:
+      return "ok";
+    case Status::unsupported:
+      return "unsupported";
+    case Status::skipped:
+      return "skipped";
+    case Status::error:
+      return "error";
+  }
+  return "?";
+}
+
+namespace {
+
+bool g_verbose = false;
+thread_local std::string t_last_error;
+
+// Host context handed to a plugin: its file, for log lines.
+struct HostContext {
+  std::string path;
+};
+
+void host_log(void* ctx, tdm_log_level level, const char* message) {
+  if (!g_verbose || message == nullptr) return;
+  static const char* const names[] = {"error", "warning", "info", "debug"};
+  const char* lvl = (level >= 0 && level <= 3) ? names[level] : "log";
+  std::fprintf(stderr, "[%s] %s: %s\n", static_cast<HostContext*>(ctx)->path.c_str(), lvl, message);
+}
+
+void host_set_error(void* /*ctx*/, tdm_status /*code*/, const char* format, ...) {
+  if (format == nullptr) return;
+  va_list args;
+  va_start(args, format);
+  char buffer[2048];
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  t_last_error = buffer;
+}
+
+tdm_status host_config_get(void*, const char*, char*, size_t*) {
+  return TDM_NOT_FOUND;
+}
+
+void* host_scratch_alloc(void*, size_t bytes, size_t alignment) {
+  if (alignment < 64) alignment = 64;
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+}
+void host_scratch_free(void*, void* p) {
+  std::free(p);
+}
+
+tdm_status host_scalar_get(void*, tdm_run*, const char*, double*) {
+  return TDM_NOT_FOUND;
+}
+tdm_status host_scalar_set(void*, tdm_run*, const char*, double) {
+  return TDM_NOT_FOUND;
+}
+
+std::string message_or(const std::string& fallback) {
+  return t_last_error.empty() ? fallback : t_last_error;
+}
+
+}  // namespace
+
+void set_verbose(bool v) noexcept {
+  g_verbose = v;
+}
+bool verbose() noexcept {
+  return g_verbose;
+}
+const std::string& last_plugin_error() noexcept {
+  return t_last_error;
+}
+void clear_plugin_error() noexcept {
+  t_last_error.clear();
+}
+
+// One per dlopen handle: entry + init happen once, shutdown when the last
+// user goes away (the library itself stays mapped: RTLD_NODELETE).
+struct LoadedLibrary {
+  HostContext context;
+  tdm_host_api host{};
+  const tdm_plugin* plugin = nullptr;
+  ~LoadedLibrary() {
+    if (plugin != nullptr && plugin->shutdown != nullptr) plugin->shutdown();
+  }
+};
+
+namespace {
+
+std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& outcome) {
+  static std::mutex mutex;
+  static std::map<void*, std::weak_ptr<LoadedLibrary>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    outcome = Outcome::fail("cannot load plugin '" + path + "': " + (why ? why : "unknown dlopen error") +
+                            " (check the path, and that its dependencies are on the library path)");
+    return nullptr;
+  }
+  if (auto existing = loaded[handle].lock()) return existing;
+  auto entry = reinterpret_cast<tdm_plugin_entry_fn>(dlsym(handle, TDM_PLUGIN_ENTRY_SYMBOL));
+  if (entry == nullptr) {
+    outcome =
+        Outcome::fail("'" + path + "' is not a Tandem plugin: it does not export " + TDM_PLUGIN_ENTRY_SYMBOL);
+    return nullptr;
+  }
+  auto lib = std::make_shared<LoadedLibrary>();
+  lib->context.path = path;
+  tdm_host_api& h = lib->host;
+  h.struct_size = sizeof h;
+  h.abi_major = TDM_ABI_MAJOR;
+  h.abi_minor = TDM_ABI_MINOR;
+  h.ctx = &lib->context;
+  h.log = host_log;
+  h.set_error = host_set_error;
+  h.config_get = host_config_get;
+  h.scratch_alloc = host_scratch_alloc;
+  h.scratch_free = host_scratch_free;
+  h.graph = nullptr;
+  h.run_scalar_get = host_scalar_get;
+  h.run_scalar_set = host_scalar_set;
+  clear_plugin_error();
+  const tdm_plugin* plugin = entry(&lib->host, TDM_ABI_MAJOR, TDM_ABI_MINOR);
+  if (plugin == nullptr) {
+    outcome = Outcome::fail("plugin '" + path + "' refused to load: " + message_or("no reason given"));
+    return nullptr;
+  }
+  if (plugin->abi_major != TDM_ABI_MAJOR) {
+    outcome = Outcome::fail("plugin '" + path + "' was built for ABI " + std::to_string(plugin->abi_major) +
+                            "." + std::to_string(plugin->abi_minor) + " but this kit speaks ABI " +
+                            std::to_string(TDM_ABI_MAJOR) + "." + std::to_string(TDM_ABI_MINOR) +
+                            "; rebuild it against this SDK");
+    return nullptr;
+  }
+  if (plugin->kind != TDM_PLUGIN_BACKEND || plugin->backend == nullptr) {
+    outcome =
+        Outcome::fail("plugin '" + path + "' is not a backend plugin; the conformance kit tests backends");
+    return nullptr;
+  }
+  if (plugin->init != nullptr) {
+    tdm_config config{};
+    config.struct_size = sizeof config;
+    clear_plugin_error();
+    tdm_status status = plugin->init(&config);
+    if (status == TDM_UNAVAILABLE) {
+      outcome = {Status::skipped, message_or("init reported the device unavailable")};
+      return nullptr;
+    }
+    if (status != TDM_OK) {
+      outcome = Outcome::fail("plugin '" + path + "' init failed (status " + std::to_string(status) +
+                              "): " + message_or("no reason given"));
+      return nullptr;
+    }
+  }
+  lib->plugin = plugin;
+  loaded[handle] = lib;
+  return lib;
+}
+
+}  // namespace
+
+std::unique_ptr<PluginUnderTest> PluginUnderTest::open(const std::string& path, Outcome& outcome) {
+  outcome = Outcome::success();
+  std::unique_ptr<PluginUnderTest> p(new PluginUnderTest());
+  p->path_ = path;
+  p->library_ = load_library(path, outcome);
+  if (!p->library_) return nullptr;
+  p->api_ = p->library_->plugin->backend;
+  const tdm_backend_api& api = *p->api_;
+  uint32_t count = 0;
+  clear_plugin_error();
+  tdm_status status = api.device_count(&count);
+  if (status == TDM_UNAVAILABLE || (status == TDM_OK && count == 0)) {
+    outcome = {Status::skipped, message_or("the plugin reports no usable device")};
+    return nullptr;
+  }
+  if (status != TDM_OK) {
+    outcome =
+        Outcome::fail("device_count failed (status " + std::to_string(status) + "): " + message_or("?"));
+    return nullptr;
+  }
+  clear_plugin_error();
+  status = api.device_open(0, &p->device_);
+  if (status == TDM_UNAVAILABLE) {
+    outcome = {Status::skipped, message_or("device 0 is unavailable")};
+    return nullptr;
+  }
+  if (status != TDM_OK || p->device_ == nullptr) {
+    outcome =
+        Outcome::fail("device_open(0) failed (status " + std::to_string(status) + "): " + message_or("?"));
+    return nullptr;
+  }
+  clear_plugin_error();
+  status = api.stream_create(p->device_, &p->stream_);
+  if (status != TDM_OK || p->stream_ == nullptr) {
+    outcome =
+        Outcome::fail("stream_create failed (status " + std::to_string(status) + "): " + message_or("?"));
+    return nullptr;
+  }
+  return p;
+}
+
+PluginUnderTest::~PluginUnderTest() {
+  if (api_ != nullptr && stream_ != nullptr) api_->stream_destroy(stream_);
+  if (api_ != nullptr && device_ != nullptr && api_->device_close != nullptr) api_->device_close(device_);
+}
+
+std::string PluginUnderTest::name() const {
+  const tdm_plugin* p = library_->plugin;
+  return p->name != nullptr ? p->name : "?";
+}
+
+std::string PluginUnderTest::description() const {
+  const tdm_plugin* p = library_->plugin;
+  auto s = [](const char* c) { return std::string(c != nullptr ? c : "?"); };
+  return s(p->name) + " " + s(p->version) + " (sdk " + s(p->sdk_version) + "): " + s(p->description);
+}
+
+std::string PluginUnderTest::device_name() const {
+  tdm_device_info info{};
+  info.struct_size = sizeof info;
+  if (api_->device_info == nullptr || api_->device_info(device_, &info) != TDM_OK || info.name == nullptr)
+    return "?";
+  return info.name;
+}
+
+}  // namespace tandem::conformance
