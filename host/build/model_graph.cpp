@@ -1,0 +1,127 @@
+#include "build/model_graph.hpp"
+
+#include <map>
+
+#include "build/model_graph_layers.hpp"
+
+namespace tandem::host::build {
+namespace detail {
+
+Result<std::vector<ValueId>> Context::emit(const std::string& op, const std::string& node_name,
+                                           std::vector<ValueId> inputs, std::vector<Attr> attrs,
+                                           std::vector<TensorType> outputs, std::vector<std::string> output_names) {
+  NodeSpec spec;
+  spec.op = op;
+  spec.name = node_name;
+  spec.layer = layer->name;
+  spec.phase = TDM_PHASE_FORWARD;
+  spec.attrs = std::move(attrs);
+  spec.inputs = std::move(inputs);
+  spec.outputs = std::move(outputs);
+  spec.output_names = std::move(output_names);
+  auto id = out.graph.insert_node(std::move(spec));
+  if (!id) return id.error();
+  if (layer->device) {
+    if (auto r = out.graph.set_device(*id, *layer->device); !r) return r.error();
+  }
+  return out.graph.node(*id)->outputs;
+}
+
+Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initializer init) {
+  auto id = out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER, TensorType{TDM_F32, std::move(dims)});
+  if (!id) return id.error();
+  out.parameters.push_back(*id);
+  out.initializers[*id] = init;
+  return id;
+}
+
+Result<ValueId> Context::state(const std::string& suffix, Dims dims, double fill) {
+  auto id = out.graph.add_state(layer->name + "." + suffix, TensorType{TDM_F32, std::move(dims)}, fill);
+  if (!id) return id.error();
+  out.initializers[*id] = Initializer{fill == 1.0 ? "ones" : "zeros"};
+  return id;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The layers feeding `layer`: its `inputs`, or the previous layer.
+Result<std::vector<ValueId>> resolve_inputs(const detail::Context& ctx, const std::map<std::string, ValueId>& outputs,
+                                            ValueId previous) {
+  if (ctx.layer->inputs.empty()) return std::vector<ValueId>{previous};
+  std::vector<ValueId> ids;
+  for (const auto& name : ctx.layer->inputs) {
+    auto it = outputs.find(name);
+    if (it == outputs.end())
+      return ctx.error("input '" + name + "' is not an earlier layer (or \"input\"); layers may only read layers " +
+                       "written above them");
+    ids.push_back(it->second);
+  }
+  return ids;
+}
+
+Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logits) {
+  const auto& dims = g.graph.value(logits)->type.dims;
+  const std::string last = g.graph.value(logits)->name;
+  if (dims.size() != 2)
+    return make_error(spec.path + ": the last layer '" + last + "' gives " + dims_str(dims) +
+                          ", but " + spec.loss.op + " needs logits [batch, classes]: end the model with a linear layer",
+                      TDM_INVALID_ARGUMENT);
+  if (spec.classes > 0 && dims[1] != spec.classes)
+    return make_error(spec.path + ": the last layer '" + last + "' has " + std::to_string(dims[1]) +
+                          " outputs but [model] classes = " + std::to_string(spec.classes),
+                      TDM_INVALID_ARGUMENT);
+  NodeSpec loss;
+  loss.op = spec.loss.op;
+  loss.name = "loss";
+  loss.layer = "loss";
+  loss.attrs = {{"reduction", std::string("mean")}, {"label_smoothing", spec.loss.label_smoothing}};
+  loss.inputs = {logits, g.labels};
+  loss.outputs = {TensorType{TDM_F32, {}}};
+  loss.output_names = {"loss"};
+  auto id = g.graph.insert_node(std::move(loss));
+  if (!id) return id.error();
+  g.logits = logits;
+  g.loss = g.graph.node(*id)->outputs[0];
+  return {};
+}
+
+}  // namespace
+
+Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode) {
+  ModelGraph g;
+  g.mode = mode;
+  g.batch = batch;
+  Dims input_dims = {batch};
+  input_dims.insert(input_dims.end(), spec.input_shape.begin(), spec.input_shape.end());
+  auto input = g.graph.add_value("input", TDM_VALUE_INPUT, TensorType{TDM_F32, input_dims});
+  auto labels = g.graph.add_value("labels", TDM_VALUE_INPUT, TensorType{TDM_S32, {batch}});
+  if (!input) return input.error();
+  if (!labels) return labels.error();
+  g.input = *input;
+  g.labels = *labels;
+
+  std::map<std::string, ValueId> outputs = {{"input", g.input}};
+  ValueId previous = g.input;
+  for (const auto& layer : spec.layers) {
+    detail::Context ctx{g, spec, &layer};
+    auto inputs = resolve_inputs(ctx, outputs, previous);
+    if (!inputs) return inputs.error();
+    auto out = detail::expand_layer(ctx, *inputs);
+    if (!out) return out.error();
+    outputs[layer.name] = *out;
+    previous = *out;
+  }
+  if (auto r = add_loss(g, spec, previous); !r) return r.error();
+  return g;
+}
+
+std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
+  if (node.op == "sgd_update") return {{0, 0}, {1, 3}};
+  if (node.op == "adamw_update") return {{0, 0}, {1, 2}, {2, 3}};
+  if (node.op == "batch_norm_train") return {{3, 3}, {4, 4}};
+  return {};
+}
+
+}  // namespace tandem::host::build

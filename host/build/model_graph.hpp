@@ -1,0 +1,53 @@
+// The forward graph of a model, built from its ModelSpec for one batch size.
+//
+// Values of a built model:
+//   "input"  [B, ...sample shape] f32   fed by the data pipeline
+//   "labels" [B] s32                    fed by the data pipeline
+//   "<layer>"                           each layer's output
+//   "<layer>.weight", ".bias", ...      parameters (with initialisers)
+//   "<layer>.running_mean", ...         state
+//   "loss"   [] f32                     the training objective
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "model/model_spec.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::build {
+
+enum class Mode { Train, Eval };
+
+// How a parameter or state tensor starts (host-side, seeded).
+struct Initializer {
+  std::string method = "zeros";  // kaiming, kaiming_uniform, xavier, xavier_uniform, normal, zeros, ones
+  int64_t fan_in = 1;
+  int64_t fan_out = 1;
+  double std = 0.01;  // for "normal"
+};
+
+struct ModelGraph {
+  Graph graph;
+  Mode mode = Mode::Train;
+  int64_t batch = 0;
+  ValueId input = kNoValue;
+  ValueId labels = kNoValue;
+  ValueId logits = kNoValue;
+  ValueId loss = kNoValue;
+  std::vector<ValueId> parameters;           // trained tensors, in layer order
+  std::map<ValueId, Initializer> initializers;  // parameters and state
+  std::vector<NodeId> dropout_nodes;         // need a fresh seed offset per step
+};
+
+// Builds the forward graph, inferring every shape. Errors name the layer,
+// the layer that fed it, and both shapes.
+Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode);
+
+// Which outputs of an op overwrite which of its inputs in place (output
+// index -> input index), per sdk/ops.md; empty for most ops.
+std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node);
+
+}  // namespace tandem::host::build

@@ -1,0 +1,235 @@
+// Expansion of each model-file layer into catalog ops, with shape inference.
+#include <cmath>
+
+#include "build/model_graph_layers.hpp"
+#include "data/counter_rng.hpp"
+
+namespace tandem::host::build::detail {
+namespace {
+
+using model::LayerSpec;
+
+TensorType f32(Dims dims) { return TensorType{TDM_F32, std::move(dims)}; }
+
+std::string shape_of(const Context& ctx, ValueId v) {
+  return "'" + ctx.value(v).name + "' " + dims_str(ctx.dims(v));
+}
+
+Initializer weight_init(const LayerSpec& l, const std::string& key, const std::string& fallback, int64_t fan_in,
+                        int64_t fan_out) {
+  return Initializer{l.string_attr(key, fallback), fan_in, fan_out, l.float_attr("init_std", 0.01)};
+}
+
+// [B, ...] -> [B, prod(...)], or the value itself when already rank 2.
+Result<ValueId> flatten(Context& ctx, ValueId x, const std::string& node_name) {
+  const Dims& d = ctx.dims(x);
+  if (d.size() == 2) return x;
+  auto out = ctx.emit("reshape", node_name, {x}, {}, {f32({d[0], numel(d) / d[0]})},
+                      {node_name == ctx.layer->name ? node_name : ""});
+  if (!out) return out.error();
+  return (*out)[0];
+}
+
+Result<ValueId> linear(Context& ctx, ValueId x_in) {
+  const LayerSpec& l = *ctx.layer;
+  auto x = flatten(ctx, x_in, l.name + ".flatten");
+  if (!x) return x.error();
+  const int64_t in = ctx.dims(*x)[1], out = l.int_attr("out_features", 0);
+  if (out <= 0) return ctx.error("out_features must be positive");
+  auto w = ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
+  if (!w) return w.error();
+  std::vector<ValueId> inputs = {*x, *w};
+  if (l.bool_attr("bias", true)) {
+    auto b = ctx.parameter("bias", {out}, weight_init(l, "bias_init", "zeros", in, out));
+    if (!b) return b.error();
+    inputs.push_back(*b);
+  }
+  auto y = ctx.emit("linear", l.name, inputs, {{"activation", l.string_attr("activation", "none")}},
+                    {f32({ctx.dims(*x)[0], out})}, {l.name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> conv2d(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const Dims& d = ctx.dims(x);
+  if (d.size() != 4) return ctx.error("needs an NCHW input [batch, channels, height, width], got " + shape_of(ctx, x));
+  const Dims k = l.ints_attr("kernel", {1, 1}), s = l.ints_attr("stride", {1, 1}), p = l.ints_attr("padding", {0, 0}),
+             dil = l.ints_attr("dilation", {1, 1});
+  const int64_t groups = l.int_attr("groups", 1), out_c = l.int_attr("out_channels", 0);
+  if (groups < 1 || d[1] % groups != 0 || out_c <= 0 || out_c % groups != 0)
+    return ctx.error("channels (" + std::to_string(d[1]) + " in, " + std::to_string(out_c) +
+                     " out) must be positive and divisible by groups = " + std::to_string(groups));
+  const auto oh = window_out(d[2], k[0], s[0], p[0], dil[0]), ow = window_out(d[3], k[1], s[1], p[1], dil[1]);
+  if (!oh || !ow) return ctx.error("the kernel " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
+  const int64_t fan_in = d[1] / groups * k[0] * k[1], fan_out = out_c / groups * k[0] * k[1];
+  auto w = ctx.parameter("weight", {out_c, d[1] / groups, k[0], k[1]}, weight_init(l, "init", "kaiming", fan_in, fan_out));
+  if (!w) return w.error();
+  std::vector<ValueId> inputs = {x, *w};
+  if (l.bool_attr("bias", true)) {
+    auto b = ctx.parameter("bias", {out_c}, weight_init(l, "bias_init", "zeros", fan_in, fan_out));
+    if (!b) return b.error();
+    inputs.push_back(*b);
+  }
+  auto y = ctx.emit("conv2d", l.name, inputs,
+                    {{"stride", s}, {"padding", p}, {"dilation", dil}, {"groups", groups}},
+                    {f32({d[0], out_c, *oh, *ow})}, {l.name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> pool(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const Dims& d = ctx.dims(x);
+  if (d.size() != 4) return ctx.error("needs an NCHW input, got " + shape_of(ctx, x));
+  const Dims k = l.ints_attr("kernel", {1, 1}), s = l.ints_attr("stride", k), p = l.ints_attr("padding", {0, 0});
+  if (p[0] * 2 > k[0] || p[1] * 2 > k[1]) return ctx.error("padding may be at most half the kernel");
+  const auto oh = window_out(d[2], k[0], s[0], p[0], 1), ow = window_out(d[3], k[1], s[1], p[1], 1);
+  if (!oh || !ow) return ctx.error("the window " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
+  std::vector<Attr> attrs = {{"kernel", k}, {"stride", s}, {"padding", p}};
+  if (l.op == "avg_pool2d") attrs.push_back({"count_include_pad", int64_t(l.bool_attr("count_include_pad", false))});
+  auto y = ctx.emit(l.op, l.name, {x}, attrs, {f32({d[0], d[1], *oh, *ow})}, {l.name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> unary(Context& ctx, ValueId x, const std::string& op, std::vector<Attr> attrs = {}) {
+  auto y = ctx.emit(op, ctx.layer->name, {x}, std::move(attrs), {ctx.value(x).type}, {ctx.layer->name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> dropout(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const double p = l.float_attr("p", 0.5);
+  if (!(p >= 0 && p < 1)) return ctx.error("p must be in [0, 1)");
+  if (ctx.out.mode == Mode::Eval || p == 0) return x;  // identity at evaluation
+  // Each dropout layer gets its own stream of masks; the executor adds the
+  // step to this base seed.
+  const auto seed = static_cast<int64_t>(data::random_u64(ctx.spec.train.seed, 0xD80, ctx.out.dropout_nodes.size()) >> 1);
+  auto y = ctx.emit("dropout", l.name, {x}, {{"p", p}, {"seed", seed}},
+                    {ctx.value(x).type, TensorType{TDM_U8, ctx.dims(x)}}, {l.name, l.name + ".mask"});
+  if (!y) return y.error();
+  ctx.out.dropout_nodes.push_back(ctx.out.graph.value((*y)[0])->producer);
+  return (*y)[0];
+}
+
+Result<ValueId> batch_norm(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const Dims& d = ctx.dims(x);
+  if (d.size() < 2) return ctx.error("needs [batch, channels, ...], got " + shape_of(ctx, x));
+  const int64_t c = d[1];
+  auto gamma = ctx.parameter("gamma", {c}, {"ones"});
+  auto beta = ctx.parameter("beta", {c}, {"zeros"});
+  auto mean = ctx.state("running_mean", {c}, 0.0);
+  auto var = ctx.state("running_var", {c}, 1.0);
+  if (!gamma || !beta || !mean || !var) return make_error(ctx.who() + ": could not add its tensors", TDM_INTERNAL);
+  const double eps = l.float_attr("epsilon", 1e-5);
+  if (ctx.out.mode == Mode::Eval) {
+    auto y = ctx.emit("batch_norm_inference", l.name, {x, *gamma, *beta, *mean, *var}, {{"epsilon", eps}},
+                      {ctx.value(x).type}, {l.name});
+    if (!y) return y.error();
+    return (*y)[0];
+  }
+  auto y = ctx.emit("batch_norm_train", l.name, {x, *gamma, *beta, *mean, *var},
+                    {{"epsilon", eps}, {"momentum", l.float_attr("momentum", 0.1)}},
+                    {ctx.value(x).type, f32({c}), f32({c}), f32({c}), f32({c})},
+                    {l.name, l.name + ".saved_mean", l.name + ".saved_rstd", l.name + ".running_mean_out",
+                     l.name + ".running_var_out"});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> layer_norm(Context& ctx, ValueId x) {
+  const Dims& d = ctx.dims(x);
+  const int64_t dim = d.back();
+  auto gamma = ctx.parameter("gamma", {dim}, {"ones"});
+  auto beta = ctx.parameter("beta", {dim}, {"zeros"});
+  if (!gamma || !beta) return make_error(ctx.who() + ": could not add its tensors", TDM_INTERNAL);
+  const Dims stats(d.begin(), d.end() - 1);
+  const std::string& n = ctx.layer->name;
+  auto y = ctx.emit("layer_norm", n, {x, *gamma, *beta}, {{"epsilon", ctx.layer->float_attr("epsilon", 1e-5)}},
+                    {ctx.value(x).type, f32(stats), f32(stats)}, {n, n + ".mean", n + ".rstd"});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> embedding(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const int64_t v = l.int_attr("num_embeddings", 0), dim = l.int_attr("embedding_dim", 0);
+  if (v <= 0 || dim <= 0) return ctx.error("num_embeddings and embedding_dim must be positive");
+  ValueId indices = x;
+  if (ctx.value(x).type.dtype != TDM_S32) {
+    auto cast = ctx.emit("cast", l.name + ".indices", {x}, {}, {TensorType{TDM_S32, ctx.dims(x)}});
+    if (!cast) return cast.error();
+    indices = (*cast)[0];
+  }
+  auto table = ctx.parameter("weight", {v, dim}, weight_init(l, "init", "normal", v, dim));
+  if (!table) return table.error();
+  if (!l.attrs.count("init_std")) ctx.out.initializers[*table].std = 1.0;  // as torch.nn.Embedding
+  Dims out = ctx.dims(x);
+  out.push_back(dim);
+  auto y = ctx.emit("embedding", l.name, {*table, indices}, {{"padding_idx", l.int_attr("padding_idx", -1)}},
+                    {f32(out)}, {l.name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> binary_chain(Context& ctx, const std::vector<ValueId>& inputs) {
+  ValueId acc = inputs[0];
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const auto shape = broadcast(ctx.dims(acc), ctx.dims(inputs[i]));
+    if (!shape) return ctx.error("inputs " + shape_of(ctx, acc) + " and " + shape_of(ctx, inputs[i]) +
+                                 " cannot be broadcast together");
+    const bool last = i + 1 == inputs.size();
+    const std::string name = last ? ctx.layer->name : ctx.layer->name + "." + std::to_string(i);
+    auto y = ctx.emit(ctx.layer->op, name, {acc, inputs[i]}, {}, {f32(*shape)}, {name});
+    if (!y) return y.error();
+    acc = (*y)[0];
+  }
+  return acc;
+}
+
+Result<ValueId> concat(Context& ctx, const std::vector<ValueId>& inputs) {
+  const auto rank = static_cast<int64_t>(ctx.dims(inputs[0]).size());
+  int64_t axis = ctx.layer->int_attr("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 1 || axis >= rank) return ctx.error("axis must name a sample dim (1 .. " + std::to_string(rank - 1) + ")");
+  Dims out = ctx.dims(inputs[0]);
+  out[static_cast<size_t>(axis)] = 0;
+  for (ValueId v : inputs) {
+    Dims d = ctx.dims(v);
+    if (d.size() != out.size()) return ctx.error("inputs have different ranks: " + shape_of(ctx, v));
+    for (size_t i = 0; i < d.size(); ++i)
+      if (static_cast<int64_t>(i) != axis && d[i] != out[i])
+        return ctx.error(shape_of(ctx, inputs[0]) + " and " + shape_of(ctx, v) + " differ outside axis " +
+                         std::to_string(axis));
+    out[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
+  }
+  auto y = ctx.emit("concat", ctx.layer->name, inputs, {{"axis", axis}}, {f32(out)}, {ctx.layer->name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+}  // namespace
+
+Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs) {
+  const std::string& op = ctx.layer->op;
+  const ValueId x = inputs[0];
+  if (op == "linear") return linear(ctx, x);
+  if (op == "conv2d") return conv2d(ctx, x);
+  if (op == "max_pool2d" || op == "avg_pool2d") return pool(ctx, x);
+  if (op == "relu" || op == "tanh" || op == "sigmoid") return unary(ctx, x, op);
+  if (op == "gelu") return unary(ctx, x, op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
+  if (op == "softmax") return unary(ctx, x, op, {{"axis", int64_t{-1}}});
+  if (op == "flatten") return flatten(ctx, x, ctx.layer->name);
+  if (op == "dropout") return dropout(ctx, x);
+  if (op == "batch_norm") return batch_norm(ctx, x);
+  if (op == "layer_norm") return layer_norm(ctx, x);
+  if (op == "embedding") return embedding(ctx, x);
+  if (op == "add" || op == "mul") return binary_chain(ctx, inputs);
+  if (op == "concat") return concat(ctx, inputs);
+  return ctx.error("has no expansion (internal: the layer schema and the builder disagree)");
+}
+
+}  // namespace tandem::host::build::detail

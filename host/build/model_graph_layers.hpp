@@ -1,0 +1,36 @@
+// Internal to the graph builder: the per-layer expansion into catalog ops.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "build/model_graph.hpp"
+#include "build/shapes.hpp"
+
+namespace tandem::host::build::detail {
+
+// Builder state shared by the layer expansions.
+struct Context {
+  ModelGraph& out;
+  const model::ModelSpec& spec;
+  const model::LayerSpec* layer = nullptr;  // the layer being expanded
+
+  std::string who() const { return "layer '" + layer->name + "' (" + layer->op + ")"; }
+  Error error(const std::string& message) const {
+    return make_error(spec.path + ":" + std::to_string(layer->where.line) + ": " + who() + ": " + message,
+                      TDM_INVALID_ARGUMENT);
+  }
+  const Value& value(ValueId id) const { return *out.graph.value(id); }
+  const Dims& dims(ValueId id) const { return value(id).type.dims; }
+  // A node of this layer; its first output is named `output_name` (or "<node>:0").
+  Result<std::vector<ValueId>> emit(const std::string& op, const std::string& node_name, std::vector<ValueId> inputs,
+                                    std::vector<Attr> attrs, std::vector<TensorType> outputs,
+                                    std::vector<std::string> output_names = {});
+  Result<ValueId> parameter(const std::string& suffix, Dims dims, Initializer init);
+  Result<ValueId> state(const std::string& suffix, Dims dims, double fill);
+};
+
+// Expands one layer whose inputs are already resolved; returns its output.
+Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs);
+
+}  // namespace tandem::host::build::detail

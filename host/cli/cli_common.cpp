@@ -1,0 +1,100 @@
+#include "cli/cli_common.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include "cli/exit_codes.hpp"
+
+namespace tandem::cli {
+
+po::options_description global_options_description() {
+  po::options_description desc("Global options");
+  desc.add_options()("plugin-path", po::value<std::vector<std::string>>()->composing()->value_name("DIRS"),
+                     "search these ':'-separated directories for plugins first (may be repeated)")(
+      "allow-insecure-plugins", po::bool_switch(),
+      "load plugin files even when they or their directory are writable by other users")(
+      "log-level", po::value<std::string>()->value_name("LEVEL"), "error, warning (default), info or debug");
+  return desc;
+}
+
+bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals) {
+  if (vm.count("plugin-path") != 0) {
+    const auto& paths = vm["plugin-path"].as<std::vector<std::string>>();
+    globals.plugin_paths.insert(globals.plugin_paths.end(), paths.begin(), paths.end());
+  }
+  if (vm.count("allow-insecure-plugins") != 0 && vm["allow-insecure-plugins"].as<bool>())
+    globals.allow_insecure = true;
+  if (vm.count("log-level") != 0) {
+    const std::string& text = vm["log-level"].as<std::string>();
+    std::optional<host::LogLevel> level = host::parse_log_level(text);
+    if (!level) {
+      print_error("unknown log level '" + text + "'; use error, warning, info or debug");
+      return false;
+    }
+    globals.log_level = *level;
+  }
+  return true;
+}
+
+std::optional<int> parse_command_options(const std::string& command, const std::string& synopsis,
+                                         const std::vector<std::string>& args,
+                                         const po::options_description& options,
+                                         const po::positional_options_description& positional,
+                                         po::variables_map& vm, GlobalOptions& globals) {
+  po::options_description help("Help");
+  help.add_options()("help,h", "show this help");
+  po::options_description all;
+  if (!options.options().empty()) all.add(options);
+  all.add(help).add(global_options_description());
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    print_error(std::string(e.what()) + " (see 'tandem " + command + " --help')");
+    return kExitUsage;
+  }
+  if (vm.count("help") != 0) {
+    std::cout << "Usage: tandem " << command << (synopsis.empty() ? "" : " ") << synopsis << "\n\n"
+              << all << "\n"
+              << kExitCodeHelp;
+    return kExitOk;
+  }
+  if (!merge_global_options(vm, globals)) return kExitUsage;
+  host::Logger::global().set_level(globals.log_level);
+  return std::nullopt;
+}
+
+std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals) {
+  auto session = std::make_unique<PluginSession>();
+  host::DiscoveryOptions options;
+  options.plugin_paths = globals.plugin_paths;
+  options.allow_insecure = globals.allow_insecure;
+  session->registry.emplace(host::PluginRegistry::discover(options, session->services));
+  return session;
+}
+
+void print_table(std::ostream& out, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  };
+  measure(header);
+  for (const auto& row : rows) measure(row);
+  auto print = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  };
+  print(header);
+  for (const auto& row : rows) print(row);
+}
+
+void print_error(const std::string& message) {
+  std::cerr << "tandem: error: " << message << "\n";
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,48 @@
+// Helpers every subcommand uses: global options, option parsing with the
+// uniform --help and usage-error behaviour, plugin loading, tables.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "plugin/host_services.hpp"
+#include "plugin/registry.hpp"
+
+namespace tandem::cli {
+
+namespace po = boost::program_options;
+
+// --plugin-path, --allow-insecure-plugins, --log-level.
+po::options_description global_options_description();
+// Adds the global options found in `vm` to `globals`; false on a bad value
+// (message already printed).
+bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals);
+
+// Parses a command's arguments against `options` (plus the global options,
+// which may also follow the command). Returns an exit code when the command
+// must stop now: 0 after --help, kExitUsage after a usage error.
+std::optional<int> parse_command_options(const std::string& command, const std::string& synopsis,
+                                         const std::vector<std::string>& args,
+                                         const po::options_description& options,
+                                         const po::positional_options_description& positional,
+                                         po::variables_map& vm, GlobalOptions& globals);
+
+// Host services and the plugin registry, discovered with the global options.
+struct PluginSession {
+  host::HostServices services;
+  std::optional<host::PluginRegistry> registry;
+};
+std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals);
+
+// Prints rows under a header, columns padded to the widest cell.
+void print_table(std::ostream& out, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows);
+
+void print_error(const std::string& message);
+
+}  // namespace tandem::cli

@@ -1,0 +1,23 @@
+// Exit codes of the `tandem` program, as documented in `tandem --help`.
+// Scripts rely on them: never renumber, only append.
+#pragma once
+
+namespace tandem::cli {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRuntimeFailure = 1,  // something failed while running (a kernel, a device, I/O)
+  kExitUsage = 2,           // unknown command or option, bad option value
+  kExitPlugin = 3,          // plugin error, e.g. no backend plugin could be loaded
+  kExitInput = 4,           // input, data or model file error
+};
+
+inline constexpr const char* kExitCodeHelp =
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  runtime failure\n"
+    "  2  usage error (unknown command or option, bad value)\n"
+    "  3  plugin error (e.g. no backend plugin could be loaded)\n"
+    "  4  input, data or model file error\n";
+
+}  // namespace tandem::cli

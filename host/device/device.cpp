@@ -1,0 +1,132 @@
+#include "device/device.hpp"
+
+#include <utility>
+
+#include "plugin/optional_call.hpp"
+#include "plugin/registry.hpp"
+#include "util/last_error.hpp"
+
+namespace tandem::host {
+
+Result<uint32_t> device_count(const LoadedPlugin& backend) {
+  if (backend.backend == nullptr)
+    return make_error("plugin " + backend.name + " is not a backend", TDM_INVALID_ARGUMENT);
+  uint32_t count = 0;
+  clear_last_error();
+  tdm_status status = backend.backend->device_count(&count);
+  if (status == TDM_UNAVAILABLE) {
+    std::optional<LastError> why = take_last_error();
+    return make_error(why && !why->message.empty() ? why->message : "the backend reports no usable device",
+                      TDM_UNAVAILABLE);
+  }
+  if (status != TDM_OK)
+    return make_error(
+        backend.name + ": cannot count devices: " + last_error_text("status " + std::to_string(status)),
+        status);
+  return count;
+}
+
+Result<DeviceHandle> DeviceHandle::open(const LoadedPlugin& backend, uint32_t index) {
+  if (backend.backend == nullptr)
+    return make_error("plugin " + backend.name + " is not a backend", TDM_INVALID_ARGUMENT);
+  tdm_device* device = nullptr;
+  clear_last_error();
+  tdm_status status = backend.backend->device_open(index, &device);
+  if (status != TDM_OK || device == nullptr)
+    return make_error("cannot open device " + backend.name + ":" + std::to_string(index) + ": " +
+                          last_error_text("[" + backend.name + "] status " + std::to_string(status)),
+                      status != TDM_OK ? status : TDM_INTERNAL);
+  return DeviceHandle(backend, index, device);
+}
+
+DeviceHandle::DeviceHandle(DeviceHandle&& other) noexcept
+    : backend_(other.backend_), index_(other.index_), device_(std::exchange(other.device_, nullptr)) {}
+
+DeviceHandle& DeviceHandle::operator=(DeviceHandle&& other) noexcept {
+  if (this != &other) {
+    close();
+    backend_ = other.backend_;
+    index_ = other.index_;
+    device_ = std::exchange(other.device_, nullptr);
+  }
+  return *this;
+}
+
+DeviceHandle::~DeviceHandle() {
+  close();
+}
+
+void DeviceHandle::close() noexcept {
+  if (device_ != nullptr && backend_->backend->device_close != nullptr)
+    backend_->backend->device_close(device_);
+  device_ = nullptr;
+}
+
+std::string DeviceHandle::id() const {
+  return backend_->name + ":" + std::to_string(index_);
+}
+
+Result<DeviceInfo> DeviceHandle::info() const {
+  tdm_device_info raw{};
+  raw.struct_size = sizeof raw;  // the size this host can receive
+  clear_last_error();
+  tdm_status status = backend_->backend->device_info(device_, &raw);
+  if (status != TDM_OK)
+    return make_error("cannot query device " + id() + ": " +
+                          last_error_text("[" + backend_->name + "] status " + std::to_string(status)),
+                      status);
+  DeviceInfo info;
+  info.id = id();
+  info.backend = backend_->name;
+  info.name = raw.name != nullptr ? raw.name : "";
+  info.kind = raw.kind;
+  info.total_memory = raw.total_memory;
+  info.free_memory = raw.free_memory;
+  info.has_pinned_host_memory = raw.has_pinned_host_memory != 0;
+  info.host_addressable = raw.host_addressable != 0;
+  return info;
+}
+
+std::optional<tdm_memory_stats> DeviceHandle::memory_stats() const {
+  auto fn = TANDEM_OPTIONAL_FN(*backend_, backend, tdm_backend_api, memory_stats, 1);
+  if (fn == nullptr) return std::nullopt;
+  tdm_memory_stats stats{};
+  stats.struct_size = sizeof stats;
+  clear_last_error();
+  if (fn(device_, &stats) != TDM_OK) {
+    clear_last_error();
+    return std::nullopt;
+  }
+  return stats;
+}
+
+std::vector<BackendDevices> enumerate_devices(const PluginRegistry& registry) {
+  std::vector<BackendDevices> out;
+  for (const LoadedPlugin* plugin : registry.by_kind(TDM_PLUGIN_BACKEND)) {
+    BackendDevices entry;
+    entry.backend = plugin->name;
+    Result<uint32_t> count = device_count(*plugin);
+    if (!count) {
+      entry.no_device_reason = count.error().message;
+    } else if (*count == 0) {
+      entry.no_device_reason = "the backend reports 0 devices";
+    }
+    for (uint32_t i = 0; count && i < *count; ++i) {
+      Result<DeviceHandle> device = DeviceHandle::open(*plugin, i);
+      if (!device) {
+        entry.no_device_reason = device.error().message;
+        continue;
+      }
+      Result<DeviceInfo> info = device->info();
+      if (!info) {
+        entry.no_device_reason = info.error().message;
+        continue;
+      }
+      entry.devices.push_back(std::move(*info));
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace tandem::host

@@ -1,0 +1,73 @@
+// A thin RAII layer over a backend plugin's devices.
+//
+// Device names are "<backend>:<index>" ("reference:0", "cuda:1"). A backend
+// whose driver or hardware is absent still loads; its device_count answers
+// TDM_UNAVAILABLE with a reason, reported as "cuda: no device (<reason>)".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugin/loaded_plugin.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host {
+
+class PluginRegistry;
+
+struct DeviceInfo {
+  std::string id;       // "reference:0"
+  std::string backend;  // "reference"
+  std::string name;     // the device's own name
+  tdm_device_kind kind = TDM_DEVICE_CPU;
+  uint64_t total_memory = 0;
+  uint64_t free_memory = 0;
+  bool has_pinned_host_memory = false;
+  bool host_addressable = false;
+};
+
+class DeviceHandle {
+ public:
+  static Result<DeviceHandle> open(const LoadedPlugin& backend, uint32_t index);
+  DeviceHandle(DeviceHandle&& other) noexcept;
+  DeviceHandle& operator=(DeviceHandle&& other) noexcept;
+  DeviceHandle(const DeviceHandle&) = delete;
+  DeviceHandle& operator=(const DeviceHandle&) = delete;
+  ~DeviceHandle();
+
+  std::string id() const;
+  Result<DeviceInfo> info() const;
+  // Allocator statistics (ABI 1.1, optional): nullopt when the backend does
+  // not provide them; callers fall back to device_info's memory figures.
+  std::optional<tdm_memory_stats> memory_stats() const;
+
+  tdm_device* get() const noexcept { return device_; }
+  const LoadedPlugin& backend() const noexcept { return *backend_; }
+  uint32_t index() const noexcept { return index_; }
+
+ private:
+  DeviceHandle(const LoadedPlugin& backend, uint32_t index, tdm_device* device)
+      : backend_(&backend), index_(index), device_(device) {}
+  void close() noexcept;
+
+  const LoadedPlugin* backend_ = nullptr;
+  uint32_t index_ = 0;
+  tdm_device* device_ = nullptr;
+};
+
+// Number of devices; Error with status TDM_UNAVAILABLE and the plugin's
+// reason ("driver not found") when it has none.
+Result<uint32_t> device_count(const LoadedPlugin& backend);
+
+struct BackendDevices {
+  std::string backend;
+  std::vector<DeviceInfo> devices;
+  std::string no_device_reason;  // set when the backend has no device
+};
+
+// Every device of every backend plugin, in load order.
+std::vector<BackendDevices> enumerate_devices(const PluginRegistry& registry);
+
+}  // namespace tandem::host

@@ -1,0 +1,43 @@
+// Flat key/value configuration ("features.amp.dtype" = "bf16") that the
+// host fills from the model file and command line; plugins read it through
+// tdm_host_api.config_get and receive their own section in init.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tandem/types.h"
+
+namespace tandem::host {
+
+class ConfigStore {
+ public:
+  void set(const std::string& key, const std::string& value);
+  void erase(const std::string& key);
+  std::optional<std::string> get(const std::string& key) const;
+  // Entries under "<prefix>." with the prefix stripped: section("plugins.cuda").
+  std::map<std::string, std::string> section(const std::string& prefix) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> values_;
+};
+
+// Owns the strings behind a tdm_config for the duration of one call.
+class ConfigSectionView {
+ public:
+  explicit ConfigSectionView(std::map<std::string, std::string> entries);
+  ConfigSectionView(const ConfigSectionView&) = delete;
+  ConfigSectionView& operator=(const ConfigSectionView&) = delete;
+  const tdm_config* get() const noexcept { return &config_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<tdm_config_entry> entries_;
+  tdm_config config_{};
+};
+
+}  // namespace tandem::host

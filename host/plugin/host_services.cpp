@@ -1,0 +1,181 @@
+#include "plugin/host_services.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "graph/graph_api.hpp"
+#include "plugin/run_scalars.hpp"
+#include "tandem/version.h"
+#include "util/last_error.hpp"
+#include "util/logger.hpp"
+
+namespace tandem::host {
+namespace {
+
+// Contexts live until the process exits: plugins keep the table pointer and
+// may log from their own threads during static destruction. The holder is
+// deliberately leaked so no destructor runs while a plugin can still call.
+struct ContextKeeper {
+  std::mutex mutex;
+  std::deque<std::unique_ptr<PluginContext>> contexts;
+};
+ContextKeeper& keeper() {
+  static ContextKeeper* k = new ContextKeeper;  // intentionally never freed
+  return *k;
+}
+
+PluginContext* as_context(void* ctx) {
+  return static_cast<PluginContext*>(ctx);
+}
+
+void api_log_impl(void* ctx, tdm_log_level level, const char* message) {
+  PluginContext* c = as_context(ctx);
+  Logger::global().write(log_level_from_c(level), c != nullptr ? c->name : "plugin",
+                         message != nullptr ? message : "");
+}
+
+void api_set_error_impl(void* ctx, tdm_status code, const char* format, va_list args) {
+  PluginContext* c = as_context(ctx);
+  std::string text;
+  if (format != nullptr) {
+    va_list copy;
+    va_copy(copy, args);
+    int n = std::vsnprintf(nullptr, 0, format, copy);
+    va_end(copy);
+    if (n > 0) {
+      text.resize(static_cast<size_t>(n) + 1);
+      std::vsnprintf(text.data(), text.size(), format, args);
+      text.resize(static_cast<size_t>(n));
+    }
+  }
+  std::string source = c != nullptr ? c->name : "plugin";
+  Logger::global().write(LogLevel::debug, source, "set_error(" + std::to_string(code) + "): " + text);
+  record_last_error(code, std::move(source), std::move(text));
+}
+
+tdm_status api_config_get_impl(void* ctx, const char* key, char* buffer, size_t* size) {
+  PluginContext* c = as_context(ctx);
+  if (c == nullptr || key == nullptr || size == nullptr) return TDM_INVALID_ARGUMENT;
+  std::optional<std::string> value = c->config->get(key);
+  if (!value) return TDM_NOT_FOUND;
+  const size_t capacity = *size;
+  *size = value->size() + 1;  // the length the value needs, NUL included
+  if (buffer == nullptr || capacity < value->size() + 1) return TDM_INVALID_ARGUMENT;
+  std::memcpy(buffer, value->c_str(), value->size() + 1);
+  return TDM_OK;
+}
+
+void* api_scratch_alloc(void*, size_t bytes, size_t alignment) {
+  if (alignment < 64) alignment = 64;
+  if ((alignment & (alignment - 1)) != 0) return nullptr;  // not a power of two
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  if (rounded == 0) rounded = alignment;
+  if (rounded < bytes) return nullptr;  // overflow
+  return std::aligned_alloc(alignment, rounded);
+}
+
+void api_scratch_free(void*, void* pointer) {
+  std::free(pointer);
+}
+
+tdm_status api_run_scalar_get_impl(void* ctx, tdm_run* run, const char* name, double* out) {
+  PluginContext* c = as_context(ctx);
+  if (run == nullptr || name == nullptr || out == nullptr) return TDM_INVALID_ARGUMENT;
+  Result<double> value = RunScalars::from_c(run)->get(name);
+  if (!value) {
+    record_last_error(value.error().status, c != nullptr ? c->name : "", value.error().message);
+    return value.error().status;
+  }
+  *out = *value;
+  return TDM_OK;
+}
+
+tdm_status api_run_scalar_set_impl(void* ctx, tdm_run* run, const char* name, double value) {
+  PluginContext* c = as_context(ctx);
+  if (run == nullptr || name == nullptr) return TDM_INVALID_ARGUMENT;
+  Result<void> done = RunScalars::from_c(run)->set(name, value);
+  if (!done) {
+    record_last_error(done.error().status, c != nullptr ? c->name : "", done.error().message);
+    return done.error().status;
+  }
+  return TDM_OK;
+}
+
+// The C entry points: nothing may propagate into plugin code (ABI.md rule 2).
+void api_log(void* ctx, tdm_log_level level, const char* message) {
+  try {
+    api_log_impl(ctx, level, message);
+  } catch (...) {
+  }
+}
+
+void api_set_error(void* ctx, tdm_status code, const char* format, ...) {
+  try {
+    va_list args;
+    va_start(args, format);
+    api_set_error_impl(ctx, code, format, args);
+    va_end(args);
+  } catch (...) {
+  }
+}
+
+tdm_status api_config_get(void* ctx, const char* key, char* buffer, size_t* size) {
+  try {
+    return api_config_get_impl(ctx, key, buffer, size);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
+tdm_status api_run_scalar_get(void* ctx, tdm_run* run, const char* name, double* out) {
+  try {
+    return api_run_scalar_get_impl(ctx, run, name, out);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
+tdm_status api_run_scalar_set(void* ctx, tdm_run* run, const char* name, double value) {
+  try {
+    return api_run_scalar_set_impl(ctx, run, name, value);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
+}  // namespace
+
+HostServices::HostServices(std::shared_ptr<ConfigStore> config) : config_(std::move(config)) {
+  if (!config_) config_ = std::make_shared<ConfigStore>();
+}
+
+PluginContext& HostServices::create_context(const std::string& name, const std::string& path) {
+  auto context = std::make_unique<PluginContext>();
+  context->name = name;
+  context->path = path;
+  context->config = config_;
+  tdm_host_api& api = context->api;
+  api.struct_size = sizeof(tdm_host_api);
+  api.abi_major = TDM_ABI_MAJOR;
+  api.abi_minor = TDM_ABI_MINOR;
+  api.ctx = context.get();
+  api.log = api_log;
+  api.set_error = api_set_error;
+  api.config_get = api_config_get;
+  api.scratch_alloc = api_scratch_alloc;
+  api.scratch_free = api_scratch_free;
+  api.graph = graph_api_table();
+  api.run_scalar_get = api_run_scalar_get;
+  api.run_scalar_set = api_run_scalar_set;
+
+  ContextKeeper& k = keeper();
+  std::lock_guard lock(k.mutex);
+  k.contexts.push_back(std::move(context));
+  return *k.contexts.back();
+}
+
+}  // namespace tandem::host

@@ -1,0 +1,45 @@
+// Where plugins are looked for, in order (ABI.md rule 10):
+//   1. --plugin-path directories (each ':'-separated, several allowed);
+//   2. TANDEM_PLUGIN_PATH (':'-separated);
+//   3. the install directory fixed at configure time;
+//   4. <dir of the executable>/../lib/tandem/plugins, so a build tree works.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem::host {
+
+struct DiscoveryOptions {
+  std::vector<std::string> plugin_paths;  // from --plugin-path
+  // Each source can be overridden (tests); nullopt means "the real one".
+  std::optional<std::string> env_path;                    // TANDEM_PLUGIN_PATH
+  std::optional<std::filesystem::path> install_dir;       // empty path disables
+  std::optional<std::filesystem::path> exe_relative_dir;  // empty path disables
+  bool allow_insecure = false;                            // --allow-insecure-plugins
+};
+
+struct SearchDir {
+  std::filesystem::path path;
+  std::string origin;  // "--plugin-path", "TANDEM_PLUGIN_PATH", "install directory", "build tree"
+  std::string note;    // why it is not searched ("does not exist"), empty when searched
+};
+
+// The configured install directory (absolute; from CMake).
+std::filesystem::path default_install_dir();
+// <dir of /proc/self/exe>/../lib/tandem/plugins, or empty when unknown.
+std::filesystem::path default_exe_relative_dir();
+
+// Directories in search order; repeats and missing ones carry a note.
+std::vector<SearchDir> plugin_search_dirs(const DiscoveryOptions& options);
+
+// Plugin files in a directory, "libtandem-<name>.so", sorted by name so
+// discovery is deterministic.
+std::vector<std::filesystem::path> plugin_files_in(const std::filesystem::path& dir);
+
+// "libtandem-cuda.so" -> "cuda"; empty when the name does not follow the rule.
+std::string plugin_name_from_file(const std::filesystem::path& file);
+
+}  // namespace tandem::host

@@ -1,0 +1,18 @@
+// Small text helpers shared by the CLI and the loader.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tandem::host {
+
+// 1536 -> "1.5 KiB"; binary units, one decimal.
+std::string human_bytes(uint64_t bytes);
+// Splits "a:b::c" on ':' dropping empty entries (PATH-style lists).
+std::vector<std::string> split_path_list(std::string_view list);
+// File mode bits as "0755".
+std::string octal_mode(unsigned mode);
+
+}  // namespace tandem::host

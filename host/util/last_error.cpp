@@ -1,0 +1,34 @@
+#include "util/last_error.hpp"
+
+#include <utility>
+
+namespace tandem::host {
+namespace {
+std::optional<LastError>& slot() {
+  thread_local std::optional<LastError> error;
+  return error;
+}
+}  // namespace
+
+void record_last_error(tdm_status code, std::string source, std::string message) {
+  slot() = LastError{code, std::move(source), std::move(message)};
+}
+
+std::optional<LastError> take_last_error() {
+  std::optional<LastError> error = std::move(slot());
+  slot().reset();
+  return error;
+}
+
+void clear_last_error() {
+  slot().reset();
+}
+
+std::string last_error_text(const std::string& fallback) {
+  std::optional<LastError> error = take_last_error();
+  if (!error || error->message.empty()) return fallback;
+  if (error->source.empty()) return error->message;
+  return "[" + error->source + "] " + error->message;
+}
+
+}  // namespace tandem::host

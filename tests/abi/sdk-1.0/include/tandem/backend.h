@@ -1,0 +1,112 @@
+/* Tandem SDK — backend plugins: devices, memory, streams, copies, kernels.
+ *
+ * A backend exposes one or more devices. All memory a backend hands out is
+ * freed through the same backend (ABI.md rule 7). Unless stated otherwise a
+ * function may be called from any thread, but a stream is used by one thread
+ * at a time, and a device handle is used from any thread concurrently.
+ *
+ * Streams order work: operations enqueued on one stream run in order; work on
+ * different streams of a device may overlap; events order work across
+ * streams. A backend with no asynchrony (plain CPU) may run everything
+ * immediately at enqueue time: that satisfies every ordering rule.
+ */
+#ifndef TANDEM_BACKEND_H
+#define TANDEM_BACKEND_H
+
+#include "tandem/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tdm_device tdm_device; /* opaque, plugin-owned */
+typedef struct tdm_stream tdm_stream; /* opaque, plugin-owned */
+typedef struct tdm_event tdm_event;   /* opaque, plugin-owned */
+typedef struct tdm_kernel tdm_kernel; /* opaque, plugin-owned */
+
+typedef int32_t tdm_device_kind;
+enum { TDM_DEVICE_CPU = 0, TDM_DEVICE_GPU = 1 };
+
+typedef struct tdm_device_info {
+  uint32_t struct_size; /* set by the caller: the size it can receive */
+  const char* name;     /* e.g. "NVIDIA H100 80GB HBM3"; owned by the device */
+  tdm_device_kind kind;
+  uint64_t total_memory; /* bytes */
+  uint64_t free_memory;  /* bytes, at the time of the call */
+  /* 1 when host_alloc_pinned gives memory the device copies from faster. */
+  int32_t has_pinned_host_memory;
+  /* 1 when device memory is ordinary host memory (a CPU backend): the host
+   * may then read and write device pointers directly. */
+  int32_t host_addressable;
+} tdm_device_info;
+
+typedef struct tdm_backend_api {
+  uint32_t struct_size;
+
+  /* ---- devices ----
+   * device_count: number of usable devices. When the driver or hardware is
+   * absent the backend still loads: it returns TDM_UNAVAILABLE and says why
+   * through set_error ("driver not found"); *count is then 0. */
+  tdm_status (*device_count)(uint32_t* count);
+  /* Opens device `index` (< count). The handle is valid until device_close;
+   * opening the same index twice may return the same handle (refcounted). */
+  tdm_status (*device_open)(uint32_t index, tdm_device** out);
+  void (*device_close)(tdm_device* device);
+  /* Fills the fields of *out that fit out->struct_size. */
+  tdm_status (*device_info)(tdm_device* device, tdm_device_info* out);
+
+  /* ---- memory ----
+   * Device memory, at least 64-byte aligned. mem_alloc returns
+   * TDM_OUT_OF_MEMORY (with the size in the message) when it cannot. */
+  tdm_status (*mem_alloc)(tdm_device* device, size_t bytes, void** out);
+  void (*mem_free)(tdm_device* device, void* pointer);
+  /* Optional (NULL when the device has none): page-locked host memory for
+   * staging copies. The host falls back to ordinary memory. */
+  tdm_status (*host_alloc_pinned)(tdm_device* device, size_t bytes, void** out);
+  void (*host_free_pinned)(tdm_device* device, void* pointer);
+
+  /* ---- streams and events ---- */
+  tdm_status (*stream_create)(tdm_device* device, tdm_stream** out);
+  void (*stream_destroy)(tdm_stream* stream);
+  /* Blocks until all work enqueued on the stream has finished; returns the
+   * first asynchronous error raised by that work, if any. */
+  tdm_status (*stream_synchronize)(tdm_stream* stream);
+  tdm_status (*event_create)(tdm_device* device, tdm_event** out);
+  void (*event_destroy)(tdm_event* event);
+  /* Captures the work enqueued on `stream` so far. */
+  tdm_status (*event_record)(tdm_event* event, tdm_stream* stream);
+  /* Work enqueued on `stream` after this call waits for the event. */
+  tdm_status (*stream_wait_event)(tdm_stream* stream, tdm_event* event);
+  tdm_status (*event_synchronize)(tdm_event* event);
+
+  /* ---- copies, asynchronous on `stream` ----
+   * Host pointers must stay valid and unchanged until the stream reaches the
+   * copy (pinned memory lets the device overlap it with compute). */
+  tdm_status (*copy_h2d)(tdm_stream* stream, void* device_dst, const void* host_src, size_t bytes);
+  tdm_status (*copy_d2h)(tdm_stream* stream, void* host_dst, const void* device_src, size_t bytes);
+  tdm_status (*copy_d2d)(tdm_stream* stream, void* device_dst, const void* device_src, size_t bytes);
+
+  /* ---- kernels ----
+   * kernel_prepare resolves an op description once (op name, dtypes, shapes,
+   * attributes) into a kernel ready to launch many times. TDM_UNSUPPORTED is
+   * a normal answer (say why through set_error at TDM_LOG_DEBUG detail; the
+   * host shows it in verbose mode). *workspace_bytes receives the scratch
+   * device memory each launch needs (0 if none). The description is only
+   * valid during the call. */
+  tdm_status (*kernel_prepare)(tdm_device* device, const tdm_op_desc* op, tdm_kernel** out,
+                               size_t* workspace_bytes);
+  /* Enqueues one execution. inputs/outputs are device pointers in the order
+   * of the op's catalog signature (NULL for an absent optional tensor);
+   * outputs may alias inputs exactly where the catalog allows in-place.
+   * The arrays themselves may be reused by the caller after return. */
+  tdm_status (*kernel_launch)(tdm_kernel* kernel, tdm_stream* stream, void* const* inputs,
+                              void* const* outputs, void* workspace);
+  void (*kernel_release)(tdm_kernel* kernel);
+
+} tdm_backend_api;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TANDEM_BACKEND_H */

@@ -1,0 +1,64 @@
+/* Tandem SDK — communication plugins: collectives between processes.
+ *
+ * A communicator joins `world_size` processes; each collective is called by
+ * every rank in the same order. Buffers are device memory of the device the
+ * communicator was created for; `stream` is that backend's native stream
+ * handle (tdm_backend_api.stream_native_handle; NULL for CPU buffers, where
+ * the call completes before returning). Collectives on one communicator are
+ * issued from one thread at a time.
+ */
+#ifndef TANDEM_COMM_H
+#define TANDEM_COMM_H
+
+#include "tandem/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tdm_comm tdm_comm; /* opaque, plugin-owned */
+
+typedef int32_t tdm_reduce_op;
+enum { TDM_REDUCE_SUM = 0, TDM_REDUCE_MAX = 1, TDM_REDUCE_MIN = 2, TDM_REDUCE_AVG = 3 };
+
+typedef struct tdm_comm_init_info {
+  uint32_t struct_size;
+  int32_t rank;
+  int32_t world_size;
+  int32_t local_rank;
+  /* Rendezvous data produced by rank 0's comm_unique_id and delivered to
+   * every rank by the host (through MPI or a rendezvous file), or NULL when
+   * the plugin bootstraps itself (MPI). Valid during the call. */
+  const void* unique_id;
+  size_t unique_id_bytes;
+  /* Seconds a collective may block before it fails with TDM_TIMEOUT and
+   * names the ranks that did not arrive. 0 = no limit. */
+  double timeout_seconds;
+} tdm_comm_init_info;
+
+typedef struct tdm_comm_api {
+  uint32_t struct_size;
+  /* Optional: rendezvous bytes rank 0 creates for the others (NCCL's unique
+   * id). On entry *bytes is the buffer's capacity, on return the size used. */
+  tdm_status (*comm_unique_id)(void* buffer, size_t* bytes);
+  tdm_status (*comm_create)(const tdm_comm_init_info* info, tdm_comm** out);
+  void (*comm_destroy)(tdm_comm* comm);
+
+  tdm_status (*allreduce)(tdm_comm* comm, const void* send, void* recv, size_t count, tdm_dtype dtype,
+                          tdm_reduce_op op, void* stream);
+  /* recv holds world_size * send_count elements, rank-major. */
+  tdm_status (*allgather)(tdm_comm* comm, const void* send, void* recv, size_t send_count, tdm_dtype dtype,
+                          void* stream);
+  /* send holds world_size * recv_count elements; rank r receives block r. */
+  tdm_status (*reduce_scatter)(tdm_comm* comm, const void* send, void* recv, size_t recv_count,
+                               tdm_dtype dtype, tdm_reduce_op op, void* stream);
+  tdm_status (*broadcast)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t root,
+                          void* stream);
+  tdm_status (*barrier)(tdm_comm* comm);
+} tdm_comm_api;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TANDEM_COMM_H */

@@ -1,0 +1,70 @@
+/* Tandem SDK — feature plugins: graph passes and step hooks.
+ *
+ * A feature (gradient accumulation, activation checkpointing, mixed
+ * precision, quantization, ...) is configured by its `[features.NAME]`
+ * section. The host creates one instance per training run, runs its graph
+ * pass once after the forward graph is built (before autodiff when
+ * `pass_stage` says so), and calls its step hooks from the executor thread.
+ * Every function here is optional (NULL) except create and destroy.
+ */
+#ifndef TANDEM_FEATURE_H
+#define TANDEM_FEATURE_H
+
+#include "tandem/graph.h"
+#include "tandem/host_api.h"
+#include "tandem/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tdm_feature tdm_feature; /* opaque, plugin-owned */
+
+/* When the graph pass runs. */
+typedef int32_t tdm_pass_stage;
+enum {
+  TDM_PASS_BEFORE_AUTODIFF = 0, /* sees the forward graph only (casts, fake quant) */
+  TDM_PASS_AFTER_AUTODIFF = 1,  /* sees forward + backward (recompute segments) */
+  TDM_PASS_AFTER_OPTIMIZER = 2  /* sees the whole step, optimizer updates included */
+};
+
+typedef struct tdm_step_info {
+  uint32_t struct_size;
+  int64_t step;           /* optimizer steps taken so far */
+  uint32_t micro_batch;   /* index within the step, 0-based */
+  uint32_t micro_batches; /* per optimizer step (1 without accumulation) */
+  tdm_run* run;           /* for host->run_scalar_get / run_scalar_set */
+} tdm_step_info;
+
+typedef struct tdm_feature_api {
+  uint32_t struct_size;
+  tdm_pass_stage pass_stage;
+  /* NULL-terminated lists of feature names this one needs present, and
+   * cannot run with. The host checks both before training and explains a
+   * conflict. Either may be NULL. Owned by the plugin, static. */
+  const char* const* requires_features;
+  const char* const* conflicts_with;
+
+  /* One instance per run, configured by its section (valid during the call). */
+  tdm_status (*create)(const tdm_config* section, tdm_feature** out);
+  void (*destroy)(tdm_feature* feature);
+
+  /* Rewrites or annotates the graph through host->graph. */
+  tdm_status (*graph_pass)(tdm_feature* feature, tdm_graph* graph);
+
+  /* Step hooks, in the order they fire within one optimizer step:
+   * step_begin, then per micro-batch micro_batch_end, then gradients_ready
+   * (all gradients of the step are final), before_optimizer_step (set *skip
+   * to 1 to skip the update, e.g. on overflow), step_end. */
+  tdm_status (*on_step_begin)(tdm_feature* feature, const tdm_step_info* info);
+  tdm_status (*on_micro_batch_end)(tdm_feature* feature, const tdm_step_info* info);
+  tdm_status (*on_gradients_ready)(tdm_feature* feature, const tdm_step_info* info);
+  tdm_status (*before_optimizer_step)(tdm_feature* feature, const tdm_step_info* info, int32_t* skip);
+  tdm_status (*on_step_end)(tdm_feature* feature, const tdm_step_info* info);
+} tdm_feature_api;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TANDEM_FEATURE_H */

@@ -1,0 +1,73 @@
+/* Tandem SDK — services the host passes to every plugin (ABI.md rule 8).
+ *
+ * Plugins never link the host: logging, error reporting, configuration
+ * lookup, host scratch memory and the graph API all come from this table,
+ * which the host passes to tdm_plugin_entry. The table and everything it
+ * points to stay valid until the process exits.
+ */
+#ifndef TANDEM_HOST_API_H
+#define TANDEM_HOST_API_H
+
+#include "tandem/graph.h"
+#include "tandem/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque handle on a running training step, given to feature step hooks. */
+typedef struct tdm_run tdm_run;
+
+typedef struct tdm_host_api {
+  uint32_t struct_size;
+  uint32_t abi_major; /* the host's ABI version */
+  uint32_t abi_minor;
+  /* Opaque host context for this plugin; pass it back as `ctx` to every
+   * function below. It identifies the plugin in log lines and errors. */
+  void* ctx;
+
+  /* Writes one log line, attributed to the plugin. Thread-safe. `message`
+   * is copied before the call returns. */
+  void (*log)(void* ctx, tdm_log_level level, const char* message);
+
+  /* Records the message explaining the failing status the plugin is about to
+   * return from the current call on this thread. printf-style; the host
+   * copies the text. Say what failed, which file/op/device, and what the user
+   * can do. Thread-safe: each thread has its own slot. */
+  void (*set_error)(void* ctx, tdm_status code, const char* format, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 3, 4)))
+#endif
+      ;
+
+  /* Looks up `key` in the configuration: "features.amp.dtype",
+   * "train.batch_size". On entry *size is the capacity of `buffer`; on
+   * return it is the length the value needs including the terminating NUL.
+   * Returns TDM_NOT_FOUND when the key is absent, TDM_INVALID_ARGUMENT when
+   * the buffer is too small (nothing written but *size). Thread-safe. */
+  tdm_status (*config_get)(void* ctx, const char* key, char* buffer, size_t* size);
+
+  /* Host-visible scratch memory, 64-byte aligned unless `alignment` asks for
+   * more (a power of two). Freed with scratch_free by the plugin (rule 7:
+   * the host allocated, the host frees, called by whoever holds it).
+   * NULL on exhaustion. Thread-safe. */
+  void* (*scratch_alloc)(void* ctx, size_t bytes, size_t alignment);
+  void (*scratch_free)(void* ctx, void* pointer);
+
+  /* Graph access for feature passes. */
+  const tdm_graph_api* graph;
+
+  /* Scalars of a running step, by value name (e.g. "amp.loss_scale",
+   * "amp.found_inf", "loss"). Used by feature step hooks. Values are read
+   * and written as double whatever their dtype; reading waits for the
+   * value's producer to finish. TDM_NOT_FOUND for an unknown name. Must be
+   * called only from within a step hook on the thread that runs it. */
+  tdm_status (*run_scalar_get)(void* ctx, tdm_run* run, const char* value_name, double* out);
+  tdm_status (*run_scalar_set)(void* ctx, tdm_run* run, const char* value_name, double value);
+} tdm_host_api;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TANDEM_HOST_API_H */

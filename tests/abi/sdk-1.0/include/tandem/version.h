@@ -1,0 +1,21 @@
+/* Tandem SDK — ABI and SDK version numbers.
+ *
+ * The ABI has two levels (ABI.md rule 3):
+ *   - TDM_ABI_MAJOR must match exactly between host and plugin;
+ *   - TDM_ABI_MINOR only appends fields and functions; each side uses
+ *     min(host minor, plugin minor).
+ * TDM_SDK_VERSION is the release of these headers (semantic version).
+ * Every bump gets an entry in sdk/CHANGELOG.md.
+ */
+#ifndef TANDEM_VERSION_H
+#define TANDEM_VERSION_H
+
+#define TDM_ABI_MAJOR 1
+#define TDM_ABI_MINOR 0
+
+#define TDM_SDK_VERSION_MAJOR 1
+#define TDM_SDK_VERSION_MINOR 0
+#define TDM_SDK_VERSION_PATCH 0
+#define TDM_SDK_VERSION "1.0.0"
+
+#endif /* TANDEM_VERSION_H */

@@ -1,0 +1,134 @@
+// The `tandem` program as a user runs it: output and exit codes.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// TANDEM_PLUGIN_PATH is cleared so only the build tree is searched.
+CliRun tandem(const std::string& args) {
+  std::string command = "env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' " + args + " 2>&1";
+  CliRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
+  int status = ::pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// Under a umask of 002 the build tree is group-writable and the host
+// rightly refuses it; these tests are about the CLI, not that check.
+std::string plugin_flags() {
+  struct stat st {};
+  if (::stat(TANDEM_BUILD_PLUGIN_DIR, &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return " --allow-insecure-plugins";
+  return "";
+}
+
+void require_reference() {
+  if (!TANDEM_HAVE_REFERENCE) GTEST_SKIP() << "plugins/reference is not part of this build";
+}
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_NE((text).find(part), std::string::npos) << "missing '" << (part) << "' in:\n" << (text)
+
+TEST(Cli, Version) {
+  CliRun r = tandem("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_HAS(r.output, "tandem ");
+  EXPECT_HAS(r.output, "SDK 1.1.0, ABI 1.1");
+}
+
+TEST(Cli, TopLevelHelpListsCommandsAndExitCodes) {
+  CliRun r = tandem("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_HAS(r.output, "plugins");
+  EXPECT_HAS(r.output, "devices");
+  EXPECT_HAS(r.output, "--plugin-path");
+  EXPECT_HAS(r.output, "--allow-insecure-plugins");
+  EXPECT_HAS(r.output, "--log-level");
+  EXPECT_HAS(r.output, "3  plugin error");
+  EXPECT_HAS(r.output, "4  input, data or model file error");
+}
+
+TEST(Cli, HelpOnEverySubcommand) {
+  for (const char* command : {"plugins", "devices"}) {
+    CliRun r = tandem(std::string(command) + " --help");
+    EXPECT_EQ(r.code, 0) << command;
+    EXPECT_HAS(r.output, std::string("Usage: tandem ") + command);
+    EXPECT_HAS(r.output, "--plugin-path");
+    CliRun h = tandem(std::string("--help ") + command);
+    EXPECT_EQ(h.code, 0) << command;
+    EXPECT_HAS(h.output, std::string("Usage: tandem ") + command);
+  }
+  EXPECT_HAS(tandem("plugins -h").output, "--verbose");
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  CliRun r = tandem("frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_HAS(r.output, "unknown command 'frobnicate'");
+  EXPECT_EQ(tandem("").code, 2);
+  EXPECT_EQ(tandem("--no-such-option plugins").code, 2);
+  EXPECT_EQ(tandem("plugins --no-such-option").code, 2);
+  CliRun level = tandem("--log-level loud plugins");
+  EXPECT_EQ(level.code, 2);
+  EXPECT_HAS(level.output, "unknown log level 'loud'");
+}
+
+// A missing --plugin-path directory is not an error: the rest of the search
+// path still applies. Without any backend the exit code is 3 (plugin error).
+TEST(Cli, DevicesExitCodeFollowsBackends) {
+  CliRun r = tandem("--plugin-path /nonexistent/tandem devices --log-level error" + plugin_flags());
+  if (TANDEM_HAVE_REFERENCE) {
+    EXPECT_EQ(r.code, 0) << r.output;
+  } else {
+    EXPECT_EQ(r.code, 3) << r.output;
+    EXPECT_HAS(r.output, "tandem plugins -v");
+  }
+}
+
+TEST(Cli, PluginsVerboseListsReference) {
+  require_reference();
+  CliRun r = tandem("plugins -v" + plugin_flags());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "NAME");
+  EXPECT_HAS(r.output, "reference");
+  EXPECT_HAS(r.output, "backend");
+  EXPECT_HAS(r.output, "libtandem-reference.so");
+  EXPECT_HAS(r.output, "Search path, in order:");
+  EXPECT_HAS(r.output, "(build tree)");
+  EXPECT_HAS(r.output, "loaded   ");
+}
+
+TEST(Cli, PluginPathSearchedFirstAndShown) {
+  CliRun r = tandem("--plugin-path /nonexistent/a:/nonexistent/b plugins -v --plugin-path /nonexistent/c" +
+                    plugin_flags());
+  EXPECT_HAS(r.output, "1. /nonexistent/a (--plugin-path): does not exist");
+  EXPECT_HAS(r.output, "2. /nonexistent/b (--plugin-path): does not exist");
+  EXPECT_HAS(r.output, "3. /nonexistent/c (--plugin-path): does not exist");
+}
+
+TEST(Cli, DevicesListsReferenceWithMemory) {
+  require_reference();
+  CliRun r = tandem("devices" + plugin_flags());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "reference:0");
+  EXPECT_HAS(r.output, "cpu");
+  EXPECT_HAS(r.output, "TOTAL");
+  EXPECT_HAS(r.output, "iB");  // memory in binary units
+}
+
+}  // namespace

@@ -1,0 +1,233 @@
+// The CUDA kernels' per-element math, run on the CPU (plugins/cuda/math):
+// the same inline functions the GPU executes, checked against closed forms,
+// hand-computed values and the catalog's formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "math/activation.hpp"
+#include "math/common.hpp"
+#include "math/dropout.hpp"
+#include "math/optim.hpp"
+#include "math/softmax.hpp"
+
+namespace m = tandem::cuda::math;
+
+namespace {
+
+// Exact nearest-even rounding of a float to `mant` fraction bits, in double,
+// for an independent check of the bit-level conversions.
+double round_to_bits(double v, int mant) {
+  int e = 0;
+  std::frexp(v, &e);
+  const double ulp = std::ldexp(1.0, e - 1 - mant);
+  return std::nearbyint(v / ulp) * ulp;  // default rounding mode: nearest-even
+}
+
+}  // namespace
+
+TEST(Bf16, KnownValuesAndTiesToEven) {
+  EXPECT_EQ(m::bf16_from_float(1.0f), 0x3f80);
+  EXPECT_EQ(m::bf16_from_float(-2.0f), 0xc000);
+  // 1 + 2^-8 is exactly halfway between 1 and 1 + 2^-7: ties to even (1.0).
+  EXPECT_EQ(m::bf16_from_float(1.0f + 0x1p-8f), 0x3f80);
+  // 1 + 3·2^-8 is halfway between 1+2^-7 (odd) and 1+2^-6: rounds up to even.
+  EXPECT_EQ(m::bf16_from_float(1.0f + 3 * 0x1p-8f), 0x3f82);
+  EXPECT_EQ(m::bf16_from_float(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above halfway
+  EXPECT_EQ(m::bf16_from_float(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_TRUE(std::isnan(m::bf16_to_float(m::bf16_from_float(std::nanf("")))));
+  EXPECT_EQ(m::bf16_from_float(3.3895314e38f), 0x7f7f);  // largest finite bf16 stays finite
+}
+
+TEST(Bf16, MatchesExactRoundingOnASweep) {
+  for (double v = 1e-30; v < 1e30; v *= 1.0137) {
+    const float f = static_cast<float>(v);
+    EXPECT_EQ(m::bf16_to_float(m::bf16_from_float(f)), static_cast<float>(round_to_bits(f, 7))) << f;
+  }
+}
+
+TEST(F16, KnownValues) {
+  EXPECT_EQ(m::f16_from_float(1.0f), 0x3c00);
+  EXPECT_EQ(m::f16_from_float(-2.0f), 0xc000);
+  EXPECT_EQ(m::f16_from_float(65504.0f), 0x7bff);
+  EXPECT_EQ(m::f16_from_float(65519.0f), 0x7bff);         // below the midpoint to 2^16
+  EXPECT_EQ(m::f16_from_float(65520.0f), 0x7c00);         // the midpoint rounds to even: infinity
+  EXPECT_EQ(m::f16_from_float(0x1p-24f), 0x0001);         // smallest subnormal
+  EXPECT_EQ(m::f16_from_float(0x1p-25f), 0x0000);         // half of it: tie to even (0)
+  EXPECT_EQ(m::f16_from_float(0x1.8p-24f), 0x0002);       // 1.5 units: tie to even (2)
+  EXPECT_EQ(m::f16_from_float(0x1p-14f), 0x0400);         // smallest normal
+  EXPECT_EQ(m::f16_from_float(1.0f + 0x1p-11f), 0x3c00);  // tie to even
+  EXPECT_EQ(m::f16_from_float(1.0f + 3 * 0x1p-11f), 0x3c02);
+  EXPECT_EQ(m::f16_from_float(-0.0f), 0x8000);
+  EXPECT_EQ(m::f16_from_float(std::nanf("")) & 0x7e00, 0x7e00);
+  EXPECT_FLOAT_EQ(m::f16_to_float(0x0001), 0x1p-24f);
+  EXPECT_FLOAT_EQ(m::f16_to_float(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::isinf(m::f16_to_float(0xfc00)));
+}
+
+TEST(F16, RoundTripsEveryHalfAndMatchesExactRounding) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const uint16_t h = static_cast<uint16_t>(b);
+    const float f = m::f16_to_float(h);
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(m::f16_from_float(f), h) << std::hex << b;
+  }
+  for (double v = 6e-8; v < 65000; v *= 1.00731) {
+    const float f = static_cast<float>(v);
+    const double mag = std::fabs(f);
+    // Below 2^-14 the spacing is fixed at 2^-24.
+    const double expected = mag < 0x1p-14 ? std::nearbyint(mag / 0x1p-24) * 0x1p-24 : round_to_bits(mag, 10);
+    EXPECT_EQ(m::f16_to_float(m::f16_from_float(f)), static_cast<float>(expected)) << f;
+  }
+}
+
+TEST(Activation, ForwardClosedForms) {
+  for (float x : {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f}) {
+    EXPECT_FLOAT_EQ(m::relu(x), x > 0 ? x : 0.0f);
+    EXPECT_NEAR(m::sigmoid(x), 1.0 / (1.0 + std::exp(-double(x))), 1e-7);
+    EXPECT_NEAR(m::gelu(x), 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))), 1e-6);
+    const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    EXPECT_NEAR(m::gelu_tanh(x), 0.5 * x * (1.0 + std::tanh(inner)), 1e-6);
+  }
+  // No overflow on either side: e^-100 stays a tiny (subnormal) float.
+  EXPECT_NEAR(m::sigmoid(-100.0f), std::exp(-100.0), 1e-45);
+  EXPECT_FLOAT_EQ(m::sigmoid(100.0f), 1.0f);
+  EXPECT_FALSE(std::isnan(m::sigmoid(-1000.0f)));
+}
+
+TEST(Activation, GradientsMatchCentralDifferences) {
+  const double h = 1e-3;
+  for (float x : {-2.5f, -0.7f, 0.3f, 1.9f}) {
+    auto fd = [&](float (*f)(float)) {
+      return (double(f(x + float(h))) - double(f(x - float(h)))) / (2 * h);
+    };
+    EXPECT_NEAR(m::gelu_grad(1.0f, x), fd(m::gelu), 2e-3);
+    EXPECT_NEAR(m::gelu_tanh_grad(1.0f, x), fd(m::gelu_tanh), 2e-3);
+    // tanh/sigmoid gradients take the forward output y.
+    EXPECT_NEAR(m::tanh_grad(1.0f, m::tanh_act(x)), fd(m::tanh_act), 2e-3);
+    EXPECT_NEAR(m::sigmoid_grad(1.0f, m::sigmoid(x)), fd(m::sigmoid), 2e-3);
+    EXPECT_FLOAT_EQ(m::relu_grad(2.0f, x), x > 0 ? 2.0f : 0.0f);
+  }
+  EXPECT_FLOAT_EQ(m::relu_grad(1.0f, 0.0f), 0.0f);  // relu'(0) = 0
+  EXPECT_FLOAT_EQ(m::activate_grad(m::Act::Sigmoid, 3.0f, 0.5f), 0.75f);
+}
+
+TEST(Dropout, HashMatchesTheFormulaAndKnownValues) {
+  // SplitMix64 of the catalog, written out independently.
+  auto formula = [](uint64_t seed, uint64_t i) {
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (z ^ (z >> 31)) >> 40;
+  };
+  for (uint64_t seed : {0ull, 1ull, 42ull, 0xdeadbeefcafeull})
+    for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(m::dropout_draw(seed, i), formula(seed, i));
+  // SplitMix64 with state 0: its first output is 0xE220A8397B1DCDAF (the
+  // published test vector), so element 0 of seed 0 draws its top 24 bits.
+  EXPECT_EQ(m::splitmix64(0, 0), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(m::dropout_draw(0, 0), 0xE220A8u);
+}
+
+TEST(Dropout, IntegerThresholdEqualsTheDoubleComparison) {
+  for (double p : {0.0, 0.1, 0.25, 0.5, 0.3333333, 0.9, 1.0}) {
+    const uint32_t t = m::dropout_threshold(p);
+    for (uint64_t i = 0; i < 5000; ++i) {
+      const double u = double(m::dropout_draw(7, i)) * 0x1p-24;
+      EXPECT_EQ(m::dropout_keep(7, i, t), u >= p) << p << " " << i;
+    }
+  }
+  EXPECT_FLOAT_EQ(m::dropout_apply(3.0f, true, 0.75f), 4.0f);
+  EXPECT_FLOAT_EQ(m::dropout_apply(3.0f, false, 0.75f), 0.0f);
+}
+
+TEST(Dropout, KeepRateIsAboutOneMinusP) {
+  const uint32_t t = m::dropout_threshold(0.3);
+  int kept = 0;
+  for (uint64_t i = 0; i < 100000; ++i) kept += m::dropout_keep(123, i, t) ? 1 : 0;
+  EXPECT_NEAR(kept / 100000.0, 0.7, 0.01);
+}
+
+TEST(Optim, SgdStepsMatchHandFormulas) {
+  const auto plain = m::sgd_params(0.0, 0.0, 0.1, false);
+  float p = 2.0f;
+  m::sgd_step(plain, 0.5f, p, 1.0f, nullptr);
+  EXPECT_FLOAT_EQ(p, 2.0f - 0.5f * (1.0f + 0.1f * 2.0f));
+
+  const auto mom = m::sgd_params(0.9, 0.1, 0.0, false);
+  float q = 1.0f, buf = 2.0f;
+  m::sgd_step(mom, 0.1f, q, 0.5f, &buf);
+  EXPECT_FLOAT_EQ(buf, 0.9f * 2.0f + 0.9f * 0.5f);
+  EXPECT_FLOAT_EQ(q, 1.0f - 0.1f * buf);
+
+  const auto nes = m::sgd_params(0.9, 0.0, 0.0, true);
+  float r = 1.0f, b2 = 1.0f;
+  m::sgd_step(nes, 0.1f, r, 0.5f, &b2);
+  EXPECT_FLOAT_EQ(b2, 0.9f + 0.5f);
+  EXPECT_FLOAT_EQ(r, 1.0f - 0.1f * (0.5f + 0.9f * 1.4f));
+}
+
+TEST(Optim, AdamwFirstStepMovesByAboutLr) {
+  const auto a = m::adamw_params(0.9, 0.999, 1e-8, 0.01);
+  const auto bc = m::bias_correction(a, 1);
+  EXPECT_FLOAT_EQ(bc.c1, 0.1f);
+  EXPECT_NEAR(bc.c2, 0.001f, 1e-9);
+  float p = 1.0f, mm = 0.0f, vv = 0.0f;
+  m::adamw_step(a, bc, 0.01f, p, 0.5f, mm, vv);
+  EXPECT_FLOAT_EQ(mm, 0.05f);
+  EXPECT_FLOAT_EQ(vv, 0.001f * 0.25f);
+  // p·(1 - lr·wd) - lr·m̂/(sqrt(v̂)+eps) with m̂ = 0.5, v̂ = 0.25.
+  EXPECT_NEAR(p, 1.0 * (1 - 0.01 * 0.01) - 0.01 * 0.5 / (0.5 + 1e-8), 1e-6);
+}
+
+TEST(Optim, AdamwMatchesADoubleReferenceOverSteps) {
+  const auto a = m::adamw_params(0.9, 0.999, 1e-8, 0.1);
+  float p = 0.3f, mm = 0.0f, vv = 0.0f;
+  double pd = 0.3, md = 0.0, vd = 0.0;
+  for (int t = 1; t <= 20; ++t) {
+    const double g = std::sin(t * 0.7);
+    m::adamw_step(a, m::bias_correction(a, t), 0.001f, p, float(g), mm, vv);
+    pd *= 1 - 0.001 * 0.1;
+    md = 0.9 * md + 0.1 * g;
+    vd = 0.999 * vd + 0.001 * g * g;
+    pd -= 0.001 * (md / (1 - std::pow(0.9, t))) / (std::sqrt(vd / (1 - std::pow(0.999, t))) + 1e-8);
+  }
+  EXPECT_NEAR(p, pd, 1e-6);
+}
+
+TEST(SoftmaxCe, RowLossAndGradientMatchDirectFormulas) {
+  const float x[4] = {1.0f, -2.0f, 0.5f, 3.0f};
+  const int C = 4, label = 2;
+  for (float eps : {0.0f, 0.1f}) {
+    double mx = 3.0, se = 0.0, sum = 0.0;
+    for (float v : x) se += std::exp(v - mx), sum += v;
+    const double lse = std::log(se);
+    double loss = 0.0;
+    for (int c = 0; c < C; ++c) {
+      const double logp = x[c] - mx - lse;
+      loss += -logp * (eps / C + (c == label ? 1.0 - eps : 0.0));
+    }
+    EXPECT_NEAR(m::ce_row_loss(x[label], float(mx), float(lse), float(sum), C, eps), loss, 1e-6);
+    double gsum = 0.0;
+    for (int c = 0; c < C; ++c) {
+      const double p = std::exp(x[c] - mx - lse);
+      const double g = 0.5 * (p - (c == label ? 1.0 - eps : 0.0) - eps / C);
+      EXPECT_NEAR(m::ce_grad(x[c], float(mx), float(lse), c == label, C, eps, 0.5f), g, 1e-6);
+      gsum += m::ce_grad(x[c], float(mx), float(lse), c == label, C, eps, 0.5f);
+    }
+    EXPECT_NEAR(gsum, 0.0, 1e-6);  // a softmax gradient row sums to zero
+  }
+}
+
+TEST(SoftmaxCe, SoftmaxGradientsMatchTheJacobian) {
+  const float y[3] = {0.2f, 0.3f, 0.5f}, dy[3] = {1.0f, -1.0f, 0.5f};
+  float dot = 0.0f;
+  for (int j = 0; j < 3; ++j) dot += dy[j] * y[j];
+  for (int i = 0; i < 3; ++i) {
+    double expected = 0.0;  // Σ_j dy_j · y_j(δ_ij - y_i)
+    for (int j = 0; j < 3; ++j) expected += dy[j] * y[j] * ((i == j ? 1.0 : 0.0) - y[i]);
+    EXPECT_NEAR(m::softmax_grad(dy[i], y[i], dot), expected, 1e-6);
+  }
+  EXPECT_NEAR(m::log_softmax_grad(1.0f, std::log(0.25f), 2.0f), 1.0 - 0.25 * 2.0, 1e-6);
+}

@@ -1,0 +1,152 @@
+// The tdm_host_api table as a plugin sees it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <thread>
+
+#include "plugin/host_services.hpp"
+#include "plugin/run_scalars.hpp"
+#include "tandem/version.h"
+#include "util/last_error.hpp"
+#include "util/logger.hpp"
+
+namespace tandem::test {
+namespace {
+
+using host::HostServices;
+using host::PluginContext;
+
+TEST(HostServices, TableIsComplete) {
+  HostServices services;
+  const tdm_host_api& api = services.create_context("demo", "/x/libtandem-demo.so").api;
+  EXPECT_EQ(api.struct_size, sizeof(tdm_host_api));
+  EXPECT_EQ(api.abi_major, static_cast<uint32_t>(TDM_ABI_MAJOR));
+  EXPECT_EQ(api.abi_minor, static_cast<uint32_t>(TDM_ABI_MINOR));
+  EXPECT_NE(api.ctx, nullptr);
+  EXPECT_NE(api.log, nullptr);
+  EXPECT_NE(api.set_error, nullptr);
+  EXPECT_NE(api.config_get, nullptr);
+  EXPECT_NE(api.scratch_alloc, nullptr);
+  EXPECT_NE(api.scratch_free, nullptr);
+  ASSERT_NE(api.graph, nullptr);
+  EXPECT_EQ(api.graph->struct_size, sizeof(tdm_graph_api));
+  EXPECT_NE(api.run_scalar_get, nullptr);
+  EXPECT_NE(api.run_scalar_set, nullptr);
+}
+
+TEST(HostServices, ConfigGetBufferProtocol) {
+  HostServices services;
+  services.config().set("features.amp.dtype", "bf16");
+  const tdm_host_api& api = services.create_context("amp", "").api;
+
+  char buffer[16];
+  std::memset(buffer, 'x', sizeof buffer);
+  size_t size = 3;  // too small for "bf16\0"
+  EXPECT_EQ(api.config_get(api.ctx, "features.amp.dtype", buffer, &size), TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(size, 5u);
+  EXPECT_EQ(buffer[0], 'x');  // nothing written
+
+  size = 0;  // size query without a buffer
+  EXPECT_EQ(api.config_get(api.ctx, "features.amp.dtype", nullptr, &size), TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(size, 5u);
+
+  size = 5;  // exactly enough
+  EXPECT_EQ(api.config_get(api.ctx, "features.amp.dtype", buffer, &size), TDM_OK);
+  EXPECT_STREQ(buffer, "bf16");
+  EXPECT_EQ(size, 5u);
+
+  size = sizeof buffer;
+  EXPECT_EQ(api.config_get(api.ctx, "features.amp.missing", buffer, &size), TDM_NOT_FOUND);
+  EXPECT_EQ(api.config_get(api.ctx, nullptr, buffer, &size), TDM_INVALID_ARGUMENT);
+}
+
+TEST(HostServices, ConfigSection) {
+  host::ConfigStore store;
+  store.set("plugins.cuda.streams", "4");
+  store.set("plugins.cuda.graphs", "on");
+  store.set("plugins.cudax.other", "1");
+  store.set("plugins.cud", "1");
+  auto section = store.section("plugins.cuda");
+  ASSERT_EQ(section.size(), 2u);
+  EXPECT_EQ(section["streams"], "4");
+  host::ConfigSectionView view(section);
+  ASSERT_EQ(view.get()->n_entries, 2u);
+  EXPECT_STREQ(view.get()->entries[0].key, "graphs");
+  EXPECT_STREQ(view.get()->entries[0].value, "on");
+}
+
+TEST(HostServices, SetErrorIsAttributedAndThreadLocal) {
+  HostServices services;
+  const tdm_host_api& api = services.create_context("onednn", "/x/libtandem-onednn.so").api;
+  host::clear_last_error();
+  api.set_error(api.ctx, TDM_OUT_OF_MEMORY, "cannot allocate %zu bytes on %s", static_cast<size_t>(4096),
+                "cpu:0");
+
+  std::thread other([] { EXPECT_FALSE(host::take_last_error().has_value()); });
+  other.join();
+
+  std::optional<host::LastError> e = host::take_last_error();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, TDM_OUT_OF_MEMORY);
+  EXPECT_EQ(e->source, "onednn");
+  EXPECT_EQ(e->message, "cannot allocate 4096 bytes on cpu:0");
+  EXPECT_FALSE(host::take_last_error().has_value());  // taking clears
+
+  api.set_error(api.ctx, TDM_INTERNAL, "%s", std::string(5000, 'a').c_str());  // longer than any fixed buffer
+  EXPECT_EQ(host::last_error_text("none"), "[onednn] " + std::string(5000, 'a'));
+  EXPECT_EQ(host::last_error_text("none"), "none");
+}
+
+TEST(HostServices, LogLinesNamePlugin) {
+  HostServices services;
+  const tdm_host_api& api = services.create_context("onednn", "").api;
+  std::vector<std::string> lines;
+  host::Logger::global().set_sink([&](host::LogLevel, const std::string& line) { lines.push_back(line); });
+  host::Logger::global().set_level(host::LogLevel::info);
+  api.log(api.ctx, TDM_LOG_INFO, "using brgemm");
+  api.log(api.ctx, TDM_LOG_DEBUG, "filtered out");
+  host::Logger::global().set_level(host::LogLevel::warning);
+  api.log(api.ctx, TDM_LOG_INFO, "filtered out too");
+  api.log(api.ctx, TDM_LOG_WARNING, "slow path");
+  host::Logger::global().set_sink({});
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "tandem: [onednn] using brgemm");
+  EXPECT_EQ(lines[1], "tandem: [onednn] warning: slow path");
+}
+
+TEST(HostServices, ScratchIsAligned) {
+  HostServices services;
+  const tdm_host_api& api = services.create_context("x", "").api;
+  void* p = api.scratch_alloc(api.ctx, 100, 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  std::memset(p, 1, 100);
+  api.scratch_free(api.ctx, p);
+  p = api.scratch_alloc(api.ctx, 10, 4096);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+  api.scratch_free(api.ctx, p);
+  EXPECT_EQ(api.scratch_alloc(api.ctx, 10, 96), nullptr);  // not a power of two
+  api.scratch_free(api.ctx, nullptr);
+}
+
+TEST(HostServices, RunScalars) {
+  HostServices services;
+  const tdm_host_api& api = services.create_context("amp", "").api;
+  host::MapRunScalars scalars;
+  scalars.define("amp.loss_scale", 65536.0);
+  double value = 0;
+  EXPECT_EQ(api.run_scalar_get(api.ctx, scalars.as_c(), "amp.loss_scale", &value), TDM_OK);
+  EXPECT_EQ(value, 65536.0);
+  EXPECT_EQ(api.run_scalar_set(api.ctx, scalars.as_c(), "amp.loss_scale", 32768.0), TDM_OK);
+  EXPECT_EQ(*scalars.get("amp.loss_scale"), 32768.0);
+  host::clear_last_error();
+  EXPECT_EQ(api.run_scalar_get(api.ctx, scalars.as_c(), "nope", &value), TDM_NOT_FOUND);
+  EXPECT_EQ(host::last_error_text(""), "[amp] no run scalar named 'nope'");
+  EXPECT_EQ(api.run_scalar_set(api.ctx, scalars.as_c(), "nope", 1.0), TDM_NOT_FOUND);
+  EXPECT_EQ(api.run_scalar_get(api.ctx, nullptr, "amp.loss_scale", &value), TDM_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace tandem::test
