@@ -1,0 +1,119 @@
+// Reference backend — elementwise activations and their gradients.
+//
+// relu(x) = max(x, 0); relu_grad = dy where x > 0, else 0 (also 0 at x == 0).
+// gelu exact: 0.5·x·(1 + erf(x/√2)); tanh approximation:
+//   0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// tanh_grad and sigmoid_grad take the forward output y.
+#include <cmath>
+#include <numbers>
+
+#include "common.hpp"
+
+namespace tandem::reference {
+namespace {
+
+enum class Fn { Relu, Gelu, GeluTanh, Tanh, Sigmoid };
+
+template <class T>
+T forward(Fn f, T x) {
+  const T half(0.5), one(1);
+  switch (f) {
+    case Fn::Relu:
+      return x > T(0) ? x : T(0);
+    case Fn::Gelu:
+      return half * x * (one + std::erf(x / std::numbers::sqrt2_v<T>));
+    case Fn::GeluTanh: {
+      const T k = std::sqrt(T(2) / std::numbers::pi_v<T>);
+      return half * x * (one + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    case Fn::Tanh:
+      return std::tanh(x);
+    case Fn::Sigmoid:
+      return one / (one + std::exp(-x));
+  }
+  return x;
+}
+
+// d forward / d(the op's second input): x for relu/gelu, y for tanh/sigmoid.
+template <class T>
+T derivative(Fn f, T v) {
+  const T half(0.5), one(1);
+  switch (f) {
+    case Fn::Relu:
+      return v > T(0) ? one : T(0);
+    case Fn::Gelu: {
+      const T pdf = std::exp(-half * v * v) / std::sqrt(T(2) * std::numbers::pi_v<T>);
+      return half * (one + std::erf(v / std::numbers::sqrt2_v<T>)) + v * pdf;
+    }
+    case Fn::GeluTanh: {
+      const T k = std::sqrt(T(2) / std::numbers::pi_v<T>);
+      const T t = std::tanh(k * (v + T(0.044715) * v * v * v));
+      return half * (one + t) + half * v * (one - t * t) * k * (one + T(3 * 0.044715) * v * v);
+    }
+    case Fn::Tanh:
+      return one - v * v;
+    case Fn::Sigmoid:
+      return v * (one - v);
+  }
+  return one;
+}
+
+Fn gelu_kind(const Check& c) {
+  const std::string a = c.string_attr("approximate", "none");
+  if (a == "none") return Fn::Gelu;
+  if (a == "tanh") return Fn::GeluTanh;
+  c.fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + a + "\"");
+}
+
+std::unique_ptr<Kernel> unary(const OpView& view, Fn fn) {
+  Check c(view);
+  c.counts(1, 1, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  if (fn == Fn::Gelu) fn = gelu_kind(c);
+  const Dims shape = c.in(0).dims;
+  c.output(0, dt, shape);
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<T> v = load<T>(in[0], dt, numel(shape));
+      for (T& e : v) e = forward(fn, e);
+      store(out[0], dt, v);
+    });
+  });
+}
+
+// dx = dy · derivative(second input)
+std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
+  Check c(view);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  c.input_dtype(1, {dt});
+  if (fn == Fn::Gelu) fn = gelu_kind(c);
+  const Dims shape = c.in(0).dims;
+  c.input_shape(1, shape);
+  c.output(0, dt, shape);
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const std::vector<T> dy = load<T>(in[0], dt, numel(shape)), v = load<T>(in[1], dt, numel(shape));
+      std::vector<T> dx(dy.size());
+      for (size_t i = 0; i < dx.size(); ++i) dx[i] = dy[i] * derivative(fn, v[i]);
+      store(out[0], dt, dx);
+    });
+  });
+}
+
+}  // namespace
+
+void register_activation(const Registrar& add) {
+  add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
+  add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
+  add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
+  add("sigmoid", [](const OpView& v, size_t&) { return unary(v, Fn::Sigmoid); });
+  add("relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Relu); });
+  add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
+  add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
+  add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
+}
+
+}  // namespace tandem::reference

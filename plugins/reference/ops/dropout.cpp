@@ -1,0 +1,83 @@
+// Reference backend — dropout with a counter-based mask every backend can
+// reproduce bit for bit (sdk/ops.md, "dropout").
+//
+// Element i (flat, 0-based) is kept iff u(seed, i) >= p, where u is the top
+// 24 bits of SplitMix64's finaliser applied to seed + (i+1)·golden_gamma,
+// scaled to [0, 1). Kept elements are scaled by 1/(1-p).
+#include <cstdint>
+
+#include "common.hpp"
+
+namespace tandem::reference {
+namespace {
+
+// u in [0, 1) for element i; 24 bits so that f32 holds it exactly.
+double dropout_uniform(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // wraps modulo 2^64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return static_cast<double>(z >> 40) * 0x1p-24;
+}
+
+double probability(const Check& c) {
+  const double p = c.float_attr("p", 0.5);
+  if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
+  return p;
+}
+
+std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(1, 1, 2, 2);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  const Dims shape = c.in(0).dims;
+  c.output(0, dt, shape);
+  c.output(1, TDM_U8, shape);
+  const double p = probability(c);
+  const uint64_t seed = static_cast<uint64_t>(c.int_attr("seed", 0));
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const int64_t n = numel(shape);
+      std::vector<T> y = load<T>(in[0], dt, n);
+      auto* mask = static_cast<uint8_t*>(out[1]);
+      for (int64_t i = 0; i < n; ++i) {
+        const bool keep = p == 0.0 || dropout_uniform(seed, uint64_t(i)) >= p;
+        y[size_t(i)] = keep ? T(y[size_t(i)] / T(1.0 - p)) : T(0);
+        mask[i] = keep ? 1 : 0;
+      }
+      store(out[0], dt, y);
+    });
+  });
+}
+
+// dx = mask ? dy / (1-p) : 0
+std::unique_ptr<Kernel> dropout_grad(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  const Dims shape = c.in(0).dims;
+  c.input_dtype(1, {TDM_U8});
+  c.input_shape(1, shape);
+  c.output(0, dt, shape);
+  const double p = probability(c);
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const int64_t n = numel(shape);
+      std::vector<T> dx = load<T>(in[0], dt, n);
+      const auto* mask = static_cast<const uint8_t*>(in[1]);
+      for (int64_t i = 0; i < n; ++i) dx[size_t(i)] = mask[i] != 0 ? T(dx[size_t(i)] / T(1.0 - p)) : T(0);
+      store(out[0], dt, dx);
+    });
+  });
+}
+
+}  // namespace
+
+void register_dropout(const Registrar& add) {
+  add("dropout", dropout);
+  add("dropout_grad", dropout_grad);
+}
+
+}  // namespace tandem::reference

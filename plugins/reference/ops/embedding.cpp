@@ -1,0 +1,89 @@
+// Reference backend — embedding lookup and its gradient.
+//
+// padding_idx < 0 means "no padding row" (unlike PyTorch, a negative value
+// is not counted from the end). The padding row is looked up like any other
+// row; its gradient is always zero. An index outside [0, V) is an error at
+// launch, naming the index and its position.
+#include "common.hpp"
+
+namespace tandem::reference {
+namespace {
+
+int64_t padding_idx(const Check& c, int64_t V) {
+  const int64_t p = c.int_attr("padding_idx", -1);
+  if (p >= V)
+    c.fail("padding_idx " + std::to_string(p) + " is not a row of a table with " + std::to_string(V) +
+           " rows");
+  return p;
+}
+
+std::vector<int64_t> checked_indices(const std::string& where, const void* data, int64_t n, int64_t V) {
+  std::vector<int64_t> idx = load_indices(data, TDM_S32, n);
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[size_t(i)] < 0 || idx[size_t(i)] >= V)
+      throw Error(TDM_INVALID_ARGUMENT, where + ": index " + std::to_string(idx[size_t(i)]) +
+                                            " at position " + std::to_string(i) + " is out of range [0, " +
+                                            std::to_string(V) + ")");
+  return idx;
+}
+
+// y[..., :] = table[indices[...], :]
+std::unique_ptr<Kernel> embedding(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  c.input_rank(0, 2);
+  const int64_t V = c.in(0).dims[0], D = c.in(0).dims[1];
+  c.input_dtype(1, {TDM_S32});
+  Dims y = c.in(1).dims;
+  const int64_t n = numel(y);
+  y.push_back(D);
+  c.output(0, dt, y);
+  padding_idx(c, V);  // validated; the forward treats the row like any other
+  const std::string where = c.where();
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    const std::vector<int64_t> idx = checked_indices(where, in[1], n, V);
+    const auto table = load<double>(in[0], dt, V * D);  // exact: a pure copy
+    std::vector<double> rows(size_t(n * D));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t d = 0; d < D; ++d) rows[size_t(i * D + d)] = table[size_t(idx[size_t(i)] * D + d)];
+    store(out[0], dt, rows);
+  });
+}
+
+// dtable[v, :] = Σ over positions i with indices[i] == v of dy[i, :];
+// dtable[padding_idx, :] = 0.
+std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32);
+  c.input_dtype(1, {TDM_S32});
+  c.output_dtype(0, {dt});
+  if (c.out(0).rank() != 2) c.fail("output 0 (dtable) must be [V,D], got " + shape_str(c.out(0)));
+  const int64_t V = c.out(0).dims[0], D = c.out(0).dims[1];
+  Dims dy = c.in(1).dims;
+  const int64_t n = numel(dy);
+  dy.push_back(D);
+  c.input_shape(0, dy);
+  const int64_t pad = padding_idx(c, V);
+  const std::string where = c.where();
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    const std::vector<int64_t> idx = checked_indices(where, in[1], n, V);
+    const auto g = load<double>(in[0], dt, n * D);
+    std::vector<double> dtable(size_t(V * D), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      if (idx[size_t(i)] == pad) continue;
+      for (int64_t d = 0; d < D; ++d) dtable[size_t(idx[size_t(i)] * D + d)] += g[size_t(i * D + d)];
+    }
+    store(out[0], dt, dtable);
+  });
+}
+
+}  // namespace
+
+void register_embedding(const Registrar& add) {
+  add("embedding", embedding);
+  add("embedding_grad", embedding_grad);
+}
+
+}  // namespace tandem::reference
