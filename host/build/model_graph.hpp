@@ -40,6 +40,15 @@ struct ModelGraph {
   std::vector<ValueId> parameters;           // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
   std::vector<NodeId> dropout_nodes;         // need a fresh seed offset per step
+
+  // Filled by append_backward / append_optimizer (training graphs only).
+  std::map<ValueId, ValueId> gradients;  // parameter -> its gradient
+  size_t backward_begin = 0;   // schedule index of the first backward node
+  size_t optimizer_begin = 0;  // schedule index of the first optimizer node
+  ValueId lr = kNoValue;            // "optim.lr" [] f32, written by the host each step
+  ValueId step = kNoValue;          // "optim.step" [] s32 (1-based), for AdamW
+  ValueId grad_norm_sq = kNoValue;  // "optim.grad_norm_sq" [], when clipping
+  ValueId clip_coef = kNoValue;     // "optim.clip_coef" [], written by the host
 };
 
 // Builds the forward graph, inferring every shape. Errors name the layer,

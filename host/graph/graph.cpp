@@ -218,6 +218,26 @@ Result<void> Graph::set_device(NodeId id, const std::string& device) {
   return {};
 }
 
+Result<void> Graph::set_value_kind(ValueId id, tdm_value_kind kind) {
+  auto it = values_.find(id);
+  if (it == values_.end()) return invalid("cannot change the kind of unknown value id " + std::to_string(id));
+  it->second.kind = kind;
+  touch();
+  return {};
+}
+
+Result<void> Graph::rename_value(ValueId id, const std::string& name) {
+  auto it = values_.find(id);
+  if (it == values_.end()) return invalid("cannot rename unknown value id " + std::to_string(id));
+  if (it->second.name == name) return {};
+  if (value_names_.count(name) > 0) return invalid("a value named '" + name + "' already exists");
+  value_names_.erase(it->second.name);
+  value_names_[name] = id;
+  it->second.name = name;
+  touch();
+  return {};
+}
+
 const Node* Graph::node_at(size_t index) const {
   return index < schedule_.size() ? node(schedule_[index]) : nullptr;
 }

@@ -89,6 +89,9 @@ class Graph {
   Result<void> replace_uses(ValueId from, ValueId to, NodeId except);
   Result<void> annotate(NodeId id, const std::string& key, const std::optional<std::string>& value);
   Result<void> set_device(NodeId id, const std::string& device);
+  // Marks a produced value as, e.g., a parameter's gradient (autodiff).
+  Result<void> set_value_kind(ValueId id, tdm_value_kind kind);
+  Result<void> rename_value(ValueId id, const std::string& name);
 
   size_t node_count() const noexcept { return schedule_.size(); }
   size_t value_count() const noexcept { return value_order_.size(); }

@@ -1,0 +1,120 @@
+#include "build/optimizer.hpp"
+
+namespace tandem::host::build {
+namespace {
+
+const TensorType kScalarF32{TDM_F32, {}};
+
+class OptimizerBuilder {
+ public:
+  OptimizerBuilder(ModelGraph& m, const model::TrainSpec& t) : m_(m), g_(m.graph), t_(t) {}
+
+  Result<void> run() {
+    auto lr = g_.add_state("optim.lr", kScalarF32, t_.lr);
+    if (!lr) return lr.error();
+    m_.lr = *lr;
+    if (t_.optimizer == "adamw") {
+      auto step = g_.add_state("optim.step", TensorType{TDM_S32, {}}, 1.0);
+      if (!step) return step.error();
+      m_.step = *step;
+    }
+    if (t_.clip_grad_norm > 0)
+      if (auto r = global_norm(); !r) return r;
+    m_.optimizer_begin = g_.node_count();
+    for (ValueId p : m_.parameters)
+      if (auto r = update(p); !r) return r;
+    return {};
+  }
+
+ private:
+  std::string name_of(ValueId v) const { return g_.value(v)->name; }
+  std::string layer_of(ValueId p) const {
+    const std::string n = name_of(p);
+    return n.substr(0, n.rfind('.'));
+  }
+
+  Result<std::vector<ValueId>> emit(const std::string& op, const std::string& name, ValueId param,
+                                    std::vector<ValueId> inputs, std::vector<Attr> attrs,
+                                    std::vector<TensorType> outputs, tdm_phase phase = TDM_PHASE_OPTIMIZER) {
+    NodeSpec spec{op, name, layer_of(param), phase, std::move(attrs), std::move(inputs), std::move(outputs), {}};
+    auto id = g_.insert_node(std::move(spec));
+    if (!id) return id.error();
+    return g_.node(*id)->outputs;
+  }
+
+  // Sum over all gradients of sum(g*g), at the end of the backward phase.
+  Result<void> global_norm() {
+    ValueId total = kNoValue;
+    for (ValueId p : m_.parameters) {
+      const ValueId g = m_.gradients.at(p);
+      const std::string base = name_of(p);
+      auto sq = emit("mul", base + ".grad_sq", p, {g, g}, {}, {g_.value(g)->type}, TDM_PHASE_BACKWARD);
+      if (!sq) return sq.error();
+      auto sum = emit("reduce_sum", base + ".grad_sq_sum", p, {(*sq)[0]}, {{"axes", std::vector<int64_t>{}}},
+                      {kScalarF32}, TDM_PHASE_BACKWARD);
+      if (!sum) return sum.error();
+      if (total == kNoValue) {
+        total = (*sum)[0];
+        continue;
+      }
+      auto acc = emit("add", base + ".grad_norm_acc", p, {total, (*sum)[0]}, {}, {kScalarF32}, TDM_PHASE_BACKWARD);
+      if (!acc) return acc.error();
+      total = (*acc)[0];
+    }
+    if (auto r = g_.rename_value(total, "optim.grad_norm_sq"); !r) return r;
+    m_.grad_norm_sq = total;
+    auto coef = g_.add_state("optim.clip_coef", kScalarF32, 1.0);
+    if (!coef) return coef.error();
+    m_.clip_coef = *coef;
+    return {};
+  }
+
+  Result<void> update(ValueId p) {
+    const std::string base = name_of(p);
+    const TensorType type = g_.value(p)->type;
+    ValueId grad = m_.gradients.at(p);
+    if (m_.clip_coef != kNoValue) {
+      auto clipped = emit("mul", base + ".clip", p, {grad, m_.clip_coef}, {}, {type});
+      if (!clipped) return clipped.error();
+      grad = (*clipped)[0];
+    }
+    if (t_.optimizer == "adamw") {
+      auto m = g_.add_state("optim." + base + ".m", type, 0.0);
+      auto v = g_.add_state("optim." + base + ".v", type, 0.0);
+      if (!m || !v) return make_error("cannot add AdamW state for '" + base + "'", TDM_INTERNAL);
+      auto r = emit("adamw_update", base + ".update", p, {p, grad, *m, *v, m_.lr, m_.step},
+                    {{"beta1", t_.beta1}, {"beta2", t_.beta2}, {"epsilon", t_.epsilon}, {"weight_decay", t_.weight_decay}},
+                    {type, type, type});
+      if (!r) return r.error();
+      return {};
+    }
+    std::vector<ValueId> inputs = {p, grad, m_.lr};
+    std::vector<TensorType> outputs = {type};
+    if (t_.momentum != 0) {
+      auto buf = g_.add_state("optim." + base + ".momentum", type, 0.0);
+      if (!buf) return buf.error();
+      inputs.push_back(*buf);
+      outputs.push_back(type);
+    }
+    auto r = emit("sgd_update", base + ".update", p, inputs,
+                  {{"momentum", t_.momentum},
+                   {"dampening", t_.dampening},
+                   {"nesterov", int64_t{t_.nesterov}},
+                   {"weight_decay", t_.weight_decay}},
+                  outputs);
+    if (!r) return r.error();
+    return {};
+  }
+
+  ModelGraph& m_;
+  Graph& g_;
+  const model::TrainSpec& t_;
+};
+
+}  // namespace
+
+Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train) {
+  return OptimizerBuilder(model, train).run();
+}
+
+}  // namespace tandem::host::build
