@@ -1,0 +1,234 @@
+// CUDA backend — devices, memory, streams, events and copies.
+#include "device.hpp"
+
+#include <cstdio>
+
+namespace tandem::cuda {
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky launch error so the next call is judged on its own
+  throw Error(status == cudaErrorMemoryAllocation ? TDM_OUT_OF_MEMORY : TDM_INTERNAL,
+              std::string("cuda plugin: ") + what + " failed: " + cudaGetErrorName(status) + " (" +
+                  cudaGetErrorString(status) + ")");
+}
+
+void use_device(int index) {
+  int current = -1;
+  TDM_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != index) TDM_CUDA_CHECK(cudaSetDevice(index));
+}
+
+// ---- streams, events, kernels ---------------------------------------------
+
+CudaStream::CudaStream(Device& device, int index) : Stream(device), index_(index) {
+  use_device(index);
+  TDM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+CudaStream::~CudaStream() {
+  if (blas != nullptr && blas_destroy != nullptr) blas_destroy(blas);
+  if (dnn != nullptr && dnn_destroy != nullptr) dnn_destroy(dnn);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void CudaStream::synchronize() {
+  TDM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaKernel::launch(Stream& stream, void* const* in, void* const* out, void* workspace) {
+  auto& s = static_cast<CudaStream&>(stream);
+  use_device(s.device_index());
+  fn_(s, in, out, workspace);
+  TDM_CUDA_LAUNCHED(name_.c_str());
+}
+
+namespace {
+
+class CudaEvent final : public Event {
+ public:
+  CudaEvent(Device& device, int index) : Event(device) {
+    use_device(index);
+    // Timing off: recording and waiting are cheaper and never synchronise.
+    TDM_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  }
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+  void record(Stream& s) override {
+    TDM_CUDA_CHECK(cudaEventRecord(event_, static_cast<CudaStream&>(s).get()));
+  }
+  void make_wait(Stream& s) override {
+    TDM_CUDA_CHECK(cudaStreamWaitEvent(static_cast<CudaStream&>(s).get(), event_, 0));
+  }
+  void synchronize() override { TDM_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+std::string mib(uint64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+// ---- the device -------------------------------------------------------------
+
+CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
+  TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop_, index));
+  name_ = prop_.name;
+  cache_ = std::make_unique<CachingAllocator>(
+      [index](size_t bytes) -> void* {
+        void* p = nullptr;
+        if (cudaSetDevice(index) != cudaSuccess) return nullptr;
+        if (cudaMalloc(&p, bytes) != cudaSuccess) {
+          cudaGetLastError();  // an OOM is not sticky; clear it
+          return nullptr;
+        }
+        return p;
+      },
+      [index](void* p) {
+        cudaSetDevice(index);
+        cudaFree(p);
+      });
+}
+
+CudaDevice::~CudaDevice() {
+  cache_.reset();
+  if (prepare_dnn != nullptr && prepare_dnn_destroy != nullptr) prepare_dnn_destroy(prepare_dnn);
+}
+
+tdm_device_info CudaDevice::info() {
+  use_device(index_);
+  size_t free_bytes = 0, total_bytes = 0;
+  TDM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  tdm_device_info i{};
+  i.struct_size = sizeof i;
+  i.name = name_.c_str();
+  i.kind = TDM_DEVICE_GPU;
+  i.total_memory = total_bytes;
+  i.free_memory = free_bytes;
+  i.has_pinned_host_memory = 1;
+  i.host_addressable = 0;
+  return i;
+}
+
+void* CudaDevice::allocate(size_t bytes) {
+  void* p = cache_->allocate(bytes);  // releases the cache and retries once inside
+  if (p != nullptr) return p;
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaSetDevice(index_);
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  throw Error(TDM_OUT_OF_MEMORY, "cuda plugin: cannot allocate " + std::to_string(bytes) + " bytes (" +
+                                     mib(bytes) + ") on GPU " + std::to_string(index_) + " (" + name_ +
+                                     "): " + mib(free_bytes) + " free of " + mib(total_bytes) +
+                                     " after releasing the cache; reduce the batch size or place "
+                                     "more layers on another device");
+}
+
+void CudaDevice::deallocate(void* pointer) noexcept {
+  cache_->deallocate(pointer);
+}
+
+void* CudaDevice::allocate_pinned(size_t bytes) {
+  use_device(index_);
+  void* p = nullptr;
+  cudaError_t status = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(TDM_OUT_OF_MEMORY, "cuda plugin: cannot pin " + std::to_string(bytes) +
+                                       " bytes of host memory: " + cudaGetErrorString(status));
+  }
+  return p;
+}
+
+void CudaDevice::deallocate_pinned(void* pointer) noexcept {
+  if (pointer != nullptr) cudaFreeHost(pointer);
+}
+
+std::unique_ptr<Stream> CudaDevice::create_stream() {
+  return std::make_unique<CudaStream>(*this, index_);
+}
+
+std::unique_ptr<Event> CudaDevice::create_event() {
+  return std::make_unique<CudaEvent>(*this, index_);
+}
+
+void CudaDevice::copy(Stream& stream, void* dst, const void* src, size_t bytes, CopyKind kind) {
+  if (bytes == 0) return;
+  use_device(index_);
+  const cudaMemcpyKind k = kind == CopyKind::HostToDevice   ? cudaMemcpyHostToDevice
+                           : kind == CopyKind::DeviceToHost ? cudaMemcpyDeviceToHost
+                                                            : cudaMemcpyDeviceToDevice;
+  TDM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, static_cast<CudaStream&>(stream).get()));
+}
+
+std::unique_ptr<Kernel> CudaDevice::prepare(const OpView& op, size_t& workspace_bytes) {
+  workspace_bytes = 0;
+  Factory factory = find_factory(op.op());
+  if (factory == nullptr) throw Unsupported("the cuda plugin does not implement op '" + op.op() + "'");
+  if (op.version() > 1)
+    throw Unsupported("the cuda plugin implements op '" + op.op() + "' version 1, not version " +
+                      std::to_string(op.version()));
+  use_device(index_);
+  return factory(*this, op, workspace_bytes);
+}
+
+tdm_memory_stats CudaDevice::memory_stats() {
+  const AllocatorStats a = cache_->stats();
+  tdm_memory_stats s{};
+  s.struct_size = sizeof s;
+  s.allocated = a.allocated;
+  s.reserved = a.reserved;
+  s.peak_allocated = a.peak_allocated;
+  s.allocations = a.allocations;
+  s.largest_free_block = a.largest_free_block;
+  return s;
+}
+
+void CudaDevice::release_cached() {
+  cache_->release_cached();
+}
+
+// ---- the backend ------------------------------------------------------------
+
+namespace {
+bool truthy(const std::string& v) {
+  return v == "1" || v == "true" || v == "on" || v == "yes";
+}
+}  // namespace
+
+CudaBackend::CudaBackend() {
+  // TF32 tensor cores for f32 GEMMs and convolutions: faster, ~10-bit
+  // mantissa products. Off by default so f32 stays f32 ([plugins.cuda] tf32).
+  if (auto v = Host::config("plugins.cuda.tf32")) tf32_ = truthy(*v);
+}
+
+uint32_t CudaBackend::device_count() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    std::string why = cudaGetErrorString(status);
+    if (status == cudaErrorInsufficientDriver)
+      why = "driver not found or older than this plugin's CUDA runtime: " + why;
+    else if (status == cudaErrorNoDevice)
+      why = "no CUDA-capable GPU: " + why;
+    throw Error(TDM_UNAVAILABLE, "no device (" + why + ")");
+  }
+  return static_cast<uint32_t>(count);
+}
+
+Device& CudaBackend::device(uint32_t index) {
+  const uint32_t count = device_count();
+  if (index >= count)
+    throw Error(TDM_INVALID_ARGUMENT, "cuda plugin: device " + std::to_string(index) + " does not exist (" +
+                                          std::to_string(count) + " GPU(s))");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (devices_.size() < count) devices_.resize(count);
+  if (!devices_[index]) devices_[index] = std::make_unique<CudaDevice>(static_cast<int>(index), tf32_);
+  return *devices_[index];
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,65 @@
+// CUDA backend — the device: memory (through the caching allocator), pinned
+// host memory, streams, events, copies and kernel preparation.
+#ifndef TANDEM_CUDA_DEVICE_HPP
+#define TANDEM_CUDA_DEVICE_HPP
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "caching_allocator.hpp"
+#include "cuda_common.hpp"
+
+namespace tandem::cuda {
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(int index, bool tf32);
+  ~CudaDevice() override;
+
+  tdm_device_info info() override;
+  void* allocate(size_t bytes) override;
+  void deallocate(void* pointer) noexcept override;
+  void* allocate_pinned(size_t bytes) override;
+  void deallocate_pinned(void* pointer) noexcept override;
+  std::unique_ptr<Stream> create_stream() override;
+  std::unique_ptr<Event> create_event() override;
+  void copy(Stream& stream, void* dst, const void* src, size_t bytes, CopyKind kind) override;
+  std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) override;
+  tdm_memory_stats memory_stats() override;
+  void release_cached() override;
+
+  int index() const noexcept { return index_; }
+  bool tf32() const noexcept { return tf32_; }
+  const cudaDeviceProp& properties() const noexcept { return prop_; }
+  // A cuDNN handle for prepare-time queries (algorithm choice), guarded by
+  // prepare_mutex(); created on first use by ops/conv.cpp.
+  std::mutex& prepare_mutex() noexcept { return prepare_mutex_; }
+  void* prepare_dnn = nullptr;
+  void (*prepare_dnn_destroy)(void*) = nullptr;
+
+ private:
+  int index_;
+  bool tf32_;
+  cudaDeviceProp prop_{};
+  std::string name_;
+  std::unique_ptr<CachingAllocator> cache_;
+  std::mutex prepare_mutex_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend();
+  uint32_t device_count() override;
+  Device& device(uint32_t index) override;
+
+ private:
+  std::mutex mutex_;
+  bool tf32_ = false;
+  std::vector<std::unique_ptr<CudaDevice>> devices_;
+};
+
+}  // namespace tandem::cuda
+
+#endif  // TANDEM_CUDA_DEVICE_HPP

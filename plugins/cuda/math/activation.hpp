@@ -1,0 +1,105 @@
+// CUDA backend — activations and their gradients, per element, in f32.
+// Forward and backward side by side (llm.c style). The formulas are the
+// catalog's (sdk/ops.md): gelu "none" is x·Φ(x) with the error function,
+// gelu "tanh" is the usual tanh approximation; tanh_grad and sigmoid_grad
+// take the forward output y, relu_grad and gelu_grad take the input x.
+#ifndef TANDEM_CUDA_MATH_ACTIVATION_HPP
+#define TANDEM_CUDA_MATH_ACTIVATION_HPP
+
+#include <cmath>
+
+#include "math/common.hpp"
+
+namespace tandem::cuda::math {
+
+enum class Act : int { None = 0, Relu = 1, Tanh = 2, Sigmoid = 3, Gelu = 4, GeluTanh = 5 };
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+TDM_HD inline float relu(float x) {
+  return x > 0.0f ? x : 0.0f;
+}
+// The catalog takes relu'(0) = 0.
+TDM_HD inline float relu_grad(float dy, float x) {
+  return x > 0.0f ? dy : 0.0f;
+}
+
+TDM_HD inline float sigmoid(float x) {
+  // Split by sign so exp never overflows.
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+TDM_HD inline float sigmoid_grad(float dy, float y) {
+  return dy * y * (1.0f - y);
+}
+
+TDM_HD inline float tanh_act(float x) {
+  return tanhf(x);
+}
+TDM_HD inline float tanh_grad(float dy, float y) {
+  return dy * (1.0f - y * y);
+}
+
+TDM_HD inline float gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+}
+TDM_HD inline float gelu_grad(float dy, float x) {
+  const float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
+  const float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
+  return dy * (cdf + x * pdf);
+}
+
+TDM_HD inline float gelu_tanh(float x) {
+  const float inner = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+TDM_HD inline float gelu_tanh_grad(float dy, float x) {
+  const float inner = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  const float t = tanhf(inner);
+  const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+  return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner);
+}
+
+// Forward by code, for the fused linear/conv epilogue and the unary kernel.
+TDM_HD inline float activate(Act a, float x) {
+  switch (a) {
+    case Act::Relu:
+      return relu(x);
+    case Act::Tanh:
+      return tanh_act(x);
+    case Act::Sigmoid:
+      return sigmoid(x);
+    case Act::Gelu:
+      return gelu(x);
+    case Act::GeluTanh:
+      return gelu_tanh(x);
+    default:
+      return x;
+  }
+}
+
+// Backward by code; `v` is x for relu/gelu and y for tanh/sigmoid.
+TDM_HD inline float activate_grad(Act a, float dy, float v) {
+  switch (a) {
+    case Act::Relu:
+      return relu_grad(dy, v);
+    case Act::Tanh:
+      return tanh_grad(dy, v);
+    case Act::Sigmoid:
+      return sigmoid_grad(dy, v);
+    case Act::Gelu:
+      return gelu_grad(dy, v);
+    case Act::GeluTanh:
+      return gelu_tanh_grad(dy, v);
+    default:
+      return dy;
+  }
+}
+
+}  // namespace tandem::cuda::math
+
+#endif  // TANDEM_CUDA_MATH_ACTIVATION_HPP
