@@ -39,7 +39,9 @@ struct ModelGraph {
   ValueId loss = kNoValue;
   std::vector<ValueId> parameters;           // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
-  std::vector<NodeId> dropout_nodes;         // need a fresh seed offset per step
+  std::vector<NodeId> dropout_nodes;
+  ValueId dropout_step = kNoValue;  // "dropout.step" [] s64: every dropout node's seed_offset,
+                                    // written by the host each step so masks change per step
 
   // Filled by append_backward / append_optimizer (training graphs only).
   std::map<ValueId, ValueId> gradients;  // parameter -> its gradient

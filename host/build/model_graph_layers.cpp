@@ -104,10 +104,15 @@ Result<ValueId> dropout(Context& ctx, ValueId x) {
   const double p = l.float_attr("p", 0.5);
   if (!(p >= 0 && p < 1)) return ctx.error("p must be in [0, 1)");
   if (ctx.out.mode == Mode::Eval || p == 0) return x;  // identity at evaluation
-  // Each dropout layer gets its own stream of masks; the executor adds the
-  // step to this base seed.
+  // Each dropout layer gets its own stream of masks (its seed attribute); the
+  // host feeds the step as seed_offset, so every step draws new masks.
   const auto seed = static_cast<int64_t>(data::random_u64(ctx.spec.train.seed, 0xD80, ctx.out.dropout_nodes.size()) >> 1);
-  auto y = ctx.emit("dropout", l.name, {x}, {{"p", p}, {"seed", seed}},
+  if (ctx.out.dropout_step == kNoValue) {
+    auto step = ctx.out.graph.add_state("dropout.step", TensorType{TDM_S64, {}}, 0.0);
+    if (!step) return step.error();
+    ctx.out.dropout_step = *step;
+  }
+  auto y = ctx.emit("dropout", l.name, {x, ctx.out.dropout_step}, {{"p", p}, {"seed", seed}},
                     {ctx.value(x).type, TensorType{TDM_U8, ctx.dims(x)}}, {l.name, l.name + ".mask"});
   if (!y) return y.error();
   ctx.out.dropout_nodes.push_back(ctx.out.graph.value((*y)[0])->producer);

@@ -64,8 +64,10 @@ std::optional<int> parse_command_options(const std::string& command, const std::
   return std::nullopt;
 }
 
-std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals) {
+std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
+                                           const std::map<std::string, std::string>& config) {
   auto session = std::make_unique<PluginSession>();
+  for (const auto& [key, value] : config) session->services.config().set(key, value);
   host::DiscoveryOptions options;
   options.plugin_paths = globals.plugin_paths;
   options.allow_insecure = globals.allow_insecure;

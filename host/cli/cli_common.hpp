@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,7 +38,9 @@ struct PluginSession {
   host::HostServices services;
   std::optional<host::PluginRegistry> registry;
 };
-std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals);
+// `config` is visible to plugins from their init on (e.g. "threads" = "4").
+std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
+                                           const std::map<std::string, std::string>& config = {});
 
 // Prints rows under a header, columns padded to the widest cell.
 void print_table(std::ostream& out, const std::vector<std::string>& header,

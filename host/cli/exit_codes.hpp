@@ -10,6 +10,7 @@ enum ExitCode : int {
   kExitUsage = 2,           // unknown command or option, bad option value
   kExitPlugin = 3,          // plugin error, e.g. no backend plugin could be loaded
   kExitInput = 4,           // input, data or model file error
+  kExitInterrupted = 130,   // stopped by Ctrl-C after saving a checkpoint (the shell's 128 + SIGINT)
 };
 
 inline constexpr const char* kExitCodeHelp =
@@ -18,6 +19,7 @@ inline constexpr const char* kExitCodeHelp =
     "  1  runtime failure\n"
     "  2  usage error (unknown command or option, bad value)\n"
     "  3  plugin error (e.g. no backend plugin could be loaded)\n"
-    "  4  input, data or model file error\n";
+    "  4  input, data or model file error\n"
+    "  130  interrupted by Ctrl-C (train saved a checkpoint first)\n";
 
 }  // namespace tandem::cli

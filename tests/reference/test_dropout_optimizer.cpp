@@ -28,6 +28,18 @@ TEST(Dropout, FirstElementOfSeedZero) {
   EXPECT_EQ(o[1].as<uint8_t>()[0], 0);
 }
 
+TEST(Dropout, SeedOffsetInputAddsToTheSeed) {
+  // The per-step offset input gives the mask of attribute seed + offset.
+  const int n = 256;
+  std::vector<Tensor> a = {out(TDM_F32, {n}), out(TDM_U8, {n})}, b = a;
+  const auto ones = f32({n}, std::vector<float>(n, 1.0f));
+  EXPECT_RUN_OK(run("dropout", {ones, make(TDM_S64, {}, std::vector<int64_t>{1000})}, a,
+                    {attr("p", 0.5), attr("seed", 7)}));
+  EXPECT_RUN_OK(run("dropout", {ones}, b, {attr("p", 0.5), attr("seed", 1007)}));
+  EXPECT_EQ(a[1].as<uint8_t>(), b[1].as<uint8_t>());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(a[1].as<uint8_t>()[size_t(i)], keep(1007, uint64_t(i), 0.5) ? 1 : 0);
+}
+
 TEST(Dropout, MaskMatchesFormula) {
   const int n = 1000;
   const double p = 0.3;

@@ -74,8 +74,10 @@ std::unique_ptr<Kernel> prepare_unary_grad(CudaDevice&, const OpView& v, size_t&
 // ---- dropout ---------------------------------------------------------------
 
 template <class T>
-__global__ void dropout_kernel(const T* x, T* y, uint8_t* mask, int64_t n, uint64_t seed, uint32_t threshold,
-                               float den) {
+__global__ void dropout_kernel(const T* x, T* y, uint8_t* mask, int64_t n, uint64_t base_seed,
+                               const int64_t* seed_offset, uint32_t threshold, float den) {
+  // The per-step offset is read on the device: a new mask per step, no host sync.
+  const uint64_t seed = base_seed + (seed_offset ? static_cast<uint64_t>(*seed_offset) : 0);
   TDM_GRID_STRIDE(i, n) {
     const bool keep = math::dropout_keep(seed, static_cast<uint64_t>(i), threshold);
     st(y, i, math::dropout_apply(ld(x, i), keep, den));
@@ -96,10 +98,13 @@ double probability(const Check& c) {
 
 std::unique_ptr<Kernel> prepare_dropout(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 1, 2, 2);
+  c.counts(1, 2, 2, 2);
   const tdm_dtype t = c.dtype(0, kFloat);
   c.out_is(0, t, c.in(0).dims);
   c.out_is(1, TDM_U8, c.in(0).dims);
+  const bool has_offset = c.has_input(1);
+  if (has_offset && (c.in(1).dtype != TDM_S64 || !c.in(1).dims.empty()))
+    c.fail("seed_offset must be an s64 scalar");
   const double p = probability(c);
   const uint64_t seed = static_cast<uint64_t>(v.int_attr("seed", 0));
   const uint32_t threshold = math::dropout_threshold(p);
@@ -112,7 +117,9 @@ std::unique_ptr<Kernel> prepare_dropout(CudaDevice&, const OpView& v, size_t&) {
       if (n == 0) return;
       dropout_kernel<T>
           <<<grid_for(n), kThreads, 0, s.get()>>>(static_cast<const T*>(in[0]), static_cast<T*>(o[0]),
-                                                  static_cast<uint8_t*>(o[1]), n, seed, threshold, den);
+                                                  static_cast<uint8_t*>(o[1]), n, seed,
+                                                  has_offset ? static_cast<const int64_t*>(in[1]) : nullptr,
+                                                  threshold, den);
     });
   });
   return k;

@@ -28,14 +28,21 @@ double probability(const Check& c) {
 
 std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 2, 2);
+  c.counts(1, 2, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
   c.output(0, dt, shape);
   c.output(1, TDM_U8, shape);
+  const bool has_offset = c.has_input(1);
+  if (has_offset) {
+    c.input_dtype(1, {TDM_S64});
+    c.input_shape(1, {});
+  }
   const double p = probability(c);
-  const uint64_t seed = static_cast<uint64_t>(c.int_attr("seed", 0));
+  const uint64_t base_seed = static_cast<uint64_t>(c.int_attr("seed", 0));
   return make_kernel(c, [=](void* const* in, void* const* out) {
+    // The per-step offset is data, so a new mask each step needs no new kernel.
+    const uint64_t seed = base_seed + (has_offset ? static_cast<uint64_t>(*static_cast<const int64_t*>(in[1])) : 0);
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
       const int64_t n = numel(shape);

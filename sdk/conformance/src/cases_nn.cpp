@@ -213,7 +213,9 @@ void add_embedding_dropout(std::vector<Case>& v) {
         Case d("dropout", dt), g("dropout_grad", dt);
         d.attrs.number("p", p).integer("seed", int64_t(s.size()) * 7919 + 12345);
         g.attrs.number("p", p);
-        v.push_back(d.in(dt, s).out(dt, s).out(TDM_U8, s));
+        Case with_offset = d;
+        v.push_back(d.in(dt, s).none().out(dt, s).out(TDM_U8, s));
+        v.push_back(with_offset.in(dt, s).in(TDM_S64, {}, Fill::ints(0, 1 << 20)).out(dt, s).out(TDM_U8, s));
         v.push_back(g.in(dt, s).in(TDM_U8, s, Fill::ints(0, 1)).out(dt, s));
       }
 }

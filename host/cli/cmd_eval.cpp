@@ -1,0 +1,96 @@
+// `tandem eval MODEL.toml --weights CHECKPOINT`: loss and accuracy of trained
+// weights on the model's test set (or another split).
+#include <filesystem>
+#include <iostream>
+
+#include "checkpoint/safetensors.hpp"
+#include "cli/cli_common.hpp"
+#include "cli/exit_codes.hpp"
+#include "model/model_parser.hpp"
+#include "train/checkpointing.hpp"
+#include "train/datasets.hpp"
+#include "train/device_select.hpp"
+#include "train/evaluator.hpp"
+
+namespace tandem::cli {
+namespace {
+
+int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options("Options");
+  options.add_options()
+    ("model", po::value<std::string>(), "model file (TOML)")
+    ("weights", po::value<std::string>(), "checkpoint (.safetensors) or run directory (its newest checkpoint)")
+    ("split", po::value<std::string>()->default_value("test"), "which data to evaluate: test, validation or train")
+    ("set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")
+    ("device", po::value<std::string>()->default_value(""), "device: cuda:0, onednn:0, reference:0, cpu, gpu")
+    ("threads", po::value<int>()->default_value(0), "compute threads for CPU backends");
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (auto stop = parse_command_options("eval", "MODEL.toml --weights CHECKPOINT", args, options, positional, vm, globals))
+    return *stop;
+  if (!vm.count("model") || !vm.count("weights")) {
+    print_error("eval needs a model file and --weights: tandem eval MODEL.toml --weights runs/NAME");
+    return kExitUsage;
+  }
+  const auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
+  if (!spec) {
+    print_error(spec.error().message);
+    return kExitInput;
+  }
+  std::string weights = vm["weights"].as<std::string>();
+  if (std::filesystem::is_directory(weights)) {
+    auto latest = host::train::latest_checkpoint(weights);
+    if (!latest) {
+      print_error(weights + ": no checkpoint in " + host::train::checkpoint_dir(weights));
+      return kExitInput;
+    }
+    weights = *latest;
+  }
+  auto cp = host::checkpoint::read_safetensors(weights);
+  if (!cp) {
+    print_error(cp.error().message);
+    return kExitInput;
+  }
+  auto data = host::train::load_run_data(*spec);
+  if (!data) {
+    print_error(data.error().message);
+    return kExitInput;
+  }
+  const std::string split = vm["split"].as<std::string>();
+  const host::data::Dataset* set = split == "train" ? &data->train
+                                   : split == "validation" ? (data->validation ? &*data->validation : nullptr)
+                                   : split == "test" ? (data->test ? &*data->test : nullptr)
+                                                     : nullptr;
+  if (set == nullptr) {
+    print_error("the model file has no '" + split + "' data (use --split test, validation or train)");
+    return kExitUsage;
+  }
+  std::map<std::string, std::string> config;
+  if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
+  std::unique_ptr<PluginSession> session = load_plugins(globals, config);
+  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  if (!device) {
+    print_error(device.error().message);
+    return kExitPlugin;
+  }
+  host::train::Evaluator evaluator(*spec, *device);
+  if (auto r = evaluator.load(*cp, weights); !r) {
+    print_error(r.error().message);
+    return kExitInput;
+  }
+  auto result = evaluator.evaluate(*set, data->transforms, static_cast<int>(spec->data.threads));
+  if (!result) {
+    print_error(result.error().message);
+    return kExitRuntimeFailure;
+  }
+  std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
+            << result->accuracy << " (" << weights << ", " << device->id() << ")" << std::endl;
+  return kExitOk;
+}
+
+const bool registered = register_command({"eval", "Evaluate trained weights on a data set", run_eval});
+
+}  // namespace
+}  // namespace tandem::cli

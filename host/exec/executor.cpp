@@ -1,0 +1,267 @@
+#include "exec/executor.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "util/last_error.hpp"
+
+namespace tandem::host::exec {
+namespace {
+
+std::string plugin_reason(tdm_status status) {
+  std::optional<LastError> why = take_last_error();
+  return why && !why->message.empty() ? why->message : "status " + std::to_string(status);
+}
+
+double micros(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+}  // namespace
+
+Executor::Buffer::Buffer(Buffer&& other) noexcept
+    : device(other.device), pointer(std::exchange(other.pointer, nullptr)) {}
+
+Executor::Buffer::~Buffer() {
+  if (pointer != nullptr) device->backend().backend->mem_free(device->get(), pointer);
+}
+
+void Executor::StreamDeleter::operator()(tdm_stream* stream) const noexcept {
+  if (stream != nullptr) api->stream_destroy(stream);
+}
+
+Executor::Executor(const DeviceHandle& device, ExecutorOptions options)
+    : device_(&device),
+      options_(std::move(options)),
+      stream_(nullptr, StreamDeleter{device.backend().backend}),
+      epoch_(std::chrono::steady_clock::now()) {}
+
+Executor::~Executor() {
+  // Nothing may be released while the stream still uses it.
+  if (stream_) (void)api().stream_synchronize(stream_.get());
+}
+
+Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, const Graph& graph,
+                                                   ExecutorOptions options) {
+  std::unique_ptr<Executor> executor(new Executor(device, std::move(options)));
+  std::vector<KernelBinding> kernels;
+  std::vector<size_t> workspace;
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    auto spec = op_spec_of(graph, *graph.node_at(i));
+    if (!spec) return spec.error();
+    auto kernel = KernelBinding::prepare(device, *spec);
+    if (!kernel) return kernel.error();
+    workspace.push_back(kernel->workspace_bytes());
+    kernels.push_back(std::move(kernel.value()));
+  }
+  std::set<ValueId> outputs;
+  for (const std::string& name : executor->options_.outputs) {
+    const Value* v = graph.value_by_name(name);
+    if (v == nullptr) return make_error("output value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    outputs.insert(v->id);
+  }
+  auto plan = make_plan(graph, workspace, outputs);
+  if (!plan) return plan.error();
+  executor->plan_ = std::move(plan.value());
+
+  tdm_stream* stream = nullptr;
+  clear_last_error();
+  tdm_status status = device.backend().backend->stream_create(device.get(), &stream);
+  if (status != TDM_OK || stream == nullptr)
+    return make_error("cannot create a stream on " + device.id() + ": " + plugin_reason(status),
+                      status != TDM_OK ? status : TDM_INTERNAL);
+  executor->stream_.reset(stream);
+
+  if (auto allocated = executor->allocate(graph); !allocated) return allocated.error();
+  if (auto bound = executor->bind_nodes(graph, std::move(kernels)); !bound) return bound.error();
+  executor->node_time_us_.assign(executor->nodes_.size(), 0.0);
+  return executor;
+}
+
+Result<void*> Executor::alloc(size_t bytes, const std::string& what) {
+  void* pointer = nullptr;
+  clear_last_error();
+  // Never ask for 0 bytes: every value gets a distinct, valid address.
+  tdm_status status = api().mem_alloc(device_->get(), std::max<size_t>(bytes, 1), &pointer);
+  if (status != TDM_OK || pointer == nullptr)
+    return make_error("cannot allocate " + std::to_string(bytes) + " bytes for " + what + " on " +
+                          device_->id() + ": " + plugin_reason(status),
+                      status != TDM_OK ? status : TDM_OUT_OF_MEMORY);
+  buffers_.emplace_back(*device_, pointer);
+  allocated_ += bytes;
+  return pointer;
+}
+
+Result<void> Executor::allocate(const Graph& graph) {
+  persistent_.assign(plan_.persistent.size(), nullptr);
+  for (const auto& [name, pointer] : options_.external) {
+    const Value* value = graph.value_by_name(name);
+    const ValueStorage* storage = value != nullptr ? plan_.find(value->id) : nullptr;
+    if (storage == nullptr)
+      return make_error("external value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    if (storage->kind != ValueStorage::Kind::Persistent || storage->owner != value->id)
+      return make_error("external value '" + name +
+                            "' is not a persistent value of the graph (only parameters, "
+                            "state, gradients and inputs can be shared)",
+                        TDM_INVALID_ARGUMENT);
+    if (pointer == nullptr)
+      return make_error("external value '" + name + "' is bound to a null pointer", TDM_INVALID_ARGUMENT);
+    persistent_[storage->persistent] = pointer;
+  }
+  for (size_t i = 0; i < plan_.persistent.size(); ++i) {
+    if (persistent_[i] != nullptr) continue;
+    auto pointer = alloc(plan_.persistent[i].bytes, "'" + plan_.persistent[i].name + "'");
+    if (!pointer) return pointer.error();
+    persistent_[i] = *pointer;
+  }
+  bool any_transient = std::any_of(plan_.values.begin(), plan_.values.end(),
+                                   [](const auto& v) { return v.second.kind == ValueStorage::Kind::Arena; });
+  if (any_transient) {
+    auto arena = alloc(plan_.arena_bytes, "the activation arena");
+    if (!arena) return arena.error();
+    arena_ = *arena;
+  }
+  if (plan_.workspace_bytes > 0) {
+    auto workspace = alloc(plan_.workspace_bytes, "the kernel workspace");
+    if (!workspace) return workspace.error();
+    workspace_ = *workspace;
+  }
+  return {};
+}
+
+void* Executor::device_pointer(ValueId value) const {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr) return nullptr;
+  if (storage->kind == ValueStorage::Kind::Persistent) return persistent_[storage->persistent];
+  return static_cast<char*>(arena_) + storage->offset;
+}
+
+Result<void> Executor::bind_nodes(const Graph& graph, std::vector<KernelBinding> kernels) {
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& node = *graph.node_at(i);
+    NodeRun run{node.name, node.layer, node.op, std::move(kernels[i]), {}, {}};
+    for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : device_pointer(id));
+    for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
+    nodes_.push_back(std::move(run));
+  }
+  return {};
+}
+
+std::string Executor::node_text(size_t position) const {
+  const NodeRun& node = nodes_[position];
+  std::string text = "node '" + node.name + "' (";
+  if (!node.layer.empty()) text += "layer '" + node.layer + "', ";
+  return text + node.op + ")";
+}
+
+Result<void> Executor::launch(size_t position) {
+  NodeRun& node = nodes_[position];
+  clear_last_error();
+  tdm_status status = api().kernel_launch(node.kernel.get(), stream_.get(), node.inputs.data(),
+                                          node.outputs.data(), workspace_);
+  if (status != TDM_OK)
+    return make_error(node_text(position) + " failed on " + device_->id() + ": " + plugin_reason(status),
+                      status);
+  return {};
+}
+
+Result<void> Executor::run(size_t first, size_t end) {
+  if (first > end || end > nodes_.size())
+    return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
+                          ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
+                      TDM_INVALID_ARGUMENT);
+  for (size_t i = first; i < end; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (auto launched = launch(i); !launched) return launched;
+    if (!options_.profile) continue;
+    clear_last_error();
+    tdm_status status = api().stream_synchronize(stream_.get());
+    if (status != TDM_OK)
+      return make_error(node_text(i) + " failed on " + device_->id() + ": " + plugin_reason(status), status);
+    auto stop = std::chrono::steady_clock::now();
+    node_time_us_[i] += micros(stop - start);
+    events_.push_back({i, micros(start - epoch_), micros(stop - start)});
+  }
+  return synchronize();
+}
+
+Result<void> Executor::synchronize() {
+  clear_last_error();
+  tdm_status status = api().stream_synchronize(stream_.get());
+  if (status != TDM_OK)
+    return make_error("work on " + device_->id() + " failed: " + plugin_reason(status), status);
+  return {};
+}
+
+Result<const ValueStorage*> Executor::checked(ValueId value, size_t bytes, const char* action) const {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr)
+    return make_error(
+        std::string("cannot ") + action + " value " + std::to_string(value) + ": not in the plan",
+        TDM_INVALID_ARGUMENT);
+  if (bytes != storage->bytes)
+    return make_error(std::string("cannot ") + action + " value " + std::to_string(value) + ": " +
+                          std::to_string(bytes) + " bytes given, it holds " + std::to_string(storage->bytes),
+                      TDM_INVALID_ARGUMENT);
+  return storage;
+}
+
+Result<void> Executor::write(ValueId value, const void* host, size_t bytes) {
+  auto storage = checked(value, bytes, "write");
+  if (!storage) return storage.error();
+  clear_last_error();
+  tdm_status status = api().copy_h2d(stream_.get(), device_pointer(value), host, bytes);
+  if (status != TDM_OK)
+    return make_error("copy to " + device_->id() + " failed: " + plugin_reason(status), status);
+  return synchronize();
+}
+
+Result<void> Executor::read(ValueId value, void* host, size_t bytes) {
+  auto storage = checked(value, bytes, "read");
+  if (!storage) return storage.error();
+  clear_last_error();
+  tdm_status status = api().copy_d2h(stream_.get(), host, device_pointer(value), bytes);
+  if (status != TDM_OK)
+    return make_error("copy from " + device_->id() + " failed: " + plugin_reason(status), status);
+  return synchronize();
+}
+
+Result<void> Executor::fill(ValueId value, double number) {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr)
+    return make_error("cannot fill value " + std::to_string(value) + ": not in the plan",
+                      TDM_INVALID_ARGUMENT);
+  OpSpec spec;
+  spec.op = "fill";
+  spec.node_name = "fill." + std::to_string(value);
+  spec.attrs.push_back({"value", number});
+  spec.outputs.push_back(storage->type);
+  auto kernel = KernelBinding::prepare(*device_, spec);
+  if (!kernel) return kernel.error();
+  void* workspace = workspace_;
+  if (kernel->workspace_bytes() > plan_.workspace_bytes) {
+    auto extra = alloc(kernel->workspace_bytes(), "the fill workspace");
+    if (!extra) return extra.error();
+    workspace = *extra;
+  }
+  void* outputs[1] = {device_pointer(value)};
+  clear_last_error();
+  tdm_status status = api().kernel_launch(kernel->get(), stream_.get(), nullptr, outputs, workspace);
+  if (status != TDM_OK)
+    return make_error("fill of value " + std::to_string(value) + " failed on " + device_->id() + ": " +
+                          plugin_reason(status),
+                      status);
+  return synchronize();  // before the kernel is released
+}
+
+uint64_t Executor::measured_peak() const {
+  if (auto stats = device_->memory_stats()) return stats->peak_allocated;
+  return allocated_;
+}
+
+void Executor::clear_profile() {
+  std::fill(node_time_us_.begin(), node_time_us_.end(), 0.0);
+  events_.clear();
+}
+
+}  // namespace tandem::host::exec

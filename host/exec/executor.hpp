@@ -1,0 +1,143 @@
+// Runs a planned graph on one device: prepared kernels, one arena for the
+// transient values, one workspace, one allocation per persistent value, and
+// one stream on which nodes run in schedule order.
+//
+// Lifetimes: the DeviceHandle must outlive the executor; the graph is read
+// only during create (the executor keeps what it needs), so later changes to
+// the graph are not seen. External buffers (ExecutorOptions::external) are
+// owned by someone else (usually the train executor whose parameters an eval
+// executor shares) and must outlive this executor.
+//
+// Thread use: one thread at a time (the stream is used by one thread).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+#include "exec/kernel_binding.hpp"
+#include "exec/planner.hpp"
+#include "graph/graph.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::exec {
+
+struct ExecutorOptions {
+  // Persistent values bound by name to device buffers of the same device
+  // that another owner allocated (no allocation here, never freed here).
+  std::map<std::string, void*> external;
+  // Synchronise after every node and record its wall time.
+  bool profile = false;
+  // Activations the host reads after a run (loss, logits): kept live to the
+  // end of the schedule instead of being reused once their last reader ran.
+  std::vector<std::string> outputs;
+};
+
+// One node execution, for a Chrome trace ("X" events): microseconds since
+// the executor was created.
+struct ProfileEvent {
+  size_t node = 0;  // schedule position
+  double start_us = 0;
+  double dur_us = 0;
+};
+
+class Executor {
+ public:
+  static Result<std::unique_ptr<Executor>> create(const DeviceHandle& device, const Graph& graph,
+                                                  ExecutorOptions options = {});
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+  // Waits for the stream, then releases kernels, frees buffers, destroys it.
+  ~Executor();
+
+  // Host <-> device copies of a whole value (`bytes` must be its size).
+  // Both enqueue on the executor's stream and then synchronise it, so they
+  // are ordered after every node already launched, and the host buffer may
+  // be reused (write) or read (read) as soon as they return.
+  Result<void> write(ValueId value, const void* host, size_t bytes);
+  Result<void> read(ValueId value, void* host, size_t bytes);
+  // Every element of `value` set to `number` with the backend's "fill" op
+  // (any dtype), then synchronised.
+  Result<void> fill(ValueId value, double number);
+  // Device address of a value (arena values are only meaningful while live
+  // within a run); nullptr for an unknown id.
+  void* device_pointer(ValueId value) const;
+
+  // Launches nodes [first, end) of the schedule in order, then synchronises.
+  // A failed launch names the node, its layer and the plugin's message; an
+  // error raised asynchronously is reported at the synchronisation (with
+  // profile on, every node is synchronised, so it names the node).
+  Result<void> run(size_t first, size_t end);
+  Result<void> run() { return run(0, nodes_.size()); }
+  Result<void> synchronize();
+
+  const Plan& plan() const noexcept { return plan_; }
+  size_t node_count() const noexcept { return nodes_.size(); }
+  // Bytes this executor allocated (arena, workspace, persistent values not
+  // bound externally).
+  uint64_t allocated_bytes() const noexcept { return allocated_; }
+  // The device's peak allocated bytes from memory_stats (ABI 1.1; counts every
+  // allocation on the device, other executors' included), else allocated_bytes().
+  uint64_t measured_peak() const;
+
+  // Profiling (options.profile): per-node accumulated wall time in
+  // microseconds (indexed by schedule position) and every execution.
+  const std::vector<double>& node_time_us() const noexcept { return node_time_us_; }
+  const std::vector<ProfileEvent>& profile_events() const noexcept { return events_; }
+  void clear_profile();
+  // The instant ProfileEvent times count from (lets callers align their own spans).
+  std::chrono::steady_clock::time_point profile_epoch() const noexcept { return epoch_; }
+
+ private:
+  struct Buffer {
+    const DeviceHandle* device = nullptr;
+    void* pointer = nullptr;
+    Buffer() = default;
+    Buffer(const DeviceHandle& d, void* p) : device(&d), pointer(p) {}
+    Buffer(Buffer&& other) noexcept;
+    Buffer& operator=(Buffer&&) = delete;
+    ~Buffer();
+  };
+  struct StreamDeleter {
+    const tdm_backend_api* api = nullptr;
+    void operator()(tdm_stream* stream) const noexcept;
+  };
+  struct NodeRun {
+    std::string name;
+    std::string layer;
+    std::string op;
+    KernelBinding kernel;
+    std::vector<void*> inputs;  // nullptr for an absent optional input
+    std::vector<void*> outputs;
+  };
+
+  Executor(const DeviceHandle& device, ExecutorOptions options);
+  Result<void> allocate(const Graph& graph);
+  Result<void*> alloc(size_t bytes, const std::string& what);
+  Result<void> bind_nodes(const Graph& graph, std::vector<KernelBinding> kernels);
+  Result<void> launch(size_t position);
+  Result<const ValueStorage*> checked(ValueId value, size_t bytes, const char* action) const;
+  std::string node_text(size_t position) const;
+  const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
+
+  const DeviceHandle* device_;
+  ExecutorOptions options_;
+  Plan plan_;
+  std::unique_ptr<tdm_stream, StreamDeleter> stream_;
+  std::vector<Buffer> buffers_;    // everything this executor allocated
+  void* arena_ = nullptr;          // within buffers_
+  void* workspace_ = nullptr;      // within buffers_
+  std::vector<void*> persistent_;  // by Plan::persistent index
+  std::vector<NodeRun> nodes_;     // schedule order; kernels released before buffers
+  uint64_t allocated_ = 0;
+  std::chrono::steady_clock::time_point epoch_;
+  std::vector<double> node_time_us_;
+  std::vector<ProfileEvent> events_;
+};
+
+}  // namespace tandem::host::exec

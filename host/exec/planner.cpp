@@ -1,0 +1,229 @@
+#include "exec/planner.hpp"
+
+#include <algorithm>
+
+#include "build/model_graph.hpp"
+#include "exec/tensor_text.hpp"
+
+namespace tandem::host::exec {
+namespace {
+
+size_t align_up(size_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+bool is_transient(const Value& value) {
+  return value.kind == TDM_VALUE_ACTIVATION && value.producer != kNoNode;
+}
+
+bool is_optimizer_op(const std::string& op) {
+  return op == "sgd_update" || op == "adamw_update";
+}
+
+MemoryCategory category_of(const Graph& graph, const Value& value) {
+  switch (value.kind) {
+    case TDM_VALUE_PARAMETER:
+      return MemoryCategory::Parameters;
+    case TDM_VALUE_GRADIENT:
+      return MemoryCategory::Gradients;
+    case TDM_VALUE_INPUT:
+      return MemoryCategory::Inputs;
+    case TDM_VALUE_STATE: {
+      if (value.name.rfind("optim.", 0) == 0) return MemoryCategory::OptimizerState;
+      for (NodeId id : graph.consumers(value.id))
+        if (is_optimizer_op(graph.node(id)->op)) return MemoryCategory::OptimizerState;
+      return MemoryCategory::OtherState;
+    }
+    default:  // an activation nobody produces: fed from outside, kept
+      return MemoryCategory::OtherState;
+  }
+}
+
+// One arena block: a transient value and the in-place outputs sharing it.
+struct Block {
+  ValueId owner = kNoValue;
+  size_t bytes = 0;  // aligned
+  size_t first = 0, last = 0;
+  size_t offset = 0;
+};
+
+bool overlaps(const Block& a, const Block& b) {
+  return !(a.last < b.first || b.last < a.first);
+}
+
+// Greedy by size: largest first, lowest offset clear of every placed block
+// live at the same time. Returns the arena size.
+size_t place_blocks(std::vector<Block>& blocks) {
+  std::vector<size_t> order(blocks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
+    return blocks[a].first < blocks[b].first;
+  });
+  std::vector<size_t> placed;
+  size_t arena = 0;
+  for (size_t index : order) {
+    Block& block = blocks[index];
+    std::vector<const Block*> live;
+    for (size_t other : placed)
+      if (blocks[other].bytes > 0 && overlaps(blocks[other], block)) live.push_back(&blocks[other]);
+    std::sort(live.begin(), live.end(), [](const Block* a, const Block* b) { return a->offset < b->offset; });
+    size_t offset = 0;
+    for (const Block* other : live) {
+      if (offset + block.bytes <= other->offset) break;  // fits in the gap below `other`
+      offset = std::max(offset, other->offset + other->bytes);
+    }
+    block.offset = offset;
+    arena = std::max(arena, offset + block.bytes);
+    placed.push_back(index);
+  }
+  return arena;
+}
+
+// Live intervals and own sizes of every value; owners are themselves.
+Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph, const std::set<ValueId>& outputs) {
+  std::map<NodeId, size_t> position;
+  for (size_t i = 0; i < graph.node_count(); ++i) position[graph.node_at(i)->id] = i;
+  std::map<ValueId, ValueStorage> values;
+  for (size_t i = 0; i < graph.value_count(); ++i) {
+    const Value& value = *graph.value_at(i);
+    ValueStorage storage;
+    storage.kind = is_transient(value) ? ValueStorage::Kind::Arena : ValueStorage::Kind::Persistent;
+    storage.bytes = tensor_bytes(value.type);
+    storage.owner = value.id;
+    storage.type = value.type;
+    if (is_transient(value)) {
+      auto producer = position.find(value.producer);
+      if (producer == position.end())
+        return make_error("value '" + value.name + "' has a producer outside the schedule",
+                          TDM_INVALID_ARGUMENT);
+      storage.first = storage.last = producer->second;
+      for (NodeId consumer : graph.consumers(value.id))
+        storage.last = std::max(storage.last, position.at(consumer));
+      // The host reads these after a run: nothing may reuse their bytes.
+      if (outputs.count(value.id) > 0) storage.last = graph.node_count() - 1;
+    }
+    values.emplace(value.id, std::move(storage));
+  }
+  return values;
+}
+
+// Binds in-place outputs to their input's owner where that is safe (see
+// planner.hpp). `block_last` is where each owner's shared block dies: its own
+// last use, widened by the outputs bound to it. Values keep their own intervals.
+void bind_inplace(const Graph& graph, std::map<ValueId, ValueStorage>& values,
+                  std::map<ValueId, size_t>& block_last) {
+  for (size_t position = 0; position < graph.node_count(); ++position) {
+    const Node& node = *graph.node_at(position);
+    for (auto [out_index, in_index] : build::inplace_pairs(node)) {
+      // An absent optional slot (momentum_buf_out without momentum) binds nothing.
+      if (out_index >= node.outputs.size() || in_index >= node.inputs.size()) continue;
+      ValueId out = node.outputs[out_index];
+      ValueId in = node.inputs[in_index];
+      if (out == kNoValue || in == kNoValue) continue;
+      ValueStorage& output = values.at(out);
+      ValueStorage& owner = values.at(values.at(in).owner);
+      if (output.bytes != owner.bytes || output.type.dtype != owner.type.dtype) continue;
+      if (owner.kind == ValueStorage::Kind::Arena) {
+        // Transient: only into a dead input, and never a persistent output.
+        size_t& last = block_last.at(owner.owner);
+        if (output.kind != ValueStorage::Kind::Arena || last != position) continue;
+        last = std::max(last, output.last);
+      }
+      output.owner = owner.owner;
+      output.kind = owner.kind;
+    }
+  }
+}
+
+}  // namespace
+
+const char* category_name(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::Parameters:
+      return "parameters";
+    case MemoryCategory::Gradients:
+      return "gradients";
+    case MemoryCategory::OptimizerState:
+      return "optimizer state";
+    case MemoryCategory::OtherState:
+      return "other state";
+    case MemoryCategory::Inputs:
+      return "inputs";
+    default:
+      return "activations";
+  }
+}
+
+const ValueStorage* Plan::find(ValueId id) const {
+  auto it = values.find(id);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
+                       const std::set<ValueId>& outputs) {
+  auto described = describe_values(graph, outputs);
+  if (!described) return described.error();
+  Plan plan;
+  plan.values = std::move(described.value());
+  std::map<ValueId, size_t> block_last;
+  for (const auto& [id, storage] : plan.values) block_last[id] = storage.last;
+  bind_inplace(graph, plan.values, block_last);
+
+  std::vector<Block> blocks;
+  std::map<ValueId, size_t> block_of;
+  for (size_t i = 0; i < graph.value_count(); ++i) {
+    const Value& value = *graph.value_at(i);
+    ValueStorage& storage = plan.values.at(value.id);
+    if (storage.kind == ValueStorage::Kind::Arena) plan.activations_unshared += align_up(storage.bytes);
+    if (storage.owner != value.id) continue;
+    if (storage.kind == ValueStorage::Kind::Persistent) {
+      storage.persistent = plan.persistent.size();
+      plan.persistent.push_back({value.id, value.name, storage.bytes, category_of(graph, value)});
+    } else {
+      block_of[value.id] = blocks.size();
+      blocks.push_back({value.id, align_up(storage.bytes), storage.first, block_last.at(value.id), 0});
+    }
+  }
+  plan.arena_bytes = place_blocks(blocks);
+
+  // Owners are placed: every value takes its owner's place.
+  for (auto& [id, storage] : plan.values) {
+    const ValueStorage& owner = plan.values.at(storage.owner);
+    if (storage.kind == ValueStorage::Kind::Persistent) {
+      storage.persistent = owner.persistent;
+    } else {
+      storage.offset = blocks[block_of.at(storage.owner)].offset;
+    }
+  }
+
+  for (size_t bytes : workspace_per_node) plan.workspace_bytes = std::max(plan.workspace_bytes, bytes);
+
+  MemoryEstimate& e = plan.estimate;
+  for (const PersistentBuffer& buffer : plan.persistent) {
+    switch (buffer.category) {
+      case MemoryCategory::Parameters:
+        e.parameters += buffer.bytes;
+        break;
+      case MemoryCategory::Gradients:
+        e.gradients += buffer.bytes;
+        break;
+      case MemoryCategory::OptimizerState:
+        e.optimizer_state += buffer.bytes;
+        break;
+      case MemoryCategory::Inputs:
+        e.inputs += buffer.bytes;
+        break;
+      default:
+        e.other_state += buffer.bytes;
+        break;
+    }
+  }
+  e.activations = plan.arena_bytes;
+  e.workspace = plan.workspace_bytes;
+  e.total =
+      e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations + e.workspace;
+  return plan;
+}
+
+}  // namespace tandem::host::exec

@@ -1,0 +1,91 @@
+// Memory plan of one graph on one device: where every value lives.
+//
+// Persistent values get their own allocation and survive between runs:
+// PARAMETER, STATE, GRADIENT (kept across the step so gradient accumulation
+// can add into them) and INPUT, and any value without a producer.
+// Transient values (ACTIVATION produced by a node) share one arena. Each
+// lives from its producer's schedule position to its last consumer's (a
+// value nobody reads lives at its producer only); two values may share bytes
+// when those intervals are disjoint. Offsets come from greedy-by-size:
+// largest first, each at the lowest 64-byte aligned offset that overlaps no
+// already-placed value whose interval overlaps its own.
+//
+// In-place (build::inplace_pairs): an output shares its input's storage when
+//   - the input's storage is persistent (the update of a parameter, an
+//     optimizer moment, a running statistic: the point of the op), or
+//   - both are transient and the input is dead after that node, so nothing
+//     later reads the clobbered bytes; the shared block then lives for the
+//     union of both intervals.
+// Otherwise the output gets storage of its own (kernels must accept that).
+// Nodes run one at a time on one stream, so one workspace buffer of the
+// largest per-node need serves them all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::exec {
+
+inline constexpr size_t kArenaAlignment = 64;
+
+enum class MemoryCategory { Parameters, Gradients, OptimizerState, OtherState, Inputs, Activations };
+
+struct ValueStorage {
+  enum class Kind { Persistent, Arena };
+  Kind kind = Kind::Arena;
+  size_t persistent = 0;       // Persistent: index into Plan::persistent
+  size_t offset = 0;           // Arena: byte offset, 64-byte aligned
+  size_t bytes = 0;            // this value's own size
+  ValueId owner = kNoValue;    // the value whose storage this is (itself unless in-place)
+  size_t first = 0, last = 0;  // Arena: its own live interval, schedule positions (inclusive)
+  TensorType type;             // dtype and dims of this value
+};
+
+struct PersistentBuffer {
+  ValueId value = kNoValue;  // the owner; in-place outputs alias it
+  std::string name;
+  size_t bytes = 0;
+  MemoryCategory category = MemoryCategory::OtherState;
+};
+
+// Bytes per category; total is their sum. optimizer_state: STATE values
+// named "optim.*" or read by sgd_update/adamw_update.
+struct MemoryEstimate {
+  uint64_t parameters = 0;
+  uint64_t gradients = 0;
+  uint64_t optimizer_state = 0;
+  uint64_t other_state = 0;
+  uint64_t inputs = 0;
+  uint64_t activations = 0;  // the arena
+  uint64_t workspace = 0;
+  uint64_t total = 0;
+};
+
+struct Plan {
+  std::map<ValueId, ValueStorage> values;  // every value of the graph
+  std::vector<PersistentBuffer> persistent;
+  size_t arena_bytes = 0;
+  size_t workspace_bytes = 0;
+  uint64_t activations_unshared = 0;  // sum of transient values, for comparison
+  MemoryEstimate estimate;
+
+  const ValueStorage* find(ValueId id) const;
+};
+
+// `workspace_per_node[i]` is the workspace of the node at schedule position
+// i (empty or short: 0). Errors on an in-place pair naming missing slots.
+// `outputs`: values the host reads after a run; they stay live to the end of
+// the schedule, so no later value reuses their bytes.
+Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
+                       const std::set<ValueId>& outputs = {});
+
+const char* category_name(MemoryCategory category);
+
+}  // namespace tandem::host::exec

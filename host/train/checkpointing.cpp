@@ -1,0 +1,93 @@
+#include "train/checkpointing.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "build/shapes.hpp"
+#include "exec/tensor_text.hpp"
+
+namespace tandem::host::train {
+namespace fs = std::filesystem;
+namespace {
+
+bool persistent(const Value& v) { return v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE; }
+bool optimizer_state(const Value& v) { return v.name.rfind("optim.", 0) == 0; }
+
+size_t bytes_of(const TensorType& t) { return exec::tensor_bytes(t); }
+
+std::vector<fs::path> checkpoints_in(const std::string& run_dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(checkpoint_dir(run_dir), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());  // zero-padded step numbers sort by step
+  return files;
+}
+
+}  // namespace
+
+Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executor& executor,
+                                               std::map<std::string, std::string> metadata) {
+  checkpoint::Checkpoint cp;
+  cp.metadata = std::move(metadata);
+  for (size_t i = 0; i < graph.value_count(); ++i) {
+    const Value& v = *graph.value_at(i);
+    if (!persistent(v)) continue;
+    checkpoint::TensorRecord t{v.name, v.type.dtype, v.type.dims, std::vector<std::byte>(bytes_of(v.type))};
+    if (auto r = executor.read(v.id, t.data.data(), t.data.size()); !r) return r.error();
+    cp.tensors.push_back(std::move(t));
+  }
+  return cp;
+}
+
+Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
+                             bool weights_only, const std::string& source) {
+  std::vector<std::pair<const Value*, const checkpoint::TensorRecord*>> plan;
+  for (size_t i = 0; i < graph.value_count(); ++i) {
+    const Value& v = *graph.value_at(i);
+    if (!persistent(v) || (weights_only && optimizer_state(v))) continue;
+    const checkpoint::TensorRecord* t = cp.find(v.name);
+    if (t == nullptr) {
+      if (optimizer_state(v) && v.type.dims.empty()) continue;  // lr/step/clip scalars are recomputed
+      return make_error(source + ": has no tensor '" + v.name + "' that this model needs (was it written for " +
+                            "another model file?)",
+                        TDM_INVALID_ARGUMENT);
+    }
+    if (t->dtype != v.type.dtype || t->shape != v.type.dims)
+      return make_error(source + ": tensor '" + v.name + "' is " + build::dims_str(t->shape) + " but the model needs " +
+                            build::dims_str(v.type.dims) + " (" + exec::dtype_name(v.type.dtype) + ")",
+                        TDM_INVALID_ARGUMENT);
+    plan.emplace_back(&v, t);
+  }
+  for (const auto& [v, t] : plan)
+    if (auto r = executor.write(v->id, t->data.data(), t->data.size()); !r) return r;
+  return {};
+}
+
+std::string checkpoint_dir(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoints").string(); }
+
+Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step, const checkpoint::Checkpoint& cp,
+                                    int64_t keep) {
+  std::error_code ec;
+  fs::create_directories(checkpoint_dir(run_dir), ec);
+  if (ec) return make_error(checkpoint_dir(run_dir) + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
+  char name[64];
+  std::snprintf(name, sizeof name, "step-%09ld.safetensors", static_cast<long>(step));
+  const std::string path = (fs::path(checkpoint_dir(run_dir)) / name).string();
+  if (auto r = checkpoint::write_safetensors(path, cp); !r) return r.error();
+  const auto files = checkpoints_in(run_dir);
+  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < files.size(); ++i) fs::remove(files[i], ec);
+  return path;
+}
+
+std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
+  const auto files = checkpoints_in(run_dir);
+  if (files.empty()) return std::nullopt;
+  return files.back().string();
+}
+
+}  // namespace tandem::host::train

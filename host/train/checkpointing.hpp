@@ -1,0 +1,36 @@
+// Moving a model's persistent tensors (parameters and state: optimizer
+// moments, running statistics, lr/step scalars) between an executor and a
+// safetensors checkpoint, and managing the checkpoints of a run directory:
+//   <run-dir>/checkpoints/step-<step, 9 digits>.safetensors, the last N kept.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "checkpoint/safetensors.hpp"
+#include "exec/executor.hpp"
+#include "graph/graph.hpp"
+
+namespace tandem::host::train {
+
+// Every PARAMETER and STATE value of `graph`, read from `executor`.
+Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executor& executor,
+                                               std::map<std::string, std::string> metadata);
+
+// Writes the checkpoint's tensors into the executor. `weights_only` restores
+// parameters (and running statistics) but not optimizer state. A tensor the
+// graph needs but the file lacks, or one whose shape differs, is an error
+// naming it and the file; nothing is written to the device before all checks
+// pass.
+Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
+                             bool weights_only, const std::string& source);
+
+std::string checkpoint_dir(const std::string& run_dir);
+// Saves atomically, then deletes the oldest beyond `keep`.
+Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step, const checkpoint::Checkpoint& cp,
+                                    int64_t keep);
+// The newest checkpoint of a run directory, if any.
+std::optional<std::string> latest_checkpoint(const std::string& run_dir);
+
+}  // namespace tandem::host::train

@@ -1,0 +1,86 @@
+#include "train/evaluator.hpp"
+
+#include "data/loader.hpp"
+#include "train/checkpointing.hpp"
+
+namespace tandem::host::train {
+
+int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_t>& labels, int64_t rows,
+                      int64_t classes) {
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * classes;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (row[c] > row[best]) best = c;
+    correct += best == labels[static_cast<size_t>(r)] ? 1 : 0;
+  }
+  return correct;
+}
+
+Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
+  auto it = compiled_.find(batch);
+  if (it != compiled_.end()) return &it->second;
+  auto model = build::build_forward(spec_, batch, build::Mode::Eval);
+  if (!model) return model.error();
+  exec::ExecutorOptions options;
+  for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
+    if (model->graph.value_by_name(name) != nullptr) options.external[name] = pointer;
+  options.outputs = {"loss", model->graph.value(model->logits)->name};
+  auto executor = exec::Executor::create(device_, model->graph, options);
+  if (!executor) return executor.error();
+  Compiled& c = compiled_[batch];
+  c.model = std::move(*model);
+  c.executor = std::move(*executor);
+  if (shared_.empty()) {
+    // The first eval executor owns the parameters; later ones share them.
+    for (size_t i = 0; i < c.model.graph.value_count(); ++i) {
+      const Value& v = *c.model.graph.value_at(i);
+      if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
+        shared_[v.name] = c.executor->device_pointer(v.id);
+    }
+  }
+  return &c;
+}
+
+Result<void> Evaluator::load(const checkpoint::Checkpoint& cp, const std::string& source) {
+  auto c = for_batch(spec_.train.batch_size);
+  if (!c) return c.error();
+  return restore_tensors((*c)->model.graph, *(*c)->executor, cp, true, source);
+}
+
+Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads) {
+  data::DataLoader loader(set, {.batch_size = spec_.train.batch_size,
+                                .shuffle = false,
+                                .threads = threads,
+                                .transforms = transforms});
+  loader.start_epoch(0);
+  EvalResult result;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  std::vector<float> logits;
+  while (auto batch = loader.next()) {
+    auto c = for_batch(batch->size);
+    if (!c) return c.error();
+    const build::ModelGraph& m = (*c)->model;
+    exec::Executor& ex = *(*c)->executor;
+    if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r) return r.error();
+    if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r) return r.error();
+    if (auto r = ex.run(); !r) return r.error();
+    const int64_t classes = m.graph.value(m.logits)->type.dims[1];
+    logits.resize(static_cast<size_t>(batch->size * classes));
+    float loss = 0;
+    if (auto r = ex.read(m.logits, logits.data(), logits.size() * sizeof(float)); !r) return r.error();
+    if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
+    loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size);
+    correct += count_correct(logits, batch->labels, batch->size, classes);
+    result.samples += batch->size;
+  }
+  if (result.samples > 0) {
+    result.loss = loss_sum / static_cast<double>(result.samples);
+    result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
+  }
+  return result;
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,54 @@
+// Evaluation: the model's eval-mode graph (dropout off, batch norm on its
+// running statistics) run over a data set, reporting mean loss and accuracy.
+//
+// One executor per batch size (the last batch of a set is usually short);
+// all of them read the same parameters: either the training executor's
+// buffers (`shared`), or those of the first eval executor, which then owns
+// them (standalone `tandem eval`).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "build/model_graph.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "data/dataset.hpp"
+#include "data/transforms.hpp"
+#include "exec/executor.hpp"
+
+namespace tandem::host::train {
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t samples = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const model::ModelSpec& spec, const DeviceHandle& device, std::map<std::string, void*> shared = {})
+      : spec_(spec), device_(device), shared_(std::move(shared)) {}
+
+  Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);
+  // Standalone use: loads parameters and running statistics.
+  Result<void> load(const checkpoint::Checkpoint& cp, const std::string& source);
+
+ private:
+  struct Compiled {
+    build::ModelGraph model;
+    std::unique_ptr<exec::Executor> executor;
+  };
+  Result<Compiled*> for_batch(int64_t batch);
+
+  const model::ModelSpec& spec_;
+  const DeviceHandle& device_;
+  std::map<std::string, void*> shared_;
+  std::map<int64_t, Compiled> compiled_;
+};
+
+// Index of the largest logit per row; ties go to the first.
+int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_t>& labels, int64_t rows,
+                      int64_t classes);
+
+}  // namespace tandem::host::train

@@ -1,0 +1,45 @@
+#include "train/initializers.hpp"
+
+#include <cmath>
+
+#include "data/counter_rng.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+double normal(uint64_t seed, uint64_t stream, uint64_t i) {
+  const double u1 = 1.0 - data::random_unit(seed, stream, 2 * i);
+  const double u2 = data::random_unit(seed, stream, 2 * i + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace
+
+std::vector<float> initial_values(const build::Initializer& init, const std::string& name, int64_t count,
+                                  uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(count), 0.f);
+  const uint64_t stream = name_hash(name);
+  const double fan_in = static_cast<double>(init.fan_in), fan_out = static_cast<double>(init.fan_out);
+  const std::string& m = init.method;
+  double stddev = 0, bound = 0;
+  if (m == "ones") std::fill(v.begin(), v.end(), 1.f);
+  if (m == "kaiming") stddev = std::sqrt(2.0 / fan_in);
+  if (m == "xavier") stddev = std::sqrt(2.0 / (fan_in + fan_out));
+  if (m == "normal") stddev = init.std;
+  if (m == "kaiming_uniform") bound = std::sqrt(6.0 / fan_in);
+  if (m == "xavier_uniform") bound = std::sqrt(6.0 / (fan_in + fan_out));
+  for (int64_t i = 0; i < count && stddev > 0; ++i)
+    v[static_cast<size_t>(i)] = static_cast<float>(stddev * normal(seed, stream, static_cast<uint64_t>(i)));
+  for (int64_t i = 0; i < count && bound > 0; ++i)
+    v[static_cast<size_t>(i)] =
+        static_cast<float>(bound * (2.0 * data::random_unit(seed, stream, static_cast<uint64_t>(i)) - 1.0));
+  return v;
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,83 @@
+#include "train/profile_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "checkpoint/atomic_file.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+const char* phase_name(tdm_phase p) {
+  switch (p) {
+    case TDM_PHASE_FORWARD: return "forward";
+    case TDM_PHASE_BACKWARD: return "backward";
+    default: return "optimizer";
+  }
+}
+
+double us_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+}  // namespace
+
+void ProfileRecorder::data_wait(std::chrono::steady_clock::time_point begin,
+                                std::chrono::steady_clock::time_point end) {
+  if (enabled_) waits_.push_back({begin, end});
+}
+
+Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph, const exec::Executor& executor,
+                                    const std::string& device) const {
+  using nlohmann::json;
+  json events = json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "tandem"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", device + " stream 0"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 2}, {"args", {{"name", "data loader wait"}}}});
+  for (const exec::ProfileEvent& e : executor.profile_events()) {
+    const Node& n = *graph.node_at(e.node);
+    events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"name", n.op}, {"cat", phase_name(n.phase)},
+                      {"ts", e.start_us}, {"dur", e.dur_us}, {"args", {{"node", n.name}, {"layer", n.layer}}}});
+  }
+  const auto base = executor.profile_epoch();
+  for (const Span& s : waits_)
+    events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 2}, {"name", "wait for batch"}, {"cat", "data"},
+                      {"ts", us_between(base, s.begin)}, {"dur", us_between(s.begin, s.end)}});
+  const std::string text = json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
+  return checkpoint::write_file_atomically(path, {text});
+}
+
+void ProfileRecorder::print_summary(std::ostream& out, const Graph& graph, const exec::Executor& executor) const {
+  std::map<std::string, double> by_op;
+  std::map<std::string, double> by_phase;
+  const auto& times = executor.node_time_us();
+  for (size_t i = 0; i < times.size(); ++i) {
+    const Node& n = *graph.node_at(i);
+    by_op[n.op] += times[i];
+    by_phase[phase_name(n.phase)] += times[i];
+  }
+  double wait = 0;
+  for (const Span& s : waits_) wait += us_between(s.begin, s.end);
+  by_phase["data wait"] = wait;
+  double total = 0;
+  for (const auto& [_, t] : by_phase) total += t;
+  std::vector<std::pair<std::string, double>> ops(by_op.begin(), by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  char line[160];
+  out << "time per op type (all steps):\n";
+  for (const auto& [op, t] : ops) {
+    std::snprintf(line, sizeof line, "  %-28s %10.1f ms  %5.1f%%\n", op.c_str(), t / 1000, total > 0 ? 100 * t / total : 0);
+    out << line;
+  }
+  out << "time per phase:\n";
+  for (const char* p : {"forward", "backward", "optimizer", "data wait"}) {
+    std::snprintf(line, sizeof line, "  %-28s %10.1f ms  %5.1f%%\n", p, by_phase[p] / 1000,
+                  total > 0 ? 100 * by_phase[p] / total : 0);
+    out << line;
+  }
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,49 @@
+// What a person sees while training. On a terminal: one live line,
+// rewritten in place (epoch, step/total, loss, accuracy, samples/s, data-wait
+// share, ETA). In a pipe or a log file: a plain line every `log_every` steps.
+// Also appends machine-readable records to <run-dir>/metrics.jsonl.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace tandem::host::train {
+
+struct StepReport {
+  int64_t epoch = 0, epochs = 0;        // 1-based epoch
+  int64_t batch = 0, batches = 0;       // 1-based batch within the epoch
+  int64_t step = 0, total_steps = 0;    // optimizer steps done, 1-based
+  double loss = 0, accuracy = 0;        // running means over the epoch so far
+  double lr = 0;
+  double samples_per_second = 0;
+  double data_wait_fraction = 0;        // share of step time spent waiting for data
+  double eta_seconds = 0;
+};
+
+class Progress {
+ public:
+  Progress(bool live, int64_t log_every, const std::string& metrics_path);
+  ~Progress();
+
+  void step(const StepReport& r);
+  // An epoch ended: its training figures plus evaluation results (< 0 = none).
+  void epoch(const StepReport& r, double val_loss, double val_accuracy, double epoch_seconds);
+  void line(const std::string& text);  // a plain message, never overwritten
+  void record(const std::string& json_object);
+
+ private:
+  void clear_live();
+
+  bool live_;
+  int64_t log_every_;
+  std::ofstream metrics_;
+  bool live_shown_ = false;
+  std::chrono::steady_clock::time_point last_draw_{};
+};
+
+std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"
+
+}  // namespace tandem::host::train

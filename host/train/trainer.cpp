@@ -1,0 +1,284 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "build/autodiff.hpp"
+#include "build/optimizer.hpp"
+#include "build/shapes.hpp"
+#include "data/loader.hpp"
+#include "train/checkpointing.hpp"
+#include "train/evaluator.hpp"
+#include "train/initializers.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/profile_report.hpp"
+#include "train/progress.hpp"
+#include "util/format.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+Trainer::Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
+                 TrainOptions options)
+    : spec_(spec), device_(device), registry_(registry), options_(std::move(options)) {}
+
+Trainer::~Trainer() = default;
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, const DeviceHandle& device,
+                                                 const PluginRegistry& registry, TrainOptions options) {
+  std::unique_ptr<Trainer> t(new Trainer(spec, device, registry, std::move(options)));
+  auto data = load_run_data(spec);
+  if (!data) return data.error();
+  t->data_ = std::move(*data);
+  if (t->data_.train.size() < spec.train.batch_size)
+    return make_error(t->data_.train.source + ": " + std::to_string(t->data_.train.size()) +
+                          " training samples, fewer than one batch of " + std::to_string(spec.train.batch_size),
+                      TDM_INVALID_ARGUMENT);
+  auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
+  if (!model) return model.error();
+  t->model_ = std::move(*model);
+  if (auto r = build::append_backward(t->model_); !r) return r.error();
+  if (auto r = build::append_optimizer(t->model_, spec.train); !r) return r.error();
+  exec::ExecutorOptions exec_options;
+  exec_options.profile = !t->options_.profile.empty();
+  exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};
+  auto executor = exec::Executor::create(device, t->model_.graph, exec_options);
+  if (!executor) return executor.error();
+  t->executor_ = std::move(*executor);
+  if (auto r = t->initialise(); !r) return r.error();
+  if (!t->options_.resume.empty()) {
+    if (auto r = t->resume_from(t->options_.resume, false); !r) return r.error();
+  } else if (!t->options_.init_from.empty()) {
+    if (auto r = t->resume_from(t->options_.init_from, true); !r) return r.error();
+  }
+  return t;
+}
+
+Result<void> Trainer::initialise() {
+  const Graph& g = model_.graph;
+  for (size_t i = 0; i < g.value_count(); ++i) {
+    const Value& v = *g.value_at(i);
+    if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
+    auto init = model_.initializers.find(v.id);
+    if (init == model_.initializers.end()) {
+      if (auto r = executor_->fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
+      continue;
+    }
+    const auto values = initial_values(init->second, v.name, build::numel(v.type.dims), spec_.train.seed);
+    if (auto r = executor_->write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
+  }
+  return {};
+}
+
+Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
+  std::string file = path;
+  if (std::filesystem::is_directory(path)) {
+    auto latest = latest_checkpoint(path);
+    if (!latest) return make_error(path + ": no checkpoint in " + checkpoint_dir(path), TDM_NOT_FOUND);
+    file = *latest;
+  }
+  auto cp = checkpoint::read_safetensors(file);
+  if (!cp) return cp.error();
+  if (!weights_only) {
+    const auto hash = cp->metadata.find("tandem.model_hash");
+    if (hash != cp->metadata.end() && hash->second != spec_.source_hash)
+      return make_error(file + ": written for a different model file or --set overrides (hash " + hash->second +
+                            ", now " + spec_.source_hash + "); resume needs the same model, or use --init-from " +
+                            "to start a new run from its weights",
+                        TDM_INVALID_ARGUMENT);
+    const auto get = [&](const char* key) {
+      auto it = cp->metadata.find(key);
+      return it == cp->metadata.end() ? int64_t{0} : std::stoll(it->second);
+    };
+    start_step_ = get("tandem.step");
+    start_epoch_ = get("tandem.epoch");
+    start_batch_ = get("tandem.next_batch");
+  }
+  return restore_tensors(model_.graph, *executor_, *cp, weights_only, file);
+}
+
+std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch, int64_t next_batch) const {
+  std::string plugins;
+  for (const LoadedPlugin* p : registry_.plugins()) plugins += (plugins.empty() ? "" : ",") + p->name + "=" + p->version;
+  return {{"format", "pt"},  // what safetensors tools expect for a state dict
+          {"tandem.model_file", spec_.path},
+          {"tandem.model_hash", spec_.source_hash},
+          {"tandem.step", std::to_string(step)},
+          {"tandem.epoch", std::to_string(epoch)},
+          {"tandem.next_batch", std::to_string(next_batch)},
+          {"tandem.seed", std::to_string(spec_.train.seed)},
+          {"tandem.device", device_.id()},
+          {"tandem.plugins", plugins}};
+}
+
+Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batch) {
+  auto cp = collect_tensors(model_.graph, *executor_, metadata(step, epoch, next_batch));
+  if (!cp) return cp.error();
+  return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
+}
+
+Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t total_steps, int64_t& correct) {
+  exec::Executor& ex = *executor_;
+  const Graph& g = model_.graph;
+  if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r) return r.error();
+  if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r) return r.error();
+  const auto lr = static_cast<float>(learning_rate(spec_.train, step, total_steps));
+  if (auto r = ex.write(model_.lr, &lr, sizeof lr); !r) return r.error();
+  if (model_.step != kNoValue) {
+    const auto t = static_cast<int32_t>(step + 1);
+    if (auto r = ex.write(model_.step, &t, sizeof t); !r) return r.error();
+  }
+  if (model_.dropout_step != kNoValue) {
+    const int64_t offset = step;
+    if (auto r = ex.write(model_.dropout_step, &offset, sizeof offset); !r) return r.error();
+  }
+  if (auto r = ex.run(0, model_.optimizer_begin); !r) return r.error();
+  if (model_.clip_coef != kNoValue) {
+    float norm_sq = 0;  // read between the phases, before any optimizer node can reuse its bytes
+    if (auto r = ex.read(model_.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r.error();
+    const float norm = std::sqrt(norm_sq);
+    const auto coef = static_cast<float>(std::min(1.0, spec_.train.clip_grad_norm / (norm + 1e-6)));
+    if (auto r = ex.write(model_.clip_coef, &coef, sizeof coef); !r) return r.error();
+  }
+  if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) return r.error();
+  float loss = 0;
+  if (auto r = ex.read(model_.loss, &loss, sizeof loss); !r) return r.error();
+  if (!std::isfinite(loss))
+    return make_error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                          ": training diverged; lower [train] lr, add clip_grad_norm, or check the data",
+                      TDM_ABORTED);
+  const int64_t classes = g.value(model_.logits)->type.dims[1];
+  logits_.resize(static_cast<size_t>(batch.size * classes));
+  if (auto r = ex.read(model_.logits, logits_.data(), logits_.size() * sizeof(float)); !r) return r.error();
+  correct += count_correct(logits_, batch.labels, batch.size, classes);
+  return static_cast<double>(loss);
+}
+
+void Trainer::report_memory() const {
+  const exec::MemoryEstimate& e = executor_->plan().estimate;
+  std::cout << "memory on " << device_.id() << " (planned before the first step):\n"
+            << "  parameters       " << human_bytes(e.parameters) << "\n"
+            << "  gradients        " << human_bytes(e.gradients) << "\n"
+            << "  optimizer state  " << human_bytes(e.optimizer_state) << "\n"
+            << "  other state      " << human_bytes(e.other_state) << "\n"
+            << "  inputs           " << human_bytes(e.inputs) << "\n"
+            << "  activations      " << human_bytes(e.activations) << " (reused by liveness; "
+            << human_bytes(executor_->plan().activations_unshared) << " without reuse)\n"
+            << "  workspace        " << human_bytes(e.workspace) << "\n"
+            << "  planned total    " << human_bytes(e.total) << "\n"
+            << "  measured peak    " << human_bytes(executor_->measured_peak()) << " (device allocator, all "
+            << "executors of the run)\n";
+}
+
+Result<TrainResult> Trainer::run() {
+  const int64_t batch = spec_.train.batch_size;
+  data::DataLoader loader(data_.train, {.batch_size = batch,
+                                        .shuffle = true,
+                                        .drop_last = true,
+                                        .augment = true,
+                                        .seed = spec_.train.seed,
+                                        .threads = options_.loader_threads,
+                                        .prefetch = static_cast<int>(spec_.data.prefetch),
+                                        .transforms = data_.transforms});
+  const int64_t per_epoch = loader.batches_per_epoch();
+  const int64_t total = spec_.train.steps > 0 ? spec_.train.steps : spec_.train.epochs * per_epoch;
+  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  std::filesystem::create_directories(options_.run_dir);
+  Progress progress(options_.live_progress, spec_.train.log_every,
+                    (std::filesystem::path(options_.run_dir) / "metrics.jsonl").string());
+  std::map<std::string, void*> shared;
+  for (size_t i = 0; i < model_.graph.value_count(); ++i) {
+    const Value& v = *model_.graph.value_at(i);
+    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE) shared[v.name] = executor_->device_pointer(v.id);
+  }
+  Evaluator evaluator(spec_, device_, shared);
+  ProfileRecorder profiler(!options_.profile.empty());
+
+  TrainResult result;
+  const auto run_start = Clock::now();
+  int64_t step = start_step_, epoch = start_epoch_, first_batch = start_batch_;
+  while (step < total) {
+    loader.start_epoch(static_cast<uint64_t>(epoch), first_batch);
+    loader.reset_wait();
+    const auto epoch_start = Clock::now();
+    double loss_sum = 0;
+    int64_t seen = 0, correct = 0, index = first_batch;
+    StepReport report{.epoch = epoch + 1, .epochs = epochs, .batches = per_epoch, .total_steps = total};
+    while (step < total) {
+      const auto wait_start = Clock::now();
+      auto b = loader.next();
+      if (!b) break;
+      profiler.data_wait(wait_start, Clock::now());
+      auto loss = this->step(*b, step, total, correct);
+      if (!loss) return loss.error();
+      ++step;
+      ++index;
+      seen += b->size;
+      loss_sum += *loss * static_cast<double>(b->size);
+      const double elapsed = seconds_since(epoch_start);
+      report.batch = index;
+      report.step = step;
+      report.loss = loss_sum / static_cast<double>(seen);
+      report.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+      report.lr = learning_rate(spec_.train, step - 1, total);
+      report.samples_per_second = static_cast<double>(seen) / elapsed;
+      report.data_wait_fraction = loader.wait_seconds() / elapsed;
+      report.eta_seconds = elapsed / static_cast<double>(seen) * static_cast<double>((total - step) * batch);
+      progress.step(report);
+      result.last_loss = *loss;
+      if (options_.stop != nullptr && options_.stop->load()) {
+        auto saved = save(step, epoch, index);
+        if (!saved) return saved.error();
+        progress.line("interrupted: checkpoint saved to " + *saved + "; continue with: tandem train " + spec_.path +
+                      " --resume " + options_.run_dir);
+        result.interrupted = true;
+        result.last_checkpoint = *saved;
+        result.steps = step;
+        return result;
+      }
+    }
+    const bool epoch_done = index >= per_epoch;
+    double val_loss = -1, val_acc = -1;
+    const data::Dataset* eval_set = data_.validation ? &*data_.validation : data_.test ? &*data_.test : nullptr;
+    if (eval_set != nullptr && (epoch_done || step >= total)) {
+      auto ev = evaluator.evaluate(*eval_set, data_.transforms, options_.loader_threads);
+      if (!ev) return ev.error();
+      val_loss = ev->loss;
+      val_acc = ev->accuracy;
+      (data_.validation ? result.validation_accuracy : result.test_accuracy) = ev->accuracy;
+    }
+    progress.epoch(report, val_loss, val_acc, seconds_since(epoch_start));
+    result.samples_per_second = report.samples_per_second;
+    if (epoch_done) {
+      ++epoch;
+      first_batch = 0;
+    } else {
+      first_batch = index;
+    }
+    auto saved = save(step, epoch, first_batch);
+    if (!saved) return saved.error();
+    result.last_checkpoint = *saved;
+  }
+  if (data_.validation && data_.test) {
+    auto ev = evaluator.evaluate(*data_.test, data_.transforms, options_.loader_threads);
+    if (!ev) return ev.error();
+    result.test_accuracy = ev->accuracy;
+  }
+  result.steps = step;
+  result.seconds = seconds_since(run_start);
+  if (options_.memory_report) report_memory();
+  if (!options_.profile.empty()) {
+    if (auto r = profiler.write(options_.profile, model_.graph, *executor_, device_.id()); !r) return r.error();
+    profiler.print_summary(std::cout, model_.graph, *executor_);
+  }
+  return result;
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,79 @@
+// `tandem train`: the training loop around one device.
+//
+// Per step: the loader's next batch is copied in, the learning rate (a
+// function of the step) and AdamW's step count are written, forward and
+// backward run, gradients are clipped when asked (the host reads the global
+// norm, writes the coefficient), the optimizer ops run, and loss and
+// accuracy are read back. At each epoch end the validation and test sets are
+// evaluated and a checkpoint is saved. Everything random is a function of
+// (seed, step/epoch, sample), so a resumed run is bit-identical to an
+// uninterrupted one.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "build/model_graph.hpp"
+#include "data/loader.hpp"
+#include "exec/executor.hpp"
+#include "plugin/registry.hpp"
+#include "train/datasets.hpp"
+
+namespace tandem::host::train {
+
+struct TrainOptions {
+  std::string run_dir;      // metrics.jsonl and checkpoints/ go here
+  std::string resume;       // a run directory or a checkpoint file to continue from
+  std::string init_from;    // a checkpoint to take weights from (not optimizer state)
+  std::string profile;      // Chrome/Perfetto trace file to write
+  bool memory_report = false;
+  bool live_progress = false;  // a terminal: rewrite one progress line
+  int loader_threads = 2;
+  const std::atomic<bool>* stop = nullptr;  // set by SIGINT: save and stop after this step
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  bool interrupted = false;
+  std::string last_checkpoint;
+  double seconds = 0;
+  double samples_per_second = 0;
+  double last_loss = 0;
+  std::optional<double> validation_accuracy;
+  std::optional<double> test_accuracy;
+};
+
+class Trainer {
+ public:
+  static Result<std::unique_ptr<Trainer>> create(const model::ModelSpec& spec, const DeviceHandle& device,
+                                                 const PluginRegistry& registry, TrainOptions options);
+  ~Trainer();
+  Result<TrainResult> run();
+
+  const build::ModelGraph& model() const { return model_; }
+  exec::Executor& executor() { return *executor_; }
+
+ private:
+  Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
+          TrainOptions options);
+  Result<void> initialise();
+  Result<void> resume_from(const std::string& path, bool weights_only);
+  Result<double> step(const data::Batch& batch, int64_t step, int64_t total_steps, int64_t& correct);
+  Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
+  std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
+  void report_memory() const;
+
+  const model::ModelSpec& spec_;
+  const DeviceHandle& device_;
+  const PluginRegistry& registry_;
+  TrainOptions options_;
+  RunData data_;
+  build::ModelGraph model_;
+  std::unique_ptr<exec::Executor> executor_;
+  int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
+  std::vector<float> logits_;
+};
+
+}  // namespace tandem::host::train

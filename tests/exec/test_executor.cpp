@@ -1,0 +1,203 @@
+// The executor on the real reference backend: a small network's loss by
+// hand, parameters shared between executors, an unsupported node, memory.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "device/device.hpp"
+#include "exec/executor.hpp"
+#include "plugin/registry.hpp"
+
+namespace tandem::test {
+namespace {
+
+using host::Graph;
+using host::NodeSpec;
+using host::TensorType;
+using host::ValueId;
+using host::exec::Executor;
+using host::exec::ExecutorOptions;
+
+// The reference plugin from the build tree, device 0.
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host::DiscoveryOptions options;
+    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
+    options.env_path = "";
+    options.install_dir = std::filesystem::path();
+    options.exe_relative_dir = std::filesystem::path();
+    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    const host::LoadedPlugin* reference = registry_->find("reference");
+    ASSERT_NE(reference, nullptr) << "reference plugin not found in " << TANDEM_BUILD_PLUGIN_DIR;
+    auto device = host::DeviceHandle::open(*reference, 0);
+    ASSERT_TRUE(device.ok()) << device.error().message;
+    device_.emplace(std::move(device.value()));
+  }
+  void TearDown() override { device_.reset(); }
+
+  host::HostServices services_;
+  std::optional<host::PluginRegistry> registry_;
+  std::optional<host::DeviceHandle> device_;
+};
+
+// input [4,3] -> linear (w [2,3], b [2]) -> relu -> softmax_cross_entropy.
+struct Net {
+  Graph graph;
+  ValueId x, w, b, labels, logits, loss;
+};
+
+Net make_net() {
+  Net n;
+  n.x = *n.graph.add_value("input", TDM_VALUE_INPUT, {TDM_F32, {4, 3}});
+  n.labels = *n.graph.add_value("labels", TDM_VALUE_INPUT, {TDM_S32, {4}});
+  n.w = *n.graph.add_value("fc.weight", TDM_VALUE_PARAMETER, {TDM_F32, {2, 3}});
+  n.b = *n.graph.add_value("fc.bias", TDM_VALUE_PARAMETER, {TDM_F32, {2}});
+  NodeSpec fc{"linear",
+              "fc",
+              "fc",
+              TDM_PHASE_FORWARD,
+              {{"activation", std::string("none")}},
+              {n.x, n.w, n.b},
+              {{TDM_F32, {4, 2}}},
+              {"fc"}};
+  ValueId y = n.graph.node(*n.graph.insert_node(fc))->outputs[0];
+  NodeSpec act{"relu", "act", "act", TDM_PHASE_FORWARD, {}, {y}, {{TDM_F32, {4, 2}}}, {"act"}};
+  n.logits = n.graph.node(*n.graph.insert_node(act))->outputs[0];
+  NodeSpec ce{"softmax_cross_entropy", "loss",          "loss",  TDM_PHASE_FORWARD, {},
+              {n.logits, n.labels},    {{TDM_F32, {}}}, {"loss"}};
+  n.loss = n.graph.node(*n.graph.insert_node(ce))->outputs[0];
+  return n;
+}
+
+const std::vector<float> kX = {1, 2, 3, -1, 0.5f, 2, 0, 0, 1, 2, -2, 0.25f};
+const std::vector<float> kW = {0.1f, -0.2f, 0.3f, 0.5f, 0.4f, -0.1f};
+const std::vector<float> kB = {0.05f, -0.1f};
+const std::vector<int32_t> kLabels = {0, 1, 1, 0};
+
+// The mean cross-entropy of relu(x wᵀ + b), in double.
+double expected_loss() {
+  double total = 0;
+  for (int n = 0; n < 4; ++n) {
+    double z[2];
+    for (int o = 0; o < 2; ++o) {
+      double s = kB[o];
+      for (int i = 0; i < 3; ++i) s += double(kX[n * 3 + i]) * kW[o * 3 + i];
+      z[o] = std::max(s, 0.0);
+    }
+    double lse = std::log(std::exp(z[0]) + std::exp(z[1]));
+    total += lse - z[kLabels[n]];
+  }
+  return total / 4;
+}
+
+void write_inputs(Executor& e, const Net& n) {
+  ASSERT_TRUE(e.write(n.x, kX.data(), kX.size() * 4).ok());
+  ASSERT_TRUE(e.write(n.labels, kLabels.data(), kLabels.size() * 4).ok());
+  ASSERT_TRUE(e.write(n.w, kW.data(), kW.size() * 4).ok());
+  ASSERT_TRUE(e.write(n.b, kB.data(), kB.size() * 4).ok());
+}
+
+TEST_F(ExecutorTest, ComputesTheLossOfASmallNetwork) {
+  Net n = make_net();
+  auto e = Executor::create(*device_, n.graph, {});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  write_inputs(**e, n);
+  auto ran = (*e)->run();
+  ASSERT_TRUE(ran.ok()) << ran.error().message;
+  float loss = 0;
+  ASSERT_TRUE((*e)->read(n.loss, &loss, sizeof loss).ok());
+  // f32 accumulation over 3 terms, then exp/log of O(1) values.
+  EXPECT_NEAR(loss, expected_loss(), 1e-5);
+  EXPECT_FALSE(std::isnan(loss));
+  // A size mismatch is refused.
+  EXPECT_FALSE((*e)->read(n.loss, &loss, 8).ok());
+}
+
+TEST_F(ExecutorTest, FillAndProfile) {
+  Net n = make_net();
+  ExecutorOptions options;
+  options.profile = true;
+  auto e = Executor::create(*device_, n.graph, options);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  write_inputs(**e, n);
+  ASSERT_TRUE((*e)->fill(n.w, 1.5).ok());
+  std::vector<float> w(6);
+  ASSERT_TRUE((*e)->read(n.w, w.data(), 24).ok());
+  for (float v : w) EXPECT_EQ(v, 1.5f);
+  ASSERT_TRUE((*e)->run(0, 2).ok());
+  ASSERT_TRUE((*e)->run(2, 3).ok());
+  ASSERT_EQ((*e)->profile_events().size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ((*e)->profile_events()[i].node, i);
+  EXPECT_GE((*e)->node_time_us()[0], 0.0);
+  EXPECT_FALSE((*e)->run(2, 4).ok());
+}
+
+TEST_F(ExecutorTest, SharesParametersThroughExternal) {
+  Net train = make_net();
+  Net eval = make_net();
+  auto a = Executor::create(*device_, train.graph, {});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ExecutorOptions options;
+  options.external["fc.weight"] = (*a)->device_pointer(train.w);
+  options.external["fc.bias"] = (*a)->device_pointer(train.b);
+  auto b = Executor::create(*device_, eval.graph, options);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ((*b)->device_pointer(eval.w), (*a)->device_pointer(train.w));
+
+  write_inputs(**a, train);
+  std::vector<float> seen(6);
+  ASSERT_TRUE((*b)->read(eval.w, seen.data(), 24).ok());
+  EXPECT_EQ(seen, kW);
+  // The eval executor computes the same loss from the shared parameters.
+  ASSERT_TRUE((*b)->write(eval.x, kX.data(), 48).ok());
+  ASSERT_TRUE((*b)->write(eval.labels, kLabels.data(), 16).ok());
+  ASSERT_TRUE((*b)->run().ok());
+  float loss = 0;
+  ASSERT_TRUE((*b)->read(eval.loss, &loss, 4).ok());
+  EXPECT_NEAR(loss, expected_loss(), 1e-5);
+  // Only what it does not share is allocated by the eval executor.
+  EXPECT_LT((*b)->allocated_bytes(), (*a)->allocated_bytes());
+
+  ExecutorOptions bad;
+  bad.external["fc"] = (*a)->device_pointer(train.w);  // an activation
+  auto refused = Executor::create(*device_, eval.graph, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("'fc'"), std::string::npos) << refused.error().message;
+}
+
+TEST_F(ExecutorTest, UnsupportedNodeIsNamed) {
+  Graph g;
+  ValueId x = *g.add_value("x", TDM_VALUE_INPUT, {TDM_F32, {4}});
+  NodeSpec spec{"no_such_op", "mystery", "odd_layer", TDM_PHASE_FORWARD, {}, {x}, {{TDM_F32, {4}}}, {}};
+  ASSERT_TRUE(g.insert_node(spec).ok());
+  auto e = Executor::create(*device_, g, {});
+  ASSERT_FALSE(e.ok());
+  const std::string& message = e.error().message;
+  EXPECT_NE(message.find("backend reference"), std::string::npos) << message;
+  EXPECT_NE(message.find("node 'mystery'"), std::string::npos) << message;
+  EXPECT_NE(message.find("layer 'odd_layer'"), std::string::npos) << message;
+  EXPECT_NE(message.find("no_such_op f32[4]"), std::string::npos) << message;
+  EXPECT_EQ(e.error().status, TDM_UNSUPPORTED) << message;
+}
+
+TEST_F(ExecutorTest, MemoryEstimateAndMeasuredPeak) {
+  Net n = make_net();
+  auto e = Executor::create(*device_, n.graph, {});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const auto& m = (*e)->plan().estimate;
+  EXPECT_EQ(m.total, m.parameters + m.gradients + m.optimizer_state + m.other_state + m.inputs +
+                         m.activations + m.workspace);
+  EXPECT_EQ(m.parameters, 6u * 4 + 2 * 4);
+  EXPECT_EQ(m.inputs, 12u * 4 + 4 * 4);
+  EXPECT_EQ(m.activations, (*e)->plan().arena_bytes);
+  EXPECT_GT((*e)->plan().arena_bytes, 0u);
+  ASSERT_TRUE(device_->memory_stats().has_value()) << "reference provides memory_stats (ABI 1.1)";
+  EXPECT_GE((*e)->measured_peak(), (*e)->plan().arena_bytes);
+  EXPECT_GE((*e)->measured_peak(), (*e)->allocated_bytes());
+}
+
+}  // namespace
+}  // namespace tandem::test

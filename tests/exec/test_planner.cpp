@@ -1,0 +1,138 @@
+// The memory planner on hand-built graphs: buffer reuse by liveness, no two
+// live values overlapping, in-place pairs, the estimate's categories.
+#include <gtest/gtest.h>
+
+#include "exec/planner.hpp"
+
+namespace tandem::test {
+namespace {
+
+using host::Graph;
+using host::NodeSpec;
+using host::TensorType;
+using host::ValueId;
+using host::exec::make_plan;
+using host::exec::Plan;
+using host::exec::ValueStorage;
+
+TensorType f32(std::vector<int64_t> dims) {
+  return TensorType{TDM_F32, std::move(dims)};
+}
+
+ValueId add_node(Graph& g, const std::string& op, const std::string& name, std::vector<ValueId> inputs,
+                 std::vector<TensorType> outputs, size_t which = 0) {
+  NodeSpec spec;
+  spec.op = op;
+  spec.name = name;
+  spec.layer = name;
+  spec.inputs = std::move(inputs);
+  spec.outputs = std::move(outputs);
+  auto id = g.insert_node(spec);
+  EXPECT_TRUE(id.ok()) << id.error().message;
+  return g.node(*id)->outputs.at(which);
+}
+
+// Every pair of arena values that are live at the same time and do not share
+// storage through an in-place pair occupies disjoint bytes.
+void expect_no_live_overlap(const Plan& plan) {
+  for (const auto& [a_id, a] : plan.values) {
+    for (const auto& [b_id, b] : plan.values) {
+      if (a_id >= b_id || a.kind != ValueStorage::Kind::Arena || b.kind != ValueStorage::Kind::Arena)
+        continue;
+      if (a.owner == b.owner) continue;
+      bool live_together = !(a.last < b.first || b.last < a.first);
+      bool bytes_overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      EXPECT_FALSE(live_together && bytes_overlap) << "values " << a_id << " and " << b_id << " overlap";
+      EXPECT_LE(a.offset + a.bytes, plan.arena_bytes);
+    }
+  }
+}
+
+TEST(Planner, ReusesArenaByLiveness) {
+  Graph g;
+  ValueId x = *g.add_value("x", TDM_VALUE_INPUT, f32({256}));
+  ValueId v0 = add_node(g, "relu", "n0", {x}, {f32({256})});
+  ValueId v1 = add_node(g, "relu", "n1", {v0}, {f32({256})});
+  ValueId v2 = add_node(g, "add", "n2", {v1, v0}, {f32({256})});
+  ValueId v3 = add_node(g, "relu", "n3", {v2}, {f32({512})});
+  ValueId v4 = add_node(g, "relu", "n4", {v3}, {f32({512})});
+  add_node(g, "add", "n5", {v4, v3}, {f32({512})});
+
+  auto plan = make_plan(g, {0, 128, 0, 0, 64, 0});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  // Sizes: 3 x 1 KiB then 3 x 2 KiB = 9 KiB unshared.
+  EXPECT_EQ(plan->activations_unshared, 3u * 1024 + 3u * 2048);
+  EXPECT_LT(plan->arena_bytes, plan->activations_unshared);
+  // At most three values are live at once, the largest set being v3, v4, v5.
+  EXPECT_EQ(plan->arena_bytes, 3u * 2048);
+  expect_no_live_overlap(*plan);
+  EXPECT_EQ(plan->find(v0)->first, 0u);
+  EXPECT_EQ(plan->find(v0)->last, 2u);
+  EXPECT_EQ(plan->find(v2)->last, 3u);
+  EXPECT_EQ(plan->workspace_bytes, 128u);
+  // The input is persistent, in its own buffer.
+  EXPECT_EQ(plan->find(x)->kind, ValueStorage::Kind::Persistent);
+  ASSERT_EQ(plan->persistent.size(), 1u);
+  EXPECT_EQ(plan->estimate.inputs, 1024u);
+  (void)v1;
+}
+
+TEST(Planner, InplaceUpdatesShareStorage) {
+  Graph g;
+  ValueId s = *g.add_value("s", TDM_VALUE_INPUT, f32({4}));
+  ValueId x = *g.add_value("x", TDM_VALUE_INPUT, f32({2, 4}));
+  ValueId gamma = *g.add_value("bn.gamma", TDM_VALUE_PARAMETER, f32({4}));
+  ValueId beta = *g.add_value("bn.beta", TDM_VALUE_PARAMETER, f32({4}));
+  ValueId mean = add_node(g, "relu", "m", {s}, {f32({4})});
+  ValueId var = add_node(g, "relu", "v", {s}, {f32({4})});
+  NodeSpec bn;
+  bn.op = "batch_norm_train";
+  bn.name = "bn";
+  bn.inputs = {x, gamma, beta, mean, var};
+  bn.outputs = {f32({2, 4}), f32({4}), f32({4}), f32({4}), f32({4})};
+  auto bn_id = g.insert_node(bn);
+  ASSERT_TRUE(bn_id.ok()) << bn_id.error().message;
+  ValueId mean_out = g.node(*bn_id)->outputs[3];
+  ValueId var_out = g.node(*bn_id)->outputs[4];
+  add_node(g, "relu", "reads_var", {var}, {f32({4})});  // keeps `var` alive past bn
+  add_node(g, "add", "use", {mean_out, var_out}, {f32({4})});
+
+  // An optimizer update of a parameter and its momentum buffer.
+  ValueId w = *g.add_value("w", TDM_VALUE_PARAMETER, f32({8}));
+  ValueId dw = *g.add_value("w.grad", TDM_VALUE_GRADIENT, f32({8}));
+  ValueId lr = *g.add_value("optim.lr", TDM_VALUE_STATE, f32({}));
+  ValueId buf = *g.add_value("w.momentum", TDM_VALUE_STATE, f32({8}));
+  NodeSpec sgd;
+  sgd.op = "sgd_update";
+  sgd.name = "sgd.w";
+  sgd.inputs = {w, dw, lr, buf};
+  sgd.outputs = {f32({8}), f32({8})};
+  auto sgd_id = g.insert_node(sgd);
+  ASSERT_TRUE(sgd_id.ok()) << sgd_id.error().message;
+
+  auto plan = make_plan(g, {});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  expect_no_live_overlap(*plan);
+  // Dead after bn: running_mean_out takes running_mean's bytes.
+  EXPECT_EQ(plan->find(mean_out)->owner, mean);
+  EXPECT_EQ(plan->find(mean_out)->offset, plan->find(mean)->offset);
+  // Still read after bn: running_var_out gets bytes of its own.
+  EXPECT_EQ(plan->find(var_out)->owner, var_out);
+  // Persistent updates are in place.
+  const auto* w_out = plan->find(g.node(*sgd_id)->outputs[0]);
+  const auto* buf_out = plan->find(g.node(*sgd_id)->outputs[1]);
+  EXPECT_EQ(w_out->kind, ValueStorage::Kind::Persistent);
+  EXPECT_EQ(w_out->persistent, plan->find(w)->persistent);
+  EXPECT_EQ(buf_out->persistent, plan->find(buf)->persistent);
+
+  const auto& e = plan->estimate;
+  EXPECT_EQ(e.parameters, 2u * 16 + 32);  // gamma, beta and w
+  EXPECT_EQ(e.gradients, 32u);
+  EXPECT_EQ(e.optimizer_state, 4u + 32);  // optim.lr by name, w.momentum by its reader
+  EXPECT_EQ(e.inputs, 16u + 32);
+  EXPECT_EQ(e.total, e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs +
+                         e.activations + e.workspace);
+}
+
+}  // namespace
+}  // namespace tandem::test
