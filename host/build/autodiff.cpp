@@ -8,7 +8,9 @@
 namespace tandem::host::build {
 namespace {
 
-bool is_float(tdm_dtype t) { return t == TDM_F32 || t == TDM_F64 || t == TDM_F16 || t == TDM_BF16; }
+bool is_float(tdm_dtype t) {
+  return t == TDM_F32 || t == TDM_F64 || t == TDM_F16 || t == TDM_BF16;
+}
 
 const AttrValue* find_attr(const Node& n, const std::string& name) {
   for (const auto& a : n.attrs)
@@ -41,7 +43,8 @@ class Autodiff {
     for (ValueId p : m_.parameters) requires_.insert(p);
     for (size_t i = 0; i < g_.node_count(); ++i) {
       const Node& n = *g_.node_at(i);
-      const bool any = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return requires_.count(v) > 0; });
+      const bool any =
+          std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return requires_.count(v) > 0; });
       if (!any) continue;
       for (ValueId out : n.outputs)
         if (is_float(g_.value(out)->type.dtype)) requires_.insert(out);
@@ -54,9 +57,9 @@ class Autodiff {
   }
   const TensorType& type(ValueId v) const { return g_.value(v)->type; }
 
-  Result<std::vector<ValueId>> emit_raw(const std::string& op, const std::string& name, const std::string& layer,
-                                        std::vector<ValueId> inputs, std::vector<Attr> attrs,
-                                        std::vector<TensorType> outputs) {
+  Result<std::vector<ValueId>> emit_raw(const std::string& op, const std::string& name,
+                                        const std::string& layer, std::vector<ValueId> inputs,
+                                        std::vector<Attr> attrs, std::vector<TensorType> outputs) {
     NodeSpec spec;
     spec.op = op;
     spec.name = name;
@@ -74,10 +77,12 @@ class Autodiff {
   }
 
   // A backward node of the forward node being differentiated.
-  Result<std::vector<ValueId>> emit(const std::string& op, const std::string& suffix, std::vector<ValueId> inputs,
-                                    std::vector<Attr> attrs, std::vector<TensorType> outputs) {
+  Result<std::vector<ValueId>> emit(const std::string& op, const std::string& suffix,
+                                    std::vector<ValueId> inputs, std::vector<Attr> attrs,
+                                    std::vector<TensorType> outputs) {
     std::string name = node_->name + "." + suffix;
-    for (int i = 2; g_.node_by_name(name) != nullptr; ++i) name = node_->name + "." + suffix + std::to_string(i);
+    for (int i = 2; g_.node_by_name(name) != nullptr; ++i)
+      name = node_->name + "." + suffix + std::to_string(i);
     return emit_raw(op, name, node_->layer, std::move(inputs), std::move(attrs), std::move(outputs));
   }
 
@@ -254,8 +259,9 @@ Result<void> Autodiff::name_parameter_gradients() {
     auto it = grad_.find(p);
     const std::string pname = g_.value(p)->name;
     if (it == grad_.end())
-      return make_error("parameter '" + pname + "' does not influence the loss; remove its layer or connect it",
-                        TDM_INVALID_ARGUMENT);
+      return make_error(
+          "parameter '" + pname + "' does not influence the loss; remove its layer or connect it",
+          TDM_INVALID_ARGUMENT);
     ValueId grad = it->second;
     // A gradient must be a value of its own: not an input, not another
     // parameter's gradient (add passes dy through to both operands).
@@ -275,6 +281,8 @@ Result<void> Autodiff::name_parameter_gradients() {
 
 }  // namespace
 
-Result<void> append_backward(ModelGraph& model) { return Autodiff(model).run(); }
+Result<void> append_backward(ModelGraph& model) {
+  return Autodiff(model).run();
+}
 
 }  // namespace tandem::host::build

@@ -9,7 +9,8 @@ namespace detail {
 
 Result<std::vector<ValueId>> Context::emit(const std::string& op, const std::string& node_name,
                                            std::vector<ValueId> inputs, std::vector<Attr> attrs,
-                                           std::vector<TensorType> outputs, std::vector<std::string> output_names) {
+                                           std::vector<TensorType> outputs,
+                                           std::vector<std::string> output_names) {
   NodeSpec spec;
   spec.op = op;
   spec.name = node_name;
@@ -28,7 +29,8 @@ Result<std::vector<ValueId>> Context::emit(const std::string& op, const std::str
 }
 
 Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initializer init) {
-  auto id = out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER, TensorType{TDM_F32, std::move(dims)});
+  auto id = out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER,
+                                TensorType{out.dtype, std::move(dims)});
   if (!id) return id.error();
   out.parameters.push_back(*id);
   out.initializers[*id] = init;
@@ -36,7 +38,7 @@ Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initial
 }
 
 Result<ValueId> Context::state(const std::string& suffix, Dims dims, double fill) {
-  auto id = out.graph.add_state(layer->name + "." + suffix, TensorType{TDM_F32, std::move(dims)}, fill);
+  auto id = out.graph.add_state(layer->name + "." + suffix, TensorType{out.dtype, std::move(dims)}, fill);
   if (!id) return id.error();
   out.initializers[*id] = Initializer{fill == 1.0 ? "ones" : "zeros"};
   return id;
@@ -47,14 +49,15 @@ Result<ValueId> Context::state(const std::string& suffix, Dims dims, double fill
 namespace {
 
 // The layers feeding `layer`: its `inputs`, or the previous layer.
-Result<std::vector<ValueId>> resolve_inputs(const detail::Context& ctx, const std::map<std::string, ValueId>& outputs,
-                                            ValueId previous) {
+Result<std::vector<ValueId>> resolve_inputs(const detail::Context& ctx,
+                                            const std::map<std::string, ValueId>& outputs, ValueId previous) {
   if (ctx.layer->inputs.empty()) return std::vector<ValueId>{previous};
   std::vector<ValueId> ids;
   for (const auto& name : ctx.layer->inputs) {
     auto it = outputs.find(name);
     if (it == outputs.end())
-      return ctx.error("input '" + name + "' is not an earlier layer (or \"input\"); layers may only read layers " +
+      return ctx.error("input '" + name +
+                       "' is not an earlier layer (or \"input\"); layers may only read layers " +
                        "written above them");
     ids.push_back(it->second);
   }
@@ -65,8 +68,8 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
   const auto& dims = g.graph.value(logits)->type.dims;
   const std::string last = g.graph.value(logits)->name;
   if (dims.size() != 2)
-    return make_error(spec.path + ": the last layer '" + last + "' gives " + dims_str(dims) +
-                          ", but " + spec.loss.op + " needs logits [batch, classes]: end the model with a linear layer",
+    return make_error(spec.path + ": the last layer '" + last + "' gives " + dims_str(dims) + ", but " +
+                          spec.loss.op + " needs logits [batch, classes]: end the model with a linear layer",
                       TDM_INVALID_ARGUMENT);
   if (spec.classes > 0 && dims[1] != spec.classes)
     return make_error(spec.path + ": the last layer '" + last + "' has " + std::to_string(dims[1]) +
@@ -78,7 +81,7 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
   loss.layer = "loss";
   loss.attrs = {{"reduction", std::string("mean")}, {"label_smoothing", spec.loss.label_smoothing}};
   loss.inputs = {logits, g.labels};
-  loss.outputs = {TensorType{TDM_F32, {}}};
+  loss.outputs = {TensorType{g.dtype, {}}};
   loss.output_names = {"loss"};
   auto id = g.graph.insert_node(std::move(loss));
   if (!id) return id.error();
@@ -89,13 +92,14 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
 
 }  // namespace
 
-Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode) {
+Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype) {
   ModelGraph g;
   g.mode = mode;
+  g.dtype = dtype;
   g.batch = batch;
   Dims input_dims = {batch};
   input_dims.insert(input_dims.end(), spec.input_shape.begin(), spec.input_shape.end());
-  auto input = g.graph.add_value("input", TDM_VALUE_INPUT, TensorType{TDM_F32, input_dims});
+  auto input = g.graph.add_value("input", TDM_VALUE_INPUT, TensorType{dtype, input_dims});
   auto labels = g.graph.add_value("labels", TDM_VALUE_INPUT, TensorType{TDM_S32, {batch}});
   if (!input) return input.error();
   if (!labels) return labels.error();

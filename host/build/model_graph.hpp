@@ -32,12 +32,13 @@ struct Initializer {
 struct ModelGraph {
   Graph graph;
   Mode mode = Mode::Train;
+  tdm_dtype dtype = TDM_F32;  // of inputs, parameters and activations
   int64_t batch = 0;
   ValueId input = kNoValue;
   ValueId labels = kNoValue;
   ValueId logits = kNoValue;
   ValueId loss = kNoValue;
-  std::vector<ValueId> parameters;           // trained tensors, in layer order
+  std::vector<ValueId> parameters;              // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
   std::vector<NodeId> dropout_nodes;
   ValueId dropout_step = kNoValue;  // "dropout.step" [] s64: every dropout node's seed_offset,
@@ -45,17 +46,20 @@ struct ModelGraph {
 
   // Filled by append_backward / append_optimizer (training graphs only).
   std::map<ValueId, ValueId> gradients;  // parameter -> its gradient
-  size_t backward_begin = 0;   // schedule index of the first backward node
-  size_t optimizer_begin = 0;  // schedule index of the first optimizer node
-  ValueId lr = kNoValue;            // "optim.lr" [] f32, written by the host each step
-  ValueId step = kNoValue;          // "optim.step" [] s32 (1-based), for AdamW
-  ValueId grad_norm_sq = kNoValue;  // "optim.grad_norm_sq" [], when clipping
-  ValueId clip_coef = kNoValue;     // "optim.clip_coef" [], written by the host
+  size_t backward_begin = 0;             // schedule index of the first backward node
+  size_t optimizer_begin = 0;            // schedule index of the first optimizer node
+  ValueId lr = kNoValue;                 // "optim.lr" [] f32, written by the host each step
+  ValueId step = kNoValue;               // "optim.step" [] s32 (1-based), for AdamW
+  ValueId grad_norm_sq = kNoValue;       // "optim.grad_norm_sq" [], when clipping
+  ValueId clip_coef = kNoValue;          // "optim.clip_coef" [], written by the host
 };
 
 // Builds the forward graph, inferring every shape. Errors name the layer,
 // the layer that fed it, and both shapes.
-Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode);
+// `dtype` is f32 for training; f64 lets tests check whole-graph gradients
+// against finite differences on the reference backend.
+Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode,
+                                 tdm_dtype dtype = TDM_F32);
 
 // Which outputs of an op overwrite which of its inputs in place (output
 // index -> input index), per sdk/ops.md; empty for most ops.

@@ -9,14 +9,12 @@ namespace {
 
 using model::LayerSpec;
 
-TensorType f32(Dims dims) { return TensorType{TDM_F32, std::move(dims)}; }
-
 std::string shape_of(const Context& ctx, ValueId v) {
   return "'" + ctx.value(v).name + "' " + dims_str(ctx.dims(v));
 }
 
-Initializer weight_init(const LayerSpec& l, const std::string& key, const std::string& fallback, int64_t fan_in,
-                        int64_t fan_out) {
+Initializer weight_init(const LayerSpec& l, const std::string& key, const std::string& fallback,
+                        int64_t fan_in, int64_t fan_out) {
   return Initializer{l.string_attr(key, fallback), fan_in, fan_out, l.float_attr("init_std", 0.01)};
 }
 
@@ -24,7 +22,7 @@ Initializer weight_init(const LayerSpec& l, const std::string& key, const std::s
 Result<ValueId> flatten(Context& ctx, ValueId x, const std::string& node_name) {
   const Dims& d = ctx.dims(x);
   if (d.size() == 2) return x;
-  auto out = ctx.emit("reshape", node_name, {x}, {}, {f32({d[0], numel(d) / d[0]})},
+  auto out = ctx.emit("reshape", node_name, {x}, {}, {ctx.tensor({d[0], numel(d) / d[0]})},
                       {node_name == ctx.layer->name ? node_name : ""});
   if (!out) return out.error();
   return (*out)[0];
@@ -45,7 +43,7 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
     inputs.push_back(*b);
   }
   auto y = ctx.emit("linear", l.name, inputs, {{"activation", l.string_attr("activation", "none")}},
-                    {f32({ctx.dims(*x)[0], out})}, {l.name});
+                    {ctx.tensor({ctx.dims(*x)[0], out})}, {l.name});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -53,17 +51,20 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
 Result<ValueId> conv2d(Context& ctx, ValueId x) {
   const LayerSpec& l = *ctx.layer;
   const Dims& d = ctx.dims(x);
-  if (d.size() != 4) return ctx.error("needs an NCHW input [batch, channels, height, width], got " + shape_of(ctx, x));
-  const Dims k = l.ints_attr("kernel", {1, 1}), s = l.ints_attr("stride", {1, 1}), p = l.ints_attr("padding", {0, 0}),
-             dil = l.ints_attr("dilation", {1, 1});
+  if (d.size() != 4)
+    return ctx.error("needs an NCHW input [batch, channels, height, width], got " + shape_of(ctx, x));
+  const Dims k = l.ints_attr("kernel", {1, 1}), s = l.ints_attr("stride", {1, 1}),
+             p = l.ints_attr("padding", {0, 0}), dil = l.ints_attr("dilation", {1, 1});
   const int64_t groups = l.int_attr("groups", 1), out_c = l.int_attr("out_channels", 0);
   if (groups < 1 || d[1] % groups != 0 || out_c <= 0 || out_c % groups != 0)
     return ctx.error("channels (" + std::to_string(d[1]) + " in, " + std::to_string(out_c) +
                      " out) must be positive and divisible by groups = " + std::to_string(groups));
   const auto oh = window_out(d[2], k[0], s[0], p[0], dil[0]), ow = window_out(d[3], k[1], s[1], p[1], dil[1]);
-  if (!oh || !ow) return ctx.error("the kernel " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
+  if (!oh || !ow)
+    return ctx.error("the kernel " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
   const int64_t fan_in = d[1] / groups * k[0] * k[1], fan_out = out_c / groups * k[0] * k[1];
-  auto w = ctx.parameter("weight", {out_c, d[1] / groups, k[0], k[1]}, weight_init(l, "init", "kaiming", fan_in, fan_out));
+  auto w = ctx.parameter("weight", {out_c, d[1] / groups, k[0], k[1]},
+                         weight_init(l, "init", "kaiming", fan_in, fan_out));
   if (!w) return w.error();
   std::vector<ValueId> inputs = {x, *w};
   if (l.bool_attr("bias", true)) {
@@ -73,7 +74,7 @@ Result<ValueId> conv2d(Context& ctx, ValueId x) {
   }
   auto y = ctx.emit("conv2d", l.name, inputs,
                     {{"stride", s}, {"padding", p}, {"dilation", dil}, {"groups", groups}},
-                    {f32({d[0], out_c, *oh, *ow})}, {l.name});
+                    {ctx.tensor({d[0], out_c, *oh, *ow})}, {l.name});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -82,13 +83,16 @@ Result<ValueId> pool(Context& ctx, ValueId x) {
   const LayerSpec& l = *ctx.layer;
   const Dims& d = ctx.dims(x);
   if (d.size() != 4) return ctx.error("needs an NCHW input, got " + shape_of(ctx, x));
-  const Dims k = l.ints_attr("kernel", {1, 1}), s = l.ints_attr("stride", k), p = l.ints_attr("padding", {0, 0});
+  const Dims k = l.ints_attr("kernel", {1, 1}), s = l.ints_attr("stride", k),
+             p = l.ints_attr("padding", {0, 0});
   if (p[0] * 2 > k[0] || p[1] * 2 > k[1]) return ctx.error("padding may be at most half the kernel");
   const auto oh = window_out(d[2], k[0], s[0], p[0], 1), ow = window_out(d[3], k[1], s[1], p[1], 1);
-  if (!oh || !ow) return ctx.error("the window " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
+  if (!oh || !ow)
+    return ctx.error("the window " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
   std::vector<Attr> attrs = {{"kernel", k}, {"stride", s}, {"padding", p}};
-  if (l.op == "avg_pool2d") attrs.push_back({"count_include_pad", int64_t(l.bool_attr("count_include_pad", false))});
-  auto y = ctx.emit(l.op, l.name, {x}, attrs, {f32({d[0], d[1], *oh, *ow})}, {l.name});
+  if (l.op == "avg_pool2d")
+    attrs.push_back({"count_include_pad", int64_t(l.bool_attr("count_include_pad", false))});
+  auto y = ctx.emit(l.op, l.name, {x}, attrs, {ctx.tensor({d[0], d[1], *oh, *ow})}, {l.name});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -106,7 +110,8 @@ Result<ValueId> dropout(Context& ctx, ValueId x) {
   if (ctx.out.mode == Mode::Eval || p == 0) return x;  // identity at evaluation
   // Each dropout layer gets its own stream of masks (its seed attribute); the
   // host feeds the step as seed_offset, so every step draws new masks.
-  const auto seed = static_cast<int64_t>(data::random_u64(ctx.spec.train.seed, 0xD80, ctx.out.dropout_nodes.size()) >> 1);
+  const auto seed =
+      static_cast<int64_t>(data::random_u64(ctx.spec.train.seed, 0xD80, ctx.out.dropout_nodes.size()) >> 1);
   if (ctx.out.dropout_step == kNoValue) {
     auto step = ctx.out.graph.add_state("dropout.step", TensorType{TDM_S64, {}}, 0.0);
     if (!step) return step.error();
@@ -128,7 +133,8 @@ Result<ValueId> batch_norm(Context& ctx, ValueId x) {
   auto beta = ctx.parameter("beta", {c}, {"zeros"});
   auto mean = ctx.state("running_mean", {c}, 0.0);
   auto var = ctx.state("running_var", {c}, 1.0);
-  if (!gamma || !beta || !mean || !var) return make_error(ctx.who() + ": could not add its tensors", TDM_INTERNAL);
+  if (!gamma || !beta || !mean || !var)
+    return make_error(ctx.who() + ": could not add its tensors", TDM_INTERNAL);
   const double eps = l.float_attr("epsilon", 1e-5);
   if (ctx.out.mode == Mode::Eval) {
     auto y = ctx.emit("batch_norm_inference", l.name, {x, *gamma, *beta, *mean, *var}, {{"epsilon", eps}},
@@ -138,7 +144,7 @@ Result<ValueId> batch_norm(Context& ctx, ValueId x) {
   }
   auto y = ctx.emit("batch_norm_train", l.name, {x, *gamma, *beta, *mean, *var},
                     {{"epsilon", eps}, {"momentum", l.float_attr("momentum", 0.1)}},
-                    {ctx.value(x).type, f32({c}), f32({c}), f32({c}), f32({c})},
+                    {ctx.value(x).type, ctx.tensor({c}), ctx.tensor({c}), ctx.tensor({c}), ctx.tensor({c})},
                     {l.name, l.name + ".saved_mean", l.name + ".saved_rstd", l.name + ".running_mean_out",
                      l.name + ".running_var_out"});
   if (!y) return y.error();
@@ -153,8 +159,9 @@ Result<ValueId> layer_norm(Context& ctx, ValueId x) {
   if (!gamma || !beta) return make_error(ctx.who() + ": could not add its tensors", TDM_INTERNAL);
   const Dims stats(d.begin(), d.end() - 1);
   const std::string& n = ctx.layer->name;
-  auto y = ctx.emit("layer_norm", n, {x, *gamma, *beta}, {{"epsilon", ctx.layer->float_attr("epsilon", 1e-5)}},
-                    {ctx.value(x).type, f32(stats), f32(stats)}, {n, n + ".mean", n + ".rstd"});
+  auto y =
+      ctx.emit("layer_norm", n, {x, *gamma, *beta}, {{"epsilon", ctx.layer->float_attr("epsilon", 1e-5)}},
+               {ctx.value(x).type, ctx.tensor(stats), ctx.tensor(stats)}, {n, n + ".mean", n + ".rstd"});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -175,7 +182,7 @@ Result<ValueId> embedding(Context& ctx, ValueId x) {
   Dims out = ctx.dims(x);
   out.push_back(dim);
   auto y = ctx.emit("embedding", l.name, {*table, indices}, {{"padding_idx", l.int_attr("padding_idx", -1)}},
-                    {f32(out)}, {l.name});
+                    {ctx.tensor(out)}, {l.name});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -184,11 +191,12 @@ Result<ValueId> binary_chain(Context& ctx, const std::vector<ValueId>& inputs) {
   ValueId acc = inputs[0];
   for (size_t i = 1; i < inputs.size(); ++i) {
     const auto shape = broadcast(ctx.dims(acc), ctx.dims(inputs[i]));
-    if (!shape) return ctx.error("inputs " + shape_of(ctx, acc) + " and " + shape_of(ctx, inputs[i]) +
-                                 " cannot be broadcast together");
+    if (!shape)
+      return ctx.error("inputs " + shape_of(ctx, acc) + " and " + shape_of(ctx, inputs[i]) +
+                       " cannot be broadcast together");
     const bool last = i + 1 == inputs.size();
     const std::string name = last ? ctx.layer->name : ctx.layer->name + "." + std::to_string(i);
-    auto y = ctx.emit(ctx.layer->op, name, {acc, inputs[i]}, {}, {f32(*shape)}, {name});
+    auto y = ctx.emit(ctx.layer->op, name, {acc, inputs[i]}, {}, {ctx.tensor(*shape)}, {name});
     if (!y) return y.error();
     acc = (*y)[0];
   }
@@ -199,7 +207,8 @@ Result<ValueId> concat(Context& ctx, const std::vector<ValueId>& inputs) {
   const auto rank = static_cast<int64_t>(ctx.dims(inputs[0]).size());
   int64_t axis = ctx.layer->int_attr("axis", 1);
   if (axis < 0) axis += rank;
-  if (axis < 1 || axis >= rank) return ctx.error("axis must name a sample dim (1 .. " + std::to_string(rank - 1) + ")");
+  if (axis < 1 || axis >= rank)
+    return ctx.error("axis must name a sample dim (1 .. " + std::to_string(rank - 1) + ")");
   Dims out = ctx.dims(inputs[0]);
   out[static_cast<size_t>(axis)] = 0;
   for (ValueId v : inputs) {
@@ -211,7 +220,8 @@ Result<ValueId> concat(Context& ctx, const std::vector<ValueId>& inputs) {
                          std::to_string(axis));
     out[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
   }
-  auto y = ctx.emit("concat", ctx.layer->name, inputs, {{"axis", axis}}, {f32(out)}, {ctx.layer->name});
+  auto y =
+      ctx.emit("concat", ctx.layer->name, inputs, {{"axis", axis}}, {ctx.tensor(out)}, {ctx.layer->name});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -225,7 +235,8 @@ Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs) {
   if (op == "conv2d") return conv2d(ctx, x);
   if (op == "max_pool2d" || op == "avg_pool2d") return pool(ctx, x);
   if (op == "relu" || op == "tanh" || op == "sigmoid") return unary(ctx, x, op);
-  if (op == "gelu") return unary(ctx, x, op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
+  if (op == "gelu")
+    return unary(ctx, x, op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
   if (op == "softmax") return unary(ctx, x, op, {{"axis", int64_t{-1}}});
   if (op == "flatten") return flatten(ctx, x, ctx.layer->name);
   if (op == "dropout") return dropout(ctx, x);

@@ -21,10 +21,12 @@ struct Context {
                       TDM_INVALID_ARGUMENT);
   }
   const Value& value(ValueId id) const { return *out.graph.value(id); }
+  TensorType tensor(Dims dims) const { return TensorType{out.dtype, std::move(dims)}; }
   const Dims& dims(ValueId id) const { return value(id).type.dims; }
   // A node of this layer; its first output is named `output_name` (or "<node>:0").
-  Result<std::vector<ValueId>> emit(const std::string& op, const std::string& node_name, std::vector<ValueId> inputs,
-                                    std::vector<Attr> attrs, std::vector<TensorType> outputs,
+  Result<std::vector<ValueId>> emit(const std::string& op, const std::string& node_name,
+                                    std::vector<ValueId> inputs, std::vector<Attr> attrs,
+                                    std::vector<TensorType> outputs,
                                     std::vector<std::string> output_names = {});
   Result<ValueId> parameter(const std::string& suffix, Dims dims, Initializer init);
   Result<ValueId> state(const std::string& suffix, Dims dims, double fill);

@@ -36,7 +36,8 @@ class OptimizerBuilder {
   Result<std::vector<ValueId>> emit(const std::string& op, const std::string& name, ValueId param,
                                     std::vector<ValueId> inputs, std::vector<Attr> attrs,
                                     std::vector<TensorType> outputs, tdm_phase phase = TDM_PHASE_OPTIMIZER) {
-    NodeSpec spec{op, name, layer_of(param), phase, std::move(attrs), std::move(inputs), std::move(outputs), {}};
+    NodeSpec spec{op, name, layer_of(param), phase, std::move(attrs), std::move(inputs), std::move(outputs),
+                  {}};
     auto id = g_.insert_node(std::move(spec));
     if (!id) return id.error();
     return g_.node(*id)->outputs;
@@ -57,7 +58,8 @@ class OptimizerBuilder {
         total = (*sum)[0];
         continue;
       }
-      auto acc = emit("add", base + ".grad_norm_acc", p, {total, (*sum)[0]}, {}, {kScalarF32}, TDM_PHASE_BACKWARD);
+      auto acc =
+          emit("add", base + ".grad_norm_acc", p, {total, (*sum)[0]}, {}, {kScalarF32}, TDM_PHASE_BACKWARD);
       if (!acc) return acc.error();
       total = (*acc)[0];
     }
@@ -83,7 +85,10 @@ class OptimizerBuilder {
       auto v = g_.add_state("optim." + base + ".v", type, 0.0);
       if (!m || !v) return make_error("cannot add AdamW state for '" + base + "'", TDM_INTERNAL);
       auto r = emit("adamw_update", base + ".update", p, {p, grad, *m, *v, m_.lr, m_.step},
-                    {{"beta1", t_.beta1}, {"beta2", t_.beta2}, {"epsilon", t_.epsilon}, {"weight_decay", t_.weight_decay}},
+                    {{"beta1", t_.beta1},
+                     {"beta2", t_.beta2},
+                     {"epsilon", t_.epsilon},
+                     {"weight_decay", t_.weight_decay}},
                     {type, type, type});
       if (!r) return r.error();
       return {};

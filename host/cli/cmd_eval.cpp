@@ -17,23 +17,27 @@ namespace {
 
 int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
   po::options_description options("Options");
-  options.add_options()
-    ("model", po::value<std::string>(), "model file (TOML)")
-    ("weights", po::value<std::string>(), "checkpoint (.safetensors) or run directory (its newest checkpoint)")
-    ("split", po::value<std::string>()->default_value("test"), "which data to evaluate: test, validation or train")
-    ("set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")
-    ("device", po::value<std::string>()->default_value(""), "device: cuda:0, onednn:0, reference:0, cpu, gpu")
-    ("threads", po::value<int>()->default_value(0), "compute threads for CPU backends");
+  options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
+      "weights", po::value<std::string>(),
+      "checkpoint (.safetensors) or run directory (its newest checkpoint)")(
+      "split", po::value<std::string>()->default_value("test"),
+      "which data to evaluate: test, validation or train")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")(
+      "device", po::value<std::string>()->default_value(""),
+      "device: cuda:0, onednn:0, reference:0, cpu, gpu")("threads", po::value<int>()->default_value(0),
+                                                         "compute threads for CPU backends");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
-  if (auto stop = parse_command_options("eval", "MODEL.toml --weights CHECKPOINT", args, options, positional, vm, globals))
+  if (auto stop = parse_command_options("eval", "MODEL.toml --weights CHECKPOINT", args, options, positional,
+                                        vm, globals))
     return *stop;
   if (!vm.count("model") || !vm.count("weights")) {
     print_error("eval needs a model file and --weights: tandem eval MODEL.toml --weights runs/NAME");
     return kExitUsage;
   }
-  const auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const auto overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
   if (!spec) {
     print_error(spec.error().message);
@@ -59,10 +63,10 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   const std::string split = vm["split"].as<std::string>();
-  const host::data::Dataset* set = split == "train" ? &data->train
+  const host::data::Dataset* set = split == "train"        ? &data->train
                                    : split == "validation" ? (data->validation ? &*data->validation : nullptr)
-                                   : split == "test" ? (data->test ? &*data->test : nullptr)
-                                                     : nullptr;
+                                   : split == "test"       ? (data->test ? &*data->test : nullptr)
+                                                           : nullptr;
   if (set == nullptr) {
     print_error("the model file has no '" + split + "' data (use --split test, validation or train)");
     return kExitUsage;

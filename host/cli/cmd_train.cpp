@@ -17,7 +17,9 @@ namespace tandem::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_interrupt(int) { g_stop.store(true); }
+extern "C" void on_interrupt(int) {
+  g_stop.store(true);
+}
 
 int exit_code_for(const host::Error& e) {
   return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;
@@ -29,31 +31,39 @@ std::string default_run_dir(const std::string& model_path) {
 
 int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   po::options_description options("Options");
-  options.add_options()
-    ("model", po::value<std::string>(), "model file (TOML)")
-    ("set", po::value<std::vector<std::string>>()->composing(), "override a model-file key: --set train.lr=0.1 (repeatable)")
-    ("device", po::value<std::string>()->default_value(""), "device to train on: cuda:0, onednn:0, reference:0, cpu, gpu (default: the fastest available)")
-    ("threads", po::value<int>()->default_value(0), "compute threads for CPU backends (0: the backend's default)")
-    ("loader-threads", po::value<int>(), "data loader threads (default: [data] threads)")
-    ("run-dir", po::value<std::string>(), "directory for metrics.jsonl and checkpoints (default: runs/<model name>)")
-    ("resume", po::value<std::string>(), "continue a run from its run directory (or a checkpoint file)")
-    ("init-from", po::value<std::string>(), "start from the weights of a checkpoint (not its optimizer state)")
-    ("profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")
-    ("memory-report", po::bool_switch(), "print planned and measured memory after training");
+  options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a model-file key: --set train.lr=0.1 (repeatable)")(
+      "device", po::value<std::string>()->default_value(""),
+      "device to train on: cuda:0, onednn:0, reference:0, cpu, gpu (default: the fastest available)")(
+      "threads", po::value<int>()->default_value(0),
+      "compute threads for CPU backends (0: the backend's default)")(
+      "loader-threads", po::value<int>(), "data loader threads (default: [data] threads)")(
+      "run-dir", po::value<std::string>(),
+      "directory for metrics.jsonl and checkpoints (default: runs/<model name>)")(
+      "resume", po::value<std::string>(), "continue a run from its run directory (or a checkpoint file)")(
+      "init-from", po::value<std::string>(),
+      "start from the weights of a checkpoint (not its optimizer state)")(
+      "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
+      "memory-report", po::bool_switch(), "print planned and measured memory after training");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
-  if (auto stop = parse_command_options("train", "MODEL.toml", args, options, positional, vm, globals)) return *stop;
+  if (auto stop = parse_command_options("train", "MODEL.toml", args, options, positional, vm, globals))
+    return *stop;
   if (!vm.count("model")) {
     print_error("train needs a model file: tandem train MODEL.toml (see tandem train --help)");
     return kExitUsage;
   }
   if (vm.count("resume") && vm.count("init-from")) {
-    print_error("--resume and --init-from exclude each other: --resume continues a run, --init-from starts a new one");
+    print_error(
+        "--resume and --init-from exclude each other: --resume continues a run, --init-from starts a new "
+        "one");
     return kExitUsage;
   }
   const std::string model_path = vm["model"].as<std::string>();
-  const auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const auto overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   auto spec = host::model::parse_model_file(model_path, overrides);
   if (!spec) {
     print_error(spec.error().message);
@@ -64,8 +74,9 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   train.resume = vm.count("resume") ? vm["resume"].as<std::string>() : "";
   train.init_from = vm.count("init-from") ? vm["init-from"].as<std::string>() : "";
   train.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>()
-                  : (!train.resume.empty() && std::filesystem::is_directory(train.resume)) ? train.resume
-                                                                                           : default_run_dir(model_path);
+                  : (!train.resume.empty() && std::filesystem::is_directory(train.resume))
+                      ? train.resume
+                      : default_run_dir(model_path);
   if (train.resume.empty() && host::train::latest_checkpoint(train.run_dir)) {
     print_error(train.run_dir + " already holds checkpoints of an earlier run; continue it with --resume " +
                 train.run_dir + ", or choose another --run-dir (nothing was overwritten)");
@@ -74,7 +85,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   train.profile = vm.count("profile") ? vm["profile"].as<std::string>() : "";
   train.memory_report = vm["memory-report"].as<bool>();
   train.live_progress = ::isatty(STDOUT_FILENO) != 0;
-  train.loader_threads = vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
+  train.loader_threads =
+      vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
   train.stop = &g_stop;
 
   std::map<std::string, std::string> config;

@@ -22,18 +22,21 @@ Dataset make_synthetic(const SyntheticSpec& spec) {
   set.sample_shape = spec.sample_shape;
   set.num_classes = spec.classes;
   const int64_t numel = set.sample_numel();
-  // Centroids use counters past every sample's, so they never share draws.
-  const uint64_t centroid_base = static_cast<uint64_t>(spec.samples * numel);
+  // Centroids draw from the top of the counter range, samples from the bottom,
+  // so the two never share draws.
+  const uint64_t centroid_base = uint64_t{1} << 62;
   set.features.resize(static_cast<size_t>(spec.samples * numel));
   set.labels.resize(static_cast<size_t>(spec.samples));
   for (int64_t i = 0; i < spec.samples; ++i) {
+    const auto id = static_cast<uint64_t>(spec.first_sample + i);
     const int32_t label = static_cast<int32_t>(
-        random_below(spec.seed, kSyntheticStream, ~uint64_t(i), static_cast<uint64_t>(spec.classes)));
+        random_below(spec.seed, kSyntheticStream, ~id, static_cast<uint64_t>(spec.classes)));
     set.labels[static_cast<size_t>(i)] = label;
     for (int64_t j = 0; j < numel; ++j) {
       const double centroid = normal(spec.seed, centroid_base + static_cast<uint64_t>(label * numel + j));
       set.features[static_cast<size_t>(i * numel + j)] =
-          static_cast<float>(centroid + spec.noise * normal(spec.seed, static_cast<uint64_t>(i * numel + j)));
+          static_cast<float>(centroid + spec.noise * normal(spec.seed, id * static_cast<uint64_t>(numel) +
+                                                                           static_cast<uint64_t>(j)));
     }
   }
   return set;

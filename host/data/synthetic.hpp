@@ -14,8 +14,11 @@ struct SyntheticSpec {
   int64_t samples = 1024;
   std::vector<int64_t> sample_shape = {16};
   int32_t classes = 4;
-  double noise = 0.5;  // standard deviation around the centroid
-  uint64_t seed = 0;
+  double noise = 0.5;        // standard deviation around the centroid
+  uint64_t seed = 0;         // fixes the class centroids
+  int64_t first_sample = 0;  // samples are numbered from here: a test set drawn
+                             // past the training set shares its centroids but
+                             // no samples
 };
 
 Dataset make_synthetic(const SyntheticSpec& spec);

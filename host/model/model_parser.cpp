@@ -27,6 +27,18 @@ std::string hex64(uint64_t v) {
   return s.str();
 }
 
+// Identifies the model a checkpoint belongs to: the document after overrides,
+// less the keys that only say how long or how verbosely to train (so a run
+// can be resumed with more epochs), in toml++'s canonical form.
+std::string model_hash(const toml::table& doc) {
+  toml::table copy = doc;
+  if (toml::table* train = copy["train"].as_table())
+    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints"}) train->erase(key);
+  std::ostringstream canonical;
+  canonical << copy;
+  return hex64(fnv1a64(canonical.str()));
+}
+
 void read_model(Reader& r, const toml::table& t, ModelSpec& spec) {
   r.check_keys(t, "[model]", {"name", "input", "classes"});
   r.get(t, "name", spec.name);
@@ -180,9 +192,7 @@ Result<ModelSpec> parse_model_text(const std::string& text, const std::string& p
 
   ModelSpec spec;
   spec.path = path;
-  uint64_t hash = fnv1a64(text);
-  for (const auto& o : overrides) hash = fnv1a64("\n--set " + o, hash);
-  spec.source_hash = hex64(hash);
+  spec.source_hash = model_hash(doc);
 
   Reader r(path);
   r.check_keys(doc, "the model file", {"model", "layers", "loss", "train", "data", "features"});

@@ -100,7 +100,7 @@ struct ModelSpec {
   TrainSpec train;
   DataSpec data;
   std::map<std::string, std::map<std::string, std::string>> features;  // [features.NAME] flattened
-  std::string source_hash;  // FNV-1a 64 of the file text and the overrides, for checkpoints
+  std::string source_hash;  // FNV-1a 64 of the model after overrides (run length excluded), for checkpoints
 };
 
 }  // namespace tandem::host::model

@@ -12,10 +12,16 @@ namespace tandem::host::train {
 namespace fs = std::filesystem;
 namespace {
 
-bool persistent(const Value& v) { return v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE; }
-bool optimizer_state(const Value& v) { return v.name.rfind("optim.", 0) == 0; }
+bool persistent(const Value& v) {
+  return v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE;
+}
+bool optimizer_state(const Value& v) {
+  return v.name.rfind("optim.", 0) == 0;
+}
 
-size_t bytes_of(const TensorType& t) { return exec::tensor_bytes(t); }
+size_t bytes_of(const TensorType& t) {
+  return exec::tensor_bytes(t);
+}
 
 std::vector<fs::path> checkpoints_in(const std::string& run_dir) {
   std::vector<fs::path> files;
@@ -53,13 +59,14 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
     const checkpoint::TensorRecord* t = cp.find(v.name);
     if (t == nullptr) {
       if (optimizer_state(v) && v.type.dims.empty()) continue;  // lr/step/clip scalars are recomputed
-      return make_error(source + ": has no tensor '" + v.name + "' that this model needs (was it written for " +
-                            "another model file?)",
+      return make_error(source + ": has no tensor '" + v.name +
+                            "' that this model needs (was it written for " + "another model file?)",
                         TDM_INVALID_ARGUMENT);
     }
     if (t->dtype != v.type.dtype || t->shape != v.type.dims)
-      return make_error(source + ": tensor '" + v.name + "' is " + build::dims_str(t->shape) + " but the model needs " +
-                            build::dims_str(v.type.dims) + " (" + exec::dtype_name(v.type.dtype) + ")",
+      return make_error(source + ": tensor '" + v.name + "' is " + build::dims_str(t->shape) +
+                            " but the model needs " + build::dims_str(v.type.dims) + " (" +
+                            exec::dtype_name(v.type.dtype) + ")",
                         TDM_INVALID_ARGUMENT);
     plan.emplace_back(&v, t);
   }
@@ -68,13 +75,17 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
   return {};
 }
 
-std::string checkpoint_dir(const std::string& run_dir) { return (fs::path(run_dir) / "checkpoints").string(); }
+std::string checkpoint_dir(const std::string& run_dir) {
+  return (fs::path(run_dir) / "checkpoints").string();
+}
 
-Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step, const checkpoint::Checkpoint& cp,
-                                    int64_t keep) {
+Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
+                                    const checkpoint::Checkpoint& cp, int64_t keep) {
   std::error_code ec;
   fs::create_directories(checkpoint_dir(run_dir), ec);
-  if (ec) return make_error(checkpoint_dir(run_dir) + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
+  if (ec)
+    return make_error(checkpoint_dir(run_dir) + ": cannot create (" + ec.message() + ")",
+                      TDM_INVALID_ARGUMENT);
   char name[64];
   std::snprintf(name, sizeof name, "step-%09ld.safetensors", static_cast<long>(step));
   const std::string path = (fs::path(checkpoint_dir(run_dir)) / name).string();

@@ -28,8 +28,8 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
 
 std::string checkpoint_dir(const std::string& run_dir);
 // Saves atomically, then deletes the oldest beyond `keep`.
-Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step, const checkpoint::Checkpoint& cp,
-                                    int64_t keep);
+Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
+                                    const checkpoint::Checkpoint& cp, int64_t keep);
 // The newest checkpoint of a run directory, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 

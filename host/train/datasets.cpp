@@ -22,7 +22,8 @@ Result<data::Dataset> load_one(const model::ModelSpec& spec, bool test) {
   s.sample_shape = spec.input_shape;
   s.classes = static_cast<int32_t>(spec.classes > 0 ? spec.classes : 2);
   s.noise = d.synthetic_noise;
-  s.seed = spec.train.seed + (test ? 1 : 0);  // a test set drawn apart from the training set
+  s.seed = spec.train.seed;
+  s.first_sample = test ? d.synthetic_samples : 0;  // same classes, other samples
   return data::make_synthetic(s);
 }
 
@@ -32,8 +33,8 @@ Result<void> check(const model::ModelSpec& spec, const data::Dataset& set) {
                           spec.path + " declares [model] input = " + build::dims_str(spec.input_shape),
                       TDM_INVALID_ARGUMENT);
   if (spec.classes > 0 && set.num_classes > spec.classes)
-    return make_error(set.source + ": labels go up to " + std::to_string(set.num_classes - 1) + " but " + spec.path +
-                          " declares [model] classes = " + std::to_string(spec.classes),
+    return make_error(set.source + ": labels go up to " + std::to_string(set.num_classes - 1) + " but " +
+                          spec.path + " declares [model] classes = " + std::to_string(spec.classes),
                       TDM_INVALID_ARGUMENT);
   return {};
 }

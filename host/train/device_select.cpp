@@ -22,12 +22,14 @@ Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::st
     all.insert(all.end(), b.devices.begin(), b.devices.end());
     if (!b.no_device_reason.empty()) absent += "; " + b.backend + ": no device (" + b.no_device_reason + ")";
   }
-  std::stable_sort(all.begin(), all.end(), [](const DeviceInfo& a, const DeviceInfo& b) { return rank(a) < rank(b); });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const DeviceInfo& a, const DeviceInfo& b) { return rank(a) < rank(b); });
   const auto matches = [&](const DeviceInfo& d) {
     if (wanted.empty()) return true;
     if (wanted == "cpu") return d.kind == TDM_DEVICE_CPU;
     if (wanted == "gpu") return d.kind == TDM_DEVICE_GPU;
-    return d.id == wanted || (wanted.find(':') == std::string::npos && d.backend == wanted && d.id == wanted + ":0");
+    return d.id == wanted ||
+           (wanted.find(':') == std::string::npos && d.backend == wanted && d.id == wanted + ":0");
   };
   auto it = std::find_if(all.begin(), all.end(), matches);
   if (it == all.end()) {

@@ -49,11 +49,11 @@ Result<void> Evaluator::load(const checkpoint::Checkpoint& cp, const std::string
   return restore_tensors((*c)->model.graph, *(*c)->executor, cp, true, source);
 }
 
-Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads) {
-  data::DataLoader loader(set, {.batch_size = spec_.train.batch_size,
-                                .shuffle = false,
-                                .threads = threads,
-                                .transforms = transforms});
+Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Transforms& transforms,
+                                       int threads) {
+  data::DataLoader loader(
+      set,
+      {.batch_size = spec_.train.batch_size, .shuffle = false, .threads = threads, .transforms = transforms});
   loader.start_epoch(0);
   EvalResult result;
   double loss_sum = 0;
@@ -64,8 +64,10 @@ Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Tra
     if (!c) return c.error();
     const build::ModelGraph& m = (*c)->model;
     exec::Executor& ex = *(*c)->executor;
-    if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r) return r.error();
-    if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r) return r.error();
+    if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)
+      return r.error();
+    if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r)
+      return r.error();
     if (auto r = ex.run(); !r) return r.error();
     const int64_t classes = m.graph.value(m.logits)->type.dims[1];
     logits.resize(static_cast<size_t>(batch->size * classes));

@@ -27,7 +27,8 @@ struct EvalResult {
 
 class Evaluator {
  public:
-  Evaluator(const model::ModelSpec& spec, const DeviceHandle& device, std::map<std::string, void*> shared = {})
+  Evaluator(const model::ModelSpec& spec, const DeviceHandle& device,
+            std::map<std::string, void*> shared = {})
       : spec_(spec), device_(device), shared_(std::move(shared)) {}
 
   Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);

@@ -13,9 +13,12 @@ namespace {
 
 const char* phase_name(tdm_phase p) {
   switch (p) {
-    case TDM_PHASE_FORWARD: return "forward";
-    case TDM_PHASE_BACKWARD: return "backward";
-    default: return "optimizer";
+    case TDM_PHASE_FORWARD:
+      return "forward";
+    case TDM_PHASE_BACKWARD:
+      return "backward";
+    default:
+      return "optimizer";
   }
 }
 
@@ -30,27 +33,47 @@ void ProfileRecorder::data_wait(std::chrono::steady_clock::time_point begin,
   if (enabled_) waits_.push_back({begin, end});
 }
 
-Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph, const exec::Executor& executor,
-                                    const std::string& device) const {
+Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
+                                    const exec::Executor& executor, const std::string& device) const {
   using nlohmann::json;
   json events = json::array();
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 1}, {"args", {{"name", "tandem"}}}});
-  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", device + " stream 0"}}}});
-  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 2}, {"args", {{"name", "data loader wait"}}}});
+  events.push_back({{"ph", "M"},
+                    {"name", "thread_name"},
+                    {"pid", 1},
+                    {"tid", 1},
+                    {"args", {{"name", device + " stream 0"}}}});
+  events.push_back({{"ph", "M"},
+                    {"name", "thread_name"},
+                    {"pid", 1},
+                    {"tid", 2},
+                    {"args", {{"name", "data loader wait"}}}});
   for (const exec::ProfileEvent& e : executor.profile_events()) {
     const Node& n = *graph.node_at(e.node);
-    events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 1}, {"name", n.op}, {"cat", phase_name(n.phase)},
-                      {"ts", e.start_us}, {"dur", e.dur_us}, {"args", {{"node", n.name}, {"layer", n.layer}}}});
+    events.push_back({{"ph", "X"},
+                      {"pid", 1},
+                      {"tid", 1},
+                      {"name", n.op},
+                      {"cat", phase_name(n.phase)},
+                      {"ts", e.start_us},
+                      {"dur", e.dur_us},
+                      {"args", {{"node", n.name}, {"layer", n.layer}}}});
   }
   const auto base = executor.profile_epoch();
   for (const Span& s : waits_)
-    events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", 2}, {"name", "wait for batch"}, {"cat", "data"},
-                      {"ts", us_between(base, s.begin)}, {"dur", us_between(s.begin, s.end)}});
+    events.push_back({{"ph", "X"},
+                      {"pid", 1},
+                      {"tid", 2},
+                      {"name", "wait for batch"},
+                      {"cat", "data"},
+                      {"ts", us_between(base, s.begin)},
+                      {"dur", us_between(s.begin, s.end)}});
   const std::string text = json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
   return checkpoint::write_file_atomically(path, {text});
 }
 
-void ProfileRecorder::print_summary(std::ostream& out, const Graph& graph, const exec::Executor& executor) const {
+void ProfileRecorder::print_summary(std::ostream& out, const Graph& graph,
+                                    const exec::Executor& executor) const {
   std::map<std::string, double> by_op;
   std::map<std::string, double> by_phase;
   const auto& times = executor.node_time_us();
@@ -69,7 +92,8 @@ void ProfileRecorder::print_summary(std::ostream& out, const Graph& graph, const
   char line[160];
   out << "time per op type (all steps):\n";
   for (const auto& [op, t] : ops) {
-    std::snprintf(line, sizeof line, "  %-28s %10.1f ms  %5.1f%%\n", op.c_str(), t / 1000, total > 0 ? 100 * t / total : 0);
+    std::snprintf(line, sizeof line, "  %-28s %10.1f ms  %5.1f%%\n", op.c_str(), t / 1000,
+                  total > 0 ? 100 * t / total : 0);
     out << line;
   }
   out << "time per phase:\n";

@@ -14,10 +14,10 @@ std::string fixed(double v, int digits) {
 }
 
 std::string summary(const StepReport& r) {
-  return "epoch " + std::to_string(r.epoch) + "/" + std::to_string(r.epochs) + " step " + std::to_string(r.batch) +
-         "/" + std::to_string(r.batches) + " loss " + fixed(r.loss, 4) + " acc " + fixed(100 * r.accuracy, 2) +
-         "% " + fixed(r.samples_per_second, 0) + " samples/s data wait " + fixed(100 * r.data_wait_fraction, 0) +
-         "% ETA " + format_duration(r.eta_seconds);
+  return "epoch " + std::to_string(r.epoch) + "/" + std::to_string(r.epochs) + " step " +
+         std::to_string(r.batch) + "/" + std::to_string(r.batches) + " loss " + fixed(r.loss, 4) + " acc " +
+         fixed(100 * r.accuracy, 2) + "% " + fixed(r.samples_per_second, 0) + " samples/s data wait " +
+         fixed(100 * r.data_wait_fraction, 0) + "% ETA " + format_duration(r.eta_seconds);
 }
 
 }  // namespace
@@ -26,9 +26,12 @@ std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<int64_t>(seconds + 0.5);
   char b[32];
-  if (s >= 3600) std::snprintf(b, sizeof b, "%ldh%02ldm", long(s / 3600), long(s / 60 % 60));
-  else if (s >= 60) std::snprintf(b, sizeof b, "%ldm%02lds", long(s / 60), long(s % 60));
-  else std::snprintf(b, sizeof b, "%lds", long(s));
+  if (s >= 3600)
+    std::snprintf(b, sizeof b, "%ldh%02ldm", long(s / 3600), long(s / 60 % 60));
+  else if (s >= 60)
+    std::snprintf(b, sizeof b, "%ldm%02lds", long(s / 60), long(s % 60));
+  else
+    std::snprintf(b, sizeof b, "%lds", long(s));
   return b;
 }
 
@@ -37,7 +40,9 @@ Progress::Progress(bool live, int64_t log_every, const std::string& metrics_path
   if (!metrics_path.empty()) metrics_.open(metrics_path, std::ios::app);
 }
 
-Progress::~Progress() { clear_live(); }
+Progress::~Progress() {
+  clear_live();
+}
 
 void Progress::clear_live() {
   if (live_shown_) std::cout << "\r\033[K" << std::flush;
@@ -51,8 +56,13 @@ void Progress::record(const std::string& json_object) {
 void Progress::step(const StepReport& r) {
   const bool periodic = r.step % log_every_ == 0;
   if (periodic) {
-    record(nlohmann::json{{"event", "step"}, {"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss},
-                          {"accuracy", r.accuracy}, {"lr", r.lr}, {"samples_per_second", r.samples_per_second},
+    record(nlohmann::json{{"event", "step"},
+                          {"step", r.step},
+                          {"epoch", r.epoch},
+                          {"loss", r.loss},
+                          {"accuracy", r.accuracy},
+                          {"lr", r.lr},
+                          {"samples_per_second", r.samples_per_second},
                           {"data_wait_fraction", r.data_wait_fraction}}
                .dump());
   }
@@ -71,13 +81,19 @@ void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, 
   clear_live();
   std::string text = "epoch " + std::to_string(r.epoch) + "/" + std::to_string(r.epochs) + " done in " +
                      format_duration(epoch_seconds) + ": train loss " + fixed(r.loss, 4) + " acc " +
-                     fixed(100 * r.accuracy, 2) + "%, " + fixed(r.samples_per_second, 0) + " samples/s, data wait " +
-                     fixed(100 * r.data_wait_fraction, 1) + "% of step time";
-  if (val_accuracy >= 0) text += "; eval loss " + fixed(val_loss, 4) + " acc " + fixed(100 * val_accuracy, 2) + "%";
+                     fixed(100 * r.accuracy, 2) + "%, " + fixed(r.samples_per_second, 0) +
+                     " samples/s, data wait " + fixed(100 * r.data_wait_fraction, 1) + "% of step time";
+  if (val_accuracy >= 0)
+    text += "; eval loss " + fixed(val_loss, 4) + " acc " + fixed(100 * val_accuracy, 2) + "%";
   std::cout << text << std::endl;
-  nlohmann::json j{{"event", "epoch"}, {"epoch", r.epoch}, {"step", r.step}, {"train_loss", r.loss},
-                   {"train_accuracy", r.accuracy}, {"samples_per_second", r.samples_per_second},
-                   {"data_wait_fraction", r.data_wait_fraction}, {"seconds", epoch_seconds}};
+  nlohmann::json j{{"event", "epoch"},
+                   {"epoch", r.epoch},
+                   {"step", r.step},
+                   {"train_loss", r.loss},
+                   {"train_accuracy", r.accuracy},
+                   {"samples_per_second", r.samples_per_second},
+                   {"data_wait_fraction", r.data_wait_fraction},
+                   {"seconds", epoch_seconds}};
   if (val_accuracy >= 0) {
     j["eval_loss"] = val_loss;
     j["eval_accuracy"] = val_accuracy;

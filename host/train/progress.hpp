@@ -13,13 +13,13 @@
 namespace tandem::host::train {
 
 struct StepReport {
-  int64_t epoch = 0, epochs = 0;        // 1-based epoch
-  int64_t batch = 0, batches = 0;       // 1-based batch within the epoch
-  int64_t step = 0, total_steps = 0;    // optimizer steps done, 1-based
-  double loss = 0, accuracy = 0;        // running means over the epoch so far
+  int64_t epoch = 0, epochs = 0;      // 1-based epoch
+  int64_t batch = 0, batches = 0;     // 1-based batch within the epoch
+  int64_t step = 0, total_steps = 0;  // optimizer steps done, 1-based
+  double loss = 0, accuracy = 0;      // running means over the epoch so far
   double lr = 0;
   double samples_per_second = 0;
-  double data_wait_fraction = 0;        // share of step time spent waiting for data
+  double data_wait_fraction = 0;  // share of step time spent waiting for data
   double eta_seconds = 0;
 };
 

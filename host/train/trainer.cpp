@@ -21,7 +21,9 @@ namespace tandem::host::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 }  // namespace
 
@@ -39,7 +41,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   t->data_ = std::move(*data);
   if (t->data_.train.size() < spec.train.batch_size)
     return make_error(t->data_.train.source + ": " + std::to_string(t->data_.train.size()) +
-                          " training samples, fewer than one batch of " + std::to_string(spec.train.batch_size),
+                          " training samples, fewer than one batch of " +
+                          std::to_string(spec.train.batch_size),
                       TDM_INVALID_ARGUMENT);
   auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
   if (!model) return model.error();
@@ -89,8 +92,9 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
   if (!weights_only) {
     const auto hash = cp->metadata.find("tandem.model_hash");
     if (hash != cp->metadata.end() && hash->second != spec_.source_hash)
-      return make_error(file + ": written for a different model file or --set overrides (hash " + hash->second +
-                            ", now " + spec_.source_hash + "); resume needs the same model, or use --init-from " +
+      return make_error(file + ": written for a different model file or --set overrides (hash " +
+                            hash->second + ", now " + spec_.source_hash +
+                            "); resume needs the same model, or use --init-from " +
                             "to start a new run from its weights",
                         TDM_INVALID_ARGUMENT);
     const auto get = [&](const char* key) {
@@ -106,7 +110,8 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
 
 std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch, int64_t next_batch) const {
   std::string plugins;
-  for (const LoadedPlugin* p : registry_.plugins()) plugins += (plugins.empty() ? "" : ",") + p->name + "=" + p->version;
+  for (const LoadedPlugin* p : registry_.plugins())
+    plugins += (plugins.empty() ? "" : ",") + p->name + "=" + p->version;
   return {{"format", "pt"},  // what safetensors tools expect for a state dict
           {"tandem.model_file", spec_.path},
           {"tandem.model_hash", spec_.source_hash},
@@ -127,8 +132,10 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
 Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t total_steps, int64_t& correct) {
   exec::Executor& ex = *executor_;
   const Graph& g = model_.graph;
-  if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r) return r.error();
-  if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r) return r.error();
+  if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
+    return r.error();
+  if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r)
+    return r.error();
   const auto lr = static_cast<float>(learning_rate(spec_.train, step, total_steps));
   if (auto r = ex.write(model_.lr, &lr, sizeof lr); !r) return r.error();
   if (model_.step != kNoValue) {
@@ -196,7 +203,8 @@ Result<TrainResult> Trainer::run() {
   std::map<std::string, void*> shared;
   for (size_t i = 0; i < model_.graph.value_count(); ++i) {
     const Value& v = *model_.graph.value_at(i);
-    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE) shared[v.name] = executor_->device_pointer(v.id);
+    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
+      shared[v.name] = executor_->device_pointer(v.id);
   }
   Evaluator evaluator(spec_, device_, shared);
   ProfileRecorder profiler(!options_.profile.empty());
@@ -236,8 +244,8 @@ Result<TrainResult> Trainer::run() {
       if (options_.stop != nullptr && options_.stop->load()) {
         auto saved = save(step, epoch, index);
         if (!saved) return saved.error();
-        progress.line("interrupted: checkpoint saved to " + *saved + "; continue with: tandem train " + spec_.path +
-                      " --resume " + options_.run_dir);
+        progress.line("interrupted: checkpoint saved to " + *saved + "; continue with: tandem train " +
+                      spec_.path + " --resume " + options_.run_dir);
         result.interrupted = true;
         result.last_checkpoint = *saved;
         result.steps = step;
@@ -246,7 +254,9 @@ Result<TrainResult> Trainer::run() {
     }
     const bool epoch_done = index >= per_epoch;
     double val_loss = -1, val_acc = -1;
-    const data::Dataset* eval_set = data_.validation ? &*data_.validation : data_.test ? &*data_.test : nullptr;
+    const data::Dataset* eval_set = data_.validation ? &*data_.validation
+                                    : data_.test     ? &*data_.test
+                                                     : nullptr;
     if (eval_set != nullptr && (epoch_done || step >= total)) {
       auto ev = evaluator.evaluate(*eval_set, data_.transforms, options_.loader_threads);
       if (!ev) return ev.error();
@@ -275,7 +285,8 @@ Result<TrainResult> Trainer::run() {
   result.seconds = seconds_since(run_start);
   if (options_.memory_report) report_memory();
   if (!options_.profile.empty()) {
-    if (auto r = profiler.write(options_.profile, model_.graph, *executor_, device_.id()); !r) return r.error();
+    if (auto r = profiler.write(options_.profile, model_.graph, *executor_, device_.id()); !r)
+      return r.error();
     profiler.print_summary(std::cout, model_.graph, *executor_);
   }
   return result;

@@ -24,10 +24,10 @@
 namespace tandem::host::train {
 
 struct TrainOptions {
-  std::string run_dir;      // metrics.jsonl and checkpoints/ go here
-  std::string resume;       // a run directory or a checkpoint file to continue from
-  std::string init_from;    // a checkpoint to take weights from (not optimizer state)
-  std::string profile;      // Chrome/Perfetto trace file to write
+  std::string run_dir;    // metrics.jsonl and checkpoints/ go here
+  std::string resume;     // a run directory or a checkpoint file to continue from
+  std::string init_from;  // a checkpoint to take weights from (not optimizer state)
+  std::string profile;    // Chrome/Perfetto trace file to write
   bool memory_report = false;
   bool live_progress = false;  // a terminal: rewrite one progress line
   int loader_threads = 2;

@@ -128,6 +128,13 @@ TEST(ModelParser, SetOverridesKeysAndLayers) {
   EXPECT_NE(r->source_hash, parse_model_text(kMlp, "m.toml")->source_hash);
 }
 
+TEST(ModelParser, HashIgnoresRunLengthButNotTheModel) {
+  const auto base = parse_model_text(kMlp, "m.toml")->source_hash;
+  EXPECT_EQ(parse_model_text(kMlp, "m.toml", {"train.epochs=30", "train.log_every=5"})->source_hash, base);
+  EXPECT_NE(parse_model_text(kMlp, "m.toml", {"train.momentum=0.5"})->source_hash, base);
+  EXPECT_NE(parse_model_text(kMlp, "m.toml", {"layers.fc1.out_features=64"})->source_hash, base);
+}
+
 TEST(ModelParser, OverridesAreValidatedLikeTheFile) {
   EXPECT_NE(error_of(kMlp, {"train.lr=fast"}).find("'lr' must be a number"), std::string::npos);
   EXPECT_NE(error_of(kMlp, {"train.learning_rate=0.1"}).find("unknown key 'learning_rate'"),

@@ -6,12 +6,12 @@
 
 #include "tandem/tandem.h"
 
-#define CHECK(COND)                                    \
-  do {                                                 \
-    if (!(COND)) {                                     \
-      fprintf(stderr, "check failed: %s\n", #COND);    \
-      return 1;                                        \
-    }                                                  \
+#define CHECK(COND)                                 \
+  do {                                              \
+    if (!(COND)) {                                  \
+      fprintf(stderr, "check failed: %s\n", #COND); \
+      return 1;                                     \
+    }                                               \
   } while (0)
 
 int main(void) {

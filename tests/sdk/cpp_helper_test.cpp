@@ -116,7 +116,8 @@ TEST(CppHelper, EntryDescribesPluginAndRunsTable) {
 TEST(CppHelper, RefusesOtherAbiMajor) {
   static const tdm_host_api host = make_host();
   recorded() = {};
-  const tdm_plugin* p = tandem::backend_entry<TestBackend>(&host, TDM_ABI_MAJOR + 1, 0, {"test", "0.0.1", "", {}});
+  const tdm_plugin* p =
+      tandem::backend_entry<TestBackend>(&host, TDM_ABI_MAJOR + 1, 0, {"test", "0.0.1", "", {}});
   EXPECT_EQ(p, nullptr);
   EXPECT_EQ(recorded().code, TDM_VERSION_MISMATCH);
   EXPECT_NE(recorded().message.find("rebuild"), std::string::npos);

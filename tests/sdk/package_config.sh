@@ -37,7 +37,7 @@ if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 env -u CMAKE_PREFIX_PATH -u TandemSDK_DIR -u TandemSDK_ROOT \
   cmake -S "$source/sdk/examples/hello_backend" -B "$work/hello" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_INSTALL_PREFIX="$prefix" \
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$work/configure.log" ||
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_COMPILE_WARNING_AS_ERROR=ON >"$work/configure.log" ||
   { cat "$work/configure.log" >&2; exit 1; }
 found=$(sed -n 's/^TandemSDK_DIR:PATH=//p' "$work/hello/CMakeCache.txt")
 if [[ "$found" != "$prefix"/* ]]; then
@@ -71,7 +71,12 @@ fi
 
 driver="$prefix/bin/tandem-conformance"
 if [[ -x "$driver" && -n "$reference" ]]; then
-  step "tandem-conformance --plugin libtandem-hello.so"
-  "$driver" --plugin "$plugin" --reference "$reference" --require-op fill --require-op copy --require-op add
+  step "tandem-conformance --plugin libtandem-hello.so (what it implements must pass)"
+  # Exit 0 = no case failed; declined cases (other ops, dtypes, broadcasts) are UNSUPPORTED.
+  conf=$("$driver" --plugin "$plugin" --reference "$reference" 2>&1) || { echo "$conf" >&2; exit 1; }
+  tail -n 2 <<<"$conf"
+  for op in fill copy add; do
+    grep -q "^PASS $op f32" <<<"$conf" || { echo "$conf" >&2; echo "no passing f32 case of '$op'" >&2; exit 1; }
+  done
 fi
 echo "sdk.package_config: OK"

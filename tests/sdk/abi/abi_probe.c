@@ -7,8 +7,10 @@
  * regenerate the baseline with scripts/update-abi-baseline.sh). */
 #include "tandem/tandem.h"
 
-#define PROBE(NAME, TYPE) \
-  TDM_EXPORT void tdm_abi_probe_##NAME(TYPE* p) { (void)p; }
+#define PROBE(NAME, TYPE)                         \
+  TDM_EXPORT void tdm_abi_probe_##NAME(TYPE* p) { \
+    (void)p;                                      \
+  }
 
 /* types.h */
 PROBE(tensor_desc, tdm_tensor_desc)
@@ -44,14 +46,26 @@ PROBE(comm, tdm_comm)
 /* plugin.h */
 PROBE(vendor_version, tdm_vendor_version)
 PROBE(plugin, tdm_plugin)
-TDM_EXPORT void tdm_abi_probe_plugin_entry_fn(tdm_plugin_entry_fn f) { (void)f; }
+TDM_EXPORT void tdm_abi_probe_plugin_entry_fn(tdm_plugin_entry_fn f) {
+  (void)f;
+}
 
 /* The scalar typedefs (status, dtype, kinds, ...) fix the width of the enum
  * values; their names and widths are checked through these. */
 TDM_EXPORT void tdm_abi_probe_scalars(tdm_status s, tdm_dtype d, tdm_log_level l, tdm_attr_type a,
-                                      tdm_device_kind k, tdm_phase ph, tdm_value_kind vk,
-                                      tdm_node_id n, tdm_value_id v, tdm_pass_stage st,
-                                      tdm_reduce_op r, tdm_plugin_kind pk) {
-  (void)s; (void)d; (void)l; (void)a; (void)k; (void)ph; (void)vk; (void)n; (void)v; (void)st;
-  (void)r; (void)pk;
+                                      tdm_device_kind k, tdm_phase ph, tdm_value_kind vk, tdm_node_id n,
+                                      tdm_value_id v, tdm_pass_stage st, tdm_reduce_op r,
+                                      tdm_plugin_kind pk) {
+  (void)s;
+  (void)d;
+  (void)l;
+  (void)a;
+  (void)k;
+  (void)ph;
+  (void)vk;
+  (void)n;
+  (void)v;
+  (void)st;
+  (void)r;
+  (void)pk;
 }

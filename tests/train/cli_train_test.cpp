@@ -1,0 +1,224 @@
+// `tandem train` and `tandem eval` as a user runs them: bad input of every
+// kind gives a clear message and the documented exit code, a corrupted
+// checkpoint is refused without touching anything, and Ctrl-C stops cleanly
+// with a checkpoint that resumes to exactly the uninterrupted result.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "temp_dir.hpp"
+
+namespace tandem::test {
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string output;
+};
+
+CliRun tandem(const std::string& args) {
+  const std::string command =
+      "env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' --allow-insecure-plugins " + args + " 2>&1";
+  CliRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_NE((text).find(part), std::string::npos) << "missing '" << (part) << "' in:\n" << (text)
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const char* kSynthetic = R"([model]
+name = "tiny"
+input = [8]
+classes = 4
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 16
+activation = "relu"
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 4
+[train]
+lr = 0.05
+momentum = 0.9
+batch_size = 8
+epochs = 2
+seed = 3
+[data]
+format = "synthetic"
+synthetic_samples = 256
+synthetic_test_samples = 64
+)";
+
+class TrainCli : public ::testing::Test {
+ protected:
+  std::string model(const std::string& text, const std::string& name = "m.toml") {
+    std::ofstream(dir.file(name)) << text;
+    return dir.file(name);
+  }
+  TempDir dir;
+};
+
+TEST_F(TrainCli, TrainsAndEvaluates) {
+  const std::string m = model(kSynthetic);
+  CliRun r = tandem("train " + m + " --run-dir " + dir.file("run") + " --device reference");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "test accuracy");
+  EXPECT_TRUE(std::filesystem::exists(dir.file("run/metrics.jsonl")));
+  CliRun e = tandem("eval " + m + " --weights " + dir.file("run"));
+  EXPECT_EQ(e.code, 0) << e.output;
+  EXPECT_HAS(e.output, "test samples 64");
+}
+
+TEST_F(TrainCli, MalformedModelFileNamesLineAndColumn) {
+  CliRun r = tandem("train " + model("[model]\ninput = [8\n"));
+  EXPECT_EQ(r.code, 4);
+  EXPECT_HAS(r.output, dir.file("m.toml") + ":2:");
+}
+
+TEST_F(TrainCli, UnknownKeyAndBadOverride) {
+  std::string text = kSynthetic;
+  text.replace(text.find("momentum"), 8, "momentun");
+  CliRun r = tandem("train " + model(text));
+  EXPECT_EQ(r.code, 4);
+  EXPECT_HAS(r.output, "unknown key 'momentun' (did you mean 'momentum'?)");
+  CliRun o = tandem("train " + model(kSynthetic, "ok.toml") + " --set train.lr=fast");
+  EXPECT_EQ(o.code, 4);
+  EXPECT_HAS(o.output, "'lr' must be a number");
+}
+
+TEST_F(TrainCli, SetOverridesTheModelFile) {
+  CliRun r = tandem("train " + model(kSynthetic) + " --run-dir " + dir.file("run") + " --set train.epochs=1" +
+                    " --set train.batch_size=32");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "batch 32");
+  EXPECT_HAS(r.output, "trained 8 steps");  // 256 / 32, one epoch
+}
+
+TEST_F(TrainCli, MissingAndCorruptedDataFilesAreNamed) {
+  const std::string idx = R"([model]
+input = [1, 2, 2]
+classes = 2
+[[layers]]
+op = "linear"
+out_features = 2
+[data]
+format = "idx"
+train_images = "IMAGES"
+train_labels = "LABELS"
+)";
+  std::string text = idx;
+  text.replace(text.find("IMAGES"), 6, dir.file("nope.gz"));
+  text.replace(text.find("LABELS"), 6, dir.file("nope2.gz"));
+  CliRun missing = tandem("train " + model(text, "a.toml"));
+  EXPECT_EQ(missing.code, 4);
+  EXPECT_HAS(missing.output, dir.file("nope.gz") + ": cannot open");
+
+  // A truncated gzip IDX file: header says 10 images of 2x2, data stops early.
+  gzFile f = gzopen(dir.file("short.gz").c_str(), "wb");
+  const unsigned char header[] = {0, 0, 8, 3, 0, 0, 0, 10, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3};
+  gzwrite(f, header, sizeof header);
+  gzclose(f);
+  text = idx;
+  text.replace(text.find("IMAGES"), 6, dir.file("short.gz"));
+  text.replace(text.find("LABELS"), 6, dir.file("short.gz"));
+  CliRun truncated = tandem("train " + model(text, "b.toml"));
+  EXPECT_EQ(truncated.code, 4);
+  EXPECT_HAS(truncated.output, dir.file("short.gz") + ": truncated at offset 19");
+}
+
+TEST_F(TrainCli, CorruptedCheckpointIsRefusedAndLeftAlone) {
+  const std::string m = model(kSynthetic);
+  ASSERT_EQ(tandem("train " + m + " --run-dir " + dir.file("run")).code, 0);
+  std::string ckpt;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("run/checkpoints")))
+    ckpt = e.path().string();
+  std::string bytes = read_file(ckpt);
+  bytes[bytes.size() - 3] ^= 0x40;  // inside the last tensor
+  std::ofstream(ckpt, std::ios::binary) << bytes;
+  CliRun r = tandem("train " + m + " --resume " + dir.file("run") + " --set train.epochs=3");
+  EXPECT_EQ(r.code, 4);
+  EXPECT_HAS(r.output, "failed its checksum");
+  EXPECT_HAS(r.output, "nothing was loaded");
+  EXPECT_EQ(read_file(ckpt), bytes) << "the refused checkpoint was modified";
+}
+
+TEST_F(TrainCli, ExistingRunIsNotOverwritten) {
+  const std::string m = model(kSynthetic);
+  ASSERT_EQ(tandem("train " + m + " --run-dir " + dir.file("run")).code, 0);
+  CliRun again = tandem("train " + m + " --run-dir " + dir.file("run"));
+  EXPECT_EQ(again.code, 2);
+  EXPECT_HAS(again.output, "already holds checkpoints");
+}
+
+TEST_F(TrainCli, CtrlCSavesACheckpointThatResumesExactly) {
+  std::string text = kSynthetic;
+  text.replace(text.find("epochs = 2"), 10, "epochs = 150");
+  const std::string m = model(text);
+  ASSERT_EQ(tandem("train " + m + " --run-dir " + dir.file("straight")).code, 0);
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::freopen(dir.file("interrupted.log").c_str(), "w", stdout);
+    ::execl(TANDEM_EXE, TANDEM_EXE, "--allow-insecure-plugins", "train", m.c_str(), "--run-dir",
+            dir.file("split").c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  // Interrupt mid-run: once the first epoch has been recorded.
+  for (int i = 0;
+       i < 200 && read_file(dir.file("split/metrics.jsonl")).find("\"event\":\"epoch\"") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 0)
+    GTEST_SKIP() << "the run finished before the interrupt arrived (machine too fast)";
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_file(dir.file("interrupted.log"));
+  EXPECT_HAS(read_file(dir.file("interrupted.log")), "interrupted: checkpoint saved");
+
+  CliRun resumed = tandem("train " + m + " --resume " + dir.file("split"));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  auto newest = [&](const std::string& run) {
+    std::string last;
+    for (const auto& e : std::filesystem::directory_iterator(dir.file(run + "/checkpoints")))
+      last = std::max(last, e.path().string());
+    return last;
+  };
+  // Same tensors, bit for bit; only the metadata's paths differ.
+  auto tensors = [](const std::string& bytes) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+    return bytes.substr(8 + n);
+  };
+  EXPECT_EQ(tensors(read_file(newest("straight"))), tensors(read_file(newest("split"))));
+}
+
+}  // namespace
+}  // namespace tandem::test

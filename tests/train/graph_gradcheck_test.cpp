@@ -1,0 +1,218 @@
+// Whole-graph gradient checks: the backward graph autodiff builds for a
+// model file, run on the reference backend in f64, against central finite
+// differences of the loss with respect to every parameter.
+//
+// Tolerance: in f64 with h = 1e-6 the truncation error is O(h^2 f''') ~ 1e-12
+// and the rounding error ~ 1e-16 / h ~ 1e-10 relative, so 1e-6 relative (plus
+// 1e-8 absolute) leaves room for the loss's curvature yet catches any wrong
+// rule (a wrong transpose or a missing term is off by O(1)).
+#include <cmath>
+#include <random>
+
+#include "build/autodiff.hpp"
+#include "exec/executor.hpp"
+#include "model/model_parser.hpp"
+#include "reference_device.hpp"
+#include "train/initializers.hpp"
+
+namespace tandem::test {
+namespace {
+
+using host::ValueId;
+namespace build = host::build;
+
+const char* kMlp = R"([model]
+input = [6]
+classes = 3
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 5
+activation = "relu"
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 4
+activation = "tanh"
+[[layers]]
+name = "act"
+op = "sigmoid"
+[[layers]]
+name = "fc3"
+op = "linear"
+out_features = 3
+[loss]
+label_smoothing = 0.1
+)";
+
+const char* kCnn = R"([model]
+input = [2, 7, 7]
+classes = 3
+[[layers]]
+name = "conv1"
+op = "conv2d"
+out_channels = 4
+kernel = 3
+padding = 1
+stride = 1
+[[layers]]
+name = "relu1"
+op = "relu"
+[[layers]]
+name = "pool1"
+op = "max_pool2d"
+kernel = 2
+[[layers]]
+name = "conv2"
+op = "conv2d"
+out_channels = 4
+kernel = 2
+groups = 2
+[[layers]]
+name = "pool2"
+op = "avg_pool2d"
+kernel = 2
+[[layers]]
+name = "bn"
+op = "batch_norm"
+[[layers]]
+name = "fc"
+op = "linear"
+out_features = 3
+)";
+
+const char* kResidual = R"([model]
+input = [5]
+classes = 2
+[[layers]]
+name = "stem"
+op = "linear"
+out_features = 6
+[[layers]]
+name = "branch1"
+op = "linear"
+out_features = 6
+activation = "relu"
+[[layers]]
+name = "branch2"
+op = "linear"
+out_features = 6
+[[layers]]
+name = "skip"
+op = "add"
+inputs = ["stem", "branch2"]
+[[layers]]
+name = "gate"
+op = "mul"
+inputs = ["skip", "stem"]
+[[layers]]
+name = "act"
+op = "gelu"
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 2
+)";
+
+const char* kEmbedding = R"([model]
+input = [4]
+classes = 3
+[[layers]]
+name = "embed"
+op = "embedding"
+num_embeddings = 7
+embedding_dim = 5
+[[layers]]
+name = "norm"
+op = "layer_norm"
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 3
+)";
+
+class GraphGradcheck : public ReferenceDevice {
+ protected:
+  void check(const char* text, bool integer_inputs = false) {
+    auto spec = host::model::parse_model_text(text, "gradcheck.toml");
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    const int64_t batch = 3;
+    auto m = build::build_forward(*spec, batch, build::Mode::Train, TDM_F64);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(build::append_backward(*m).ok());
+    host::exec::ExecutorOptions options;
+    options.outputs = {"loss"};
+    auto ex = host::exec::Executor::create(*device_, m->graph, options);
+    ASSERT_TRUE(ex.ok()) << ex.error().message;
+    host::exec::Executor& e = **ex;
+
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> uni(-1, 1);
+    const auto& in_dims = m->graph.value(m->input)->type.dims;
+    int64_t n_in = 1;
+    for (int64_t d : in_dims) n_in *= d;
+    std::vector<double> input(static_cast<size_t>(n_in));
+    for (auto& x : input) x = integer_inputs ? double(rng() % 7) : uni(rng);
+    std::vector<int32_t> labels(static_cast<size_t>(batch));
+    for (auto& l : labels) l = static_cast<int32_t>(rng() % static_cast<uint64_t>(spec->classes));
+    ASSERT_TRUE(e.write(m->input, input.data(), input.size() * 8).ok());
+    ASSERT_TRUE(e.write(m->labels, labels.data(), labels.size() * 4).ok());
+    std::map<ValueId, std::vector<double>> params;
+    for (const auto& [id, init] : m->initializers) {
+      const auto& v = *m->graph.value(id);
+      int64_t n = 1;
+      for (int64_t d : v.type.dims) n *= d;
+      auto f = host::train::initial_values(init, v.name, n, 3);
+      std::vector<double> values(f.begin(), f.end());
+      for (auto& x : values) x += 0.1 * uni(rng);  // break symmetry (zero biases, unit gammas)
+      if (v.kind == TDM_VALUE_STATE)
+        for (auto& x : values) x = std::abs(x) + 0.5;  // running var > 0
+      ASSERT_TRUE(e.write(id, values.data(), values.size() * 8).ok());
+      if (v.kind == TDM_VALUE_PARAMETER) params[id] = values;
+    }
+    {
+      auto ran = e.run();
+      ASSERT_TRUE(ran.ok()) << ran.error().message;
+    }
+    std::map<ValueId, std::vector<double>> grads;
+    for (auto& [p, values] : params) {
+      grads[p].resize(values.size());
+      ASSERT_TRUE(e.read(m->gradients.at(p), grads[p].data(), values.size() * 8).ok());
+    }
+    auto loss_at = [&](ValueId p, size_t i, double x) {
+      std::vector<double> v = params[p];
+      v[i] = x;
+      EXPECT_TRUE(e.write(p, v.data(), v.size() * 8).ok());
+      EXPECT_TRUE(e.run(0, m->backward_begin).ok());
+      double loss = 0;
+      EXPECT_TRUE(e.read(m->loss, &loss, 8).ok());
+      return loss;
+    };
+    for (auto& [p, values] : params) {
+      const std::string name = m->graph.value(p)->name;
+      for (size_t k = 0; k < std::min<size_t>(values.size(), 8); ++k) {
+        const size_t i = (k * 7919) % values.size();
+        const double h = 1e-6 * (std::abs(values[i]) + 1);
+        const double numeric = (loss_at(p, i, values[i] + h) - loss_at(p, i, values[i] - h)) / (2 * h);
+        EXPECT_NEAR(grads[p][i], numeric, 1e-6 * std::abs(numeric) + 1e-8) << name << "[" << i << "]";
+      }
+      ASSERT_TRUE(e.write(p, values.data(), values.size() * 8).ok());
+    }
+  }
+};
+
+TEST_F(GraphGradcheck, MlpWithFusedActivations) {
+  check(kMlp);
+}
+TEST_F(GraphGradcheck, CnnWithPoolingAndBatchNorm) {
+  check(kCnn);
+}
+TEST_F(GraphGradcheck, ResidualBlockWithSharedValues) {
+  check(kResidual);
+}
+TEST_F(GraphGradcheck, EmbeddingAndLayerNorm) {
+  check(kEmbedding, true);
+}
+
+}  // namespace
+}  // namespace tandem::test
