@@ -1,0 +1,187 @@
+// oneDNN backend — pooling.
+//
+// avg_pool2d and its gradient are dnnl pooling primitives
+// (pooling_avg_exclude_padding / _include_padding).
+// max_pool2d and max_pool2d_grad are own code: the catalog's gradient takes
+// (dy, x) with no workspace and wants the FIRST maximum of each window (and a
+// NaN to win), which a tie-agnostic oneDNN workspace does not promise. One
+// pass over each (n, c) plane, planes in parallel: the gradient kernel finds
+// the arg-max again instead of storing indices.
+#include <algorithm>
+#include <cmath>
+
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+struct Pool {
+  int64_t n, c, h, w, p, q, kh, kw, sh, sw, ph, pw;
+  bool include_pad;
+};
+
+// x: [N,C,H,W] image, y: [N,C,P,Q] pooled shape (inputs or outputs per op).
+Pool geometry(const Check& c, const Dims& x, const Dims& y) {
+  if (!c.op().attr("kernel")) c.fail("attribute 'kernel' is required");
+  const Dims k = c.pair_attr("kernel", {}), s = c.pair_attr("stride", k),
+             pad = c.pair_attr("padding", {0, 0});
+  if (x.size() != 4) c.fail("x must be rank 4 (NCHW), got " + dims_str(x));
+  if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1) c.fail("kernel and stride must be >= 1");
+  if (pad[0] < 0 || pad[1] < 0 || 2 * pad[0] > k[0] || 2 * pad[1] > k[1])
+    c.fail("padding must lie in [0, kernel/2]");
+  Pool g{x[0],
+         x[1],
+         x[2],
+         x[3],
+         0,
+         0,
+         k[0],
+         k[1],
+         s[0],
+         s[1],
+         pad[0],
+         pad[1],
+         c.int_attr("count_include_pad", 0) != 0};
+  if (x[2] + 2 * pad[0] < k[0] || x[3] + 2 * pad[1] < k[1])
+    c.fail("the window is larger than the padded image");
+  g.p = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  g.q = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  const Dims want{g.n, g.c, g.p, g.q};
+  if (y != want) c.fail("pooled shape: expected " + dims_str(want) + ", got " + dims_str(y));
+  return g;
+}
+
+// Flat index (within the plane) of the window's first maximum; a NaN wins.
+template <class T>
+inline int64_t argmax(const T* plane, const Pool& g, int64_t p, int64_t q) {
+  int64_t best_i = -1;
+  float best = 0;
+  for (int64_t r = 0; r < g.kh; ++r) {
+    const int64_t ih = p * g.sh - g.ph + r;
+    if (ih < 0 || ih >= g.h) continue;
+    for (int64_t s = 0; s < g.kw; ++s) {
+      const int64_t iw = q * g.sw - g.pw + s;
+      if (iw < 0 || iw >= g.w) continue;
+      const float v = ld(plane, ih * g.w + iw);
+      if (std::isnan(v)) return ih * g.w + iw;
+      if (best_i < 0 || v > best) best = v, best_i = ih * g.w + iw;
+    }
+  }
+  return best_i;
+}
+
+std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
+  const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [g](void* const* in, void* const* out, void*) {
+      const T* x = static_cast<const T*>(in[0]);
+      T* y = static_cast<T*>(out[0]);
+#pragma omp parallel for schedule(static) if (g.n * g.c * g.h * g.w > kParallelGrain)
+      for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+        const T* xp = x + plane * g.h * g.w;
+        T* yp = y + plane * g.p * g.q;
+        for (int64_t p = 0; p < g.p; ++p)
+          for (int64_t q = 0; q < g.q; ++q) yp[p * g.q + q] = xp[argmax(xp, g, p, q)];
+      }
+    });
+  });
+}
+
+std::unique_ptr<Kernel> max_pool2d_grad(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  c.input_dtype(1, {dt});
+  const Pool g = geometry(c, c.in(1).dims, c.in(0).dims);
+  c.output(0, dt, c.in(1).dims);
+  // f32 accumulates straight into dx; bf16 into an f32 copy in the workspace.
+  ws = dt == TDM_BF16 ? size_t(numel(c.in(1).dims)) * sizeof(float) : 0;
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [g](void* const* in, void* const* out, void* w) {
+      const T* dy = static_cast<const T*>(in[0]);
+      const T* x = static_cast<const T*>(in[1]);
+      T* dx = static_cast<T*>(out[0]);
+      const int64_t hw = g.h * g.w;
+#pragma omp parallel for schedule(static) if (g.n * g.c * hw > kParallelGrain)
+      for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+        float* acc = std::is_same_v<T, float> ? reinterpret_cast<float*>(dx) + plane * hw
+                                              : static_cast<float*>(w) + plane * hw;
+        std::fill(acc, acc + hw, 0.f);
+        const T* xp = x + plane * hw;
+        const T* dyp = dy + plane * g.p * g.q;
+        for (int64_t p = 0; p < g.p; ++p)
+          for (int64_t q = 0; q < g.q; ++q) acc[argmax(xp, g, p, q)] += ld(dyp, p * g.q + q);
+        if constexpr (!std::is_same_v<T, float>)
+          for (int64_t i = 0; i < hw; ++i) st(dx + plane * hw, i, acc[i]);
+      }
+    });
+  });
+}
+
+memory::desc nchw(const Dims& d, tdm_dtype dt) {
+  return memory::desc(to_dnnl(d), dnnl_type(dt), tag::nchw);
+}
+
+dnnl::pooling_forward::primitive_desc avg_forward_pd(const Pool& g, tdm_dtype dt, dnnl::prop_kind kind) {
+  const auto algo = g.include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  return dnnl::pooling_forward::primitive_desc(
+      dnnl::pooling_forward::desc(kind, algo, nchw({g.n, g.c, g.h, g.w}, dt), nchw({g.n, g.c, g.p, g.q}, dt),
+                                  {g.sh, g.sw}, {g.kh, g.kw}, {g.ph, g.pw}, {g.ph, g.pw}),
+      user_scratchpad_attr(), engine());
+}
+
+std::unique_ptr<Kernel> avg_pool2d(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
+  const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
+  auto k = std::make_unique<PrimKernel>("avg_pool2d");
+  const auto pd = avg_forward_pd(g, dt, dnnl::prop_kind::forward_inference);
+  k->add<dnnl::pooling_forward>(pd, {{DNNL_ARG_SRC, k->bind(pd.src_desc(), in_slot(0))},
+                                     {DNNL_ARG_DST, k->bind(pd.dst_desc(), out_slot(0))}});
+  ws = k->workspace_bytes();
+  return k;
+}
+
+std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
+  const Pool g = geometry(c, c.out(0).dims, c.in(0).dims);
+  auto k = std::make_unique<PrimKernel>("avg_pool2d_grad");
+  const auto hint = avg_forward_pd(g, dt, dnnl::prop_kind::forward_training);
+  const auto algo = g.include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  const dnnl::pooling_backward::primitive_desc pd(
+      dnnl::pooling_backward::desc(algo, nchw({g.n, g.c, g.h, g.w}, dt), nchw({g.n, g.c, g.p, g.q}, dt),
+                                   {g.sh, g.sw}, {g.kh, g.kw}, {g.ph, g.pw}, {g.ph, g.pw}),
+      user_scratchpad_attr(), engine(), hint);
+  k->add<dnnl::pooling_backward>(pd, {{DNNL_ARG_DIFF_DST, k->bind(pd.diff_dst_desc(), in_slot(0))},
+                                      {DNNL_ARG_DIFF_SRC, k->bind(pd.diff_src_desc(), out_slot(0))}});
+  ws = k->workspace_bytes();
+  return k;
+}
+
+}  // namespace
+
+void register_pool(const Registrar& add) {
+  add("max_pool2d", max_pool2d);
+  add("max_pool2d_grad", max_pool2d_grad);
+  add("avg_pool2d", avg_pool2d);
+  add("avg_pool2d_grad", avg_pool2d_grad);
+}
+
+}  // namespace tandem::onednn
