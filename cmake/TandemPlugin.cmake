@@ -22,7 +22,9 @@ function(tandem_add_plugin name)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
-  target_link_libraries(${target} PRIVATE Tandem::sdk tandem_warnings ${ARG_LIBRARIES})
+  # The tree's warning flags inside Tandem's own build; an out-of-tree plugin
+  # keeps its project's own flags.
+  target_link_libraries(${target} PRIVATE Tandem::sdk $<TARGET_NAME_IF_EXISTS:tandem_warnings> ${ARG_LIBRARIES})
   target_link_options(${target} PRIVATE
     "-Wl,--version-script=${TANDEM_PLUGIN_VERSION_SCRIPT}" "-Wl,--no-undefined")
   if(NOT ARG_NO_INSTALL)

@@ -198,10 +198,17 @@ struct TensorShape {
     return n;
   }
   size_t bytes() const noexcept { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  // Appends piece by piece: g++ 12/13 warn falsely (-Wrestrict) on chains of
+  // std::string operator+ at -O3, which would break -Werror plugin builds.
   std::string str() const {
-    std::string s = std::string(dtype_name(dtype)) + "[";
-    for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-    return s + "]";
+    std::string s = dtype_name(dtype);
+    s += '[';
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (i > 0) s += ',';
+      s += std::to_string(dims[i]);
+    }
+    s += ']';
+    return s;
   }
 };
 
