@@ -16,6 +16,7 @@
 #include "train/profile_report.hpp"
 #include "train/progress.hpp"
 #include "util/format.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -23,6 +24,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Runs are single-device for now: say so when the model file pins a layer
+// elsewhere, rather than ignoring the pin silently.
+void warn_about_pins(const model::ModelSpec& spec, const DeviceHandle& device) {
+  const std::string id = device.id();
+  const std::string backend = id.substr(0, id.find(':'));
+  const auto info = device.info();
+  const std::string kind = info.ok() && info->kind == TDM_DEVICE_GPU ? "gpu" : "cpu";
+  for (const auto& layer : spec.layers) {
+    if (!layer.device || *layer.device == id || *layer.device == backend || *layer.device == kind) continue;
+    log_warning("layer '" + layer.name + "' is pinned to '" + *layer.device + "', but this run places every layer on " +
+                id + ": placement across several devices is not implemented yet");
+  }
 }
 
 }  // namespace
@@ -44,6 +59,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
                           " training samples, fewer than one batch of " +
                           std::to_string(spec.train.batch_size),
                       TDM_INVALID_ARGUMENT);
+  warn_about_pins(spec, device);
   auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
   if (!model) return model.error();
   t->model_ = std::move(*model);
