@@ -65,7 +65,7 @@ std::optional<int> parse_command_options(const std::string& command, const std::
 }
 
 std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
-                                           const std::map<std::string, std::string>& config) {
+                                            const std::map<std::string, std::string>& config) {
   auto session = std::make_unique<PluginSession>();
   for (const auto& [key, value] : config) session->services.config().set(key, value);
   host::DiscoveryOptions options;

@@ -40,7 +40,7 @@ struct PluginSession {
 };
 // `config` is visible to plugins from their init on (e.g. "threads" = "4").
 std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
-                                           const std::map<std::string, std::string>& config = {});
+                                            const std::map<std::string, std::string>& config = {});
 
 // Prints rows under a header, columns padded to the widest cell.
 void print_table(std::ostream& out, const std::vector<std::string>& header,

@@ -57,7 +57,8 @@ Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, c
   std::set<ValueId> outputs;
   for (const std::string& name : executor->options_.outputs) {
     const Value* v = graph.value_by_name(name);
-    if (v == nullptr) return make_error("output value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    if (v == nullptr)
+      return make_error("output value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
     outputs.insert(v->id);
   }
   auto plan = make_plan(graph, workspace, outputs);

@@ -81,7 +81,8 @@ size_t place_blocks(std::vector<Block>& blocks) {
 }
 
 // Live intervals and own sizes of every value; owners are themselves.
-Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph, const std::set<ValueId>& outputs) {
+Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
+                                                        const std::set<ValueId>& outputs) {
   std::map<NodeId, size_t> position;
   for (size_t i = 0; i < graph.node_count(); ++i) position[graph.node_at(i)->id] = i;
   std::map<ValueId, ValueStorage> values;

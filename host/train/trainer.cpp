@@ -35,8 +35,9 @@ void warn_about_pins(const model::ModelSpec& spec, const DeviceHandle& device) {
   const std::string kind = info.ok() && info->kind == TDM_DEVICE_GPU ? "gpu" : "cpu";
   for (const auto& layer : spec.layers) {
     if (!layer.device || *layer.device == id || *layer.device == backend || *layer.device == kind) continue;
-    log_warning("layer '" + layer.name + "' is pinned to '" + *layer.device + "', but this run places every layer on " +
-                id + ": placement across several devices is not implemented yet");
+    log_warning("layer '" + layer.name + "' is pinned to '" + *layer.device +
+                "', but this run places every layer on " + id +
+                ": placement across several devices is not implemented yet");
   }
 }
 

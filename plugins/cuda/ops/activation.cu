@@ -115,11 +115,9 @@ std::unique_ptr<Kernel> prepare_dropout(CudaDevice&, const OpView& v, size_t&) {
     using T = decltype(tag);
     k = make_kernel("dropout", [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (n == 0) return;
-      dropout_kernel<T>
-          <<<grid_for(n), kThreads, 0, s.get()>>>(static_cast<const T*>(in[0]), static_cast<T*>(o[0]),
-                                                  static_cast<uint8_t*>(o[1]), n, seed,
-                                                  has_offset ? static_cast<const int64_t*>(in[1]) : nullptr,
-                                                  threshold, den);
+      dropout_kernel<T><<<grid_for(n), kThreads, 0, s.get()>>>(
+          static_cast<const T*>(in[0]), static_cast<T*>(o[0]), static_cast<uint8_t*>(o[1]), n, seed,
+          has_offset ? static_cast<const int64_t*>(in[1]) : nullptr, threshold, den);
     });
   });
   return k;

@@ -42,7 +42,8 @@ std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
   const uint64_t base_seed = static_cast<uint64_t>(c.int_attr("seed", 0));
   return make_kernel(c, [=](void* const* in, void* const* out) {
     // The per-step offset is data, so a new mask each step needs no new kernel.
-    const uint64_t seed = base_seed + (has_offset ? static_cast<uint64_t>(*static_cast<const int64_t*>(in[1])) : 0);
+    const uint64_t seed =
+        base_seed + (has_offset ? static_cast<uint64_t>(*static_cast<const int64_t*>(in[1])) : 0);
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
       const int64_t n = numel(shape);

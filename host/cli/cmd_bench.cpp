@@ -1,0 +1,103 @@
+// `tandem bench MODEL.toml`: training throughput with pre-loaded data (see
+// train/benchmark.hpp for what is timed). bench/run.sh compares it with
+// PyTorch doing the same work.
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli_common.hpp"
+#include "cli/exit_codes.hpp"
+#include "model/model_parser.hpp"
+#include "train/benchmark.hpp"
+#include "train/device_select.hpp"
+#include "util/format.hpp"
+
+namespace tandem::cli {
+namespace {
+
+std::string fixed(double x, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << x;
+  return s.str();
+}
+
+int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options("Options");
+  options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a model-file key: --set train.batch_size=256 (repeatable)")(
+      "device", po::value<std::string>()->default_value(""),
+      "device to run on: onednn:0, cuda:0, reference:0, cpu, gpu (default: the fastest available)")(
+      "threads", po::value<int>()->default_value(0),
+      "compute threads for CPU backends (0: the backend's default)")(
+      "steps", po::value<int64_t>()->default_value(50), "training steps per timed repeat")(
+      "warmup", po::value<int64_t>()->default_value(10), "untimed training steps before the repeats")(
+      "repeats", po::value<int64_t>()->default_value(5), "timed repeats (the median is reported)")(
+      "json", po::value<std::string>(), "also write the result as JSON to this file");
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (auto stop = parse_command_options("bench", "MODEL.toml", args, options, positional, vm, globals))
+    return *stop;
+  if (!vm.count("model")) {
+    print_error("bench needs a model file: tandem bench MODEL.toml (see tandem bench --help)");
+    return kExitUsage;
+  }
+  const std::string model_path = vm["model"].as<std::string>();
+  const auto overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto spec = host::model::parse_model_file(model_path, overrides);
+  if (!spec) {
+    print_error(spec.error().message);
+    return kExitInput;
+  }
+  const int threads = vm["threads"].as<int>();
+  std::map<std::string, std::string> config;
+  if (threads > 0) config["threads"] = std::to_string(threads);
+  std::unique_ptr<PluginSession> session = load_plugins(globals, config);
+  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  if (!device) {
+    print_error(device.error().message);
+    return kExitPlugin;
+  }
+  host::train::BenchOptions bench{.steps = vm["steps"].as<int64_t>(),
+                                  .warmup = vm["warmup"].as<int64_t>(),
+                                  .repeats = vm["repeats"].as<int64_t>()};
+  auto result = host::train::run_benchmark(*spec, *device, bench);
+  if (!result) {
+    print_error(result.error().message);
+    return result.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;
+  }
+  const auto& r = *result;
+  const std::string thread_text =
+      threads > 0 ? std::to_string(threads) : "backend default (" + std::to_string(std::thread::hardware_concurrency()) + " cores)";
+  std::cout << "bench " << r.model << " (" << model_path << ") on " << r.device << ", threads "
+            << thread_text << ", batch " << r.batch << ", " << r.parameters << " parameters\n"
+            << "  " << r.warmup << " warm-up steps, " << r.samples_per_second.size() << " repeats of " << r.steps
+            << " steps (data pre-loaded)\n"
+            << "  samples/s   median " << fixed(r.median, 1) << "  min " << fixed(r.min, 1) << "  max "
+            << fixed(r.max, 1) << "\n"
+            << "  step        " << fixed(r.step_ms, 3) << " ms\n"
+            << "  effective   " << fixed(r.effective_gflops(), 1) << " GFLOP/s (6 x parameters x samples/s)\n"
+            << "  peak RSS    " << host::human_bytes(r.peak_rss_bytes) << " (device peak "
+            << host::human_bytes(r.device_peak_bytes) << ", planned " << host::human_bytes(r.planned_bytes)
+            << ")\n"
+            << "  last loss   " << r.last_loss << std::endl;
+  if (vm.count("json")) {
+    std::ofstream out(vm["json"].as<std::string>());
+    out << host::train::bench_json(r, threads) << "\n";
+    if (!out) {
+      print_error("cannot write " + vm["json"].as<std::string>());
+      return kExitRuntimeFailure;
+    }
+  }
+  return kExitOk;
+}
+
+const bool registered =
+    register_command({"bench", "Measure training throughput with pre-loaded data", run_bench});
+
+}  // namespace
+}  // namespace tandem::cli

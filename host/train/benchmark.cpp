@@ -1,0 +1,163 @@
+#include "train/benchmark.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "build/autodiff.hpp"
+#include "build/model_graph.hpp"
+#include "build/optimizer.hpp"
+#include "build/shapes.hpp"
+#include "exec/executor.hpp"
+#include "train/initializers.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// As Trainer::initialise: the model's initialisers, seeded by [train] seed.
+Result<void> initialise(const build::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex) {
+  const Graph& g = model.graph;
+  for (size_t i = 0; i < g.value_count(); ++i) {
+    const Value& v = *g.value_at(i);
+    if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
+    auto init = model.initializers.find(v.id);
+    if (init == model.initializers.end()) {
+      if (auto r = ex.fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
+      continue;
+    }
+    const auto values = initial_values(init->second, v.name, build::numel(v.type.dims), spec.train.seed);
+    if (auto r = ex.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
+  }
+  return {};
+}
+
+// One batch of N(0, 1) features and uniform labels, written once.
+Result<void> preload_batch(const build::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex) {
+  std::mt19937_64 rng(spec.train.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(spec.classes) - 1);
+  std::vector<float> features(static_cast<size_t>(build::numel(model.graph.value(model.input)->type.dims)));
+  for (float& f : features) f = normal(rng);
+  std::vector<int32_t> labels(static_cast<size_t>(model.batch));
+  for (int32_t& l : labels) l = label(rng);
+  if (auto r = ex.write(model.input, features.data(), features.size() * sizeof(float)); !r) return r;
+  if (auto r = ex.write(model.labels, labels.data(), labels.size() * sizeof(int32_t)); !r) return r;
+  const auto lr = static_cast<float>(spec.train.lr);
+  return ex.write(model.lr, &lr, sizeof lr);
+}
+
+// One training step as Trainer::step runs it, minus the batch copy and the
+// per-step reads of loss and logits.
+Result<void> train_step(const build::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex,
+                        int64_t step) {
+  if (model.step != kNoValue) {
+    const auto t = static_cast<int32_t>(step + 1);
+    if (auto r = ex.write(model.step, &t, sizeof t); !r) return r;
+  }
+  if (model.dropout_step != kNoValue) {
+    const int64_t offset = step;
+    if (auto r = ex.write(model.dropout_step, &offset, sizeof offset); !r) return r;
+  }
+  if (model.clip_coef == kNoValue) return ex.run();
+  if (auto r = ex.run(0, model.optimizer_begin); !r) return r;
+  float norm_sq = 0;
+  if (auto r = ex.read(model.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r;
+  const auto coef = static_cast<float>(std::min(1.0, spec.train.clip_grad_norm / (std::sqrt(norm_sq) + 1e-6)));
+  if (auto r = ex.write(model.clip_coef, &coef, sizeof coef); !r) return r;
+  return ex.run(model.optimizer_begin, ex.node_count());
+}
+
+uint64_t peak_rss() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+}  // namespace
+
+Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHandle& device,
+                                  const BenchOptions& options) {
+  if (options.steps < 1 || options.repeats < 1 || options.warmup < 0)
+    return make_error("bench: --steps and --repeats must be at least 1, --warmup at least 0",
+                      TDM_INVALID_ARGUMENT);
+  auto built = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
+  if (!built) return built.error();
+  build::ModelGraph& model = *built;
+  if (auto r = build::append_backward(model); !r) return r.error();
+  if (auto r = build::append_optimizer(model, spec.train); !r) return r.error();
+  exec::ExecutorOptions exec_options;
+  exec_options.outputs = {"loss"};
+  auto executor = exec::Executor::create(device, model.graph, exec_options);
+  if (!executor) return executor.error();
+  exec::Executor& ex = **executor;
+  if (auto r = initialise(model, spec, ex); !r) return r.error();
+  if (auto r = preload_batch(model, spec, ex); !r) return r.error();
+
+  BenchResult result;
+  result.model = spec.name;
+  result.device = device.id();
+  result.batch = model.batch;
+  result.steps = options.steps;
+  result.warmup = options.warmup;
+  for (ValueId p : model.parameters) result.parameters += build::numel(model.graph.value(p)->type.dims);
+  int64_t step = 0;
+  for (; step < options.warmup; ++step)
+    if (auto r = train_step(model, spec, ex, step); !r) return r.error();
+  for (int64_t repeat = 0; repeat < options.repeats; ++repeat) {
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < options.steps; ++i, ++step)
+      if (auto r = train_step(model, spec, ex, step); !r) return r.error();
+    float loss = 0;  // inside the timed span: the device's work is surely done
+    if (auto r = ex.read(model.loss, &loss, sizeof loss); !r) return r.error();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!std::isfinite(loss))
+      return make_error("bench: the loss became " + std::to_string(loss) + " at step " +
+                            std::to_string(step) + "; lower [train] lr for this model",
+                        TDM_ABORTED);
+    result.last_loss = loss;
+    result.samples_per_second.push_back(static_cast<double>(options.steps * model.batch) / seconds);
+  }
+  std::vector<double> sorted = result.samples_per_second;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  result.median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  result.min = sorted.front();
+  result.max = sorted.back();
+  result.step_ms = 1e3 * static_cast<double>(model.batch) / result.median;
+  result.peak_rss_bytes = peak_rss();
+  result.device_peak_bytes = ex.measured_peak();
+  result.planned_bytes = ex.plan().estimate.total;
+  return result;
+}
+
+std::string bench_json(const BenchResult& r, int threads) {
+  nlohmann::json j;
+  j["framework"] = "tandem";
+  j["model"] = r.model;
+  j["device"] = r.device;
+  j["threads"] = threads;
+  j["batch"] = r.batch;
+  j["parameters"] = r.parameters;
+  j["steps"] = r.steps;
+  j["warmup"] = r.warmup;
+  j["repeats"] = r.samples_per_second.size();
+  j["samples_per_second"] = r.samples_per_second;
+  j["median_samples_per_second"] = r.median;
+  j["min_samples_per_second"] = r.min;
+  j["max_samples_per_second"] = r.max;
+  j["step_ms"] = r.step_ms;
+  j["effective_gflops"] = r.effective_gflops();
+  j["last_loss"] = r.last_loss;
+  j["peak_rss_bytes"] = r.peak_rss_bytes;
+  j["device_peak_bytes"] = r.device_peak_bytes;
+  j["planned_bytes"] = r.planned_bytes;
+  return j.dump(2);
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,56 @@
+// `tandem bench`: training throughput of a model on one device, measured
+// the way bench/torch_peer.py measures PyTorch.
+//
+// The training graph is built exactly as `tandem train` builds it (forward,
+// autodiff, optimizer, one Executor, the model's initialisers). One batch of
+// synthetic data of the model's input shape is written into the executor
+// once; the learning rate is written once (a constant: the schedule is not
+// what is measured). A timed step is then forward + backward + optimizer with
+// no host<->device copy (AdamW's step counter and dropout's seed are the
+// exceptions: they are per-step inputs and are written as `tandem train`
+// writes them). The loss is read once at the end of each repeat, to be sure
+// the work happened and stayed finite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+#include "model/model_spec.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::train {
+
+struct BenchOptions {
+  int64_t steps = 50;   // training steps per timed repeat
+  int64_t warmup = 10;  // untimed steps before the first repeat
+  int64_t repeats = 5;  // timed repeats; the median is reported
+};
+
+struct BenchResult {
+  std::string model;
+  std::string device;
+  int64_t batch = 0;
+  int64_t parameters = 0;  // trained elements
+  int64_t steps = 0;
+  int64_t warmup = 0;
+  std::vector<double> samples_per_second;  // one per repeat
+  double median = 0, min = 0, max = 0;     // samples/s
+  double step_ms = 0;                      // at the median
+  double last_loss = 0;
+  uint64_t peak_rss_bytes = 0;      // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
+  uint64_t device_peak_bytes = 0;   // the device allocator's peak (memory_stats)
+  uint64_t planned_bytes = 0;       // the planner's estimate
+  // 6 x parameters x samples/s (the usual training FLOP count of dense
+  // layers: 2 forward + 4 backward per weight and sample), in GFLOP/s.
+  double effective_gflops() const { return 6.0 * static_cast<double>(parameters) * median * 1e-9; }
+};
+
+Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHandle& device,
+                                  const BenchOptions& options);
+
+// The result as one JSON object (the same keys bench/torch_peer.py writes).
+std::string bench_json(const BenchResult& result, int threads);
+
+}  // namespace tandem::host::train

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fails when a tracked C/C++/CUDA file differs from what clang-format makes
+# of it; prints the files and the command that fixes them.
+set -euo pipefail
+clang_format=${1:-}
+git=${2:-}
+if [[ -z "$clang_format" || ! -x "$clang_format" ]]; then
+  echo "SKIPPED: clang-format is not installed (scripts/install-deps.sh installs it)"
+  exit 77
+fi
+if [[ -z "$git" ]] || ! "$git" rev-parse --git-dir >/dev/null 2>&1; then
+  echo "SKIPPED: not a git checkout, so the tracked files are unknown"
+  exit 77
+fi
+mapfile -t files < <("$git" ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.cu' '*.cuh')
+bad=()
+for f in "${files[@]}"; do
+  if ! "$clang_format" --dry-run --Werror "$f" >/dev/null 2>&1; then bad+=("$f"); fi
+done
+if ((${#bad[@]})); then
+  printf 'not formatted: %s\n' "${bad[@]}"
+  echo "fix with: clang-format -i ${bad[*]}"
+  exit 1
+fi
+echo "${#files[@]} files follow .clang-format"
