@@ -61,17 +61,32 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
                           std::to_string(spec.train.batch_size),
                       TDM_INVALID_ARGUMENT);
   warn_about_pins(spec, device);
+  auto features = FeatureSet::create(registry, spec);
+  if (!features) return features.error();
+  t->features_ = std::move(*features);
   auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
   if (!model) return model.error();
   t->model_ = std::move(*model);
+  Graph& graph = t->model_.graph;
+  if (auto r = t->features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r.error();
   if (auto r = build::append_backward(t->model_); !r) return r.error();
+  if (auto r = t->features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r.error();
   if (auto r = build::append_optimizer(t->model_, spec.train); !r) return r.error();
+  if (auto r = t->features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r.error();
+  // Passes may have inserted nodes anywhere: find the optimizer phase again.
+  t->model_.optimizer_begin = graph.node_count();
+  for (size_t i = 0; i < graph.node_count(); ++i)
+    if (graph.node_at(i)->phase == TDM_PHASE_OPTIMIZER) {
+      t->model_.optimizer_begin = i;
+      break;
+    }
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};
   auto executor = exec::Executor::create(device, t->model_.graph, exec_options);
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
+  t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
   if (auto r = t->initialise(); !r) return r.error();
   if (!t->options_.resume.empty()) {
     if (auto r = t->resume_from(t->options_.resume, false); !r) return r.error();
@@ -163,7 +178,11 @@ Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t tot
     const int64_t offset = step;
     if (auto r = ex.write(model_.dropout_step, &offset, sizeof offset); !r) return r.error();
   }
+  const tdm_step_info info{sizeof(tdm_step_info), step, 0, 1, scalars_->as_c()};
+  if (auto r = features_->step_begin(info); !r) return r.error();
   if (auto r = ex.run(0, model_.optimizer_begin); !r) return r.error();
+  if (auto r = features_->micro_batch_end(info); !r) return r.error();
+  if (auto r = features_->gradients_ready(info); !r) return r.error();
   if (model_.clip_coef != kNoValue) {
     float norm_sq = 0;  // read between the phases, before any optimizer node can reuse its bytes
     if (auto r = ex.read(model_.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r.error();
@@ -171,7 +190,11 @@ Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t tot
     const auto coef = static_cast<float>(std::min(1.0, spec_.train.clip_grad_norm / (norm + 1e-6)));
     if (auto r = ex.write(model_.clip_coef, &coef, sizeof coef); !r) return r.error();
   }
-  if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) return r.error();
+  auto skip = features_->before_optimizer_step(info);
+  if (!skip) return skip.error();
+  if (!*skip)
+    if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) return r.error();
+  if (auto r = features_->step_end(info); !r) return r.error();
   float loss = 0;
   if (auto r = ex.read(model_.loss, &loss, sizeof loss); !r) return r.error();
   if (!std::isfinite(loss))

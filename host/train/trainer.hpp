@@ -20,6 +20,8 @@
 #include "exec/executor.hpp"
 #include "plugin/registry.hpp"
 #include "train/datasets.hpp"
+#include "train/executor_scalars.hpp"
+#include "train/features.hpp"
 
 namespace tandem::host::train {
 
@@ -72,6 +74,8 @@ class Trainer {
   RunData data_;
   build::ModelGraph model_;
   std::unique_ptr<exec::Executor> executor_;
+  std::unique_ptr<FeatureSet> features_;
+  std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;
 };

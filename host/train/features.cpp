@@ -1,0 +1,108 @@
+#include "train/features.hpp"
+
+#include <algorithm>
+
+#include "graph/graph_api.hpp"
+#include "plugin/config_store.hpp"
+#include "util/last_error.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+std::vector<std::string> names(const char* const* list) {
+  std::vector<std::string> out;
+  for (; list != nullptr && *list != nullptr; ++list) out.emplace_back(*list);
+  return out;
+}
+
+Error failure(const std::string& feature, const std::string& what, tdm_status status) {
+  return make_error(
+      "feature '" + feature + "' failed in " + what + ": " + last_error_text("it gave no reason"), status);
+}
+
+}  // namespace
+
+FeatureSet::~FeatureSet() {
+  for (auto it = active_.rbegin(); it != active_.rend(); ++it)
+    if (it->instance != nullptr) it->plugin->feature->destroy(it->instance);
+}
+
+Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& registry,
+                                                       const model::ModelSpec& spec) {
+  std::unique_ptr<FeatureSet> set(new FeatureSet());
+  for (const auto& [name, section] : spec.features) {
+    const LoadedPlugin* plugin = registry.find(name);
+    if (plugin == nullptr || plugin->kind != TDM_PLUGIN_FEATURE || plugin->feature == nullptr)
+      return make_error(spec.path + ": [features." + name + "] needs a feature plugin named '" + name +
+                            "', but none was loaded (install tandem-plugin-" + name +
+                            ", or see where Tandem looked with 'tandem plugins -v')",
+                        TDM_NOT_FOUND);
+    for (const std::string& needed : names(plugin->feature->requires_features))
+      if (spec.features.count(needed) == 0)
+        return make_error("feature '" + name + "' requires feature '" + needed + "': add [features." +
+                              needed + "] to " + spec.path,
+                          TDM_INVALID_ARGUMENT);
+    for (const std::string& other : names(plugin->feature->conflicts_with))
+      if (spec.features.count(other) > 0)
+        return make_error("features '" + name + "' and '" + other + "' cannot be combined (" + name +
+                              " declares the conflict): remove one of [features." + name +
+                              "] and [features." + other + "] from " + spec.path,
+                          TDM_INVALID_ARGUMENT);
+    ConfigSectionView config(section);
+    tdm_feature* instance = nullptr;
+    if (plugin->feature->create(config.get(), &instance) != TDM_OK || instance == nullptr)
+      return failure(name, "create (check [features." + name + "] in " + spec.path + ")",
+                     TDM_INVALID_ARGUMENT);
+    set->active_.push_back({plugin, instance});
+  }
+  return set;
+}
+
+Result<void> FeatureSet::run_passes(tdm_pass_stage stage, Graph& graph) {
+  for (const Active& a : active_) {
+    const tdm_feature_api& api = *a.plugin->feature;
+    if (api.pass_stage != stage || api.graph_pass == nullptr) continue;
+    const tdm_status status = api.graph_pass(a.instance, to_c(graph));
+    if (status != TDM_OK) return failure(a.plugin->name, "its graph pass", status);
+  }
+  return {};
+}
+
+Result<void> FeatureSet::call_hooks(Hook tdm_feature_api::*hook, const char* what,
+                                    const tdm_step_info& info) {
+  for (const Active& a : active_) {
+    const Hook fn = a.plugin->feature->*hook;
+    if (fn == nullptr) continue;
+    const tdm_status status = fn(a.instance, &info);
+    if (status != TDM_OK) return failure(a.plugin->name, what, status);
+  }
+  return {};
+}
+
+Result<void> FeatureSet::step_begin(const tdm_step_info& info) {
+  return call_hooks(&tdm_feature_api::on_step_begin, "step_begin", info);
+}
+Result<void> FeatureSet::micro_batch_end(const tdm_step_info& info) {
+  return call_hooks(&tdm_feature_api::on_micro_batch_end, "micro_batch_end", info);
+}
+Result<void> FeatureSet::gradients_ready(const tdm_step_info& info) {
+  return call_hooks(&tdm_feature_api::on_gradients_ready, "gradients_ready", info);
+}
+Result<void> FeatureSet::step_end(const tdm_step_info& info) {
+  return call_hooks(&tdm_feature_api::on_step_end, "step_end", info);
+}
+
+Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
+  bool skip = false;
+  for (const Active& a : active_) {
+    const auto fn = a.plugin->feature->before_optimizer_step;
+    if (fn == nullptr) continue;
+    int32_t wants_skip = 0;
+    const tdm_status status = fn(a.instance, &info, &wants_skip);
+    if (status != TDM_OK) return failure(a.plugin->name, "before_optimizer_step", status);
+    skip = skip || wants_skip != 0;
+  }
+  return skip;
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,51 @@
+// The feature plugins a model file enables ([features.NAME] sections): found
+// among the loaded plugins, checked against each other (each declares what
+// it requires and what it cannot run with), created with their sections, and
+// called at their graph-pass stage and at each step hook.
+//
+// Failures name the feature and carry the plugin's own message.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "model/model_spec.hpp"
+#include "plugin/registry.hpp"
+
+namespace tandem::host::train {
+
+class FeatureSet {
+ public:
+  static Result<std::unique_ptr<FeatureSet>> create(const PluginRegistry& registry,
+                                                    const model::ModelSpec& spec);
+  ~FeatureSet();
+  FeatureSet(const FeatureSet&) = delete;
+  FeatureSet& operator=(const FeatureSet&) = delete;
+
+  bool empty() const noexcept { return active_.empty(); }
+  // Runs the graph pass of every feature registered for `stage`, in the
+  // order of the model file.
+  Result<void> run_passes(tdm_pass_stage stage, Graph& graph);
+
+  Result<void> step_begin(const tdm_step_info& info);
+  Result<void> micro_batch_end(const tdm_step_info& info);
+  Result<void> gradients_ready(const tdm_step_info& info);
+  // True when any feature asks to skip this optimizer step (e.g. overflow).
+  Result<bool> before_optimizer_step(const tdm_step_info& info);
+  Result<void> step_end(const tdm_step_info& info);
+
+ private:
+  struct Active {
+    const LoadedPlugin* plugin = nullptr;
+    tdm_feature* instance = nullptr;
+  };
+  FeatureSet() = default;
+  using Hook = tdm_status (*)(tdm_feature*, const tdm_step_info*);
+  Result<void> call_hooks(Hook tdm_feature_api::*hook, const char* what, const tdm_step_info& info);
+
+  std::vector<Active> active_;
+};
+
+}  // namespace tandem::host::train

@@ -1,0 +1,72 @@
+// A purpose-built feature plugin for the host's feature tests, written with
+// the SDK's C++ helper. Built twice: "testfeature" and "testrival", which
+// declare a conflict with each other.
+//
+// [features.testfeature] keys:
+//   annotate = true    the graph pass (after autodiff) annotates every
+//                      backward node with "testfeature.seen" = "1"
+//   skip_every = N     before_optimizer_step skips steps whose index % N == 0
+//   zero_lr = true     step_begin sets the run scalar "optim.lr" to 0
+#include <tandem/tandem.hpp>
+
+#include <string>
+
+namespace {
+
+class TestFeature final : public tandem::Feature {
+ public:
+  explicit TestFeature(const tandem::Config& config)
+      : annotate_(config.get("annotate").value_or("false") == "true"),
+        skip_every_(std::stol(config.get("skip_every").value_or("0"))),
+        zero_lr_(config.get("zero_lr").value_or("false") == "true") {
+    if (skip_every_ < 0) throw tandem::Error(TDM_INVALID_ARGUMENT, "skip_every must not be negative");
+  }
+
+  void graph_pass(tdm_graph* graph) override {
+    if (!annotate_) return;
+    const tdm_graph_api& g = *tandem::Host::api()->graph;
+    for (size_t i = 0; i < g.node_count(graph); ++i) {
+      tdm_node_info info{};
+      info.struct_size = sizeof info;
+      if (g.node_at(graph, i, &info) != TDM_OK) throw tandem::Error(TDM_INTERNAL, "node_at failed");
+      if (info.phase == TDM_PHASE_BACKWARD &&
+          g.node_annotate(graph, info.id, "testfeature.seen", "1") != TDM_OK)
+        throw tandem::Error(TDM_INTERNAL, "node_annotate failed");
+    }
+  }
+
+  void step_begin(const tdm_step_info& info) override {
+    if (!zero_lr_) return;
+    const tdm_host_api* h = tandem::Host::api();
+    if (h->run_scalar_set(h->ctx, info.run, "optim.lr", 0.0) != TDM_OK)
+      throw tandem::Error(TDM_INTERNAL, "could not set optim.lr");
+  }
+
+  bool before_optimizer_step(const tdm_step_info& info) override {
+    return skip_every_ > 0 && info.step % skip_every_ == 0;
+  }
+
+ private:
+  bool annotate_;
+  long skip_every_;
+  bool zero_lr_;
+};
+
+#ifndef TEST_FEATURE_NAME
+#error "TEST_FEATURE_NAME must be defined"
+#endif
+#ifndef TEST_FEATURE_RIVAL
+#error "TEST_FEATURE_RIVAL must be defined"
+#endif
+const char* const kConflicts[] = {TEST_FEATURE_RIVAL, nullptr};
+
+}  // namespace
+
+extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
+                                                         uint32_t minor) {
+  tandem::FeatureTraits traits;
+  traits.stage = TDM_PASS_AFTER_AUTODIFF;
+  traits.conflicts_with = kConflicts;
+  return tandem::feature_entry<TestFeature>(
+      host, major, minor, {TEST_FEATURE_NAME, "0.1.0", "Feature plugin for the host's tests", {}}, traits);
+}
