@@ -8,30 +8,14 @@
 #include <sstream>
 
 #include "checkpoint/atomic_file.hpp"
+#include "tandem/tandem.hpp"
 
 namespace tandem::host::checkpoint {
 namespace {
 
 using json = nlohmann::json;
 
-size_t dtype_bytes(tdm_dtype t) {
-  switch (t) {
-    case TDM_F64:
-    case TDM_S64:
-      return 8;
-    case TDM_F32:
-    case TDM_S32:
-      return 4;
-    case TDM_F16:
-    case TDM_BF16:
-      return 2;
-    case TDM_S8:
-    case TDM_U8:
-      return 1;
-    default:
-      return 0;
-  }
-}
+size_t dtype_bytes(tdm_dtype t) { return tandem::dtype_size(t); }
 
 std::string crc_hex(const std::vector<std::byte>& data) {
   uLong crc = crc32(0L, Z_NULL, 0);

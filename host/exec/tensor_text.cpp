@@ -1,48 +1,12 @@
 #include "exec/tensor_text.hpp"
 
+#include "tandem/tandem.hpp"
+
 namespace tandem::host::exec {
 
-size_t dtype_size(tdm_dtype dtype) noexcept {
-  switch (dtype) {
-    case TDM_F64:
-    case TDM_S64:
-      return 8;
-    case TDM_F32:
-    case TDM_S32:
-      return 4;
-    case TDM_F16:
-    case TDM_BF16:
-      return 2;
-    case TDM_S8:
-    case TDM_U8:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-const char* dtype_name(tdm_dtype dtype) noexcept {
-  switch (dtype) {
-    case TDM_F32:
-      return "f32";
-    case TDM_F64:
-      return "f64";
-    case TDM_F16:
-      return "f16";
-    case TDM_BF16:
-      return "bf16";
-    case TDM_S8:
-      return "s8";
-    case TDM_U8:
-      return "u8";
-    case TDM_S32:
-      return "s32";
-    case TDM_S64:
-      return "s64";
-    default:
-      return "invalid";
-  }
-}
+// One table of dtype facts for host and plugins: the SDK's C++ helper.
+size_t dtype_size(tdm_dtype dtype) noexcept { return tandem::dtype_size(dtype); }
+const char* dtype_name(tdm_dtype dtype) noexcept { return tandem::dtype_name(dtype); }
 
 size_t tensor_bytes(const TensorType& type) noexcept {
   size_t count = 1;

@@ -9,6 +9,7 @@
 #include "device/device.hpp"
 #include "exec/executor.hpp"
 #include "plugin/registry.hpp"
+#include "reference_device.hpp"
 
 namespace tandem::test {
 namespace {
@@ -21,27 +22,7 @@ using host::exec::Executor;
 using host::exec::ExecutorOptions;
 
 // The reference plugin from the build tree, device 0.
-class ExecutorTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
-    const host::LoadedPlugin* reference = registry_->find("reference");
-    ASSERT_NE(reference, nullptr) << "reference plugin not found in " << TANDEM_BUILD_PLUGIN_DIR;
-    auto device = host::DeviceHandle::open(*reference, 0);
-    ASSERT_TRUE(device.ok()) << device.error().message;
-    device_.emplace(std::move(device.value()));
-  }
-  void TearDown() override { device_.reset(); }
-
-  host::HostServices services_;
-  std::optional<host::PluginRegistry> registry_;
-  std::optional<host::DeviceHandle> device_;
-};
+class ExecutorTest : public ReferenceDevice {};
 
 // input [4,3] -> linear (w [2,3], b [2]) -> relu -> softmax_cross_entropy.
 struct Net {

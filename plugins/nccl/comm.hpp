@@ -1,0 +1,92 @@
+// NCCL comm plugin — one communicator on one GPU.
+//
+// Collectives are enqueued on the caller's cudaStream_t and return at once
+// (stream NULL: the plugin's own stream, and the call waits for completion).
+// With timeout_seconds > 0 the communicator is created non-blocking
+// (ncclConfig_t.blocking = 0), so no NCCL call can block the caller longer
+// than the timeout, and a watchdog thread records a CUDA event after each
+// collective and polls it and ncclCommGetAsyncError; a collective still
+// unfinished after timeout_seconds, or an asynchronous NCCL error, makes it
+// call ncclCommAbort (the stuck kernels exit, the streams' work fails) and
+// every later call returns TDM_TIMEOUT with the reason.
+#ifndef TANDEM_NCCL_COMM_HPP
+#define TANDEM_NCCL_COMM_HPP
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+namespace tandem::nccl {
+
+class NcclComm final : public Communicator {
+ public:
+  explicit NcclComm(const tdm_comm_init_info& info);
+  ~NcclComm() override;
+
+  void allreduce(const void* send, void* recv, size_t count, tdm_dtype dtype, tdm_reduce_op op,
+                 void* stream) override;
+  void allgather(const void* send, void* recv, size_t send_count, tdm_dtype dtype, void* stream) override;
+  void reduce_scatter(const void* send, void* recv, size_t recv_count, tdm_dtype dtype, tdm_reduce_op op,
+                      void* stream) override;
+  void broadcast(void* buffer, size_t count, tdm_dtype dtype, int32_t root, void* stream) override;
+  void barrier() override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    cudaEvent_t event;
+    std::string what;
+    Clock::time_point enqueued;
+  };
+
+  // Enqueues one NCCL call (a lambda taking the cudaStream_t) with the
+  // timeout machinery around it.
+  template <class Enqueue>
+  void collective(const std::string& what, void* stream, Enqueue enqueue);
+  // Waits for a non-blocking communicator's last call to leave ncclInProgress.
+  void settle(ncclResult_t rc, const std::string& what, Clock::time_point deadline);
+  void wait_stream(cudaStream_t stream, const std::string& what);
+  void track(cudaStream_t stream, const std::string& what);
+  void watchdog();
+  // Aborts the communicator once; later calls fail with `reason`.
+  // abort_locked: the caller holds call_mutex_ (or is the only thread).
+  void abort(const std::string& reason);
+  void abort_locked(const std::string& reason);
+  void throw_if_aborted() const;
+  Clock::time_point deadline() const;
+  std::string describe(const char* name, size_t count, tdm_dtype dtype, const char* op) const;
+
+  ncclComm_t comm_ = nullptr;
+  int device_ = 0;
+  int rank_ = 0;
+  int size_ = 1;
+  double timeout_ = 0.0;
+  uint64_t seq_ = 0;
+  cudaStream_t own_stream_ = nullptr;  // for stream == NULL and barrier
+  float* scratch_ = nullptr;           // barrier's one element
+
+  std::mutex call_mutex_;  // one NCCL call or ncclCommAbort at a time
+  std::atomic<bool> aborted_{false};
+  std::string abort_reason_;  // written once before aborted_ is set
+
+  std::mutex pending_mutex_;
+  std::condition_variable wake_;
+  std::deque<Pending> pending_;
+  std::vector<cudaEvent_t> spare_events_;
+  bool stop_ = false;
+  std::thread watchdog_;
+};
+
+}  // namespace tandem::nccl
+
+#endif

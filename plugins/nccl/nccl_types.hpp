@@ -1,0 +1,79 @@
+// NCCL comm plugin — Tandem dtype and reduce-op codes mapped to NCCL's.
+// Header-only and free of CUDA calls, so tests/nccl checks it without a GPU.
+#ifndef TANDEM_NCCL_TYPES_HPP
+#define TANDEM_NCCL_TYPES_HPP
+
+#include <nccl.h>
+
+#include <optional>
+
+#include "tandem/comm.h"
+
+namespace tandem::nccl {
+
+inline std::optional<ncclDataType_t> nccl_type(tdm_dtype dtype) noexcept {
+  switch (dtype) {
+    case TDM_F32:
+      return ncclFloat32;
+    case TDM_F64:
+      return ncclFloat64;
+    case TDM_F16:
+      return ncclFloat16;
+    case TDM_BF16:
+      return ncclBfloat16;
+    case TDM_S8:
+      return ncclInt8;
+    case TDM_U8:
+      return ncclUint8;
+    case TDM_S32:
+      return ncclInt32;
+    case TDM_S64:
+      return ncclInt64;
+    default:
+      return std::nullopt;
+  }
+}
+
+// AVG is NCCL's own ncclAvg (sum and division in one pass, NCCL >= 2.10).
+inline std::optional<ncclRedOp_t> nccl_op(tdm_reduce_op op) noexcept {
+  switch (op) {
+    case TDM_REDUCE_SUM:
+      return ncclSum;
+    case TDM_REDUCE_MAX:
+      return ncclMax;
+    case TDM_REDUCE_MIN:
+      return ncclMin;
+    case TDM_REDUCE_AVG:
+      return ncclAvg;
+    default:
+      return std::nullopt;
+  }
+}
+
+inline const char* op_name(tdm_reduce_op op) noexcept {
+  switch (op) {
+    case TDM_REDUCE_SUM:
+      return "SUM";
+    case TDM_REDUCE_MAX:
+      return "MAX";
+    case TDM_REDUCE_MIN:
+      return "MIN";
+    case TDM_REDUCE_AVG:
+      return "AVG";
+    default:
+      return "?";
+  }
+}
+
+// "2.28.9" from ncclGetVersion's code (22809 since 2.9: major*10000 + minor*100 + patch).
+inline void version_parts(int code, int& major, int& minor, int& patch) noexcept {
+  if (code >= 10000) {
+    major = code / 10000, minor = (code % 10000) / 100, patch = code % 100;
+  } else {  // before 2.9: major*1000 + minor*100 + patch
+    major = code / 1000, minor = (code % 1000) / 100, patch = code % 100;
+  }
+}
+
+}  // namespace tandem::nccl
+
+#endif

@@ -1,0 +1,173 @@
+// The built NCCL plugin, loaded the way the host loads it. Loading, the
+// descriptor and argument checks run on every machine; the GPU tests create
+// a one-rank communicator on GPU 0 and report SKIPPED with the plugin's
+// (the CUDA runtime's) reason where no GPU is usable.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tandem/tandem.h"
+
+namespace {
+
+thread_local std::string g_error;
+
+void host_log(void*, tdm_log_level, const char* message) {
+  std::fprintf(stderr, "[nccl] %s\n", message);
+}
+void host_set_error(void*, tdm_status, const char* format, ...) {
+  char text[4096];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  g_error = text;
+}
+
+const tdm_plugin* plugin() {
+  static const tdm_plugin* p = [] {
+    static tdm_host_api host{};
+    host.struct_size = sizeof host;
+    host.abi_major = TDM_ABI_MAJOR;
+    host.abi_minor = TDM_ABI_MINOR;
+    host.log = host_log;
+    host.set_error = host_set_error;
+    void* lib = dlopen(TANDEM_NCCL_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (lib == nullptr) {
+      g_error = dlerror();
+      return static_cast<const tdm_plugin*>(nullptr);
+    }
+    auto entry = reinterpret_cast<tdm_plugin_entry_fn>(dlsym(lib, TDM_PLUGIN_ENTRY_SYMBOL));
+    return entry != nullptr ? entry(&host, TDM_ABI_MAJOR, TDM_ABI_MINOR) : nullptr;
+  }();
+  return p;
+}
+
+// A one-rank communicator, or the reason there is none.
+tdm_comm* one_rank(double timeout, std::string& why) {
+  const tdm_comm_api* api = plugin()->comm;
+  std::vector<char> id(4096);
+  size_t bytes = id.size();
+  g_error.clear();
+  if (api->comm_unique_id(id.data(), &bytes) != TDM_OK) {
+    why = "comm_unique_id: " + g_error;
+    return nullptr;
+  }
+  tdm_comm_init_info info{};
+  info.struct_size = sizeof info;
+  info.rank = 0;
+  info.world_size = 1;
+  info.local_rank = 0;
+  info.unique_id = id.data();
+  info.unique_id_bytes = bytes;
+  info.timeout_seconds = timeout;
+  tdm_comm* comm = nullptr;
+  if (api->comm_create(&info, &comm) != TDM_OK) {
+    why = g_error;
+    return nullptr;
+  }
+  return comm;
+}
+
+}  // namespace
+
+TEST(NcclPlugin, LoadsWithoutADriverAndDescribesItself) {
+  const tdm_plugin* p = plugin();
+  ASSERT_NE(p, nullptr) << g_error;
+  EXPECT_STREQ(p->name, "nccl");
+  EXPECT_EQ(p->kind, TDM_PLUGIN_COMM);
+  ASSERT_NE(p->comm, nullptr);
+  EXPECT_NE(p->comm->comm_unique_id, nullptr);
+  std::string nccl, runtime;
+  for (size_t i = 0; i < p->n_vendors; ++i) {
+    if (std::string(p->vendors[i].name) == "NCCL") nccl = p->vendors[i].version;
+    if (std::string(p->vendors[i].name) == "CUDA runtime") runtime = p->vendors[i].version;
+  }
+  EXPECT_EQ(nccl.rfind("2.", 0), 0u) << nccl;
+  EXPECT_FALSE(runtime.empty());
+}
+
+TEST(NcclPlugin, UniqueIdSaysHowManyBytesItNeeds) {
+  ASSERT_NE(plugin(), nullptr) << g_error;
+  char small[8];
+  size_t bytes = sizeof small;
+  g_error.clear();
+  EXPECT_EQ(plugin()->comm->comm_unique_id(small, &bytes), TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(bytes, 128u);  // sizeof(ncclUniqueId)
+  EXPECT_NE(g_error.find("128 bytes"), std::string::npos) << g_error;
+}
+
+TEST(NcclPlugin, CreateWithoutTheRendezvousIdIsRefused) {
+  ASSERT_NE(plugin(), nullptr) << g_error;
+  tdm_comm_init_info info{};
+  info.struct_size = sizeof info;
+  info.world_size = 2;
+  tdm_comm* comm = nullptr;
+  g_error.clear();
+  EXPECT_EQ(plugin()->comm->comm_create(&info, &comm), TDM_INVALID_ARGUMENT);
+  EXPECT_NE(g_error.find("comm_unique_id"), std::string::npos) << g_error;
+}
+
+class NcclGpu : public ::testing::TestWithParam<double> {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(plugin(), nullptr) << g_error;
+    std::string why;
+    comm_ = one_rank(GetParam(), why);
+    if (comm_ == nullptr) GTEST_SKIP() << "no usable GPU: " << why;
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&a_, 4096), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b_, 4096), cudaSuccess);
+  }
+  void TearDown() override {
+    if (comm_ != nullptr) plugin()->comm->comm_destroy(comm_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    cudaFree(a_);
+    cudaFree(b_);
+  }
+  std::vector<float> read(void* p, size_t n) {
+    std::vector<float> v(n);
+    EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+  tdm_comm* comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* a_ = nullptr;
+  void* b_ = nullptr;
+};
+
+// With one rank every collective is a copy (AVG divides by 1).
+TEST_P(NcclGpu, CollectivesOnOneRank) {
+  const tdm_comm_api* api = plugin()->comm;
+  std::vector<float> v(256);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) - 100.5f;
+  ASSERT_EQ(cudaMemcpy(a_, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  for (tdm_reduce_op op : {TDM_REDUCE_SUM, TDM_REDUCE_MAX, TDM_REDUCE_MIN, TDM_REDUCE_AVG}) {
+    ASSERT_EQ(cudaMemset(b_, 0, 4096), cudaSuccess);
+    ASSERT_EQ(api->allreduce(comm_, a_, b_, v.size(), TDM_F32, op, stream_), TDM_OK) << g_error;
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(read(b_, v.size()), v) << "op " << op;
+  }
+  ASSERT_EQ(cudaMemset(b_, 0, 4096), cudaSuccess);
+  ASSERT_EQ(api->allgather(comm_, a_, b_, v.size(), TDM_F32, stream_), TDM_OK) << g_error;
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(read(b_, v.size()), v);
+  ASSERT_EQ(cudaMemset(b_, 0, 4096), cudaSuccess);
+  ASSERT_EQ(api->reduce_scatter(comm_, a_, b_, v.size(), TDM_F32, TDM_REDUCE_SUM, nullptr), TDM_OK)
+      << g_error;
+  EXPECT_EQ(read(b_, v.size()), v);  // stream NULL: complete on return
+  ASSERT_EQ(api->broadcast(comm_, a_, v.size(), TDM_F32, 0, stream_), TDM_OK) << g_error;
+  EXPECT_EQ(api->broadcast(comm_, a_, v.size(), TDM_F32, 1, stream_), TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(api->barrier(comm_), TDM_OK) << g_error;
+  for (tdm_dtype t : {TDM_F64, TDM_F16, TDM_BF16, TDM_S8, TDM_U8, TDM_S32, TDM_S64})
+    EXPECT_EQ(api->allreduce(comm_, a_, b_, 64, t, TDM_REDUCE_SUM, stream_), TDM_OK) << "dtype " << t;
+  EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// 0: blocking communicator, no watchdog; 30: non-blocking + watchdog.
+INSTANTIATE_TEST_SUITE_P(Timeouts, NcclGpu, ::testing::Values(0.0, 30.0));
