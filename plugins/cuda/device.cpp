@@ -215,7 +215,8 @@ uint32_t CudaBackend::device_count() {
       why = "driver not found or older than this plugin's CUDA runtime: " + why;
     else if (status == cudaErrorNoDevice)
       why = "no CUDA-capable GPU: " + why;
-    throw Error(TDM_UNAVAILABLE, "no device (" + why + ")");
+    // The reason alone: the host words it as "cuda: no device (<reason>)".
+    throw Error(TDM_UNAVAILABLE, why);
   }
   return static_cast<uint32_t>(count);
 }

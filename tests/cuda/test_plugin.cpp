@@ -62,7 +62,8 @@ TEST(CudaPlugin, DeviceCountExplainsAMissingDriver) {
   if (s == TDM_OK) GTEST_SKIP() << "this machine has a working CUDA driver (" << count << " GPU(s))";
   EXPECT_EQ(s, TDM_UNAVAILABLE);
   EXPECT_EQ(count, 0u);
-  EXPECT_EQ(Plugin::last_error().rfind("no device (", 0), 0u) << Plugin::last_error();
+  // The runtime's own reason, worded for a user (the host prefixes "cuda: no device").
+  EXPECT_NE(Plugin::last_error().find("CUDA"), std::string::npos) << Plugin::last_error();
 }
 
 TEST_F(Gpu, DeviceInfoAndMemoryStatistics) {
