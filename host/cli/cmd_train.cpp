@@ -11,6 +11,7 @@
 #include "model/model_parser.hpp"
 #include "train/checkpointing.hpp"
 #include "train/device_select.hpp"
+#include "train/distributed.hpp"
 #include "train/trainer.hpp"
 
 namespace tandem::cli {
@@ -97,8 +98,15 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(device.error().message);
     return kExitPlugin;
   }
-  std::cout << "training " << spec->name << " (" << model_path << ") on " << device->id() << ", batch "
-            << spec->train.batch_size << ", run directory " << train.run_dir << std::endl;
+  const host::train::ProcessGroup group = host::train::detect_process_group();
+  const bool leader = group.rank == 0;  // the other ranks of a data-parallel run stay quiet
+  if (leader)
+    std::cout << "training " << spec->name << " (" << model_path << ") on " << device->id() << ", batch "
+              << spec->train.batch_size
+              << (group.world > 1
+                      ? " per rank x " + std::to_string(group.world) + " ranks (" + group.launcher + ")"
+                      : std::string())
+              << ", run directory " << train.run_dir << std::endl;
   auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, train);
   if (!trainer) {
     print_error(trainer.error().message);
@@ -111,11 +119,13 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(result.error().message);
     return exit_code_for(result.error());
   }
-  if (result->validation_accuracy)
-    std::cout << "validation accuracy " << *result->validation_accuracy << std::endl;
-  if (result->test_accuracy) std::cout << "test accuracy " << *result->test_accuracy << std::endl;
-  std::cout << "trained " << result->steps << " steps in " << result->seconds << " s; last checkpoint "
-            << result->last_checkpoint << std::endl;
+  if (leader) {
+    if (result->validation_accuracy)
+      std::cout << "validation accuracy " << *result->validation_accuracy << std::endl;
+    if (result->test_accuracy) std::cout << "test accuracy " << *result->test_accuracy << std::endl;
+    std::cout << "trained " << result->steps << " steps in " << result->seconds << " s; last checkpoint "
+              << result->last_checkpoint << std::endl;
+  }
   return result->interrupted ? kExitInterrupted : kExitOk;
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <variant>
 
 #include "build/autodiff.hpp"
 #include "build/model_graph.hpp"
@@ -73,6 +75,48 @@ Result<void> train_step(const build::ModelGraph& model, const model::ModelSpec& 
   return ex.run(model.optimizer_begin, ex.node_count());
 }
 
+// FLOPs of one matmul-family node from its operand shapes; 0 for other ops.
+double gemm_flops(const Graph& g, const Node& node) {
+  using Dims = std::vector<int64_t>;
+  const auto dims = [&](size_t i) -> const Dims& { return g.value(node.inputs[i])->type.dims; };
+  if (node.op == "linear" || node.op == "linear_grad_weight")  // x/dy [N, I|O], w/x [O|N, I]
+    return node.op == "linear" ? 2.0 * double(dims(0)[0]) * double(dims(0)[1]) * double(dims(1)[0])
+                               : 2.0 * double(dims(0)[0]) * double(dims(0)[1]) * double(dims(1)[1]);
+  if (node.op == "linear_grad_input")  // dy [N, O], w [O, I]
+    return 2.0 * double(dims(0)[0]) * double(dims(0)[1]) * double(dims(1)[1]);
+  if (node.op == "matmul") {  // y [..., M, N], contracted dim from a
+    const Dims& y = g.value(node.outputs[0])->type.dims;
+    const Dims& a = dims(0);
+    bool ta = false;
+    for (const Attr& attr : node.attrs)
+      if (attr.name == "transpose_a" && std::holds_alternative<int64_t>(attr.value))
+        ta = std::get<int64_t>(attr.value) != 0;
+    return 2.0 * double(build::numel(y)) * double(ta ? a[a.size() - 2] : a.back());
+  }
+  return 0;
+}
+
+void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, BenchResult& r) {
+  std::map<std::string, OpTime> by_op;
+  double gemm_flop = 0, gemm_us = 0;
+  for (size_t i = 0; i < ex.node_count(); ++i) {
+    const Node& node = *g.node_at(i);
+    OpTime& t = by_op[node.op];
+    t.op = node.op;
+    t.ms_per_step += ex.node_time_us()[i] * 1e-3 / double(steps);
+    ++t.nodes;
+    if (const double f = gemm_flops(g, node); f > 0) {
+      gemm_flop += f * double(steps);
+      gemm_us += ex.node_time_us()[i];
+    }
+  }
+  for (auto& [op, t] : by_op) r.op_times.push_back(t);
+  std::sort(r.op_times.begin(), r.op_times.end(),
+            [](const OpTime& a, const OpTime& b) { return a.ms_per_step > b.ms_per_step; });
+  r.gemm_ms_per_step = gemm_us * 1e-3 / double(steps);
+  r.gemm_gflops = gemm_us > 0 ? gemm_flop / (gemm_us * 1e-6) * 1e-9 : 0;
+}
+
 uint64_t peak_rss() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -93,6 +137,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   if (auto r = build::append_optimizer(model, spec.train); !r) return r.error();
   exec::ExecutorOptions exec_options;
   exec_options.outputs = {"loss"};
+  exec_options.profile = options.profile;
   auto executor = exec::Executor::create(device, model.graph, exec_options);
   if (!executor) return executor.error();
   exec::Executor& ex = **executor;
@@ -109,6 +154,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   int64_t step = 0;
   for (; step < options.warmup; ++step)
     if (auto r = train_step(model, spec, ex, step); !r) return r.error();
+  ex.clear_profile();
   for (int64_t repeat = 0; repeat < options.repeats; ++repeat) {
     const auto start = Clock::now();
     for (int64_t i = 0; i < options.steps; ++i, ++step)
@@ -133,6 +179,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.peak_rss_bytes = peak_rss();
   result.device_peak_bytes = ex.measured_peak();
   result.planned_bytes = ex.plan().estimate.total;
+  if (options.profile) summarise_profile(model.graph, ex, options.steps * options.repeats, result);
   return result;
 }
 
@@ -157,6 +204,12 @@ std::string bench_json(const BenchResult& r, int threads) {
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   j["device_peak_bytes"] = r.device_peak_bytes;
   j["planned_bytes"] = r.planned_bytes;
+  if (!r.op_times.empty()) {
+    j["profiled"] = true;
+    j["gemm_gflops"] = r.gemm_gflops;
+    j["gemm_ms_per_step"] = r.gemm_ms_per_step;
+    for (const OpTime& t : r.op_times) j["op_ms_per_step"][t.op] = t.ms_per_step;
+  }
   return j.dump(2);
 }
 

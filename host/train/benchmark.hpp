@@ -26,6 +26,16 @@ struct BenchOptions {
   int64_t steps = 50;   // training steps per timed repeat
   int64_t warmup = 10;  // untimed steps before the first repeat
   int64_t repeats = 5;  // timed repeats; the median is reported
+  // Synchronise after every node and time it (ExecutorOptions::profile):
+  // gives time per op type and the GEMM-family ops' own GFLOP/s, at the cost
+  // of one stream synchronisation per node in the timed steps.
+  bool profile = false;
+};
+
+struct OpTime {
+  std::string op;
+  double ms_per_step = 0;
+  int64_t nodes = 0;
 };
 
 struct BenchResult {
@@ -42,6 +52,12 @@ struct BenchResult {
   uint64_t peak_rss_bytes = 0;      // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
   uint64_t device_peak_bytes = 0;   // the device allocator's peak (memory_stats)
   uint64_t planned_bytes = 0;       // the planner's estimate
+  // With BenchOptions::profile: time per op type (largest first), and the
+  // matmul-family ops (linear, linear_grad_input, linear_grad_weight, matmul):
+  // 2·M·N·K FLOP each over their measured time.
+  std::vector<OpTime> op_times;
+  double gemm_gflops = 0;
+  double gemm_ms_per_step = 0;
   // 6 x parameters x samples/s (the usual training FLOP count of dense
   // layers: 2 forward + 4 backward per weight and sample), in GFLOP/s.
   double effective_gflops() const { return 6.0 * static_cast<double>(parameters) * median * 1e-9; }

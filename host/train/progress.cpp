@@ -35,8 +35,8 @@ std::string format_duration(double seconds) {
   return b;
 }
 
-Progress::Progress(bool live, int64_t log_every, const std::string& metrics_path)
-    : live_(live), log_every_(log_every > 0 ? log_every : 50) {
+Progress::Progress(bool live, int64_t log_every, const std::string& metrics_path, bool silent)
+    : live_(live && !silent), log_every_(log_every > 0 ? log_every : 50), silent_(silent) {
   if (!metrics_path.empty()) metrics_.open(metrics_path, std::ios::app);
 }
 
@@ -54,6 +54,7 @@ void Progress::record(const std::string& json_object) {
 }
 
 void Progress::step(const StepReport& r) {
+  if (silent_) return;
   const bool periodic = r.step % log_every_ == 0;
   if (periodic) {
     record(nlohmann::json{{"event", "step"},
@@ -78,6 +79,7 @@ void Progress::step(const StepReport& r) {
 }
 
 void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, double epoch_seconds) {
+  if (silent_) return;
   clear_live();
   std::string text = "epoch " + std::to_string(r.epoch) + "/" + std::to_string(r.epochs) + " done in " +
                      format_duration(epoch_seconds) + ": train loss " + fixed(r.loss, 4) + " acc " +
@@ -102,6 +104,7 @@ void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, 
 }
 
 void Progress::line(const std::string& text) {
+  if (silent_) return;
   clear_live();
   std::cout << text << std::endl;
 }

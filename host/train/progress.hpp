@@ -25,7 +25,8 @@ struct StepReport {
 
 class Progress {
  public:
-  Progress(bool live, int64_t log_every, const std::string& metrics_path);
+  // `silent`: print and record nothing (ranks other than 0).
+  Progress(bool live, int64_t log_every, const std::string& metrics_path, bool silent = false);
   ~Progress();
 
   void step(const StepReport& r);
@@ -39,6 +40,7 @@ class Progress {
 
   bool live_;
   int64_t log_every_;
+  bool silent_;
   std::ofstream metrics_;
   bool live_shown_ = false;
   std::chrono::steady_clock::time_point last_draw_{};

@@ -87,6 +87,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
+  t->group_ = detect_process_group();
+  if (t->group_.world > 1) {
+    auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds);
+    if (!comm) return comm.error();
+    t->comm_ = std::move(*comm);
+  }
   if (auto r = t->initialise(); !r) return r.error();
   if (!t->options_.resume.empty()) {
     if (auto r = t->resume_from(t->options_.resume, false); !r) return r.error();
@@ -152,10 +158,12 @@ std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch
           {"tandem.next_batch", std::to_string(next_batch)},
           {"tandem.seed", std::to_string(spec_.train.seed)},
           {"tandem.device", device_.id()},
-          {"tandem.plugins", plugins}};
+          {"tandem.plugins", plugins},
+          {"tandem.world_size", std::to_string(group_.world)}};
 }
 
 Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batch) {
+  if (group_.rank != 0) return std::string();  // rank 0 writes for everyone: the weights are identical
   auto cp = collect_tensors(model_.graph, *executor_, metadata(step, epoch, next_batch));
   if (!cp) return cp.error();
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
@@ -175,13 +183,23 @@ Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t tot
     if (auto r = ex.write(model_.step, &t, sizeof t); !r) return r.error();
   }
   if (model_.dropout_step != kNoValue) {
-    const int64_t offset = step;
+    // Ranks draw different masks for their different samples.
+    const int64_t offset = step * group_.world + group_.rank;
     if (auto r = ex.write(model_.dropout_step, &offset, sizeof offset); !r) return r.error();
   }
   const tdm_step_info info{sizeof(tdm_step_info), step, 0, 1, scalars_->as_c()};
   if (auto r = features_->step_begin(info); !r) return r.error();
   if (auto r = ex.run(0, model_.optimizer_begin); !r) return r.error();
   if (auto r = features_->micro_batch_end(info); !r) return r.error();
+  if (comm_) {
+    for (const auto& [param, grad] : model_.gradients) {
+      const Value& v = *g.value(grad);
+      if (auto r = comm_->average(ex.device_pointer(grad), static_cast<size_t>(build::numel(v.type.dims)),
+                                  v.type.dtype);
+          !r)
+        return r.error();
+    }
+  }
   if (auto r = features_->gradients_ready(info); !r) return r.error();
   if (model_.clip_coef != kNoValue) {
     float norm_sq = 0;  // read between the phases, before any optimizer node can reuse its bytes
@@ -233,13 +251,17 @@ Result<TrainResult> Trainer::run() {
                                         .seed = spec_.train.seed,
                                         .threads = options_.loader_threads,
                                         .prefetch = static_cast<int>(spec_.data.prefetch),
-                                        .transforms = data_.transforms});
+                                        .transforms = data_.transforms,
+                                        .shard_rank = group_.rank,
+                                        .shard_count = group_.world});
   const int64_t per_epoch = loader.batches_per_epoch();
   const int64_t total = spec_.train.steps > 0 ? spec_.train.steps : spec_.train.epochs * per_epoch;
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;
   std::filesystem::create_directories(options_.run_dir);
+  const bool leader = group_.rank == 0;  // only rank 0 reports
   Progress progress(options_.live_progress, spec_.train.log_every,
-                    (std::filesystem::path(options_.run_dir) / "metrics.jsonl").string());
+                    leader ? (std::filesystem::path(options_.run_dir) / "metrics.jsonl").string() : "",
+                    !leader);
   std::map<std::string, void*> shared;
   for (size_t i = 0; i < model_.graph.value_count(); ++i) {
     const Value& v = *model_.graph.value_at(i);
@@ -281,7 +303,13 @@ Result<TrainResult> Trainer::run() {
       report.eta_seconds = elapsed / static_cast<double>(seen) * static_cast<double>((total - step) * batch);
       progress.step(report);
       result.last_loss = *loss;
-      if (options_.stop != nullptr && options_.stop->load()) {
+      int32_t stop = options_.stop != nullptr && options_.stop->load() ? 1 : 0;
+      if (comm_) {  // every rank stops after the same step, or the collectives would mismatch
+        auto agreed = comm_->max(stop);
+        if (!agreed) return agreed.error();
+        stop = *agreed;
+      }
+      if (stop != 0) {
         auto saved = save(step, epoch, index);
         if (!saved) return saved.error();
         progress.line("interrupted: checkpoint saved to " + *saved + "; continue with: tandem train " +
@@ -323,8 +351,8 @@ Result<TrainResult> Trainer::run() {
   }
   result.steps = step;
   result.seconds = seconds_since(run_start);
-  if (options_.memory_report) report_memory();
-  if (!options_.profile.empty()) {
+  if (options_.memory_report && leader) report_memory();
+  if (!options_.profile.empty() && leader) {
     if (auto r = profiler.write(options_.profile, model_.graph, *executor_, device_.id()); !r)
       return r.error();
     profiler.print_summary(std::cout, model_.graph, *executor_);

@@ -20,6 +20,7 @@
 #include "exec/executor.hpp"
 #include "plugin/registry.hpp"
 #include "train/datasets.hpp"
+#include "train/distributed.hpp"
 #include "train/executor_scalars.hpp"
 #include "train/features.hpp"
 
@@ -34,6 +35,9 @@ struct TrainOptions {
   bool live_progress = false;  // a terminal: rewrite one progress line
   int loader_threads = 2;
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT: save and stop after this step
+  // Data parallelism: a collective waiting longer than this fails and names
+  // the ranks that did not arrive, instead of hanging the job.
+  double comm_timeout_seconds = 300;
 };
 
 struct TrainResult {
@@ -55,6 +59,8 @@ class Trainer {
   Result<TrainResult> run();
 
   const build::ModelGraph& model() const { return model_; }
+  // This process's place among the data-parallel ranks (rank 0 of 1 alone).
+  const ProcessGroup& group() const { return group_; }
   exec::Executor& executor() { return *executor_; }
 
  private:
@@ -76,6 +82,8 @@ class Trainer {
   std::unique_ptr<exec::Executor> executor_;
   std::unique_ptr<FeatureSet> features_;
   std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
+  ProcessGroup group_;
+  std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;
 };

@@ -1,0 +1,98 @@
+#include "train/distributed.hpp"
+
+#include <cstdlib>
+
+#include "util/last_error.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != nullptr && *end == '\0' ? static_cast<int>(n) : fallback;
+}
+
+}  // namespace
+
+ProcessGroup detect_process_group() {
+  struct Source {
+    const char *rank, *world, *local, *name;
+  };
+  const Source sources[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "mpirun"},
+      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "mpirun"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "slurm"},
+      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "env"},
+  };
+  for (const Source& s : sources) {
+    const int world = env_int(s.world, 0);
+    if (world < 1) continue;
+    return ProcessGroup{env_int(s.rank, 0), world, env_int(s.local, 0), s.name};
+  }
+  return {};
+}
+
+GradientCommunicator::~GradientCommunicator() {
+  if (comm_ != nullptr) plugin_.comm->comm_destroy(comm_);
+}
+
+Error GradientCommunicator::failure(const char* what, tdm_status status) const {
+  return make_error("data parallelism: " + std::string(what) +
+                        " failed: " + last_error_text("the comm plugin gave no reason"),
+                    status);
+}
+
+Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const PluginRegistry& registry,
+                                                                           const DeviceHandle& device,
+                                                                           const ProcessGroup& group,
+                                                                           double timeout_seconds) {
+  auto info = device.info();
+  if (!info) return info.error();
+  if (info->kind == TDM_DEVICE_GPU)
+    return make_error(
+        "data parallelism on " + device.id() +
+            ": GPU gradients need the nccl plugin's rendezvous, which the trainer does not drive yet; "
+            "train on a CPU device (--device cpu) or in one process",
+        TDM_UNSUPPORTED);
+  if (!info->host_addressable)
+    return make_error(
+        "data parallelism: " + device.id() + " memory is not host memory, which the mpi plugin needs",
+        TDM_UNSUPPORTED);
+  const LoadedPlugin* plugin = registry.find("mpi");
+  if (plugin == nullptr || plugin->comm == nullptr)
+    return make_error("this process is rank " + std::to_string(group.rank) + " of " +
+                          std::to_string(group.world) + " (" + group.launcher +
+                          "), but no comm plugin named 'mpi' was loaded: install "
+                          "tandem-plugin-mpi, or see 'tandem plugins -v'",
+                      TDM_NOT_FOUND);
+  tdm_comm_init_info init{};
+  init.struct_size = sizeof init;
+  init.rank = group.rank;
+  init.world_size = group.world;
+  init.local_rank = group.local_rank;
+  init.timeout_seconds = timeout_seconds;
+  tdm_comm* comm = nullptr;
+  if (plugin->comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
+    return make_error("data parallelism: could not join the " + std::to_string(group.world) +
+                          " ranks: " + last_error_text("the mpi plugin gave no reason"),
+                      TDM_UNAVAILABLE);
+  return std::unique_ptr<GradientCommunicator>(new GradientCommunicator(*plugin, comm));
+}
+
+Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype dtype) {
+  const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_AVG, nullptr);
+  if (s != TDM_OK) return failure("averaging gradients", s);
+  return {};
+}
+
+Result<int32_t> GradientCommunicator::max(int32_t value) {
+  int32_t out = value;
+  const tdm_status s = plugin_.comm->allreduce(comm_, &out, &out, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+  if (s != TDM_OK) return failure("agreeing on stopping", s);
+  return out;
+}
+
+}  // namespace tandem::host::train

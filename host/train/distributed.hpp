@@ -1,0 +1,54 @@
+// Data parallelism across processes started by a launcher (mpirun, srun, or
+// anything that sets RANK/WORLD_SIZE/LOCAL_RANK): each rank trains on its
+// shard of every global batch, and gradients are averaged with the comm
+// plugin that fits the device (`mpi` for CPU memory, `nccl` for GPU memory)
+// before the optimizer step, so every rank applies the same update.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "device/device.hpp"
+#include "plugin/registry.hpp"
+
+namespace tandem::host::train {
+
+struct ProcessGroup {
+  int rank = 0;
+  int world = 1;
+  int local_rank = 0;
+  std::string launcher;  // "mpirun", "slurm", "env" or "" (single process)
+};
+
+// Reads the launcher's environment: Open MPI (OMPI_COMM_WORLD_*), PMI,
+// Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID), then RANK/WORLD_SIZE/LOCAL_RANK.
+ProcessGroup detect_process_group();
+
+class GradientCommunicator {
+ public:
+  // Creates a communicator over the comm plugin for `device`'s memory.
+  // `timeout_seconds`: a collective waiting longer fails, naming the ranks
+  // that did not arrive, instead of hanging the job.
+  static Result<std::unique_ptr<GradientCommunicator>> create(const PluginRegistry& registry,
+                                                              const DeviceHandle& device,
+                                                              const ProcessGroup& group,
+                                                              double timeout_seconds);
+  ~GradientCommunicator();
+  GradientCommunicator(const GradientCommunicator&) = delete;
+  GradientCommunicator& operator=(const GradientCommunicator&) = delete;
+
+  // In place: every rank ends with the mean over ranks.
+  Result<void> average(void* buffer, size_t count, tdm_dtype dtype);
+  // Every rank ends with the maximum (used to agree on stopping).
+  Result<int32_t> max(int32_t value);
+
+ private:
+  GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm) : plugin_(plugin), comm_(comm) {}
+  Error failure(const char* what, tdm_status status) const;
+
+  const LoadedPlugin& plugin_;
+  tdm_comm* comm_;
+};
+
+}  // namespace tandem::host::train
