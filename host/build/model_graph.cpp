@@ -1,6 +1,8 @@
 #include "build/model_graph.hpp"
 
+#include <cstdio>
 #include <map>
+#include <sstream>
 
 #include "build/model_graph_layers.hpp"
 
@@ -125,7 +127,20 @@ std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
   if (node.op == "sgd_update") return {{0, 0}, {1, 3}};
   if (node.op == "adamw_update") return {{0, 0}, {1, 2}, {2, 3}};
   if (node.op == "batch_norm_train") return {{3, 3}, {4, 4}};
-  return {};
+  // A pass may ask for an in-place binding the catalog allows for the op
+  // (e.g. add accumulating into a state): annotation "tandem.inplace" =
+  // "out:in[,out:in...]".
+  std::vector<std::pair<size_t, size_t>> pairs;
+  auto it = node.annotations.find("tandem.inplace");
+  if (it == node.annotations.end()) return pairs;
+  std::stringstream list(it->second);
+  for (std::string item; std::getline(list, item, ',');) {
+    size_t out = 0, in = 0;
+    if (std::sscanf(item.c_str(), "%zu:%zu", &out, &in) == 2 && out < node.outputs.size() &&
+        in < node.inputs.size())
+      pairs.emplace_back(out, in);
+  }
+  return pairs;
 }
 
 }  // namespace tandem::host::build

@@ -35,6 +35,8 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
       "steps", po::value<int64_t>()->default_value(50), "training steps per timed repeat")(
       "warmup", po::value<int64_t>()->default_value(10), "untimed training steps before the repeats")(
       "repeats", po::value<int64_t>()->default_value(5), "timed repeats (the median is reported)")(
+      "profile", po::bool_switch(),
+      "time every node (one synchronisation per node): time per op type and the GEMM ops' GFLOP/s")(
       "json", po::value<std::string>(), "also write the result as JSON to this file");
   po::positional_options_description positional;
   positional.add("model", 1);
@@ -64,7 +66,8 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   host::train::BenchOptions bench{.steps = vm["steps"].as<int64_t>(),
                                   .warmup = vm["warmup"].as<int64_t>(),
-                                  .repeats = vm["repeats"].as<int64_t>()};
+                                  .repeats = vm["repeats"].as<int64_t>(),
+                                  .profile = vm["profile"].as<bool>()};
   auto result = host::train::run_benchmark(*spec, *device, bench);
   if (!result) {
     print_error(result.error().message);
@@ -85,6 +88,15 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
             << host::human_bytes(r.device_peak_bytes) << ", planned " << host::human_bytes(r.planned_bytes)
             << ")\n"
             << "  last loss   " << r.last_loss << std::endl;
+  if (!r.op_times.empty()) {
+    std::cout << "  profiled (synchronised after every node); per step:\n"
+              << "  matmul-family ops  " << fixed(r.gemm_ms_per_step, 3) << " ms, " << fixed(r.gemm_gflops, 1)
+              << " GFLOP/s (2·M·N·K over their own time)\n";
+    for (const auto& t : r.op_times)
+      std::cout << "    " << std::left << std::setw(28) << t.op << std::right << std::setw(10)
+                << fixed(t.ms_per_step, 3) << " ms  (" << t.nodes << " nodes)\n";
+    std::cout << std::flush;
+  }
   if (vm.count("json")) {
     std::ofstream out(vm["json"].as<std::string>());
     out << host::train::bench_json(r, threads) << "\n";

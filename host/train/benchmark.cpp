@@ -70,7 +70,8 @@ Result<void> train_step(const build::ModelGraph& model, const model::ModelSpec& 
   if (auto r = ex.run(0, model.optimizer_begin); !r) return r;
   float norm_sq = 0;
   if (auto r = ex.read(model.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r;
-  const auto coef = static_cast<float>(std::min(1.0, spec.train.clip_grad_norm / (std::sqrt(norm_sq) + 1e-6)));
+  const auto coef =
+      static_cast<float>(std::min(1.0, spec.train.clip_grad_norm / (std::sqrt(norm_sq) + 1e-6)));
   if (auto r = ex.write(model.clip_coef, &coef, sizeof coef); !r) return r;
   return ex.run(model.optimizer_begin, ex.node_count());
 }

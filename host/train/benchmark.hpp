@@ -49,9 +49,9 @@ struct BenchResult {
   double median = 0, min = 0, max = 0;     // samples/s
   double step_ms = 0;                      // at the median
   double last_loss = 0;
-  uint64_t peak_rss_bytes = 0;      // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
-  uint64_t device_peak_bytes = 0;   // the device allocator's peak (memory_stats)
-  uint64_t planned_bytes = 0;       // the planner's estimate
+  uint64_t peak_rss_bytes = 0;     // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
+  uint64_t device_peak_bytes = 0;  // the device allocator's peak (memory_stats)
+  uint64_t planned_bytes = 0;      // the planner's estimate
   // With BenchOptions::profile: time per op type (largest first), and the
   // matmul-family ops (linear, linear_grad_input, linear_grad_weight, matmul):
   // 2·M·N·K FLOP each over their measured time.

@@ -106,3 +106,27 @@ Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
 }
 
 }  // namespace tandem::host::train
+
+namespace tandem::host::train {
+
+Result<uint32_t> FeatureSet::micro_batches() const {
+  uint32_t result = 1;
+  std::string who;
+  for (const Active& a : active_) {
+    const tdm_feature_api& api = *a.plugin->feature;
+    if (a.plugin->abi_minor_effective < 2 || !TDM_STRUCT_HAS(&api, tdm_feature_api, micro_batches) ||
+        api.micro_batches == nullptr)
+      continue;
+    const uint32_t n = api.micro_batches(a.instance);
+    if (n <= 1) continue;
+    if (result > 1)
+      return make_error(
+          "features '" + who + "' and '" + a.plugin->name + "' both accumulate gradients; enable one",
+          TDM_INVALID_ARGUMENT);
+    result = n;
+    who = a.plugin->name;
+  }
+  return result;
+}
+
+}  // namespace tandem::host::train

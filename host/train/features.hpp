@@ -35,6 +35,9 @@ class FeatureSet {
   // True when any feature asks to skip this optimizer step (e.g. overflow).
   Result<bool> before_optimizer_step(const tdm_step_info& info);
   Result<void> step_end(const tdm_step_info& info);
+  // Micro-batches per optimizer step (ABI 1.2): 1 unless a feature says more;
+  // two features asking for accumulation is an error.
+  Result<uint32_t> micro_batches() const;
 
  private:
   struct Active {

@@ -73,6 +73,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (auto r = t->features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r.error();
   if (auto r = build::append_optimizer(t->model_, spec.train); !r) return r.error();
   if (auto r = t->features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r.error();
+  auto micro = t->features_->micro_batches();
+  if (!micro) return micro.error();
+  t->micro_batches_ = *micro;
   // Passes may have inserted nodes anywhere: find the optimizer phase again.
   t->model_.optimizer_begin = graph.node_count();
   for (size_t i = 0; i < graph.node_count(); ++i)
@@ -88,6 +91,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   t->executor_ = std::move(*executor);
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
   t->group_ = detect_process_group();
+  if (t->group_.world > 1 && t->micro_batches_ > 1)
+    return make_error(
+        "gradient accumulation together with data parallelism is not supported yet: remove "
+        "[features.grad_accum], or run in one process",
+        TDM_UNSUPPORTED);
   if (t->group_.world > 1) {
     auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds);
     if (!comm) return comm.error();
@@ -169,50 +177,31 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
 }
 
-Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t total_steps, int64_t& correct) {
+Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint32_t micro,
+                                   int64_t total_steps, int64_t& correct) {
   exec::Executor& ex = *executor_;
   const Graph& g = model_.graph;
   if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
     return r.error();
   if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r)
     return r.error();
-  const auto lr = static_cast<float>(learning_rate(spec_.train, step, total_steps));
-  if (auto r = ex.write(model_.lr, &lr, sizeof lr); !r) return r.error();
-  if (model_.step != kNoValue) {
-    const auto t = static_cast<int32_t>(step + 1);
-    if (auto r = ex.write(model_.step, &t, sizeof t); !r) return r.error();
-  }
   if (model_.dropout_step != kNoValue) {
-    // Ranks draw different masks for their different samples.
-    const int64_t offset = step * group_.world + group_.rank;
+    // Every micro-batch and every rank draws its own masks.
+    const int64_t offset = (step * micro_batches_ + micro) * group_.world + group_.rank;
     if (auto r = ex.write(model_.dropout_step, &offset, sizeof offset); !r) return r.error();
   }
-  const tdm_step_info info{sizeof(tdm_step_info), step, 0, 1, scalars_->as_c()};
-  if (auto r = features_->step_begin(info); !r) return r.error();
+  const tdm_step_info info{sizeof(tdm_step_info), step, micro, micro_batches_, scalars_->as_c()};
+  if (micro == 0) {
+    const auto lr = static_cast<float>(learning_rate(spec_.train, step, total_steps));
+    if (auto r = ex.write(model_.lr, &lr, sizeof lr); !r) return r.error();
+    if (model_.step != kNoValue) {
+      const auto t = static_cast<int32_t>(step + 1);
+      if (auto r = ex.write(model_.step, &t, sizeof t); !r) return r.error();
+    }
+    if (auto r = features_->step_begin(info); !r) return r.error();
+  }
   if (auto r = ex.run(0, model_.optimizer_begin); !r) return r.error();
   if (auto r = features_->micro_batch_end(info); !r) return r.error();
-  if (comm_) {
-    for (const auto& [param, grad] : model_.gradients) {
-      const Value& v = *g.value(grad);
-      if (auto r = comm_->average(ex.device_pointer(grad), static_cast<size_t>(build::numel(v.type.dims)),
-                                  v.type.dtype);
-          !r)
-        return r.error();
-    }
-  }
-  if (auto r = features_->gradients_ready(info); !r) return r.error();
-  if (model_.clip_coef != kNoValue) {
-    float norm_sq = 0;  // read between the phases, before any optimizer node can reuse its bytes
-    if (auto r = ex.read(model_.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r.error();
-    const float norm = std::sqrt(norm_sq);
-    const auto coef = static_cast<float>(std::min(1.0, spec_.train.clip_grad_norm / (norm + 1e-6)));
-    if (auto r = ex.write(model_.clip_coef, &coef, sizeof coef); !r) return r.error();
-  }
-  auto skip = features_->before_optimizer_step(info);
-  if (!skip) return skip.error();
-  if (!*skip)
-    if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) return r.error();
-  if (auto r = features_->step_end(info); !r) return r.error();
   float loss = 0;
   if (auto r = ex.read(model_.loss, &loss, sizeof loss); !r) return r.error();
   if (!std::isfinite(loss))
@@ -224,6 +213,32 @@ Result<double> Trainer::step(const data::Batch& batch, int64_t step, int64_t tot
   if (auto r = ex.read(model_.logits, logits_.data(), logits_.size() * sizeof(float)); !r) return r.error();
   correct += count_correct(logits_, batch.labels, batch.size, classes);
   return static_cast<double>(loss);
+}
+
+Result<void> Trainer::optimizer_step(int64_t step) {
+  exec::Executor& ex = *executor_;
+  const Graph& g = model_.graph;
+  const tdm_step_info info{sizeof(tdm_step_info), step, micro_batches_ - 1, micro_batches_, scalars_->as_c()};
+  if (comm_) {
+    for (const auto& [param, grad] : model_.gradients) {
+      const Value& v = *g.value(grad);
+      const auto count = static_cast<size_t>(build::numel(v.type.dims));
+      if (auto r = comm_->average(ex.device_pointer(grad), count, v.type.dtype); !r) return r;
+    }
+  }
+  if (auto r = features_->gradients_ready(info); !r) return r;
+  if (model_.clip_coef != kNoValue) {
+    float norm_sq = 0;  // read between the phases, before any optimizer node can reuse its bytes
+    if (auto r = ex.read(model_.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r;
+    const float norm = std::sqrt(norm_sq);
+    const auto coef = static_cast<float>(std::min(1.0, spec_.train.clip_grad_norm / (norm + 1e-6)));
+    if (auto r = ex.write(model_.clip_coef, &coef, sizeof coef); !r) return r;
+  }
+  auto skip = features_->before_optimizer_step(info);
+  if (!skip) return skip.error();
+  if (!*skip)
+    if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) return r;
+  return features_->step_end(info);
 }
 
 void Trainer::report_memory() const {
@@ -255,8 +270,14 @@ Result<TrainResult> Trainer::run() {
                                         .shard_rank = group_.rank,
                                         .shard_count = group_.world});
   const int64_t per_epoch = loader.batches_per_epoch();
-  const int64_t total = spec_.train.steps > 0 ? spec_.train.steps : spec_.train.epochs * per_epoch;
-  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  const int64_t steps_per_epoch = per_epoch / micro_batches_;
+  if (steps_per_epoch == 0)
+    return make_error(data_.train.source + ": one epoch has " + std::to_string(per_epoch) +
+                          " batches, fewer than the " + std::to_string(micro_batches_) +
+                          " micro-batches of one accumulated step",
+                      TDM_INVALID_ARGUMENT);
+  const int64_t total = spec_.train.steps > 0 ? spec_.train.steps : spec_.train.epochs * steps_per_epoch;
+  const int64_t epochs = (total + steps_per_epoch - 1) / steps_per_epoch;
   std::filesystem::create_directories(options_.run_dir);
   const bool leader = group_.rank == 0;  // only rank 0 reports
   Progress progress(options_.live_progress, spec_.train.log_every,
@@ -281,17 +302,24 @@ Result<TrainResult> Trainer::run() {
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, index = first_batch;
     StepReport report{.epoch = epoch + 1, .epochs = epochs, .batches = per_epoch, .total_steps = total};
-    while (step < total) {
-      const auto wait_start = Clock::now();
-      auto b = loader.next();
-      if (!b) break;
-      profiler.data_wait(wait_start, Clock::now());
-      auto loss = this->step(*b, step, total, correct);
-      if (!loss) return loss.error();
+    // One optimizer step takes `micro_batches_` batches; an epoch ends when
+    // fewer than that remain, so no step ever straddles two epochs.
+    while (step < total && index + micro_batches_ <= per_epoch) {
+      double step_loss = 0;
+      for (uint32_t micro = 0; micro < micro_batches_; ++micro) {
+        const auto wait_start = Clock::now();
+        auto b = loader.next();
+        if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+        profiler.data_wait(wait_start, Clock::now());
+        auto loss = micro_step(*b, step, micro, total, correct);
+        if (!loss) return loss.error();
+        ++index;
+        seen += b->size;
+        loss_sum += *loss * static_cast<double>(b->size);
+        step_loss += *loss / micro_batches_;
+      }
+      if (auto r = optimizer_step(step); !r) return r.error();
       ++step;
-      ++index;
-      seen += b->size;
-      loss_sum += *loss * static_cast<double>(b->size);
       const double elapsed = seconds_since(epoch_start);
       report.batch = index;
       report.step = step;
@@ -300,9 +328,10 @@ Result<TrainResult> Trainer::run() {
       report.lr = learning_rate(spec_.train, step - 1, total);
       report.samples_per_second = static_cast<double>(seen) / elapsed;
       report.data_wait_fraction = loader.wait_seconds() / elapsed;
-      report.eta_seconds = elapsed / static_cast<double>(seen) * static_cast<double>((total - step) * batch);
+      report.eta_seconds =
+          elapsed / static_cast<double>(seen) * static_cast<double>((total - step) * batch * micro_batches_);
       progress.step(report);
-      result.last_loss = *loss;
+      result.last_loss = step_loss;
       int32_t stop = options_.stop != nullptr && options_.stop->load() ? 1 : 0;
       if (comm_) {  // every rank stops after the same step, or the collectives would mismatch
         auto agreed = comm_->max(stop);
@@ -320,7 +349,7 @@ Result<TrainResult> Trainer::run() {
         return result;
       }
     }
-    const bool epoch_done = index >= per_epoch;
+    const bool epoch_done = index + micro_batches_ > per_epoch;
     double val_loss = -1, val_acc = -1;
     const data::Dataset* eval_set = data_.validation ? &*data_.validation
                                     : data_.test     ? &*data_.test

@@ -68,7 +68,11 @@ class Trainer {
           TrainOptions options);
   Result<void> initialise();
   Result<void> resume_from(const std::string& path, bool weights_only);
-  Result<double> step(const data::Batch& batch, int64_t step, int64_t total_steps, int64_t& correct);
+  // Forward and backward of one micro-batch; returns its loss.
+  Result<double> micro_step(const data::Batch& batch, int64_t step, uint32_t micro, int64_t total_steps,
+                            int64_t& correct);
+  // Gradient averaging across ranks, hooks, clipping, and the update.
+  Result<void> optimizer_step(int64_t step);
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   void report_memory() const;
@@ -83,6 +87,7 @@ class Trainer {
   std::unique_ptr<FeatureSet> features_;
   std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
   ProcessGroup group_;
+  uint32_t micro_batches_ = 1;                  // per optimizer step, from a feature (gradient accumulation)
   std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;

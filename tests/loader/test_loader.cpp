@@ -28,12 +28,12 @@ TEST(Loader, GoodPluginLoadsWithMetadata) {
   ASSERT_NE(p, nullptr) << (registry.candidates().empty() ? "" : registry.candidates()[0].reason);
   EXPECT_EQ(p->kind, TDM_PLUGIN_BACKEND);
   EXPECT_EQ(p->version, "0.0.1");
-  EXPECT_EQ(p->sdk_version, "1.1.0");
+  EXPECT_EQ(p->sdk_version, TDM_SDK_VERSION);
   EXPECT_EQ(p->description, "loader test backend");
   EXPECT_EQ(p->path, file);
   EXPECT_EQ(p->abi_major, 1u);
-  EXPECT_EQ(p->abi_minor, 1u);
-  EXPECT_EQ(p->abi_minor_effective, 1u);
+  EXPECT_EQ(p->abi_minor, static_cast<uint32_t>(TDM_ABI_MINOR));
+  EXPECT_EQ(p->abi_minor_effective, static_cast<uint32_t>(TDM_ABI_MINOR));
   EXPECT_TRUE(p->initialized);
   ASSERT_NE(p->backend, nullptr);
   EXPECT_EQ(registry.by_kind(TDM_PLUGIN_BACKEND).size(), 1u);

@@ -31,10 +31,11 @@ TEST(LoaderErrors, AbiMajorMismatch) {
       ScratchDir::copy(built_plugin("major2", "testmajor2"), scratch.dir("d"), "libtandem-testmajor2.so");
   HostServices services;
   std::string why = refusal(file, services);
-  EXPECT_EQ(
-      why, "plugin testmajor2 (" + file.string() +
-               ") was built for Tandem ABI 2.0; this host speaks ABI 1.1; rebuild the plugin against SDK 1.x "
-               "or use a matching host");
+  EXPECT_EQ(why, "plugin testmajor2 (" + file.string() +
+                     ") was built for Tandem ABI 2.0; this host speaks ABI " + std::to_string(TDM_ABI_MAJOR) +
+                     "." + std::to_string(TDM_ABI_MINOR) +
+                     "; rebuild the plugin against SDK 1.x "
+                     "or use a matching host");
 }
 
 TEST(LoaderErrors, NoEntrySymbol) {

@@ -61,6 +61,15 @@ typedef struct tdm_feature_api {
   tdm_status (*on_gradients_ready)(tdm_feature* feature, const tdm_step_info* info);
   tdm_status (*before_optimizer_step)(tdm_feature* feature, const tdm_step_info* info, int32_t* skip);
   tdm_status (*on_step_end)(tdm_feature* feature, const tdm_step_info* info);
+
+  /* ---- since ABI 1.2 (check struct_size, then the pointer) ---- */
+  /* Gradient accumulation: how many micro-batches (batches of the model
+   * file's batch_size) make one optimizer step. The host then runs forward
+   * and backward that many times, firing on_micro_batch_end after each, and
+   * the optimizer once. 0 or 1 = no accumulation; at most one enabled
+   * feature may answer more than 1. Called once, after the graph passes.
+   * Optional. */
+  uint32_t (*micro_batches)(tdm_feature* feature);
 } tdm_feature_api;
 
 #ifdef __cplusplus

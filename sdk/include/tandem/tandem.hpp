@@ -568,6 +568,8 @@ class Feature {
   // Return true to skip this optimizer step.
   virtual bool before_optimizer_step(const tdm_step_info&) { return false; }
   virtual void step_end(const tdm_step_info&) {}
+  // Micro-batches per optimizer step (ABI 1.2); 0 = no opinion.
+  virtual uint32_t micro_batches() { return 0; }
 };
 
 struct FeatureTraits {
@@ -611,6 +613,10 @@ const tdm_plugin* feature_entry(const tdm_host_api* host, uint32_t major, uint32
     };
     api.on_step_end = [](tdm_feature* f, const tdm_step_info* i) {
       return guard([&] { reinterpret_cast<Feature*>(f)->step_end(*i); });
+    };
+    api.micro_batches = [](tdm_feature* f) -> uint32_t {
+      uint32_t n = 0;
+      return guard([&] { n = reinterpret_cast<Feature*>(f)->micro_batches(); }) == TDM_OK ? n : 0;
     };
     storage.plugin.feature = &api;
     return &storage.plugin;
