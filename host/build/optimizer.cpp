@@ -18,9 +18,12 @@ class OptimizerBuilder {
       if (!step) return step.error();
       m_.step = *step;
     }
+    // The optimizer phase starts with the global norm, so that the host can
+    // first combine gradients across ranks (data parallelism), then read the
+    // norm, then run the rest.
+    m_.optimizer_begin = g_.node_count();
     if (t_.clip_grad_norm > 0)
       if (auto r = global_norm(); !r) return r;
-    m_.optimizer_begin = g_.node_count();
     for (ValueId p : m_.parameters)
       if (auto r = update(p); !r) return r;
     return {};
@@ -49,17 +52,17 @@ class OptimizerBuilder {
     for (ValueId p : m_.parameters) {
       const ValueId g = m_.gradients.at(p);
       const std::string base = name_of(p);
-      auto sq = emit("mul", base + ".grad_sq", p, {g, g}, {}, {g_.value(g)->type}, TDM_PHASE_BACKWARD);
+      auto sq = emit("mul", base + ".grad_sq", p, {g, g}, {}, {g_.value(g)->type}, TDM_PHASE_OPTIMIZER);
       if (!sq) return sq.error();
       auto sum = emit("reduce_sum", base + ".grad_sq_sum", p, {(*sq)[0]}, {{"axes", std::vector<int64_t>{}}},
-                      {kScalarF32}, TDM_PHASE_BACKWARD);
+                      {kScalarF32}, TDM_PHASE_OPTIMIZER);
       if (!sum) return sum.error();
       if (total == kNoValue) {
         total = (*sum)[0];
         continue;
       }
       auto acc =
-          emit("add", base + ".grad_norm_acc", p, {total, (*sum)[0]}, {}, {kScalarF32}, TDM_PHASE_BACKWARD);
+          emit("add", base + ".grad_norm_acc", p, {total, (*sum)[0]}, {}, {kScalarF32}, TDM_PHASE_OPTIMIZER);
       if (!acc) return acc.error();
       total = (*acc)[0];
     }

@@ -1,7 +1,7 @@
 // Appends the optimizer step as ordinary ops (so it is placed, planned and
 // run like any other op, and can be offloaded to another device):
-//   - optional clipping by global norm: the backward phase ends by computing
-//     "optim.grad_norm_sq"; the host reads it, writes "optim.clip_coef"
+//   - optional clipping by global norm: the optimizer phase starts by
+//     computing "optim.grad_norm_sq"; the host reads it, writes "optim.clip_coef"
 //     = min(1, max_norm / (norm + 1e-6)), and every gradient is multiplied
 //     by that coefficient before its update;
 //   - one sgd_update or adamw_update per parameter, updating the parameter

@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -77,12 +78,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (!micro) return micro.error();
   t->micro_batches_ = *micro;
   // Passes may have inserted nodes anywhere: find the optimizer phase again.
-  t->model_.optimizer_begin = graph.node_count();
-  for (size_t i = 0; i < graph.node_count(); ++i)
-    if (graph.node_at(i)->phase == TDM_PHASE_OPTIMIZER) {
-      t->model_.optimizer_begin = i;
-      break;
-    }
+  t->locate_optimizer_phase();
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};
@@ -91,11 +87,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   t->executor_ = std::move(*executor);
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
   t->group_ = detect_process_group();
-  if (t->group_.world > 1 && t->micro_batches_ > 1)
-    return make_error(
-        "gradient accumulation together with data parallelism is not supported yet: remove "
-        "[features.grad_accum], or run in one process",
-        TDM_UNSUPPORTED);
   if (t->group_.world > 1) {
     auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds);
     if (!comm) return comm.error();
@@ -215,29 +206,63 @@ Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint3
   return static_cast<double>(loss);
 }
 
+void Trainer::locate_optimizer_phase() {
+  const Graph& g = model_.graph;
+  model_.optimizer_begin = g.node_count();
+  clip_point_ = g.node_count();
+  for (size_t i = g.node_count(); i-- > 0;) {
+    const Node& n = *g.node_at(i);
+    if (n.phase == TDM_PHASE_OPTIMIZER) model_.optimizer_begin = i;
+    if (n.phase == TDM_PHASE_OPTIMIZER && n.annotations.count("tandem.run_on_skip") > 0)
+      run_on_skip_.insert(run_on_skip_.begin(), i);
+    if (model_.clip_coef != kNoValue &&
+        std::find(n.inputs.begin(), n.inputs.end(), model_.clip_coef) != n.inputs.end())
+      clip_point_ = i;
+  }
+  // The gradient each update reads, before clipping scales it: after a pass
+  // such as grad_accum this is the accumulated sum, not the autodiff value.
+  for (size_t i = model_.optimizer_begin; i < g.node_count(); ++i) {
+    const Node& n = *g.node_at(i);
+    if (n.op != "sgd_update" && n.op != "adamw_update") continue;
+    ValueId grad = n.inputs[1];
+    const Node* producer = g.node(g.value(grad)->producer);
+    if (producer != nullptr && model_.clip_coef != kNoValue && producer->inputs.size() == 2 &&
+        producer->inputs[1] == model_.clip_coef)
+      grad = producer->inputs[0];
+    synced_gradients_.push_back(grad);
+  }
+}
+
 Result<void> Trainer::optimizer_step(int64_t step) {
   exec::Executor& ex = *executor_;
   const Graph& g = model_.graph;
   const tdm_step_info info{sizeof(tdm_step_info), step, micro_batches_ - 1, micro_batches_, scalars_->as_c()};
-  if (comm_) {
-    for (const auto& [param, grad] : model_.gradients) {
+  if (comm_) {  // once per optimizer step, after the last micro-batch
+    for (ValueId grad : synced_gradients_) {
       const Value& v = *g.value(grad);
       const auto count = static_cast<size_t>(build::numel(v.type.dims));
       if (auto r = comm_->average(ex.device_pointer(grad), count, v.type.dtype); !r) return r;
     }
   }
   if (auto r = features_->gradients_ready(info); !r) return r;
+  auto skip = features_->before_optimizer_step(info);
+  if (!skip) return skip.error();
+  if (*skip) {  // only what must run anyway (e.g. clearing accumulators)
+    for (size_t i : run_on_skip_)
+      if (auto r = ex.run(i, i + 1); !r) return r;
+    return features_->step_end(info);
+  }
   if (model_.clip_coef != kNoValue) {
-    float norm_sq = 0;  // read between the phases, before any optimizer node can reuse its bytes
+    if (auto r = ex.run(model_.optimizer_begin, clip_point_); !r) return r;
+    float norm_sq = 0;  // read before any later optimizer node can reuse its bytes
     if (auto r = ex.read(model_.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r;
     const float norm = std::sqrt(norm_sq);
     const auto coef = static_cast<float>(std::min(1.0, spec_.train.clip_grad_norm / (norm + 1e-6)));
     if (auto r = ex.write(model_.clip_coef, &coef, sizeof coef); !r) return r;
+    if (auto r = ex.run(clip_point_, ex.node_count()); !r) return r;
+  } else if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) {
+    return r;
   }
-  auto skip = features_->before_optimizer_step(info);
-  if (!skip) return skip.error();
-  if (!*skip)
-    if (auto r = ex.run(model_.optimizer_begin, ex.node_count()); !r) return r;
   return features_->step_end(info);
 }
 

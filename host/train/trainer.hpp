@@ -73,6 +73,9 @@ class Trainer {
                             int64_t& correct);
   // Gradient averaging across ranks, hooks, clipping, and the update.
   Result<void> optimizer_step(int64_t step);
+  // After the graph passes: where the optimizer phase and clipping start,
+  // which gradients ranks average, which nodes run on a skipped step.
+  void locate_optimizer_phase();
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   void report_memory() const;
@@ -87,7 +90,10 @@ class Trainer {
   std::unique_ptr<FeatureSet> features_;
   std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
   ProcessGroup group_;
-  uint32_t micro_batches_ = 1;                  // per optimizer step, from a feature (gradient accumulation)
+  uint32_t micro_batches_ = 1;             // per optimizer step, from a feature (gradient accumulation)
+  size_t clip_point_ = 0;                  // first optimizer node that needs the clipping coefficient
+  std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
+  std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped
   std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;

@@ -161,6 +161,8 @@ class GradAccum final : public tandem::Feature {
     tdm_node_id clear_id = -1;
     check(g.node_insert(graph, &clear, &clear_id), "inserting " + clear_name);
     check(g.node_annotate(graph, clear_id, "tandem.inplace", "0:0"), "annotating " + clear_name);
+    // A skipped step (e.g. an overflow) must still start the next one from zero.
+    check(g.node_annotate(graph, clear_id, "tandem.run_on_skip", "1"), "annotating " + clear_name);
   }
 
   uint32_t steps_ = 1;

@@ -112,7 +112,12 @@ typedef struct tdm_graph_api {
 
   /* Free-form annotations the executor and other passes read, e.g.
    * "recompute_segment" = "3". Keys are namespaced by convention
-   * ("checkpointing.segment"); value NULL removes the key. */
+   * ("checkpointing.segment"); value NULL removes the key. The host itself
+   * reads:
+   *   "tandem.inplace" = "out:in[,out:in]"  output `out` overwrites input `in`
+   *       (only where sdk/ops.md allows in-place for the op);
+   *   "tandem.run_on_skip" = "1"  an optimizer-phase node that runs even when
+   *       a feature skips the optimizer step (e.g. clearing accumulators). */
   tdm_status (*node_annotate)(tdm_graph* graph, tdm_node_id id, const char* key, const char* value);
   /* NULL when the node has no such annotation. */
   const char* (*node_annotation)(const tdm_graph* graph, tdm_node_id id, const char* key);
