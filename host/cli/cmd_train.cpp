@@ -46,7 +46,11 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "init-from", po::value<std::string>(),
       "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
-      "memory-report", po::bool_switch(), "print planned and measured memory after training");
+      "memory-report", po::bool_switch(), "print planned and measured memory after training")(
+      "comm-timeout", po::value<double>()->default_value(300),
+      "data parallelism: seconds a collective may wait for the other ranks before the run stops with an "
+      "error "
+      "naming them");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -89,6 +93,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   train.loader_threads =
       vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
   train.stop = &g_stop;
+  train.comm_timeout_seconds = vm["comm-timeout"].as<double>();
 
   std::map<std::string, std::string> config;
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());

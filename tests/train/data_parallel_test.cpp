@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -138,6 +139,38 @@ TEST(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   const double worst = largest_difference(dir.file("one"), dir.file("two"));
   std::cout << "largest weight difference, 1 rank x 32 vs 2 ranks x 2 micro-batches x 8: " << worst << "\n";
   EXPECT_LE(worst, 1e-5);
+}
+
+TEST(DataParallel, ADeadRankStopsTheOthersWithAClearErrorAndIntactCheckpoints) {
+  if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
+  if (!TANDEM_HAVE_MPI_PLUGIN)
+    GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+  TempDir dir;
+  std::ofstream(dir.file("dp.toml")) << kModel;
+  // Rank 1 is killed (SIGKILL) one second in; --enable-recovery keeps Open MPI
+  // from tearing rank 0 down at once, which is the case the timeout is for (a
+  // hung or vanished peer). `exec` keeps the shell's PID, so $$ is tandem's.
+  const std::string command = "env -u TANDEM_PLUGIN_PATH timeout 120 '" TANDEM_MPIEXEC
+                              "' -np 2 --oversubscribe --allow-run-as-root "
+                              "--enable-recovery sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 1; "
+                              "kill -9 $$) & fi; exec \"$0\" \"$@\"' '" +
+                              std::string(TANDEM_EXE) + "' --allow-insecure-plugins train " +
+                              dir.file("dp.toml") +
+                              " --device reference --set train.steps=1000000 --set train.log_every=1000000 "
+                              "--comm-timeout 3 --run-dir " +
+                              dir.file("run");
+  const auto start = std::chrono::steady_clock::now();
+  CliRun run = shell(command);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "rank 0 stopped " << seconds << " s after the start (rank 1 killed at 1 s, timeout 3 s)\n";
+  EXPECT_LT(seconds, 60.0) << run.output;
+  EXPECT_NE(run.output.find("timed out after 3.0 s"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("did not arrive"), std::string::npos) << run.output;
+  // Whatever checkpoints exist are whole.
+  if (auto last = host::train::latest_checkpoint(dir.file("run"))) {
+    auto cp = host::checkpoint::read_safetensors(*last);
+    EXPECT_TRUE(cp.ok()) << cp.error().message;
+  }
 }
 
 }  // namespace
