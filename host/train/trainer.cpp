@@ -141,6 +141,20 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
     start_step_ = get("tandem.step");
     start_epoch_ = get("tandem.epoch");
     start_batch_ = get("tandem.next_batch");
+    // Another number of ranks: continue after the samples already seen this
+    // epoch (global batches change size, so the position is in samples).
+    const int64_t saved_world = std::max<int64_t>(1, get("tandem.world_size"));
+    if (saved_world != group_.world) {
+      const int64_t seen = start_batch_ * spec_.train.batch_size * saved_world;
+      const int64_t global = spec_.train.batch_size * group_.world * micro_batches_;
+      start_batch_ = seen / global * micro_batches_;
+      // Steps count global batches, which changed size too.
+      const int64_t steps_per_epoch = data_.train.size() / global;
+      start_step_ = start_epoch_ * steps_per_epoch + start_batch_ / micro_batches_;
+      log_info("resuming a run of " + std::to_string(saved_world) + " ranks with " +
+               std::to_string(group_.world) + ": continuing epoch " + std::to_string(start_epoch_ + 1) +
+               " after " + std::to_string(seen) + " samples");
+    }
   }
   return restore_tensors(model_.graph, *executor_, *cp, weights_only, file);
 }

@@ -141,6 +141,30 @@ TEST(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   EXPECT_LE(worst, 1e-5);
 }
 
+TEST(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
+  if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
+  if (!TANDEM_HAVE_MPI_PLUGIN)
+    GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+  TempDir dir;
+  std::ofstream(dir.file("dp.toml")) << kModel;
+  const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
+                             dir.file("dp.toml") + " --device reference --set train.steps=0 --run-dir " +
+                             dir.file("run");
+  // Two ranks train epoch 1 (512 samples / (16 x 2) = 16 steps) ...
+  CliRun two =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
+            tandem + " --set train.epochs=1");
+  ASSERT_EQ(two.code, 0) << two.output;
+  // ... one process continues with epoch 2 (512 / 16 = 32 steps of its own
+  // size, counted as if epoch 1 had been 32 of them too).
+  CliRun one =
+      shell("env -u TANDEM_PLUGIN_PATH " + tandem + " --set train.epochs=2 --resume " + dir.file("run"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  EXPECT_NE(one.output.find("epoch 2/2 done"), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("epoch 3/"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("trained 64 steps"), std::string::npos) << one.output;
+}
+
 TEST(DataParallel, ADeadRankStopsTheOthersWithAClearErrorAndIntactCheckpoints) {
   if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
   if (!TANDEM_HAVE_MPI_PLUGIN)
