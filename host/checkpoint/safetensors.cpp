@@ -15,7 +15,9 @@ namespace {
 
 using json = nlohmann::json;
 
-size_t dtype_bytes(tdm_dtype t) { return tandem::dtype_size(t); }
+size_t dtype_bytes(tdm_dtype t) {
+  return tandem::dtype_size(t);
+}
 
 std::string crc_hex(const std::vector<std::byte>& data) {
   uLong crc = crc32(0L, Z_NULL, 0);

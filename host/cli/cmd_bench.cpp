@@ -75,11 +75,12 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   const auto& r = *result;
   const std::string thread_text =
-      threads > 0 ? std::to_string(threads) : "backend default (" + std::to_string(std::thread::hardware_concurrency()) + " cores)";
-  std::cout << "bench " << r.model << " (" << model_path << ") on " << r.device << ", threads "
-            << thread_text << ", batch " << r.batch << ", " << r.parameters << " parameters\n"
-            << "  " << r.warmup << " warm-up steps, " << r.samples_per_second.size() << " repeats of " << r.steps
-            << " steps (data pre-loaded)\n"
+      threads > 0 ? std::to_string(threads)
+                  : "backend default (" + std::to_string(std::thread::hardware_concurrency()) + " cores)";
+  std::cout << "bench " << r.model << " (" << model_path << ") on " << r.device << ", threads " << thread_text
+            << ", batch " << r.batch << ", " << r.parameters << " parameters\n"
+            << "  " << r.warmup << " warm-up steps, " << r.samples_per_second.size() << " repeats of "
+            << r.steps << " steps (data pre-loaded)\n"
             << "  samples/s   median " << fixed(r.median, 1) << "  min " << fixed(r.min, 1) << "  max "
             << fixed(r.max, 1) << "\n"
             << "  step        " << fixed(r.step_ms, 3) << " ms\n"

@@ -5,8 +5,12 @@
 namespace tandem::host::exec {
 
 // One table of dtype facts for host and plugins: the SDK's C++ helper.
-size_t dtype_size(tdm_dtype dtype) noexcept { return tandem::dtype_size(dtype); }
-const char* dtype_name(tdm_dtype dtype) noexcept { return tandem::dtype_name(dtype); }
+size_t dtype_size(tdm_dtype dtype) noexcept {
+  return tandem::dtype_size(dtype);
+}
+const char* dtype_name(tdm_dtype dtype) noexcept {
+  return tandem::dtype_name(dtype);
+}
 
 size_t tensor_bytes(const TensorType& type) noexcept {
   size_t count = 1;

@@ -1,11 +1,15 @@
 // oneDNN backend — conv2d and its gradients: dnnl convolution forward,
 // backward data and backward weights (direct algorithm).
 //
-// Activations stay NCHW (the ABI layout) so no activation is reordered. The
-// weights are declared `any` so oneDNN picks its blocked layout; the user's
-// OIHW weights are then reordered into the workspace (forward, backward data)
-// or the blocked diff_weights reordered back out (backward weights) by reorder
-// primitives created here, in prepare.
+// Every tensor of a primitive is declared `any`, so oneDNN picks its blocked
+// layouts (nChw16c activations, blocked weights) and with them its direct
+// jit:avx512 convolutions; with plain NCHW activations it could only offer
+// gemm:jit (im2col + sgemm), which was 2-20x slower here and pathological for
+// the C = 1 first layer's backward weights. The ABI tensors stay NCHW/OIHW:
+// an input in another layout is reordered into the workspace before the
+// primitive, an output is written to the workspace and reordered out after
+// it. All reorders are primitives created here, in prepare; a layout oneDNN
+// chose plain is bound directly, with no copy.
 #include "common.hpp"
 
 namespace tandem::onednn {
@@ -56,9 +60,11 @@ memory::desc user_weights_md(const ConvGeometry& g) {
   if (g.groups == 1) return memory::desc({g.k, g.c, g.r, g.s}, dnnl_type(g.dt), tag::oihw);
   return memory::desc({g.groups, g.k / g.groups, g.c / g.groups, g.r, g.s}, dnnl_type(g.dt), tag::goihw);
 }
+memory::desc any_md(const memory::desc& user) {
+  return memory::desc(user.dims(), user.data_type(), tag::any);
+}
 memory::desc any_weights_md(const ConvGeometry& g) {
-  const memory::desc u = user_weights_md(g);
-  return memory::desc(u.dims(), dnnl_type(g.dt), tag::any);
+  return any_md(user_weights_md(g));
 }
 memory::desc src_md(const ConvGeometry& g) {
   return image_md(g.n, g.c, g.h, g.w, g.dt);
@@ -69,25 +75,44 @@ memory::desc dst_md(const ConvGeometry& g) {
 
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvGeometry& g, bool bias) {
   const memory::desc b({g.k}, dnnl_type(g.dt), tag::x);
-  const auto d = bias ? dnnl::convolution_forward::desc(
-                            dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(g),
-                            any_weights_md(g), b, dst_md(g), g.stride, g.dilate, g.pad, g.pad)
-                      : dnnl::convolution_forward::desc(
-                            dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(g),
-                            any_weights_md(g), dst_md(g), g.stride, g.dilate, g.pad, g.pad);
+  const auto d =
+      bias ? dnnl::convolution_forward::desc(
+                 dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_md(src_md(g)),
+                 any_weights_md(g), b, any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad)
+           : dnnl::convolution_forward::desc(
+                 dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_md(src_md(g)),
+                 any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
   return dnnl::convolution_forward::primitive_desc(d, user_scratchpad_attr(), engine());
 }
 
-// The weights memory a conv reads: the user's tensor itself when oneDNN
-// chose the plain layout, else a workspace copy filled by a reorder step.
-memory weights_in(PrimKernel& k, const ConvGeometry& g, const memory::desc& chosen, size_t input) {
-  const memory::desc user = user_weights_md(g);
-  if (chosen == user) return k.bind(user, in_slot(input));
+// A tensor a conv reads: the user's tensor itself when oneDNN chose its
+// plain layout, else a workspace copy filled by a reorder step added now.
+memory staged_in(PrimKernel& k, const memory::desc& user, const memory::desc& chosen, Slot slot) {
+  if (chosen == user) return k.bind(user, slot);
   memory staged = k.bind(chosen, {Slot::workspace, k.reserve(chosen.get_size())});
-  const memory src = k.bind(user, in_slot(input));
+  const memory src = k.bind(user, slot);
   const dnnl::reorder::primitive_desc rpd(engine(), user, engine(), chosen, user_scratchpad_attr());
   k.add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, staged}});
   return staged;
+}
+
+// A tensor a conv writes: the user's tensor itself, or a workspace buffer in
+// the chosen layout that staged_out_finish reorders into the user's tensor
+// (call it after adding the conv step).
+struct StagedOut {
+  memory user, chosen;
+  bool staged() const { return user != chosen; }
+};
+StagedOut staged_out(PrimKernel& k, const memory::desc& user, const memory::desc& chosen, Slot slot) {
+  const memory u = k.bind(user, slot);
+  if (chosen == user) return {u, u};
+  return {u, k.bind(chosen, {Slot::workspace, k.reserve(chosen.get_size())})};
+}
+void staged_out_finish(PrimKernel& k, const StagedOut& o) {
+  if (!o.staged()) return;
+  const dnnl::reorder::primitive_desc rpd(engine(), o.chosen.get_desc(), engine(), o.user.get_desc(),
+                                          user_scratchpad_attr());
+  k.add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, o.chosen}, {DNNL_ARG_TO, o.user}});
 }
 
 std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
@@ -101,12 +126,13 @@ std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
   if (bias) c.input(2, dt, {g.k});
   auto k = std::make_unique<PrimKernel>("conv2d");
   const auto pd = forward_pd(g, bias);
-  const memory w = weights_in(*k, g, pd.weights_desc(), 1);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, k->bind(src_md(g), in_slot(0))},
-                                       {DNNL_ARG_WEIGHTS, w},
-                                       {DNNL_ARG_DST, k->bind(dst_md(g), out_slot(0))}};
+  const memory x = staged_in(*k, src_md(g), pd.src_desc(), in_slot(0));
+  const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
+  const StagedOut y = staged_out(*k, dst_md(g), pd.dst_desc(), out_slot(0));
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y.chosen}};
   if (bias) args[DNNL_ARG_BIAS] = k->bind(pd.bias_desc(), in_slot(2));
   k->add<dnnl::convolution_forward>(pd, std::move(args));
+  staged_out_finish(*k, y);
   ws = k->workspace_bytes();
   return k;
 }
@@ -121,13 +147,16 @@ std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
   auto k = std::make_unique<PrimKernel>("conv2d_grad_input");
   const auto hint = forward_pd(g, false);
   const dnnl::convolution_backward_data::primitive_desc pd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_md(g), any_weights_md(g),
-                                            dst_md(g), g.stride, g.dilate, g.pad, g.pad),
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any_md(src_md(g)),
+                                            any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad,
+                                            g.pad),
       user_scratchpad_attr(), engine(), hint);
-  const memory w = weights_in(*k, g, pd.weights_desc(), 1);
-  k->add<dnnl::convolution_backward_data>(pd, {{DNNL_ARG_DIFF_DST, k->bind(dst_md(g), in_slot(0))},
-                                               {DNNL_ARG_WEIGHTS, w},
-                                               {DNNL_ARG_DIFF_SRC, k->bind(src_md(g), out_slot(0))}});
+  const memory dy = staged_in(*k, dst_md(g), pd.diff_dst_desc(), in_slot(0));
+  const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
+  const StagedOut dx = staged_out(*k, src_md(g), pd.diff_src_desc(), out_slot(0));
+  k->add<dnnl::convolution_backward_data>(
+      pd, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dx.chosen}});
+  staged_out_finish(*k, dx);
   ws = k->workspace_bytes();
   return k;
 }
@@ -147,25 +176,20 @@ std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   const auto hint = forward_pd(g, has_bias);
   const memory::desc b({g.k}, dnnl_type(dt), tag::x);
   const auto d = has_bias ? dnnl::convolution_backward_weights::desc(
-                                dnnl::algorithm::convolution_direct, src_md(g), any_weights_md(g), b,
-                                dst_md(g), g.stride, g.dilate, g.pad, g.pad)
-                          : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct,
-                                                                     src_md(g), any_weights_md(g), dst_md(g),
-                                                                     g.stride, g.dilate, g.pad, g.pad);
+                                dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g), b,
+                                any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad)
+                          : dnnl::convolution_backward_weights::desc(
+                                dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g),
+                                any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
   const dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad_attr(), engine(), hint);
-  const memory::desc user = user_weights_md(g), chosen = pd.diff_weights_desc();
-  const memory out_w = k->bind(user, out_slot(0));
-  const memory dw =
-      chosen == user ? out_w : k->bind(chosen, {Slot::workspace, k->reserve(chosen.get_size())});
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, k->bind(src_md(g), in_slot(1))},
-                                       {DNNL_ARG_DIFF_DST, k->bind(dst_md(g), in_slot(0))},
-                                       {DNNL_ARG_DIFF_WEIGHTS, dw}};
+  const memory x = staged_in(*k, src_md(g), pd.src_desc(), in_slot(1));
+  const memory dy = staged_in(*k, dst_md(g), pd.diff_dst_desc(), in_slot(0));
+  const StagedOut dw = staged_out(*k, user_weights_md(g), pd.diff_weights_desc(), out_slot(0));
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw.chosen}};
   if (has_bias) args[DNNL_ARG_DIFF_BIAS] = k->bind(pd.diff_bias_desc(), out_slot(1));
   k->add<dnnl::convolution_backward_weights>(pd, std::move(args));
-  if (!(chosen == user)) {
-    const dnnl::reorder::primitive_desc rpd(engine(), chosen, engine(), user, user_scratchpad_attr());
-    k->add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, dw}, {DNNL_ARG_TO, out_w}});
-  }
+  staged_out_finish(*k, dw);
   ws = k->workspace_bytes();
   return k;
 }

@@ -3,7 +3,10 @@
 // Transposes never move data: a transposed operand is described by a memory
 // descriptor whose last two strides are swapped, and oneDNN's brgemm reads it
 // in place. linear's bias and activation are fused (bias argument + eltwise
-// post-op); dbias is a oneDNN reduction over the batch dim.
+// post-op); dbias is an own column sum over the batch dim (see
+// linear_grad_weight).
+#include <algorithm>
+
 #include "common.hpp"
 
 namespace tandem::onednn {
@@ -25,6 +28,28 @@ memory::desc view_md(const Dims& batch, int64_t rows, int64_t cols, bool transpo
   dims.push_back(cols);
   if (transposed) std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
   return memory::desc(to_dnnl(dims), dnnl_type(dt), to_dnnl(strides));
+}
+
+// db[j] = sum over rows i of dy[i, j] for a dense [n, o] dy; columns split
+// across threads in blocks of 256 when the tensor is large.
+template <class T>
+void column_sum(const void* src, void* dst, int64_t n, int64_t o) {
+  const T* dy = static_cast<const T*>(src);
+  T* db = static_cast<T*>(dst);
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (o + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n * o > kParallelGrain && blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t j0 = b * kBlock, width = std::min(kBlock, o - j0);
+    float acc[kBlock];
+    for (int64_t j = 0; j < width; ++j) acc[j] = ld(dy, j0 + j);
+    for (int64_t i = 1; i < n; ++i) {
+      const T* row = dy + i * o + j0;
+#pragma omp simd
+      for (int64_t j = 0; j < width; ++j) acc[j] += ld(row, j);
+    }
+    for (int64_t j = 0; j < width; ++j) st(db, j0 + j, acc[j]);
+  }
 }
 
 std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, Slot sa, const memory::desc& b,
@@ -143,15 +168,15 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
   k->add<dnnl::matmul>(pd, {{DNNL_ARG_SRC, k->bind(mdy_t, in_slot(0))},
                             {DNNL_ARG_WEIGHTS, k->bind(mx, in_slot(1))},
                             {DNNL_ARG_DST, k->bind(mdw, out_slot(0))}});
-  if (has_bias && n == 1) {  // oneDNN rejects a reduction that reduces nothing: dbias = dy
-    const size_t bytes = size_t(o) * dtype_size(dt);
-    k->hook([bytes](void* const* in, void* const* out, char*) { std::memcpy(out[1], in[0], bytes); });
-  } else if (has_bias) {
-    const memory::desc mdy = view_md({}, n, o, false, dt), mdb = view_md({}, 1, o, false, dt);
-    const dnnl::reduction::primitive_desc rpd(
-        dnnl::reduction::desc(dnnl::algorithm::reduction_sum, mdy, mdb, 0.f, 0.f), attr, engine());
-    k->add<dnnl::reduction>(
-        rpd, {{DNNL_ARG_SRC, k->bind(mdy, in_slot(0))}, {DNNL_ARG_DST, k->bind(mdb, out_slot(1))}});
+  if (has_bias) {
+    // Own column sum, not dnnl::reduction: oneDNN 2.6 has only its reference
+    // (ref:any) implementation for this [N, O] -> [1, O] sum, which cost more
+    // than the matmul beside it on the MLPs. Rows are added in order (f32
+    // accumulators), so the result is deterministic for any thread count.
+    with_f32_bf16(dt, [&](auto tag_value) {
+      using T = decltype(tag_value);
+      k->hook([n, o](void* const* in, void* const* out, char*) { column_sum<T>(in[0], out[1], n, o); });
+    });
   }
   ws = k->workspace_bytes();
   return k;

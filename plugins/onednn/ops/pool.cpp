@@ -6,7 +6,10 @@
 // (dy, x) with no workspace and wants the FIRST maximum of each window (and a
 // NaN to win), which a tie-agnostic oneDNN workspace does not promise. One
 // pass over each (n, c) plane, planes in parallel: the gradient kernel finds
-// the arg-max again instead of storing indices.
+// the arg-max again instead of storing indices. The 2x2 stride-2 unpadded
+// window (every CNN here) has a fast path with the same semantics: no bounds
+// checks, and in the gradient each x element belongs to one window, so dx is
+// written once instead of zero-filled and accumulated.
 #include <algorithm>
 #include <cmath>
 
@@ -74,6 +77,67 @@ inline int64_t argmax(const T* plane, const Pool& g, int64_t p, int64_t q) {
   return best_i;
 }
 
+bool is_2x2_stride2(const Pool& g) {
+  return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0;
+}
+
+// Position 0..3 (row-major) of the first maximum of the window whose top
+// row starts at r0 and bottom row at r1; a NaN wins (as argmax above).
+template <class T>
+inline int first_max_2x2(const T* r0, const T* r1) {
+  const float v[4] = {ld(r0, 0), ld(r0, 1), ld(r1, 0), ld(r1, 1)};
+  int best = 0;
+  for (int i = 0; i < 4; ++i) {
+    if (std::isnan(v[i])) return i;
+    if (v[i] > v[best]) best = i;
+  }
+  return best;
+}
+
+template <class T>
+void max_pool_2x2(const Pool& g, const T* x, T* y) {
+#pragma omp parallel for schedule(static) if (g.n * g.c * g.h * g.w > kParallelGrain)
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const T* xp = x + plane * g.h * g.w;
+    T* yp = y + plane * g.p * g.q;
+    for (int64_t p = 0; p < g.p; ++p) {
+      const T* r0 = xp + 2 * p * g.w;
+      const T* r1 = r0 + g.w;
+      for (int64_t q = 0; q < g.q; ++q) {
+        const int i = first_max_2x2(r0 + 2 * q, r1 + 2 * q);
+        yp[p * g.q + q] = (i < 2 ? r0 : r1)[2 * q + (i & 1)];
+      }
+    }
+  }
+}
+
+template <class T>
+void max_pool_2x2_grad(const Pool& g, const T* dy, const T* x, T* dx) {
+  const int64_t hw = g.h * g.w;
+#pragma omp parallel for schedule(static) if (g.n * g.c * hw > kParallelGrain)
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const T* xp = x + plane * hw;
+    const T* dyp = dy + plane * g.p * g.q;
+    T* dxp = dx + plane * hw;
+    for (int64_t p = 0; p < g.p; ++p) {
+      const T* r0 = xp + 2 * p * g.w;
+      T* d0 = dxp + 2 * p * g.w;
+      T* d1 = d0 + g.w;
+      for (int64_t q = 0; q < g.q; ++q) {
+        const int i = first_max_2x2(r0 + 2 * q, r0 + g.w + 2 * q);
+        const float v = 0.f + ld(dyp, p * g.q + q);  // 0 + dy: as the accumulating path (-0 -> +0)
+        st(d0, 2 * q, i == 0 ? v : 0.f);
+        st(d0, 2 * q + 1, i == 1 ? v : 0.f);
+        st(d1, 2 * q, i == 2 ? v : 0.f);
+        st(d1, 2 * q + 1, i == 3 ? v : 0.f);
+      }
+      if (g.w % 2 != 0) st(d0, g.w - 1, 0.f), st(d1, g.w - 1, 0.f);  // the column no window covers
+    }
+    for (int64_t r = 2 * g.p; r < g.h; ++r)  // rows no window covers
+      for (int64_t col = 0; col < g.w; ++col) st(dxp, r * g.w + col, 0.f);
+  }
+}
+
 std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
   Check c(op);
   c.counts(1, 1, 1, 1);
@@ -85,6 +149,7 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
     return make_fn(c, [g](void* const* in, void* const* out, void*) {
       const T* x = static_cast<const T*>(in[0]);
       T* y = static_cast<T*>(out[0]);
+      if (is_2x2_stride2(g)) return max_pool_2x2(g, x, y);
 #pragma omp parallel for schedule(static) if (g.n * g.c * g.h * g.w > kParallelGrain)
       for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
         const T* xp = x + plane * g.h * g.w;
@@ -111,6 +176,7 @@ std::unique_ptr<Kernel> max_pool2d_grad(const OpView& op, size_t& ws) {
       const T* dy = static_cast<const T*>(in[0]);
       const T* x = static_cast<const T*>(in[1]);
       T* dx = static_cast<T*>(out[0]);
+      if (is_2x2_stride2(g)) return max_pool_2x2_grad(g, dy, x, dx);
       const int64_t hw = g.h * g.w;
 #pragma omp parallel for schedule(static) if (g.n * g.c * hw > kParallelGrain)
       for (int64_t plane = 0; plane < g.n * g.c; ++plane) {

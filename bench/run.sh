@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Tandem vs PyTorch on identical training work — the one command.
+#
+#   bench/run.sh [--threads N] [--repeats N] [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp"] [--no-setup]
+#
+# 1. Sets up the PyTorch peers (idempotent): Debian's python3-torch with
+#    OpenBLAS (libopenblas0-pthread), and PyPI's current `torch` wheel in a
+#    venv under $TANDEM_BENCH_CACHE (default ~/.cache/tandem-bench), installed
+#    with --no-deps plus its CPU-side dependencies only (see README.md).
+# 2. Builds `tandem` and the onednn plugin in $TANDEM_BENCH_BUILD (default
+#    build-bench; a no-op when up to date) and bench/peak_flops.
+# 3. Runs each workload on Tandem, PyTorch-Debian and PyTorch-PyPI, one after
+#    another, same thread count, and prints the table (bench/report.py).
+#    Raw JSON per run goes to $TANDEM_BENCH_OUT (default bench/results/).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+threads=2
+repeats=5
+workloads="fmnist_mlp cnn gemm_mlp tiny_mlp"
+setup=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --workloads) workloads=$2; shift 2 ;;
+    --no-setup) setup=0; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+cache=${TANDEM_BENCH_CACHE:-$HOME/.cache/tandem-bench}
+build=${TANDEM_BENCH_BUILD:-$repo/build-bench}
+out=${TANDEM_BENCH_OUT:-$repo/bench/results}
+venv=$cache/venv
+mkdir -p "$cache" "$out"
+
+# Steps per timed repeat, chosen so one repeat takes roughly a second here.
+declare -A steps=([fmnist_mlp]=200 [cnn]=20 [gemm_mlp]=40 [tiny_mlp]=3000)
+declare -A warmup=([fmnist_mlp]=20 [cnn]=5 [gemm_mlp]=5 [tiny_mlp]=200)
+
+log() { echo "== $*" >&2; }
+
+# ---- 1. PyTorch peers -------------------------------------------------------
+if [ "$setup" = 1 ]; then
+  if ! /usr/bin/python3 -c 'import torch' 2>/dev/null || ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
+    log "installing Debian's python3-torch and libopenblas0-pthread"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch libopenblas0-pthread >&2
+  fi
+  if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+    # PyPI's default index has only the CUDA build of torch for Linux: the
+    # wheel is ~540 MB, its nvidia-*/cuda-toolkit/triton deps several GB more.
+    # We install torch --no-deps plus its pure-Python deps; the CUDA libraries
+    # libtorch links at load time are then taken from the system where it has
+    # them (/usr/local/cuda here), and only those the system lacks are
+    # installed, at the versions torch pins (no GPU is used either way). If
+    # torch still does not import, everything it asks for is installed.
+    log "installing PyPI's torch into $venv (see README.md: CPU use, minimal CUDA runtime deps)"
+    if /usr/bin/python3 -m venv "$venv" >&2 &&
+       "$venv/bin/pip" install -q --no-deps torch >&2 &&
+       "$venv/bin/pip" install -q numpy filelock typing-extensions sympy networkx jinja2 fsspec >&2; then
+      if ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+        pins=$("$venv/bin/python" - <<'PY'
+import importlib.metadata as m, re
+want = ("cuda-toolkit", "nvidia-cusparselt", "nvidia-nvshmem", "nvidia-nccl")
+for r in m.requires("torch") or []:
+    name = re.split(r"[ ;\[<>=~]", r, 1)[0]
+    if name.startswith(want) and "extra ==" not in r:
+        spec = r.split(";")[0].strip()
+        print(spec.replace("[cublas,cudart,cufft,cufile,cupti,cusolver,cusparse,nvjitlink,nvrtc,nvtx]", "[cufile]"))
+PY
+)
+        # shellcheck disable=SC2086
+        "$venv/bin/pip" install -q $pins >&2 || true
+      fi
+      "$venv/bin/python" -c 'import torch' 2>/dev/null || "$venv/bin/pip" install -q torch >&2 || true
+    fi
+    "$venv/bin/python" -c 'import torch' 2>/dev/null ||
+      log "PyPI torch could not be installed (PyPI unreachable?): its column will be empty"
+  fi
+fi
+
+# ---- 2. Builds --------------------------------------------------------------
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON -DTANDEM_BUILD_CUDA=OFF >&2
+fi
+cmake --build "$build" -j"$(nproc)" --target tandem tandem-plugin-onednn >&2
+tandem=$build/bin/tandem
+[ -x "$tandem" ] || tandem=$(find "$build" -name tandem -type f -perm -u+x | head -1)
+if [ ! -x "$cache/peak_flops" ] || [ "$repo/bench/peak_flops.cpp" -nt "$cache/peak_flops" ]; then
+  g++ -O3 -march=native -fopenmp "$repo/bench/peak_flops.cpp" -o "$cache/peak_flops"
+fi
+
+# ---- 3. Runs ----------------------------------------------------------------
+log "load before measuring: $(uptime)"
+"$cache/peak_flops" "$threads" > "$out/peak_flops.txt"
+for w in $workloads; do
+  model=$repo/bench/models/$w.toml
+  common=(--threads "$threads" --steps "${steps[$w]}" --warmup "${warmup[$w]}" --repeats "$repeats")
+  log "$w: tandem"
+  "$tandem" bench "$model" --device onednn:0 "${common[@]}" --json "$out/$w.tandem.json" >&2
+  log "$w: pytorch-debian (OpenBLAS; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)"
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads" /usr/bin/python3 \
+    "$repo/bench/torch_peer.py" "$model" "${common[@]}" --label pytorch-debian --json "$out/$w.debian.json" >&2 ||
+    rm -f "$out/$w.debian.json"
+  if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+    log "$w: pytorch-pypi"
+    OMP_NUM_THREADS="$threads" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+      --label pytorch-pypi --json "$out/$w.pypi.json" >&2 || rm -f "$out/$w.pypi.json"
+  fi
+done
+case " $workloads " in
+  *" gemm_mlp "*)
+    log "gemm_mlp: tandem --profile (time per node, for the matmul ops' own GFLOP/s)"
+    "$tandem" bench "$repo/bench/models/gemm_mlp.toml" --device onednn:0 --threads "$threads" \
+      --steps "${steps[gemm_mlp]}" --warmup "${warmup[gemm_mlp]}" --repeats 3 --profile \
+      --json "$out/gemm_mlp.profile.json" >&2 ;;
+esac
+log "load after measuring: $(uptime)"
+/usr/bin/python3 "$repo/bench/report.py" "$out" --threads "$threads" --workloads "$workloads"

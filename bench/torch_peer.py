@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""PyTorch doing what `tandem bench MODEL.toml` does, for bench/run.sh.
+
+Reads the same model file (tomllib), builds the same layers (linear with its
+activation, conv2d, relu, max_pool2d; flattening before a linear as Tandem
+does), CrossEntropyLoss, SGD with the file's momentum / nesterov /
+weight_decay and a constant lr. One batch of N(0,1) features and uniform
+labels is created once as tensors (pre-loaded); `warmup` untimed steps, then
+`repeats` timed runs of `steps` steps (zero_grad(set_to_none) + forward +
+backward + step), the loss read once at the end of each repeat (.item(),
+inside the timed span, as Tandem reads it). Writes the same JSON keys as
+`tandem bench --json`. Peak RSS is resource.getrusage(RUSAGE_SELF).ru_maxrss.
+
+Usage: torch_peer.py MODEL.toml --threads N [--steps 50 --warmup 10 --repeats 5] [--json FILE] [--label NAME]
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+import tomllib
+
+import torch
+from torch import nn
+
+
+def build(model):
+    shape = list(model["model"]["input"])  # one sample, as [model] input
+    layers = []
+    for layer in model["layers"]:
+        op = layer["op"]
+        if op == "linear":
+            if len(shape) != 1:
+                layers.append(nn.Flatten())
+                shape = [math.prod(shape)]
+            out = layer["out_features"]
+            layers.append(nn.Linear(shape[0], out, bias=layer.get("bias", True)))
+            shape = [out]
+            act = layer.get("activation", "none")
+            if act == "relu":
+                layers.append(nn.ReLU())
+            elif act == "tanh":
+                layers.append(nn.Tanh())
+            elif act == "sigmoid":
+                layers.append(nn.Sigmoid())
+            elif act != "none":
+                sys.exit(f"torch_peer: activation {act} not supported")
+        elif op == "conv2d":
+            k = layer["kernel"]
+            stride = layer.get("stride", 1)
+            pad = layer.get("padding", 0)
+            out = layer["out_channels"]
+            layers.append(nn.Conv2d(shape[0], out, k, stride=stride, padding=pad, bias=layer.get("bias", True)))
+            shape = [out, (shape[1] + 2 * pad - k) // stride + 1, (shape[2] + 2 * pad - k) // stride + 1]
+        elif op == "relu":
+            layers.append(nn.ReLU())
+        elif op == "max_pool2d":
+            k = layer["kernel"]
+            stride = layer.get("stride", k)
+            layers.append(nn.MaxPool2d(k, stride=stride))
+            shape = [shape[0], (shape[1] - k) // stride + 1, (shape[2] - k) // stride + 1]
+        else:
+            sys.exit(f"torch_peer: layer op {op} not supported")
+    return nn.Sequential(*layers)
+
+
+def blas_loaded():
+    """The BLAS torch uses: BLAS_INFO=mkl for the PyPI wheel; Debian's torch
+    says "generic" and reaches the libblas.so.3 alternative, whose mapped
+    file tells (OpenBLAS here). numpy may map its own OpenBLAS: not torch's."""
+    config = torch.__config__.show()
+    if "BLAS_INFO=mkl" in config:
+        return "MKL"
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {os.path.realpath(line.split()[-1]) for line in f if "libblas" in line}
+    except OSError:
+        paths = set()
+    if any("openblas" in p for p in paths):
+        return "OpenBLAS"
+    return "generic BLAS"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json")
+    ap.add_argument("--label", default="pytorch")
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    with open(a.model, "rb") as f:
+        spec = tomllib.load(f)
+    train = spec["train"]
+    if train.get("optimizer", "sgd") != "sgd" or spec["loss"]["op"] != "softmax_cross_entropy":
+        sys.exit("torch_peer: only sgd + softmax_cross_entropy models")
+    batch = train["batch_size"]
+    net = build(spec)
+    params = sum(p.numel() for p in net.parameters())
+    opt = torch.optim.SGD(net.parameters(), lr=train["lr"], momentum=train.get("momentum", 0.0),
+                          nesterov=train.get("nesterov", False), weight_decay=train.get("weight_decay", 0.0))
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(batch, *spec["model"]["input"])
+    y = torch.randint(0, spec["model"]["classes"], (batch,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(a.warmup):
+        step()
+    rates = []
+    last = 0.0
+    for _ in range(a.repeats):
+        start = time.perf_counter()
+        for _ in range(a.steps):
+            loss = step()
+        last = loss.item()
+        rates.append(a.steps * batch / (time.perf_counter() - start))
+        if not math.isfinite(last):
+            sys.exit(f"torch_peer: the loss became {last}")
+    median = statistics.median(rates)
+    result = {
+        "framework": a.label,
+        "torch_version": torch.__version__,
+        "blas": blas_loaded(),
+        "model": spec["model"]["name"],
+        "threads": torch.get_num_threads(),
+        "batch": batch,
+        "parameters": params,
+        "steps": a.steps,
+        "warmup": a.warmup,
+        "repeats": a.repeats,
+        "samples_per_second": rates,
+        "median_samples_per_second": median,
+        "min_samples_per_second": min(rates),
+        "max_samples_per_second": max(rates),
+        "step_ms": 1e3 * batch / median,
+        "effective_gflops": 6.0 * params * median * 1e-9,
+        "last_loss": last,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")},
+    }
+    print(f"{a.label} {result['model']} torch {torch.__version__} threads {result['threads']} batch {batch}: "
+          f"median {median:.1f} samples/s (min {min(rates):.1f}, max {max(rates):.1f}), "
+          f"{result['step_ms']:.3f} ms/step, peak RSS {result['peak_rss_bytes'] / 2**20:.0f} MiB")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
