@@ -1,6 +1,6 @@
 /* A minimal CPU backend in plain C, for the loader tests.
  *
- * Built several times: against the current SDK (ABI 1.1) and against the
+ * Built several times: against the current SDK and against the
  * frozen ABI 1.0 headers in tests/abi/sdk-1.0, under the name PLUGIN_NAME.
  * One device; two kernels: "fill" (attribute value, one f32 output) and
  * "copy" (one input, one output). Test switches come from configuration:
