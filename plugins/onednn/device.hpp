@@ -1,7 +1,7 @@
 // oneDNN backend — the one CPU device "onednn:0".
 //
 // Memory is ordinary host memory (host_addressable = 1), 64-byte aligned,
-// counted for memory_stats. Every tandem stream owns a dnnl::stream on the
+// counted for memory_stats (HostMemoryDevice). Every tandem stream owns a dnnl::stream on the
 // process-wide CPU engine; work runs to completion inside kernel_launch.
 //
 // Threads: oneDNN (Debian's build uses OpenMP) and our own loops share the
@@ -12,11 +12,8 @@
 #ifndef TANDEM_ONEDNN_DEVICE_HPP
 #define TANDEM_ONEDNN_DEVICE_HPP
 
-#include <cstdint>
-#include <mutex>
-#include <unordered_map>
-
 #include "ops/common.hpp"
+#include "tandem/host_device.hpp"
 
 namespace tandem::onednn {
 
@@ -30,21 +27,12 @@ class OnednnStream final : public Stream {
   dnnl::stream stream_;
 };
 
-class OnednnDevice final : public Device {
+// Memory, statistics and device info: the SDK's HostMemoryDevice.
+class OnednnDevice final : public HostMemoryDevice {
  public:
-  tdm_device_info info() override;
-  void* allocate(size_t bytes) override;
-  void deallocate(void* pointer) noexcept override;
+  OnednnDevice() : HostMemoryDevice("onednn:0") {}
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<OnednnStream>(*this); }
   std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) override;
-  tdm_memory_stats memory_stats() override;
-
- private:
-  std::mutex mutex_;  // guards everything below
-  std::unordered_map<void*, size_t> sizes_;
-  uint64_t allocated_ = 0;
-  uint64_t peak_ = 0;
-  uint64_t allocations_ = 0;
 };
 
 class OnednnBackend final : public Backend {
