@@ -3,46 +3,6 @@
 
 namespace tandem::onednn {
 
-std::string dims_str(const Dims& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) s += ",";
-    s += std::to_string(dims[i]);
-  }
-  s += "]";
-  return s;
-}
-
-std::string shape_str(const TensorShape& t) {
-  std::string s = dtype_name(t.dtype);
-  s += dims_str(t.dims);
-  return s;
-}
-
-int64_t numel(const Dims& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-Dims strides_of(const Dims& dims) {
-  Dims s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
-bool broadcast_shapes(const Dims& a, const Dims& b, Dims& out) {
-  const size_t rank = a.size() > b.size() ? a.size() : b.size();
-  out.assign(rank, 1);
-  for (size_t k = 0; k < rank; ++k) {
-    const int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
-    const int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
-    if (da != db && da != 1 && db != 1) return false;
-    out[rank - 1 - k] = da == 1 ? db : da;
-  }
-  return true;
-}
-
 // ---------------------------------------------------------------------------
 // Check
 // ---------------------------------------------------------------------------

@@ -22,22 +22,15 @@
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "tandem/shape_util.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::onednn {
-
-using Dims = std::vector<int64_t>;
 
 inline const std::vector<tdm_dtype> kF32 = {TDM_F32};
 inline const std::vector<tdm_dtype> kF32Bf16 = {TDM_F32, TDM_BF16};
 inline const std::vector<tdm_dtype> kAll = {TDM_F32, TDM_F64, TDM_F16, TDM_BF16,
                                             TDM_S8,  TDM_U8,  TDM_S32, TDM_S64};
-
-std::string dims_str(const Dims& dims);
-std::string shape_str(const TensorShape& t);
-int64_t numel(const Dims& dims);
-Dims strides_of(const Dims& dims);
-bool broadcast_shapes(const Dims& a, const Dims& b, Dims& out);
 
 // Prepare-time validation; messages start with the op and node.
 class Check {

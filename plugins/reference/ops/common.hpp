@@ -18,11 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "tandem/shape_util.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::reference {
-
-using Dims = std::vector<int64_t>;
 
 // Dtype sets of the catalog's "dtypes" column, with f64 added (reference
 // accepts f64 for every floating op).
@@ -32,15 +31,7 @@ inline const std::vector<tdm_dtype> kF32 = {TDM_F32, TDM_F64};
 inline const std::vector<tdm_dtype> kAll = {TDM_F32, TDM_F64, TDM_F16, TDM_BF16,
                                             TDM_S8,  TDM_U8,  TDM_S32, TDM_S64};
 
-std::string dims_str(const Dims& dims);
-std::string shape_str(const TensorShape& t);  // "f32[2,3]"
-int64_t numel(const Dims& dims);
-// Row-major strides, in elements.
-Dims strides_of(const Dims& dims);
 bool is_floating(tdm_dtype dtype);
-// numpy broadcasting of two shapes (right-aligned; a dim of 1 stretches).
-// Returns false when they are incompatible.
-bool broadcast_shapes(const Dims& a, const Dims& b, Dims& out);
 // Flat index, in a tensor of shape `in` broadcast to `out`, of the element
 // that feeds output element `out_flat`.
 int64_t broadcast_source(int64_t out_flat, const Dims& out, const Dims& in);
