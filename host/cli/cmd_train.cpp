@@ -49,8 +49,10 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "memory-report", po::bool_switch(), "print planned and measured memory after training")(
       "comm-timeout", po::value<double>()->default_value(300),
       "data parallelism: seconds a collective may wait for the other ranks before the run stops with an "
-      "error "
-      "naming them");
+      "error naming them")(
+      "bucket-mb", po::value<double>()->default_value(4),
+      "data parallelism: gradients are all-reduced in buckets of about this many MiB, each as soon as "
+      "backward has finished it (0: one gradient per message)");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -94,6 +96,11 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
   train.stop = &g_stop;
   train.comm_timeout_seconds = vm["comm-timeout"].as<double>();
+  if (vm["bucket-mb"].as<double>() < 0) {
+    print_error("--bucket-mb must be 0 or more");
+    return kExitUsage;
+  }
+  train.bucket_bytes = static_cast<size_t>(vm["bucket-mb"].as<double>() * 1024 * 1024);
 
   std::map<std::string, std::string> config;
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());

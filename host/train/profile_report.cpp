@@ -33,6 +33,12 @@ void ProfileRecorder::data_wait(std::chrono::steady_clock::time_point begin,
   if (enabled_) waits_.push_back({begin, end});
 }
 
+void ProfileRecorder::all_reduce(std::chrono::steady_clock::time_point begin,
+                                 std::chrono::steady_clock::time_point end, size_t bytes,
+                                 std::chrono::steady_clock::time_point backward_done) {
+  if (enabled_) all_reduces_.push_back({{begin, end}, bytes, backward_done});
+}
+
 Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
                                     const exec::Executor& executor, const std::string& device) const {
   using nlohmann::json;
@@ -68,6 +74,21 @@ Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
                       {"cat", "data"},
                       {"ts", us_between(base, s.begin)},
                       {"dur", us_between(s.begin, s.end)}});
+  if (!all_reduces_.empty())
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 1},
+                      {"tid", 3},
+                      {"args", {{"name", "gradient all-reduce"}}}});
+  for (const CommSpan& c : all_reduces_)
+    events.push_back({{"ph", "X"},
+                      {"pid", 1},
+                      {"tid", 3},
+                      {"name", "all-reduce"},
+                      {"cat", "communication"},
+                      {"ts", us_between(base, c.span.begin)},
+                      {"dur", us_between(c.span.begin, c.span.end)},
+                      {"args", {{"bytes", c.bytes}}}});
   const std::string text = json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
   return checkpoint::write_file_atomically(path, {text});
 }
@@ -102,6 +123,31 @@ void ProfileRecorder::print_summary(std::ostream& out, const Graph& graph,
                   total > 0 ? 100 * by_phase[p] / total : 0);
     out << line;
   }
+  print_all_reduce(out);
+}
+
+void ProfileRecorder::print_all_reduce(std::ostream& out) const {
+  if (all_reduces_.empty()) return;
+  double total = 0, hidden = 0, bytes = 0;
+  std::chrono::steady_clock::time_point last_step;
+  size_t steps = 0;
+  for (const CommSpan& c : all_reduces_) {
+    total += us_between(c.span.begin, c.span.end);
+    hidden += std::max(0.0, us_between(c.span.begin, std::min(c.span.end, c.backward_done)));
+    bytes += static_cast<double>(c.bytes);
+    if (steps == 0 || c.backward_done != last_step) ++steps;
+    last_step = c.backward_done;
+  }
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "gradient all-reduce (%zu messages over %zu steps, %.2f MiB per step):\n"
+                "  communication                %10.1f ms  %5.2f ms per step\n"
+                "  hidden behind backward       %10.1f ms  %5.1f%%\n"
+                "  exposed (after backward)     %10.1f ms  %5.1f%%\n",
+                all_reduces_.size(), steps, bytes / steps / (1024.0 * 1024.0), total / 1000,
+                total / 1000 / static_cast<double>(steps), hidden / 1000, total > 0 ? 100 * hidden / total : 0,
+                (total - hidden) / 1000, total > 0 ? 100 * (total - hidden) / total : 0);
+  out << line;
 }
 
 }  // namespace tandem::host::train

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -19,6 +20,11 @@ class ProfileRecorder {
   explicit ProfileRecorder(bool enabled) : enabled_(enabled) {}
 
   void data_wait(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end);
+  // Data parallelism: one bucket's all-reduce on the communication thread;
+  // `backward_done` is when that step's backward ended, so the part of the
+  // span before it was hidden behind computation.
+  void all_reduce(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end,
+                  size_t bytes, std::chrono::steady_clock::time_point backward_done);
   Result<void> write(const std::string& path, const Graph& graph, const exec::Executor& executor,
                      const std::string& device) const;
   void print_summary(std::ostream& out, const Graph& graph, const exec::Executor& executor) const;
@@ -27,8 +33,16 @@ class ProfileRecorder {
   struct Span {
     std::chrono::steady_clock::time_point begin, end;
   };
+  struct CommSpan {
+    Span span;
+    size_t bytes;
+    std::chrono::steady_clock::time_point backward_done;
+  };
+  void print_all_reduce(std::ostream& out) const;
+
   bool enabled_;
   std::vector<Span> waits_;
+  std::vector<CommSpan> all_reduces_;
 };
 
 }  // namespace tandem::host::train

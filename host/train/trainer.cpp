@@ -91,7 +91,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
     auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds);
     if (!comm) return comm.error();
     t->comm_ = std::move(*comm);
+    auto buckets = plan_gradient_buckets(graph, t->synced_gradients_, t->model_.optimizer_begin,
+                                         t->options_.bucket_bytes);
+    t->allreduce_ = std::make_unique<OverlappedAllReduce>(*t->comm_, *t->executor_, graph, std::move(buckets),
+                                                          exec_options.profile);
   }
+  t->profiler_ = std::make_unique<ProfileRecorder>(exec_options.profile);
   if (auto r = t->initialise(); !r) return r.error();
   if (!t->options_.resume.empty()) {
     if (auto r = t->resume_from(t->options_.resume, false); !r) return r.error();
@@ -205,7 +210,7 @@ Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint3
     }
     if (auto r = features_->step_begin(info); !r) return r.error();
   }
-  if (auto r = ex.run(0, model_.optimizer_begin); !r) return r.error();
+  if (auto r = forward_backward(micro + 1 == micro_batches_); !r) return r.error();
   if (auto r = features_->micro_batch_end(info); !r) return r.error();
   float loss = 0;
   if (auto r = ex.read(model_.loss, &loss, sizeof loss); !r) return r.error();
@@ -218,6 +223,29 @@ Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint3
   if (auto r = ex.read(model_.logits, logits_.data(), logits_.size() * sizeof(float)); !r) return r.error();
   correct += count_correct(logits_, batch.labels, batch.size, classes);
   return static_cast<double>(loss);
+}
+
+Result<void> Trainer::forward_backward(bool last_micro_batch) {
+  exec::Executor& ex = *executor_;
+  const size_t end = model_.optimizer_begin;
+  if (!allreduce_ || !last_micro_batch) return ex.run(0, end);  // ranks average once per optimizer step
+  size_t done = 0;
+  Result<void> ran;
+  const auto& buckets = allreduce_->buckets();
+  for (size_t b = 0; b < buckets.size() && ran; ++b) {
+    const size_t ready = std::min(buckets[b].ready_at, end);
+    if (ready > done) ran = ex.run(done, ready);
+    done = std::max(done, ready);
+    if (ran) allreduce_->start(b);
+  }
+  if (ran) ran = ex.run(done, end);
+  const auto backward_done = std::chrono::steady_clock::now();
+  // Even after a failed launch: the started all-reduces use the gradients.
+  auto reduced = allreduce_->finish();
+  for (const OverlappedAllReduce::Span& s : allreduce_->take_spans())
+    profiler_->all_reduce(s.begin, s.end, s.bytes, backward_done);
+  if (!ran) return ran;
+  return reduced;
 }
 
 void Trainer::locate_optimizer_phase() {
@@ -249,15 +277,7 @@ void Trainer::locate_optimizer_phase() {
 
 Result<void> Trainer::optimizer_step(int64_t step) {
   exec::Executor& ex = *executor_;
-  const Graph& g = model_.graph;
   const tdm_step_info info{sizeof(tdm_step_info), step, micro_batches_ - 1, micro_batches_, scalars_->as_c()};
-  if (comm_) {  // once per optimizer step, after the last micro-batch
-    for (ValueId grad : synced_gradients_) {
-      const Value& v = *g.value(grad);
-      const auto count = static_cast<size_t>(build::numel(v.type.dims));
-      if (auto r = comm_->average(ex.device_pointer(grad), count, v.type.dtype); !r) return r;
-    }
-  }
   if (auto r = features_->gradients_ready(info); !r) return r;
   auto skip = features_->before_optimizer_step(info);
   if (!skip) return skip.error();
@@ -329,7 +349,7 @@ Result<TrainResult> Trainer::run() {
       shared[v.name] = executor_->device_pointer(v.id);
   }
   Evaluator evaluator(spec_, device_, shared);
-  ProfileRecorder profiler(!options_.profile.empty());
+  ProfileRecorder& profiler = *profiler_;
 
   TrainResult result;
   const auto run_start = Clock::now();

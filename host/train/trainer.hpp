@@ -23,6 +23,8 @@
 #include "train/distributed.hpp"
 #include "train/executor_scalars.hpp"
 #include "train/features.hpp"
+#include "train/overlapped_allreduce.hpp"
+#include "train/profile_report.hpp"
 
 namespace tandem::host::train {
 
@@ -38,6 +40,9 @@ struct TrainOptions {
   // Data parallelism: a collective waiting longer than this fails and names
   // the ranks that did not arrive, instead of hanging the job.
   double comm_timeout_seconds = 300;
+  // Data parallelism: gradients are averaged in buckets of about this many
+  // bytes, each while backward continues (0: one gradient per message).
+  size_t bucket_bytes = size_t(4) << 20;
 };
 
 struct TrainResult {
@@ -71,7 +76,10 @@ class Trainer {
   // Forward and backward of one micro-batch; returns its loss.
   Result<double> micro_step(const data::Batch& batch, int64_t step, uint32_t micro, int64_t total_steps,
                             int64_t& correct);
-  // Gradient averaging across ranks, hooks, clipping, and the update.
+  // Nodes [0, optimizer_begin): forward and backward, with each gradient
+  // bucket's all-reduce started once backward has finished it.
+  Result<void> forward_backward(bool last_micro_batch);
+  // Hooks, clipping, and the update (gradients are averaged by then).
   Result<void> optimizer_step(int64_t step);
   // After the graph passes: where the optimizer phase and clipping start,
   // which gradients ranks average, which nodes run on a skipped step.
@@ -95,6 +103,8 @@ class Trainer {
   std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
   std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped
   std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
+  std::unique_ptr<OverlappedAllReduce> allreduce_;  // with comm_
+  std::unique_ptr<ProfileRecorder> profiler_;
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;
 };

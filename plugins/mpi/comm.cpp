@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 
 #include "half.hpp"
@@ -209,6 +210,9 @@ void MpiComm::wait(MPI_Request& request, const Call& call) {
       if (done) return;
       if ((spin & 255) == 0) answer_queries();
     }
+    // Let a compute thread of this rank run between polls: the data-parallel
+    // trainer all-reduces on its own thread while backward continues.
+    std::this_thread::yield();
     if ((spin & 255) == 0 && Clock::now() > deadline) {
       stranded_ = request;
       fail_timeout(call, started);

@@ -1,8 +1,9 @@
-// Data parallelism end to end: `mpiexec -np 2 tandem train` with batch 8 per
-// rank ends with the weights of one process at batch 16 after the same
+// Data parallelism end to end: `mpiexec -np 2 tandem train` with batch 64 per
+// rank ends with the weights of one process at batch 128 after the same
 // number of steps (within 1e-5: the average of two per-rank mean gradients
-// sums in another order than one mean over 16 samples), and only rank 0
-// reports and writes checkpoints.
+// sums in another order than one mean over 128 samples), whether gradients
+// travel one per message or bucketed, and only rank 0 reports and writes
+// checkpoints.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -55,12 +56,12 @@ out_features = 4
 lr = 0.05
 momentum = 0.9
 clip_grad_norm = 1.0
-batch_size = 16
+batch_size = 128
 steps = 10
 seed = 5
 [data]
 format = "synthetic"
-synthetic_samples = 512
+synthetic_samples = 2048
 synthetic_test_samples = 64
 )";
 
@@ -107,8 +108,13 @@ TEST(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   ASSERT_EQ(one.code, 0) << one.output;
   CliRun two =
       shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
-            tandem + " --set train.batch_size=8 --run-dir " + dir.file("two"));
+            tandem + " --set train.batch_size=64 --bucket-mb 0 --profile " + dir.file("trace.json") +
+            " --run-dir " + dir.file("two"));
   ASSERT_EQ(two.code, 0) << two.output;
+  // One message per gradient (4 per step), each started as backward finished it.
+  EXPECT_NE(two.output.find("gradient all-reduce (40 messages over 10 steps"), std::string::npos)
+      << two.output;
+  EXPECT_NE(two.output.find("hidden behind backward"), std::string::npos) << two.output;
   EXPECT_EQ(count_of(two.output, "training dp"), 1u) << "only rank 0 reports:\n" << two.output;
   EXPECT_NE(two.output.find("per rank x 2 ranks"), std::string::npos) << two.output;
 
@@ -116,7 +122,7 @@ TEST(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->metadata.at("tandem.world_size"), "2");
   const double worst = largest_difference(dir.file("one"), dir.file("two"));
-  std::cout << "largest weight difference, 1 rank x 16 vs 2 ranks x 8, after 10 steps: " << worst << "\n";
+  std::cout << "largest weight difference, 1 rank x 128 vs 2 ranks x 64, after 10 steps: " << worst << "\n";
   EXPECT_LE(worst, 1e-5);
 }
 
@@ -128,16 +134,15 @@ TEST(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   std::ofstream(dir.file("dp.toml")) << kModel;
   const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
                              dir.file("dp.toml") + " --device reference";
-  // One rank, batch 32 per step; two ranks, 2 micro-batches of 8 each: 32 per step too.
-  CliRun one = shell("env -u TANDEM_PLUGIN_PATH " + tandem + " --set train.batch_size=32 --run-dir " +
-                     dir.file("one"));
+  // One rank, batch 128 per step; two ranks, 2 micro-batches of 32 each: 128 per step too.
+  CliRun one = shell("env -u TANDEM_PLUGIN_PATH " + tandem + " --run-dir " + dir.file("one"));
   ASSERT_EQ(one.code, 0) << one.output;
   CliRun two = shell(
       "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " + tandem +
-      " --set train.batch_size=8 --set features.grad_accum.steps=2 --run-dir " + dir.file("two"));
+      " --set train.batch_size=32 --set features.grad_accum.steps=2 --run-dir " + dir.file("two"));
   ASSERT_EQ(two.code, 0) << two.output;
   const double worst = largest_difference(dir.file("one"), dir.file("two"));
-  std::cout << "largest weight difference, 1 rank x 32 vs 2 ranks x 2 micro-batches x 8: " << worst << "\n";
+  std::cout << "largest weight difference, 1 rank x 128 vs 2 ranks x 2 micro-batches x 32: " << worst << "\n";
   EXPECT_LE(worst, 1e-5);
 }
 
@@ -148,7 +153,7 @@ TEST(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
   const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
-                             dir.file("dp.toml") + " --device reference --set train.steps=0 --run-dir " +
+                             dir.file("dp.toml") + " --device reference --set train.steps=0 --set train.batch_size=16 --set data.synthetic_samples=512 --run-dir " +
                              dir.file("run");
   // Two ranks train epoch 1 (512 samples / (16 x 2) = 16 steps) ...
   CliRun two =
