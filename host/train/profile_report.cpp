@@ -145,8 +145,9 @@ void ProfileRecorder::print_all_reduce(std::ostream& out) const {
                 "  hidden behind backward       %10.1f ms  %5.1f%%\n"
                 "  exposed (after backward)     %10.1f ms  %5.1f%%\n",
                 all_reduces_.size(), steps, bytes / steps / (1024.0 * 1024.0), total / 1000,
-                total / 1000 / static_cast<double>(steps), hidden / 1000, total > 0 ? 100 * hidden / total : 0,
-                (total - hidden) / 1000, total > 0 ? 100 * (total - hidden) / total : 0);
+                total / 1000 / static_cast<double>(steps), hidden / 1000,
+                total > 0 ? 100 * hidden / total : 0, (total - hidden) / 1000,
+                total > 0 ? 100 * (total - hidden) / total : 0);
   out << line;
 }
 

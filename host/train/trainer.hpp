@@ -102,7 +102,7 @@ class Trainer {
   size_t clip_point_ = 0;                  // first optimizer node that needs the clipping coefficient
   std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
   std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped
-  std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
+  std::unique_ptr<GradientCommunicator> comm_;      // only when world > 1
   std::unique_ptr<OverlappedAllReduce> allreduce_;  // with comm_
   std::unique_ptr<ProfileRecorder> profiler_;
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;

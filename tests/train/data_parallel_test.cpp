@@ -153,7 +153,9 @@ TEST(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
   const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
-                             dir.file("dp.toml") + " --device reference --set train.steps=0 --set train.batch_size=16 --set data.synthetic_samples=512 --run-dir " +
+                             dir.file("dp.toml") +
+                             " --device reference --set train.steps=0 --set train.batch_size=16 --set "
+                             "data.synthetic_samples=512 --run-dir " +
                              dir.file("run");
   // Two ranks train epoch 1 (512 samples / (16 x 2) = 16 steps) ...
   CliRun two =

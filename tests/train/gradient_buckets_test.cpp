@@ -47,7 +47,9 @@ Built build() {
   return b;
 }
 
-std::string name(const Built& b, ValueId v) { return b.model.graph.value(v)->name; }
+std::string name(const Built& b, ValueId v) {
+  return b.model.graph.value(v)->name;
+}
 
 // The last position before `end` at which a node writes or reads `v`, plus one.
 size_t last_touch(const host::Graph& g, ValueId v, size_t end) {
@@ -72,7 +74,8 @@ TEST(GradientBuckets, OneGradientPerBucketInTheOrderBackwardFinishesThem) {
   EXPECT_EQ(name(b, buckets[3].gradients[0]).rfind("fc1.", 0), 0u) << name(b, buckets[3].gradients[0]);
   for (size_t i = 0; i < buckets.size(); ++i) {
     ASSERT_EQ(buckets[i].gradients.size(), 1u);
-    EXPECT_EQ(buckets[i].ready_at, last_touch(b.model.graph, buckets[i].gradients[0], b.model.optimizer_begin));
+    EXPECT_EQ(buckets[i].ready_at,
+              last_touch(b.model.graph, buckets[i].gradients[0], b.model.optimizer_begin));
     EXPECT_LE(buckets[i].ready_at, b.model.optimizer_begin);
     if (i > 0) {
       EXPECT_LE(buckets[i - 1].ready_at, buckets[i].ready_at);
@@ -100,8 +103,8 @@ TEST(GradientBuckets, ABucketClosesOnceItHoldsTheRequestedBytes) {
   EXPECT_EQ(buckets[0].ready_at, latest);
 
   // Everything in one bucket: ready when backward is all but done.
-  const auto one =
-      host::train::plan_gradient_buckets(b.model.graph, b.gradients, b.model.optimizer_begin, size_t(1) << 30);
+  const auto one = host::train::plan_gradient_buckets(b.model.graph, b.gradients, b.model.optimizer_begin,
+                                                      size_t(1) << 30);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].gradients.size(), 4u);
   EXPECT_EQ(one[0].ready_at, buckets[2].ready_at);
