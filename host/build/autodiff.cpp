@@ -242,6 +242,28 @@ Result<void> Autodiff::apply_rule(const Node& n) {
     if (!dx) return dx.error();
     return accumulate(in[0], *dx);
   }
+  if (op == "transpose") {
+    const auto* perm_attr = find_attr(n, "perm");
+    const size_t rank = type(in[0]).dims.size();
+    std::vector<int64_t> perm(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);  // the default: reversed
+    if (perm_attr != nullptr) perm = std::get<std::vector<int64_t>>(*perm_attr);
+    std::vector<int64_t> inverse(rank);
+    for (size_t k = 0; k < rank; ++k) inverse[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+    auto dx = emit1("transpose", "grad", {dy}, {{"perm", inverse}}, type(in[0]));
+    if (!dx) return dx.error();
+    return accumulate(in[0], *dx);
+  }
+  // Tensor parallelism (exec/collectives.hpp): each op's gradient is its dual.
+  if (op == "comm.all_reduce") return accumulate(in[0], dy);
+  if (op == "comm.copy_to_parallel" || op == "comm.all_gather" || op == "comm.chunk") {
+    const std::string dual = op == "comm.copy_to_parallel" ? "comm.all_reduce"
+                             : op == "comm.all_gather"     ? "comm.chunk"
+                                                           : "comm.all_gather";
+    auto dx = emit1(dual, "grad", {dy}, {}, type(in[0]));
+    if (!dx) return dx.error();
+    return accumulate(in[0], *dx);
+  }
   if (op == "scale") {
     const auto* alpha = find_attr(n, "alpha");
     auto dx = emit1("scale", "grad", {dy}, {{"alpha", alpha ? std::get<double>(*alpha) : 1.0}}, type(in[0]));

@@ -30,6 +30,16 @@ Result<std::vector<ValueId>> Context::emit(const std::string& op, const std::str
   return out.graph.node(*id)->outputs;
 }
 
+Result<ValueId> Context::sharded_parameter(const std::string& suffix, Dims full, int axis, Initializer init) {
+  const TensorParallel& tp = out.tensor_parallel;
+  Dims local = full;
+  local[static_cast<size_t>(axis)] /= tp.size;
+  auto id = parameter(suffix, local, init);
+  if (!id) return id;
+  if (tp.size > 1) out.shards[*id] = Shard{axis, std::move(full)};
+  return id;
+}
+
 Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initializer init) {
   auto id = out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER,
                                 TensorType{out.dtype, std::move(dims)});
@@ -94,8 +104,16 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
 
 }  // namespace
 
-Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype) {
+bool uses_tensor_parallelism(const model::ModelSpec& spec) {
+  for (const auto& layer : spec.layers)
+    if (layer.string_attr("parallel", "none") != "none") return true;
+  return false;
+}
+
+Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype,
+                                 TensorParallel tp) {
   ModelGraph g;
+  g.tensor_parallel = tp;
   g.mode = mode;
   g.dtype = dtype;
   g.batch = batch;
@@ -119,6 +137,11 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
     outputs[layer.name] = *out;
     previous = *out;
   }
+  if (const auto it = g.split_activations.find(previous); it != g.split_activations.end())
+    return make_error(spec.path + ": the last layer '" + g.graph.value(previous)->name +
+                          "' gives this rank's slice only (a column-parallel linear with gather_output = "
+                          "false needs a row-parallel linear after it, or gather_output = true)",
+                      TDM_INVALID_ARGUMENT);
   if (auto r = add_loss(g, spec, previous); !r) return r.error();
   return g;
 }

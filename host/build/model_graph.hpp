@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,21 @@ struct Initializer {
   double std = 0.01;  // for "normal"
 };
 
+// Tensor parallelism: this process's place among the ranks that split the
+// layers marked `parallel`. With size 1 those layers are built whole.
+struct TensorParallel {
+  int rank = 0;
+  int size = 1;
+};
+
+// A parameter of which this rank holds one of `TensorParallel::size` equal
+// slices along `axis`; `full` is the whole tensor's shape (as a checkpoint
+// stores it).
+struct Shard {
+  int axis = 0;
+  std::vector<int64_t> full;
+};
+
 struct ModelGraph {
   Graph graph;
   Mode mode = Mode::Train;
@@ -40,6 +56,11 @@ struct ModelGraph {
   ValueId loss = kNoValue;
   std::vector<ValueId> parameters;              // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
+  TensorParallel tensor_parallel;
+  std::map<ValueId, Shard> shards;  // parameters split by tensor parallelism
+  // Activations of which this rank holds a slice of the last dim (a
+  // column-parallel linear without gather_output, and elementwise layers on it).
+  std::set<ValueId> split_activations;
   std::vector<NodeId> dropout_nodes;
   ValueId dropout_step = kNoValue;  // "dropout.step" [] s64: every dropout node's seed_offset,
                                     // written by the host each step so masks change per step
@@ -58,8 +79,12 @@ struct ModelGraph {
 // the layer that fed it, and both shapes.
 // `dtype` is f32 for training; f64 lets tests check whole-graph gradients
 // against finite differences on the reference backend.
+// `tp`: with size > 1, layers marked `parallel` hold only this rank's slice
+// and exchange activations with "comm.*" nodes (see exec/collectives.hpp).
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode,
-                                 tdm_dtype dtype = TDM_F32);
+                                 tdm_dtype dtype = TDM_F32, TensorParallel tp = {});
+// Whether any layer asks for tensor parallelism.
+bool uses_tensor_parallelism(const model::ModelSpec& spec);
 
 // Which outputs of an op overwrite which of its inputs in place (output
 // index -> input index), per sdk/ops.md; empty for most ops.

@@ -28,10 +28,112 @@ Result<ValueId> flatten(Context& ctx, ValueId x, const std::string& node_name) {
   return (*out)[0];
 }
 
+// Megatron-LM's column-parallel linear: this rank holds rows
+// [rank*F/N, (rank+1)*F/N) of W and b and computes that slice of y; the
+// input's gradient sums over ranks (comm.copy_to_parallel). With
+// gather_output (the default) the slices are gathered into the whole y.
+Result<ValueId> column_linear(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const int n = ctx.out.tensor_parallel.size;
+  const int64_t batch = ctx.dims(x)[0], in = ctx.dims(x)[1], out = l.int_attr("out_features", 0);
+  if (out <= 0 || out % n != 0)
+    return ctx.error("column-parallel: out_features = " + std::to_string(out) +
+                     " must be a positive multiple of the " + std::to_string(n) + " ranks");
+  auto w = ctx.sharded_parameter("weight", {out, in}, 0, weight_init(l, "init", "kaiming", in, out));
+  if (!w) return w.error();
+  auto xp = ctx.emit("comm.copy_to_parallel", l.name + ".copy_to_parallel", {x}, {}, {ctx.value(x).type});
+  if (!xp) return xp.error();
+  std::vector<ValueId> inputs = {(*xp)[0], *w};
+  if (l.bool_attr("bias", true)) {
+    auto b = ctx.sharded_parameter("bias", {out}, 0, weight_init(l, "bias_init", "zeros", in, out));
+    if (!b) return b.error();
+    inputs.push_back(*b);
+  }
+  const bool gather = l.bool_attr("gather_output", true);
+  const std::string local_name = gather ? l.name + ".local" : l.name;
+  auto y = ctx.emit("linear", local_name, inputs, {{"activation", l.string_attr("activation", "none")}},
+                    {ctx.tensor({batch, out / n})}, {local_name});
+  if (!y) return y.error();
+  if (!gather) {
+    ctx.out.split_activations.insert((*y)[0]);
+    return (*y)[0];
+  }
+  auto all =
+      ctx.emit("comm.all_gather", l.name + ".all_gather", {(*y)[0]}, {}, {ctx.tensor({n, batch, out / n})});
+  if (!all) return all.error();
+  auto t = ctx.emit("transpose", l.name + ".interleave", {(*all)[0]}, {{"perm", Dims{1, 0, 2}}},
+                    {ctx.tensor({batch, n, out / n})});
+  if (!t) return t.error();
+  auto whole = ctx.emit("reshape", l.name, {(*t)[0]}, {}, {ctx.tensor({batch, out})}, {l.name});
+  if (!whole) return whole.error();
+  return (*whole)[0];
+}
+
+// Megatron-LM's row-parallel linear: this rank holds columns
+// [rank*K/N, (rank+1)*K/N) of W and multiplies its slice of x; the partial
+// products are summed over ranks (comm.all_reduce), then the bias (whole on
+// every rank) and the activation apply. x is either already split (after a
+// column-parallel linear without gather_output) or whole, and then sliced.
+Result<ValueId> row_linear(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const int n = ctx.out.tensor_parallel.size;
+  const bool split = ctx.out.split_activations.count(x) > 0;
+  const int64_t batch = ctx.dims(x)[0], out = l.int_attr("out_features", 0);
+  const int64_t in = split ? ctx.dims(x)[1] * n : ctx.dims(x)[1];
+  if (out <= 0) return ctx.error("out_features must be positive");
+  if (in % n != 0)
+    return ctx.error("row-parallel: its " + std::to_string(in) +
+                     " input features must be a multiple of the " + std::to_string(n) + " ranks");
+  ValueId local = x;
+  if (!split) {
+    auto r = ctx.emit("reshape", l.name + ".split", {x}, {}, {ctx.tensor({batch, n, in / n})});
+    if (!r) return r.error();
+    auto t = ctx.emit("transpose", l.name + ".rank_major", {(*r)[0]}, {{"perm", Dims{1, 0, 2}}},
+                      {ctx.tensor({n, batch, in / n})});
+    if (!t) return t.error();
+    auto c = ctx.emit("comm.chunk", l.name + ".chunk", {(*t)[0]}, {}, {ctx.tensor({batch, in / n})});
+    if (!c) return c.error();
+    local = (*c)[0];
+  }
+  auto w = ctx.sharded_parameter("weight", {out, in}, 1, weight_init(l, "init", "kaiming", in, out));
+  if (!w) return w.error();
+  auto partial = ctx.emit("linear", l.name + ".partial", {local, *w}, {{"activation", std::string("none")}},
+                          {ctx.tensor({batch, out})});
+  if (!partial) return partial.error();
+  const std::string activation = l.string_attr("activation", "none");
+  const bool bias = l.bool_attr("bias", true);
+  const bool last = !bias && activation == "none";
+  auto sum = ctx.emit("comm.all_reduce", l.name + ".all_reduce", {(*partial)[0]}, {},
+                      {ctx.tensor({batch, out})}, {last ? l.name : ""});
+  if (!sum) return sum.error();
+  ValueId y = (*sum)[0];
+  if (bias) {
+    auto b = ctx.parameter("bias", {out}, weight_init(l, "bias_init", "zeros", in, out));
+    if (!b) return b.error();
+    const std::string name = activation == "none" ? l.name : l.name + ".biased";
+    auto added = ctx.emit("add", name, {y, *b}, {}, {ctx.tensor({batch, out})}, {name});
+    if (!added) return added.error();
+    y = (*added)[0];
+  }
+  if (activation == "none") return y;
+  auto act = ctx.emit(activation, l.name, {y}, {}, {ctx.tensor({batch, out})}, {l.name});
+  if (!act) return act.error();
+  return (*act)[0];
+}
+
 Result<ValueId> linear(Context& ctx, ValueId x_in) {
   const LayerSpec& l = *ctx.layer;
+  const std::string parallel =
+      ctx.out.tensor_parallel.size > 1 ? l.string_attr("parallel", "none") : std::string("none");
+  if (parallel == "row") {
+    if (ctx.out.split_activations.count(x_in) > 0) return row_linear(ctx, x_in);
+    auto x = flatten(ctx, x_in, l.name + ".flatten");
+    if (!x) return x.error();
+    return row_linear(ctx, *x);
+  }
   auto x = flatten(ctx, x_in, l.name + ".flatten");
   if (!x) return x.error();
+  if (parallel == "column") return column_linear(ctx, *x);
   const int64_t in = ctx.dims(*x)[1], out = l.int_attr("out_features", 0);
   if (out <= 0) return ctx.error("out_features must be positive");
   auto w = ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
@@ -228,7 +330,33 @@ Result<ValueId> concat(Context& ctx, const std::vector<ValueId>& inputs) {
 
 }  // namespace
 
+namespace {
+
+// Layers that may read a rank's slice of an activation: elementwise ones
+// (whose output is then a slice too) and a row-parallel linear.
+Result<ValueId> expand_on_slice(Context& ctx, const std::vector<ValueId>& inputs) {
+  const std::string& op = ctx.layer->op;
+  const bool elementwise = op == "relu" || op == "gelu" || op == "tanh" || op == "sigmoid" || op == "dropout";
+  const bool row = op == "linear" && ctx.layer->string_attr("parallel", "none") == "row";
+  if (inputs.size() != 1 || !(elementwise || row))
+    return ctx.error("reads '" + ctx.value(inputs[0]).name +
+                     "', of which each rank holds a slice (a column-parallel linear with gather_output = "
+                     "false): only elementwise layers (relu, gelu, tanh, sigmoid, dropout) or a row-parallel "
+                     "linear may follow it");
+  auto y = expand_layer_whole(ctx, inputs);
+  if (y && elementwise) ctx.out.split_activations.insert(*y);
+  return y;
+}
+
+}  // namespace
+
 Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs) {
+  for (ValueId v : inputs)
+    if (ctx.out.split_activations.count(v) > 0) return expand_on_slice(ctx, inputs);
+  return expand_layer_whole(ctx, inputs);
+}
+
+Result<ValueId> expand_layer_whole(Context& ctx, const std::vector<ValueId>& inputs) {
   const std::string& op = ctx.layer->op;
   const ValueId x = inputs[0];
   if (op == "linear") return linear(ctx, x);

@@ -29,10 +29,15 @@ struct Context {
                                     std::vector<TensorType> outputs,
                                     std::vector<std::string> output_names = {});
   Result<ValueId> parameter(const std::string& suffix, Dims dims, Initializer init);
+  // This rank's slice along `axis` of a parameter of shape `full` (the whole
+  // parameter when tensor parallelism is off); `init` describes the whole.
+  Result<ValueId> sharded_parameter(const std::string& suffix, Dims full, int axis, Initializer init);
   Result<ValueId> state(const std::string& suffix, Dims dims, double fill);
 };
 
 // Expands one layer whose inputs are already resolved; returns its output.
 Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs);
+// The same, without the checks for inputs that are a rank's slice.
+Result<ValueId> expand_layer_whole(Context& ctx, const std::vector<ValueId>& inputs);
 
 }  // namespace tandem::host::build::detail

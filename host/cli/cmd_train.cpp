@@ -111,13 +111,15 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitPlugin;
   }
   const host::train::ProcessGroup group = host::train::detect_process_group();
-  const bool leader = group.rank == 0;  // the other ranks of a data-parallel run stay quiet
+  const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
+  const bool tensor_parallel = group.world > 1 && host::build::uses_tensor_parallelism(*spec);
+  const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";
   if (leader)
     std::cout << "training " << spec->name << " (" << model_path << ") on " << device->id() << ", batch "
               << spec->train.batch_size
-              << (group.world > 1
-                      ? " per rank x " + std::to_string(group.world) + " ranks (" + group.launcher + ")"
-                      : std::string())
+              << (tensor_parallel   ? ", parallel layers split over " + ranks
+                  : group.world > 1 ? " per rank x " + ranks
+                                    : std::string())
               << ", run directory " << train.run_dir << std::endl;
   auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, train);
   if (!trainer) {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "build/shapes.hpp"
+#include "exec/tensor_text.hpp"
+#include "plugin/optional_call.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -44,10 +47,21 @@ Executor::~Executor() {
 Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, const Graph& graph,
                                                    ExecutorOptions options) {
   std::unique_ptr<Executor> executor(new Executor(device, std::move(options)));
-  std::vector<KernelBinding> kernels;
+  std::vector<std::optional<KernelBinding>> kernels;
   std::vector<size_t> workspace;
   for (size_t i = 0; i < graph.node_count(); ++i) {
-    auto spec = op_spec_of(graph, *graph.node_at(i));
+    const Node& node = *graph.node_at(i);
+    if (is_collective_op(node.op)) {
+      if (executor->options_.collectives == nullptr)
+        return make_error("node '" + node.name + "' (layer '" + node.layer + "', " + node.op +
+                              ") exchanges data with the other ranks of a tensor-parallel run, but this run "
+                              "has none: launch it with mpirun, or remove `parallel` from the layer",
+                          TDM_INVALID_ARGUMENT);
+      workspace.push_back(0);
+      kernels.emplace_back(std::nullopt);
+      continue;
+    }
+    auto spec = op_spec_of(graph, node);
     if (!spec) return spec.error();
     auto kernel = KernelBinding::prepare(device, *spec);
     if (!kernel) return kernel.error();
@@ -137,10 +151,12 @@ void* Executor::device_pointer(ValueId value) const {
   return static_cast<char*>(arena_) + storage->offset;
 }
 
-Result<void> Executor::bind_nodes(const Graph& graph, std::vector<KernelBinding> kernels) {
+Result<void> Executor::bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels) {
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& node = *graph.node_at(i);
-    NodeRun run{node.name, node.layer, node.op, std::move(kernels[i]), {}, {}};
+    const TensorType& out = graph.value(node.outputs[0])->type;
+    const size_t bytes = static_cast<size_t>(build::numel(out.dims)) * dtype_size(out.dtype);
+    NodeRun run{node.name, node.layer, node.op, std::move(kernels[i]), bytes, out.dtype, {}, {}};
     for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : device_pointer(id));
     for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
     nodes_.push_back(std::move(run));
@@ -155,10 +171,45 @@ std::string Executor::node_text(size_t position) const {
   return text + node.op + ")";
 }
 
+Result<void> Executor::communicate(size_t position) {
+  NodeRun& node = nodes_[position];
+  if (auto r = synchronize(); !r) return r;  // the inputs are complete
+  Collectives& c = *options_.collectives;
+  auto native = TANDEM_OPTIONAL_FN(device_->backend(), backend, tdm_backend_api, stream_native_handle, 1);
+  void* stream = native != nullptr ? native(stream_.get()) : nullptr;
+  auto copy = [&](void* dst, const void* src, size_t bytes) -> Result<void> {
+    clear_last_error();
+    const tdm_status status = api().copy_d2d(stream_.get(), dst, src, bytes);
+    if (status != TDM_OK)
+      return make_error("copy on " + device_->id() + " failed: " + plugin_reason(status), status);
+    return synchronize();
+  };
+  Result<void> r;
+  const tdm_dtype dtype = node.dtype;
+  const size_t count = node.bytes / dtype_size(dtype);
+  if (node.op == "comm.all_reduce") {
+    r = copy(node.outputs[0], node.inputs[0], node.bytes);
+    if (r) r = c.all_reduce_sum(node.outputs[0], count, dtype, stream);
+  } else if (node.op == "comm.copy_to_parallel") {
+    r = copy(node.outputs[0], node.inputs[0], node.bytes);
+  } else if (node.op == "comm.all_gather") {
+    r = c.all_gather(node.inputs[0], node.outputs[0], count / static_cast<size_t>(c.world()), dtype, stream);
+  } else if (node.op == "comm.chunk") {
+    r = copy(node.outputs[0],
+             static_cast<const char*>(node.inputs[0]) + node.bytes * static_cast<size_t>(c.rank()),
+             node.bytes);
+  } else {
+    return make_error(node_text(position) + ": unknown communication op", TDM_INVALID_ARGUMENT);
+  }
+  if (!r) return make_error(node_text(position) + ": " + r.error().message, r.error().status);
+  return synchronize();
+}
+
 Result<void> Executor::launch(size_t position) {
   NodeRun& node = nodes_[position];
+  if (!node.kernel) return communicate(position);
   clear_last_error();
-  tdm_status status = api().kernel_launch(node.kernel.get(), stream_.get(), node.inputs.data(),
+  tdm_status status = api().kernel_launch(node.kernel->get(), stream_.get(), node.inputs.data(),
                                           node.outputs.data(), workspace_);
   if (status != TDM_OK)
     return make_error(node_text(position) + " failed on " + device_->id() + ": " + plugin_reason(status),

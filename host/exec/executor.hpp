@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "device/device.hpp"
+#include "exec/collectives.hpp"
 #include "exec/kernel_binding.hpp"
 #include "exec/planner.hpp"
 #include "graph/graph.hpp"
@@ -36,6 +38,9 @@ struct ExecutorOptions {
   // Activations the host reads after a run (loss, logits): kept live to the
   // end of the schedule instead of being reused once their last reader ran.
   std::vector<std::string> outputs;
+  // Runs the graph's "comm.*" nodes (tensor parallelism); must outlive the
+  // executor. A graph with such nodes and no collectives is refused.
+  Collectives* collectives = nullptr;
 };
 
 // One node execution, for a Chrome trace ("X" events): microseconds since
@@ -111,7 +116,9 @@ class Executor {
     std::string name;
     std::string layer;
     std::string op;
-    KernelBinding kernel;
+    std::optional<KernelBinding> kernel;  // none for a "comm.*" node
+    size_t bytes = 0;                     // "comm.*": of the (first) output
+    tdm_dtype dtype = TDM_F32;
     std::vector<void*> inputs;  // nullptr for an absent optional input
     std::vector<void*> outputs;
   };
@@ -119,8 +126,9 @@ class Executor {
   Executor(const DeviceHandle& device, ExecutorOptions options);
   Result<void> allocate(const Graph& graph);
   Result<void*> alloc(size_t bytes, const std::string& what);
-  Result<void> bind_nodes(const Graph& graph, std::vector<KernelBinding> kernels);
+  Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
   Result<void> launch(size_t position);
+  Result<void> communicate(size_t position);
   Result<const ValueStorage*> checked(ValueId value, size_t bytes, const char* action) const;
   std::string node_text(size_t position) const;
   const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }

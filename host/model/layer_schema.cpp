@@ -26,7 +26,11 @@ std::vector<LayerSchema> build() {
         activation,
         init_attr("init"),
         init_attr("bias_init"),
-        {"init_std", AttrKind::Float}}},
+        {"init_std", AttrKind::Float},
+        // Tensor parallelism (Megatron-LM): the weight split by output rows
+        // (column) or input columns (row) over the ranks of the run.
+        {"parallel", AttrKind::String, {"none", "column", "row"}},
+        {"gather_output", AttrKind::Bool}}},
       {"conv2d",
        "2-D convolution over NCHW",
        {{"out_channels", AttrKind::Int, {}, true},
@@ -58,6 +62,7 @@ std::vector<LayerSchema> build() {
        {{"num_embeddings", AttrKind::Int, {}, true},
         {"embedding_dim", AttrKind::Int, {}, true},
         {"padding_idx", AttrKind::Int},
+        {"parallel", AttrKind::String, {"none", "vocab"}},
         init_attr("init"),
         {"init_std", AttrKind::Float}}},
       {"add", "elementwise sum of its inputs (residual connections)", {}, 2, 8},

@@ -40,8 +40,7 @@ GradientCommunicator::~GradientCommunicator() {
 }
 
 Error GradientCommunicator::failure(const char* what, tdm_status status) const {
-  return make_error("data parallelism: " + std::string(what) +
-                        " failed: " + last_error_text("the comm plugin gave no reason"),
+  return make_error(std::string(what) + " failed: " + last_error_text("the comm plugin gave no reason"),
                     status);
 }
 
@@ -79,12 +78,12 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
     return make_error("data parallelism: could not join the " + std::to_string(group.world) +
                           " ranks: " + last_error_text("the mpi plugin gave no reason"),
                       TDM_UNAVAILABLE);
-  return std::unique_ptr<GradientCommunicator>(new GradientCommunicator(*plugin, comm));
+  return std::unique_ptr<GradientCommunicator>(new GradientCommunicator(*plugin, comm, group));
 }
 
 Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype dtype) {
   const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_AVG, nullptr);
-  if (s != TDM_OK) return failure("averaging gradients", s);
+  if (s != TDM_OK) return failure("data parallelism: averaging gradients", s);
   return {};
 }
 
@@ -93,6 +92,19 @@ Result<int32_t> GradientCommunicator::max(int32_t value) {
   const tdm_status s = plugin_.comm->allreduce(comm_, &out, &out, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
   if (s != TDM_OK) return failure("agreeing on stopping", s);
   return out;
+}
+
+Result<void> GradientCommunicator::all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) {
+  const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_SUM, stream);
+  if (s != TDM_OK) return failure("tensor parallelism: summing over ranks", s);
+  return {};
+}
+
+Result<void> GradientCommunicator::all_gather(const void* send, void* receive, size_t send_count,
+                                              tdm_dtype dtype, void* stream) {
+  const tdm_status s = plugin_.comm->allgather(comm_, send, receive, send_count, dtype, stream);
+  if (s != TDM_OK) return failure("tensor parallelism: gathering from ranks", s);
+  return {};
 }
 
 }  // namespace tandem::host::train

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "device/device.hpp"
+#include "exec/collectives.hpp"
 #include "plugin/registry.hpp"
 
 namespace tandem::host::train {
@@ -25,7 +26,9 @@ struct ProcessGroup {
 // Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID), then RANK/WORLD_SIZE/LOCAL_RANK.
 ProcessGroup detect_process_group();
 
-class GradientCommunicator {
+// The run's communicator: averages gradients for data parallelism and runs
+// the "comm.*" nodes of tensor parallelism.
+class GradientCommunicator final : public exec::Collectives {
  public:
   // Creates a communicator over the comm plugin for `device`'s memory.
   // `timeout_seconds`: a collective waiting longer fails, naming the ranks
@@ -43,12 +46,20 @@ class GradientCommunicator {
   // Every rank ends with the maximum (used to agree on stopping).
   Result<int32_t> max(int32_t value);
 
+  int rank() const override { return group_.rank; }
+  int world() const override { return group_.world; }
+  Result<void> all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) override;
+  Result<void> all_gather(const void* send, void* receive, size_t send_count, tdm_dtype dtype,
+                          void* stream) override;
+
  private:
-  GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm) : plugin_(plugin), comm_(comm) {}
+  GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group)
+      : plugin_(plugin), comm_(comm), group_(group) {}
   Error failure(const char* what, tdm_status status) const;
 
   const LoadedPlugin& plugin_;
   tdm_comm* comm_;
+  ProcessGroup group_;
 };
 
 }  // namespace tandem::host::train

@@ -21,9 +21,10 @@ int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_
 Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
   auto it = compiled_.find(batch);
   if (it != compiled_.end()) return &it->second;
-  auto model = build::build_forward(spec_, batch, build::Mode::Eval);
+  auto model = build::build_forward(spec_, batch, build::Mode::Eval, TDM_F32, tensor_parallel_);
   if (!model) return model.error();
   exec::ExecutorOptions options;
+  options.collectives = collectives_;
   for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
     if (model->graph.value_by_name(name) != nullptr) options.external[name] = pointer;
   options.outputs = {"loss", model->graph.value(model->logits)->name};

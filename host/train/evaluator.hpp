@@ -31,6 +31,13 @@ class Evaluator {
             std::map<std::string, void*> shared = {})
       : spec_(spec), device_(device), shared_(std::move(shared)) {}
 
+  // Tensor parallelism: every rank evaluates the same samples with its
+  // slices of the layers, exchanging activations through `collectives`.
+  void use_tensor_parallelism(build::TensorParallel tp, exec::Collectives* collectives) {
+    tensor_parallel_ = tp;
+    collectives_ = collectives;
+  }
+
   Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);
   // Standalone use: loads parameters and running statistics.
   Result<void> load(const checkpoint::Checkpoint& cp, const std::string& source);
@@ -46,6 +53,8 @@ class Evaluator {
   const DeviceHandle& device_;
   std::map<std::string, void*> shared_;
   std::map<int64_t, Compiled> compiled_;
+  build::TensorParallel tensor_parallel_;
+  exec::Collectives* collectives_ = nullptr;
 };
 
 // Index of the largest logit per row; ties go to the first.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "build/optimizer.hpp"
 #include "build/shapes.hpp"
 #include "data/loader.hpp"
+#include "exec/tensor_text.hpp"
 #include "train/checkpointing.hpp"
 #include "train/evaluator.hpp"
 #include "train/initializers.hpp"
@@ -65,7 +67,17 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   auto features = FeatureSet::create(registry, spec);
   if (!features) return features.error();
   t->features_ = std::move(*features);
-  auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
+  t->group_ = detect_process_group();
+  // Layers marked `parallel` split over every rank of the run (tensor
+  // parallelism); otherwise the ranks split the data (data parallelism).
+  build::TensorParallel tp;
+  if (build::uses_tensor_parallelism(spec) && t->group_.world > 1) {
+    tp = {t->group_.rank, t->group_.world};
+  } else {
+    t->data_rank_ = t->group_.rank;
+    t->data_world_ = t->group_.world;
+  }
+  auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train, TDM_F32, tp);
   if (!model) return model.error();
   t->model_ = std::move(*model);
   Graph& graph = t->model_.graph;
@@ -82,15 +94,18 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};
-  auto executor = exec::Executor::create(device, t->model_.graph, exec_options);
-  if (!executor) return executor.error();
-  t->executor_ = std::move(*executor);
-  t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
-  t->group_ = detect_process_group();
   if (t->group_.world > 1) {
     auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds);
     if (!comm) return comm.error();
     t->comm_ = std::move(*comm);
+    if (tp.size > 1) exec_options.collectives = t->comm_.get();
+  }
+  auto executor = exec::Executor::create(device, t->model_.graph, exec_options);
+  if (!executor) return executor.error();
+  t->executor_ = std::move(*executor);
+  t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
+  t->shards_ = tensor_shards(t->model_);
+  if (t->data_world_ > 1) {
     auto buckets = plan_gradient_buckets(graph, t->synced_gradients_, t->model_.optimizer_begin,
                                          t->options_.bucket_bytes);
     t->allreduce_ = std::make_unique<OverlappedAllReduce>(*t->comm_, *t->executor_, graph, std::move(buckets),
@@ -116,8 +131,20 @@ Result<void> Trainer::initialise() {
       if (auto r = executor_->fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
       continue;
     }
-    const auto values = initial_values(init->second, v.name, build::numel(v.type.dims), spec_.train.seed);
-    if (auto r = executor_->write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
+    auto shard = model_.shards.find(v.id);
+    if (shard == model_.shards.end()) {
+      const auto values = initial_values(init->second, v.name, build::numel(v.type.dims), spec_.train.seed);
+      if (auto r = executor_->write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
+      continue;
+    }
+    // This rank's slice of the values the whole tensor would start with.
+    const auto values =
+        initial_values(init->second, v.name, build::numel(shard->second.full), spec_.train.seed);
+    std::vector<std::byte> whole(values.size() * sizeof(float));
+    std::memcpy(whole.data(), values.data(), whole.size());
+    const auto slice = slice_of(whole, shard->second, model_.tensor_parallel.rank,
+                                model_.tensor_parallel.size, sizeof(float));
+    if (auto r = executor_->write(v.id, slice.data(), slice.size()); !r) return r;
   }
   return {};
 }
@@ -131,6 +158,9 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
   }
   auto cp = checkpoint::read_safetensors(file);
   if (!cp) return cp.error();
+  if (auto r = slice_checkpoint(*cp, shards_, model_.tensor_parallel.rank, model_.tensor_parallel.size, file);
+      !r)
+    return r;
   if (!weights_only) {
     const auto hash = cp->metadata.find("tandem.model_hash");
     if (hash != cp->metadata.end() && hash->second != spec_.source_hash)
@@ -149,15 +179,15 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
     // Another number of ranks: continue after the samples already seen this
     // epoch (global batches change size, so the position is in samples).
     const int64_t saved_world = std::max<int64_t>(1, get("tandem.world_size"));
-    if (saved_world != group_.world) {
+    if (saved_world != data_world_) {
       const int64_t seen = start_batch_ * spec_.train.batch_size * saved_world;
-      const int64_t global = spec_.train.batch_size * group_.world * micro_batches_;
+      const int64_t global = spec_.train.batch_size * data_world_ * micro_batches_;
       start_batch_ = seen / global * micro_batches_;
       // Steps count global batches, which changed size too.
       const int64_t steps_per_epoch = data_.train.size() / global;
       start_step_ = start_epoch_ * steps_per_epoch + start_batch_ / micro_batches_;
       log_info("resuming a run of " + std::to_string(saved_world) + " ranks with " +
-               std::to_string(group_.world) + ": continuing epoch " + std::to_string(start_epoch_ + 1) +
+               std::to_string(data_world_) + ": continuing epoch " + std::to_string(start_epoch_ + 1) +
                " after " + std::to_string(seen) + " samples");
     }
   }
@@ -177,13 +207,28 @@ std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch
           {"tandem.seed", std::to_string(spec_.train.seed)},
           {"tandem.device", device_.id()},
           {"tandem.plugins", plugins},
-          {"tandem.world_size", std::to_string(group_.world)}};
+          {"tandem.world_size", std::to_string(data_world_)}};
 }
 
 Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batch) {
-  if (group_.rank != 0) return std::string();  // rank 0 writes for everyone: the weights are identical
+  // Rank 0 writes for everyone: data-parallel ranks hold identical weights,
+  // tensor-parallel ones first gather their slices into whole tensors.
+  if (group_.rank != 0 && shards_.empty()) return std::string();
   auto cp = collect_tensors(model_.graph, *executor_, metadata(step, epoch, next_batch));
   if (!cp) return cp.error();
+  const int ranks = model_.tensor_parallel.size;
+  for (checkpoint::TensorRecord& t : cp->tensors) {
+    auto shard = shards_.find(t.name);
+    if (shard == shards_.end()) continue;
+    const size_t element = exec::dtype_size(t.dtype);
+    std::vector<std::byte> slices(t.data.size() * static_cast<size_t>(ranks));
+    if (auto r = comm_->all_gather(t.data.data(), slices.data(), t.data.size() / element, t.dtype, nullptr);
+        !r)
+      return r.error();
+    t.data = assemble(slices, shard->second, ranks, element);
+    t.shape = shard->second.full;
+  }
+  if (group_.rank != 0) return std::string();
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
 }
 
@@ -197,7 +242,7 @@ Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint3
     return r.error();
   if (model_.dropout_step != kNoValue) {
     // Every micro-batch and every rank draws its own masks.
-    const int64_t offset = (step * micro_batches_ + micro) * group_.world + group_.rank;
+    const int64_t offset = (step * micro_batches_ + micro) * data_world_ + data_rank_;
     if (auto r = ex.write(model_.dropout_step, &offset, sizeof offset); !r) return r.error();
   }
   const tdm_step_info info{sizeof(tdm_step_info), step, micro, micro_batches_, scalars_->as_c()};
@@ -326,8 +371,8 @@ Result<TrainResult> Trainer::run() {
                                         .threads = options_.loader_threads,
                                         .prefetch = static_cast<int>(spec_.data.prefetch),
                                         .transforms = data_.transforms,
-                                        .shard_rank = group_.rank,
-                                        .shard_count = group_.world});
+                                        .shard_rank = data_rank_,
+                                        .shard_count = data_world_});
   const int64_t per_epoch = loader.batches_per_epoch();
   const int64_t steps_per_epoch = per_epoch / micro_batches_;
   if (steps_per_epoch == 0)
@@ -349,6 +394,7 @@ Result<TrainResult> Trainer::run() {
       shared[v.name] = executor_->device_pointer(v.id);
   }
   Evaluator evaluator(spec_, device_, shared);
+  if (model_.tensor_parallel.size > 1) evaluator.use_tensor_parallelism(model_.tensor_parallel, comm_.get());
   ProfileRecorder& profiler = *profiler_;
 
   TrainResult result;

@@ -25,6 +25,7 @@
 #include "train/features.hpp"
 #include "train/overlapped_allreduce.hpp"
 #include "train/profile_report.hpp"
+#include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
 
@@ -98,8 +99,10 @@ class Trainer {
   std::unique_ptr<FeatureSet> features_;
   std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
   ProcessGroup group_;
-  uint32_t micro_batches_ = 1;             // per optimizer step, from a feature (gradient accumulation)
-  size_t clip_point_ = 0;                  // first optimizer node that needs the clipping coefficient
+  int data_rank_ = 0, data_world_ = 1;  // among the ranks that split the data (1 with tensor parallelism)
+  std::map<std::string, build::Shard> shards_;  // tensors split by tensor parallelism, by name
+  uint32_t micro_batches_ = 1;                  // per optimizer step, from a feature (gradient accumulation)
+  size_t clip_point_ = 0;                       // first optimizer node that needs the clipping coefficient
   std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
   std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped
   std::unique_ptr<GradientCommunicator> comm_;      // only when world > 1

@@ -17,27 +17,12 @@
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
+#include "parallel_runs.hpp"
 #include "temp_dir.hpp"
 #include "train/checkpointing.hpp"
 
 namespace tandem::test {
 namespace {
-
-struct CliRun {
-  int code = -1;
-  std::string output;
-};
-
-CliRun shell(const std::string& command) {
-  CliRun run;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 const char* kModel = R"([model]
 name = "dp"
@@ -64,37 +49,6 @@ format = "synthetic"
 synthetic_samples = 2048
 synthetic_test_samples = 64
 )";
-
-size_t count_of(const std::string& text, const std::string& part) {
-  size_t n = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
-}
-
-// Largest difference between the parameters of the newest checkpoints of two runs.
-double largest_difference(const std::string& run_a, const std::string& run_b) {
-  auto a = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(run_a));
-  auto b = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(run_b));
-  EXPECT_TRUE(a.ok() && b.ok());
-  if (!a.ok() || !b.ok()) return 1e9;
-  double worst = 0;
-  size_t compared = 0;
-  for (const auto& t : a->tensors) {
-    if (t.dtype != TDM_F32 || t.name.rfind("optim.", 0) == 0 || t.name.rfind("grad_accum.", 0) == 0) continue;
-    const auto* u = b->find(t.name);
-    EXPECT_NE(u, nullptr) << t.name;
-    if (u == nullptr) return 1e9;
-    for (size_t i = 0; i < t.data.size() / 4; ++i) {
-      float x, y;
-      std::memcpy(&x, t.data.data() + 4 * i, 4);
-      std::memcpy(&y, u->data.data() + 4 * i, 4);
-      worst = std::max(worst, static_cast<double>(std::abs(x - y)));
-      ++compared;
-    }
-  }
-  EXPECT_GT(compared, 100u);
-  return worst;
-}
 
 TEST(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";

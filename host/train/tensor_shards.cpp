@@ -1,0 +1,93 @@
+#include "train/tensor_shards.hpp"
+
+#include <cstring>
+
+#include "build/shapes.hpp"
+#include "exec/tensor_text.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+// A shape as [outer, along the axis, inner] in elements.
+struct Split {
+  size_t outer = 1, along = 1, inner = 1;
+};
+
+Split split_of(const build::Shard& shard) {
+  Split s;
+  for (size_t i = 0; i < shard.full.size(); ++i) {
+    const auto d = static_cast<size_t>(shard.full[i]);
+    if (i < static_cast<size_t>(shard.axis))
+      s.outer *= d;
+    else if (i == static_cast<size_t>(shard.axis))
+      s.along = d;
+    else
+      s.inner *= d;
+  }
+  return s;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+std::map<std::string, build::Shard> tensor_shards(const build::ModelGraph& model) {
+  std::map<std::string, build::Shard> by_parameter;
+  for (const auto& [id, shard] : model.shards) by_parameter[model.graph.value(id)->name] = shard;
+  std::map<std::string, build::Shard> out;
+  for (size_t i = 0; i < model.graph.value_count(); ++i) {
+    const Value& v = *model.graph.value_at(i);
+    if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
+    for (const auto& [name, shard] : by_parameter)
+      if (v.name == name || starts_with(v.name, "optim." + name + ".") ||
+          v.name == "grad_accum." + name + ".grad")
+        out[v.name] = shard;
+  }
+  return out;
+}
+
+std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const build::Shard& shard, int rank,
+                                int size, size_t element) {
+  const Split s = split_of(shard);
+  const size_t local = s.along / static_cast<size_t>(size);
+  const size_t row = local * s.inner * element;  // bytes of one outer index's slice
+  std::vector<std::byte> out(s.outer * row);
+  for (size_t o = 0; o < s.outer; ++o)
+    std::memcpy(out.data() + o * row,
+                whole.data() + ((o * s.along + static_cast<size_t>(rank) * local) * s.inner) * element, row);
+  return out;
+}
+
+std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const build::Shard& shard, int size,
+                                size_t element) {
+  const Split s = split_of(shard);
+  const size_t local = s.along / static_cast<size_t>(size);
+  const size_t row = local * s.inner * element;
+  const size_t per_rank = s.outer * row;
+  std::vector<std::byte> whole(per_rank * static_cast<size_t>(size));
+  for (size_t r = 0; r < static_cast<size_t>(size); ++r)
+    for (size_t o = 0; o < s.outer; ++o)
+      std::memcpy(whole.data() + ((o * s.along + r * local) * s.inner) * element,
+                  slices.data() + r * per_rank + o * row, row);
+  return whole;
+}
+
+Result<void> slice_checkpoint(checkpoint::Checkpoint& cp, const std::map<std::string, build::Shard>& shards,
+                              int rank, int size, const std::string& source) {
+  for (checkpoint::TensorRecord& t : cp.tensors) {
+    auto it = shards.find(t.name);
+    if (it == shards.end()) continue;
+    if (t.shape != it->second.full)
+      return make_error(source + ": tensor '" + t.name + "' is " + build::dims_str(t.shape) +
+                            " but the model needs it whole as " + build::dims_str(it->second.full) +
+                            " to split it over " + std::to_string(size) + " ranks",
+                        TDM_INVALID_ARGUMENT);
+    t.data = slice_of(t.data, it->second, rank, size, exec::dtype_size(t.dtype));
+    t.shape[static_cast<size_t>(it->second.axis)] /= size;
+  }
+  return {};
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,37 @@
+// Tensor parallelism and checkpoints: a checkpoint always holds whole
+// tensors, as one process would train them, so a run can resume with another
+// number of ranks (or none) and `tandem eval` needs no ranks at all. Each
+// rank slices its part out when loading and initialising, and the slices are
+// gathered into whole tensors when saving.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "build/model_graph.hpp"
+#include "checkpoint/safetensors.hpp"
+
+namespace tandem::host::train {
+
+// Every persistent tensor split like a parameter, by name: the parameter, its
+// optimizer state ("optim.<parameter>.*") and accumulators of its gradient
+// ("grad_accum.<parameter>.grad").
+std::map<std::string, build::Shard> tensor_shards(const build::ModelGraph& model);
+
+// Rank `rank` of `size`'s slice of `whole` (shape `shard.full`, elements of
+// `element` bytes).
+std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const build::Shard& shard, int rank,
+                                int size, size_t element);
+// The whole tensor from every rank's slice, concatenated rank after rank.
+std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const build::Shard& shard, int size,
+                                size_t element);
+
+// In place: every sharded tensor of `cp` (whole, as saved) becomes this
+// rank's slice. A tensor whose shape is not the whole one is an error naming
+// it and `source`.
+Result<void> slice_checkpoint(checkpoint::Checkpoint& cp, const std::map<std::string, build::Shard>& shards,
+                              int rank, int size, const std::string& source);
+
+}  // namespace tandem::host::train
