@@ -278,13 +278,32 @@ Result<ValueId> embedding(Context& ctx, ValueId x) {
     if (!cast) return cast.error();
     indices = (*cast)[0];
   }
-  auto table = ctx.parameter("weight", {v, dim}, weight_init(l, "init", "normal", v, dim));
+  // Vocabulary-parallel (Megatron-LM): this rank holds rows [start, start +
+  // V/N) of the table, looks up the indices in its range (zeros elsewhere),
+  // and the ranks' partial lookups are summed.
+  const int n = ctx.out.tensor_parallel.size;
+  const bool vocab_parallel = n > 1 && l.string_attr("parallel", "none") == "vocab";
+  if (vocab_parallel && v % n != 0)
+    return ctx.error("vocabulary-parallel: num_embeddings = " + std::to_string(v) +
+                     " must be a multiple of the " + std::to_string(n) + " ranks");
+  auto table = ctx.sharded_parameter("weight", {v, dim}, 0, weight_init(l, "init", "normal", v, dim));
   if (!table) return table.error();
   if (!l.attrs.count("init_std")) ctx.out.initializers[*table].std = 1.0;  // as torch.nn.Embedding
   Dims out = ctx.dims(x);
   out.push_back(dim);
-  auto y = ctx.emit("embedding", l.name, {*table, indices}, {{"padding_idx", l.int_attr("padding_idx", -1)}},
-                    {ctx.tensor(out)}, {l.name});
+  const int64_t padding = l.int_attr("padding_idx", -1);
+  if (!vocab_parallel) {
+    auto y = ctx.emit("embedding", l.name, {*table, indices}, {{"padding_idx", padding}}, {ctx.tensor(out)},
+                      {l.name});
+    if (!y) return y.error();
+    return (*y)[0];
+  }
+  const int64_t rows = v / n, start = ctx.out.tensor_parallel.rank * rows;
+  const int64_t local_padding = padding >= start && padding < start + rows ? padding - start : -1;
+  auto part = ctx.emit("embedding", l.name + ".local", {*table, indices},
+                       {{"padding_idx", local_padding}, {"vocab_start", start}}, {ctx.tensor(out)});
+  if (!part) return part.error();
+  auto y = ctx.emit("comm.all_reduce", l.name, {(*part)[0]}, {}, {ctx.tensor(out)}, {l.name});
   if (!y) return y.error();
   return (*y)[0];
 }

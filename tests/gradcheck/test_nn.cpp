@@ -157,6 +157,22 @@ TEST_F(Grad, Embedding) {
   }
 }
 
+// A vocabulary slice (vocab_start): rows [3, 9) of a vocabulary of 12;
+// indices outside the slice read zeros and contribute no gradient.
+TEST_F(Grad, EmbeddingVocabularySlice) {
+  const int64_t V = 6, D = 3;
+  HostTensor idx = random({2, 5}, Fill::ints(0, 11), TDM_S32);
+  idx.set(0, 4), idx.set(6, 4), idx.set(1, 0), idx.set(2, 11);  // a repeated row, and both sides of the slice
+  Attrs a;
+  a.integer("vocab_start", 3).integer("padding_idx", 2);
+  Forward f{"embedding", a, {random({V, D}), idx}, {{F64, {2, 5, D}}}, {}};
+  draw_cotangents(f, {0});
+  const HostTensor dtable = run1("embedding_grad", a, {f.cotangents[0], idx}, {F64, {V, D}});
+  HostTensor numeric = numeric_grad(f, 0);
+  for (int64_t d = 0; d < D; ++d) numeric.set(2 * D + d, 0.0);  // the padding row's gradient is defined as 0
+  expect_grad(dtable, numeric, f, "dtable " + a.str());
+}
+
 TEST_F(Grad, DropoutMatchesMaskOverKeep) {
   const Dims s{4, 5};
   for (double p : {0.0, 0.3, 0.75}) {

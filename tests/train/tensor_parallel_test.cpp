@@ -134,5 +134,64 @@ TEST_F(TensorParallel, ALayerThatCannotReadASliceIsRefusedByName) {
   EXPECT_NE(two.output.find("row-parallel"), std::string::npos) << two.output;
 }
 
+// A vocabulary-parallel embedding (rows split over the ranks) feeding split
+// linear layers, on integer token data.
+TEST_F(TensorParallel, VocabularyParallelEmbeddingMatchesOneProcess) {
+  {
+    std::ofstream train(dir.file("train.csv")), test(dir.file("test.csv"));
+    for (int i = 0; i < 256; ++i) {
+      const int a = (i * 7) % 20, b = (i * 13 + 3) % 20, c = (i * 5 + 11) % 20, d = (i * 17 + 1) % 20;
+      (i < 192 ? train : test) << (a + b + c + d) % 4 << "," << a << "," << b << "," << c << "," << d << "\n";
+    }
+  }
+  std::ofstream(dir.file("tp.toml")) << R"([model]
+name = "tp_embedding"
+input = [4]
+classes = 4
+[[layers]]
+name = "embed"
+op = "embedding"
+num_embeddings = 20
+embedding_dim = 6
+padding_idx = 13
+parallel = "vocab"
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 8
+activation = "relu"
+parallel = "column"
+gather_output = false
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 4
+parallel = "row"
+[train]
+lr = 0.1
+momentum = 0.9
+batch_size = 16
+steps = 10
+log_every = 1
+seed = 3
+[data]
+format = "csv"
+train_csv = ")" + dir.file("train.csv") + R"("
+test_csv = ")" + dir.file("test.csv") + R"("
+)";
+  CliRun one = shell(tandem() + " --run-dir " + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two = shell(two_ranks() + " --run-dir " + dir.file("two"));
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_EQ(losses(dir.file("one")), losses(dir.file("two")));
+  auto cp = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(dir.file("two")));
+  ASSERT_TRUE(cp.ok()) << cp.error().message;
+  EXPECT_EQ(cp->find("embed.weight")->shape, (std::vector<int64_t>{20, 6}));
+  const double worst = largest_difference(dir.file("one"), dir.file("two"));
+  std::cout << "largest weight difference, vocabulary-parallel embedding over 2 ranks vs one process: "
+            << worst << "\n";
+  EXPECT_LE(worst, 1e-5);
+}
+
 }  // namespace
 }  // namespace tandem::test

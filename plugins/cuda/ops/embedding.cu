@@ -2,7 +2,9 @@
 // after zeroing dtable). padding_idx < 0 means no padding row; the
 // padding row is looked up like any other and its gradient stays zero.
 // Indices are not checked on the host (that would need a sync): an index
-// outside [0, V) yields a NaN row forward and is skipped by the gradient.
+// outside [0, V) yields a NaN row forward and is skipped by the gradient;
+// for a vocabulary slice (vocab_start >= 0) it yields a zero row, as the
+// catalog says.
 // The gradient is deterministic: no atomics (see embedding_grad_kernel).
 #include <algorithm>
 
@@ -11,11 +13,14 @@
 namespace tandem::cuda {
 namespace {
 
+// A vocabulary slice (start >= 0) reads zeros outside its rows; a whole
+// table marks a bad index with NaN.
 template <class T>
-__global__ void embedding_kernel(const T* table, const int32_t* idx, T* y, int64_t n, int64_t V, int64_t D) {
+__global__ void embedding_kernel(const T* table, const int32_t* idx, T* y, int64_t n, int64_t V, int64_t D,
+                                 int64_t start) {
   TDM_GRID_STRIDE(i, n * D) {
-    const int64_t row = idx[i / D], j = i % D;
-    st(y, i, row >= 0 && row < V ? ld(table, row * D + j) : NAN);
+    const int64_t row = idx[i / D] - (start >= 0 ? start : 0), j = i % D;
+    st(y, i, row >= 0 && row < V ? ld(table, row * D + j) : (start >= 0 ? 0.f : NAN));
   }
 }
 
@@ -24,11 +29,11 @@ __global__ void embedding_kernel(const T* table, const int32_t* idx, T* y, int64
 // order, so results are bitwise reproducible (no atomics) and summed in the
 // reference's order. All threads of a warp read the same index (one load).
 __global__ void embedding_grad_kernel(const float* dy, const int32_t* idx, float* dtable, int64_t n,
-                                      int64_t V, int64_t D, int64_t padding, int64_t buckets) {
+                                      int64_t V, int64_t D, int64_t padding, int64_t buckets, int64_t shift) {
   TDM_GRID_STRIDE(t, D * buckets) {
     const int64_t j = t % D, bucket = t / D;
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t row = idx[i];
+      const int64_t row = idx[i] - shift;
       if (row < 0 || row >= V || row == padding || row % buckets != bucket) continue;
       dtable[row * D + j] += dy[i * D + j];
     }
@@ -36,7 +41,7 @@ __global__ void embedding_grad_kernel(const float* dy, const int32_t* idx, float
 }
 
 struct Emb {
-  int64_t n, V, D, padding;
+  int64_t n, V, D, padding, start;  // start: vocab_start (-1: the whole vocabulary)
 };
 
 Emb emb_of(const Check& c, const Dims& indices, int64_t V, int64_t D) {
@@ -44,7 +49,7 @@ Emb emb_of(const Check& c, const Dims& indices, int64_t V, int64_t D) {
   const int64_t padding = c.op().int_attr("padding_idx", -1);
   if (padding >= V)
     c.fail("padding_idx " + std::to_string(padding) + " is not below V = " + std::to_string(V));
-  return Emb{numel(indices), V, D, padding};
+  return Emb{numel(indices), V, D, padding, c.op().int_attr("vocab_start", -1)};
 }
 
 std::unique_ptr<Kernel> prepare_embedding(CudaDevice&, const OpView& v, size_t&) {
@@ -64,7 +69,7 @@ std::unique_ptr<Kernel> prepare_embedding(CudaDevice&, const OpView& v, size_t&)
       if (e.n * e.D == 0) return;
       embedding_kernel<T><<<grid_for(e.n * e.D), kThreads, 0, s.get()>>>(
           static_cast<const T*>(in[0]), static_cast<const int32_t*>(in[1]), static_cast<T*>(o[0]), e.n, e.V,
-          e.D);
+          e.D, e.start);
     });
   });
   return k;
@@ -89,7 +94,7 @@ std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, siz
         std::max<int64_t>(1, std::min<int64_t>(e.V, (int64_t(1) << 16) / std::max<int64_t>(1, e.D)));
     embedding_grad_kernel<<<grid_for(e.D * buckets), kThreads, 0, s.get()>>>(
         static_cast<const float*>(in[0]), static_cast<const int32_t*>(in[1]), static_cast<float*>(o[0]), e.n,
-        e.V, e.D, e.padding, buckets);
+        e.V, e.D, e.padding, buckets, e.start >= 0 ? e.start : 0);
   });
 }
 

@@ -121,8 +121,10 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& op, size_t&) {
   });
 }
 
-// Launch-time index check shared by embedding and its gradient.
-void check_indices(const int32_t* idx, int64_t n, int64_t v, const std::string& where) {
+// Launch-time index check shared by embedding and its gradient (none for a
+// vocabulary slice: there an index outside the slice reads a zero row).
+void check_indices(const int32_t* idx, int64_t n, int64_t v, int64_t vocab_start, const std::string& where) {
+  if (vocab_start >= 0) return;
   for (int64_t i = 0; i < n; ++i)
     if (idx[i] < 0 || idx[i] >= v)
       throw Error(TDM_INVALID_ARGUMENT, "onednn: " + where + ": index " + std::to_string(idx[i]) +
@@ -144,14 +146,22 @@ std::unique_ptr<Kernel> embedding(const OpView& op, size_t&) {
   if (pad >= v) c.fail("padding_idx " + std::to_string(pad) + " is >= V = " + std::to_string(v));
   const int64_t n = numel(c.in(1).dims);
   const size_t row = size_t(d) * dtype_size(dt);
+  const int64_t start = c.int_attr("vocab_start", -1);
   const std::string where = c.where();
   return make_fn(c, [=](void* const* in, void* const* out, void*) {
     const char* table = static_cast<const char*>(in[0]);
     const int32_t* idx = static_cast<const int32_t*>(in[1]);
-    check_indices(idx, n, v, where);
+    check_indices(idx, n, v, start, where);
     char* o = static_cast<char*>(out[0]);
+    const int64_t shift = start >= 0 ? start : 0;
 #pragma omp parallel for schedule(static) if (n * d > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) std::memcpy(o + size_t(i) * row, table + size_t(idx[i]) * row, row);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = int64_t(idx[i]) - shift;
+      if (r >= 0 && r < v)
+        std::memcpy(o + size_t(i) * row, table + size_t(r) * row, row);
+      else
+        std::memset(o + size_t(i) * row, 0, row);
+    }
   });
 }
 
@@ -169,11 +179,13 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& op, size_t&) {
   const int64_t pad = c.int_attr("padding_idx", -1);
   if (pad >= v) c.fail("padding_idx " + std::to_string(pad) + " is >= V = " + std::to_string(v));
   const int64_t n = numel(c.in(1).dims);
+  const int64_t start = c.int_attr("vocab_start", -1);
+  const int64_t shift = start >= 0 ? start : 0;
   const std::string where = c.where();
   return make_fn(c, [=](void* const* in, void* const* out, void*) {
     const float* dy = static_cast<const float*>(in[0]);
     const int32_t* idx = static_cast<const int32_t*>(in[1]);
-    check_indices(idx, n, v, where);
+    check_indices(idx, n, v, start, where);
     float* dt = static_cast<float*>(out[0]);
     // Column blocks in parallel, indices in order: deterministic sums.
     constexpr int64_t kBlock = 64;
@@ -184,8 +196,9 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& op, size_t&) {
       for (int64_t r = 0; r < v; ++r)
         for (int64_t j = lo; j < hi; ++j) dt[r * d + j] = 0.f;
       for (int64_t i = 0; i < n; ++i) {
-        if (idx[i] == pad) continue;
-        float* dst = dt + int64_t(idx[i]) * d;
+        const int64_t r = int64_t(idx[i]) - shift;
+        if (r < 0 || r >= v || r == pad) continue;
+        float* dst = dt + r * d;
         const float* src = dy + i * d;
 #pragma omp simd
         for (int64_t j = lo; j < hi; ++j) dst[j] += src[j];

@@ -3,7 +3,8 @@
 // padding_idx < 0 means "no padding row" (unlike PyTorch, a negative value
 // is not counted from the end). The padding row is looked up like any other
 // row; its gradient is always zero. An index outside [0, V) is an error at
-// launch, naming the index and its position.
+// launch, naming the index and its position — except for a vocabulary slice
+// (vocab_start >= 0), where it reads a zero row.
 #include "common.hpp"
 
 namespace tandem::reference {
@@ -17,8 +18,14 @@ int64_t padding_idx(const Check& c, int64_t V) {
   return p;
 }
 
-std::vector<int64_t> checked_indices(const std::string& where, const void* data, int64_t n, int64_t V) {
+// Rows of the table; -1 for an index outside a vocabulary slice's range.
+std::vector<int64_t> checked_indices(const std::string& where, const void* data, int64_t n, int64_t V,
+                                     int64_t vocab_start) {
   std::vector<int64_t> idx = load_indices(data, TDM_S32, n);
+  if (vocab_start >= 0) {
+    for (int64_t& i : idx) i = i >= vocab_start && i - vocab_start < V ? i - vocab_start : -1;
+    return idx;
+  }
   for (int64_t i = 0; i < n; ++i)
     if (idx[size_t(i)] < 0 || idx[size_t(i)] >= V)
       throw Error(TDM_INVALID_ARGUMENT, where + ": index " + std::to_string(idx[size_t(i)]) +
@@ -40,13 +47,15 @@ std::unique_ptr<Kernel> embedding(const OpView& view, size_t&) {
   y.push_back(D);
   c.output(0, dt, y);
   padding_idx(c, V);  // validated; the forward treats the row like any other
+  const int64_t start = c.int_attr("vocab_start", -1);
   const std::string where = c.where();
   return make_kernel(c, [=](void* const* in, void* const* out) {
-    const std::vector<int64_t> idx = checked_indices(where, in[1], n, V);
+    const std::vector<int64_t> idx = checked_indices(where, in[1], n, V, start);
     const auto table = load<double>(in[0], dt, V * D);  // exact: a pure copy
-    std::vector<double> rows(size_t(n * D));
+    std::vector<double> rows(size_t(n * D), 0.0);
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t d = 0; d < D; ++d) rows[size_t(i * D + d)] = table[size_t(idx[size_t(i)] * D + d)];
+      if (idx[size_t(i)] >= 0)
+        for (int64_t d = 0; d < D; ++d) rows[size_t(i * D + d)] = table[size_t(idx[size_t(i)] * D + d)];
     store(out[0], dt, rows);
   });
 }
@@ -66,13 +75,14 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
   dy.push_back(D);
   c.input_shape(0, dy);
   const int64_t pad = padding_idx(c, V);
+  const int64_t start = c.int_attr("vocab_start", -1);
   const std::string where = c.where();
   return make_kernel(c, [=](void* const* in, void* const* out) {
-    const std::vector<int64_t> idx = checked_indices(where, in[1], n, V);
+    const std::vector<int64_t> idx = checked_indices(where, in[1], n, V, start);
     const auto g = load<double>(in[0], dt, n * D);
     std::vector<double> dtable(size_t(V * D), 0.0);
     for (int64_t i = 0; i < n; ++i) {
-      if (idx[size_t(i)] == pad) continue;
+      if (idx[size_t(i)] < 0 || idx[size_t(i)] == pad) continue;
       for (int64_t d = 0; d < D; ++d) dtable[size_t(idx[size_t(i)] * D + d)] += g[size_t(i * D + d)];
     }
     store(out[0], dt, dtable);

@@ -207,6 +207,18 @@ void add_embedding_dropout(std::vector<Case>& v) {
     g.in(TDM_F32, y).in(TDM_S32, e.idx, Fill::ints(0, e.vocab - 1)).out(TDM_F32, {e.vocab, e.dim});
     v.push_back(g.acc(n));
   }
+  // A vocabulary slice: rows [20, 30) of a vocabulary of 50; indices all over it.
+  for (tdm_dtype dt : kF32Bf16) {
+    Case c("embedding", dt);
+    c.attrs.integer("vocab_start", 20).integer("padding_idx", 4);
+    v.push_back(c.in(dt, {10, 8}).in(TDM_S32, {4, 6}, Fill::ints(-3, 49)).out(dt, {4, 6, 8}));
+  }
+  {
+    Case g("embedding_grad", TDM_F32);
+    g.attrs.integer("vocab_start", 20).integer("padding_idx", 4);
+    g.in(TDM_F32, {4, 6, 8}).in(TDM_S32, {4, 6}, Fill::ints(-3, 49)).out(TDM_F32, {10, 8});
+    v.push_back(g.acc(24));
+  }
   for (tdm_dtype dt : kF32Bf16F16)
     for (const Dims& s : kEltShapes)
       for (double p : {0.0, 0.1, 0.5, 1.0}) {
