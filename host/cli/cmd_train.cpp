@@ -52,7 +52,10 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "error naming them")(
       "bucket-mb", po::value<double>()->default_value(4),
       "data parallelism: gradients are all-reduced in buckets of about this many MiB, each as soon as "
-      "backward has finished it (0: one gradient per message)");
+      "backward has finished it (0: one gradient per message)")(
+      "rendezvous", po::value<std::string>()->default_value("mpi"),
+      "data parallelism on GPUs: how the ranks exchange NCCL's id: mpi (under mpirun/srun) or "
+      "file:///path (a new file on a file system every rank sees)");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -101,6 +104,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitUsage;
   }
   train.bucket_bytes = static_cast<size_t>(vm["bucket-mb"].as<double>() * 1024 * 1024);
+  train.rendezvous = vm["rendezvous"].as<std::string>();
 
   std::map<std::string, std::string> config;
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());

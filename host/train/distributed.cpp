@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "train/rendezvous.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::train {
@@ -37,6 +38,54 @@ ProcessGroup detect_process_group() {
 
 GradientCommunicator::~GradientCommunicator() {
   if (comm_ != nullptr) plugin_.comm->comm_destroy(comm_);
+  if (device_ != nullptr) {
+    const tdm_backend_api& api = *device_->backend().backend;
+    if (scratch_ != nullptr) api.mem_free(device_->get(), scratch_);
+    if (stream_ != nullptr) api.stream_destroy(stream_);
+  }
+}
+
+Result<tdm_comm*> GradientCommunicator::create_on_gpu(const LoadedPlugin& nccl,
+                                                      const PluginRegistry& registry,
+                                                      const ProcessGroup& group, double timeout_seconds,
+                                                      const std::string& how) {
+  std::vector<unsigned char> id;
+  if (group.rank == 0) {
+    if (nccl.comm->comm_unique_id == nullptr)
+      return make_error("the nccl plugin has no comm_unique_id", TDM_INTERNAL);
+    size_t bytes = 4096;
+    id.resize(bytes);
+    if (nccl.comm->comm_unique_id(id.data(), &bytes) != TDM_OK)
+      return make_error("data parallelism on GPUs: " + last_error_text("the nccl plugin gave no reason"),
+                        TDM_UNAVAILABLE);
+    id.resize(bytes);
+  }
+  if (auto r = rendezvous(how, registry, group, id, timeout_seconds); !r) return r.error();
+  tdm_comm_init_info init{};
+  init.struct_size = sizeof init;
+  init.rank = group.rank;
+  init.world_size = group.world;
+  init.local_rank = group.local_rank;
+  init.unique_id = id.data();
+  init.unique_id_bytes = id.size();
+  init.timeout_seconds = timeout_seconds;
+  tdm_comm* comm = nullptr;
+  if (nccl.comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
+    return make_error("data parallelism on GPUs: could not join the " + std::to_string(group.world) +
+                          " ranks: " + last_error_text("the nccl plugin gave no reason"),
+                      TDM_UNAVAILABLE);
+  return comm;
+}
+
+Result<void> GradientCommunicator::stage_on_device(const DeviceHandle& device) {
+  const tdm_backend_api& api = *device.backend().backend;
+  device_ = &device;
+  if (api.stream_create(device.get(), &stream_) != TDM_OK ||
+      api.mem_alloc(device.get(), 64, &scratch_) != TDM_OK)
+    return make_error("data parallelism on " + device.id() +
+                          ": no stream or scratch memory: " + last_error_text("the backend gave no reason"),
+                      TDM_OUT_OF_MEMORY);
+  return {};
 }
 
 Error GradientCommunicator::failure(const char* what, tdm_status status) const {
@@ -47,15 +96,25 @@ Error GradientCommunicator::failure(const char* what, tdm_status status) const {
 Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const PluginRegistry& registry,
                                                                            const DeviceHandle& device,
                                                                            const ProcessGroup& group,
-                                                                           double timeout_seconds) {
+                                                                           double timeout_seconds,
+                                                                           const std::string& rendezvous) {
   auto info = device.info();
   if (!info) return info.error();
-  if (info->kind == TDM_DEVICE_GPU)
-    return make_error(
-        "data parallelism on " + device.id() +
-            ": GPU gradients need the nccl plugin's rendezvous, which the trainer does not drive yet; "
-            "train on a CPU device (--device cpu) or in one process",
-        TDM_UNSUPPORTED);
+  if (info->kind == TDM_DEVICE_GPU) {
+    const LoadedPlugin* nccl = registry.find("nccl");
+    if (nccl == nullptr || nccl->comm == nullptr)
+      return make_error(
+          "this process is rank " + std::to_string(group.rank) + " of " + std::to_string(group.world) +
+              " on " + device.id() +
+              ", but no comm plugin named 'nccl' was loaded: install tandem-plugin-nccl, or see "
+              "'tandem plugins -v'",
+          TDM_NOT_FOUND);
+    auto comm = create_on_gpu(*nccl, registry, group, timeout_seconds, rendezvous);
+    if (!comm) return comm.error();
+    std::unique_ptr<GradientCommunicator> c(new GradientCommunicator(*nccl, *comm, group));
+    if (auto r = c->stage_on_device(device); !r) return r.error();
+    return c;
+  }
   if (!info->host_addressable)
     return make_error(
         "data parallelism: " + device.id() + " memory is not host memory, which the mpi plugin needs",
@@ -88,6 +147,20 @@ Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype
 }
 
 Result<int32_t> GradientCommunicator::max(int32_t value) {
+  if (scratch_ != nullptr) {
+    const tdm_backend_api& api = *device_->backend().backend;
+    int32_t out = value;
+    if (api.copy_h2d(stream_, scratch_, &out, sizeof out) != TDM_OK ||
+        api.stream_synchronize(stream_) != TDM_OK)
+      return failure("agreeing on stopping (staging)", TDM_INTERNAL);
+    const tdm_status s =
+        plugin_.comm->allreduce(comm_, scratch_, scratch_, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+    if (s != TDM_OK) return failure("agreeing on stopping", s);
+    if (api.copy_d2h(stream_, &out, scratch_, sizeof out) != TDM_OK ||
+        api.stream_synchronize(stream_) != TDM_OK)
+      return failure("agreeing on stopping (reading back)", TDM_INTERNAL);
+    return out;
+  }
   int32_t out = value;
   const tdm_status s = plugin_.comm->allreduce(comm_, &out, &out, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
   if (s != TDM_OK) return failure("agreeing on stopping", s);

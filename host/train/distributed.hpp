@@ -33,10 +33,14 @@ class GradientCommunicator final : public exec::Collectives {
   // Creates a communicator over the comm plugin for `device`'s memory.
   // `timeout_seconds`: a collective waiting longer fails, naming the ranks
   // that did not arrive, instead of hanging the job.
+  // GPU memory goes through the nccl plugin, whose id reaches every rank by
+  // `rendezvous` ("mpi" or "file:///path", see rendezvous.hpp); host memory
+  // through the mpi plugin.
   static Result<std::unique_ptr<GradientCommunicator>> create(const PluginRegistry& registry,
                                                               const DeviceHandle& device,
                                                               const ProcessGroup& group,
-                                                              double timeout_seconds);
+                                                              double timeout_seconds,
+                                                              const std::string& rendezvous = "mpi");
   ~GradientCommunicator();
   GradientCommunicator(const GradientCommunicator&) = delete;
   GradientCommunicator& operator=(const GradientCommunicator&) = delete;
@@ -55,11 +59,19 @@ class GradientCommunicator final : public exec::Collectives {
  private:
   GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group)
       : plugin_(plugin), comm_(comm), group_(group) {}
+  static Result<tdm_comm*> create_on_gpu(const LoadedPlugin& nccl, const PluginRegistry& registry,
+                                         const ProcessGroup& group, double timeout_seconds,
+                                         const std::string& rendezvous);
+  // GPU collectives read device memory: max() stages its value through this.
+  Result<void> stage_on_device(const DeviceHandle& device);
   Error failure(const char* what, tdm_status status) const;
 
   const LoadedPlugin& plugin_;
   tdm_comm* comm_;
   ProcessGroup group_;
+  const DeviceHandle* device_ = nullptr;  // with a device scratch (GPU)
+  tdm_stream* stream_ = nullptr;
+  void* scratch_ = nullptr;
 };
 
 }  // namespace tandem::host::train

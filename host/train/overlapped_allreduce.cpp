@@ -11,8 +11,11 @@ namespace tandem::host::train {
 
 OverlappedAllReduce::OverlappedAllReduce(GradientCommunicator& comm, const exec::Executor& executor,
                                          const Graph& graph, std::vector<GradientBucket> buckets,
-                                         bool record_spans)
-    : comm_(comm), buckets_(std::move(buckets)), record_spans_(record_spans) {
+                                         bool host_addressable, bool record_spans)
+    : comm_(comm),
+      buckets_(std::move(buckets)),
+      host_addressable_(host_addressable),
+      record_spans_(record_spans) {
   size_t largest = 0;
   for (const GradientBucket& b : buckets_) {
     std::vector<Part> parts;
@@ -21,7 +24,7 @@ OverlappedAllReduce::OverlappedAllReduce(GradientCommunicator& comm, const exec:
       parts.push_back({executor.device_pointer(grad),
                        static_cast<size_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype)});
     }
-    if (parts.size() > 1) largest = std::max(largest, b.bytes);
+    if (parts.size() > 1 && host_addressable_) largest = std::max(largest, b.bytes);
     parts_.push_back(std::move(parts));
   }
   staging_.resize(largest);
@@ -83,6 +86,11 @@ Result<void> OverlappedAllReduce::reduce(size_t index) {
   const std::vector<Part>& parts = parts_[index];
   const size_t count = b.bytes / exec::dtype_size(b.dtype);
   if (parts.size() == 1) return comm_.average(parts[0].data, count, b.dtype);
+  if (!host_addressable_) {
+    for (const Part& p : parts)
+      if (auto r = comm_.average(p.data, p.bytes / exec::dtype_size(b.dtype), b.dtype); !r) return r;
+    return {};
+  }
   // One message instead of many: the per-call latency dominates small tensors.
   size_t offset = 0;
   for (const Part& p : parts) {

@@ -33,10 +33,11 @@ class OverlappedAllReduce {
     Clock::time_point begin, end;
   };
 
-  // Gradient addresses are taken from `executor` now (they do not move);
-  // device memory must be host-addressable (the mpi plugin reads it).
+  // Gradient addresses are taken from `executor` now (they do not move).
+  // With `host_addressable` memory a bucket's gradients are packed into one
+  // message; device memory (NCCL) is reduced tensor by tensor in place.
   OverlappedAllReduce(GradientCommunicator& comm, const exec::Executor& executor, const Graph& graph,
-                      std::vector<GradientBucket> buckets, bool record_spans);
+                      std::vector<GradientBucket> buckets, bool host_addressable, bool record_spans);
   ~OverlappedAllReduce();
   OverlappedAllReduce(const OverlappedAllReduce&) = delete;
   OverlappedAllReduce& operator=(const OverlappedAllReduce&) = delete;
@@ -62,6 +63,7 @@ class OverlappedAllReduce {
   std::vector<GradientBucket> buckets_;
   std::vector<std::vector<Part>> parts_;  // per bucket: its gradients' memory
   std::vector<unsigned char> staging_;    // a multi-gradient bucket, packed
+  const bool host_addressable_;
   const bool record_spans_;
 
   std::mutex mutex_;

@@ -95,10 +95,20 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};
   if (t->group_.world > 1) {
-    auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds);
+    auto comm = GradientCommunicator::create(registry, device, t->group_, t->options_.comm_timeout_seconds,
+                                             t->options_.rendezvous);
     if (!comm) return comm.error();
     t->comm_ = std::move(*comm);
-    if (tp.size > 1) exec_options.collectives = t->comm_.get();
+    if (tp.size > 1) {
+      auto info = device.info();
+      if (!info) return info.error();
+      // Checkpoints gather the slices in host memory.
+      if (!info->host_addressable)
+        return make_error("tensor parallelism on " + device.id() +
+                              " is not supported yet: it runs on CPU devices (--device cpu)",
+                          TDM_UNSUPPORTED);
+      exec_options.collectives = t->comm_.get();
+    }
   }
   auto executor = exec::Executor::create(device, t->model_.graph, exec_options);
   if (!executor) return executor.error();
@@ -108,8 +118,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (t->data_world_ > 1) {
     auto buckets = plan_gradient_buckets(graph, t->synced_gradients_, t->model_.optimizer_begin,
                                          t->options_.bucket_bytes);
+    auto info = device.info();
+    if (!info) return info.error();
     t->allreduce_ = std::make_unique<OverlappedAllReduce>(*t->comm_, *t->executor_, graph, std::move(buckets),
-                                                          exec_options.profile);
+                                                          info->host_addressable, exec_options.profile);
   }
   t->profiler_ = std::make_unique<ProfileRecorder>(exec_options.profile);
   if (auto r = t->initialise(); !r) return r.error();

@@ -44,6 +44,9 @@ struct TrainOptions {
   // Data parallelism: gradients are averaged in buckets of about this many
   // bytes, each while backward continues (0: one gradient per message).
   size_t bucket_bytes = size_t(4) << 20;
+  // GPU data parallelism: how NCCL's id reaches every rank ("mpi" or
+  // "file:///shared/path").
+  std::string rendezvous = "mpi";
 };
 
 struct TrainResult {
