@@ -109,12 +109,12 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   std::map<std::string, std::string> config;
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
   std::unique_ptr<PluginSession> session = load_plugins(globals, config);
-  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  const host::train::ProcessGroup group = host::train::detect_process_group();
+  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>(), group.local_rank);
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
   }
-  const host::train::ProcessGroup group = host::train::detect_process_group();
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
   const bool tensor_parallel = group.world > 1 && host::build::uses_tensor_parallelism(*spec);
   const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";

@@ -15,7 +15,7 @@ int rank(const DeviceInfo& d) {
 
 }  // namespace
 
-Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::string& wanted) {
+Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::string& wanted, int local_rank) {
   std::vector<DeviceInfo> all;
   std::string absent;
   for (const BackendDevices& b : enumerate_devices(registry)) {
@@ -32,6 +32,16 @@ Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::st
            (wanted.find(':') == std::string::npos && d.backend == wanted && d.id == wanted + ":0");
   };
   auto it = std::find_if(all.begin(), all.end(), matches);
+  // One GPU per process of a node: without an index, the local rank picks
+  // among the matching GPUs (as torchrun's LOCAL_RANK convention).
+  const bool indexed = wanted.find(':') != std::string::npos;
+  if (it != all.end() && it->kind == TDM_DEVICE_GPU && !indexed && local_rank > 0) {
+    std::vector<const DeviceInfo*> gpus;
+    for (const DeviceInfo& d : all)
+      if (d.kind == TDM_DEVICE_GPU && d.backend == it->backend) gpus.push_back(&d);
+    const DeviceInfo* chosen = gpus[static_cast<size_t>(local_rank) % gpus.size()];
+    it = all.begin() + (chosen - all.data());
+  }
   if (it == all.end()) {
     std::string known;
     for (const auto& d : all) known += (known.empty() ? "" : ", ") + d.id;
