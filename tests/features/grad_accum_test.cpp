@@ -10,14 +10,9 @@
 
 #include <cmath>
 #include <iostream>
-#include <optional>
 #include <vector>
 
-#include "device/device.hpp"
-#include "model/model_parser.hpp"
-#include "plugin/registry.hpp"
-#include "temp_dir.hpp"
-#include "train/trainer.hpp"
+#include "training_fixture.hpp"
 
 namespace tandem::test {
 namespace {
@@ -57,22 +52,9 @@ synthetic_samples = 1280
 synthetic_test_samples = 0
 )";
 
-class GradAccum : public ::testing::Test {
+class GradAccum : public TrainingOnReference {
  protected:
-  void SetUp() override {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    options.allow_insecure = true;
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
-    if (registry_->find("grad_accum") == nullptr)
-      GTEST_SKIP() << "the grad_accum plugin is not part of this build";
-    auto device = host::DeviceHandle::open(*registry_->find("reference"), 0);
-    ASSERT_TRUE(device.ok()) << device.error().message;
-    device_.emplace(std::move(device.value()));
-  }
+  void SetUp() override { load("grad_accum"); }
 
   struct Outcome {
     std::vector<std::vector<float>> weights;
@@ -80,36 +62,17 @@ class GradAccum : public ::testing::Test {
   };
 
   Outcome train(const std::vector<std::string>& overrides) {
-    auto spec = host::model::parse_model_text(kModel, "accum.toml", overrides);
-    EXPECT_TRUE(spec.ok()) << spec.error().message;
-    specs_.push_back(*spec);
-    host::train::TrainOptions o;
-    o.run_dir = dir_.file("run" + std::to_string(specs_.size()));
-    auto t = host::train::Trainer::create(specs_.back(), *device_, *registry_, o);
+    auto t = trainer(kModel, overrides);
     EXPECT_TRUE(t.ok()) << t.error().message;
     if (!t.ok()) return {};
     auto r = (*t)->run();
     EXPECT_TRUE(r.ok()) << r.error().message;
     Outcome out;
     out.activations = (*t)->executor().plan().estimate.activations;
-    for (ValueIdName p : {ValueIdName{"conv.weight", 36}, {"fc1.weight", 16 * 144}, {"fc2.weight", 64}}) {
-      std::vector<float> w(p.count);
-      const auto* v = (*t)->model().graph.value_by_name(p.name);
-      EXPECT_TRUE((*t)->executor().read(v->id, w.data(), w.size() * sizeof(float)).ok());
-      out.weights.push_back(w);
-    }
+    for (const char* name : {"conv.weight", "fc1.weight", "fc2.weight"})
+      out.weights.push_back(read(**t, name));
     return out;
   }
-  struct ValueIdName {
-    const char* name;
-    size_t count;
-  };
-
-  host::HostServices services_;
-  std::optional<host::PluginRegistry> registry_;
-  std::optional<host::DeviceHandle> device_;
-  std::vector<host::model::ModelSpec> specs_;
-  TempDir dir_;
 };
 
 TEST_F(GradAccum, FourMicroBatchesOf32MatchOneBatchOf128) {
@@ -128,11 +91,7 @@ TEST_F(GradAccum, FourMicroBatchesOf32MatchOneBatchOf128) {
 }
 
 TEST_F(GradAccum, BadStepsAreNamed) {
-  auto spec = host::model::parse_model_text(kModel, "accum.toml", {"features.grad_accum.steps=zero"});
-  ASSERT_TRUE(spec.ok());
-  host::train::TrainOptions o;
-  o.run_dir = dir_.file("bad");
-  auto t = host::train::Trainer::create(*spec, *device_, *registry_, o);
+  auto t = trainer(kModel, {"features.grad_accum.steps=zero"});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message.find("steps must be a whole number"), std::string::npos) << t.error().message;
 }

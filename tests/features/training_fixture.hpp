@@ -1,0 +1,70 @@
+// Feature plugins through the real trainer on the reference backend: the
+// plugins of this build, one reference device, a temporary run directory.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+#include "model/model_parser.hpp"
+#include "plugin/registry.hpp"
+#include "temp_dir.hpp"
+#include "train/trainer.hpp"
+
+namespace tandem::test {
+
+class TrainingOnReference : public ::testing::Test {
+ protected:
+  // Skips the test when `plugin` is not part of this build.
+  void load(const std::string& plugin) {
+    host::DiscoveryOptions options;
+    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
+    options.env_path = "";
+    options.install_dir = std::filesystem::path();
+    options.exe_relative_dir = std::filesystem::path();
+    options.allow_insecure = true;
+    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    if (registry_->find(plugin) == nullptr)
+      GTEST_SKIP() << "the " << plugin << " plugin is not part of this build";
+    auto device = host::DeviceHandle::open(*registry_->find("reference"), 0);
+    ASSERT_TRUE(device.ok()) << device.error().message;
+    device_.emplace(std::move(device.value()));
+  }
+
+  // A trainer for `model` (TOML text) with `overrides` (--set syntax).
+  host::Result<std::unique_ptr<host::train::Trainer>> trainer(const std::string& model,
+                                                              const std::vector<std::string>& overrides) {
+    auto spec = host::model::parse_model_text(model, "model.toml", overrides);
+    if (!spec) return spec.error();
+    specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
+    host::train::TrainOptions o;
+    o.run_dir = dir_.file("run" + std::to_string(specs_.size()));
+    return host::train::Trainer::create(*specs_.back(), *device_, *registry_, o);
+  }
+
+  // The values of a parameter or state tensor of a trained model.
+  template <class T = float>
+  std::vector<T> read(host::train::Trainer& t, const std::string& name) {
+    const host::Value* v = t.model().graph.value_by_name(name);
+    EXPECT_NE(v, nullptr) << name;
+    if (v == nullptr) return {};
+    size_t n = 1;
+    for (int64_t d : v->type.dims) n *= static_cast<size_t>(d);
+    std::vector<T> out(n);
+    EXPECT_TRUE(t.executor().read(v->id, out.data(), n * sizeof(T)).ok());
+    return out;
+  }
+
+  host::HostServices services_;
+  std::optional<host::PluginRegistry> registry_;
+  std::optional<host::DeviceHandle> device_;
+  std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;  // trainers keep a reference
+  TempDir dir_;
+};
+
+}  // namespace tandem::test
