@@ -15,7 +15,8 @@ int rank(const DeviceInfo& d) {
 
 }  // namespace
 
-Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::string& wanted, int local_rank) {
+Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::string& wanted,
+                                   int local_rank) {
   std::vector<DeviceInfo> all;
   std::string absent;
   for (const BackendDevices& b : enumerate_devices(registry)) {

@@ -48,7 +48,10 @@ Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& reg
                               " declares the conflict): remove one of [features." + name +
                               "] and [features." + other + "] from " + spec.path,
                           TDM_INVALID_ARGUMENT);
-    ConfigSectionView config(section);
+    std::map<std::string, std::string> entries = section;
+    if (plugin->abi_minor_effective >= 3)  // read-only facts the feature may need (feature.h)
+      entries["tandem.batch_size"] = std::to_string(spec.train.batch_size);
+    ConfigSectionView config(std::move(entries));
     tdm_feature* instance = nullptr;
     if (plugin->feature->create(config.get(), &instance) != TDM_OK || instance == nullptr)
       return failure(name, "create (check [features." + name + "] in " + spec.path + ")",
@@ -108,6 +111,25 @@ Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
 }  // namespace tandem::host::train
 
 namespace tandem::host::train {
+
+Result<uint32_t> FeatureSet::micro_batch_size() const {
+  uint32_t result = 0;
+  std::string who;
+  for (const Active& a : active_) {
+    const tdm_feature_api& api = *a.plugin->feature;
+    if (a.plugin->abi_minor_effective < 3 || !TDM_STRUCT_HAS(&api, tdm_feature_api, micro_batch_size) ||
+        api.micro_batch_size == nullptr)
+      continue;
+    const uint32_t n = api.micro_batch_size(a.instance);
+    if (n == 0) continue;
+    if (result > 0)
+      return make_error("features '" + who + "' and '" + a.plugin->name + "' both split batches; enable one",
+                        TDM_INVALID_ARGUMENT);
+    result = n;
+    who = a.plugin->name;
+  }
+  return result;
+}
 
 Result<uint32_t> FeatureSet::micro_batches() const {
   uint32_t result = 1;

@@ -38,6 +38,8 @@ class FeatureSet {
   // Micro-batches per optimizer step (ABI 1.2): 1 unless a feature says more;
   // two features asking for accumulation is an error.
   Result<uint32_t> micro_batches() const;
+  // Samples per micro-batch when a feature splits batches (ABI 1.3), else 0.
+  Result<uint32_t> micro_batch_size() const;
 
  private:
   struct Active {

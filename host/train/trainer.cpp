@@ -67,6 +67,18 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   auto features = FeatureSet::create(registry, spec);
   if (!features) return features.error();
   t->features_ = std::move(*features);
+  auto micro_size = t->features_->micro_batch_size();
+  if (!micro_size) return micro_size.error();
+  t->micro_batch_samples_ = spec.train.batch_size;
+  if (*micro_size > 0) {
+    if (spec.train.batch_size % *micro_size != 0)
+      return make_error(
+          spec.path + ": micro-batches of " + std::to_string(*micro_size) +
+              " samples do not divide [train] batch_size = " + std::to_string(spec.train.batch_size) +
+              "; choose a micro-batch size that divides it",
+          TDM_INVALID_ARGUMENT);
+    t->micro_batch_samples_ = *micro_size;
+  }
   t->group_ = detect_process_group();
   // Layers marked `parallel` split over every rank of the run (tensor
   // parallelism); otherwise the ranks split the data (data parallelism).
@@ -77,7 +89,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
     t->data_rank_ = t->group_.rank;
     t->data_world_ = t->group_.world;
   }
-  auto model = build::build_forward(spec, spec.train.batch_size, build::Mode::Train, TDM_F32, tp);
+  auto model = build::build_forward(spec, t->micro_batch_samples_, build::Mode::Train, TDM_F32, tp);
   if (!model) return model.error();
   t->model_ = std::move(*model);
   Graph& graph = t->model_.graph;
@@ -89,6 +101,12 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   auto micro = t->features_->micro_batches();
   if (!micro) return micro.error();
   t->micro_batches_ = *micro;
+  if (t->micro_batch_samples_ * t->micro_batches_ != spec.train.batch_size && *micro_size > 0)
+    return make_error("a feature splits each batch of " + std::to_string(spec.train.batch_size) +
+                          " into micro-batches of " + std::to_string(t->micro_batch_samples_) +
+                          " but asks for " + std::to_string(t->micro_batches_) +
+                          " of them per step (internal: the plugin is inconsistent)",
+                      TDM_INTERNAL);
   // Passes may have inserted nodes anywhere: find the optimizer phase again.
   t->locate_optimizer_phase();
   exec::ExecutorOptions exec_options;
@@ -192,8 +210,8 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
     // epoch (global batches change size, so the position is in samples).
     const int64_t saved_world = std::max<int64_t>(1, get("tandem.world_size"));
     if (saved_world != data_world_) {
-      const int64_t seen = start_batch_ * spec_.train.batch_size * saved_world;
-      const int64_t global = spec_.train.batch_size * data_world_ * micro_batches_;
+      const int64_t seen = start_batch_ * micro_batch_samples_ * saved_world;
+      const int64_t global = micro_batch_samples_ * data_world_ * micro_batches_;
       start_batch_ = seen / global * micro_batches_;
       // Steps count global batches, which changed size too.
       const int64_t steps_per_epoch = data_.train.size() / global;
@@ -374,7 +392,7 @@ void Trainer::report_memory() const {
 }
 
 Result<TrainResult> Trainer::run() {
-  const int64_t batch = spec_.train.batch_size;
+  const int64_t batch = micro_batch_samples_;  // one loader batch: a micro-batch
   data::DataLoader loader(data_.train, {.batch_size = batch,
                                         .shuffle = true,
                                         .drop_last = true,

@@ -105,6 +105,7 @@ class Trainer {
   int data_rank_ = 0, data_world_ = 1;  // among the ranks that split the data (1 with tensor parallelism)
   std::map<std::string, build::Shard> shards_;  // tensors split by tensor parallelism, by name
   uint32_t micro_batches_ = 1;                  // per optimizer step, from a feature (gradient accumulation)
+  int64_t micro_batch_samples_ = 0;             // samples of one micro-batch (the graph's batch size)
   size_t clip_point_ = 0;                       // first optimizer node that needs the clipping coefficient
   std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
   std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped

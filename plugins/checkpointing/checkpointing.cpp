@@ -71,7 +71,7 @@ class Checkpointing final : public tandem::Feature {
  public:
   explicit Checkpointing(const tandem::Config& config) {
     for (const auto& [key, value] : config.values())
-      if (key != "segments" && key != "memory_budget")
+      if (key != "segments" && key != "memory_budget" && key.rfind("tandem.", 0) != 0)
         throw Error(TDM_INVALID_ARGUMENT, "[features.checkpointing]: unknown key '" + key +
                                               "' (expected: segments, memory_budget)");
     segments_ = trim(config.get("segments").value_or("auto"));

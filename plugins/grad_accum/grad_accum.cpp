@@ -2,7 +2,9 @@
 //
 // [features.grad_accum] steps = k: one optimizer step per k micro-batches
 // (each of the model file's batch_size), so a batch of k·batch_size samples
-// trains with the activation memory of one micro-batch.
+// trains with the activation memory of one micro-batch. Or micro_batch = m:
+// each batch of batch_size samples is split into batch_size/m micro-batches
+// of m (ABI 1.3: the host builds the graph for m samples).
 //
 // The graph pass (after the optimizer is appended) rewrites every parameter
 // gradient g into an accumulator: a state "grad_accum.<gradient>" A, a node
@@ -43,25 +45,31 @@ class GradAccum final : public tandem::Feature {
  public:
   explicit GradAccum(const tandem::Config& config) {
     for (const auto& [key, value] : config.values())
-      if (key != "steps")
+      if (key != "steps" && key != "micro_batch" && key.rfind("tandem.", 0) != 0)
         throw Error(TDM_INVALID_ARGUMENT,
-                    "[features.grad_accum]: unknown key '" + key + "' (expected: steps)");
-    const std::string text = config.get("steps").value_or("");
-    size_t used = 0;
-    long k = 0;
-    try {
-      k = std::stol(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != text.size() || k < 1 || k > 1 << 20)
+                    "[features.grad_accum]: unknown key '" + key + "' (expected: steps or micro_batch)");
+    const auto steps = config.get("steps"), micro = config.get("micro_batch");
+    if (steps && micro)
       throw Error(
           TDM_INVALID_ARGUMENT,
-          "[features.grad_accum] steps must be a whole number of micro-batches >= 1, got '" + text + "'");
-    steps_ = static_cast<uint32_t>(k);
+          "[features.grad_accum]: give steps (micro-batches of batch_size each) or micro_batch (split "
+          "batch_size into micro-batches of this size), not both");
+    if (!micro) {
+      steps_ = whole_number("steps", steps.value_or(""));
+      return;
+    }
+    const uint32_t batch = whole_number("tandem.batch_size", config.get("tandem.batch_size").value_or(""));
+    micro_batch_ = whole_number("micro_batch", *micro);
+    if (batch % micro_batch_ != 0)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  "[features.grad_accum] micro_batch = " + std::to_string(micro_batch_) +
+                      " does not divide [train] batch_size = " + std::to_string(batch) +
+                      "; choose a divisor of the batch size");
+    steps_ = batch / micro_batch_;
   }
 
   uint32_t micro_batches() override { return steps_; }
+  uint32_t micro_batch_size() override { return micro_batch_; }
 
   void graph_pass(tdm_graph* graph) override {
     if (steps_ == 1) return;
@@ -165,7 +173,22 @@ class GradAccum final : public tandem::Feature {
     check(g.node_annotate(graph, clear_id, "tandem.run_on_skip", "1"), "annotating " + clear_name);
   }
 
+  static uint32_t whole_number(const std::string& key, const std::string& text) {
+    size_t used = 0;
+    long k = 0;
+    try {
+      k = std::stol(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() || k < 1 || k > 1 << 20)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  "[features.grad_accum] " + key + " must be a whole number >= 1, got '" + text + "'");
+    return static_cast<uint32_t>(k);
+  }
+
   uint32_t steps_ = 1;
+  uint32_t micro_batch_ = 0;  // 0: micro-batches of the model's batch_size
 };
 
 }  // namespace

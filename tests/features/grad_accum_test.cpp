@@ -90,6 +90,29 @@ TEST_F(GradAccum, FourMicroBatchesOf32MatchOneBatchOf128) {
   EXPECT_LE(static_cast<double>(accumulated.activations), 0.3 * static_cast<double>(whole.activations));
 }
 
+// micro_batch = 32 splits each batch of 128 into 4: the same training as
+// batch 128 whole, with the graph (and its activations) built for 32.
+TEST_F(GradAccum, MicroBatchSizeSplitsEachBatch) {
+  const Outcome whole = train({});
+  const Outcome split = train({"features.grad_accum.micro_batch=32"});
+  ASSERT_EQ(whole.weights.size(), split.weights.size());
+  double worst = 0;
+  for (size_t t = 0; t < whole.weights.size(); ++t)
+    for (size_t i = 0; i < whole.weights[t].size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::abs(whole.weights[t][i] - split.weights[t][i])));
+  std::cout << "micro_batch = 32 vs batch 128: largest weight difference " << worst << "; activation memory "
+            << split.activations << " vs " << whole.activations << " bytes" << std::endl;
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_LE(static_cast<double>(split.activations), 0.3 * static_cast<double>(whole.activations));
+  auto uneven = trainer(kModel, {"features.grad_accum.micro_batch=48"});
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.error().message.find("does not divide [train] batch_size = 128"), std::string::npos)
+      << uneven.error().message;
+  auto both = trainer(kModel, {"features.grad_accum.micro_batch=32", "features.grad_accum.steps=2"});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.error().message.find("not both"), std::string::npos) << both.error().message;
+}
+
 TEST_F(GradAccum, BadStepsAreNamed) {
   auto t = trainer(kModel, {"features.grad_accum.steps=zero"});
   ASSERT_FALSE(t.ok());

@@ -29,7 +29,7 @@ int main(void) {
   CHECK(TDM_STRUCT_SIZE(tdm_op_desc, node_name) == sizeof(tdm_op_desc));
   CHECK(TDM_STRUCT_SIZE(tdm_backend_api, kernel_describe) == sizeof(tdm_backend_api));
   /* The 1.2 field is the last one of the feature table. */
-  CHECK(TDM_STRUCT_SIZE(tdm_feature_api, micro_batches) == sizeof(tdm_feature_api));
+  CHECK(TDM_STRUCT_SIZE(tdm_feature_api, micro_batch_size) == sizeof(tdm_feature_api));
   /* Fixed-width enums (the ABI never depends on enum size). */
   CHECK(sizeof(tdm_status) == 4 && sizeof(tdm_dtype) == 4);
   CHECK(TDM_ABI_MAJOR == 1);

@@ -70,6 +70,18 @@ typedef struct tdm_feature_api {
    * feature may answer more than 1. Called once, after the graph passes.
    * Optional. */
   uint32_t (*micro_batches)(tdm_feature* feature);
+
+  /* ---- since ABI 1.3 (check struct_size, then the pointer) ---- */
+  /* Gradient accumulation by micro-batch size: how many samples one
+   * micro-batch holds when the feature splits each batch (the model file's
+   * batch_size, which must be a multiple) into micro-batches that fit. The
+   * host then builds the graph for that many samples, feeds batches of that
+   * size, and micro_batches() must answer batch_size / micro_batch_size.
+   * 0 = the model file's batch_size. Called once, right after create and
+   * before any graph exists. Optional.
+   * For it, since ABI 1.3 the host adds read-only keys under "tandem." to
+   * every feature's configuration: "tandem.batch_size" (per rank). */
+  uint32_t (*micro_batch_size)(tdm_feature* feature);
 } tdm_feature_api;
 
 #ifdef __cplusplus

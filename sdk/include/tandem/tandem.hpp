@@ -570,6 +570,8 @@ class Feature {
   virtual void step_end(const tdm_step_info&) {}
   // Micro-batches per optimizer step (ABI 1.2); 0 = no opinion.
   virtual uint32_t micro_batches() { return 0; }
+  // Samples per micro-batch (ABI 1.3); 0 = the model file's batch_size.
+  virtual uint32_t micro_batch_size() { return 0; }
 };
 
 struct FeatureTraits {
@@ -617,6 +619,10 @@ const tdm_plugin* feature_entry(const tdm_host_api* host, uint32_t major, uint32
     api.micro_batches = [](tdm_feature* f) -> uint32_t {
       uint32_t n = 0;
       return guard([&] { n = reinterpret_cast<Feature*>(f)->micro_batches(); }) == TDM_OK ? n : 0;
+    };
+    api.micro_batch_size = [](tdm_feature* f) -> uint32_t {
+      uint32_t n = 0;
+      return guard([&] { n = reinterpret_cast<Feature*>(f)->micro_batch_size(); }) == TDM_OK ? n : 0;
     };
     storage.plugin.feature = &api;
     return &storage.plugin;
