@@ -92,13 +92,17 @@ class Amp final : public tandem::Feature {
     if (d.at_floor) {
       // The scale cannot go lower, so scaling is not the cause: say where.
       Host::log(TDM_LOG_ERROR, step + "gradients overflowed with the loss scale at its floor (min_scale " +
-                                   number(options_.min_scale) + ") in layer(s) " + layers + " (" +
-                                   gradients + "); step skipped. The overflow comes from the model or " +
+                                   number(options_.min_scale) + ") in layer(s) " + layers + " (" + gradients +
+                                   "); step skipped. The overflow comes from the model or " +
                                    "its data, not the scale: lower [train] lr, add clip_grad_norm, check " +
                                    "the inputs of those layers, or train them in f32");
     } else {
-      Host::log(TDM_LOG_WARNING, step + "gradients overflowed (layer(s) " + layers + "); step skipped, " +
-                                     "loss scale " + number(d.before) + " -> " + number(d.after));
+      Host::log(TDM_LOG_WARNING,
+                step + "gradients overflowed (layer(s) " + layers + "); step skipped, " +
+                    (d.backed_off ? "loss scale " + number(d.before) + " -> " + number(d.after)
+                                  : "loss scale stays " + number(d.after) +
+                                        " (hysteresis: it backs off on the next overflow "
+                                        "in a row)"));
     }
     return true;
   }

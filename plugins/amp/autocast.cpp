@@ -41,9 +41,9 @@ namespace {
 
 bool on_list(const std::string& op, tdm_dtype dtype) {
   static const std::set<std::string> any = {
-      "linear",   "matmul",    "conv2d",       "linear_grad_input", "conv2d_grad_input", "relu",
-      "gelu",     "tanh",      "sigmoid",      "relu_grad",         "gelu_grad",         "tanh_grad",
-      "sigmoid_grad", "dropout", "dropout_grad", "reshape",         "transpose"};
+      "linear",       "matmul",  "conv2d",       "linear_grad_input", "conv2d_grad_input", "relu",
+      "gelu",         "tanh",    "sigmoid",      "relu_grad",         "gelu_grad",         "tanh_grad",
+      "sigmoid_grad", "dropout", "dropout_grad", "reshape",           "transpose"};
   static const std::set<std::string> bf16_only = {"max_pool2d", "max_pool2d_grad", "avg_pool2d",
                                                   "avg_pool2d_grad"};
   return any.count(op) > 0 || (dtype == TDM_BF16 && bf16_only.count(op) > 0);

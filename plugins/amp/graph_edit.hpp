@@ -46,7 +46,9 @@ class GraphEdit {
   std::vector<ValueView> values() const;
   std::vector<OwnedAttr> attrs(tdm_node_id id, size_t n_attrs) const;
   std::vector<OwnedAttr> attrs(tdm_node_id id) const;
-  const char* annotation(tdm_node_id id, const char* key) const { return g_.node_annotation(graph_, id, key); }
+  const char* annotation(tdm_node_id id, const char* key) const {
+    return g_.node_annotation(graph_, id, key);
+  }
   // The node scheduled right after `id`, or -1 when it is the last.
   tdm_node_id next_after(tdm_node_id id) const;
 

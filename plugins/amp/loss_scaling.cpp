@@ -49,8 +49,8 @@ void scale_seed(GraphEdit& g, tdm_value_id scale) {
     const tdm_value_id seed = n.outputs.at(0);
     if (g.value(seed).dtype != TDM_F32)
       throw Error(TDM_UNSUPPORTED, "amp: the loss gradient seed is not f32; loss scaling needs an f32 loss");
-    const tdm_node_id mul = insert_mul(g, "amp.scale_seed", n.layer, TDM_PHASE_BACKWARD, seed, scale,
-                                       g.next_after(n.id));
+    const tdm_node_id mul =
+        insert_mul(g, "amp.scale_seed", n.layer, TDM_PHASE_BACKWARD, seed, scale, g.next_after(n.id));
     g.replace_uses(seed, g.output(mul, 0), mul);
     return;
   }

@@ -9,8 +9,7 @@ namespace {
 using tandem::Error;
 
 Error bad(const std::string& key, const std::string& value, const std::string& expected) {
-  return Error(TDM_INVALID_ARGUMENT,
-               "[features.amp] " + key + " = '" + value + "': expected " + expected);
+  return Error(TDM_INVALID_ARGUMENT, "[features.amp] " + key + " = '" + value + "': expected " + expected);
 }
 
 double number(const std::string& key, const std::string& text, const std::string& expected) {
@@ -32,8 +31,8 @@ const char* dtype_name(tdm_dtype dtype) {
 }
 
 Options parse_options(const tandem::Config& config) {
-  static const std::set<std::string> known = {"dtype",   "loss_scale", "initial_scale", "growth",
-                                              "backoff", "growth_interval", "min_scale", "hysteresis"};
+  static const std::set<std::string> known = {"dtype",   "loss_scale",      "initial_scale", "growth",
+                                              "backoff", "growth_interval", "min_scale",     "hysteresis"};
   for (const auto& [key, value] : config.values())
     if (known.count(key) == 0)
       throw Error(TDM_INVALID_ARGUMENT,

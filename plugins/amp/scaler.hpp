@@ -22,10 +22,10 @@ class Scaler {
   explicit Scaler(const Options& options);
 
   struct Decision {
-    bool skip = false;      // overflow: do not apply this step
+    bool skip = false;  // overflow: do not apply this step
     bool backed_off = false;
     bool grew = false;
-    bool at_floor = false;  // overflow while the scale could go no lower
+    bool at_floor = false;  // overflow, and the scale is now at min_scale
     double before = 0, after = 0;
   };
   Decision update(bool overflow);
