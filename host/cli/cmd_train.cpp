@@ -8,6 +8,7 @@
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/feature_flag.hpp"
 #include "model/model_parser.hpp"
 #include "train/checkpointing.hpp"
 #include "train/device_select.hpp"
@@ -35,6 +36,9 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a model-file key: --set train.lr=0.1 (repeatable)")(
+      "feature", po::value<std::vector<std::string>>()->composing(),
+      "enable a feature plugin as [features.NAME] would: --feature amp, --feature amp:dtype=f16,"
+      "loss_scale=dynamic, --feature grad_accum:steps=4 (repeatable)")(
       "device", po::value<std::string>()->default_value(""),
       "device to train on: cuda:0, onednn:0, reference:0, cpu, gpu (default: the fastest available)")(
       "threads", po::value<int>()->default_value(0),
@@ -72,9 +76,28 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitUsage;
   }
   const std::string model_path = vm["model"].as<std::string>();
-  const auto overrides =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::vector<std::string> bare_features;
+  for (const std::string& text :
+       vm.count("feature") ? vm["feature"].as<std::vector<std::string>>() : std::vector<std::string>{}) {
+    auto flag = parse_feature_flag(text);
+    if (!flag) {
+      print_error(flag.error().message);
+      return kExitUsage;
+    }
+    if (flag->overrides.empty()) bare_features.push_back(flag->name);
+    overrides.insert(overrides.end(), flag->overrides.begin(), flag->overrides.end());
+  }
   auto spec = host::model::parse_model_file(model_path, overrides);
+  // A bare --feature NAME adds an empty section, but never replaces the
+  // model file's own [features.NAME].
+  bool missing = false;
+  for (const std::string& name : bare_features)
+    if (spec && spec->features.count(name) == 0) {
+      overrides.push_back(empty_section_override(name));
+      missing = true;
+    }
+  if (missing) spec = host::model::parse_model_file(model_path, overrides);
   if (!spec) {
     print_error(spec.error().message);
     return kExitInput;
@@ -110,7 +133,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
   std::unique_ptr<PluginSession> session = load_plugins(globals, config);
   const host::train::ProcessGroup group = host::train::detect_process_group();
-  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>(), group.local_rank);
+  auto device =
+      host::train::select_device(*session->registry, vm["device"].as<std::string>(), group.local_rank);
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;

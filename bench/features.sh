@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Feature plugins against plain f32 on the same training run — the amp
+# measurement of issue #7: test accuracy and training throughput of a model
+# file trained in f32 and with [features.amp] (bf16), on onednn.
+#
+#   bench/features.sh [--threads N] [--models "examples/fmnist_mlp.toml examples/fmnist_cnn.toml"]
+#                     [--epochs N] [--build DIR]
+#
+# Every run is a full `tandem train` (its own run directory under
+# $TANDEM_BENCH_OUT, default bench/results/features), one after another,
+# same threads, same seed. Throughput is the trainer's samples/s of the last
+# epoch (data loading included, evaluation excluded). Measure on a quiet
+# machine (see bench/README.md): uptime is printed before and after.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+threads=2
+models="examples/fmnist_mlp.toml"
+epochs=""
+build="$repo/build"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --threads) threads=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "features.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+tandem="$build/bin/tandem"
+[ -x "$tandem" ] || { echo "features.sh: no $tandem; build the tandem, tandem-plugin-onednn and tandem-plugin-amp targets" >&2; exit 2; }
+out=${TANDEM_BENCH_OUT:-$repo/bench/results/features}
+mkdir -p "$out"
+stamp=$(date +%Y%m%d-%H%M%S)
+echo "uptime before: $(uptime)" >&2
+
+run() {  # run NAME MODEL [extra args...]
+  local name=$1 model=$2
+  shift 2
+  local dir="$out/$stamp-$(basename "$model" .toml)-$name"
+  local extra=()
+  [ -n "$epochs" ] && extra+=(--set "train.epochs=$epochs")
+  "$tandem" train "$model" --device onednn:0 --threads "$threads" --run-dir "$dir" "${extra[@]}" "$@" \
+    > "$dir.log" 2>&1 || { echo "features.sh: $name failed, see $dir.log" >&2; tail -5 "$dir.log" >&2; exit 1; }
+  local acc sps
+  acc=$(sed -n 's/^test accuracy //p' "$dir.log" | tail -1)
+  sps=$(grep 'done in' "$dir.log" | tail -1 | grep -o '[0-9.]* samples/s' | cut -d' ' -f1)
+  printf '%-16s %-10s %10s %14s\n' "$(basename "$model" .toml)" "$name" "$acc" "$sps"
+}
+
+printf '%-16s %-10s %10s %14s\n' model precision test_acc samples/s
+for model in $models; do
+  run f32 "$repo/$model"
+  run amp-bf16 "$repo/$model" --feature amp:dtype=bf16
+done
+echo "uptime after: $(uptime)" >&2

@@ -1,0 +1,207 @@
+#include "graph_edit.hpp"
+
+#include <set>
+
+namespace amp {
+namespace {
+
+void check(tdm_status status, const std::string& what) {
+  if (status != TDM_OK) throw tandem::Error(status, "amp: " + what + " failed");
+}
+
+NodeView view_of(const tdm_graph_api& g, const tdm_graph* graph, const tdm_node_info& n) {
+  NodeView v;
+  v.id = n.id;
+  v.op = n.op;
+  v.name = n.name;
+  v.layer = n.layer != nullptr ? n.layer : "";
+  v.phase = n.phase;
+  for (size_t i = 0; i < n.n_inputs; ++i) {
+    tdm_value_id id = TDM_NO_VALUE;
+    check(g.node_input(graph, n.id, i, &id), "node_input");
+    v.inputs.push_back(id);
+  }
+  for (size_t i = 0; i < n.n_outputs; ++i) {
+    tdm_value_id id = TDM_NO_VALUE;
+    check(g.node_output(graph, n.id, i, &id), "node_output");
+    v.outputs.push_back(id);
+  }
+  return v;
+}
+
+ValueView view_of(const tdm_value_info& info) {
+  ValueView v;
+  v.id = info.id;
+  v.name = info.name;
+  v.kind = info.kind;
+  v.dtype = info.desc.dtype;
+  if (info.desc.rank > 0) v.dims.assign(info.desc.dims, info.desc.dims + info.desc.rank);
+  v.producer = info.producer;
+  return v;
+}
+
+}  // namespace
+
+std::vector<NodeView> GraphEdit::nodes() const {
+  std::vector<NodeView> out;
+  for (size_t i = 0; i < g_.node_count(graph_); ++i) {
+    tdm_node_info n{};
+    n.struct_size = sizeof n;
+    check(g_.node_at(graph_, i, &n), "node_at");
+    out.push_back(view_of(g_, graph_, n));
+  }
+  return out;
+}
+
+NodeView GraphEdit::node(tdm_node_id id) const {
+  tdm_node_info n{};
+  n.struct_size = sizeof n;
+  check(g_.node_get(graph_, id, &n), "node_get");
+  return view_of(g_, graph_, n);
+}
+
+ValueView GraphEdit::value(tdm_value_id id) const {
+  tdm_value_info v{};
+  v.struct_size = sizeof v;
+  check(g_.value_get(graph_, id, &v), "value_get");
+  return view_of(v);
+}
+
+std::vector<ValueView> GraphEdit::values() const {
+  std::vector<ValueView> out;
+  for (size_t i = 0; i < g_.value_count(graph_); ++i) {
+    tdm_value_info v{};
+    v.struct_size = sizeof v;
+    check(g_.value_at(graph_, i, &v), "value_at");
+    out.push_back(view_of(v));
+  }
+  return out;
+}
+
+std::vector<OwnedAttr> GraphEdit::attrs(tdm_node_id id) const {
+  tdm_node_info n{};
+  n.struct_size = sizeof n;
+  check(g_.node_get(graph_, id, &n), "node_get");
+  return attrs(id, n.n_attrs);
+}
+
+std::vector<OwnedAttr> GraphEdit::attrs(tdm_node_id id, size_t n_attrs) const {
+  std::vector<OwnedAttr> out;
+  for (size_t i = 0; i < n_attrs; ++i) {
+    tdm_attr a{};
+    a.struct_size = sizeof a;
+    check(g_.node_attr_at(graph_, id, i, &a), "node_attr_at");
+    OwnedAttr o;
+    o.name = a.name;
+    o.type = a.type;
+    o.i = a.i;
+    o.f = a.f;
+    if (a.type == TDM_ATTR_STRING && a.s != nullptr) o.s = a.s;
+    if (a.type == TDM_ATTR_INTS && a.ints != nullptr) o.ints.assign(a.ints, a.ints + a.count);
+    if (a.type == TDM_ATTR_FLOATS && a.floats != nullptr) o.floats.assign(a.floats, a.floats + a.count);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+tdm_node_id GraphEdit::next_after(tdm_node_id id) const {
+  const size_t count = g_.node_count(graph_);
+  for (size_t i = 0; i < count; ++i) {
+    tdm_node_info n{};
+    n.struct_size = sizeof n;
+    check(g_.node_at(graph_, i, &n), "node_at");
+    if (n.id != id) continue;
+    if (i + 1 == count) return -1;
+    tdm_node_info next{};
+    next.struct_size = sizeof next;
+    check(g_.node_at(graph_, i + 1, &next), "node_at");
+    return next.id;
+  }
+  throw tandem::Error(TDM_INTERNAL, "amp: node " + std::to_string(id) + " is not in the schedule");
+}
+
+tdm_node_id GraphEdit::insert(const Spec& spec) {
+  std::vector<tdm_attr> attrs;
+  for (const OwnedAttr& o : spec.attrs) {
+    tdm_attr a{};
+    a.struct_size = sizeof a;
+    a.name = o.name.c_str();
+    a.type = o.type;
+    a.i = o.i;
+    a.f = o.f;
+    a.s = o.s.c_str();
+    a.ints = o.ints.data();
+    a.floats = o.floats.data();
+    a.count = o.type == TDM_ATTR_INTS ? o.ints.size() : o.type == TDM_ATTR_FLOATS ? o.floats.size() : 0;
+    attrs.push_back(a);
+  }
+  std::vector<tdm_tensor_desc> outputs;
+  for (const ValueView& v : spec.outputs) {
+    tdm_tensor_desc d{};
+    d.struct_size = sizeof d;
+    d.dtype = v.dtype;
+    d.rank = static_cast<uint32_t>(v.dims.size());
+    d.dims = v.dims.empty() ? nullptr : v.dims.data();
+    outputs.push_back(d);
+  }
+  tdm_node_spec s{};
+  s.struct_size = sizeof s;
+  s.op = spec.op.c_str();
+  s.name = spec.name.c_str();
+  s.layer = spec.layer.empty() ? nullptr : spec.layer.c_str();
+  s.phase = spec.phase;
+  s.attrs = attrs.data();
+  s.n_attrs = attrs.size();
+  s.inputs = spec.inputs.data();
+  s.n_inputs = spec.inputs.size();
+  s.outputs = outputs.data();
+  s.n_outputs = outputs.size();
+  s.anchor = spec.anchor;
+  tdm_node_id id = -1;
+  check(g_.node_insert(graph_, &s, &id), "inserting node '" + spec.name + "'");
+  return id;
+}
+
+tdm_value_id GraphEdit::output(tdm_node_id id, size_t i) const {
+  tdm_value_id v = TDM_NO_VALUE;
+  check(g_.node_output(graph_, id, i, &v), "node_output");
+  return v;
+}
+
+void GraphEdit::remove(tdm_node_id id) {
+  check(g_.node_remove(graph_, id), "removing node " + std::to_string(id));
+}
+
+void GraphEdit::set_input(tdm_node_id id, size_t i, tdm_value_id v) {
+  check(g_.node_set_input(graph_, id, i, v), "node_set_input");
+}
+
+void GraphEdit::replace_uses(tdm_value_id from, tdm_value_id to, tdm_node_id except) {
+  check(g_.value_replace_uses(graph_, from, to, except), "value_replace_uses");
+}
+
+tdm_value_id GraphEdit::add_state(const std::string& name, tdm_dtype dtype, const std::vector<int64_t>& dims,
+                                  double initial) {
+  tdm_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = dtype;
+  d.rank = static_cast<uint32_t>(dims.size());
+  d.dims = dims.empty() ? nullptr : dims.data();
+  tdm_value_id id = TDM_NO_VALUE;
+  check(g_.state_add(graph_, name.c_str(), &d, initial, &id), "adding state '" + name + "'");
+  return id;
+}
+
+void GraphEdit::annotate(tdm_node_id id, const char* key, const char* value) {
+  check(g_.node_annotate(graph_, id, key, value), std::string("annotating ") + key);
+}
+
+std::string GraphEdit::fresh_name(const std::string& base) const {
+  std::set<std::string> used;
+  for (const NodeView& n : nodes()) used.insert(n.name);
+  std::string name = base;
+  for (int i = 2; used.count(name) > 0; ++i) name = base + std::to_string(i);
+  return name;
+}
+
+}  // namespace amp

@@ -1,0 +1,271 @@
+// The amp feature plugin through the real trainer on the reference backend
+// (and onednn when built): the cast pass leaves the f32 list in f32, bf16
+// training follows f32, an overflow is skipped, logged and backed off, and
+// at the floor the log names the layer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "device/device.hpp"
+#include "model/model_parser.hpp"
+#include "plugin/registry.hpp"
+#include "temp_dir.hpp"
+#include "train/trainer.hpp"
+
+namespace tandem::test {
+namespace {
+
+const char* kModel = R"([model]
+input = [1, 8, 8]
+classes = 4
+[[layers]]
+name = "conv"
+op = "conv2d"
+out_channels = 4
+kernel = 3
+padding = 1
+[[layers]]
+name = "pool"
+op = "max_pool2d"
+kernel = 2
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 32
+activation = "relu"
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 4
+[train]
+lr = 0.05
+momentum = 0.9
+batch_size = 32
+steps = 12
+seed = 5
+[data]
+format = "synthetic"
+synthetic_samples = 640
+synthetic_test_samples = 0
+)";
+
+class Amp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host::DiscoveryOptions options;
+    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
+    options.env_path = "";
+    options.install_dir = std::filesystem::path();
+    options.exe_relative_dir = std::filesystem::path();
+    options.allow_insecure = true;
+    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    if (registry_->find("amp") == nullptr) GTEST_SKIP() << "the amp plugin is not part of this build";
+  }
+
+  host::DeviceHandle device(const char* backend) {
+    auto d = host::DeviceHandle::open(*registry_->find(backend), 0);
+    EXPECT_TRUE(d.ok()) << d.error().message;
+    return std::move(d.value());
+  }
+
+  std::unique_ptr<host::train::Trainer> trainer(const std::vector<std::string>& overrides,
+                                                const char* backend = "reference") {
+    auto spec = host::model::parse_model_text(kModel, "amp.toml", overrides);
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    if (!spec.ok()) return nullptr;
+    specs_.push_back(std::make_unique<host::model::ModelSpec>(*spec));
+    devices_.push_back(std::make_unique<host::DeviceHandle>(device(backend)));
+    host::train::TrainOptions o;
+    o.run_dir = dir_.file("run" + std::to_string(specs_.size()));
+    auto t = host::train::Trainer::create(*specs_.back(), *devices_.back(), *registry_, o);
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return t.ok() ? std::move(*t) : nullptr;
+  }
+
+  static const host::Value* value(host::train::Trainer& t, const std::string& name) {
+    return t.model().graph.value_by_name(name);
+  }
+  static float scalar(host::train::Trainer& t, const std::string& name) {
+    float v = 0;
+    EXPECT_TRUE(t.executor().read(value(t, name)->id, &v, sizeof v).ok());
+    return v;
+  }
+  static std::vector<float> weights(host::train::Trainer& t, const std::string& name) {
+    size_t n = 1;
+    for (int64_t d : value(t, name)->type.dims) n *= static_cast<size_t>(d);
+    std::vector<float> w(n);
+    EXPECT_TRUE(t.executor().read(value(t, name)->id, w.data(), n * sizeof(float)).ok());
+    return w;
+  }
+
+  host::HostServices services_;
+  std::optional<host::PluginRegistry> registry_;
+  std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;
+  std::vector<std::unique_ptr<host::DeviceHandle>> devices_;
+  TempDir dir_;
+};
+
+TEST_F(Amp, PassCastsComputeOpsAndKeepsTheF32List) {
+  auto t = trainer({"features.amp.dtype=\"bf16\""});
+  ASSERT_TRUE(t);
+  const host::Graph& g = t->model().graph;
+  std::map<std::string, int> low, casts;
+  for (size_t i = 0; i < g.node_count(); ++i) {
+    const host::Node& n = *g.node_at(i);
+    const auto dtype = [&](host::ValueId v) { return g.value(v)->type.dtype; };
+    if (n.op == "cast") {
+      ++casts[n.layer];
+      continue;
+    }
+    bool any_low = false;
+    for (host::ValueId v : n.outputs) any_low = any_low || dtype(v) == TDM_BF16;
+    if (any_low) ++low[n.op];
+    // The f32 list: loss, its gradient, weight gradients, the optimizer.
+    if (n.op == "softmax_cross_entropy" || n.op == "softmax_cross_entropy_grad" ||
+        n.op == "linear_grad_weight" || n.op == "conv2d_grad_weight" || n.op == "sgd_update") {
+      for (host::ValueId v : n.inputs)
+        if (v != host::kNoValue && dtype(v) != TDM_S32) {
+          EXPECT_EQ(dtype(v), TDM_F32) << n.name;
+        }
+      EXPECT_FALSE(any_low) << n.name;
+    }
+  }
+  // conv, pool, fc1 (relu fused) forward; fc1/fc2 grad_input, relu_grad,
+  // pool grad backward; the head fc2 forward stays f32 (it makes the logits).
+  EXPECT_EQ(low["conv2d"], 1);
+  EXPECT_EQ(low["max_pool2d"], 1);
+  EXPECT_EQ(low["max_pool2d_grad"], 1);
+  EXPECT_EQ(low["linear"], 1);
+  EXPECT_EQ(low["linear_grad_input"], 2);
+  EXPECT_GE(casts["conv"], 1);
+  EXPECT_EQ(g.value(t->model().logits)->type.dtype, TDM_F32);
+  for (const char* p : {"conv.weight", "fc1.weight", "fc2.weight"}) {
+    EXPECT_EQ(g.value_by_name(p)->type.dtype, TDM_F32) << p;
+    const host::Value* grad = g.value_by_name(std::string(p) + ".grad");
+    ASSERT_NE(grad, nullptr) << p;
+    EXPECT_EQ(grad->type.dtype, TDM_F32) << p;
+    EXPECT_EQ(grad->kind, TDM_VALUE_GRADIENT) << p;
+  }
+  // bf16's default: no loss scaling, so nothing of it in the graph.
+  EXPECT_EQ(g.value_by_name("amp.loss_scale"), nullptr);
+}
+
+// Tolerance 3% of the loss after 12 SGD steps: bf16 keeps 8 significant
+// bits (relative rounding 2^-9 = 0.2% per op); a few rounded layers per
+// step, compounded over 12 momentum steps on a 4-class problem, move the
+// loss by well under 1% in practice (measured ~0.2%). The weights and the
+// optimizer are f32 in both runs, so the gap does not grow with steps.
+void expect_close_losses(Amp& self, double f32_loss, double low_loss, const char* what) {
+  (void)self;
+  std::cout << what << ": loss after 12 steps f32 " << f32_loss << ", amp " << low_loss << std::endl;
+  EXPECT_NEAR(low_loss, f32_loss, 0.03 * f32_loss) << what;
+}
+
+TEST_F(Amp, Bf16TrainsLikeF32OnReference) {
+  auto f32 = trainer({});
+  auto bf16 = trainer({"features.amp.dtype=\"bf16\"", "features.amp.loss_scale=\"dynamic\""});
+  ASSERT_TRUE(f32 && bf16);
+  auto a = f32->run();
+  auto b = bf16->run();
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_close_losses(*this, a->last_loss, b->last_loss, "reference bf16");
+  EXPECT_EQ(scalar(*bf16, "amp.loss_scale"), 65536.0f) << "no overflow, no growth within 12 steps";
+}
+
+TEST_F(Amp, Bf16TrainsLikeF32OnOnednn) {
+  if (registry_->find("onednn") == nullptr) GTEST_SKIP() << "onednn is not part of this build";
+  auto f32 = trainer({}, "onednn");
+  auto bf16 = trainer({"features.amp.dtype=\"bf16\""}, "onednn");
+  ASSERT_TRUE(f32 && bf16);
+  auto a = f32->run();
+  auto b = bf16->run();
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_close_losses(*this, a->last_loss, b->last_loss, "onednn bf16");
+}
+
+TEST_F(Amp, F16TrainsLikeF32OnReference) {
+  auto f32 = trainer({});
+  auto f16 = trainer({"features.amp.dtype=\"f16\""});
+  ASSERT_TRUE(f32 && f16);
+  auto a = f32->run();
+  auto b = f16->run();
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_close_losses(*this, a->last_loss, b->last_loss, "reference f16");
+}
+
+TEST_F(Amp, OverflowIsSkippedLoggedBackedOffAndNamedAtTheFloor) {
+  // f16 tops out at 65504: a scale of 2^100 overflows every gradient. With
+  // hysteresis 2 and a back-off of 2^-10 the scale reaches the floor 2^80 at
+  // step 4 (powers of two: exact in f32 and double).
+  auto t =
+      trainer({"features.amp.dtype=\"f16\"", "features.amp.initial_scale=1267650600228229401496703205376",
+               "features.amp.min_scale=1208925819614629174706176", "features.amp.backoff=0.0009765625",
+               "train.steps=6"});
+  ASSERT_TRUE(t);
+  const auto before = weights(*t, "fc1.weight");
+  ::testing::internal::CaptureStderr();
+  auto r = t->run();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(weights(*t, "fc1.weight"), before) << "every step overflowed, so none may move the weights";
+  EXPECT_NE(log.find("step 1: gradients overflowed (layer(s) 'fc1', 'conv'); step skipped, loss scale stays"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("step 2: gradients overflowed (layer(s) 'fc1', 'conv'); step skipped, loss scale "
+                     "1.26765e+30 -> 1.23794e+27"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("step 3: gradients overflowed with the loss scale at its floor"), std::string::npos)
+      << log;
+  for (const char* step : {"step 4", "step 5", "step 6"})
+    EXPECT_NE(log.find(std::string(step) +
+                       ": gradients overflowed with the loss scale at its floor (min_scale 1.20893e+24) in "
+                       "layer(s) 'fc1', 'conv' (fc1.weight.grad"),
+              std::string::npos)
+        << log;
+  EXPECT_EQ(scalar(*t, "amp.loss_scale"), std::ldexp(1.0f, 80));
+  EXPECT_EQ(scalar(*t, "amp.inv_scale"), std::ldexp(1.0f, -80));
+}
+
+TEST_F(Amp, ScaleGrowsAfterCleanSteps) {
+  auto t = trainer(
+      {"features.amp.dtype=\"f16\"", "features.amp.initial_scale=256", "features.amp.growth_interval=4"});
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->run().ok());
+  EXPECT_FLOAT_EQ(scalar(*t, "amp.loss_scale"), 256.0f * 8) << "12 clean steps, growth every 4";
+}
+
+TEST_F(Amp, ComposesWithGradAccum) {
+  if (registry_->find("grad_accum") == nullptr) GTEST_SKIP() << "grad_accum is not part of this build";
+  auto f32 = trainer({});
+  auto both = trainer({"features.amp.dtype=\"f16\"", "features.grad_accum.steps=2", "train.batch_size=16"});
+  ASSERT_TRUE(f32 && both);
+  // amp (after autodiff) unscaled the gradients grad_accum (after the
+  // optimizer) then accumulates; amp's overflow sums span the micro-batches.
+  EXPECT_NE(value(*both, "grad_accum.fc1.weight.grad"), nullptr);
+  EXPECT_NE(value(*both, "amp.overflow.fc1.weight.grad"), nullptr);
+  auto a = f32->run();
+  auto b = both->run();
+  ASSERT_TRUE(a.ok() && b.ok()) << (b.ok() ? "" : b.error().message);
+  expect_close_losses(*this, a->last_loss, b->last_loss, "f16 + grad_accum 2x16 vs f32 1x32");
+}
+
+TEST_F(Amp, BadKeysAreNamed) {
+  auto spec = host::model::parse_model_text(kModel, "amp.toml", {"features.amp.dtype=\"fp8\""});
+  ASSERT_TRUE(spec.ok());
+  auto dev = device("reference");
+  host::train::TrainOptions o;
+  o.run_dir = dir_.file("bad");
+  auto t = host::train::Trainer::create(*spec, dev, *registry_, o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("[features.amp] dtype = 'fp8': expected \"bf16\" or \"f16\""),
+            std::string::npos)
+      << t.error().message;
+}
+
+}  // namespace
+}  // namespace tandem::test
