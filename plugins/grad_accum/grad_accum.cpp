@@ -9,8 +9,9 @@
 // The graph pass (after the optimizer is appended) rewrites every parameter
 // gradient g into an accumulator: a state "grad_accum.<gradient>" A, a node
 // add(A, g) right after g's producer that writes A in place, and every former
-// reader of g (clipping, the optimizer) reading the sum instead; a scale(A,
-// 0) at the very end of the optimizer phase clears A for the next step. The
+// reader of g (clipping, the optimizer) reading the sum instead; a fill(A)
+// of 0 in place at the very end of the optimizer phase clears A for the
+// next step. The
 // loss gradient seed becomes 1/k, so the sum is the mean over the k
 // micro-batches, as one batch of k·batch_size would give. The host learns k
 // from micro_batches() (ABI 1.2) and runs forward and backward k times per
@@ -151,12 +152,14 @@ class GradAccum final : public tandem::Feature {
     check(g.node_output(graph, add_id, 0, &sum), "node_output");
     check(g.value_replace_uses(graph, grad, sum, add_id), "redirecting the readers of " + name);
 
-    // Clear the accumulator once the optimizer has used it.
+    // Clear the accumulator once the optimizer has used it: a fill that
+    // overwrites it, not a scale by 0, which would keep an overflow's inf
+    // (a step mixed precision skips) as NaN in every later step.
     const std::string clear_name = "grad_accum.clear." + name;
-    const tdm_attr zero = float_attr("alpha", 0.0);
+    const tdm_attr zero = float_attr("value", 0.0);
     tdm_node_spec clear{};
     clear.struct_size = sizeof clear;
-    clear.op = "scale";
+    clear.op = "fill";
     clear.name = clear_name.c_str();
     clear.phase = TDM_PHASE_OPTIMIZER;
     clear.attrs = &zero;

@@ -254,6 +254,29 @@ TEST_F(Amp, ComposesWithGradAccum) {
   expect_close_losses(*this, a->last_loss, b->last_loss, "f16 + grad_accum 2x16 vs f32 1x32");
 }
 
+// An overflowed, skipped step must leave grad_accum's accumulators clean:
+// the next steps train (a clear by scale 0 would turn the inf into NaN for good).
+TEST_F(Amp, AStepSkippedUnderGradAccumLeavesTheAccumulatorsClean) {
+  if (registry_->find("grad_accum") == nullptr) GTEST_SKIP() << "grad_accum is not part of this build";
+  // 2^100 overflows f16 at once; one back-off by 2^-90 (hysteresis 1) gives 2^10, which does not.
+  auto t =
+      trainer({"features.amp.dtype=\"f16\"", "features.amp.initial_scale=1267650600228229401496703205376",
+               "features.amp.backoff=8.077935669463161e-28", "features.amp.hysteresis=1",
+               "features.grad_accum.steps=2", "train.batch_size=16", "train.steps=6"});
+  ASSERT_TRUE(t);
+  const auto before = weights(*t, "fc1.weight");
+  ::testing::internal::CaptureStderr();
+  auto r = t->run();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(log.find("step 1: gradients overflowed"), std::string::npos) << log;
+  EXPECT_EQ(log.find("step 2: gradients overflowed"), std::string::npos) << log;
+  EXPECT_TRUE(std::isfinite(r->last_loss));
+  EXPECT_NE(weights(*t, "fc1.weight"), before) << "steps 2-6 must train";
+  for (float w : weights(*t, "fc1.weight")) ASSERT_TRUE(std::isfinite(w));
+  EXPECT_EQ(scalar(*t, "amp.loss_scale"), 1024.0f);
+}
+
 TEST_F(Amp, BadKeysAreNamed) {
   auto spec = host::model::parse_model_text(kModel, "amp.toml", {"features.amp.dtype=\"fp8\""});
   ASSERT_TRUE(spec.ok());

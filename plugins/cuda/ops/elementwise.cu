@@ -214,8 +214,10 @@ std::unique_ptr<Kernel> prepare_cast(CudaDevice&, const OpView& v, size_t&) {
 
 std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(0, 0, 1, 1);
+  c.counts(0, 1, 1, 1);
   const tdm_dtype t = c.out(0).dtype;
+  if (c.has_input(0) && (c.in(0).dtype != t || c.in(0).dims != c.out(0).dims))
+    c.fail("input 0 (like) must have the output's shape and dtype");
   const double value = v.float_attr("value", 0.0);
   const int64_t n = numel(c.out(0).dims);
   std::unique_ptr<Kernel> k;

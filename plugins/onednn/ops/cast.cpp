@@ -172,8 +172,9 @@ std::unique_ptr<Kernel> cast(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(0, 0, 1, 1);
+  c.counts(0, 1, 1, 1);
   const tdm_dtype dt = c.primary_output_dtype(0, kAll);
+  if (c.has_input(0)) c.input(0, dt, c.out(0).dims);  // `like`: only names the memory (in place)
   const double value = c.float_attr("value", 0.0);
   uint64_t pattern = 0;  // the value's bytes in dt, computed once here
   converter(TDM_F64, dt)(&value, &pattern, 1);

@@ -104,8 +104,12 @@ std::unique_ptr<Kernel> concat(const OpView& view, size_t&) {
 // Every element = value, converted with the cast rules.
 std::unique_ptr<Kernel> fill(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(0, 0, 1, 1);
+  c.counts(0, 1, 1, 1);
   const tdm_dtype dt = c.primary_output_dtype(0, kAll);
+  if (c.has_input(0)) {  // `like`: only names the memory y overwrites (in place)
+    c.input_dtype(0, {dt});
+    c.input_shape(0, c.out(0).dims);
+  }
   const double value = c.float_attr("value", 0.0);
   const int64_t n = c.out(0).numel();
   return make_kernel(c, [=](void* const*, void* const* out) {

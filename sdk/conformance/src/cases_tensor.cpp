@@ -124,6 +124,9 @@ void add_shape_ops(std::vector<Case>& v) {
         frac.attrs.number("value", 0.1);  // rounds differently in every float dtype
         v.push_back(frac.out(dt, s));
       }
+      Case like("fill", dt);  // `like` (SDK 1.3): names the memory to overwrite, never read
+      like.attrs.number("value", 2);
+      v.push_back(like.in(dt, s, f).out(dt, s));
     }
     for (tdm_dtype to : kAllDtypes) {
       Case c("cast", dt);
