@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "build/model_graph_layers.hpp"
+
+#include "build/int8_linear.hpp"
 #include "data/counter_rng.hpp"
 
 namespace tandem::host::build::detail {
@@ -134,6 +136,8 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
   auto x = flatten(ctx, x_in, l.name + ".flatten");
   if (!x) return x.error();
   if (parallel == "column") return column_linear(ctx, *x);
+  if (ctx.int8 != nullptr)
+    if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end()) return linear_int8(ctx, *x, q->second);
   const int64_t in = ctx.dims(*x)[1], out = l.int_attr("out_features", 0);
   if (out <= 0) return ctx.error("out_features must be positive");
   auto w = ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));

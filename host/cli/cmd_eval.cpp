@@ -1,5 +1,7 @@
 // `tandem eval MODEL.toml --weights CHECKPOINT`: loss and accuracy of trained
-// weights on the model's test set (or another split).
+// weights on the model's test set (or another split). An INT8 checkpoint
+// (`tandem quantize`: metadata tandem.quantized = int8) runs its linear
+// layers as quantize + linear_int8.
 #include <filesystem>
 #include <iostream>
 
@@ -7,6 +9,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "model/model_parser.hpp"
+#include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
 #include "train/datasets.hpp"
 #include "train/device_select.hpp"
@@ -44,6 +47,16 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   std::string weights = vm["weights"].as<std::string>();
+  // A `tandem quantize` output directory holds calibration.json and the INT8
+  // checkpoint; any other directory is a run directory.
+  if (std::filesystem::is_directory(weights)) {
+    auto int8 = host::quant::int8_checkpoint_in(weights);
+    if (!int8) {
+      print_error(int8.error().message);
+      return kExitInput;
+    }
+    if (*int8) weights = **int8;
+  }
   if (std::filesystem::is_directory(weights)) {
     auto latest = host::train::latest_checkpoint(weights);
     if (!latest) {
@@ -80,6 +93,15 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitPlugin;
   }
   host::train::Evaluator evaluator(*spec, *device);
+  const bool int8 = host::quant::is_int8_checkpoint(*cp);
+  if (int8) {
+    auto plan = host::quant::load_int8_plan(*cp, weights);
+    if (!plan) {
+      print_error(plan.error().message);
+      return kExitInput;
+    }
+    evaluator.use_int8(std::move(*plan));
+  }
   if (auto r = evaluator.load(*cp, weights); !r) {
     print_error(r.error().message);
     return kExitInput;
@@ -90,7 +112,8 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitRuntimeFailure;
   }
   std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
-            << result->accuracy << " (" << weights << ", " << device->id() << ")" << std::endl;
+            << result->accuracy << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")"
+            << std::endl;
   return kExitOk;
 }
 

@@ -21,7 +21,8 @@ int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_
 Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
   auto it = compiled_.find(batch);
   if (it != compiled_.end()) return &it->second;
-  auto model = build::build_forward(spec_, batch, build::Mode::Eval, TDM_F32, tensor_parallel_);
+  auto model = build::build_forward(spec_, batch, build::Mode::Eval, TDM_F32, tensor_parallel_,
+                                    int8_.empty() ? nullptr : &int8_);
   if (!model) return model.error();
   exec::ExecutorOptions options;
   options.collectives = collectives_;

@@ -38,6 +38,10 @@ class Evaluator {
     collectives_ = collectives;
   }
 
+  // An INT8 model (`tandem quantize`): these layers run as quantize +
+  // linear_int8. Call before load().
+  void use_int8(build::Int8Plan plan) { int8_ = std::move(plan); }
+
   Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);
   // Standalone use: loads parameters and running statistics.
   Result<void> load(const checkpoint::Checkpoint& cp, const std::string& source);
@@ -55,6 +59,7 @@ class Evaluator {
   std::map<int64_t, Compiled> compiled_;
   build::TensorParallel tensor_parallel_;
   exec::Collectives* collectives_ = nullptr;
+  build::Int8Plan int8_;
 };
 
 // Index of the largest logit per row; ties go to the first.

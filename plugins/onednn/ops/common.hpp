@@ -203,6 +203,7 @@ void register_loss(const Registrar& add);
 void register_tensor(const Registrar& add);
 void register_cast(const Registrar& add);
 void register_optim(const Registrar& add);
+void register_quant(const Registrar& add);
 
 }  // namespace tandem::onednn
 
