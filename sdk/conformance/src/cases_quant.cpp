@@ -106,6 +106,25 @@ void add_fake_quant(std::vector<Case>& v) {
       if (std::string(op) == "fake_quant_grad") c.in(TDM_F32, f.s, Fill::range(-1, 1));
       v.push_back(c.in(TDM_F32, f.s, Fill::range(-3, 3)).out(TDM_F32, f.s));
     }
+  // No scale: the grid comes from x (QAT) — asymmetric per tensor, symmetric
+  // per channel, and one-signed data whose range must still include 0.
+  struct D {
+    Dims s;
+    int64_t qmin, qmax;
+    int per_channel;
+    Fill fill;
+  };
+  const D dynamic[] = {{{5, 9}, 0, 255, 0, Fill::range(-1, 3)},
+                       {{4, 6, 3}, -127, 127, 1, Fill::range(-2, 2)},
+                       {{300, 200}, 0, 255, 0, Fill::range(0.5, 2)},
+                       {{16, 40}, -127, 127, 1, Fill::range(-0.3, 0.1)}};
+  for (const D& d : dynamic)
+    for (const char* op : {"fake_quant", "fake_quant_grad"}) {
+      Case c(op, TDM_F32);
+      c.attrs.integer("quant_min", d.qmin).integer("quant_max", d.qmax).integer("per_channel", d.per_channel);
+      if (std::string(op) == "fake_quant_grad") c.in(TDM_F32, d.s, Fill::range(-1, 1));
+      v.push_back(c.in(TDM_F32, d.s, d.fill).out(TDM_F32, d.s));
+    }
 }
 
 }  // namespace
