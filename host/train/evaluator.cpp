@@ -1,5 +1,7 @@
 #include "train/evaluator.hpp"
 
+#include <chrono>
+
 #include "data/loader.hpp"
 #include "train/checkpointing.hpp"
 
@@ -66,6 +68,7 @@ Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Tra
     if (!c) return c.error();
     const build::ModelGraph& m = (*c)->model;
     exec::Executor& ex = *(*c)->executor;
+    const auto start = std::chrono::steady_clock::now();
     if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)
       return r.error();
     if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r)
@@ -76,6 +79,9 @@ Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Tra
     float loss = 0;
     if (auto r = ex.read(m.logits, logits.data(), logits.size() * sizeof(float)); !r) return r.error();
     if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.compute_seconds += seconds;
+    result.batch_seconds.push_back(seconds);
     loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size);
     correct += count_correct(logits, batch->labels, batch->size, classes);
     result.samples += batch->size;

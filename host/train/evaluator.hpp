@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "build/model_graph.hpp"
 #include "checkpoint/safetensors.hpp"
@@ -23,6 +24,10 @@ struct EvalResult {
   double loss = 0;
   double accuracy = 0;
   int64_t samples = 0;
+  // Wall time of the graph runs alone (inputs written, graph run, outputs
+  // read), without data loading: what a throughput of the model measures.
+  double compute_seconds = 0;
+  std::vector<double> batch_seconds;  // the same, per batch, in loader order
 };
 
 class Evaluator {
