@@ -82,8 +82,8 @@ struct ModelGraph {
 // against finite differences on the reference backend.
 // `tp`: with size > 1, layers marked `parallel` hold only this rank's slice
 // and exchange activations with "comm.*" nodes (see exec/collectives.hpp).
-// `int8`: layers listed there are emitted in INT8 (quantize + linear_int8;
-// eval mode only, see build/int8_linear.cpp).
+// `int8`: layers listed there are emitted in INT8 (quantize + linear_int8 or
+// conv2d_int8; eval mode only, see build/int8_layers.cpp).
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode,
                                  tdm_dtype dtype = TDM_F32, TensorParallel tp = {},
                                  const Int8Plan* int8 = nullptr);

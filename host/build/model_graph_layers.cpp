@@ -3,7 +3,7 @@
 
 #include "build/model_graph_layers.hpp"
 
-#include "build/int8_linear.hpp"
+#include "build/int8_layers.hpp"
 #include "data/counter_rng.hpp"
 
 namespace tandem::host::build::detail {
@@ -168,6 +168,11 @@ Result<ValueId> conv2d(Context& ctx, ValueId x) {
   const auto oh = window_out(d[2], k[0], s[0], p[0], dil[0]), ow = window_out(d[3], k[1], s[1], p[1], dil[1]);
   if (!oh || !ow)
     return ctx.error("the kernel " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
+  if (ctx.int8 != nullptr)
+    if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end())
+      return conv2d_int8(ctx, x, q->second,
+                         {{"stride", s}, {"padding", p}, {"dilation", dil}, {"groups", groups}},
+                         {out_c, d[1] / groups, k[0], k[1]}, {d[0], out_c, *oh, *ow});
   const int64_t fan_in = d[1] / groups * k[0] * k[1], fan_out = out_c / groups * k[0] * k[1];
   auto w = ctx.parameter("weight", {out_c, d[1] / groups, k[0], k[1]},
                          weight_init(l, "init", "kaiming", fan_in, fan_out));

@@ -17,31 +17,34 @@ namespace {
 // A layer to quantize and the graph value feeding it.
 struct Target {
   std::string layer;
+  std::string op;  // linear or conv2d
   ValueId input = kNoValue;
-  int64_t features = 0;  // columns of the [batch, features] input
+  int64_t features = 0;  // values per sample of the input ([batch, ...] row-major)
   Observer observer;
 };
 
 Result<std::vector<Target>> find_targets(const model::ModelSpec& spec, const build::ModelGraph& m) {
   std::vector<Target> targets;
   for (const auto& layer : spec.layers) {
-    if (layer.op != "linear") continue;
+    if (layer.op != "linear" && layer.op != "conv2d") continue;
     if (layer.string_attr("parallel", "none") != "none")
       return make_error(spec.path + ": layer '" + layer.name +
                             "' is tensor-parallel; quantize the model in one process without `parallel`",
                         TDM_INVALID_ARGUMENT);
     const Node* node = m.graph.node_by_name(layer.name);
-    if (node == nullptr || node->op != "linear" || node->inputs.empty())
-      return make_error("internal: no linear node for layer '" + layer.name + "'", TDM_INTERNAL);
+    if (node == nullptr || node->op != layer.op || node->inputs.empty())
+      return make_error("internal: no " + layer.op + " node for layer '" + layer.name + "'", TDM_INTERNAL);
     Target t;
     t.layer = layer.name;
+    t.op = layer.op;
     t.input = node->inputs[0];
-    t.features = m.graph.value(t.input)->type.dims[1];
+    t.features = 1;
+    const auto& dims = m.graph.value(t.input)->type.dims;
+    for (size_t i = 1; i < dims.size(); ++i) t.features *= dims[i];
     targets.push_back(std::move(t));
   }
   if (targets.empty())
-    return make_error(spec.path + ": has no linear layer to quantize (INT8 covers linear layers)",
-                      TDM_INVALID_ARGUMENT);
+    return make_error(spec.path + ": has no linear or conv2d layer to quantize", TDM_INVALID_ARGUMENT);
   return targets;
 }
 
@@ -144,14 +147,17 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
   std::map<std::string, checkpoint::TensorRecord> replaced;
   for (const Target& t : *targets) {
     LayerCalibration lc;
+    lc.op = t.op;
     lc.observed = minmax_range(t.observer);
     lc.clipped = calibrate(t.observer, o.method, o.percentile);
     lc.input = u8_params(lc.clipped);
     const std::string wname = t.layer + ".weight";
     auto w = f32_tensor(weights, wname, source);
     if (!w) return w.error();
-    const std::vector<int64_t> shape = weights.find(wname)->shape;
-    const QuantizedWeights q = quantize_weights(*w, shape[0], shape[1], o.per_channel);
+    const std::vector<int64_t> shape = weights.find(wname)->shape;  // [out, ...]: per channel = per row
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    const QuantizedWeights q =
+        quantize_weights(*w, rows, int64_t(w->size()) / std::max<int64_t>(rows, 1), o.per_channel);
     lc.weight_scales = q.scales;
     replaced.emplace(wname, record(wname, TDM_S8, shape, q.values));
     replaced.emplace(t.layer + ".weight_scale",

@@ -1,5 +1,5 @@
 // Post-training quantization (`tandem quantize`): calibrate the inputs of a
-// trained f32 model's linear layers on a few batches of training data, and
+// trained f32 model's linear and conv2d layers on a few batches of training data, and
 // write an INT8 model — calibration.json and an INT8 checkpoint (s8
 // weights, f32 weight scales and biases) — into one directory.
 #pragma once

@@ -26,6 +26,7 @@ const std::map<std::string, Factory>& registry() {
     register_cast(add);
     register_optim(add);
     register_quant(add);
+    register_quant_conv(add);
     return f;
   }();
   return factories;

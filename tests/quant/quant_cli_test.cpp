@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 
@@ -94,6 +95,28 @@ TEST_F(Int8, QuantizedMlpMatchesF32WithinOnePoint) {
     EXPECT_NE(e.output.find(", int8)"), std::string::npos) << e.output;
     EXPECT_NEAR(accuracy_of(e.output), f32_accuracy, 0.01) << e.output;
   }
+}
+
+TEST_F(Int8, CnnRunsConvolutionsAndLinearsInInt8) {
+  // 40 steps of the Fashion-MNIST CNN (~70%): enough to compare f32 and INT8
+  // on the same weights through conv2d_int8 and linear_int8.
+  const std::string cnn = std::string(TANDEM_SOURCE_DIR) + "/examples/fmnist_cnn.toml";
+  const std::string run = file("cnn");
+  ASSERT_EQ(tandem("train '" + cnn + "' --set train.steps=40 --run-dir '" + run + "'" + kDevice).code, 0);
+  const CliRun f32 = tandem("eval '" + cnn + "' --weights '" + run + "'" + kDevice);
+  ASSERT_EQ(f32.code, 0) << f32.output;
+  const std::string out = file("cnn-int8");
+  const CliRun q = tandem("quantize '" + cnn + "' --weights '" + run +
+                          "' --calib 256 --per-channel --output '" + out + "'" + kDevice);
+  ASSERT_EQ(q.code, 0) << q.output;
+  for (const char* layer : {"conv1:", "conv2:", "fc1:", "fc2:"})
+    EXPECT_NE(q.output.find(layer), std::string::npos) << q.output;
+  std::ifstream json(out + "/calibration.json");
+  const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"op\": \"conv2d\""), std::string::npos) << text;
+  const CliRun e = tandem("eval '" + cnn + "' --weights '" + out + "'" + kDevice);
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_NEAR(accuracy_of(e.output), accuracy_of(f32.output), 0.01) << f32.output << e.output;
 }
 
 TEST_F(Int8, BrokenOrMissingCalibrationFileIsAnInputError) {

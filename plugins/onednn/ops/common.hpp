@@ -204,6 +204,7 @@ void register_tensor(const Registrar& add);
 void register_cast(const Registrar& add);
 void register_optim(const Registrar& add);
 void register_quant(const Registrar& add);
+void register_quant_conv(const Registrar& add);
 
 }  // namespace tandem::onednn
 

@@ -125,6 +125,7 @@ const std::vector<std::string>& catalog_ops() {
                                                "quantize",
                                                "dequantize",
                                                "linear_int8",
+                                               "conv2d_int8",
                                                "fake_quant",
                                                "fake_quant_grad"};
   return ops;

@@ -1,5 +1,5 @@
 // Cases: INT8 quantization (SDK 1.3) — quantize, dequantize, linear_int8,
-// fake_quant and its straight-through gradient. Per-tensor and per-channel
+// conv2d_int8, fake_quant and its straight-through gradient. Per-tensor and per-channel
 // parameters, zero points at 0 and mid-range, saturation, and inputs that
 // land exactly on a rounding tie (integers over a scale of 2), where
 // round-half-to-even is the only right answer.
@@ -83,6 +83,42 @@ void add_linear_int8(std::vector<Case>& v) {
           }
 }
 
+void add_conv2d_int8(std::vector<Case>& v) {
+  struct C {
+    Dims x;
+    int64_t k, r, stride, pad, groups;
+  };
+  const C shapes[] = {{{1, 1, 5, 5}, 2, 3, 1, 0, 1},
+                      {{2, 3, 8, 7}, 4, 3, 1, 1, 1},  // padding: taps outside the image add nothing
+                      {{2, 4, 9, 9}, 8, 3, 2, 1, 2},
+                      {{3, 16, 12, 12}, 32, 5, 1, 2, 1},
+                      {{2, 1, 28, 28}, 8, 5, 1, 2, 1}};
+  for (const C& s : shapes)
+    for (int64_t zp : {0, 131})
+      for (int per_channel : {0, 1}) {
+        const int64_t p = (s.x[2] + 2 * s.pad - s.r) / s.stride + 1,
+                      q = (s.x[3] + 2 * s.pad - s.r) / s.stride + 1;
+        Case c("conv2d_int8", TDM_U8);
+        c.attrs.ints("stride", {s.stride, s.stride})
+            .ints("padding", {s.pad, s.pad})
+            .integer("groups", s.groups);
+        c.attrs.number("x_scale", 0.021)
+            .integer("x_zero_point", zp)
+            .string("activation", zp ? "relu" : "none");
+        if (per_channel)
+          c.attrs.floats("w_scale", scales(s.k, 0.003));
+        else
+          c.attrs.number("w_scale", 0.0047);
+        c.in(TDM_U8, s.x, Fill::ints(0, 255))
+            .in(TDM_S8, {s.k, s.x[1] / s.groups, s.r, s.r}, Fill::ints(-127, 127));
+        if (per_channel)
+          c.in(TDM_F32, {s.k}, Fill::range(-1, 1));
+        else
+          c.none();
+        v.push_back(c.out(TDM_F32, {s.x[0], s.k, p, q}));
+      }
+}
+
 void add_fake_quant(std::vector<Case>& v) {
   struct F {
     Dims s;
@@ -132,6 +168,7 @@ void add_fake_quant(std::vector<Case>& v) {
 void add_quant_cases(std::vector<Case>& v) {
   add_quantize(v);
   add_linear_int8(v);
+  add_conv2d_int8(v);
   add_fake_quant(v);
 }
 
