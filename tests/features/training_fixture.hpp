@@ -20,8 +20,11 @@ namespace tandem::test {
 
 class TrainingOnReference : public ::testing::Test {
  protected:
-  // Skips the test when `plugin` is not part of this build.
-  void load(const std::string& plugin) {
+  // Skips the test when `plugin` (or the `backend` plugin) is not part of this build.
+  void load(const std::string& plugin, const std::string& backend = "reference") {
+    load_all({plugin}, backend);
+  }
+  void load_all(const std::vector<std::string>& plugins, const std::string& backend) {
     host::DiscoveryOptions options;
     options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
     options.env_path = "";
@@ -29,9 +32,12 @@ class TrainingOnReference : public ::testing::Test {
     options.exe_relative_dir = std::filesystem::path();
     options.allow_insecure = true;
     registry_.emplace(host::PluginRegistry::discover(options, services_));
-    if (registry_->find(plugin) == nullptr)
-      GTEST_SKIP() << "the " << plugin << " plugin is not part of this build";
-    auto device = host::DeviceHandle::open(*registry_->find("reference"), 0);
+    std::vector<std::string> needed = plugins;
+    needed.push_back(backend);
+    for (const std::string& name : needed)
+      if (registry_->find(name) == nullptr)
+        GTEST_SKIP() << "the " << name << " plugin is not part of this build";
+    auto device = host::DeviceHandle::open(*registry_->find(backend), 0);
     ASSERT_TRUE(device.ok()) << device.error().message;
     device_.emplace(std::move(device.value()));
   }
