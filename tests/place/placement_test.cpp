@@ -10,8 +10,10 @@
 #include "build/autodiff.hpp"
 #include "build/model_graph.hpp"
 #include "build/optimizer.hpp"
+#include "exec/planner.hpp"
 #include "model/model_parser.hpp"
 #include "place/placement.hpp"
+#include "place/split.hpp"
 
 namespace tandem::test {
 namespace {
@@ -130,6 +132,37 @@ TEST(Placement, StrictRefusesACopyTheModelFileDoesNotAskFor) {
             true);
   ASSERT_TRUE(pinned.placement.ok()) << pinned.placement.error().message;
   EXPECT_EQ(pinned.placement->copies.size(), 5u);
+}
+
+// The placed graph split into one graph per device, each plannable alone.
+TEST(Placement, SplitsIntoOneRunnableGraphPerDevice) {
+  Placed p = place({}, false);
+  ASSERT_TRUE(p.placement.ok()) << p.placement.error().message;
+  auto split = host::place::split_by_device(p.model.graph, *p.placement);
+  ASSERT_TRUE(split.ok()) << split.error().message;
+  ASSERT_EQ(split->devices.size(), 2u);
+  EXPECT_EQ(split->transfers.size(), p.placement->copies.size());
+  size_t nodes = 0;
+  for (const auto& d : split->devices) {
+    nodes += d.graph.node_count();
+    for (size_t i = 0; i < d.graph.node_count(); ++i) EXPECT_EQ(d.graph.node_at(i)->device, d.device);
+    auto plan = host::exec::make_plan(d.graph, {});
+    EXPECT_TRUE(plan.ok()) << d.device << ": " << plan.error().message;
+  }
+  EXPECT_EQ(nodes + split->transfers.size(), p.model.graph.node_count());
+  const auto& reference = split->devices[1];
+  ASSERT_EQ(reference.device, "reference:0");
+  // fc3 reads fc2's output as an input of its own graph, copied in.
+  const host::Value* in = reference.graph.value_by_name("fc2@reference:0");
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->kind, TDM_VALUE_INPUT);
+  EXPECT_EQ(reference.graph.value_by_name("fc2"), nullptr);
+  EXPECT_TRUE(reference.exported.count("fc1"));
+  EXPECT_TRUE(split->devices[0].exported.count("fc2"));
+  // Each device holds its own layers' parameters, as parameters.
+  EXPECT_EQ(reference.graph.value_by_name("fc1.weight")->kind, TDM_VALUE_PARAMETER);
+  EXPECT_EQ(reference.graph.value_by_name("fc2.weight"), nullptr);
+  EXPECT_EQ(split->devices[0].graph.value_by_name("fc2.weight")->kind, TDM_VALUE_PARAMETER);
 }
 
 TEST(Placement, AnUnknownDeviceIsNamedWithItsLayer) {
