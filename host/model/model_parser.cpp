@@ -29,11 +29,15 @@ std::string hex64(uint64_t v) {
 
 // Identifies the model a checkpoint belongs to: the document after overrides,
 // less the keys that only say how long or how verbosely to train (so a run
-// can be resumed with more epochs), in toml++'s canonical form.
+// can be resumed with more epochs) or where layers run (a checkpoint holds
+// the same tensors on any device), in toml++'s canonical form.
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints"}) train->erase(key);
+    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "placement"}) train->erase(key);
+  if (toml::array* layers = copy["layers"].as_array())
+    for (toml::node& layer : *layers)
+      if (toml::table* t = layer.as_table()) t->erase("device");
   std::ostringstream canonical;
   canonical << copy;
   return hex64(fnv1a64(canonical.str()));
@@ -64,7 +68,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
       {"optimizer", "lr",        "momentum",         "dampening",       "nesterov",     "weight_decay",
        "beta1",     "beta2",     "epsilon",          "schedule",        "warmup_steps", "step_size",
        "gamma",     "min_lr",    "batch_size",       "epochs",          "steps",        "clip_grad_norm",
-       "seed",      "log_every", "keep_checkpoints", "optimizer_device"});
+       "seed",      "log_every", "keep_checkpoints", "optimizer_device", "placement"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -89,6 +93,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "log_every", s.log_every);
   r.get(t, "keep_checkpoints", s.keep_checkpoints);
   r.get(t, "optimizer_device", s.optimizer_device);
+  r.get_choice(t, "placement", s.placement, {"pinned", "strict"});
   if (s.lr <= 0) r.fail(t, "[train] lr must be positive");
   if (s.batch_size <= 0) r.fail(t, "[train] batch_size must be positive");
   if (s.epochs <= 0 && s.steps <= 0) r.fail(t, "[train] needs epochs > 0 or steps > 0");

@@ -71,6 +71,9 @@ struct TrainSpec {
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;
   std::string optimizer_device;  // "" = next to the parameters
+  // Layers pinned with `device` run there ("pinned"); "strict" also refuses
+  // any copy between devices that is not between two pinned layers.
+  std::string placement = "pinned";
 };
 
 struct DataSpec {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "build/model_graph.hpp"
@@ -16,6 +17,7 @@
 #include "data/dataset.hpp"
 #include "data/transforms.hpp"
 #include "exec/executor.hpp"
+#include "place/placement.hpp"
 
 namespace tandem::host::train {
 
@@ -38,6 +40,13 @@ class Evaluator {
     collectives_ = collectives;
   }
 
+  // Layers pinned to several devices: evaluation graphs are placed like
+  // training's, on `devices` (every device a pin of the model resolves to).
+  void use_placement(place::PlacementOptions options, std::map<std::string, const DeviceHandle*> devices) {
+    placement_ = std::move(options);
+    devices_ = std::move(devices);
+  }
+
   Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);
   // Standalone use: loads parameters and running statistics.
   Result<void> load(const checkpoint::Checkpoint& cp, const std::string& source);
@@ -54,6 +63,8 @@ class Evaluator {
   std::map<std::string, void*> shared_;
   std::map<int64_t, Compiled> compiled_;
   build::TensorParallel tensor_parallel_;
+  std::optional<place::PlacementOptions> placement_;
+  std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
 };
 
