@@ -34,7 +34,8 @@ std::string hex64(uint64_t v) {
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "placement"}) train->erase(key);
+    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "placement"})
+      train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
       if (toml::table* t = layer.as_table()) t->erase("device");
@@ -65,9 +66,9 @@ void read_loss(Reader& r, const toml::table& t, LossSpec& loss) {
 void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.check_keys(
       t, "[train]",
-      {"optimizer", "lr",        "momentum",         "dampening",       "nesterov",     "weight_decay",
-       "beta1",     "beta2",     "epsilon",          "schedule",        "warmup_steps", "step_size",
-       "gamma",     "min_lr",    "batch_size",       "epochs",          "steps",        "clip_grad_norm",
+      {"optimizer", "lr",        "momentum",         "dampening",        "nesterov",     "weight_decay",
+       "beta1",     "beta2",     "epsilon",          "schedule",         "warmup_steps", "step_size",
+       "gamma",     "min_lr",    "batch_size",       "epochs",           "steps",        "clip_grad_norm",
        "seed",      "log_every", "keep_checkpoints", "optimizer_device", "placement"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);

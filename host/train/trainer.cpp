@@ -182,11 +182,12 @@ Result<std::unique_ptr<exec::Executor>> Trainer::make_executor(
     executor = exec::Executor::create(device_, graph, std::move(options));
   }
   if (!executor && executor.error().status == TDM_OUT_OF_MEMORY)
-    return make_error(spec_.path + ": " + executor.error().message +
-                          ". To fit: pin some layers to another device (`device = \"...\"` on the layer), split "
-                          "each batch with [features.grad_accum] micro_batch, recompute activations with "
-                          "[features.checkpointing], or raise --memory-budget",
-                      TDM_OUT_OF_MEMORY);
+    return make_error(
+        spec_.path + ": " + executor.error().message +
+            ". To fit: pin some layers to another device (`device = \"...\"` on the layer), split "
+            "each batch with [features.grad_accum] micro_batch, recompute activations with "
+            "[features.checkpointing], or raise --memory-budget",
+        TDM_OUT_OF_MEMORY);
   return executor;
 }
 
