@@ -24,10 +24,6 @@ extern "C" void on_interrupt(int) {
   g_stop.store(true);
 }
 
-int exit_code_for(const host::Error& e) {
-  return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;
-}
-
 std::string default_run_dir(const std::string& model_path) {
   return (std::filesystem::path("runs") / std::filesystem::path(model_path).stem()).string();
 }

@@ -96,6 +96,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (auto r = t->place(); !r) return r.error();
   // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
   t->locate_optimizer_phase();
+  if (t->options_.plan_only) return t;  // `tandem plan`: nothing allocated
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct TrainOptions {
   // Data parallelism: a collective waiting longer than this fails and names
   // the ranks that did not arrive, instead of hanging the job.
   double comm_timeout_seconds = 300;
+  // `tandem plan`: build, place and stop before allocating anything; only
+  // write_plan may be called then.
+  bool plan_only = false;
   // Bytes each device may hold, by device id ("onednn:0"); absent: no limit.
   std::map<std::string, uint64_t> memory_budgets;
   // Data parallelism: gradients are averaged in buckets of about this many
@@ -71,6 +75,10 @@ class Trainer {
   Result<TrainResult> run();
 
   const build::ModelGraph& model() const { return model_; }
+  // `tandem plan`: every layer's device, each device's planned memory
+  // against its budget, the copies per step (plan_report.cpp). An error
+  // when a device's plan is over its budget, after the table.
+  Result<void> write_plan(std::ostream& out) const;
   // This process's place among the data-parallel ranks (rank 0 of 1 alone).
   const ProcessGroup& group() const { return group_; }
   exec::Executor& executor() { return *executor_; }
