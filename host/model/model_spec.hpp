@@ -85,6 +85,7 @@ struct DataSpec {
   int64_t synthetic_samples = 1024;  // synthetic
   int64_t synthetic_test_samples = 256;
   double synthetic_noise = 0.5;
+  int64_t synthetic_vocab = 0;  // > 0: token ids for embedding models
   double validation_split = 0.0;
   std::vector<double> normalize_mean, normalize_std;
   int64_t random_crop_padding = 0;
