@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Feature plugins against plain f32 on the same training run — the amp
-# measurement of issue #7: test accuracy and training throughput of a model
-# file trained in f32 and with [features.amp] (bf16), on onednn.
+# Feature plugins against plain training on the same run — the measurements
+# of issue #7, on onednn: test accuracy, training throughput and the
+# activation memory the executor plans, for
+#   - amp (bf16) vs f32 on the model files given by --models;
+#   - checkpointing (sqrt(n) segments) and grad_accum (micro_batch = 64 at
+#     batch 256) vs plain on bench/models/mlp16.toml (16 layers of 512).
 #
 #   bench/features.sh [--threads N] [--models "examples/fmnist_mlp.toml examples/fmnist_cnn.toml"]
 #                     [--epochs N] [--build DIR]
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "features.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -41,17 +44,22 @@ run() {  # run NAME MODEL [extra args...]
   local dir="$out/$stamp-$(basename "$model" .toml)-$name"
   local extra=()
   [ -n "$epochs" ] && extra+=(--set "train.epochs=$epochs")
-  "$tandem" train "$model" --device onednn:0 --threads "$threads" --run-dir "$dir" "${extra[@]}" "$@" \
+  "$tandem" train "$model" --device onednn:0 --threads "$threads" --memory-report --run-dir "$dir" "${extra[@]}" "$@" \
     > "$dir.log" 2>&1 || { echo "features.sh: $name failed, see $dir.log" >&2; tail -5 "$dir.log" >&2; exit 1; }
-  local acc sps
+  local acc sps act
   acc=$(sed -n 's/^test accuracy //p' "$dir.log" | tail -1)
   sps=$(grep 'done in' "$dir.log" | tail -1 | grep -o '[0-9.]* samples/s' | cut -d' ' -f1)
-  printf '%-16s %-10s %10s %14s\n' "$(basename "$model" .toml)" "$name" "$acc" "$sps"
+  act=$(sed -n 's/^  activations *\([0-9.]* [KMG]*i*B\).*/\1/p' "$dir.log" | tail -1)
+  printf '%-16s %-16s %10s %14s %14s\n' "$(basename "$model" .toml)" "$name" "$acc" "$sps" "$act"
 }
 
-printf '%-16s %-10s %10s %14s\n' model precision test_acc samples/s
+printf '%-16s %-16s %10s %14s %14s\n' model features test_acc samples/s activations
 for model in $models; do
   run f32 "$repo/$model"
   run amp-bf16 "$repo/$model" --feature amp:dtype=bf16
 done
+mlp16="$repo/bench/models/mlp16.toml"
+run plain "$mlp16"
+run checkpointing "$mlp16" --feature checkpointing:segments=auto
+run grad_accum-64 "$mlp16" --feature grad_accum:micro_batch=64
 echo "uptime after: $(uptime)" >&2

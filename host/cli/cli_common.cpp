@@ -99,4 +99,8 @@ void print_error(const std::string& message) {
   std::cerr << "tandem: error: " << message << "\n";
 }
 
+int exit_code_for(const host::Error& e) {
+  return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;
+}
+
 }  // namespace tandem::cli

@@ -48,4 +48,8 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
 
 void print_error(const std::string& message);
 
+// The exit code of a failed run: an input error (bad model file, data,
+// configuration) or a runtime failure.
+int exit_code_for(const host::Error& e);
+
 }  // namespace tandem::cli

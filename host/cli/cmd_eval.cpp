@@ -1,7 +1,7 @@
 // `tandem eval MODEL.toml --weights CHECKPOINT`: loss and accuracy of trained
 // weights on the model's test set (or another split). An INT8 checkpoint
-// (`tandem quantize`: metadata tandem.quantized = int8) runs its linear
-// layers as quantize + linear_int8.
+// (`tandem quantize`: metadata tandem.quantized = int8) runs its linear and
+// conv layers as quantize + linear_int8 / conv2d_int8.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>

@@ -9,6 +9,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/feature_flag.hpp"
+#include "cli/memory_budget.hpp"
 #include "model/model_parser.hpp"
 #include "train/checkpointing.hpp"
 #include "train/device_select.hpp"
@@ -21,10 +22,6 @@ namespace {
 std::atomic<bool> g_stop{false};
 extern "C" void on_interrupt(int) {
   g_stop.store(true);
-}
-
-int exit_code_for(const host::Error& e) {
-  return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;
 }
 
 std::string default_run_dir(const std::string& model_path) {
@@ -57,6 +54,12 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "bucket-mb", po::value<double>()->default_value(4),
       "data parallelism: gradients are all-reduced in buckets of about this many MiB, each as soon as "
       "backward has finished it (0: one gradient per message)")(
+      "memory-budget", po::value<std::string>(),
+      "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB: a plan over it is refused before "
+      "training, with what would make it fit")(
+      "placement", po::value<std::string>(),
+      "pinned (layers run where their `device` says) or strict (and no copy between devices except between "
+      "two pinned layers); overrides [train] placement")(
       "rendezvous", po::value<std::string>()->default_value("mpi"),
       "data parallelism on GPUs: how the ranks exchange NCCL's id: mpi (under mpirun/srun) or "
       "file:///path (a new file on a file system every rank sees)");
@@ -138,6 +141,22 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
+  }
+  if (vm.count("memory-budget")) {
+    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), *session->registry);
+    if (!budgets) {
+      print_error(budgets.error().message);
+      return kExitUsage;
+    }
+    train.memory_budgets = std::move(*budgets);
+  }
+  if (vm.count("placement")) {
+    const std::string placement = vm["placement"].as<std::string>();
+    if (placement != "pinned" && placement != "strict") {
+      print_error("--placement must be pinned or strict, got '" + placement + "'");
+      return kExitUsage;
+    }
+    spec->train.placement = placement;
   }
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
   const bool tensor_parallel = group.world > 1 && host::build::uses_tensor_parallelism(*spec);

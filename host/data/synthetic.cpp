@@ -1,5 +1,6 @@
 #include "data/synthetic.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "data/counter_rng.hpp"
@@ -32,6 +33,23 @@ Dataset make_synthetic(const SyntheticSpec& spec) {
     const int32_t label = static_cast<int32_t>(
         random_below(spec.seed, kSyntheticStream, ~id, static_cast<uint64_t>(spec.classes)));
     set.labels[static_cast<size_t>(i)] = label;
+    if (spec.vocabulary > 0) {
+      const auto v = static_cast<uint64_t>(spec.vocabulary), c = static_cast<uint64_t>(spec.classes);
+      // A class's "keywords": the first 64 ids of its slice (fewer when the
+      // vocabulary is small), so a table that sees them often can learn them.
+      const uint64_t slice = std::max<uint64_t>(1, std::min<uint64_t>(64, v / c)),
+                     stride = std::max<uint64_t>(1, v / c);
+      for (int64_t j = 0; j < numel; ++j) {
+        const uint64_t k = id * static_cast<uint64_t>(numel) + static_cast<uint64_t>(j);
+        const bool anywhere = random_unit(spec.seed, kSyntheticStream, 3 * k) < std::min(1.0, spec.noise);
+        const uint64_t token =
+            anywhere ? random_below(spec.seed, kSyntheticStream, 3 * k + 1, v)
+                     : std::min(v - 1, static_cast<uint64_t>(label) * stride +
+                                           random_below(spec.seed, kSyntheticStream, 3 * k + 2, slice));
+        set.features[static_cast<size_t>(i * numel + j)] = static_cast<float>(token);
+      }
+      continue;
+    }
     for (int64_t j = 0; j < numel; ++j) {
       const double centroid = normal(spec.seed, centroid_base + static_cast<uint64_t>(label * numel + j));
       set.features[static_cast<size_t>(i * numel + j)] =

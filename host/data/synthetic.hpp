@@ -19,6 +19,10 @@ struct SyntheticSpec {
   int64_t first_sample = 0;  // samples are numbered from here: a test set drawn
                              // past the training set shares its centroids but
                              // no samples
+  // > 0: token ids in [0, vocabulary) instead of real features, for models
+  // that start with an embedding: each class draws most of its tokens from
+  // its own 64 keywords (noise = the share drawn from the whole vocabulary).
+  int64_t vocabulary = 0;
 };
 
 Dataset make_synthetic(const SyntheticSpec& spec);

@@ -6,6 +6,7 @@
 #include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
 #include "plugin/optional_call.hpp"
+#include "util/format.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -44,6 +45,22 @@ Executor::~Executor() {
   if (stream_) (void)api().stream_synchronize(stream_.get());
 }
 
+namespace {
+
+// A plan over the device's budget is refused before anything is allocated.
+Result<void> check_budget(const DeviceHandle& device, const MemoryEstimate& e, uint64_t budget) {
+  if (budget == 0 || e.total <= budget) return {};
+  return make_error(device.id() + " needs " + human_bytes(e.total) + " (parameters " +
+                        human_bytes(e.parameters) + ", gradients " + human_bytes(e.gradients) +
+                        ", optimizer state " + human_bytes(e.optimizer_state) + ", activations " +
+                        human_bytes(e.activations) + ", workspace " + human_bytes(e.workspace) + ", other " +
+                        human_bytes(e.other_state + e.inputs) + ") but its memory budget is " +
+                        human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
+                    TDM_OUT_OF_MEMORY);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, const Graph& graph,
                                                    ExecutorOptions options) {
   std::unique_ptr<Executor> executor(new Executor(device, std::move(options)));
@@ -78,6 +95,8 @@ Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, c
   auto plan = make_plan(graph, workspace, outputs);
   if (!plan) return plan.error();
   executor->plan_ = std::move(plan.value());
+  if (auto r = check_budget(device, executor->plan_.estimate, executor->options_.memory_budget); !r)
+    return r.error();
 
   tdm_stream* stream = nullptr;
   clear_last_error();
@@ -145,6 +164,10 @@ Result<void> Executor::allocate(const Graph& graph) {
 }
 
 void* Executor::device_pointer(ValueId value) const {
+  if (!parts_.empty()) {
+    auto owner = owner_of(value);
+    return owner ? owner->first->device_pointer(owner->second) : nullptr;
+  }
   const ValueStorage* storage = plan_.find(value);
   if (storage == nullptr) return nullptr;
   if (storage->kind == ValueStorage::Kind::Persistent) return persistent_[storage->persistent];
@@ -218,6 +241,7 @@ Result<void> Executor::launch(size_t position) {
 }
 
 Result<void> Executor::run(size_t first, size_t end) {
+  if (!parts_.empty()) return run_parts(first, end);
   if (first > end || end > nodes_.size())
     return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
                           ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
@@ -238,6 +262,9 @@ Result<void> Executor::run(size_t first, size_t end) {
 }
 
 Result<void> Executor::synchronize() {
+  for (const ExecutorPart& part : parts_)
+    if (auto r = part.executor->synchronize(); !r) return r;
+  if (!parts_.empty()) return {};
   clear_last_error();
   tdm_status status = api().stream_synchronize(stream_.get());
   if (status != TDM_OK)
@@ -259,6 +286,11 @@ Result<const ValueStorage*> Executor::checked(ValueId value, size_t bytes, const
 }
 
 Result<void> Executor::write(ValueId value, const void* host, size_t bytes) {
+  if (!parts_.empty()) {
+    auto owner = owner_of(value);
+    if (!owner) return owner.error();
+    return owner->first->write(owner->second, host, bytes);
+  }
   auto storage = checked(value, bytes, "write");
   if (!storage) return storage.error();
   clear_last_error();
@@ -269,6 +301,11 @@ Result<void> Executor::write(ValueId value, const void* host, size_t bytes) {
 }
 
 Result<void> Executor::read(ValueId value, void* host, size_t bytes) {
+  if (!parts_.empty()) {
+    auto owner = owner_of(value);
+    if (!owner) return owner.error();
+    return owner->first->read(owner->second, host, bytes);
+  }
   auto storage = checked(value, bytes, "read");
   if (!storage) return storage.error();
   clear_last_error();
@@ -279,6 +316,11 @@ Result<void> Executor::read(ValueId value, void* host, size_t bytes) {
 }
 
 Result<void> Executor::fill(ValueId value, double number) {
+  if (!parts_.empty()) {
+    auto owner = owner_of(value);
+    if (!owner) return owner.error();
+    return owner->first->fill(owner->second, number);
+  }
   const ValueStorage* storage = plan_.find(value);
   if (storage == nullptr)
     return make_error("cannot fill value " + std::to_string(value) + ": not in the plan",
@@ -307,11 +349,18 @@ Result<void> Executor::fill(ValueId value, double number) {
 }
 
 uint64_t Executor::measured_peak() const {
+  if (!parts_.empty()) {
+    uint64_t total = 0;  // one device each
+    for (const ExecutorPart& part : parts_) total += part.executor->measured_peak();
+    return total;
+  }
   if (auto stats = device_->memory_stats()) return stats->peak_allocated;
   return allocated_;
 }
 
 void Executor::clear_profile() {
+  for (ExecutorPart& part : parts_) part.executor->clear_profile();
+  std::fill(events_taken_.begin(), events_taken_.end(), 0);
   std::fill(node_time_us_.begin(), node_time_us_.end(), 0.0);
   events_.clear();
 }

@@ -41,6 +41,26 @@ struct ExecutorOptions {
   // Runs the graph's "comm.*" nodes (tensor parallelism); must outlive the
   // executor. A graph with such nodes and no collectives is refused.
   Collectives* collectives = nullptr;
+  // Bytes this executor may allocate on its device (0: no limit). A plan
+  // over it is refused before anything is allocated, with the breakdown.
+  uint64_t memory_budget = 0;
+};
+
+class Executor;
+
+// A graph placed on several devices (issue #5) runs as one executor made of
+// one executor per device ("parts"), with the copies between them.
+struct ExecutorPart {
+  std::unique_ptr<Executor> executor;
+  std::string device;
+  std::vector<size_t> positions;        // the global schedule position of each local node
+  std::map<ValueId, ValueId> local_of;  // global value -> the part's value
+};
+struct ExecutorTransfer {
+  size_t position = 0;  // in the global schedule
+  size_t from_part = 0, to_part = 0;
+  ValueId from = kNoValue, to = kNoValue;  // the parts' values
+  size_t bytes = 0;
 };
 
 // One node execution, for a Chrome trace ("X" events): microseconds since
@@ -55,6 +75,12 @@ class Executor {
  public:
   static Result<std::unique_ptr<Executor>> create(const DeviceHandle& device, const Graph& graph,
                                                   ExecutorOptions options = {});
+  // Several parts run as one: `global_nodes` schedule positions, each a node
+  // of one part or a transfer; `owner` maps every global value the host may
+  // address to the part that holds it (its home) and the part's value.
+  static std::unique_ptr<Executor> compose(std::vector<ExecutorPart> parts,
+                                           std::vector<ExecutorTransfer> transfers, size_t global_nodes,
+                                           std::map<ValueId, std::pair<size_t, ValueId>> owner);
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
   // Waits for the stream, then releases kernels, frees buffers, destroys it.
@@ -78,11 +104,17 @@ class Executor {
   // error raised asynchronously is reported at the synchronisation (with
   // profile on, every node is synchronised, so it names the node).
   Result<void> run(size_t first, size_t end);
-  Result<void> run() { return run(0, nodes_.size()); }
+  Result<void> run() { return run(0, node_count()); }
   Result<void> synchronize();
 
-  const Plan& plan() const noexcept { return plan_; }
-  size_t node_count() const noexcept { return nodes_.size(); }
+  // A composed executor: the first part's plan; parts() has them all.
+  const Plan& plan() const noexcept { return parts_.empty() ? plan_ : parts_.front().executor->plan(); }
+  size_t node_count() const noexcept { return parts_.empty() ? nodes_.size() : slots_.size(); }
+  // The per-device executors of a composed executor (empty otherwise).
+  const std::vector<ExecutorPart>& parts() const noexcept { return parts_; }
+  // Cross-device copies run, and their bytes, since creation.
+  uint64_t transfers_run() const noexcept { return transfers_run_; }
+  uint64_t transferred_bytes() const noexcept { return transferred_bytes_; }
   // Bytes this executor allocated (arena, workspace, persistent values not
   // bound externally).
   uint64_t allocated_bytes() const noexcept { return allocated_; }
@@ -124,6 +156,17 @@ class Executor {
   };
 
   Executor(const DeviceHandle& device, ExecutorOptions options);
+  Executor();  // composed (executor_parts.cpp)
+  // A composed executor's global position: a node of a part, or a transfer.
+  struct Slot {
+    bool transfer = false;
+    size_t part = 0;   // or the transfer's index
+    size_t local = 0;  // the part's schedule position
+  };
+  Result<void> run_parts(size_t first, size_t end);
+  Result<void> transfer(const ExecutorTransfer& t);
+  Result<std::pair<Executor*, ValueId>> owner_of(ValueId value) const;
+  void collect_profile(size_t part, size_t first, size_t end);
   Result<void> allocate(const Graph& graph);
   Result<void*> alloc(size_t bytes, const std::string& what);
   Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
@@ -133,8 +176,15 @@ class Executor {
   std::string node_text(size_t position) const;
   const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
 
-  const DeviceHandle* device_;
+  const DeviceHandle* device_ = nullptr;
   ExecutorOptions options_;
+  // Composed executors only.
+  std::vector<ExecutorPart> parts_;
+  std::vector<ExecutorTransfer> transfers_;
+  std::vector<Slot> slots_;
+  std::map<ValueId, std::pair<size_t, ValueId>> owner_;
+  std::vector<size_t> events_taken_;  // per part: profile events already mapped
+  uint64_t transfers_run_ = 0, transferred_bytes_ = 0;
   Plan plan_;
   std::unique_ptr<tdm_stream, StreamDeleter> stream_;
   std::vector<Buffer> buffers_;    // everything this executor allocated
@@ -143,7 +193,7 @@ class Executor {
   std::vector<void*> persistent_;  // by Plan::persistent index
   std::vector<NodeRun> nodes_;     // schedule order; kernels released before buffers
   uint64_t allocated_ = 0;
-  std::chrono::steady_clock::time_point epoch_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   std::vector<double> node_time_us_;
   std::vector<ProfileEvent> events_;
 };

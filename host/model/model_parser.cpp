@@ -29,11 +29,16 @@ std::string hex64(uint64_t v) {
 
 // Identifies the model a checkpoint belongs to: the document after overrides,
 // less the keys that only say how long or how verbosely to train (so a run
-// can be resumed with more epochs), in toml++'s canonical form.
+// can be resumed with more epochs) or where layers run (a checkpoint holds
+// the same tensors on any device), in toml++'s canonical form.
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints"}) train->erase(key);
+    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "placement"})
+      train->erase(key);
+  if (toml::array* layers = copy["layers"].as_array())
+    for (toml::node& layer : *layers)
+      if (toml::table* t = layer.as_table()) t->erase("device");
   std::ostringstream canonical;
   canonical << copy;
   return hex64(fnv1a64(canonical.str()));
@@ -61,10 +66,10 @@ void read_loss(Reader& r, const toml::table& t, LossSpec& loss) {
 void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.check_keys(
       t, "[train]",
-      {"optimizer", "lr",        "momentum",         "dampening",       "nesterov",     "weight_decay",
-       "beta1",     "beta2",     "epsilon",          "schedule",        "warmup_steps", "step_size",
-       "gamma",     "min_lr",    "batch_size",       "epochs",          "steps",        "clip_grad_norm",
-       "seed",      "log_every", "keep_checkpoints", "optimizer_device"});
+      {"optimizer", "lr",        "momentum",         "dampening",        "nesterov",     "weight_decay",
+       "beta1",     "beta2",     "epsilon",          "schedule",         "warmup_steps", "step_size",
+       "gamma",     "min_lr",    "batch_size",       "epochs",           "steps",        "clip_grad_norm",
+       "seed",      "log_every", "keep_checkpoints", "optimizer_device", "placement"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -89,6 +94,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "log_every", s.log_every);
   r.get(t, "keep_checkpoints", s.keep_checkpoints);
   r.get(t, "optimizer_device", s.optimizer_device);
+  r.get_choice(t, "placement", s.placement, {"pinned", "strict"});
   if (s.lr <= 0) r.fail(t, "[train] lr must be positive");
   if (s.batch_size <= 0) r.fail(t, "[train] batch_size must be positive");
   if (s.epochs <= 0 && s.steps <= 0) r.fail(t, "[train] needs epochs > 0 or steps > 0");
@@ -101,7 +107,7 @@ void read_data(Reader& r, const toml::table& t, DataSpec& d) {
   r.check_keys(t, "[data]",
                {"format", "train_images", "train_labels", "test_images", "test_labels", "train_csv",
                 "test_csv", "label_column", "csv_header", "synthetic_samples", "synthetic_test_samples",
-                "synthetic_noise", "validation_split", "normalize_mean", "normalize_std",
+                "synthetic_noise", "synthetic_vocab", "validation_split", "normalize_mean", "normalize_std",
                 "random_crop_padding", "horizontal_flip", "threads", "prefetch"});
   r.get_choice(t, "format", d.format, {"idx", "csv", "synthetic"});
   r.get(t, "train_images", d.train_images);
@@ -115,6 +121,8 @@ void read_data(Reader& r, const toml::table& t, DataSpec& d) {
   r.get(t, "synthetic_samples", d.synthetic_samples);
   r.get(t, "synthetic_test_samples", d.synthetic_test_samples);
   r.get(t, "synthetic_noise", d.synthetic_noise);
+  r.get(t, "synthetic_vocab", d.synthetic_vocab);
+  if (d.synthetic_vocab < 0) r.fail(t, "[data] synthetic_vocab must be 0 (real features) or a vocabulary size");
   r.get(t, "validation_split", d.validation_split);
   r.get(t, "normalize_mean", d.normalize_mean);
   r.get(t, "normalize_std", d.normalize_std);

@@ -71,6 +71,9 @@ struct TrainSpec {
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;
   std::string optimizer_device;  // "" = next to the parameters
+  // Layers pinned with `device` run there ("pinned"); "strict" also refuses
+  // any copy between devices that is not between two pinned layers.
+  std::string placement = "pinned";
 };
 
 struct DataSpec {
@@ -82,6 +85,7 @@ struct DataSpec {
   int64_t synthetic_samples = 1024;  // synthetic
   int64_t synthetic_test_samples = 256;
   double synthetic_noise = 0.5;
+  int64_t synthetic_vocab = 0;  // > 0: token ids for embedding models
   double validation_split = 0.0;
   std::vector<double> normalize_mean, normalize_std;
   int64_t random_crop_padding = 0;

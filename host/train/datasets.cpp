@@ -22,6 +22,7 @@ Result<data::Dataset> load_one(const model::ModelSpec& spec, bool test) {
   s.sample_shape = spec.input_shape;
   s.classes = static_cast<int32_t>(spec.classes > 0 ? spec.classes : 2);
   s.noise = d.synthetic_noise;
+  s.vocabulary = d.synthetic_vocab;
   s.seed = spec.train.seed;
   s.first_sample = test ? d.synthetic_samples : 0;  // same classes, other samples
   return data::make_synthetic(s);

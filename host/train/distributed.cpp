@@ -36,6 +36,16 @@ ProcessGroup detect_process_group() {
   return {};
 }
 
+tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds) {
+  tdm_comm_init_info init{};
+  init.struct_size = sizeof init;
+  init.rank = group.rank;
+  init.world_size = group.world;
+  init.local_rank = group.local_rank;
+  init.timeout_seconds = timeout_seconds;
+  return init;
+}
+
 GradientCommunicator::~GradientCommunicator() {
   if (comm_ != nullptr) plugin_.comm->comm_destroy(comm_);
   if (device_ != nullptr) {
@@ -61,14 +71,9 @@ Result<tdm_comm*> GradientCommunicator::create_on_gpu(const LoadedPlugin& nccl,
     id.resize(bytes);
   }
   if (auto r = rendezvous(how, registry, group, id, timeout_seconds); !r) return r.error();
-  tdm_comm_init_info init{};
-  init.struct_size = sizeof init;
-  init.rank = group.rank;
-  init.world_size = group.world;
-  init.local_rank = group.local_rank;
+  tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
   init.unique_id = id.data();
   init.unique_id_bytes = id.size();
-  init.timeout_seconds = timeout_seconds;
   tdm_comm* comm = nullptr;
   if (nccl.comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
     return make_error("data parallelism on GPUs: could not join the " + std::to_string(group.world) +
@@ -126,12 +131,7 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
                           "), but no comm plugin named 'mpi' was loaded: install "
                           "tandem-plugin-mpi, or see 'tandem plugins -v'",
                       TDM_NOT_FOUND);
-  tdm_comm_init_info init{};
-  init.struct_size = sizeof init;
-  init.rank = group.rank;
-  init.world_size = group.world;
-  init.local_rank = group.local_rank;
-  init.timeout_seconds = timeout_seconds;
+  tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
   tdm_comm* comm = nullptr;
   if (plugin->comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
     return make_error("data parallelism: could not join the " + std::to_string(group.world) +

@@ -26,6 +26,9 @@ struct ProcessGroup {
 // Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID), then RANK/WORLD_SIZE/LOCAL_RANK.
 ProcessGroup detect_process_group();
 
+// What comm_create needs to know about this process (no rendezvous id).
+tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds);
+
 // The run's communicator: averages gradients for data parallelism and runs
 // the "comm.*" nodes of tensor parallelism.
 class GradientCommunicator final : public exec::Collectives {

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "data/loader.hpp"
+#include "place/placed_executor.hpp"
 #include "train/checkpointing.hpp"
 
 namespace tandem::host::train {
@@ -31,7 +32,15 @@ Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
   for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
     if (model->graph.value_by_name(name) != nullptr) options.external[name] = pointer;
   options.outputs = {"loss", model->graph.value(model->logits)->name};
-  auto executor = exec::Executor::create(device_, model->graph, options);
+  Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
+  if (placement_) {
+    // The same pins as training, so every parameter is found where it lives.
+    auto placement = place::place_pinned(model->graph, spec_, *placement_);
+    if (!placement) return placement.error();
+    executor = place::make_placed_executor(devices_, model->graph, *placement, options, {});
+  } else {
+    executor = exec::Executor::create(device_, model->graph, options);
+  }
   if (!executor) return executor.error();
   Compiled& c = compiled_[batch];
   c.model = std::move(*model);

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "data/dataset.hpp"
 #include "data/transforms.hpp"
 #include "exec/executor.hpp"
+#include "place/placement.hpp"
 
 namespace tandem::host::train {
 
@@ -44,8 +46,15 @@ class Evaluator {
   }
 
   // An INT8 model (`tandem quantize`): these layers run as quantize +
-  // linear_int8. Call before load().
+  // linear_int8 / conv2d_int8. Call before load().
   void use_int8(build::Int8Plan plan) { int8_ = std::move(plan); }
+
+  // Layers pinned to several devices: evaluation graphs are placed like
+  // training's, on `devices` (every device a pin of the model resolves to).
+  void use_placement(place::PlacementOptions options, std::map<std::string, const DeviceHandle*> devices) {
+    placement_ = std::move(options);
+    devices_ = std::move(devices);
+  }
 
   Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);
   // Standalone use: loads parameters and running statistics.
@@ -63,6 +72,8 @@ class Evaluator {
   std::map<std::string, void*> shared_;
   std::map<int64_t, Compiled> compiled_;
   build::TensorParallel tensor_parallel_;
+  std::optional<place::PlacementOptions> placement_;
+  std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
   build::Int8Plan int8_;
 };

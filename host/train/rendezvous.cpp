@@ -50,12 +50,7 @@ Result<void> through_mpi(const PluginRegistry& registry, const ProcessGroup& gro
         "the GPU communicator's rendezvous goes through MPI, but the mpi plugin is not loaded: install "
         "tandem-plugin-mpi, or pass --rendezvous file:///shared/path",
         TDM_NOT_FOUND);
-  tdm_comm_init_info init{};
-  init.struct_size = sizeof init;
-  init.rank = group.rank;
-  init.world_size = group.world;
-  init.local_rank = group.local_rank;
-  init.timeout_seconds = timeout_seconds;
+  tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
   tdm_comm* comm = nullptr;
   if (mpi->comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
     return make_error("rendezvous through MPI: " + last_error_text("the mpi plugin gave no reason"),

@@ -12,7 +12,9 @@
 #include "build/shapes.hpp"
 #include "data/loader.hpp"
 #include "exec/tensor_text.hpp"
+#include "place/placed_executor.hpp"
 #include "train/checkpointing.hpp"
+#include "train/device_select.hpp"
 #include "train/evaluator.hpp"
 #include "train/initializers.hpp"
 #include "train/lr_schedule.hpp"
@@ -27,21 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Runs are single-device for now: say so when the model file pins a layer
-// elsewhere, rather than ignoring the pin silently.
-void warn_about_pins(const model::ModelSpec& spec, const DeviceHandle& device) {
-  const std::string id = device.id();
-  const std::string backend = id.substr(0, id.find(':'));
-  const auto info = device.info();
-  const std::string kind = info.ok() && info->kind == TDM_DEVICE_GPU ? "gpu" : "cpu";
-  for (const auto& layer : spec.layers) {
-    if (!layer.device || *layer.device == id || *layer.device == backend || *layer.device == kind) continue;
-    log_warning("layer '" + layer.name + "' is pinned to '" + *layer.device +
-                "', but this run places every layer on " + id +
-                ": placement across several devices is not implemented yet");
-  }
 }
 
 }  // namespace
@@ -63,7 +50,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
                           " training samples, fewer than one batch of " +
                           std::to_string(spec.train.batch_size),
                       TDM_INVALID_ARGUMENT);
-  warn_about_pins(spec, device);
   auto features = FeatureSet::create(registry, spec);
   if (!features) return features.error();
   t->features_ = std::move(*features);
@@ -107,8 +93,10 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
                           " but asks for " + std::to_string(t->micro_batches_) +
                           " of them per step (internal: the plugin is inconsistent)",
                       TDM_INTERNAL);
-  // Passes may have inserted nodes anywhere: find the optimizer phase again.
+  if (auto r = t->place(); !r) return r.error();
+  // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
   t->locate_optimizer_phase();
+  if (t->options_.plan_only) return t;  // `tandem plan`: nothing allocated
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model_.graph.value(t->model_.logits)->name};
@@ -128,7 +116,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
       exec_options.collectives = t->comm_.get();
     }
   }
-  auto executor = exec::Executor::create(device, t->model_.graph, exec_options);
+  auto executor = t->make_executor(t->model_.graph, t->placement_, exec_options);
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
@@ -149,6 +137,59 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
     if (auto r = t->resume_from(t->options_.init_from, true); !r) return r.error();
   }
   return t;
+}
+
+Result<void> Trainer::place() {
+  const bool pinned = std::any_of(spec_.layers.begin(), spec_.layers.end(),
+                                  [](const model::LayerSpec& l) { return l.device.has_value(); });
+  if (!pinned) return {};
+  devices_[device_.id()] = &device_;
+  place::PlacementOptions o;
+  o.default_device = device_.id();
+  o.strict = spec_.train.placement == "strict";
+  // A pin names a device as --device does; each device is opened once.
+  o.resolve = [this](const std::string& pin) -> Result<std::string> {
+    auto handle = select_device(registry_, pin);
+    if (!handle) return handle.error();
+    const std::string id = handle->id();
+    resolved_pins_[pin] = id;
+    if (devices_.count(id) == 0) {
+      extra_devices_.push_back(std::make_unique<DeviceHandle>(std::move(*handle)));
+      devices_[id] = extra_devices_.back().get();
+    }
+    return id;
+  };
+  auto placement = place::place_pinned(model_.graph, spec_, o);
+  if (!placement) return placement.error();
+  if (placement->devices.size() > 1 && group_.world > 1)
+    return make_error(spec_.path + ": layers are pinned to " + std::to_string(placement->devices.size()) +
+                          " devices, and this run has " + std::to_string(group_.world) +
+                          " ranks: placement across devices within a data- or tensor-parallel run is not "
+                          "supported yet; remove the `device` pins or run one process",
+                      TDM_UNSUPPORTED);
+  placement_ = std::move(*placement);
+  return {};
+}
+
+Result<std::unique_ptr<exec::Executor>> Trainer::make_executor(
+    const Graph& graph, const std::optional<place::Placement>& placement,
+    exec::ExecutorOptions options) const {
+  Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
+  if (placement && placement->devices.size() > 1) {
+    executor = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
+  } else {
+    if (auto b = options_.memory_budgets.find(device_.id()); b != options_.memory_budgets.end())
+      options.memory_budget = b->second;
+    executor = exec::Executor::create(device_, graph, std::move(options));
+  }
+  if (!executor && executor.error().status == TDM_OUT_OF_MEMORY)
+    return make_error(
+        spec_.path + ": " + executor.error().message +
+            ". To fit: pin some layers to another device (`device = \"...\"` on the layer), split "
+            "each batch with [features.grad_accum] micro_batch, recompute activations with "
+            "[features.checkpointing], or raise --memory-budget",
+        TDM_OUT_OF_MEMORY);
+  return executor;
 }
 
 Result<void> Trainer::initialise() {
@@ -375,20 +416,46 @@ Result<void> Trainer::optimizer_step(int64_t step) {
   return features_->step_end(info);
 }
 
-void Trainer::report_memory() const {
-  const exec::MemoryEstimate& e = executor_->plan().estimate;
-  std::cout << "memory on " << device_.id() << " (planned before the first step):\n"
+namespace {
+
+void print_plan(const std::string& device, const exec::Executor& ex, uint64_t budget) {
+  const exec::MemoryEstimate& e = ex.plan().estimate;
+  std::cout << "memory on " << device << " (planned before the first step):\n"
             << "  parameters       " << human_bytes(e.parameters) << "\n"
             << "  gradients        " << human_bytes(e.gradients) << "\n"
             << "  optimizer state  " << human_bytes(e.optimizer_state) << "\n"
             << "  other state      " << human_bytes(e.other_state) << "\n"
             << "  inputs           " << human_bytes(e.inputs) << "\n"
             << "  activations      " << human_bytes(e.activations) << " (reused by liveness; "
-            << human_bytes(executor_->plan().activations_unshared) << " without reuse)\n"
+            << human_bytes(ex.plan().activations_unshared) << " without reuse)\n"
             << "  workspace        " << human_bytes(e.workspace) << "\n"
-            << "  planned total    " << human_bytes(e.total) << "\n"
-            << "  measured peak    " << human_bytes(executor_->measured_peak()) << " (device allocator, all "
-            << "executors of the run)\n";
+            << "  planned total    " << human_bytes(e.total)
+            << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n"
+            << "  measured peak    " << human_bytes(ex.measured_peak()) << " (device allocator, all "
+            << "executors of the run on it)\n";
+}
+
+}  // namespace
+
+void Trainer::report_memory(int64_t steps) const {
+  const auto budget = [&](const std::string& id) {
+    auto it = options_.memory_budgets.find(id);
+    return it == options_.memory_budgets.end() ? uint64_t{0} : it->second;
+  };
+  if (executor_->parts().empty()) {
+    print_plan(device_.id(), *executor_, budget(device_.id()));
+    return;
+  }
+  for (const exec::ExecutorPart& part : executor_->parts())
+    print_plan(part.device, *part.executor, budget(part.device));
+  std::cout << "copies between devices per step: " << placement_->copies.size() << " planned ("
+            << human_bytes(placement_->copy_bytes()) << "), "
+            << (steps > 0 ? executor_->transfers_run() / static_cast<uint64_t>(steps) : 0) << " run ("
+            << human_bytes(steps > 0 ? executor_->transferred_bytes() / static_cast<uint64_t>(steps) : 0)
+            << ", evaluation included)\n";
+  for (const place::Copy& c : placement_->copies)
+    std::cout << "  " << c.value << " " << human_bytes(c.bytes) << " " << c.from << " -> " << c.to
+              << " (layer '" << c.producer_layer << "' -> '" << c.consumer_layer << "')\n";
 }
 
 Result<TrainResult> Trainer::run() {
@@ -424,6 +491,13 @@ Result<TrainResult> Trainer::run() {
       shared[v.name] = executor_->device_pointer(v.id);
   }
   Evaluator evaluator(spec_, device_, shared);
+  if (placement_ && placement_->devices.size() > 1) {
+    place::PlacementOptions o;
+    o.default_device = device_.id();
+    o.strict = spec_.train.placement == "strict";
+    o.resolve = [this](const std::string& pin) -> Result<std::string> { return resolved_pins_.at(pin); };
+    evaluator.use_placement(std::move(o), devices_);
+  }
   if (model_.tensor_parallel.size > 1) evaluator.use_tensor_parallelism(model_.tensor_parallel, comm_.get());
   ProfileRecorder& profiler = *profiler_;
 
@@ -515,7 +589,7 @@ Result<TrainResult> Trainer::run() {
   }
   result.steps = step;
   result.seconds = seconds_since(run_start);
-  if (options_.memory_report && leader) report_memory();
+  if (options_.memory_report && leader) report_memory(step - start_step_);
   if (!options_.profile.empty() && leader) {
     if (auto r = profiler.write(options_.profile, model_.graph, *executor_, device_.id()); !r)
       return r.error();

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "build/model_graph.hpp"
 #include "data/loader.hpp"
 #include "exec/executor.hpp"
+#include "place/placement.hpp"
 #include "plugin/registry.hpp"
 #include "train/datasets.hpp"
 #include "train/distributed.hpp"
@@ -41,6 +43,11 @@ struct TrainOptions {
   // Data parallelism: a collective waiting longer than this fails and names
   // the ranks that did not arrive, instead of hanging the job.
   double comm_timeout_seconds = 300;
+  // `tandem plan`: build, place and stop before allocating anything; only
+  // write_plan may be called then.
+  bool plan_only = false;
+  // Bytes each device may hold, by device id ("onednn:0"); absent: no limit.
+  std::map<std::string, uint64_t> memory_budgets;
   // Data parallelism: gradients are averaged in buckets of about this many
   // bytes, each while backward continues (0: one gradient per message).
   size_t bucket_bytes = size_t(4) << 20;
@@ -68,6 +75,10 @@ class Trainer {
   Result<TrainResult> run();
 
   const build::ModelGraph& model() const { return model_; }
+  // `tandem plan`: every layer's device, each device's planned memory
+  // against its budget, the copies per step (plan_report.cpp). An error
+  // when a device's plan is over its budget, after the table.
+  Result<void> write_plan(std::ostream& out) const;
   // This process's place among the data-parallel ranks (rank 0 of 1 alone).
   const ProcessGroup& group() const { return group_; }
   exec::Executor& executor() { return *executor_; }
@@ -88,12 +99,23 @@ class Trainer {
   // After the graph passes: where the optimizer phase and clipping start,
   // which gradients ranks average, which nodes run on a skipped step.
   void locate_optimizer_phase();
+  // Layers pinned with `device`: where every node runs, the copies between
+  // devices, and the devices to open (none pinned: everything on device_).
+  Result<void> place();
+  Result<std::unique_ptr<exec::Executor>> make_executor(const Graph& graph,
+                                                        const std::optional<place::Placement>& placement,
+                                                        exec::ExecutorOptions options) const;
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
-  void report_memory() const;
+  // Planned memory per device, the copies between devices; `steps` trained.
+  void report_memory(int64_t steps) const;
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
+  std::vector<std::unique_ptr<DeviceHandle>> extra_devices_;  // pinned devices other than device_
+  std::map<std::string, const DeviceHandle*> devices_;        // every device of the run, by id
+  std::optional<place::Placement> placement_;                 // layers pinned to several devices
+  std::map<std::string, std::string> resolved_pins_;          // a pin as written -> its device id
   const PluginRegistry& registry_;
   TrainOptions options_;
   RunData data_;

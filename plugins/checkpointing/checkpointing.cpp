@@ -83,13 +83,13 @@ class Checkpointing final : public tandem::Feature {
   }
 
   void graph_pass(tdm_graph* graph) override {
-    const tdm_graph_api& api = *tandem::Host::api()->graph;
-    const GraphCopy copy = snapshot(api, graph);
+    tandem::GraphEdit edit(graph);
+    const GraphCopy copy = snapshot(edit);
     const std::vector<std::string> layers = forward_layers(copy);
     const auto saved = saved_bytes(copy);
     const auto outputs = output_bytes(copy);
     const Segments segments = choose(layers, saved, outputs);
-    const RewriteStats stats = recompute(api, graph, copy, segments);
+    const RewriteStats stats = recompute(edit, copy, segments);
     std::string text;
     for (const auto& s : segments) text += (text.empty() ? "" : " | ") + s.front() + ".." + s.back();
     tandem::Host::log(TDM_LOG_INFO, std::to_string(segments.size()) + " segments (" + text + "); " +

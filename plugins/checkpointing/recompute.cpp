@@ -18,8 +18,7 @@ struct Use {
 
 }  // namespace
 
-RewriteStats recompute(const tdm_graph_api& api, tdm_graph* graph, const GraphCopy& copy,
-                       const Segments& segments) {
+RewriteStats recompute(GraphEdit& graph, const GraphCopy& copy, const Segments& segments) {
   std::map<tdm_value_id, std::vector<Use>> uses;
   for (size_t i = 0; i < copy.nodes.size(); ++i)
     for (size_t k = 0; k < copy.nodes[i].inputs.size(); ++k) uses[copy.nodes[i].inputs[k]].push_back({i, k});
@@ -73,41 +72,25 @@ RewriteStats recompute(const tdm_graph_api& api, tdm_graph* graph, const GraphCo
     for (size_t i : members) {
       if (clone.count(i) == 0) continue;
       const NodeCopy& n = copy.nodes[i];
-      std::vector<tdm_value_id> inputs;
-      for (tdm_value_id in : n.inputs) inputs.push_back(replacement.count(in) > 0 ? replacement[in] : in);
-      std::vector<tdm_attr> attrs;
-      for (const OwnedAttr& a : n.attrs) attrs.push_back(a.view());
-      std::vector<tdm_tensor_desc> outputs;
-      for (tdm_value_id out : n.outputs) outputs.push_back(copy.value(out).desc());
-      const std::string name = n.name + ".recompute";
-      tdm_node_spec spec{};
-      spec.struct_size = sizeof spec;
-      spec.op = n.op.c_str();
-      spec.name = name.c_str();
-      spec.layer = n.layer.c_str();
+      GraphEdit::Spec spec;
+      spec.op = n.op;
+      spec.name = n.name + ".recompute";
+      spec.layer = n.layer;
       spec.phase = TDM_PHASE_BACKWARD;
-      spec.attrs = attrs.data();
-      spec.n_attrs = attrs.size();
-      spec.inputs = inputs.data();
-      spec.n_inputs = inputs.size();
-      spec.outputs = outputs.data();
-      spec.n_outputs = outputs.size();
+      spec.attrs = n.attrs;
+      for (tdm_value_id in : n.inputs)
+        spec.inputs.push_back(replacement.count(in) > 0 ? replacement[in] : in);
+      for (tdm_value_id out : n.outputs) spec.outputs.push_back(copy.value(out));
       spec.anchor = copy.nodes[anchor].id;
-      tdm_node_id id = -1;
-      check(api.node_insert(graph, &spec, &id), "inserting " + name);
-      check(api.node_annotate(graph, id, "checkpointing.segment", segment.c_str()), "annotating " + name);
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        tdm_value_id out = TDM_NO_VALUE;
-        check(api.node_output(graph, id, k, &out), "node_output");
-        replacement[n.outputs[k]] = out;
-      }
+      const tdm_node_id id = graph.insert(spec);
+      graph.annotate(id, "checkpointing.segment", segment.c_str());
+      for (size_t k = 0; k < n.outputs.size(); ++k) replacement[n.outputs[k]] = graph.output(id, k);
       ++stats.cloned_nodes;
     }
     for (tdm_value_id v : recomputed) {
       for (const Use& u : uses[v])
         if (copy.nodes[u.node].phase == TDM_PHASE_BACKWARD)
-          check(api.node_set_input(graph, copy.nodes[u.node].id, u.slot, replacement.at(v)),
-                "redirecting " + copy.nodes[u.node].name + " to the recomputed " + copy.value(v).name);
+          graph.set_input(copy.nodes[u.node].id, u.slot, replacement.at(v));
       stats.freed_bytes += copy.value(v).bytes();
     }
     ++stats.recomputed_segments;

@@ -25,7 +25,6 @@ struct RewriteStats {
   size_t freed_bytes = 0;  // forward outputs backward no longer reads
 };
 
-RewriteStats recompute(const tdm_graph_api& api, tdm_graph* graph, const GraphCopy& copy,
-                       const Segments& segments);
+RewriteStats recompute(GraphEdit& graph, const GraphCopy& copy, const Segments& segments);
 
 }  // namespace tandem::checkpointing

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <set>
 
@@ -117,6 +119,26 @@ TEST(Split, ValidationPartIsDisjointAndSeeded) {
 TEST(Synthetic, DeterministicPerSeed) {
   EXPECT_EQ(small_set(10).features, small_set(10).features);
   EXPECT_NE(make_synthetic({.seed = 1}).features, make_synthetic({.seed = 2}).features);
+}
+
+// Token mode (synthetic_vocab): whole ids in the vocabulary, most of a
+// sample's tokens among its class's 64 keywords, the rest anywhere.
+TEST(Synthetic, TokensComeFromTheVocabularyAndMostlyFromTheClassKeywords) {
+  const Dataset set = make_synthetic(
+      {.samples = 400, .sample_shape = {32}, .classes = 4, .noise = 0.25, .seed = 5, .vocabulary = 10000});
+  size_t keyword = 0;
+  for (int64_t i = 0; i < set.size(); ++i) {
+    const int32_t label = set.labels[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < 32; ++j) {
+      const float x = set.features[static_cast<size_t>(i * 32 + j)];
+      ASSERT_EQ(x, std::floor(x));
+      ASSERT_GE(x, 0.0f);
+      ASSERT_LT(x, 10000.0f);
+      keyword += x >= label * 2500.0f && x < label * 2500.0f + 64;
+    }
+  }
+  const double share = static_cast<double>(keyword) / (400.0 * 32);
+  EXPECT_NEAR(share, 0.75, 0.03) << "noise 0.25: a quarter of the tokens are drawn from the whole vocabulary";
 }
 
 }  // namespace

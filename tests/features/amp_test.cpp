@@ -7,14 +7,10 @@
 #include <cmath>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <vector>
 
-#include "device/device.hpp"
 #include "model/model_parser.hpp"
-#include "plugin/registry.hpp"
-#include "temp_dir.hpp"
-#include "train/trainer.hpp"
+#include "training_fixture.hpp"
 
 namespace tandem::test {
 namespace {
@@ -53,39 +49,16 @@ synthetic_samples = 640
 synthetic_test_samples = 0
 )";
 
-class Amp : public ::testing::Test {
+class Amp : public TrainingOnReference {
  protected:
-  void SetUp() override {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    options.allow_insecure = true;
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
-    if (registry_->find("amp") == nullptr) GTEST_SKIP() << "the amp plugin is not part of this build";
-  }
-
-  host::DeviceHandle device(const char* backend) {
-    auto d = host::DeviceHandle::open(*registry_->find(backend), 0);
-    EXPECT_TRUE(d.ok()) << d.error().message;
-    return std::move(d.value());
-  }
+  void SetUp() override { load("amp"); }
 
   std::unique_ptr<host::train::Trainer> trainer(const std::vector<std::string>& overrides,
                                                 const char* backend = "reference") {
-    auto spec = host::model::parse_model_text(kModel, "amp.toml", overrides);
-    EXPECT_TRUE(spec.ok()) << spec.error().message;
-    if (!spec.ok()) return nullptr;
-    specs_.push_back(std::make_unique<host::model::ModelSpec>(*spec));
-    devices_.push_back(std::make_unique<host::DeviceHandle>(device(backend)));
-    host::train::TrainOptions o;
-    o.run_dir = dir_.file("run" + std::to_string(specs_.size()));
-    auto t = host::train::Trainer::create(*specs_.back(), *devices_.back(), *registry_, o);
+    auto t = trainer_on(backend, kModel, overrides);
     EXPECT_TRUE(t.ok()) << t.error().message;
     return t.ok() ? std::move(*t) : nullptr;
   }
-
   static const host::Value* value(host::train::Trainer& t, const std::string& name) {
     return t.model().graph.value_by_name(name);
   }
@@ -94,19 +67,7 @@ class Amp : public ::testing::Test {
     EXPECT_TRUE(t.executor().read(value(t, name)->id, &v, sizeof v).ok());
     return v;
   }
-  static std::vector<float> weights(host::train::Trainer& t, const std::string& name) {
-    size_t n = 1;
-    for (int64_t d : value(t, name)->type.dims) n *= static_cast<size_t>(d);
-    std::vector<float> w(n);
-    EXPECT_TRUE(t.executor().read(value(t, name)->id, w.data(), n * sizeof(float)).ok());
-    return w;
-  }
-
-  host::HostServices services_;
-  std::optional<host::PluginRegistry> registry_;
-  std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;
-  std::vector<std::unique_ptr<host::DeviceHandle>> devices_;
-  TempDir dir_;
+  std::vector<float> weights(host::train::Trainer& t, const std::string& name) { return read(t, name); }
 };
 
 TEST_F(Amp, PassCastsComputeOpsAndKeepsTheF32List) {
@@ -280,10 +241,9 @@ TEST_F(Amp, AStepSkippedUnderGradAccumLeavesTheAccumulatorsClean) {
 TEST_F(Amp, BadKeysAreNamed) {
   auto spec = host::model::parse_model_text(kModel, "amp.toml", {"features.amp.dtype=\"fp8\""});
   ASSERT_TRUE(spec.ok());
-  auto dev = device("reference");
   host::train::TrainOptions o;
   o.run_dir = dir_.file("bad");
-  auto t = host::train::Trainer::create(*spec, dev, *registry_, o);
+  auto t = host::train::Trainer::create(*spec, device("reference"), *registry_, o);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message.find("[features.amp] dtype = 'fp8': expected \"bf16\" or \"f16\""),
             std::string::npos)

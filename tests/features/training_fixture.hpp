@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,8 +21,12 @@ namespace tandem::test {
 
 class TrainingOnReference : public ::testing::Test {
  protected:
-  // Skips the test when `plugin` is not part of this build.
-  void load(const std::string& plugin) {
+  // Skips the test when `plugin` (or the `backend` plugin) is not part of
+  // this build; `backend` becomes the one trainer() uses.
+  void load(const std::string& plugin, const std::string& backend = "reference") {
+    load_all({plugin}, backend);
+  }
+  void load_all(const std::vector<std::string>& plugins, const std::string& backend) {
     host::DiscoveryOptions options;
     options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
     options.env_path = "";
@@ -29,22 +34,40 @@ class TrainingOnReference : public ::testing::Test {
     options.exe_relative_dir = std::filesystem::path();
     options.allow_insecure = true;
     registry_.emplace(host::PluginRegistry::discover(options, services_));
-    if (registry_->find(plugin) == nullptr)
-      GTEST_SKIP() << "the " << plugin << " plugin is not part of this build";
-    auto device = host::DeviceHandle::open(*registry_->find("reference"), 0);
-    ASSERT_TRUE(device.ok()) << device.error().message;
-    device_.emplace(std::move(device.value()));
+    std::vector<std::string> needed = plugins;
+    needed.push_back(backend);
+    for (const std::string& name : needed)
+      if (registry_->find(name) == nullptr)
+        GTEST_SKIP() << "the " << name << " plugin is not part of this build";
+    backend_ = backend;
   }
 
-  // A trainer for `model` (TOML text) with `overrides` (--set syntax).
+  // Device 0 of `backend`, opened once.
+  const host::DeviceHandle& device(const std::string& backend) {
+    auto it = devices_.find(backend);
+    if (it == devices_.end()) {
+      auto d = host::DeviceHandle::open(*registry_->find(backend), 0);
+      EXPECT_TRUE(d.ok()) << d.error().message;
+      it = devices_.emplace(backend, std::make_unique<host::DeviceHandle>(std::move(d.value()))).first;
+    }
+    return *it->second;
+  }
+
+  // A trainer for `model` (TOML text) with `overrides` (--set syntax), on
+  // the loaded backend or on `backend`.
   host::Result<std::unique_ptr<host::train::Trainer>> trainer(const std::string& model,
                                                               const std::vector<std::string>& overrides) {
+    return trainer_on(backend_, model, overrides);
+  }
+  host::Result<std::unique_ptr<host::train::Trainer>> trainer_on(const std::string& backend,
+                                                                 const std::string& model,
+                                                                 const std::vector<std::string>& overrides) {
     auto spec = host::model::parse_model_text(model, "model.toml", overrides);
     if (!spec) return spec.error();
     specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
     host::train::TrainOptions o;
     o.run_dir = dir_.file("run" + std::to_string(specs_.size()));
-    return host::train::Trainer::create(*specs_.back(), *device_, *registry_, o);
+    return host::train::Trainer::create(*specs_.back(), device(backend), *registry_, o);
   }
 
   // The values of a parameter or state tensor of a trained model.
@@ -62,7 +85,8 @@ class TrainingOnReference : public ::testing::Test {
 
   host::HostServices services_;
   std::optional<host::PluginRegistry> registry_;
-  std::optional<host::DeviceHandle> device_;
+  std::string backend_ = "reference";
+  std::map<std::string, std::unique_ptr<host::DeviceHandle>> devices_;
   std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;  // trainers keep a reference
   TempDir dir_;
 };

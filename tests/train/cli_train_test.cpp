@@ -94,6 +94,32 @@ TEST_F(TrainCli, TrainsAndEvaluates) {
   EXPECT_HAS(e.output, "test samples 64");
 }
 
+// `tandem plan`: fc1 pinned to reference:0, the rest on the default device;
+// the table as users see it, and a budget the plan exceeds exits non-zero.
+TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
+  std::string text = kSynthetic;
+  text.replace(text.find("activation = \"relu\""), 19, "activation = \"relu\"\ndevice = \"reference\"");
+  const std::string m = model(text);
+  CliRun r = tandem("plan " + m + " --device onednn");
+  if (r.output.find("no device matches 'onednn'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "2 devices, placement pinned");
+  EXPECT_HAS(r.output, "fc1                  linear       reference:0");
+  EXPECT_HAS(r.output, "(pinned)");
+  EXPECT_HAS(r.output, "fc2                  linear       onednn:0");
+  EXPECT_HAS(r.output, "memory per device         onednn:0      reference:0");
+  EXPECT_HAS(r.output, "copies per step: 3");
+  EXPECT_HAS(r.output, "512 B  reference:0 -> onednn:0  (layer 'fc1' -> 'fc2', forward)");
+  EXPECT_FALSE(std::filesystem::exists("runs/tiny")) << "plan must not train";
+  CliRun tight = tandem("plan " + m + " --device onednn --memory-budget reference=1KiB");
+  EXPECT_EQ(tight.code, 1) << tight.output;
+  EXPECT_HAS(tight.output, "does not fit: reference:0 needs");
+  EXPECT_HAS(tight.output, "over its budget of 1.0 KiB");
+  CliRun strict = tandem("plan " + m + " --device onednn --placement strict");
+  EXPECT_EQ(strict.code, 4) << strict.output;
+  EXPECT_HAS(strict.output, "placement = \"strict\": layer 'fc2' on onednn:0 reads 'fc1'");
+}
+
 TEST_F(TrainCli, MalformedModelFileNamesLineAndColumn) {
   CliRun r = tandem("train " + model("[model]\ninput = [8\n"));
   EXPECT_EQ(r.code, 4);

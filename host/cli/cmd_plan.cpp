@@ -1,0 +1,82 @@
+// `tandem plan MODEL.toml`: where a training run would put every layer, the
+// memory each device would need against its budget, and the copies between
+// devices per step — without training or allocating device memory.
+#include <iostream>
+
+#include "cli/cli_common.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/memory_budget.hpp"
+#include "model/model_parser.hpp"
+#include "train/device_select.hpp"
+#include "train/trainer.hpp"
+
+namespace tandem::cli {
+namespace {
+
+int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options("Options");
+  options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")(
+      "device", po::value<std::string>()->default_value(""),
+      "default device of unpinned layers: cuda:0, onednn:0, reference:0, cpu, gpu")(
+      "memory-budget", po::value<std::string>(),
+      "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
+      "placement", po::value<std::string>(), "pinned or strict (as for train)");
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (auto stop = parse_command_options("plan", "MODEL.toml", args, options, positional, vm, globals))
+    return *stop;
+  if (!vm.count("model")) {
+    print_error("plan needs a model file: tandem plan MODEL.toml (see tandem plan --help)");
+    return kExitUsage;
+  }
+  const auto overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
+  if (!spec) {
+    print_error(spec.error().message);
+    return kExitInput;
+  }
+  if (vm.count("placement")) {
+    const std::string placement = vm["placement"].as<std::string>();
+    if (placement != "pinned" && placement != "strict") {
+      print_error("--placement must be pinned or strict, got '" + placement + "'");
+      return kExitUsage;
+    }
+    spec->train.placement = placement;
+  }
+  std::unique_ptr<PluginSession> session = load_plugins(globals, {});
+  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  if (!device) {
+    print_error(device.error().message);
+    return kExitPlugin;
+  }
+  host::train::TrainOptions train;
+  train.plan_only = true;
+  if (vm.count("memory-budget")) {
+    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), *session->registry);
+    if (!budgets) {
+      print_error(budgets.error().message);
+      return kExitUsage;
+    }
+    train.memory_budgets = std::move(*budgets);
+  }
+  auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, train);
+  if (!trainer) {
+    print_error(trainer.error().message);
+    return exit_code_for(trainer.error());
+  }
+  if (auto r = (*trainer)->write_plan(std::cout); !r) {
+    print_error(r.error().message);
+    return exit_code_for(r.error());
+  }
+  return kExitOk;
+}
+
+const bool registered = register_command(
+    {"plan", "Show where each layer would run, the memory per device and the copies, without training",
+     run_plan});
+
+}  // namespace
+}  // namespace tandem::cli

@@ -1,0 +1,54 @@
+#include "cli/memory_budget.hpp"
+
+#include <sstream>
+
+#include "train/device_select.hpp"
+
+namespace tandem::cli {
+namespace {
+
+host::Result<uint64_t> parse_size(const std::string& text) {
+  size_t used = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "B" ? 1.0
+                       : unit == "KiB"             ? 1024.0
+                       : unit == "MiB"             ? 1024.0 * 1024
+                       : unit == "GiB"             ? 1024.0 * 1024 * 1024
+                                                   : -1;
+  if (used == 0 || scale < 0 || number <= 0)
+    return host::make_error("'" + text + "' is not a size (a positive number with B, KiB, MiB or GiB)",
+                            TDM_INVALID_ARGUMENT);
+  return static_cast<uint64_t>(number * scale);
+}
+
+}  // namespace
+
+host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::string& text,
+                                                                  const host::PluginRegistry& registry) {
+  std::map<std::string, uint64_t> budgets;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return host::make_error(
+          "--memory-budget " + text + ": '" + item + "' is not DEVICE=SIZE (e.g. onednn:0=2GiB)",
+          TDM_INVALID_ARGUMENT);
+    auto device = host::train::select_device(registry, item.substr(0, eq));
+    if (!device)
+      return host::make_error("--memory-budget " + text + ": " + device.error().message,
+                              device.error().status);
+    auto size = parse_size(item.substr(eq + 1));
+    if (!size)
+      return host::make_error("--memory-budget " + text + ": " + size.error().message, size.error().status);
+    budgets[device->id()] = *size;
+  }
+  return budgets;
+}
+
+}  // namespace tandem::cli

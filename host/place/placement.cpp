@@ -1,0 +1,155 @@
+#include "place/placement.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "build/model_graph.hpp"
+#include "build/shapes.hpp"
+#include "exec/tensor_text.hpp"
+
+namespace tandem::host::place {
+namespace {
+
+size_t bytes_of(const Value& v) {
+  return static_cast<size_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
+}
+
+class Placer {
+ public:
+  Placer(Graph& g, const model::ModelSpec& spec, const PlacementOptions& o) : g_(g), spec_(spec), o_(o) {}
+
+  Result<Placement> run() {
+    out_.devices.push_back(o_.default_device);
+    for (const auto& layer : spec_.layers) {
+      std::string device = o_.default_device;
+      if (layer.device) {
+        auto resolved = o_.resolve(*layer.device);
+        if (!resolved)
+          return make_error(spec_.path + ":" + std::to_string(layer.where.line) + ": layer '" + layer.name +
+                                "': device '" + *layer.device + "': " + resolved.error().message,
+                            resolved.error().status);
+        device = *resolved;
+        pinned_.insert(layer.name);
+      }
+      layer_device_[layer.name] = device;
+      use(device);
+    }
+    // Decide every node's device first (schedule order: inputs are placed
+    // before their readers), then bring tensors where they are read.
+    std::vector<NodeId> order;
+    for (size_t i = 0; i < g_.node_count(); ++i) order.push_back(g_.node_at(i)->id);
+    for (NodeId id : order)
+      if (auto r = place(*g_.node(id)); !r) return r.error();
+    for (NodeId id : order)
+      if (auto r = bring_inputs(id); !r) return r.error();
+    return std::move(out_);
+  }
+
+ private:
+  void use(const std::string& device) {
+    if (std::find(out_.devices.begin(), out_.devices.end(), device) == out_.devices.end())
+      out_.devices.push_back(device);
+  }
+
+  Result<void> place(const Node& n) {
+    std::string device;
+    if (auto it = layer_device_.find(n.layer); it != layer_device_.end()) {
+      device = it->second;
+    } else {
+      for (ValueId v : n.inputs)
+        if (auto h = out_.home.find(v); v != kNoValue && h != out_.home.end()) {
+          device = h->second;
+          break;
+        }
+      if (device.empty()) device = o_.default_device;
+      // The rest of this group (the loss's gradient seed after the loss) follows.
+      layer_device_.emplace(n.layer, device);
+    }
+    if (auto r = g_.set_device(n.id, device); !r) return r;
+    // Tensors without a producer live where they are first used.
+    for (ValueId v : n.inputs)
+      if (v != kNoValue && g_.value(v)->producer == kNoNode) out_.home.emplace(v, device);
+    for (ValueId v : n.outputs) out_.home[v] = device;
+    return {};
+  }
+
+  std::string layer_of(ValueId v) const {
+    const Value& value = *g_.value(v);
+    if (const Node* p = g_.node(value.producer)) return p->layer;
+    return value.name.substr(0, value.name.find('.'));
+  }
+
+  Result<void> bring_inputs(NodeId id) {
+    const Node node = *g_.node(id);  // copy: inserting nodes may move the storage
+    const auto written = build::inplace_pairs(node);
+    for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      const ValueId v = node.inputs[slot];
+      if (v == kNoValue) continue;
+      const std::string& home = out_.home.at(v);
+      if (home == node.device) continue;
+      const Value& value = *g_.value(v);
+      const bool in_place =
+          std::any_of(written.begin(), written.end(), [&](const auto& p) { return p.second == slot; });
+      if (in_place)
+        return make_error("node '" + node.name + "' (layer '" + node.layer + "') on " + node.device +
+                              " updates '" + value.name + "' in place, but it lives on " + home +
+                              ": pin the layers that share it to one device",
+                          TDM_INVALID_ARGUMENT);
+      const std::string producer_layer = layer_of(v);
+      // Scalars the host writes each step (learning rate, step count) go
+      // wherever they are read, strict or not.
+      const bool control_scalar = value.type.dims.empty() && value.producer == kNoNode;
+      if (o_.strict && !control_scalar &&
+          !(pinned_.count(producer_layer) > 0 && pinned_.count(node.layer) > 0))
+        return make_error("placement = \"strict\": layer '" + node.layer + "' on " + node.device +
+                              " reads '" + value.name + "' of layer '" + producer_layer + "' on " + home +
+                              ", a copy the model file does not ask for; pin both layers to devices (a copy "
+                              "between two pinned layers is allowed) or place them on one device",
+                          TDM_INVALID_ARGUMENT);
+      auto key = std::make_pair(v, node.device);
+      auto it = copies_.find(key);
+      if (it == copies_.end()) {
+        NodeSpec spec;
+        spec.op = kCopyOp;
+        spec.name = value.name + "@" + node.device;
+        spec.layer = node.layer;
+        spec.phase = node.phase;
+        spec.inputs = {v};
+        spec.outputs = {value.type};
+        spec.output_names = {spec.name};
+        auto copy = g_.insert_node(std::move(spec), id);
+        if (!copy) return copy.error();
+        if (auto r = g_.set_device(*copy, node.device); !r) return r;
+        const ValueId moved = g_.node(*copy)->outputs[0];
+        out_.home[moved] = node.device;
+        out_.copies.push_back(
+            {value.name, home, node.device, bytes_of(value), producer_layer, node.layer, node.phase});
+        it = copies_.emplace(key, moved).first;
+      }
+      if (auto r = g_.set_input(id, slot, it->second); !r) return r;
+    }
+    return {};
+  }
+
+  Graph& g_;
+  const model::ModelSpec& spec_;
+  const PlacementOptions& o_;
+  Placement out_;
+  std::map<std::string, std::string> layer_device_;
+  std::set<std::string> pinned_;
+  std::map<std::pair<ValueId, std::string>, ValueId> copies_;
+};
+
+}  // namespace
+
+size_t Placement::copy_bytes() const {
+  size_t total = 0;
+  for (const Copy& c : copies) total += c.bytes;
+  return total;
+}
+
+Result<Placement> place_pinned(Graph& graph, const model::ModelSpec& spec, const PlacementOptions& options) {
+  return Placer(graph, spec, options).run();
+}
+
+}  // namespace tandem::host::place

@@ -1,0 +1,58 @@
+// Placement: which device runs each node, where each tensor lives, and the
+// copies between devices that follow (issue #5, pinned placement).
+//
+// A layer pinned with `device = "..."` runs its forward, its backward and
+// its parameters' updates on that device; a layer without a pin goes to the
+// run's default device. Nodes that belong to no model layer (the loss,
+// nodes feature passes insert, gradient clipping) follow their first input
+// (or the first node of their group), so they cause no copy of their own. A tensor lives where it is
+// produced; a parameter, its state, and a data input live where they are
+// first used. When a node reads a tensor that lives on another device, a
+// "tandem.copy" node before it brings the tensor over — one copy per tensor
+// and consumer device, shared by every later reader there, never back and
+// forth.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "model/model_spec.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::place {
+
+inline constexpr const char* kCopyOp = "tandem.copy";
+
+struct PlacementOptions {
+  std::string default_device;  // a device id, e.g. "onednn:0"
+  // strict: a copy is allowed only between two layers the model file pins
+  // itself; any other (hidden) copy is an error naming the two layers.
+  // Scalars the host writes (learning rate, step) are copied either way.
+  bool strict = false;
+  // A pin as written ("cpu", "onednn", "reference:0") to a device id.
+  std::function<Result<std::string>(const std::string& pin)> resolve;
+};
+
+struct Copy {
+  std::string value;  // the tensor copied
+  std::string from, to;
+  size_t bytes = 0;
+  std::string producer_layer, consumer_layer;
+  tdm_phase phase = TDM_PHASE_FORWARD;
+};
+
+struct Placement {
+  std::vector<std::string> devices;     // every device used, the default first
+  std::vector<Copy> copies;             // inserted, once per step each
+  std::map<ValueId, std::string> home;  // where every tensor lives
+  size_t copy_bytes() const;
+};
+
+// Sets every node's device and inserts the copies. Errors name the layers.
+Result<Placement> place_pinned(Graph& graph, const model::ModelSpec& spec, const PlacementOptions& options);
+
+}  // namespace tandem::host::place
