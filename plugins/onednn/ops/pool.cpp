@@ -14,7 +14,8 @@
 // gradient also read and write nChw16c, in any mix with plain NCHW (a chain's
 // edge: pool2 -> flatten writes plain from a native x). Same semantics,
 // bit for bit: the same first-maximum / NaN-wins choice per window, computed
-// lane by lane over the 16 channels of a block (what lets it vectorise).
+// lane by lane over the 16 channels of a block, branch-free so that the
+// compiler can vectorise the lane loop.
 // oneDNN's pooling was not used for it: its workspace does not promise the
 // catalog's tie rule, and the gradient has no workspace to read.
 #include <algorithm>
