@@ -162,20 +162,22 @@ struct Image {
   int64_t dh() const { return Native ? 16 * w : w; }
 };
 
-// first_max_2x2 without branches, so a loop over lanes vectorises: the index
-// 0..3 of the first NaN, else of the first maximum.
-inline int first_max4(float v0, float v1, float v2, float v3) {
-  float best = v0;
-  int index = 0;
-  bool nan = std::isnan(v0);
-  const float v[3] = {v1, v2, v3};
-  for (int i = 0; i < 3; ++i) {
-    const bool take = !nan && (std::isnan(v[i]) || v[i] > best);
-    best = take ? v[i] : best;
-    index = take ? i + 1 : index;
-    nan = nan || std::isnan(v[i]);
-  }
-  return index;
+// first_max_2x2 without branches (bitwise & and |, selects), so that a loop
+// over lanes vectorises: take[k] says window element k is the one chosen,
+// the first NaN, else the first maximum.
+struct Choice {
+  bool take[4];
+  float value;
+};
+inline Choice first_max4(float v0, float v1, float v2, float v3) {
+  const bool n0 = std::isnan(v0), n1 = std::isnan(v1), n2 = std::isnan(v2), n3 = std::isnan(v3);
+  const bool t1 = (!n0) & (n1 | (v1 > v0));
+  const float b1 = t1 ? v1 : v0;
+  const bool t2 = (!(n0 | n1)) & (n2 | (v2 > b1));
+  const float b2 = t2 ? v2 : b1;
+  const bool t3 = (!(n0 | n1 | n2)) & (n3 | (v3 > b2));
+  const bool k3 = t3, k2 = t2 & !t3, k1 = t1 & !(t2 | t3), k0 = !(t1 | t2 | t3);
+  return Choice{{k0, k1, k2, k3}, t3 ? v3 : b2};
 }
 
 // Calls body over every (n, channel block, output row) in parallel.
@@ -187,21 +189,21 @@ void for_block_rows(const Pool& g, Body&& body) {
 }
 
 template <bool XN, bool YN>
-void max_pool_2x2_layouts(const Pool& g, const float* x, float* y) {
+void max_pool_2x2_layouts(const Pool& g, const float* __restrict x, float* __restrict y) {
   const Image<XN> xi{g.c, g.h, g.w};
   const Image<YN> yi{g.c, g.p, g.q};
   for_block_rows(g, [&](int64_t n, int64_t c0, int64_t p) {
     for (int64_t q = 0; q < g.q; ++q)
       for (int64_t l = 0; l < 16; ++l) {
         const float* w = x + xi.at(n, c0 + l, 2 * p, 2 * q);
-        const float v[4] = {w[0], w[xi.dw()], w[xi.dh()], w[xi.dh() + xi.dw()]};
-        y[yi.at(n, c0 + l, p, q)] = v[first_max4(v[0], v[1], v[2], v[3])];
+        y[yi.at(n, c0 + l, p, q)] = first_max4(w[0], w[xi.dw()], w[xi.dh()], w[xi.dh() + xi.dw()]).value;
       }
   });
 }
 
 template <bool DYN, bool XN, bool DXN>
-void max_pool_2x2_grad_layouts(const Pool& g, const float* dy, const float* x, float* dx) {
+void max_pool_2x2_grad_layouts(const Pool& g, const float* __restrict dy, const float* __restrict x,
+                               float* __restrict dx) {
   const Image<DYN> dyi{g.c, g.p, g.q};
   const Image<XN> xi{g.c, g.h, g.w};
   const Image<DXN> dxi{g.c, g.h, g.w};
@@ -209,13 +211,13 @@ void max_pool_2x2_grad_layouts(const Pool& g, const float* dy, const float* x, f
     for (int64_t q = 0; q < g.q; ++q)
       for (int64_t l = 0; l < 16; ++l) {
         const float* w = x + xi.at(n, c0 + l, 2 * p, 2 * q);
-        const int i = first_max4(w[0], w[xi.dw()], w[xi.dh()], w[xi.dh() + xi.dw()]);
+        const Choice m = first_max4(w[0], w[xi.dw()], w[xi.dh()], w[xi.dh() + xi.dw()]);
         const float v = 0.f + dy[dyi.at(n, c0 + l, p, q)];  // as the plain path (-0 -> +0)
         float* d = dx + dxi.at(n, c0 + l, 2 * p, 2 * q);
-        d[0] = i == 0 ? v : 0.f;
-        d[dxi.dw()] = i == 1 ? v : 0.f;
-        d[dxi.dh()] = i == 2 ? v : 0.f;
-        d[dxi.dh() + dxi.dw()] = i == 3 ? v : 0.f;
+        d[0] = m.take[0] ? v : 0.f;
+        d[dxi.dw()] = m.take[1] ? v : 0.f;
+        d[dxi.dh()] = m.take[2] ? v : 0.f;
+        d[dxi.dh() + dxi.dw()] = m.take[3] ? v : 0.f;
       }
   });
   if (g.h % 2 == 0 && g.w % 2 == 0) return;
