@@ -147,28 +147,41 @@ void max_pool_2x2_grad(const Pool& g, const T* dy, const T* x, T* dx) {
 }
 
 // Element offsets in a [N,C,H,W] tensor, plain NCHW or native nChw16c (C a
-// multiple of 16): `at` is the element, `dw`/`dh` the steps to the next
-// column / row.
+// multiple of 16). `row` is the offset of (n, c0, y, 0) for c0 a multiple of
+// 16, computed once per row (its divisions stay out of the inner loops);
+// from there `lane` steps to the next channel of the block, `dw` to the
+// next column and `dh` to the next row. Native lanes are contiguous, so the
+// loops over the 16 lanes below read and write whole vectors.
 template <bool Native>
 struct Image {
   int64_t c, h, w;
-  int64_t at(int64_t n, int64_t ch, int64_t y, int64_t x) const {
+  int64_t row(int64_t n, int64_t c0, int64_t y) const {
     if constexpr (Native)
-      return (((n * (c / 16) + ch / 16) * h + y) * w + x) * 16 + ch % 16;
+      return ((n * (c / 16) + c0 / 16) * h + y) * w * 16;
     else
-      return ((n * c + ch) * h + y) * w + x;
+      return ((n * c + c0) * h + y) * w;
   }
+  int64_t at(int64_t n, int64_t ch, int64_t y, int64_t x) const {
+    return row(n, ch / 16 * 16, y) + x * dw() + ch % 16 * lane();
+  }
+  int64_t lane() const { return Native ? 1 : h * w; }
   int64_t dw() const { return Native ? 16 : 1; }
   int64_t dh() const { return Native ? 16 * w : w; }
 };
 
-// first_max_2x2 without branches (bitwise & and |, selects), so that a loop
-// over lanes vectorises: take[k] says window element k is the one chosen,
-// the first NaN, else the first maximum.
+// first_max_2x2 without branches, so that the loops over lanes vectorise:
+// take[k] is all ones where window element k is the one chosen (the first
+// NaN, else the first maximum), else zero; `value` is that element. Masks
+// rather than bools: the gradient ANDs them into dy's bits (d & 0 is +0.0f,
+// exactly what the plain kernel writes), with no select GCC would turn back
+// into control flow.
 struct Choice {
-  bool take[4];
+  uint32_t take[4];
   float value;
 };
+inline uint32_t mask(bool b) {
+  return 0u - uint32_t(b);
+}
 inline Choice first_max4(float v0, float v1, float v2, float v3) {
   const bool n0 = std::isnan(v0), n1 = std::isnan(v1), n2 = std::isnan(v2), n3 = std::isnan(v3);
   const bool t1 = (!n0) & (n1 | (v1 > v0));
@@ -176,8 +189,14 @@ inline Choice first_max4(float v0, float v1, float v2, float v3) {
   const bool t2 = (!(n0 | n1)) & (n2 | (v2 > b1));
   const float b2 = t2 ? v2 : b1;
   const bool t3 = (!(n0 | n1 | n2)) & (n3 | (v3 > b2));
-  const bool k3 = t3, k2 = t2 & !t3, k1 = t1 & !(t2 | t3), k0 = !(t1 | t2 | t3);
-  return Choice{{k0, k1, k2, k3}, t3 ? v3 : b2};
+  return Choice{{mask(!(t1 | t2 | t3)), mask(t1 & !(t2 | t3)), mask(t2 & !t3), mask(t3)}, t3 ? v3 : b2};
+}
+inline float masked(float f, uint32_t m) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u &= m;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 
 // Calls body over every (n, channel block, output row) in parallel.
@@ -188,37 +207,64 @@ void for_block_rows(const Pool& g, Body&& body) {
   for (int64_t r = 0; r < rows; ++r) body(r / (blocks * g.p), r / g.p % blocks * 16, r % g.p);
 }
 
+// The 16 lanes of a block at `p` (step `lane`) to and from a local array:
+// contiguous for a native tensor, a strided gather/scatter for a plain one.
+// The arithmetic then runs on local arrays of 16, which GCC vectorises.
+inline void gather16(const float* p, int64_t lane, float* out) {
+  for (int l = 0; l < 16; ++l) out[l] = p[l * lane];
+}
+inline void scatter16(const float* in, int64_t lane, float* p) {
+  for (int l = 0; l < 16; ++l) p[l * lane] = in[l];
+}
+
 template <bool XN, bool YN>
-void max_pool_2x2_layouts(const Pool& g, const float* __restrict x, float* __restrict y) {
+void max_pool_2x2_layouts(const Pool& g, const float* x, float* y) {
   const Image<XN> xi{g.c, g.h, g.w};
   const Image<YN> yi{g.c, g.p, g.q};
   for_block_rows(g, [&](int64_t n, int64_t c0, int64_t p) {
-    for (int64_t q = 0; q < g.q; ++q)
-      for (int64_t l = 0; l < 16; ++l) {
-        const float* w = x + xi.at(n, c0 + l, 2 * p, 2 * q);
-        y[yi.at(n, c0 + l, p, q)] = first_max4(w[0], w[xi.dw()], w[xi.dh()], w[xi.dh() + xi.dw()]).value;
-      }
+    const float* xr = x + xi.row(n, c0, 2 * p);
+    float* yr = y + yi.row(n, c0, p);
+    for (int64_t q = 0; q < g.q; ++q) {
+      const float* xq = xr + 2 * q * xi.dw();
+      float v[4][16], out[16];
+      gather16(xq, xi.lane(), v[0]);
+      gather16(xq + xi.dw(), xi.lane(), v[1]);
+      gather16(xq + xi.dh(), xi.lane(), v[2]);
+      gather16(xq + xi.dh() + xi.dw(), xi.lane(), v[3]);
+      for (int l = 0; l < 16; ++l) out[l] = first_max4(v[0][l], v[1][l], v[2][l], v[3][l]).value;
+      scatter16(out, yi.lane(), yr + q * yi.dw());
+    }
   });
 }
 
 template <bool DYN, bool XN, bool DXN>
-void max_pool_2x2_grad_layouts(const Pool& g, const float* __restrict dy, const float* __restrict x,
-                               float* __restrict dx) {
+void max_pool_2x2_grad_layouts(const Pool& g, const float* dy, const float* x, float* dx) {
   const Image<DYN> dyi{g.c, g.p, g.q};
   const Image<XN> xi{g.c, g.h, g.w};
   const Image<DXN> dxi{g.c, g.h, g.w};
   for_block_rows(g, [&](int64_t n, int64_t c0, int64_t p) {
-    for (int64_t q = 0; q < g.q; ++q)
-      for (int64_t l = 0; l < 16; ++l) {
-        const float* w = x + xi.at(n, c0 + l, 2 * p, 2 * q);
-        const Choice m = first_max4(w[0], w[xi.dw()], w[xi.dh()], w[xi.dh() + xi.dw()]);
-        const float v = 0.f + dy[dyi.at(n, c0 + l, p, q)];  // as the plain path (-0 -> +0)
-        float* d = dx + dxi.at(n, c0 + l, 2 * p, 2 * q);
-        d[0] = m.take[0] ? v : 0.f;
-        d[dxi.dw()] = m.take[1] ? v : 0.f;
-        d[dxi.dh()] = m.take[2] ? v : 0.f;
-        d[dxi.dh() + dxi.dw()] = m.take[3] ? v : 0.f;
+    const float* xr = x + xi.row(n, c0, 2 * p);
+    const float* dyr = dy + dyi.row(n, c0, p);
+    float* dxr = dx + dxi.row(n, c0, 2 * p);
+    for (int64_t q = 0; q < g.q; ++q) {
+      const float* xq = xr + 2 * q * xi.dw();
+      float v[4][16], d[16], out[4][16];
+      gather16(xq, xi.lane(), v[0]);
+      gather16(xq + xi.dw(), xi.lane(), v[1]);
+      gather16(xq + xi.dh(), xi.lane(), v[2]);
+      gather16(xq + xi.dh() + xi.dw(), xi.lane(), v[3]);
+      gather16(dyr + q * dyi.dw(), dyi.lane(), d);
+      for (int l = 0; l < 16; ++l) {
+        const Choice m = first_max4(v[0][l], v[1][l], v[2][l], v[3][l]);
+        const float value = 0.f + d[l];  // as the plain path (-0 -> +0)
+        for (int k = 0; k < 4; ++k) out[k][l] = masked(value, m.take[k]);
       }
+      float* o = dxr + 2 * q * dxi.dw();
+      scatter16(out[0], dxi.lane(), o);
+      scatter16(out[1], dxi.lane(), o + dxi.dw());
+      scatter16(out[2], dxi.lane(), o + dxi.dh());
+      scatter16(out[3], dxi.lane(), o + dxi.dh() + dxi.dw());
+    }
   });
   if (g.h % 2 == 0 && g.w % 2 == 0) return;
   for (int64_t n = 0; n < g.n; ++n)  // the last row / column no window covers
