@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "build/shapes.hpp"
+#include "exec/native_layouts.hpp"
 #include "exec/tensor_text.hpp"
 #include "plugin/optional_call.hpp"
 #include "util/format.hpp"
@@ -64,6 +65,15 @@ Result<void> check_budget(const DeviceHandle& device, const MemoryEstimate& e, u
 Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, const Graph& graph,
                                                    ExecutorOptions options) {
   std::unique_ptr<Executor> executor(new Executor(device, std::move(options)));
+  std::set<ValueId> outputs;
+  for (const std::string& name : executor->options_.outputs) {
+    const Value* v = graph.value_by_name(name);
+    if (v == nullptr)
+      return make_error("output value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    outputs.insert(v->id);
+  }
+  // Layouts are decided before prepare: a kernel is built for them (ABI 1.3).
+  const LayoutPlan layouts = decide_layouts(device, graph, outputs);
   std::vector<std::optional<KernelBinding>> kernels;
   std::vector<size_t> workspace;
   for (size_t i = 0; i < graph.node_count(); ++i) {
@@ -80,19 +90,13 @@ Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, c
     }
     auto spec = op_spec_of(graph, node);
     if (!spec) return spec.error();
+    spec->layouts = layouts.node_layouts(node);
     auto kernel = KernelBinding::prepare(device, *spec);
     if (!kernel) return kernel.error();
     workspace.push_back(kernel->workspace_bytes());
     kernels.push_back(std::move(kernel.value()));
   }
-  std::set<ValueId> outputs;
-  for (const std::string& name : executor->options_.outputs) {
-    const Value* v = graph.value_by_name(name);
-    if (v == nullptr)
-      return make_error("output value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
-    outputs.insert(v->id);
-  }
-  auto plan = make_plan(graph, workspace, outputs);
+  auto plan = make_plan(graph, workspace, outputs, layouts.native);
   if (!plan) return plan.error();
   executor->plan_ = std::move(plan.value());
   if (auto r = check_budget(device, executor->plan_.estimate, executor->options_.memory_budget); !r)
@@ -278,6 +282,11 @@ Result<const ValueStorage*> Executor::checked(ValueId value, size_t bytes, const
     return make_error(
         std::string("cannot ") + action + " value " + std::to_string(value) + ": not in the plan",
         TDM_INVALID_ARGUMENT);
+  if (storage->native)
+    return make_error(std::string("cannot ") + action + " value " + std::to_string(value) +
+                          ": it is in the backend's native layout, private to its kernels; list it in "
+                          "ExecutorOptions::outputs to keep it plain",
+                      TDM_INVALID_ARGUMENT);
   if (bytes != storage->bytes)
     return make_error(std::string("cannot ") + action + " value " + std::to_string(value) + ": " +
                           std::to_string(bytes) + " bytes given, it holds " + std::to_string(storage->bytes),
@@ -324,6 +333,9 @@ Result<void> Executor::fill(ValueId value, double number) {
   const ValueStorage* storage = plan_.find(value);
   if (storage == nullptr)
     return make_error("cannot fill value " + std::to_string(value) + ": not in the plan",
+                      TDM_INVALID_ARGUMENT);
+  if (storage->native)  // the fill kernel writes plain bytes
+    return make_error("cannot fill value " + std::to_string(value) + ": it is in the backend's native layout",
                       TDM_INVALID_ARGUMENT);
   OpSpec spec;
   spec.op = "fill";

@@ -87,16 +87,10 @@ std::string op_signature(const OpSpec& spec) {
   return text;
 }
 
-Result<KernelBinding> KernelBinding::prepare(const DeviceHandle& device, const OpSpec& spec) {
-  const LoadedPlugin& backend = device.backend();
-  std::vector<tdm_attr> attrs;
+OpDescC::OpDescC(const LoadedPlugin& backend, const OpSpec& spec) {
   for (const Attr& attr : spec.attrs) attrs.push_back(to_c(attr));
-  std::vector<tdm_tensor_desc> inputs;
   for (const auto& input : spec.inputs) inputs.push_back(to_c(input ? &*input : nullptr));
-  std::vector<tdm_tensor_desc> outputs;
   for (const TensorType& output : spec.outputs) outputs.push_back(to_c(&output));
-
-  tdm_op_desc desc{};
   desc.struct_size = sizeof desc;  // a 1.0 plugin reads the fields it knows
   desc.op = spec.op.c_str();
   desc.op_version = 1;
@@ -108,6 +102,16 @@ Result<KernelBinding> KernelBinding::prepare(const DeviceHandle& device, const O
   desc.n_outputs = outputs.size();
   // node_name arrived in ABI 1.1: only a plugin that negotiated it reads it.
   desc.node_name = backend.abi_minor_effective >= 1 ? spec.node_name.c_str() : nullptr;
+  // layouts arrived in ABI 1.3; native ones only ever come from the
+  // backend's own kernel_layouts answer (native_layouts.hpp).
+  const bool has_layouts = spec.layouts.size() == inputs.size() + outputs.size();
+  desc.layouts = backend.abi_minor_effective >= 3 && has_layouts ? spec.layouts.data() : nullptr;
+}
+
+Result<KernelBinding> KernelBinding::prepare(const DeviceHandle& device, const OpSpec& spec) {
+  const LoadedPlugin& backend = device.backend();
+  const OpDescC c_desc(backend, spec);
+  const tdm_op_desc& desc = c_desc.desc;
 
   tdm_kernel* kernel = nullptr;
   size_t workspace = 0;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,20 @@ struct OpSpec {
   std::vector<Attr> attrs;
   std::vector<std::optional<TensorType>> inputs;  // nullopt: absent optional input
   std::vector<TensorType> outputs;
+  // tdm_op_desc.layouts (ABI 1.3): inputs then outputs; empty = all plain.
+  std::vector<uint8_t> layouts;
+};
+
+// The C description of `spec` as `backend` may read it (fields it negotiated
+// only). Points into `spec` and into itself: keep both alive and in place
+// while `desc` is in use.
+struct OpDescC {
+  OpDescC(const LoadedPlugin& backend, const OpSpec& spec);
+  OpDescC(const OpDescC&) = delete;
+  OpDescC& operator=(const OpDescC&) = delete;
+  std::vector<tdm_attr> attrs;
+  std::vector<tdm_tensor_desc> inputs, outputs;
+  tdm_op_desc desc{};
 };
 
 // The OpSpec of a graph node (input and output types from its values).

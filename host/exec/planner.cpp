@@ -125,6 +125,7 @@ void bind_inplace(const Graph& graph, std::map<ValueId, ValueStorage>& values,
       ValueStorage& output = values.at(out);
       ValueStorage& owner = values.at(values.at(in).owner);
       if (output.bytes != owner.bytes || output.type.dtype != owner.type.dtype) continue;
+      if (output.native != owner.native || output.arena_bytes() != owner.arena_bytes()) continue;
       if (owner.kind == ValueStorage::Kind::Arena) {
         // Transient: only into a dead input, and never a persistent output.
         size_t& last = block_last.at(owner.owner);
@@ -162,11 +163,19 @@ const ValueStorage* Plan::find(ValueId id) const {
 }
 
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
-                       const std::set<ValueId>& outputs) {
+                       const std::set<ValueId>& outputs, const std::map<ValueId, uint64_t>& native) {
   auto described = describe_values(graph, outputs);
   if (!described) return described.error();
   Plan plan;
   plan.values = std::move(described.value());
+  for (const auto& [id, bytes] : native) {
+    auto it = plan.values.find(id);
+    if (it == plan.values.end() || it->second.kind != ValueStorage::Kind::Arena)
+      return make_error("value " + std::to_string(id) + " cannot be native: only arena values can",
+                        TDM_INTERNAL);
+    it->second.native = true;
+    it->second.native_bytes = std::max<size_t>(bytes, it->second.bytes);
+  }
   std::map<ValueId, size_t> block_last;
   for (const auto& [id, storage] : plan.values) block_last[id] = storage.last;
   bind_inplace(graph, plan.values, block_last);
@@ -176,14 +185,16 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
   for (size_t i = 0; i < graph.value_count(); ++i) {
     const Value& value = *graph.value_at(i);
     ValueStorage& storage = plan.values.at(value.id);
-    if (storage.kind == ValueStorage::Kind::Arena) plan.activations_unshared += align_up(storage.bytes);
+    if (storage.kind == ValueStorage::Kind::Arena)
+      plan.activations_unshared += align_up(storage.arena_bytes());
     if (storage.owner != value.id) continue;
     if (storage.kind == ValueStorage::Kind::Persistent) {
       storage.persistent = plan.persistent.size();
       plan.persistent.push_back({value.id, value.name, storage.bytes, category_of(graph, value)});
     } else {
       block_of[value.id] = blocks.size();
-      blocks.push_back({value.id, align_up(storage.bytes), storage.first, block_last.at(value.id), 0});
+      blocks.push_back(
+          {value.id, align_up(storage.arena_bytes()), storage.first, block_last.at(value.id), 0});
     }
   }
   plan.arena_bytes = place_blocks(blocks);

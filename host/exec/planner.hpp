@@ -17,6 +17,7 @@
 //     later reads the clobbered bytes; the shared block then lives for the
 //     union of both intervals.
 // Otherwise the output gets storage of its own (kernels must accept that).
+// Both sides of an in-place pair must have the same layout (plain or native).
 // Nodes run one at a time on one stream, so one workspace buffer of the
 // largest per-node need serves them all.
 #pragma once
@@ -46,6 +47,12 @@ struct ValueStorage {
   ValueId owner = kNoValue;    // the value whose storage this is (itself unless in-place)
   size_t first = 0, last = 0;  // Arena: its own live interval, schedule positions (inclusive)
   TensorType type;             // dtype and dims of this value
+  // ABI 1.3: the bytes are in the backend's native layout (native_layouts.hpp),
+  // `native_bytes` of them (padding included); the host must not read or
+  // write them. Only arena values are ever native.
+  bool native = false;
+  size_t native_bytes = 0;
+  size_t arena_bytes() const { return native ? native_bytes : bytes; }
 };
 
 struct PersistentBuffer {
@@ -82,9 +89,11 @@ struct Plan {
 // `workspace_per_node[i]` is the workspace of the node at schedule position
 // i (empty or short: 0). Errors on an in-place pair naming missing slots.
 // `outputs`: values the host reads after a run; they stay live to the end of
-// the schedule, so no later value reuses their bytes.
+// the schedule, so no later value reuses their bytes. `native`: values in the
+// backend's native layout and their native byte sizes (their arena slots are
+// that big; an in-place pair never mixes a native and a plain value).
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
-                       const std::set<ValueId>& outputs = {});
+                       const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {});
 
 const char* category_name(MemoryCategory category);
 

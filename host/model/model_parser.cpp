@@ -105,10 +105,26 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
 
 void read_data(Reader& r, const toml::table& t, DataSpec& d) {
   r.check_keys(t, "[data]",
-               {"format", "train_images", "train_labels", "test_images", "test_labels", "train_csv",
-                "test_csv", "label_column", "csv_header", "synthetic_samples", "synthetic_test_samples",
-                "synthetic_noise", "synthetic_vocab", "validation_split", "normalize_mean", "normalize_std",
-                "random_crop_padding", "horizontal_flip", "threads", "prefetch"});
+               {"format",
+                "train_images",
+                "train_labels",
+                "test_images",
+                "test_labels",
+                "train_csv",
+                "test_csv",
+                "label_column",
+                "csv_header",
+                "synthetic_samples",
+                "synthetic_test_samples",
+                "synthetic_noise",
+                "synthetic_vocab",
+                "validation_split",
+                "normalize_mean",
+                "normalize_std",
+                "random_crop_padding",
+                "horizontal_flip",
+                "threads",
+                "prefetch"});
   r.get_choice(t, "format", d.format, {"idx", "csv", "synthetic"});
   r.get(t, "train_images", d.train_images);
   r.get(t, "train_labels", d.train_labels);
@@ -122,7 +138,8 @@ void read_data(Reader& r, const toml::table& t, DataSpec& d) {
   r.get(t, "synthetic_test_samples", d.synthetic_test_samples);
   r.get(t, "synthetic_noise", d.synthetic_noise);
   r.get(t, "synthetic_vocab", d.synthetic_vocab);
-  if (d.synthetic_vocab < 0) r.fail(t, "[data] synthetic_vocab must be 0 (real features) or a vocabulary size");
+  if (d.synthetic_vocab < 0)
+    r.fail(t, "[data] synthetic_vocab must be 0 (real features) or a vocabulary size");
   r.get(t, "validation_split", d.validation_split);
   r.get(t, "normalize_mean", d.normalize_mean);
   r.get(t, "normalize_std", d.normalize_std);

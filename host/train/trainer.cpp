@@ -71,6 +71,16 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   build::TensorParallel tp;
   if (build::uses_tensor_parallelism(spec) && t->group_.world > 1) {
     tp = {t->group_.rank, t->group_.world};
+    // A backend older than the catalog's vocab_start would look up every
+    // index in its slice as a row of its own: refuse rather than train wrong.
+    const bool vocab = std::any_of(spec.layers.begin(), spec.layers.end(), [](const model::LayerSpec& l) {
+      return l.op == "embedding" && l.string_attr("parallel", "none") == "vocab";
+    });
+    if (vocab && device.backend().abi_minor_effective < 3)
+      return make_error("vocabulary-parallel embeddings need a backend built against SDK 1.3 or newer; " +
+                            device.backend().name + " speaks ABI 1." +
+                            std::to_string(device.backend().abi_minor_effective) + ": update the plugin",
+                        TDM_UNSUPPORTED);
   } else {
     t->data_rank_ = t->group_.rank;
     t->data_world_ = t->group_.world;

@@ -32,7 +32,43 @@ const std::map<std::string, Factory>& registry() {
   return factories;
 }
 
+// Catalog name -> its native-layout answer; ops not listed are all plain.
+const std::map<std::string, LayoutFn>& layout_registry() {
+  static const std::map<std::string, LayoutFn> answers = [] {
+    std::map<std::string, LayoutFn> f;
+    const LayoutRegistrar add = [&f](const char* name, LayoutFn fn) { f[name] = fn; };
+    register_conv_layouts(add);
+    register_pool_layouts(add);
+    register_eltwise_layouts(add);
+    return f;
+  }();
+  return answers;
+}
+
+// A native tensor the kernel could not have offered or accepted means the
+// host broke the contract: refuse it rather than misread the bytes.
+void check_native_requests(const OpView& op) {
+  const bool listed = layout_registry().count(op.op()) > 0;
+  auto check = [&](const std::vector<TensorShape>& tensors, bool output) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const bool native = output ? op.output_native(i) : op.input_native(i);
+      if (native && (!listed || !native_eligible(tensors[i])))
+        Check(op).fail(std::string(output ? "output " : "input ") + std::to_string(i) +
+                       " is marked native, which this op never offers for " + shape_str(tensors[i]));
+    }
+  };
+  check(op.inputs(), false);
+  check(op.outputs(), true);
+}
+
 }  // namespace
+
+void OnednnDevice::kernel_layouts(const OpView& op, uint8_t* accepts, uint8_t* offers,
+                                  uint64_t* native_bytes) {
+  const auto it = layout_registry().find(op.op());
+  if (it == layout_registry().end() || op.version() > 1) return;
+  it->second(op, LayoutAnswer{accepts, offers, native_bytes});
+}
 
 dnnl::stream& dnnl_stream(Stream& s) {
   return static_cast<OnednnStream&>(s).get();
@@ -73,6 +109,7 @@ std::unique_ptr<Kernel> OnednnDevice::prepare(const OpView& op, size_t& workspac
   };
   check_dims(op.inputs(), "input");
   check_dims(op.outputs(), "output");
+  check_native_requests(op);
   try {
     return it->second(op, workspace_bytes);
   } catch (const dnnl::error& e) {

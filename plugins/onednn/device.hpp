@@ -12,7 +12,7 @@
 #ifndef TANDEM_ONEDNN_DEVICE_HPP
 #define TANDEM_ONEDNN_DEVICE_HPP
 
-#include "ops/common.hpp"
+#include "ops/layout.hpp"
 #include "tandem/host_device.hpp"
 
 namespace tandem::onednn {
@@ -33,11 +33,14 @@ class OnednnDevice final : public HostMemoryDevice {
   OnednnDevice() : HostMemoryDevice("onednn:0") {}
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<OnednnStream>(*this); }
   std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) override;
+  // Native layouts (ABI 1.3): nChw16c activations, see ops/layout.hpp.
+  void kernel_layouts(const OpView& op, uint8_t* accepts, uint8_t* offers, uint64_t* native_bytes) override;
 };
 
 class OnednnBackend final : public Backend {
  public:
-  OnednnBackend();  // applies the "threads" configuration
+  static constexpr bool kNativeLayouts = true;  // fills tdm_backend_api.kernel_layouts
+  OnednnBackend();                              // applies the "threads" configuration
   uint32_t device_count() override { return 1; }
   Device& device(uint32_t index) override;
 

@@ -114,6 +114,8 @@ TEST(Devices, Abi10PluginKernelWorksAndStatsFallBack) {
   // memory_stats is past the end of the 1.0 table: never read, never called.
   EXPECT_EQ(TANDEM_OPTIONAL_FN(*p, backend, tdm_backend_api, memory_stats, 1), nullptr);
   EXPECT_EQ(TANDEM_OPTIONAL_FN(*p, backend, tdm_backend_api, kernel_describe, 1), nullptr);
+  // Nor kernel_layouts (ABI 1.3): the executor keeps every value plain for it.
+  EXPECT_EQ(TANDEM_OPTIONAL_FN(*p, backend, tdm_backend_api, kernel_layouts, 3), nullptr);
   EXPECT_FALSE(device->memory_stats().has_value());
   Result<host::DeviceInfo> info = device->info();
   ASSERT_TRUE(info.ok());

@@ -168,6 +168,7 @@ void PrimKernel::add_step(dnnl::primitive p, const dnnl::primitive_desc_base& pd
   const dnnl::memory::desc scratch = pd.scratchpad_desc();
   if (scratch.get_size() > 0)
     args[DNNL_ARG_SCRATCHPAD] = bind(scratch, {Slot::workspace, reserve(scratch.get_size())});
+  if (pd.get_kind() == dnnl::primitive::kind::reorder) ++reorders_;
   if (!impl_.empty()) impl_ += "+";
   impl_ += pd.impl_info_str();
   steps_.push_back({std::move(p), std::move(args), nullptr});
@@ -192,7 +193,8 @@ void PrimKernel::launch(Stream& stream, void* const* in, void* const* out, void*
 
 const char* PrimKernel::describe() const noexcept {
   try {
-    described_ = name_ + "(" + impl_ + ") primitives_created=" + std::to_string(primitives_created().load());
+    described_ = name_ + "(" + impl_ + ") reorders=" + std::to_string(reorders_) +
+                 " primitives_created=" + std::to_string(primitives_created().load());
     return described_.c_str();
   } catch (...) {
     return name_.c_str();

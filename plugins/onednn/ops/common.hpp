@@ -126,6 +126,7 @@ class PrimKernel final : public Kernel {
                 std::unordered_map<int, dnnl::memory> args);
   std::string name_;
   std::string impl_;
+  size_t reorders_ = 0;  // reorder steps per launch, shown by describe()
   mutable std::string described_;
   size_t ws_bytes_ = 0;
   std::vector<std::pair<dnnl::memory, Slot>> bindings_;

@@ -5,12 +5,15 @@
 // layouts (nChw16c activations, blocked weights) and with them its direct
 // jit:avx512 convolutions; with plain NCHW activations it could only offer
 // gemm:jit (im2col + sgemm), which was 2-20x slower here and pathological for
-// the C = 1 first layer's backward weights. The ABI tensors stay NCHW/OIHW:
-// an input in another layout is reordered into the workspace before the
-// primitive, an output is written to the workspace and reordered out after
-// it. All reorders are primitives created here, in prepare; a layout oneDNN
-// chose plain is bound directly, with no copy.
-#include "common.hpp"
+// the C = 1 first layer's backward weights. A tensor crossing the ABI is
+// NCHW/OIHW, or nChw16c where the host chose the native layout (ABI 1.3,
+// layout.hpp: activations inside a conv/relu/pool chain): an input in
+// another layout than the one oneDNN chose is reordered into the workspace
+// before the primitive, such an output is written to the workspace and
+// reordered out after it. All reorders are primitives created here, in
+// prepare; a tensor already in the chosen layout is bound directly, with no
+// copy, which inside a native chain is every activation.
+#include "layout.hpp"
 
 namespace tandem::onednn {
 
@@ -85,36 +88,6 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvGeometry& g, bool
   return dnnl::convolution_forward::primitive_desc(d, user_scratchpad_attr(), engine());
 }
 
-// A tensor a conv reads: the user's tensor itself when oneDNN chose its
-// plain layout, else a workspace copy filled by a reorder step added now.
-memory staged_in(PrimKernel& k, const memory::desc& user, const memory::desc& chosen, Slot slot) {
-  if (chosen == user) return k.bind(user, slot);
-  memory staged = k.bind(chosen, {Slot::workspace, k.reserve(chosen.get_size())});
-  const memory src = k.bind(user, slot);
-  const dnnl::reorder::primitive_desc rpd(engine(), user, engine(), chosen, user_scratchpad_attr());
-  k.add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, staged}});
-  return staged;
-}
-
-// A tensor a conv writes: the user's tensor itself, or a workspace buffer in
-// the chosen layout that staged_out_finish reorders into the user's tensor
-// (call it after adding the conv step).
-struct StagedOut {
-  memory user, chosen;
-  bool staged() const { return user != chosen; }
-};
-StagedOut staged_out(PrimKernel& k, const memory::desc& user, const memory::desc& chosen, Slot slot) {
-  const memory u = k.bind(user, slot);
-  if (chosen == user) return {u, u};
-  return {u, k.bind(chosen, {Slot::workspace, k.reserve(chosen.get_size())})};
-}
-void staged_out_finish(PrimKernel& k, const StagedOut& o) {
-  if (!o.staged()) return;
-  const dnnl::reorder::primitive_desc rpd(engine(), o.chosen.get_desc(), engine(), o.user.get_desc(),
-                                          user_scratchpad_attr());
-  k.add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, o.chosen}, {DNNL_ARG_TO, o.user}});
-}
-
 std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
   Check c(op);
   c.counts(2, 3, 1, 1);
@@ -126,9 +99,9 @@ std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
   if (bias) c.input(2, dt, {g.k});
   auto k = std::make_unique<PrimKernel>("conv2d");
   const auto pd = forward_pd(g, bias);
-  const memory x = staged_in(*k, src_md(g), pd.src_desc(), in_slot(0));
+  const memory x = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.src_desc(), in_slot(0));
   const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
-  const StagedOut y = staged_out(*k, dst_md(g), pd.dst_desc(), out_slot(0));
+  const StagedOut y = staged_out(*k, layout_md(c.out(0), op.output_native(0)), pd.dst_desc(), out_slot(0));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y.chosen}};
   if (bias) args[DNNL_ARG_BIAS] = k->bind(pd.bias_desc(), in_slot(2));
   k->add<dnnl::convolution_forward>(pd, std::move(args));
@@ -151,9 +124,10 @@ std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
                                             any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad,
                                             g.pad),
       user_scratchpad_attr(), engine(), hint);
-  const memory dy = staged_in(*k, dst_md(g), pd.diff_dst_desc(), in_slot(0));
+  const memory dy = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.diff_dst_desc(), in_slot(0));
   const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
-  const StagedOut dx = staged_out(*k, src_md(g), pd.diff_src_desc(), out_slot(0));
+  const StagedOut dx =
+      staged_out(*k, layout_md(c.out(0), op.output_native(0)), pd.diff_src_desc(), out_slot(0));
   k->add<dnnl::convolution_backward_data>(
       pd, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dx.chosen}});
   staged_out_finish(*k, dx);
@@ -182,8 +156,8 @@ std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
                                 dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g),
                                 any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
   const dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad_attr(), engine(), hint);
-  const memory x = staged_in(*k, src_md(g), pd.src_desc(), in_slot(1));
-  const memory dy = staged_in(*k, dst_md(g), pd.diff_dst_desc(), in_slot(0));
+  const memory x = staged_in(*k, layout_md(c.in(1), op.input_native(1)), pd.src_desc(), in_slot(1));
+  const memory dy = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.diff_dst_desc(), in_slot(0));
   const StagedOut dw = staged_out(*k, user_weights_md(g), pd.diff_weights_desc(), out_slot(0));
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw.chosen}};
@@ -194,7 +168,28 @@ std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   return k;
 }
 
+// Activations may be native (layout.hpp); weights, bias and their gradients
+// are parameters and gradients, always plain.
+void conv2d_layouts(const OpView& op, const LayoutAnswer& a) {
+  a.accept(op, 0);  // x
+  a.offer(op, 0);   // y
+}
+void conv2d_grad_input_layouts(const OpView& op, const LayoutAnswer& a) {
+  a.accept(op, 0);  // dy
+  a.offer(op, 0);   // dx
+}
+void conv2d_grad_weight_layouts(const OpView& op, const LayoutAnswer& a) {
+  a.accept(op, 0);  // dy
+  a.accept(op, 1);  // x
+}
+
 }  // namespace
+
+void register_conv_layouts(const LayoutRegistrar& add) {
+  add("conv2d", conv2d_layouts);
+  add("conv2d_grad_input", conv2d_grad_input_layouts);
+  add("conv2d_grad_weight", conv2d_grad_weight_layouts);
+}
 
 void register_conv(const Registrar& add) {
   add("conv2d", conv2d);

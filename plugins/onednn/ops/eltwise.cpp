@@ -1,11 +1,14 @@
 // oneDNN backend — activations, their gradients, scale, softmax and
 // log_softmax: dnnl eltwise / softmax / logsoftmax primitives.
 //
-// Elementwise ops see the tensor as one flat dense vector. Gradients that the
+// Elementwise ops see the tensor as one flat dense vector. That holds for the
+// native layout too (layout.hpp: no padding), so activations accept and offer
+// it; the op computes in its output's layout and reorders an input that the
+// host handed in the other one (only at a chain's edge). Gradients that the
 // catalog defines on the forward output (tanh_grad, sigmoid_grad) use the
 // *_use_dst_for_bwd algorithms; relu_grad and gelu_grad read x. Softmax views
 // the tensor as [outer, axis, inner].
-#include "common.hpp"
+#include "layout.hpp"
 
 namespace tandem::onednn {
 
@@ -44,8 +47,9 @@ std::unique_ptr<Kernel> eltwise_forward(const Check& c, algorithm algo, float al
   const dnnl::eltwise_forward::primitive_desc pd(
       dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algo, md, alpha, beta),
       user_scratchpad_attr(), engine());
-  k->add<dnnl::eltwise_forward>(
-      pd, {{DNNL_ARG_SRC, k->bind(md, in_slot(0))}, {DNNL_ARG_DST, k->bind(md, out_slot(0))}});
+  const Slot x = input_in_layout(*k, c, 0, c.op().output_native(0));
+  k->add<dnnl::eltwise_forward>(pd,
+                                {{DNNL_ARG_SRC, k->bind(md, x)}, {DNNL_ARG_DST, k->bind(md, out_slot(0))}});
   ws = k->workspace_bytes();
   return k;
 }
@@ -79,8 +83,10 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
       dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, md, 0.f, 0.f), engine());
   const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(algo, md, md, 0.f, 0.f),
                                                   user_scratchpad_attr(), engine(), hint);
-  k->add<dnnl::eltwise_backward>(pd, {{DNNL_ARG_DIFF_DST, k->bind(md, in_slot(0))},
-                                      {use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, k->bind(md, in_slot(1))},
+  const Slot dy = input_in_layout(*k, c, 0, c.op().output_native(0));
+  const Slot x_or_y = input_in_layout(*k, c, 1, c.op().output_native(0));
+  k->add<dnnl::eltwise_backward>(pd, {{DNNL_ARG_DIFF_DST, k->bind(md, dy)},
+                                      {use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, k->bind(md, x_or_y)},
                                       {DNNL_ARG_DIFF_SRC, k->bind(md, out_slot(0))}});
   ws = k->workspace_bytes();
   return k;
@@ -152,7 +158,18 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
   return k;
 }
 
+void activation_layouts(const OpView& op, const LayoutAnswer& a) {
+  for (size_t i = 0; i < op.inputs().size(); ++i) a.accept(op, i);
+  a.offer(op, 0);
+}
+
 }  // namespace
+
+void register_eltwise_layouts(const LayoutRegistrar& add) {
+  for (const char* op :
+       {"relu", "gelu", "tanh", "sigmoid", "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+    add(op, activation_layouts);
+}
 
 void register_eltwise(const Registrar& add) {
   for (const char* op : {"relu", "gelu", "tanh", "sigmoid"}) add(op, activation);

@@ -124,6 +124,22 @@ typedef struct tdm_backend_api {
   /* The implementation a kernel resolved to (e.g. "brgemm:avx512_core"), for
    * verbose logs and profiles. Owned by the kernel. Optional. */
   const char* (*kernel_describe)(tdm_kernel* kernel);
+
+  /* ---- since ABI 1.3 (check struct_size, then the pointer) ---- */
+  /* Native layouts (types.h, TDM_LAYOUT_NATIVE). Optional: NULL = the backend
+   * has none and every tensor stays plain. The host calls it before
+   * kernel_prepare with op->layouts NULL; the arrays have n_inputs and
+   * n_outputs entries, zeroed by the host. The backend sets
+   * input_accepts_native[i] = 1 where the kernel can read input i in its
+   * native layout, output_offers_native[j] = 1 where it can write output j in
+   * it, and output_native_bytes[j] to the bytes a native output j occupies
+   * (padding included; >= the plain size). The host then chooses, per value,
+   * native only when its producer offers it and every consumer accepts it,
+   * and prepares each kernel with op->layouts saying what it chose: any mix
+   * of native and plain within what the backend declared must work. A
+   * TDM_UNSUPPORTED answer means "all plain". */
+  tdm_status (*kernel_layouts)(tdm_device* device, const tdm_op_desc* op, uint8_t* input_accepts_native,
+                               uint8_t* output_offers_native, uint64_t* output_native_bytes);
 } tdm_backend_api;
 
 #ifdef __cplusplus

@@ -227,6 +227,10 @@ class OpView {
     if (TDM_STRUCT_HAS(&desc_, tdm_op_desc, node_name) && desc_.node_name != nullptr) return desc_.node_name;
     return "";
   }
+  // Whether the host chose the backend's native layout for input i / output j
+  // (ABI 1.3); plain when the host did not say.
+  bool input_native(size_t i) const noexcept { return layout_at(i) == TDM_LAYOUT_NATIVE; }
+  bool output_native(size_t j) const noexcept { return layout_at(desc_.n_inputs + j) == TDM_LAYOUT_NATIVE; }
 
   const tdm_attr* attr(const char* name) const noexcept {
     for (size_t i = 0; i < desc_.n_attrs; ++i)
@@ -270,6 +274,10 @@ class OpView {
   }
 
  private:
+  uint8_t layout_at(size_t k) const noexcept {
+    if (!TDM_STRUCT_HAS(&desc_, tdm_op_desc, layouts) || desc_.layouts == nullptr) return TDM_LAYOUT_PLAIN;
+    return k < desc_.n_inputs + desc_.n_outputs ? desc_.layouts[k] : uint8_t(TDM_LAYOUT_PLAIN);
+  }
   const tdm_op_desc& desc_;
   std::vector<TensorShape> inputs_;
   std::vector<TensorShape> outputs_;
@@ -333,6 +341,14 @@ class Device {
   }
   // Return the kernel, or throw Unsupported("why").
   virtual std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) = 0;
+  // Native layouts (ABI 1.3, backend.h kernel_layouts): set accepts[i] /
+  // offers[j] to 1 and native_bytes[j] where prepare can take input i / give
+  // output j in the native layout (arrays of n_inputs / n_outputs, zeroed).
+  // Only wired into the table when the Backend class declares
+  // `static constexpr bool kNativeLayouts = true;`: the others leave the
+  // function NULL, so the host knows they have no native layouts at all.
+  virtual void kernel_layouts(const OpView&, uint8_t* /*accepts*/, uint8_t* /*offers*/,
+                              uint64_t* /*native_bytes*/) {}
   // Optional statistics; the default reports nothing beyond zeros.
   virtual tdm_memory_stats memory_stats() {
     tdm_memory_stats s{};
@@ -528,6 +544,13 @@ struct BackendAdapter {
         return guard([&] { detail::as_device(d).release_cached(); });
       };
       t.kernel_describe = [](tdm_kernel* k) -> const char* { return detail::as_kernel(k).describe(); };
+      if constexpr (requires { requires B::kNativeLayouts; }) {
+        t.kernel_layouts = [](tdm_device* d, const tdm_op_desc* op, uint8_t* accepts, uint8_t* offers,
+                              uint64_t* native_bytes) {
+          return guard(
+              [&] { detail::as_device(d).kernel_layouts(OpView(*op), accepts, offers, native_bytes); });
+        };
+      }
       return t;
     }();
     return &api;

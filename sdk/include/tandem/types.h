@@ -127,7 +127,19 @@ typedef struct tdm_op_desc {
   /* since ABI 1.1: the graph node's name (e.g. "fc1.backward"), for error
    * messages only; may be NULL. */
   const char* node_name;
+  /* since ABI 1.3: the layout of each tensor, inputs then outputs
+   * (n_inputs + n_outputs entries of TDM_LAYOUT_*); NULL = all plain. Only a
+   * backend with kernel_layouts (backend.h) ever sees TDM_LAYOUT_NATIVE, and
+   * only where it said it accepts (input) or offers (output) it. */
+  const uint8_t* layouts;
 } tdm_op_desc;
+
+/* Tensor layouts (since ABI 1.3). PLAIN: dense row-major, as `strides` NULL
+ * says. NATIVE: the backend's own layout of a tensor, a pure function of the
+ * tensor's (dtype, dims) on that backend, so the kernel that writes a value
+ * and every kernel that reads it agree without negotiating a format (oneDNN:
+ * nChw16c). The host never reads or writes native bytes itself. */
+enum { TDM_LAYOUT_PLAIN = 0, TDM_LAYOUT_NATIVE = 1 };
 
 /* Key/value configuration: a plugin's `[features.NAME]` or `[plugins.NAME]`
  * section, flattened to strings ("segments" = "4"). Owned by the host; valid

@@ -1,0 +1,62 @@
+// oneDNN backend — the native layout (ABI 1.3, backend.h kernel_layouts) and
+// the reorders at the edges of a layout.
+//
+// Native layout: nChw16c (oneDNN's aBcd16b) for a rank-4 f32 tensor whose C
+// is a multiple of 16, on a CPU where oneDNN's own convolution picks nChw16c
+// (AVX-512). The direct jit convolutions read and write it, so a chain
+// conv -> relu -> max-pool -> conv keeps its activations there and only the
+// chain's edges reorder. Why C % 16 == 0 only: no padded channels, so native
+// bytes equal plain bytes and the eltwise and pooling kernels never meet the
+// padding (which oneDNN requires to stay zero). Why f32 only: bf16 direct
+// convolutions need avx512_core_bf16, not every AVX-512 CPU has it, and the
+// gain was only measured for f32. TANDEM_ONEDNN_NATIVE_LAYOUTS=0 in the
+// environment turns native layouts off (all plain, as with ABI 1.2), for A/B
+// measurements.
+#ifndef TANDEM_ONEDNN_OPS_LAYOUT_HPP
+#define TANDEM_ONEDNN_OPS_LAYOUT_HPP
+
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+// Whether `t` may be native at all (see above).
+bool native_eligible(const TensorShape& t);
+// nChw16c when `native`, else dense row-major.
+dnnl::memory::desc layout_md(const TensorShape& t, bool native);
+
+// The answer to kernel_layouts for one op: the arrays are those of backend.h.
+struct LayoutAnswer {
+  uint8_t* accepts;
+  uint8_t* offers;
+  uint64_t* native_bytes;
+  void accept(const OpView& op, size_t input) const;  // if eligible
+  void offer(const OpView& op, size_t output) const;  // if eligible
+};
+using LayoutFn = void (*)(const OpView& op, const LayoutAnswer& answer);
+using LayoutRegistrar = std::function<void(const char* name, LayoutFn)>;
+void register_conv_layouts(const LayoutRegistrar& add);
+void register_pool_layouts(const LayoutRegistrar& add);
+void register_eltwise_layouts(const LayoutRegistrar& add);
+
+// Input i of the op in layout `want_native`: its own slot when it already is,
+// else a workspace copy filled by a reorder step added to `k` now.
+Slot input_in_layout(PrimKernel& k, const Check& c, size_t i, bool want_native);
+
+// A tensor a primitive reads: the tensor itself when the primitive chose its
+// layout (`user`), else a workspace copy filled by a reorder step added now.
+dnnl::memory staged_in(PrimKernel& k, const dnnl::memory::desc& user, const dnnl::memory::desc& chosen,
+                       Slot slot);
+// A tensor a primitive writes: the tensor itself, or a workspace buffer in
+// the chosen layout that staged_out_finish reorders into the tensor (call it
+// after adding the primitive's step).
+struct StagedOut {
+  dnnl::memory user, chosen;
+  bool staged() const { return user != chosen; }
+};
+StagedOut staged_out(PrimKernel& k, const dnnl::memory::desc& user, const dnnl::memory::desc& chosen,
+                     Slot slot);
+void staged_out_finish(PrimKernel& k, const StagedOut& o);
+
+}  // namespace tandem::onednn
+
+#endif  // TANDEM_ONEDNN_OPS_LAYOUT_HPP
