@@ -179,6 +179,11 @@ Result<void> Autodiff::apply_rule(const Node& n) {
     if (!dx) return dx.error();
     return accumulate(in[0], *dx);
   }
+  if (op == "fake_quant") {  // the straight-through estimator (sdk/ops.md), from x
+    auto dx = emit1("fake_quant_grad", "grad", {dy, in[0]}, copy_attrs(), type(in[0]));
+    if (!dx) return dx.error();
+    return accumulate(in[0], *dx);
+  }
   if (op == "tanh" || op == "sigmoid" || op == "softmax" || op == "log_softmax") {
     auto dx = emit1(op + "_grad", "grad", {dy, y}, copy_attrs(), type(in[0]));
     if (!dx) return dx.error();

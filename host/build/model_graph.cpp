@@ -111,7 +111,7 @@ bool uses_tensor_parallelism(const model::ModelSpec& spec) {
 }
 
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype,
-                                 TensorParallel tp) {
+                                 TensorParallel tp, const Int8Plan* int8) {
   ModelGraph g;
   g.tensor_parallel = tp;
   g.mode = mode;
@@ -129,7 +129,7 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
   std::map<std::string, ValueId> outputs = {{"input", g.input}};
   ValueId previous = g.input;
   for (const auto& layer : spec.layers) {
-    detail::Context ctx{g, spec, &layer};
+    detail::Context ctx{g, spec, &layer, int8};
     auto inputs = resolve_inputs(ctx, outputs, previous);
     if (!inputs) return inputs.error();
     auto out = detail::expand_layer(ctx, *inputs);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "build/int8_plan.hpp"
 #include "graph/graph.hpp"
 #include "model/model_spec.hpp"
 #include "util/result.hpp"
@@ -81,8 +82,11 @@ struct ModelGraph {
 // against finite differences on the reference backend.
 // `tp`: with size > 1, layers marked `parallel` hold only this rank's slice
 // and exchange activations with "comm.*" nodes (see exec/collectives.hpp).
+// `int8`: layers listed there are emitted in INT8 (quantize + linear_int8 or
+// conv2d_int8; eval mode only, see build/int8_layers.cpp).
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode,
-                                 tdm_dtype dtype = TDM_F32, TensorParallel tp = {});
+                                 tdm_dtype dtype = TDM_F32, TensorParallel tp = {},
+                                 const Int8Plan* int8 = nullptr);
 // Whether any layer asks for tensor parallelism.
 bool uses_tensor_parallelism(const model::ModelSpec& spec);
 

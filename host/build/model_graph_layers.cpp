@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "build/model_graph_layers.hpp"
+
+#include "build/int8_layers.hpp"
 #include "data/counter_rng.hpp"
 
 namespace tandem::host::build::detail {
@@ -134,6 +136,8 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
   auto x = flatten(ctx, x_in, l.name + ".flatten");
   if (!x) return x.error();
   if (parallel == "column") return column_linear(ctx, *x);
+  if (ctx.int8 != nullptr)
+    if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end()) return linear_int8(ctx, *x, q->second);
   const int64_t in = ctx.dims(*x)[1], out = l.int_attr("out_features", 0);
   if (out <= 0) return ctx.error("out_features must be positive");
   auto w = ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
@@ -164,6 +168,11 @@ Result<ValueId> conv2d(Context& ctx, ValueId x) {
   const auto oh = window_out(d[2], k[0], s[0], p[0], dil[0]), ow = window_out(d[3], k[1], s[1], p[1], dil[1]);
   if (!oh || !ow)
     return ctx.error("the kernel " + dims_str(k) + " does not fit the input " + shape_of(ctx, x));
+  if (ctx.int8 != nullptr)
+    if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end())
+      return conv2d_int8(ctx, x, q->second,
+                         {{"stride", s}, {"padding", p}, {"dilation", dil}, {"groups", groups}},
+                         {out_c, d[1] / groups, k[0], k[1]}, {d[0], out_c, *oh, *ow});
   const int64_t fan_in = d[1] / groups * k[0] * k[1], fan_out = out_c / groups * k[0] * k[1];
   auto w = ctx.parameter("weight", {out_c, d[1] / groups, k[0], k[1]},
                          weight_init(l, "init", "kaiming", fan_in, fan_out));

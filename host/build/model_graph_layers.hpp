@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "build/int8_plan.hpp"
 #include "build/model_graph.hpp"
 #include "build/shapes.hpp"
 
@@ -14,6 +15,7 @@ struct Context {
   ModelGraph& out;
   const model::ModelSpec& spec;
   const model::LayerSpec* layer = nullptr;  // the layer being expanded
+  const Int8Plan* int8 = nullptr;           // layers to emit in INT8 (eval of a quantized model)
 
   std::string who() const { return "layer '" + layer->name + "' (" + layer->op + ")"; }
   Error error(const std::string& message) const {

@@ -1,5 +1,8 @@
 // `tandem eval MODEL.toml --weights CHECKPOINT`: loss and accuracy of trained
-// weights on the model's test set (or another split).
+// weights on the model's test set (or another split). An INT8 checkpoint
+// (`tandem quantize`: metadata tandem.quantized = int8) runs its linear and
+// conv layers as quantize + linear_int8 / conv2d_int8.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -7,6 +10,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "model/model_parser.hpp"
+#include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
 #include "train/datasets.hpp"
 #include "train/device_select.hpp"
@@ -25,7 +29,9 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
       "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")(
       "device", po::value<std::string>()->default_value(""),
       "device: cuda:0, onednn:0, reference:0, cpu, gpu")("threads", po::value<int>()->default_value(0),
-                                                         "compute threads for CPU backends");
+                                                         "compute threads for CPU backends")(
+      "repeat", po::value<int>()->default_value(1),
+      "evaluate this many times; throughput from each batch's fastest run (benchmarks)");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -44,6 +50,16 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   std::string weights = vm["weights"].as<std::string>();
+  // A `tandem quantize` output directory holds calibration.json and the INT8
+  // checkpoint; any other directory is a run directory.
+  if (std::filesystem::is_directory(weights)) {
+    auto int8 = host::quant::int8_checkpoint_in(weights);
+    if (!int8) {
+      print_error(int8.error().message);
+      return kExitInput;
+    }
+    if (*int8) weights = **int8;
+  }
   if (std::filesystem::is_directory(weights)) {
     auto latest = host::train::latest_checkpoint(weights);
     if (!latest) {
@@ -80,6 +96,15 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitPlugin;
   }
   host::train::Evaluator evaluator(*spec, *device);
+  const bool int8 = host::quant::is_int8_checkpoint(*cp);
+  if (int8) {
+    auto plan = host::quant::load_int8_plan(*cp, weights);
+    if (!plan) {
+      print_error(plan.error().message);
+      return kExitInput;
+    }
+    evaluator.use_int8(std::move(*plan));
+  }
   if (auto r = evaluator.load(*cp, weights); !r) {
     print_error(r.error().message);
     return kExitInput;
@@ -89,8 +114,29 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(result.error().message);
     return kExitRuntimeFailure;
   }
+  // Throughput: each batch's fastest time over the passes, summed. On a
+  // shared machine a pass is often slowed by a stall somewhere (an OpenMP
+  // thread descheduled at a barrier); the per-batch minimum discards those
+  // and also the first pass's kernel preparation.
+  std::vector<double> best = result->batch_seconds;
+  for (int i = 1; i < vm["repeat"].as<int>(); ++i) {
+    auto again = evaluator.evaluate(*set, data->transforms, static_cast<int>(spec->data.threads));
+    if (!again) {
+      print_error(again.error().message);
+      return kExitRuntimeFailure;
+    }
+    for (size_t b = 0; b < best.size() && b < again->batch_seconds.size(); ++b)
+      best[b] = std::min(best[b], again->batch_seconds[b]);
+  }
+  double best_seconds = 0;
+  for (double t : best) best_seconds += t;
   std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
-            << result->accuracy << " (" << weights << ", " << device->id() << ")" << std::endl;
+            << result->accuracy << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")"
+            << std::endl;
+  if (best_seconds > 0)
+    std::cout << "throughput " << static_cast<int64_t>(static_cast<double>(result->samples) / best_seconds)
+              << " samples/s (graph runs only, batch " << spec->train.batch_size << ", each batch's best of "
+              << vm["repeat"].as<int>() << ")" << std::endl;
   return kExitOk;
 }
 

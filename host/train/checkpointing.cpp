@@ -64,9 +64,9 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
                         TDM_INVALID_ARGUMENT);
     }
     if (t->dtype != v.type.dtype || t->shape != v.type.dims)
-      return make_error(source + ": tensor '" + v.name + "' is " + build::dims_str(t->shape) +
-                            " but the model needs " + build::dims_str(v.type.dims) + " (" +
-                            exec::dtype_name(v.type.dtype) + ")",
+      return make_error(source + ": tensor '" + v.name + "' is " + build::dims_str(t->shape) + " (" +
+                            exec::dtype_name(t->dtype) + ") but the model needs " +
+                            build::dims_str(v.type.dims) + " (" + exec::dtype_name(v.type.dtype) + ")",
                         TDM_INVALID_ARGUMENT);
     plan.emplace_back(&v, t);
   }

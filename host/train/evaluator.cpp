@@ -1,8 +1,9 @@
 #include "train/evaluator.hpp"
 
-#include "place/placed_executor.hpp"
+#include <chrono>
 
 #include "data/loader.hpp"
+#include "place/placed_executor.hpp"
 #include "train/checkpointing.hpp"
 
 namespace tandem::host::train {
@@ -23,7 +24,8 @@ int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_
 Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
   auto it = compiled_.find(batch);
   if (it != compiled_.end()) return &it->second;
-  auto model = build::build_forward(spec_, batch, build::Mode::Eval, TDM_F32, tensor_parallel_);
+  auto model = build::build_forward(spec_, batch, build::Mode::Eval, TDM_F32, tensor_parallel_,
+                                    int8_.empty() ? nullptr : &int8_);
   if (!model) return model.error();
   exec::ExecutorOptions options;
   options.collectives = collectives_;
@@ -75,6 +77,7 @@ Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Tra
     if (!c) return c.error();
     const build::ModelGraph& m = (*c)->model;
     exec::Executor& ex = *(*c)->executor;
+    const auto start = std::chrono::steady_clock::now();
     if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)
       return r.error();
     if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r)
@@ -85,6 +88,9 @@ Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Tra
     float loss = 0;
     if (auto r = ex.read(m.logits, logits.data(), logits.size() * sizeof(float)); !r) return r.error();
     if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.compute_seconds += seconds;
+    result.batch_seconds.push_back(seconds);
     loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size);
     correct += count_correct(logits, batch->labels, batch->size, classes);
     result.samples += batch->size;

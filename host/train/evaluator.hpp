@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "build/model_graph.hpp"
 #include "checkpoint/safetensors.hpp"
@@ -25,6 +26,10 @@ struct EvalResult {
   double loss = 0;
   double accuracy = 0;
   int64_t samples = 0;
+  // Wall time of the graph runs alone (inputs written, graph run, outputs
+  // read), without data loading: what a throughput of the model measures.
+  double compute_seconds = 0;
+  std::vector<double> batch_seconds;  // the same, per batch, in loader order
 };
 
 class Evaluator {
@@ -39,6 +44,10 @@ class Evaluator {
     tensor_parallel_ = tp;
     collectives_ = collectives;
   }
+
+  // An INT8 model (`tandem quantize`): these layers run as quantize +
+  // linear_int8 / conv2d_int8. Call before load().
+  void use_int8(build::Int8Plan plan) { int8_ = std::move(plan); }
 
   // Layers pinned to several devices: evaluation graphs are placed like
   // training's, on `devices` (every device a pin of the model resolves to).
@@ -66,6 +75,7 @@ class Evaluator {
   std::optional<place::PlacementOptions> placement_;
   std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
+  build::Int8Plan int8_;
 };
 
 // Index of the largest logit per row; ties go to the first.

@@ -25,6 +25,8 @@ const std::map<std::string, Factory>& registry() {
     register_tensor(add);
     register_cast(add);
     register_optim(add);
+    register_quant(add);
+    register_quant_conv(add);
     return f;
   }();
   return factories;

@@ -18,6 +18,7 @@ Registry::Registry() {
   register_shape(add);
   register_cast(add);
   register_optimizer(add);
+  register_quantize(add);
 }
 
 const Registry& Registry::instance() {

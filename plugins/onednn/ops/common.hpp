@@ -204,6 +204,8 @@ void register_loss(const Registrar& add);
 void register_tensor(const Registrar& add);
 void register_cast(const Registrar& add);
 void register_optim(const Registrar& add);
+void register_quant(const Registrar& add);
+void register_quant_conv(const Registrar& add);
 
 }  // namespace tandem::onednn
 

@@ -149,6 +149,7 @@ void register_reduce(const Registrar& add);
 void register_shape(const Registrar& add);
 void register_cast(const Registrar& add);
 void register_optimizer(const Registrar& add);
+void register_quantize(const Registrar& add);
 
 }  // namespace tandem::reference
 

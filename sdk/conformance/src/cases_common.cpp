@@ -67,6 +67,7 @@ const std::vector<Case>& catalogue() {
     add_dense_cases(v);
     add_nn_cases(v);
     add_tensor_cases(v);
+    add_quant_cases(v);
     return v;
   }();
   return all;
@@ -120,7 +121,13 @@ const std::vector<std::string>& catalog_ops() {
                                                "fill",
                                                "copy",
                                                "sgd_update",
-                                               "adamw_update"};
+                                               "adamw_update",
+                                               "quantize",
+                                               "dequantize",
+                                               "linear_int8",
+                                               "conv2d_int8",
+                                               "fake_quant",
+                                               "fake_quant_grad"};
   return ops;
 }
 
