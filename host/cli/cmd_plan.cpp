@@ -38,14 +38,6 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  if (vm.count("placement")) {
-    const std::string placement = vm["placement"].as<std::string>();
-    if (placement != "pinned" && placement != "strict") {
-      print_error("--placement must be pinned or strict, got '" + placement + "'");
-      return kExitUsage;
-    }
-    spec->train.placement = placement;
-  }
   std::unique_ptr<PluginSession> session = load_plugins(globals, {});
   auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
   if (!device) {
@@ -54,13 +46,9 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   host::train::TrainOptions train;
   train.plan_only = true;
-  if (vm.count("memory-budget")) {
-    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), *session->registry);
-    if (!budgets) {
-      print_error(budgets.error().message);
-      return kExitUsage;
-    }
-    train.memory_budgets = std::move(*budgets);
+  if (auto r = apply_placement_options(vm, *session->registry, *spec, train); !r) {
+    print_error(r.error().message);
+    return kExitUsage;
   }
   auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, train);
   if (!trainer) {

@@ -142,21 +142,9 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(device.error().message);
     return kExitPlugin;
   }
-  if (vm.count("memory-budget")) {
-    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), *session->registry);
-    if (!budgets) {
-      print_error(budgets.error().message);
-      return kExitUsage;
-    }
-    train.memory_budgets = std::move(*budgets);
-  }
-  if (vm.count("placement")) {
-    const std::string placement = vm["placement"].as<std::string>();
-    if (placement != "pinned" && placement != "strict") {
-      print_error("--placement must be pinned or strict, got '" + placement + "'");
-      return kExitUsage;
-    }
-    spec->train.placement = placement;
+  if (auto r = apply_placement_options(vm, *session->registry, *spec, train); !r) {
+    print_error(r.error().message);
+    return kExitUsage;
   }
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
   const bool tensor_parallel = group.world > 1 && host::build::uses_tensor_parallelism(*spec);

@@ -51,4 +51,22 @@ host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::str
   return budgets;
 }
 
+host::Result<void> apply_placement_options(const boost::program_options::variables_map& vm,
+                                           const host::PluginRegistry& registry, host::model::ModelSpec& spec,
+                                           host::train::TrainOptions& train) {
+  if (vm.count("memory-budget")) {
+    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), registry);
+    if (!budgets) return budgets.error();
+    train.memory_budgets = std::move(*budgets);
+  }
+  if (vm.count("placement")) {
+    const std::string placement = vm["placement"].as<std::string>();
+    if (placement != "pinned" && placement != "strict")
+      return host::make_error("--placement must be pinned or strict, got '" + placement + "'",
+                              TDM_INVALID_ARGUMENT);
+    spec.train.placement = placement;
+  }
+  return {};
+}
+
 }  // namespace tandem::cli

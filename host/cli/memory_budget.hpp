@@ -5,7 +5,11 @@
 #include <map>
 #include <string>
 
+#include <boost/program_options.hpp>
+
+#include "model/model_spec.hpp"
 #include "plugin/registry.hpp"
+#include "train/trainer.hpp"
 #include "util/result.hpp"
 
 namespace tandem::cli {
@@ -14,5 +18,11 @@ namespace tandem::cli {
 // to device ids; sizes with B, KiB, MiB or GiB (or a plain byte count).
 host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::string& text,
                                                                   const host::PluginRegistry& registry);
+
+// The placement options train and plan share: --memory-budget into
+// `train`, --placement into the spec. An error is a usage error.
+host::Result<void> apply_placement_options(const boost::program_options::variables_map& vm,
+                                           const host::PluginRegistry& registry, host::model::ModelSpec& spec,
+                                           host::train::TrainOptions& train);
 
 }  // namespace tandem::cli

@@ -61,6 +61,7 @@ struct ExecutorTransfer {
   size_t from_part = 0, to_part = 0;
   ValueId from = kNoValue, to = kNoValue;  // the parts' values
   size_t bytes = 0;
+  bool memcpy = false;  // both devices host-addressable (set by compose)
 };
 
 // One node execution, for a Chrome trace ("X" events): microseconds since

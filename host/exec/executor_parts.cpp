@@ -22,7 +22,14 @@ std::unique_ptr<Executor> Executor::compose(std::vector<ExecutorPart> parts,
   for (size_t p = 0; p < parts.size(); ++p)
     for (size_t local = 0; local < parts[p].positions.size(); ++local)
       e->slots_[parts[p].positions[local]] = Slot{false, p, local};
-  for (size_t t = 0; t < transfers.size(); ++t) e->slots_[transfers[t].position] = Slot{true, t, 0};
+  const auto addressable = [&](size_t part) {
+    const auto info = parts[part].executor->device_->info();
+    return info && info->host_addressable;
+  };
+  for (size_t t = 0; t < transfers.size(); ++t) {
+    e->slots_[transfers[t].position] = Slot{true, t, 0};
+    transfers[t].memcpy = addressable(transfers[t].from_part) && addressable(transfers[t].to_part);
+  }
   for (const ExecutorPart& part : parts) e->allocated_ += part.executor->allocated_bytes();
   e->parts_ = std::move(parts);
   e->transfers_ = std::move(transfers);
@@ -66,8 +73,7 @@ Result<void> Executor::run_parts(size_t first, size_t end) {
 Result<void> Executor::transfer(const ExecutorTransfer& t) {
   Executor& from = *parts_[t.from_part].executor;
   Executor& to = *parts_[t.to_part].executor;
-  const auto from_info = from.device_->info(), to_info = to.device_->info();
-  if (from_info && to_info && from_info->host_addressable && to_info->host_addressable) {
+  if (t.memcpy) {
     std::memcpy(to.device_pointer(t.to), from.device_pointer(t.from), t.bytes);
   } else {
     std::vector<unsigned char> staging(t.bytes);
