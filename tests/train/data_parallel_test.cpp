@@ -50,10 +50,16 @@ synthetic_samples = 2048
 synthetic_test_samples = 64
 )";
 
-TEST(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
-  if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-  if (!TANDEM_HAVE_MPI_PLUGIN)
-    GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+class DataParallel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
+    if (!TANDEM_HAVE_MPI_PLUGIN)
+      GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+  }
+};
+
+TEST_F(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
   const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
@@ -80,10 +86,7 @@ TEST(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   EXPECT_LE(worst, 1e-5);
 }
 
-TEST(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
-  if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-  if (!TANDEM_HAVE_MPI_PLUGIN)
-    GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+TEST_F(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
   const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
@@ -100,10 +103,7 @@ TEST(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   EXPECT_LE(worst, 1e-5);
 }
 
-TEST(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
-  if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-  if (!TANDEM_HAVE_MPI_PLUGIN)
-    GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+TEST_F(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
   const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
@@ -126,10 +126,7 @@ TEST(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
   EXPECT_NE(one.output.find("trained 64 steps"), std::string::npos) << one.output;
 }
 
-TEST(DataParallel, ADeadRankStopsTheOthersWithAClearErrorAndIntactCheckpoints) {
-  if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-  if (!TANDEM_HAVE_MPI_PLUGIN)
-    GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+TEST_F(DataParallel, ADeadRankStopsTheOthersWithAClearErrorAndIntactCheckpoints) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
   // Rank 1 is killed (SIGKILL) one second in; --enable-recovery keeps Open MPI
