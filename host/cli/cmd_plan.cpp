@@ -18,10 +18,13 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")(
       "device", po::value<std::string>()->default_value(""),
-      "default device of unpinned layers: cuda:0, onednn:0, reference:0, cpu, gpu")(
+      "default device of unpinned layers: cuda:0, onednn:0, reference:0, cpu, gpu; a list (cuda:0,cpu) "
+      "lets layers go to the other devices too")(
+      "threads", po::value<int>()->default_value(0),
+      "compute threads for CPU backends, as for train (the measured costs depend on it)")(
       "memory-budget", po::value<std::string>(),
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
-      "placement", po::value<std::string>(), "pinned or strict (as for train)");
+      "placement", po::value<std::string>(), "auto, pinned or strict (as for train)");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -38,8 +41,10 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  std::unique_ptr<PluginSession> session = load_plugins(globals, {});
-  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  std::map<std::string, std::string> config;
+  if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
+  std::unique_ptr<PluginSession> session = load_plugins(globals, config);
+  auto device = host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;

@@ -37,7 +37,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "enable a feature plugin as [features.NAME] would: --feature amp, --feature amp:dtype=f16,"
       "loss_scale=dynamic, --feature grad_accum:steps=4 (repeatable)")(
       "device", po::value<std::string>()->default_value(""),
-      "device to train on: cuda:0, onednn:0, reference:0, cpu, gpu (default: the fastest available)")(
+      "device to train on: cuda:0, onednn:0, reference:0, cpu, gpu (default: the fastest available); a list "
+      "(cuda:0,cpu) lets layers go to the other devices too (--placement auto)")(
       "threads", po::value<int>()->default_value(0),
       "compute threads for CPU backends (0: the backend's default)")(
       "loader-threads", po::value<int>(), "data loader threads (default: [data] threads)")(
@@ -58,6 +59,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB: a plan over it is refused before "
       "training, with what would make it fit")(
       "placement", po::value<std::string>(),
+      "auto (layers go where the memory budgets and measured costs say; the default with several devices), "
       "pinned (layers run where their `device` says) or strict (and no copy between devices except between "
       "two pinned layers); overrides [train] placement")(
       "rendezvous", po::value<std::string>()->default_value("mpi"),
@@ -137,7 +139,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   std::unique_ptr<PluginSession> session = load_plugins(globals, config);
   const host::train::ProcessGroup group = host::train::detect_process_group();
   auto device =
-      host::train::select_device(*session->registry, vm["device"].as<std::string>(), group.local_rank);
+      host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()), group.local_rank);
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;

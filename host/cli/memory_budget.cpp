@@ -51,6 +51,10 @@ host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::str
   return budgets;
 }
 
+std::string primary_device(const std::string& device_list) {
+  return device_list.substr(0, device_list.find(','));
+}
+
 host::Result<void> apply_placement_options(const boost::program_options::variables_map& vm,
                                            const host::PluginRegistry& registry, host::model::ModelSpec& spec,
                                            host::train::TrainOptions& train) {
@@ -59,10 +63,20 @@ host::Result<void> apply_placement_options(const boost::program_options::variabl
     if (!budgets) return budgets.error();
     train.memory_budgets = std::move(*budgets);
   }
+  std::stringstream devices(vm["device"].as<std::string>());
+  std::string name;
+  std::getline(devices, name, ',');  // the run's own device
+  while (std::getline(devices, name, ',')) {
+    if (name.empty())
+      return host::make_error("--device " + vm["device"].as<std::string>() + ": an empty device name",
+                              TDM_INVALID_ARGUMENT);
+    train.devices.push_back(name);
+  }
+  train.cost_context = "threads=" + std::to_string(vm.count("threads") ? vm["threads"].as<int>() : 0);
   if (vm.count("placement")) {
     const std::string placement = vm["placement"].as<std::string>();
-    if (placement != "pinned" && placement != "strict")
-      return host::make_error("--placement must be pinned or strict, got '" + placement + "'",
+    if (placement != "auto" && placement != "pinned" && placement != "strict")
+      return host::make_error("--placement must be auto, pinned or strict, got '" + placement + "'",
                               TDM_INVALID_ARGUMENT);
     spec.train.placement = placement;
   }

@@ -19,8 +19,13 @@ namespace tandem::cli {
 host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::string& text,
                                                                   const host::PluginRegistry& registry);
 
-// The placement options train and plan share: --memory-budget into
-// `train`, --placement into the spec. An error is a usage error.
+// `--device onednn:0,reference:0`: the first device is the run's own (the
+// default of unpinned layers), the others are more devices it may use.
+std::string primary_device(const std::string& device_list);
+
+// The placement options train and plan share: --memory-budget, the devices
+// after the first of --device and --threads (which the cost model's cache is
+// keyed by) into `train`, --placement into the spec. An error is a usage error.
 host::Result<void> apply_placement_options(const boost::program_options::variables_map& vm,
                                            const host::PluginRegistry& registry, host::model::ModelSpec& spec,
                                            host::train::TrainOptions& train);

@@ -40,7 +40,10 @@ Result<DeviceHandle> DeviceHandle::open(const LoadedPlugin& backend, uint32_t in
 }
 
 DeviceHandle::DeviceHandle(DeviceHandle&& other) noexcept
-    : backend_(other.backend_), index_(other.index_), device_(std::exchange(other.device_, nullptr)) {}
+    : backend_(other.backend_),
+      index_(other.index_),
+      device_(std::exchange(other.device_, nullptr)),
+      allocator_(std::move(other.allocator_)) {}
 
 DeviceHandle& DeviceHandle::operator=(DeviceHandle&& other) noexcept {
   if (this != &other) {
@@ -48,6 +51,7 @@ DeviceHandle& DeviceHandle::operator=(DeviceHandle&& other) noexcept {
     backend_ = other.backend_;
     index_ = other.index_;
     device_ = std::exchange(other.device_, nullptr);
+    allocator_ = std::move(other.allocator_);
   }
   return *this;
 }
@@ -57,6 +61,7 @@ DeviceHandle::~DeviceHandle() {
 }
 
 void DeviceHandle::close() noexcept {
+  allocator_.reset();
   if (device_ != nullptr && backend_->backend->device_close != nullptr)
     backend_->backend->device_close(device_);
   device_ = nullptr;

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "device/device_allocator.hpp"
 #include "plugin/loaded_plugin.hpp"
 #include "util/result.hpp"
 
@@ -43,18 +45,25 @@ class DeviceHandle {
   // not provide them; callers fall back to device_info's memory figures.
   std::optional<tdm_memory_stats> memory_stats() const;
 
+  // The host's allocator of this device: executors allocate through it.
+  DeviceAllocator& allocator() const noexcept { return *allocator_; }
+
   tdm_device* get() const noexcept { return device_; }
   const LoadedPlugin& backend() const noexcept { return *backend_; }
   uint32_t index() const noexcept { return index_; }
 
  private:
   DeviceHandle(const LoadedPlugin& backend, uint32_t index, tdm_device* device)
-      : backend_(&backend), index_(index), device_(device) {}
+      : backend_(&backend),
+        index_(index),
+        device_(device),
+        allocator_(std::make_unique<DeviceAllocator>(backend, device, id())) {}
   void close() noexcept;
 
   const LoadedPlugin* backend_ = nullptr;
   uint32_t index_ = 0;
   tdm_device* device_ = nullptr;
+  std::unique_ptr<DeviceAllocator> allocator_;  // released before the device is closed
 };
 
 // Number of devices; Error with status TDM_UNAVAILABLE and the plugin's

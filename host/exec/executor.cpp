@@ -28,7 +28,7 @@ Executor::Buffer::Buffer(Buffer&& other) noexcept
     : device(other.device), pointer(std::exchange(other.pointer, nullptr)) {}
 
 Executor::Buffer::~Buffer() {
-  if (pointer != nullptr) device->backend().backend->mem_free(device->get(), pointer);
+  if (pointer != nullptr) device->allocator().free(pointer);
 }
 
 void Executor::StreamDeleter::operator()(tdm_stream* stream) const noexcept {
@@ -55,7 +55,7 @@ Result<void> check_budget(const DeviceHandle& device, const MemoryEstimate& e, u
                         human_bytes(e.parameters) + ", gradients " + human_bytes(e.gradients) +
                         ", optimizer state " + human_bytes(e.optimizer_state) + ", activations " +
                         human_bytes(e.activations) + ", workspace " + human_bytes(e.workspace) + ", other " +
-                        human_bytes(e.other_state + e.inputs) + ") but its memory budget is " +
+                        human_bytes(e.other_state + e.inputs + e.allocator_rounding) + ") but its memory budget is " +
                         human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
                     TDM_OUT_OF_MEMORY);
 }
@@ -117,15 +117,9 @@ Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, c
 }
 
 Result<void*> Executor::alloc(size_t bytes, const std::string& what) {
-  void* pointer = nullptr;
-  clear_last_error();
-  // Never ask for 0 bytes: every value gets a distinct, valid address.
-  tdm_status status = api().mem_alloc(device_->get(), std::max<size_t>(bytes, 1), &pointer);
-  if (status != TDM_OK || pointer == nullptr)
-    return make_error("cannot allocate " + std::to_string(bytes) + " bytes for " + what + " on " +
-                          device_->id() + ": " + plugin_reason(status),
-                      status != TDM_OK ? status : TDM_OUT_OF_MEMORY);
-  buffers_.emplace_back(*device_, pointer);
+  auto pointer = device_->allocator().allocate(bytes, what);
+  if (!pointer) return pointer.error();
+  buffers_.emplace_back(*device_, *pointer);
   allocated_ += bytes;
   return pointer;
 }
@@ -366,8 +360,7 @@ uint64_t Executor::measured_peak() const {
     for (const ExecutorPart& part : parts_) total += part.executor->measured_peak();
     return total;
   }
-  if (auto stats = device_->memory_stats()) return stats->peak_allocated;
-  return allocated_;
+  return device_->allocator().stats().peak;
 }
 
 void Executor::clear_profile() {

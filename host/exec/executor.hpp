@@ -119,8 +119,8 @@ class Executor {
   // Bytes this executor allocated (arena, workspace, persistent values not
   // bound externally).
   uint64_t allocated_bytes() const noexcept { return allocated_; }
-  // The device's peak allocated bytes from memory_stats (ABI 1.1; counts every
-  // allocation on the device, other executors' included), else allocated_bytes().
+  // The device's peak allocated bytes as the host's allocator of the device
+  // counts them (every executor of the run on it; since the last reset_peak).
   uint64_t measured_peak() const;
 
   // Profiling (options.profile): per-node accumulated wall time in

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "build/model_graph.hpp"
+#include "device/device_allocator.hpp"
 #include "exec/tensor_text.hpp"
 
 namespace tandem::host::exec {
@@ -233,8 +234,19 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
   }
   e.activations = plan.arena_bytes;
   e.workspace = plan.workspace_bytes;
-  e.total =
-      e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations + e.workspace;
+  // Every allocation the executor makes is a block of the device allocator's granule.
+  const auto rounding = [](uint64_t bytes) {
+    const uint64_t g = DeviceAllocator::kGranule, b = std::max<uint64_t>(bytes, 1);
+    return (b + g - 1) / g * g - bytes;
+  };
+  for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(buffer.bytes);
+  const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
+    return v.second.kind == ValueStorage::Kind::Arena;
+  });
+  if (any_transient) e.allocator_rounding += rounding(e.activations);
+  if (e.workspace > 0) e.allocator_rounding += rounding(e.workspace);
+  e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations + e.workspace +
+            e.allocator_rounding;
   return plan;
 }
 

@@ -72,6 +72,9 @@ struct MemoryEstimate {
   uint64_t inputs = 0;
   uint64_t activations = 0;  // the arena
   uint64_t workspace = 0;
+  // Allocations are whole blocks of the device allocator's granule
+  // (device/device_allocator.hpp): what that adds beyond the bytes above.
+  uint64_t allocator_rounding = 0;
   uint64_t total = 0;
 };
 

@@ -94,7 +94,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "log_every", s.log_every);
   r.get(t, "keep_checkpoints", s.keep_checkpoints);
   r.get(t, "optimizer_device", s.optimizer_device);
-  r.get_choice(t, "placement", s.placement, {"pinned", "strict"});
+  r.get_choice(t, "placement", s.placement, {"auto", "pinned", "strict"});
   if (s.lr <= 0) r.fail(t, "[train] lr must be positive");
   if (s.batch_size <= 0) r.fail(t, "[train] batch_size must be positive");
   if (s.epochs <= 0 && s.steps <= 0) r.fail(t, "[train] needs epochs > 0 or steps > 0");

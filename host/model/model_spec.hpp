@@ -70,10 +70,15 @@ struct TrainSpec {
   uint64_t seed = 0;
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;
-  std::string optimizer_device;  // "" = next to the parameters
-  // Layers pinned with `device` run there ("pinned"); "strict" also refuses
-  // any copy between devices that is not between two pinned layers.
-  std::string placement = "pinned";
+  // Where the optimizer updates run and its state and the parameters' master
+  // copy live ("cpu": ZeRO-Offload style); "" = next to the parameters.
+  std::string optimizer_device;
+  // "auto": unpinned layers go where the budgets and the measured costs say;
+  // "pinned": layers run where their `device` says, else on the run's
+  // device; "strict": pinned, and any copy between devices that is not
+  // between two pinned layers is an error. "" = auto when the run names
+  // several devices, else pinned.
+  std::string placement;
 };
 
 struct DataSpec {

@@ -44,6 +44,9 @@ Result<std::unique_ptr<exec::Executor>> make_placed_executor(
     const Value* destination = to.graph.value_by_name(t.value + "@" + t.to);
     if (destination == nullptr)
       continue;  // copied but never read (internal: placement only copies for readers)
+    if (source == nullptr)
+      return make_error("'" + t.value + "' is copied from " + t.from + ", which does not hold it (internal)",
+                        TDM_INTERNAL);
     const size_t bytes =
         static_cast<size_t>(build::numel(source->type.dims)) * exec::dtype_size(source->type.dtype);
     transfers.push_back({t.position, index.at(t.from), index.at(t.to), source->id, destination->id, bytes});

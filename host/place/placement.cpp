@@ -30,14 +30,30 @@ class Placer {
                             resolved.error().status);
         device = *resolved;
         pinned_.insert(layer.name);
+      } else if (auto chosen = o_.layer_devices.find(layer.name); chosen != o_.layer_devices.end()) {
+        device = chosen->second;
       }
       layer_device_[layer.name] = device;
       use(device);
     }
-    // Decide every node's device first (schedule order: inputs are placed
-    // before their readers), then bring tensors where they are read.
     std::vector<NodeId> order;
     for (size_t i = 0; i < g_.node_count(); ++i) order.push_back(g_.node_at(i)->id);
+    for (size_t i = 0; i < g_.value_count(); ++i)
+      if (auto home = o_.homes.find(g_.value_at(i)->name); home != o_.homes.end()) {
+        out_.home.emplace(g_.value_at(i)->id, home->second);
+        use(home->second);
+      }
+    if (!o_.optimizer_device.empty()) {
+      use(o_.optimizer_device);
+      // What an update writes in place (the parameter, its moments) lives
+      // with the optimizer, whoever reads it first.
+      for (NodeId id : order)
+        if (is_update(*g_.node(id)))
+          for (const auto& [output, input] : build::inplace_pairs(*g_.node(id)))
+            out_.home.emplace(g_.node(id)->inputs[input], o_.optimizer_device);
+    }
+    // Decide every node's device first (schedule order: inputs are placed
+    // before their readers), then bring tensors where they are read.
     for (NodeId id : order)
       if (auto r = place(*g_.node(id)); !r) return r.error();
     for (NodeId id : order)
@@ -51,9 +67,13 @@ class Placer {
       out_.devices.push_back(device);
   }
 
+  static bool is_update(const Node& n) { return n.op == "sgd_update" || n.op == "adamw_update"; }
+
   Result<void> place(const Node& n) {
     std::string device;
-    if (auto it = layer_device_.find(n.layer); it != layer_device_.end()) {
+    if (!o_.optimizer_device.empty() && is_update(n)) {
+      device = o_.optimizer_device;
+    } else if (auto it = layer_device_.find(n.layer); it != layer_device_.end()) {
       device = it->second;
     } else {
       for (ValueId v : n.inputs)
@@ -148,7 +168,7 @@ size_t Placement::copy_bytes() const {
   return total;
 }
 
-Result<Placement> place_pinned(Graph& graph, const model::ModelSpec& spec, const PlacementOptions& options) {
+Result<Placement> place_layers(Graph& graph, const model::ModelSpec& spec, const PlacementOptions& options) {
   return Placer(graph, spec, options).run();
 }
 

@@ -1,9 +1,13 @@
 // Placement: which device runs each node, where each tensor lives, and the
-// copies between devices that follow (issue #5, pinned placement).
+// copies between devices that follow (issue #5).
 //
 // A layer pinned with `device = "..."` runs its forward, its backward and
-// its parameters' updates on that device; a layer without a pin goes to the
-// run's default device. Nodes that belong to no model layer (the loss,
+// its parameters' updates on that device; a layer without a pin goes where
+// automatic placement chose (PlacementOptions::layer_devices), else to the
+// run's default device. With an optimizer device (ZeRO-Offload style), the
+// optimizer updates run there and the parameters and optimizer state live
+// there: each step the gradients are copied to it and the updated
+// parameters copied back where they are used. Nodes that belong to no model layer (the loss,
 // nodes feature passes insert, gradient clipping) follow their first input
 // (or the first node of their group), so they cause no copy of their own. A tensor lives where it is
 // produced; a parameter, its state, and a data input live where they are
@@ -35,6 +39,14 @@ struct PlacementOptions {
   bool strict = false;
   // A pin as written ("cpu", "onednn", "reference:0") to a device id.
   std::function<Result<std::string>(const std::string& pin)> resolve;
+  // Devices of unpinned layers, by layer name (automatic placement).
+  std::map<std::string, std::string> layer_devices;
+  // Where sgd_update/adamw_update run, and the tensors they update live
+  // (empty: with their layer).
+  std::string optimizer_device;
+  // Where named producer-less tensors live, whatever reads them first (an
+  // evaluation graph finds the parameters where training put them).
+  std::map<std::string, std::string> homes;
 };
 
 struct Copy {
@@ -53,6 +65,6 @@ struct Placement {
 };
 
 // Sets every node's device and inserts the copies. Errors name the layers.
-Result<Placement> place_pinned(Graph& graph, const model::ModelSpec& spec, const PlacementOptions& options);
+Result<Placement> place_layers(Graph& graph, const model::ModelSpec& spec, const PlacementOptions& options);
 
 }  // namespace tandem::host::place

@@ -37,7 +37,11 @@ Result<SplitGraph> split_by_device(const Graph& g, const Placement& placement) {
     const Node& n = *g.node_at(pos);
     if (n.op == kCopyOp) {
       const std::string& from = placement.home.at(n.inputs[0]);
-      out.devices[index.at(from)].exported.insert(g.value(n.inputs[0])->name);
+      DeviceGraph& source = out.devices[index.at(from)];
+      // A tensor that lives on a device nothing there reads (a parameter
+      // kept with an offloaded optimizer, during evaluation) is still held there.
+      if (auto held = local_value(source, g, n.inputs[0]); !held) return held.error();
+      source.exported.insert(g.value(n.inputs[0])->name);
       out.transfers.push_back({pos, g.value(n.inputs[0])->name, from, n.device});
       continue;
     }

@@ -35,7 +35,7 @@ Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
   Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
   if (placement_) {
     // The same pins as training, so every parameter is found where it lives.
-    auto placement = place::place_pinned(model->graph, spec_, *placement_);
+    auto placement = place::place_layers(model->graph, spec_, *placement_);
     if (!placement) return placement.error();
     executor = place::make_placed_executor(devices_, model->graph, *placement, options, {});
   } else {

@@ -1,50 +1,20 @@
 // `tandem plan`: what a training run would put where, without allocating.
 // Memory per device comes from the same planner the executors use, on the
-// same per-device graphs, with the kernels' workspace asked from the
-// backends (prepare allocates no device memory).
+// same per-device graphs, with the layouts and kernel workspaces the
+// executors would choose (kernel_prepare allocates no device memory); step
+// time from the measured op and copy costs (place/cost_model.hpp).
 #include <cstdio>
 #include <ostream>
 
 #include "build/shapes.hpp"
-#include "exec/collectives.hpp"
-#include "exec/kernel_binding.hpp"
-#include "exec/planner.hpp"
 #include "exec/tensor_text.hpp"
-#include "place/split.hpp"
+#include "place/plan_estimate.hpp"
 #include "train/trainer.hpp"
 #include "util/format.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::host::train {
 namespace {
-
-struct DevicePlan {
-  std::string device;
-  exec::MemoryEstimate memory;
-  uint64_t budget = 0;
-};
-
-Result<exec::MemoryEstimate> plan_on(const DeviceHandle& device, const Graph& graph,
-                                     const std::vector<std::string>& keep) {
-  std::vector<size_t> workspace;
-  for (size_t i = 0; i < graph.node_count(); ++i) {
-    const Node& n = *graph.node_at(i);
-    if (exec::is_collective_op(n.op)) {
-      workspace.push_back(0);
-      continue;
-    }
-    auto spec = exec::op_spec_of(graph, n);
-    if (!spec) return spec.error();
-    auto kernel = exec::KernelBinding::prepare(device, *spec);
-    if (!kernel) return kernel.error();
-    workspace.push_back(kernel->workspace_bytes());
-  }
-  std::set<ValueId> outputs;
-  for (const std::string& name : keep)
-    if (const Value* v = graph.value_by_name(name)) outputs.insert(v->id);
-  auto plan = exec::make_plan(graph, workspace, outputs);
-  if (!plan) return plan.error();
-  return plan->estimate;
-}
 
 std::string cell(uint64_t bytes) {
   return human_bytes(bytes);
@@ -54,31 +24,18 @@ std::string cell(uint64_t bytes) {
 
 Result<void> Trainer::write_plan(std::ostream& out) const {
   const Graph& g = model_.graph;
-  const std::vector<std::string> host_reads = {"loss", g.value(model_.logits)->name};
-  std::vector<DevicePlan> plans;
-  const auto budget = [&](const std::string& id) {
-    auto it = options_.memory_budgets.find(id);
-    return it == options_.memory_budgets.end() ? uint64_t{0} : it->second;
-  };
-  if (placement_ && placement_->devices.size() > 1) {
-    auto split = place::split_by_device(g, *placement_);
-    if (!split) return split.error();
-    for (const place::DeviceGraph& d : split->devices) {
-      std::vector<std::string> keep = host_reads;
-      keep.insert(keep.end(), d.exported.begin(), d.exported.end());
-      auto memory = plan_on(*devices_.at(d.device), d.graph, keep);
-      if (!memory) return memory.error();
-      plans.push_back({d.device, *memory, budget(d.device)});
-    }
-  } else {
-    auto memory = plan_on(device_, g, host_reads);
-    if (!memory) return memory.error();
-    plans.push_back({device_.id(), *memory, budget(device_.id())});
-  }
+  const bool placed = placement_ && placement_->devices.size() > 1;
+  place::CostModel costs(devices_.empty() ? std::map<std::string, const DeviceHandle*>{{device_.id(), &device_}}
+                                          : devices_,
+                         cost_options());
+  auto estimate = place::estimate_plan(g, placed ? &*placement_ : nullptr, estimate_inputs(&costs, nullptr, false));
+  if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
+  if (!estimate) return estimate.error();
+  std::vector<place::DeviceEstimate>& plans = estimate->devices;
 
   out << "plan for " << spec_.path << ": batch " << micro_batch_samples_ << " per micro-batch x "
       << micro_batches_ << ", " << plans.size() << (plans.size() == 1 ? " device" : " devices")
-      << ", placement " << spec_.train.placement << "\n\nlayers\n";
+      << ", placement " << placement_mode_ << "\n\nlayers\n";
   char line[256];
   for (const model::LayerSpec& layer : spec_.layers) {
     std::string device = device_.id();
@@ -94,12 +51,13 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
         params += static_cast<uint64_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
     }
     std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s\n", layer.name.c_str(), layer.op.c_str(),
-                  device.c_str(), params > 0 ? cell(params).c_str() : "-", layer.device ? "  (pinned)" : "");
+                  device.c_str(), params > 0 ? cell(params).c_str() : "-",
+                  layer.device ? "  (pinned)" : automatic_ ? "  (auto)" : "");
     out << line;
   }
 
   out << "\nmemory per device";
-  for (const DevicePlan& p : plans) {
+  for (const place::DeviceEstimate& p : plans) {
     std::snprintf(line, sizeof line, " %16s", p.device.c_str());
     out << line;
   }
@@ -107,7 +65,7 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
   const auto row = [&](const char* name, auto field) {
     std::snprintf(line, sizeof line, "  %-15s", name);
     out << line;
-    for (const DevicePlan& p : plans) {
+    for (const place::DeviceEstimate& p : plans) {
       std::snprintf(line, sizeof line, " %16s", cell(field(p.memory)).c_str());
       out << line;
     }
@@ -118,11 +76,11 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
   row("optimizer state", [](const exec::MemoryEstimate& e) { return e.optimizer_state; });
   row("activations", [](const exec::MemoryEstimate& e) { return e.activations; });
   row("workspace", [](const exec::MemoryEstimate& e) { return e.workspace; });
-  row("other", [](const exec::MemoryEstimate& e) { return e.other_state + e.inputs; });
+  row("other", [](const exec::MemoryEstimate& e) { return e.other_state + e.inputs + e.allocator_rounding; });
   row("total", [](const exec::MemoryEstimate& e) { return e.total; });
   std::snprintf(line, sizeof line, "  %-15s", "budget");
   out << line;
-  for (const DevicePlan& p : plans) {
+  for (const place::DeviceEstimate& p : plans) {
     std::snprintf(line, sizeof line, " %16s", p.budget > 0 ? cell(p.budget).c_str() : "none");
     out << line;
   }
@@ -142,22 +100,13 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
                                                     : "optimizer");
       out << line;
     }
-  out << "\nstep time: not estimated (the calibrated cost model of automatic placement is not implemented "
-         "yet)\n";
-
-  std::string over;
-  for (const DevicePlan& p : plans)
-    if (p.budget > 0 && p.memory.total > p.budget)
-      over += (over.empty() ? "" : "; ") + p.device + " needs " + human_bytes(p.memory.total) +
-              ", over its budget of " + human_bytes(p.budget) + " by " +
-              human_bytes(p.memory.total - p.budget);
-  if (!over.empty())
-    return make_error(
-        spec_.path + " does not fit: " + over +
-            ". To fit: pin some layers to another device (`device = \"...\"` on the layer), split "
-            "each batch with [features.grad_accum] micro_batch, recompute activations with "
-            "[features.checkpointing], or raise --memory-budget",
-        TDM_OUT_OF_MEMORY);
+  out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
+  for (size_t i = 0; i < plans.size(); ++i)
+    out << (i == 0 ? " compute " : " + ") << plans[i].device << " " << human_duration_us(plans[i].compute_us);
+  if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
+  out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
+      << " and beside it; copies counted as if nothing overlapped)\n";
+  if (estimate->over() > 0) return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
   return {};
 }
 

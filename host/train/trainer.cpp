@@ -126,6 +126,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
       exec_options.collectives = t->comm_.get();
     }
   }
+  // Peaks count from here: calibration and planning allocated before.
+  t->device_.allocator().reset_peak();
+  for (const auto& [id, handle] : t->devices_) handle->allocator().reset_peak();
   auto executor = t->make_executor(t->model_.graph, t->placement_, exec_options);
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
@@ -149,34 +152,137 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   return t;
 }
 
+Result<std::string> Trainer::open_device(const std::string& name) {
+  if (auto it = resolved_pins_.find(name); it != resolved_pins_.end()) return it->second;
+  auto handle = select_device(registry_, name);
+  if (!handle) return handle.error();
+  const std::string id = handle->id();
+  resolved_pins_[name] = id;
+  if (devices_.count(id) == 0) {
+    extra_devices_.push_back(std::make_unique<DeviceHandle>(std::move(*handle)));
+    devices_[id] = extra_devices_.back().get();
+  }
+  return id;
+}
+
+Result<std::vector<std::string>> Trainer::candidate_devices() {
+  devices_[device_.id()] = &device_;
+  resolved_pins_[device_.id()] = device_.id();
+  std::vector<std::string> ids = {device_.id()};
+  std::vector<std::string> named = options_.devices;
+  for (const auto& [id, budget] : options_.memory_budgets) named.push_back(id);
+  for (const std::string& name : named) {
+    auto id = open_device(name);
+    if (!id) return make_error("--device " + name + ": " + id.error().message, id.error().status);
+    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  return ids;
+}
+
+std::map<std::string, uint64_t> Trainer::capacities() const {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [id, handle] : devices_) {
+    if (auto b = options_.memory_budgets.find(id); b != options_.memory_budgets.end()) {
+      out[id] = b->second;
+    } else if (auto info = handle->info(); info && info->free_memory > 0) {
+      out[id] = info->free_memory;
+    }
+    if (auto measured = measured_capacity_.find(id); measured != measured_capacity_.end())
+      out[id] = out.count(id) > 0 ? std::min(out[id], measured->second) : measured->second;
+  }
+  return out;
+}
+
+place::FitContext Trainer::fit_context() const {
+  place::FitContext c;
+  c.spec = &spec_;
+  c.micro_batch_samples = micro_batch_samples_;
+  c.several_devices = devices_.size() > 1;
+  for (const auto& [id, handle] : devices_)  // the optimizer's natural new home
+    if (auto info = handle->info(); info && info->kind == TDM_DEVICE_CPU && c.offload_device.empty())
+      c.offload_device = id;
+  if (c.offload_device.empty())
+    if (auto cpu = select_device(registry_, "cpu")) c.offload_device = cpu->id();
+  return c;
+}
+
+place::EstimateInputs Trainer::estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
+                                               bool capacity) const {
+  place::EstimateInputs in;
+  in.devices = devices_;
+  in.devices[device_.id()] = &device_;
+  in.default_device = device_.id();
+  in.budgets = capacity ? capacities() : options_.memory_budgets;
+  in.keep = {"loss", model_.graph.value(model_.logits)->name};
+  in.micro_batches = micro_batches_;
+  in.costs = costs;
+  in.workspaces = workspaces;
+  return in;
+}
+
+place::CostModelOptions Trainer::cost_options() const {
+  return {options_.cost_cache_dir, options_.cost_context, true};
+}
+
 Result<void> Trainer::place() {
+  auto candidates = candidate_devices();
+  if (!candidates) return candidates.error();
   const bool pinned = std::any_of(spec_.layers.begin(), spec_.layers.end(),
                                   [](const model::LayerSpec& l) { return l.device.has_value(); });
-  if (!pinned) return {};
-  devices_[device_.id()] = &device_;
+  const bool several = candidates->size() > 1;
+  placement_mode_ = !spec_.train.placement.empty() ? spec_.train.placement : several ? "auto" : "pinned";
+  const bool offload = !spec_.train.optimizer_device.empty();
+  const bool automatic = placement_mode_ == "auto" && (several || pinned || offload);
+  if (!pinned && !offload && !automatic) return {};
   place::PlacementOptions o;
   o.default_device = device_.id();
-  o.strict = spec_.train.placement == "strict";
+  o.strict = placement_mode_ == "strict";
   // A pin names a device as --device does; each device is opened once.
-  o.resolve = [this](const std::string& pin) -> Result<std::string> {
-    auto handle = select_device(registry_, pin);
-    if (!handle) return handle.error();
-    const std::string id = handle->id();
-    resolved_pins_[pin] = id;
-    if (devices_.count(id) == 0) {
-      extra_devices_.push_back(std::make_unique<DeviceHandle>(std::move(*handle)));
-      devices_[id] = extra_devices_.back().get();
-    }
-    return id;
-  };
-  auto placement = place::place_pinned(model_.graph, spec_, o);
+  o.resolve = [this](const std::string& pin) { return open_device(pin); };
+  if (offload) {
+    auto id = open_device(spec_.train.optimizer_device);
+    if (!id)
+      return make_error(spec_.path + ": [train] optimizer_device = \"" + spec_.train.optimizer_device +
+                            "\": " + id.error().message,
+                        id.error().status);
+    if (*id == device_.id())
+      log_info("[train] optimizer_device " + *id + " is the device the run trains on: nothing to offload");
+    else
+      o.optimizer_device = *id;
+  }
+  if (automatic) {
+    // Pinned devices too: the costs of every device are measured up front.
+    for (const model::LayerSpec& layer : spec_.layers)
+      if (layer.device) (void)open_device(*layer.device);  // a bad pin is reported by placement, with its line
+    place::CostModel costs(devices_, cost_options());
+    place::WorkspaceCache workspaces;
+    place::AutoPlacementInputs in{o, *candidates, estimate_inputs(&costs, &workspaces, true)};
+    auto chosen = place::place_automatically(model_.graph, spec_, in);
+    if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
+    if (!chosen) return chosen.error();
+    if (costs.calibrated() > 0)
+      log_info("calibrated " + std::to_string(costs.calibrated()) + " op costs for automatic placement (cached in " +
+               costs.cache_file(device_.id()) + " and beside it)");
+    if (!chosen->fits) return make_error(place::does_not_fit(chosen->estimate, fit_context()), TDM_OUT_OF_MEMORY);
+    o.layer_devices = chosen->layer_devices;
+    automatic_ = std::move(*chosen);
+  }
+  auto placement = place::place_layers(model_.graph, spec_, o);
   if (!placement) return placement.error();
   if (placement->devices.size() > 1 && group_.world > 1)
-    return make_error(spec_.path + ": layers are pinned to " + std::to_string(placement->devices.size()) +
+    return make_error(spec_.path + ": layers are placed on " + std::to_string(placement->devices.size()) +
                           " devices, and this run has " + std::to_string(group_.world) +
                           " ranks: placement across devices within a data- or tensor-parallel run is not "
-                          "supported yet; remove the `device` pins or run one process",
+                          "supported yet; run one device per process",
                       TDM_UNSUPPORTED);
+  // Evaluation graphs find every parameter and state where training put it.
+  const Graph& g = model_.graph;
+  for (size_t i = 0; i < g.value_count(); ++i) {
+    const Value& v = *g.value_at(i);
+    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
+      if (auto home = placement->home.find(v.id); home != placement->home.end()) o.homes[v.name] = home->second;
+  }
+  placement_options_ = std::move(o);
   placement_ = std::move(*placement);
   return {};
 }
@@ -192,13 +298,13 @@ Result<std::unique_ptr<exec::Executor>> Trainer::make_executor(
       options.memory_budget = b->second;
     executor = exec::Executor::create(device_, graph, std::move(options));
   }
-  if (!executor && executor.error().status == TDM_OUT_OF_MEMORY)
-    return make_error(
-        spec_.path + ": " + executor.error().message +
-            ". To fit: pin some layers to another device (`device = \"...\"` on the layer), split "
-            "each batch with [features.grad_accum] micro_batch, recompute activations with "
-            "[features.checkpointing], or raise --memory-budget",
-        TDM_OUT_OF_MEMORY);
+  if (!executor && executor.error().status == TDM_OUT_OF_MEMORY) {
+    // Over a budget: the same words as the plan's, with the remedies.
+    auto estimate = place::estimate_plan(graph, placement && placement->devices.size() > 1 ? &*placement : nullptr,
+                                         estimate_inputs(nullptr, nullptr, false));
+    if (estimate && estimate->over() > 0)
+      return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  }
   return executor;
 }
 
@@ -428,9 +534,19 @@ Result<void> Trainer::optimizer_step(int64_t step) {
 
 namespace {
 
-void print_plan(const std::string& device, const exec::Executor& ex, uint64_t budget) {
+// `training_peak`: what the device's allocator held at most during the
+// training steps, before any evaluation executor existed (0: not measured).
+void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t budget, uint64_t training_peak) {
   const exec::MemoryEstimate& e = ex.plan().estimate;
-  std::cout << "memory on " << device << " (planned before the first step):\n"
+  const AllocatorStats stats = device.allocator().stats();
+  const auto share = [&](uint64_t measured) {
+    if (e.total == 0) return std::string();
+    char text[48];
+    std::snprintf(text, sizeof text, " (%+.1f%% of the plan)",
+                  100.0 * (static_cast<double>(measured) - static_cast<double>(e.total)) / static_cast<double>(e.total));
+    return std::string(text);
+  };
+  std::cout << "memory on " << device.id() << " (planned before the first step):\n"
             << "  parameters       " << human_bytes(e.parameters) << "\n"
             << "  gradients        " << human_bytes(e.gradients) << "\n"
             << "  optimizer state  " << human_bytes(e.optimizer_state) << "\n"
@@ -439,25 +555,41 @@ void print_plan(const std::string& device, const exec::Executor& ex, uint64_t bu
             << "  activations      " << human_bytes(e.activations) << " (reused by liveness; "
             << human_bytes(ex.plan().activations_unshared) << " without reuse)\n"
             << "  workspace        " << human_bytes(e.workspace) << "\n"
+            << "  block rounding   " << human_bytes(e.allocator_rounding) << "\n"
             << "  planned total    " << human_bytes(e.total)
-            << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n"
-            << "  measured peak    " << human_bytes(ex.measured_peak()) << " (device allocator, all "
-            << "executors of the run on it)\n";
+            << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n";
+  if (training_peak > 0)
+    std::cout << "  measured peak    " << human_bytes(training_peak) << share(training_peak)
+              << " during the training steps\n";
+  std::cout << "  measured peak    " << human_bytes(stats.peak) << " with evaluation (its executors share the "
+            << "parameters, not the activations)\n"
+            << "  allocator        " << stats.allocations << " allocations, " << human_bytes(stats.reserved)
+            << " reserved, " << stats.cached_blocks << " cached blocks, fragmentation "
+            << static_cast<int>(stats.fragmentation * 100) << "%\n";
 }
 
 }  // namespace
+
+void Trainer::note_training_peaks() {
+  if (devices_.empty()) training_peaks_[device_.id()] = device_.allocator().stats().peak;
+  for (const auto& [id, device] : devices_) training_peaks_[id] = device->allocator().stats().peak;
+}
 
 void Trainer::report_memory(int64_t steps) const {
   const auto budget = [&](const std::string& id) {
     auto it = options_.memory_budgets.find(id);
     return it == options_.memory_budgets.end() ? uint64_t{0} : it->second;
   };
+  const auto peak = [&](const std::string& id) {
+    auto it = training_peaks_.find(id);
+    return it == training_peaks_.end() ? uint64_t{0} : it->second;
+  };
   if (executor_->parts().empty()) {
-    print_plan(device_.id(), *executor_, budget(device_.id()));
+    print_plan(device_, *executor_, budget(device_.id()), peak(device_.id()));
     return;
   }
   for (const exec::ExecutorPart& part : executor_->parts())
-    print_plan(part.device, *part.executor, budget(part.device));
+    print_plan(*devices_.at(part.device), *part.executor, budget(part.device), peak(part.device));
   std::cout << "copies between devices per step: " << placement_->copies.size() << " planned ("
             << human_bytes(placement_->copy_bytes()) << "), "
             << (steps > 0 ? executor_->transfers_run() / static_cast<uint64_t>(steps) : 0) << " run ("
@@ -501,13 +633,7 @@ Result<TrainResult> Trainer::run() {
       shared[v.name] = executor_->device_pointer(v.id);
   }
   Evaluator evaluator(spec_, device_, shared);
-  if (placement_ && placement_->devices.size() > 1) {
-    place::PlacementOptions o;
-    o.default_device = device_.id();
-    o.strict = spec_.train.placement == "strict";
-    o.resolve = [this](const std::string& pin) -> Result<std::string> { return resolved_pins_.at(pin); };
-    evaluator.use_placement(std::move(o), devices_);
-  }
+  if (placement_ && placement_->devices.size() > 1) evaluator.use_placement(placement_options_, devices_);
   if (model_.tensor_parallel.size > 1) evaluator.use_tensor_parallelism(model_.tensor_parallel, comm_.get());
   ProfileRecorder& profiler = *profiler_;
 
@@ -573,6 +699,7 @@ Result<TrainResult> Trainer::run() {
     const data::Dataset* eval_set = data_.validation ? &*data_.validation
                                     : data_.test     ? &*data_.test
                                                      : nullptr;
+    if (training_peaks_.empty()) note_training_peaks();
     if (eval_set != nullptr && (epoch_done || step >= total)) {
       auto ev = evaluator.evaluate(*eval_set, data_.transforms, options_.loader_threads);
       if (!ev) return ev.error();

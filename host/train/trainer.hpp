@@ -19,6 +19,8 @@
 #include "build/model_graph.hpp"
 #include "data/loader.hpp"
 #include "exec/executor.hpp"
+#include "place/auto_placement.hpp"
+#include "place/fit_advice.hpp"
 #include "place/placement.hpp"
 #include "plugin/registry.hpp"
 #include "train/datasets.hpp"
@@ -48,6 +50,14 @@ struct TrainOptions {
   bool plan_only = false;
   // Bytes each device may hold, by device id ("onednn:0"); absent: no limit.
   std::map<std::string, uint64_t> memory_budgets;
+  // Other devices the run may use besides the one it was created with
+  // (`--device onednn:0,reference:0`): with them, layers are placed
+  // automatically unless [train] placement says otherwise.
+  std::vector<std::string> devices;
+  // The cost model of automatic placement: its cache directory (empty: the
+  // default, cost_model.hpp) and what else changes timings ("threads=2").
+  std::string cost_cache_dir;
+  std::string cost_context;
   // Data parallelism: gradients are averaged in buckets of about this many
   // bytes, each while backward continues (0: one gradient per message).
   size_t bucket_bytes = size_t(4) << 20;
@@ -82,6 +92,11 @@ class Trainer {
   // This process's place among the data-parallel ranks (rank 0 of 1 alone).
   const ProcessGroup& group() const { return group_; }
   exec::Executor& executor() { return *executor_; }
+  // What each device's allocator held at most during the training steps of
+  // the last run(), before evaluation (by device id; empty before a run).
+  const std::map<std::string, uint64_t>& training_peaks() const { return training_peaks_; }
+  // The assignment automatic placement chose (none: not automatic).
+  const std::optional<place::AutoPlacement>& automatic_placement() const { return automatic_; }
 
  private:
   Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
@@ -99,9 +114,23 @@ class Trainer {
   // After the graph passes: where the optimizer phase and clipping start,
   // which gradients ranks average, which nodes run on a skipped step.
   void locate_optimizer_phase();
-  // Layers pinned with `device`: where every node runs, the copies between
-  // devices, and the devices to open (none pinned: everything on device_).
+  // Where every node runs, the copies between devices, and the devices to
+  // open: pinned layers, automatic placement, optimizer offload (none of
+  // them: everything on device_, no placement).
   Result<void> place();
+  // Every device the run may place layers on (device_ first), opened; and
+  // whether the user named several (then placement is automatic by default).
+  Result<std::vector<std::string>> candidate_devices();
+  Result<std::string> open_device(const std::string& name);
+  // Capacity of each device for automatic placement: its budget, else the
+  // memory its backend reports free.
+  std::map<std::string, uint64_t> capacities() const;
+  place::FitContext fit_context() const;
+  // For plan estimates: the run's devices, host reads and micro-batches;
+  // budgets are the capacities (automatic placement) or only the explicit ones.
+  place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
+                                        bool capacity) const;
+  place::CostModelOptions cost_options() const;
   Result<std::unique_ptr<exec::Executor>> make_executor(const Graph& graph,
                                                         const std::optional<place::Placement>& placement,
                                                         exec::ExecutorOptions options) const;
@@ -109,13 +138,18 @@ class Trainer {
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;
+  void note_training_peaks();
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
   std::vector<std::unique_ptr<DeviceHandle>> extra_devices_;  // pinned devices other than device_
   std::map<std::string, const DeviceHandle*> devices_;        // every device of the run, by id
-  std::optional<place::Placement> placement_;                 // layers pinned to several devices
+  std::optional<place::Placement> placement_;                 // layers on several devices
+  place::PlacementOptions placement_options_;                 // how placement_ was made (evaluation reuses it)
+  std::string placement_mode_ = "pinned";                     // auto | pinned | strict, as decided
+  std::optional<place::AutoPlacement> automatic_;             // what automatic placement chose
   std::map<std::string, std::string> resolved_pins_;          // a pin as written -> its device id
+  std::map<std::string, uint64_t> measured_capacity_;         // devices that ran out of memory: what they held
   const PluginRegistry& registry_;
   TrainOptions options_;
   RunData data_;
@@ -136,6 +170,7 @@ class Trainer {
   std::unique_ptr<ProfileRecorder> profiler_;
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;
+  std::map<std::string, uint64_t> training_peaks_;
 };
 
 }  // namespace tandem::host::train

@@ -21,6 +21,17 @@ std::string human_bytes(uint64_t bytes) {
   return text;
 }
 
+std::string human_duration_us(double micros) {
+  char text[32];
+  if (micros >= 1e6)
+    std::snprintf(text, sizeof text, "%.2f s", micros / 1e6);
+  else if (micros >= 1e3)
+    std::snprintf(text, sizeof text, "%.2f ms", micros / 1e3);
+  else
+    std::snprintf(text, sizeof text, "%.2f us", micros);
+  return text;
+}
+
 std::vector<std::string> split_path_list(std::string_view list) {
   std::vector<std::string> parts;
   size_t start = 0;

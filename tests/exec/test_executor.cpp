@@ -170,7 +170,9 @@ TEST_F(ExecutorTest, MemoryEstimateAndMeasuredPeak) {
   ASSERT_TRUE(e.ok()) << e.error().message;
   const auto& m = (*e)->plan().estimate;
   EXPECT_EQ(m.total, m.parameters + m.gradients + m.optimizer_state + m.other_state + m.inputs +
-                         m.activations + m.workspace);
+                         m.activations + m.workspace + m.allocator_rounding);
+  // Each allocation is whole blocks of the allocator's granule.
+  EXPECT_EQ(m.total % 512, 0u);
   EXPECT_EQ(m.parameters, 6u * 4 + 2 * 4);
   EXPECT_EQ(m.inputs, 12u * 4 + 4 * 4);
   EXPECT_EQ(m.activations, (*e)->plan().arena_bytes);
@@ -178,6 +180,7 @@ TEST_F(ExecutorTest, MemoryEstimateAndMeasuredPeak) {
   ASSERT_TRUE(device_->memory_stats().has_value()) << "reference provides memory_stats (ABI 1.1)";
   EXPECT_GE((*e)->measured_peak(), (*e)->plan().arena_bytes);
   EXPECT_GE((*e)->measured_peak(), (*e)->allocated_bytes());
+  EXPECT_EQ((*e)->measured_peak(), m.total) << "the executor allocates exactly what it planned";
 }
 
 }  // namespace

@@ -131,7 +131,9 @@ TEST(Planner, InplaceUpdatesShareStorage) {
   EXPECT_EQ(e.optimizer_state, 4u + 32);  // optim.lr by name, w.momentum by its reader
   EXPECT_EQ(e.inputs, 16u + 32);
   EXPECT_EQ(e.total, e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs +
-                         e.activations + e.workspace);
+                         e.activations + e.workspace + e.allocator_rounding);
+  // Each allocation is whole blocks of the allocator's granule.
+  EXPECT_EQ(e.total % 512, 0u);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool
     return host::make_error("no device '" + pin + "'", TDM_NOT_FOUND);
   };
   Placed p{std::move(*model)};
-  p.placement = host::place::place_pinned(p.model.graph, *spec, o);
+  p.placement = host::place::place_layers(p.model.graph, *spec, o);
   return p;
 }
 

@@ -28,7 +28,7 @@ struct CliRun {
 
 CliRun tandem(const std::string& args) {
   const std::string command =
-      "env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' --allow-insecure-plugins " + args + " 2>&1";
+      "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache '" TANDEM_EXE "' --allow-insecure-plugins " + args + " 2>&1";
   CliRun run;
   FILE* pipe = ::popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
@@ -110,11 +110,13 @@ TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
   EXPECT_HAS(r.output, "memory per device         onednn:0      reference:0");
   EXPECT_HAS(r.output, "copies per step: 3");
   EXPECT_HAS(r.output, "512 B  reference:0 -> onednn:0  (layer 'fc1' -> 'fc2', forward)");
+  EXPECT_HAS(r.output, "estimated step time: ");
+  EXPECT_HAS(r.output, "+ transfers ");
   EXPECT_FALSE(std::filesystem::exists("runs/tiny")) << "plan must not train";
   CliRun tight = tandem("plan " + m + " --device onednn --memory-budget reference=1KiB");
   EXPECT_EQ(tight.code, 1) << tight.output;
   EXPECT_HAS(tight.output, "does not fit: reference:0 needs");
-  EXPECT_HAS(tight.output, "over its budget of 1.0 KiB");
+  EXPECT_HAS(tight.output, "but its budget is 1.0 KiB: over by");
   CliRun strict = tandem("plan " + m + " --device onednn --placement strict");
   EXPECT_EQ(strict.code, 4) << strict.output;
   EXPECT_HAS(strict.output, "placement = \"strict\": layer 'fc2' on onednn:0 reads 'fc1'");

@@ -1,0 +1,348 @@
+#include "place/cost_model.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checkpoint/atomic_file.hpp"
+#include "exec/tensor_text.hpp"
+#include "util/last_error.hpp"
+#include "util/logger.hpp"
+
+namespace tandem::host::place {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr int kCacheFormat = 1;
+
+std::string attr_text(const AttrValue& value) {
+  std::ostringstream out;
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<double>>) {
+          out << '[';
+          for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+          out << ']';
+        } else {
+          out << v;
+        }
+      },
+      value);
+  return out.str();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+std::string default_cache_dir() {
+  if (const char* dir = std::getenv("TANDEM_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::string(xdg) + "/tandem";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::string(home) + "/.cache/tandem";
+  return (std::filesystem::temp_directory_path() / "tandem-cache").string();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Device buffers of one measurement, given back to the device's allocator.
+class Scratch {
+ public:
+  explicit Scratch(const DeviceHandle& d) : device_(d) {}
+  ~Scratch() {
+    for (void* p : buffers_) device_.allocator().free(p);
+    device_.allocator().release_cached();  // calibration must not keep memory from the run
+  }
+  Result<void*> get(size_t bytes, const std::string& what) {
+    auto p = device_.allocator().allocate(bytes, what);
+    if (p) buffers_.push_back(*p);
+    return p;
+  }
+
+ private:
+  const DeviceHandle& device_;
+  std::vector<void*> buffers_;
+};
+
+class Stream {
+ public:
+  explicit Stream(const DeviceHandle& d) : api_(*d.backend().backend) {
+    clear_last_error();
+    status_ = api_.stream_create(d.get(), &stream_);
+  }
+  ~Stream() {
+    if (stream_ != nullptr) api_.stream_destroy(stream_);
+  }
+  Result<void> check(const std::string& what) const {
+    if (status_ == TDM_OK && stream_ != nullptr) return {};
+    return make_error(what + ": cannot create a stream: " + last_error_text("status " + std::to_string(status_)),
+                      status_ != TDM_OK ? status_ : TDM_INTERNAL);
+  }
+  tdm_stream* get() const { return stream_; }
+
+ private:
+  const tdm_backend_api& api_;
+  tdm_stream* stream_ = nullptr;
+  tdm_status status_ = TDM_OK;
+};
+
+Result<void> checked(tdm_status status, const std::string& what) {
+  if (status == TDM_OK) return {};
+  return make_error(what + ": " + last_error_text("status " + std::to_string(status)), status);
+}
+
+// Inputs hold small valid numbers: 0.01 in f32 (no denormals, no overflow in
+// exp or log), zero bytes otherwise (index 0 is valid for every lookup).
+std::vector<unsigned char> input_bytes(const TensorType& type) {
+  std::vector<unsigned char> bytes(exec::tensor_bytes(type), 0);
+  if (type.dtype == TDM_F32) {
+    const float value = 0.01f;
+    for (size_t i = 0; i + sizeof value <= bytes.size(); i += sizeof value) std::memcpy(&bytes[i], &value, sizeof value);
+  }
+  return bytes;
+}
+
+Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
+  auto kernel = exec::KernelBinding::prepare(device, spec);
+  if (!kernel) {
+    if (kernel.error().status == TDM_UNSUPPORTED) return OpCost{false, 0, 0, kernel.error().message};
+    return kernel.error();
+  }
+  const tdm_backend_api& api = *device.backend().backend;
+  const std::string what = "calibrating " + spec.op + " on " + device.id();
+  Stream stream(device);
+  if (auto r = stream.check(what); !r) return r.error();
+  Scratch scratch(device);
+  std::vector<void*> inputs, outputs;
+  for (const auto& input : spec.inputs) {
+    if (!input) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const auto host = input_bytes(*input);
+    auto p = scratch.get(host.size(), "an input of " + what);
+    if (!p) return p.error();
+    if (auto r = checked(api.copy_h2d(stream.get(), *p, host.data(), host.size()), what); !r) return r.error();
+    if (auto r = checked(api.stream_synchronize(stream.get()), what); !r) return r.error();
+    inputs.push_back(*p);
+  }
+  for (const TensorType& output : spec.outputs) {
+    auto p = scratch.get(exec::tensor_bytes(output), "an output of " + what);
+    if (!p) return p.error();
+    outputs.push_back(*p);
+  }
+  void* workspace = nullptr;
+  if (kernel->workspace_bytes() > 0) {
+    auto p = scratch.get(kernel->workspace_bytes(), "the workspace of " + what);
+    if (!p) return p.error();
+    workspace = *p;
+  }
+  const auto launch = [&]() -> Result<double> {
+    const auto start = Clock::now();
+    clear_last_error();
+    if (auto r = checked(api.kernel_launch(kernel->get(), stream.get(), inputs.data(), outputs.data(), workspace),
+                         what);
+        !r)
+      return r.error();
+    if (auto r = checked(api.stream_synchronize(stream.get()), what); !r) return r.error();
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  };
+  if (auto warm = launch(); !warm) return warm.error();
+  std::vector<double> times;
+  double total = 0;
+  while (times.size() < 3 || (total < 1000 && times.size() < 25)) {
+    auto t = launch();
+    if (!t) return t.error();
+    times.push_back(*t);
+    total += *t;
+    if (total > 200000) break;  // a slow op: a few launches say enough
+  }
+  return OpCost{true, median(times), kernel->workspace_bytes(), ""};
+}
+
+}  // namespace
+
+std::string op_cost_key(const exec::OpSpec& spec) {
+  std::string key = exec::op_signature(spec) + " ->";
+  for (const TensorType& t : spec.outputs) key += " " + exec::type_text(t);
+  for (const Attr& a : spec.attrs) key += " " + a.name + "=" + attr_text(a.value);
+  return key;
+}
+
+struct CostModel::DeviceCosts {
+  std::string file;
+  json identity;  // what the figures are valid for
+  std::map<std::string, OpCost> ops;
+  std::map<std::string, CopyCost> copies;  // to another device, by id
+  bool changed = false;
+};
+
+CostModel::CostModel(std::map<std::string, const DeviceHandle*> devices, CostModelOptions options)
+    : devices_(std::move(devices)), options_(std::move(options)) {
+  if (options_.cache_dir.empty()) options_.cache_dir = default_cache_dir();
+}
+
+CostModel::~CostModel() = default;
+
+std::string CostModel::cache_file(const std::string& device) const {
+  std::string name = device;
+  std::replace(name.begin(), name.end(), ':', '-');
+  return options_.cache_dir + "/costs/" + host_name() + "/" + name + ".json";
+}
+
+Result<CostModel::DeviceCosts*> CostModel::costs_of(const std::string& device) {
+  if (auto it = loaded_.find(device); it != loaded_.end()) return it->second.get();
+  auto handle = devices_.find(device);
+  if (handle == devices_.end())
+    return make_error("no cost model for " + device + ": not a device of this run", TDM_INVALID_ARGUMENT);
+  auto costs = std::make_unique<DeviceCosts>();
+  costs->file = cache_file(device);
+  auto info = handle->second->info();
+  costs->identity = {{"format", kCacheFormat},
+                     {"device", device},
+                     {"device_name", info ? info->name : std::string()},
+                     {"plugin_version", handle->second->backend().version},
+                     {"context", options_.context}};
+  std::ifstream in(costs->file);
+  if (options_.use_cache && in) {
+    try {
+      const json cache = json::parse(in);
+      if (cache.at("identity") == costs->identity) {
+        for (const auto& [key, c] : cache.at("ops").items())
+          costs->ops[key] = OpCost{c.at("supported").get<bool>(), c.at("us").get<double>(),
+                                   c.at("workspace").get<size_t>(), c.value("why", std::string())};
+        for (const auto& [to, c] : cache.at("copies").items())
+          costs->copies[to] = CopyCost{c.at("latency_us").get<double>(), c.at("bytes_per_us").get<double>()};
+      } else {
+        log_info(costs->file + " was measured for another plugin version, device or setting: recalibrating");
+      }
+    } catch (const std::exception& e) {
+      log_warning(costs->file + " is not a valid cost cache (" + e.what() + "): recalibrating");
+      costs->ops.clear();
+      costs->copies.clear();
+    }
+  }
+  return (loaded_[device] = std::move(costs)).get();
+}
+
+Result<OpCost> CostModel::op(const std::string& device, const exec::OpSpec& spec) {
+  auto costs = costs_of(device);
+  if (!costs) return costs.error();
+  const std::string key = op_cost_key(spec);
+  if (auto it = (*costs)->ops.find(key); it != (*costs)->ops.end()) return it->second;
+  auto measured = measure(*devices_.at(device), spec);
+  if (!measured) return measured.error();
+  ++calibrated_;
+  (*costs)->ops[key] = *measured;
+  (*costs)->changed = true;
+  return *measured;
+}
+
+Result<double> CostModel::copy_micros(const std::string& from, const std::string& to, size_t bytes) {
+  auto costs = costs_of(from);
+  if (!costs) return costs.error();
+  auto it = (*costs)->copies.find(to);
+  if (it == (*costs)->copies.end()) {
+    const DeviceHandle& a = *devices_.at(from);
+    auto b_handle = devices_.find(to);
+    if (b_handle == devices_.end())
+      return make_error("no cost model for " + to + ": not a device of this run", TDM_INVALID_ARGUMENT);
+    const DeviceHandle& b = *b_handle->second;
+    auto ai = a.info();
+    auto bi = b.info();
+    if (!ai) return ai.error();
+    if (!bi) return bi.error();
+    Stream sa(a), sb(b);
+    const std::string what = "measuring copies " + from + " -> " + to;
+    if (auto r = sa.check(what); !r) return r.error();
+    if (auto r = sb.check(what); !r) return r.error();
+    Scratch scratch_a(a), scratch_b(b);
+    // Two sizes: the small one gives the latency, the large one the bandwidth.
+    const size_t small = 4096, large = size_t(8) << 20;
+    auto src = scratch_a.get(large, what);
+    auto dst = scratch_b.get(large, what);
+    if (!src) return src.error();
+    if (!dst) return dst.error();
+    std::vector<unsigned char> staging(large, 1);
+    const tdm_backend_api& api_a = *a.backend().backend;
+    const tdm_backend_api& api_b = *b.backend().backend;
+    if (auto r = checked(api_a.copy_h2d(sa.get(), *src, staging.data(), large), what); !r) return r.error();
+    if (auto r = checked(api_a.stream_synchronize(sa.get()), what); !r) return r.error();
+    // As the composed executor copies: memcpy between host memories, else through the host.
+    const bool direct = ai->host_addressable && bi->host_addressable;
+    const auto once = [&](size_t n) -> Result<double> {
+      const auto start = Clock::now();
+      if (direct) {
+        std::memcpy(*dst, *src, n);
+      } else {
+        if (auto r = checked(api_a.copy_d2h(sa.get(), staging.data(), *src, n), what); !r) return r.error();
+        if (auto r = checked(api_a.stream_synchronize(sa.get()), what); !r) return r.error();
+        if (auto r = checked(api_b.copy_h2d(sb.get(), *dst, staging.data(), n), what); !r) return r.error();
+        if (auto r = checked(api_b.stream_synchronize(sb.get()), what); !r) return r.error();
+      }
+      return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    };
+    std::vector<double> t_small, t_large;
+    for (int i = 0; i < 7; ++i) {
+      auto s = once(small);
+      auto l = once(large);
+      if (!s) return s.error();
+      if (!l) return l.error();
+      t_small.push_back(*s);
+      t_large.push_back(*l);
+    }
+    const double ts = median(t_small), tl = median(t_large);
+    CopyCost c;
+    c.bytes_per_us = tl > ts ? static_cast<double>(large - small) / (tl - ts) : static_cast<double>(large) / tl;
+    c.latency_us = std::max(0.0, ts - static_cast<double>(small) / c.bytes_per_us);
+    it = (*costs)->copies.emplace(to, c).first;
+    (*costs)->changed = true;
+  }
+  return it->second.micros(bytes);
+}
+
+Result<void> CostModel::save() {
+  if (!options_.use_cache) return {};
+  for (auto& [device, costs] : loaded_) {
+    if (!costs->changed) continue;
+    json ops = json::object(), copies = json::object();
+    for (const auto& [key, c] : costs->ops) {
+      ops[key] = {{"supported", c.supported}, {"us", c.micros}, {"workspace", c.workspace}};
+      if (!c.why.empty()) ops[key]["why"] = c.why;
+    }
+    for (const auto& [to, c] : costs->copies)
+      copies[to] = {{"latency_us", c.latency_us}, {"bytes_per_us", c.bytes_per_us}};
+    const json cache = {{"identity", costs->identity}, {"ops", ops}, {"copies", copies}};
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(costs->file).parent_path(), ec);
+    if (ec)
+      return make_error("cannot create the cost cache directory of " + costs->file + ": " + ec.message() +
+                            " (set TANDEM_CACHE_DIR to a writable directory)",
+                        TDM_UNAVAILABLE);
+    const std::string text = cache.dump(1) + "\n";
+    if (auto r = checkpoint::write_file_atomically(costs->file, {text}); !r)
+      return make_error("cannot write the cost cache: " + r.error().message +
+                            " (set TANDEM_CACHE_DIR to a writable directory)",
+                        r.error().status);
+    costs->changed = false;
+  }
+  return {};
+}
+
+}  // namespace tandem::host::place

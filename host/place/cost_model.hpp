@@ -1,0 +1,85 @@
+// Measured costs for automatic placement (issue #5, point 3): how long each
+// op takes on each device, and how fast bytes move between two devices.
+//
+// Nothing is guessed from FLOP counts: an op is timed on the device the
+// first time it is asked for (a short calibration: one warm-up launch, then
+// launches until about a millisecond has passed, the median kept), and the
+// figures are cached on disk per machine, backend plugin version, device and
+// thread setting, so later runs and `tandem plan` start at once. The cache is
+// a JSON file per device under $TANDEM_CACHE_DIR (default
+// $XDG_CACHE_HOME/tandem, else ~/.cache/tandem)/costs/, written atomically;
+// a file that cannot be read is recalibrated, never trusted half-way.
+//
+// An op the backend declines (kernel_prepare answers TDM_UNSUPPORTED) is
+// remembered as unsupported with the backend's reason, so placement never
+// puts it there.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+#include "exec/kernel_binding.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::place {
+
+struct OpCost {
+  bool supported = true;
+  double micros = 0;     // median time of one launch
+  size_t workspace = 0;  // the kernel's scratch bytes (plain layouts)
+  std::string why;       // unsupported: the backend's reason
+};
+
+// time(bytes) = latency + bytes / bandwidth, fitted from two measured sizes.
+struct CopyCost {
+  double latency_us = 0;
+  double bytes_per_us = 0;
+  double micros(size_t bytes) const {
+    return latency_us + (bytes_per_us > 0 ? static_cast<double>(bytes) / bytes_per_us : 0);
+  }
+};
+
+struct CostModelOptions {
+  std::string cache_dir;  // empty: $TANDEM_CACHE_DIR, $XDG_CACHE_HOME/tandem or ~/.cache/tandem
+  // What else changes timings on this machine, e.g. "threads=2" (part of the key).
+  std::string context;
+  bool use_cache = true;  // false: measure, never read or write the files
+};
+
+class CostModel {
+ public:
+  // `devices`: every device a placement may use, by id; they must outlive the model.
+  CostModel(std::map<std::string, const DeviceHandle*> devices, CostModelOptions options);
+  ~CostModel();
+  CostModel(const CostModel&) = delete;
+  CostModel& operator=(const CostModel&) = delete;
+
+  // The cost of `spec` on `device` (calibrated on first use). An Error only
+  // when the measurement itself failed (a launch error, no memory).
+  Result<OpCost> op(const std::string& device, const exec::OpSpec& spec);
+  // Moving `bytes` from one device to the other (calibrated on first use).
+  Result<double> copy_micros(const std::string& from, const std::string& to, size_t bytes);
+  // Writes what was measured since loading (atomically). Errors name the file.
+  Result<void> save();
+  // The cache file of `device`.
+  std::string cache_file(const std::string& device) const;
+  // Ops calibrated (not read from a cache) since creation.
+  size_t calibrated() const noexcept { return calibrated_; }
+
+ private:
+  struct DeviceCosts;
+  Result<DeviceCosts*> costs_of(const std::string& device);
+
+  std::map<std::string, const DeviceHandle*> devices_;
+  CostModelOptions options_;
+  std::map<std::string, std::unique_ptr<DeviceCosts>> loaded_;
+  size_t calibrated_ = 0;
+};
+
+// The key an op is cached under: op, attributes, input and output types.
+std::string op_cost_key(const exec::OpSpec& spec);
+
+}  // namespace tandem::host::place

@@ -1,0 +1,28 @@
+// The message of a training run that does not fit its devices: by how much
+// each device is over, and what would make it fit, with the figures that
+// matter for each remedy (issue #5, point 3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/model_spec.hpp"
+#include "place/plan_estimate.hpp"
+
+namespace tandem::host::place {
+
+struct FitContext {
+  const model::ModelSpec* spec = nullptr;
+  int64_t micro_batch_samples = 0;  // the graph's batch
+  std::string offload_device;       // a CPU device the optimizer could move to ("" none)
+  bool several_devices = false;     // automatic placement had other devices to use
+};
+
+// "<model> does not fit: <device> needs X (...) but its budget is Y: over by
+// Z. To fit: ..." — for an estimate with over() > 0.
+std::string does_not_fit(const PlanEstimate& estimate, const FitContext& context);
+
+// Only the remedies (". To fit: ...") for `device`, `over` bytes too many.
+std::string remedies(const DeviceEstimate& device, uint64_t over, const FitContext& context);
+
+}  // namespace tandem::host::place

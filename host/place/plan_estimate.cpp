@@ -1,0 +1,128 @@
+#include "place/plan_estimate.hpp"
+
+#include "exec/collectives.hpp"
+#include "exec/native_layouts.hpp"
+#include "place/split.hpp"
+
+namespace tandem::host::place {
+
+double PlanEstimate::step_us() const {
+  double total = transfer_us;
+  for (const DeviceEstimate& d : devices) total += d.compute_us;
+  return total;
+}
+
+uint64_t PlanEstimate::over() const {
+  uint64_t total = 0;
+  for (const DeviceEstimate& d : devices) total += d.over();
+  return total;
+}
+
+const DeviceEstimate* PlanEstimate::find(const std::string& device) const {
+  for (const DeviceEstimate& d : devices)
+    if (d.device == device) return &d;
+  return nullptr;
+}
+
+Result<size_t> WorkspaceCache::workspace(const DeviceHandle& device, const exec::OpSpec& spec) {
+  std::string key = device.id() + "|" + op_cost_key(spec) + "|";
+  for (uint8_t l : spec.layouts) key += static_cast<char>('0' + l);
+  if (auto it = bytes_.find(key); it != bytes_.end()) return it->second;
+  auto kernel = exec::KernelBinding::prepare(device, spec);
+  if (!kernel) return kernel.error();
+  return bytes_[key] = kernel->workspace_bytes();
+}
+
+Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph, const std::set<std::string>& keep,
+                               WorkspaceCache& workspaces) {
+  std::set<ValueId> outputs;
+  for (const std::string& name : keep)
+    if (const Value* v = graph.value_by_name(name)) outputs.insert(v->id);
+  const exec::LayoutPlan layouts = exec::decide_layouts(device, graph, outputs);
+  std::vector<size_t> workspace;
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& n = *graph.node_at(i);
+    if (exec::is_collective_op(n.op)) {
+      workspace.push_back(0);
+      continue;
+    }
+    auto spec = exec::op_spec_of(graph, n);
+    if (!spec) return spec.error();
+    spec->layouts = layouts.node_layouts(n);
+    auto bytes = workspaces.workspace(device, *spec);
+    if (!bytes) return bytes.error();
+    workspace.push_back(*bytes);
+  }
+  return exec::make_plan(graph, workspace, outputs, layouts.native);
+}
+
+namespace {
+
+// Runs per optimizer step of a node of this phase.
+double runs(tdm_phase phase, uint32_t micro_batches) {
+  return phase == TDM_PHASE_OPTIMIZER ? 1.0 : static_cast<double>(micro_batches);
+}
+
+Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph, std::set<std::string> keep,
+                                       const EstimateInputs& in) {
+  auto handle = in.devices.find(id);
+  if (handle == in.devices.end())
+    return make_error("the plan uses " + id + ", which this run did not open (internal)", TDM_INTERNAL);
+  DeviceEstimate d;
+  d.device = id;
+  if (auto b = in.budgets.find(id); b != in.budgets.end()) d.budget = b->second;
+  auto plan = plan_memory(*handle->second, graph, keep, *in.workspaces);
+  if (!plan) return plan.error();
+  d.memory = plan->estimate;
+  if (in.costs == nullptr) return d;
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& n = *graph.node_at(i);
+    if (exec::is_collective_op(n.op) || n.op == kCopyOp) continue;
+    auto spec = exec::op_spec_of(graph, n);
+    if (!spec) return spec.error();
+    auto cost = in.costs->op(id, *spec);
+    if (!cost) return cost.error();
+    if (!cost->supported)
+      return make_error("layer '" + n.layer + "' (" + n.op + ") cannot run on " + id + ": " + cost->why,
+                        TDM_UNSUPPORTED);
+    d.compute_us += cost->micros * runs(n.phase, in.micro_batches);
+  }
+  return d;
+}
+
+}  // namespace
+
+Result<PlanEstimate> estimate_plan(const Graph& graph, const Placement* placement, const EstimateInputs& in) {
+  PlanEstimate out;
+  out.timed = in.costs != nullptr;
+  WorkspaceCache local;
+  EstimateInputs inputs = in;
+  if (inputs.workspaces == nullptr) inputs.workspaces = &local;
+  if (placement == nullptr || placement->devices.size() <= 1) {
+    const std::string id = placement != nullptr ? placement->devices.front() : in.default_device;
+    auto d = estimate_device(id, graph, in.keep, inputs);
+    if (!d) return d.error();
+    out.devices.push_back(std::move(*d));
+    return out;
+  }
+  auto split = split_by_device(graph, *placement);
+  if (!split) return split.error();
+  for (const DeviceGraph& part : split->devices) {
+    std::set<std::string> keep = in.keep;
+    keep.insert(part.exported.begin(), part.exported.end());
+    auto d = estimate_device(part.device, part.graph, keep, inputs);
+    if (!d) return d.error();
+    out.devices.push_back(std::move(*d));
+  }
+  for (const Copy& c : placement->copies) {
+    ++out.copies;
+    out.copy_bytes += c.bytes;
+    if (in.costs == nullptr) continue;
+    auto t = in.costs->copy_micros(c.from, c.to, c.bytes);
+    if (!t) return t.error();
+    out.transfer_us += *t * runs(c.phase, in.micro_batches);
+  }
+  return out;
+}
+
+}  // namespace tandem::host::place

@@ -1,0 +1,71 @@
+// What a placed training graph will cost before anything is allocated:
+// memory per device (the executor's own planner, with the layouts and
+// kernel workspaces the executor would choose) and step time (measured op
+// costs per device and copy costs between devices, cost_model.hpp).
+//
+// The step time adds compute and transfers as if nothing overlapped: an
+// upper bound when copies run beside compute. Forward and backward count
+// once per micro-batch, the optimizer once per step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/planner.hpp"
+#include "graph/graph.hpp"
+#include "place/cost_model.hpp"
+#include "place/placement.hpp"
+
+namespace tandem::host::place {
+
+struct DeviceEstimate {
+  std::string device;
+  exec::MemoryEstimate memory;
+  double compute_us = 0;  // per optimizer step
+  uint64_t budget = 0;    // 0: none
+  uint64_t over() const { return budget > 0 && memory.total > budget ? memory.total - budget : 0; }
+};
+
+struct PlanEstimate {
+  std::vector<DeviceEstimate> devices;  // the placement's order, the default device first
+  double transfer_us = 0;               // per optimizer step
+  size_t copies = 0;                    // copy nodes (each runs once per micro-batch or step)
+  uint64_t copy_bytes = 0;
+  bool timed = false;  // step times measured (a cost model was given)
+  double step_us() const;
+  uint64_t over() const;  // bytes over budget, all devices together
+  const DeviceEstimate* find(const std::string& device) const;
+};
+
+// Kernel workspaces by device and op (kernel_prepare allocates nothing, but
+// is not free: each op is prepared once per device and layout).
+class WorkspaceCache {
+ public:
+  Result<size_t> workspace(const DeviceHandle& device, const exec::OpSpec& spec);
+
+ private:
+  std::map<std::string, size_t> bytes_;
+};
+
+// The executor's memory plan of `graph` on `device` (exec::Executor::create
+// makes the same one): `keep` are values the host reads after a run.
+Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph, const std::set<std::string>& keep,
+                               WorkspaceCache& workspaces);
+
+struct EstimateInputs {
+  std::map<std::string, const DeviceHandle*> devices;  // every device of the placement, by id
+  std::string default_device;                          // the device of an unplaced graph
+  std::map<std::string, uint64_t> budgets;             // by device id
+  std::set<std::string> keep;                          // values the host reads (loss, logits)
+  uint32_t micro_batches = 1;
+  CostModel* costs = nullptr;  // null: memory only
+  WorkspaceCache* workspaces = nullptr;
+};
+
+// `placement` null: the whole graph on `default_device`.
+Result<PlanEstimate> estimate_plan(const Graph& graph, const Placement* placement, const EstimateInputs& in);
+
+}  // namespace tandem::host::place

@@ -1,0 +1,110 @@
+// The measured cost model of automatic placement: ops are timed once and
+// cached on disk, an op a backend declines is remembered as unsupported, a
+// corrupted cache is measured again rather than trusted, and copies between
+// two devices cost more the more bytes they move.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "place/cost_model.hpp"
+#include "reference_device.hpp"
+#include "temp_dir.hpp"
+
+namespace tandem::test {
+namespace {
+
+class CostModelTest : public ReferenceDevice {
+ protected:
+  host::place::CostModel model() {
+    return host::place::CostModel({{"reference:0", &*device_}}, {dir_.file("cache"), "threads=1", true});
+  }
+  static host::exec::OpSpec relu(int64_t rows) {
+    host::exec::OpSpec spec;
+    spec.op = "relu";
+    spec.node_name = "test.relu";
+    spec.inputs = {host::TensorType{TDM_F32, {rows, 64}}};
+    spec.outputs = {host::TensorType{TDM_F32, {rows, 64}}};
+    return spec;
+  }
+  TempDir dir_;
+};
+
+TEST_F(CostModelTest, AnOpIsTimedOnceAndThenReadFromTheCache) {
+  double first = 0;
+  {
+    auto costs = model();
+    auto c = costs.op("reference:0", relu(256));
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    EXPECT_TRUE(c->supported);
+    EXPECT_GT(c->micros, 0.0);
+    first = c->micros;
+    EXPECT_EQ(costs.calibrated(), 1u);
+    auto again = costs.op("reference:0", relu(256));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(costs.calibrated(), 1u) << "the same op is not measured twice";
+    ASSERT_TRUE(costs.save().ok());
+    ASSERT_TRUE(std::filesystem::exists(costs.cache_file("reference:0")));
+    std::ifstream in(costs.cache_file("reference:0"));
+    const auto json = nlohmann::json::parse(in);
+    EXPECT_EQ(json.at("identity").at("context"), "threads=1");
+    EXPECT_TRUE(json.at("ops").contains(host::place::op_cost_key(relu(256))));
+  }
+  auto costs = model();
+  auto cached = costs.op("reference:0", relu(256));
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(costs.calibrated(), 0u);
+  EXPECT_DOUBLE_EQ(cached->micros, first);
+  // Another shape is another op.
+  ASSERT_TRUE(costs.op("reference:0", relu(512)).ok());
+  EXPECT_EQ(costs.calibrated(), 1u);
+}
+
+TEST_F(CostModelTest, AnOpTheBackendDeclinesIsUnsupportedWithItsReason) {
+  auto costs = model();
+  host::exec::OpSpec spec = relu(8);
+  spec.op = "tandem_test.no_such_op";
+  auto c = costs.op("reference:0", spec);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->supported);
+  EXPECT_NE(c->why.find("no_such_op"), std::string::npos) << c->why;
+  ASSERT_TRUE(costs.save().ok());
+  auto reloaded = model();
+  auto cached = reloaded.op("reference:0", spec);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_FALSE(cached->supported);
+  EXPECT_EQ(reloaded.calibrated(), 0u);
+}
+
+TEST_F(CostModelTest, ACorruptedCacheIsMeasuredAgainAndRewritten) {
+  auto costs = model();
+  const std::string file = costs.cache_file("reference:0");
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  std::ofstream(file) << "{\"identity\": {\"format\": 1}, \"ops\": [tru";
+  auto c = costs.op("reference:0", relu(64));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(costs.calibrated(), 1u);
+  ASSERT_TRUE(costs.save().ok());
+  std::ifstream in(file);
+  EXPECT_TRUE(nlohmann::json::accept(in)) << "the cache was rewritten whole";
+}
+
+TEST_F(CostModelTest, ACopyCostsMoreTheMoreBytesItMoves) {
+  const host::LoadedPlugin* onednn = registry_->find("onednn");
+  if (onednn == nullptr) GTEST_SKIP() << "the onednn plugin is not part of this build (a second device is needed)";
+  auto other = host::DeviceHandle::open(*onednn, 0);
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  host::place::CostModel costs({{"reference:0", &*device_}, {"onednn:0", &*other}}, {dir_.file("cache"), "", true});
+  auto small = costs.copy_micros("reference:0", "onednn:0", 1024);
+  auto large = costs.copy_micros("reference:0", "onednn:0", size_t(64) << 20);
+  ASSERT_TRUE(small.ok()) << small.error().message;
+  ASSERT_TRUE(large.ok()) << large.error().message;
+  EXPECT_GT(*small, 0.0);
+  EXPECT_GT(*large, *small);
+  EXPECT_EQ(device_->allocator().stats().allocated, 0u) << "calibration keeps no memory of the run's devices";
+}
+
+}  // namespace
+}  // namespace tandem::test
