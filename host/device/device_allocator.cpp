@@ -1,6 +1,7 @@
 #include "device/device_allocator.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "util/format.hpp"
 #include "util/last_error.hpp"
@@ -32,6 +33,7 @@ Result<void*> DeviceAllocator::allocate(size_t bytes, const std::string& what) {
       release_cached_locked();  // the cache may be what stands in the way
     }
     if (status != TDM_OK || pointer == nullptr) {
+      if (status == TDM_OUT_OF_MEMORY) failure_ = AllocationFailure{size, stats_.allocated};
       const std::string why = last_error_text("status " + std::to_string(status));
       return make_error("cannot allocate " + human_bytes(bytes) + " for " + what + " on " + id_ +
                             " (" + human_bytes(stats_.allocated) + " already held by this run): " + why,
@@ -79,6 +81,11 @@ AllocatorStats DeviceAllocator::stats() const {
   const uint64_t largest = cached_.empty() ? 0 : cached_.rbegin()->first;
   s.fragmentation = cached > 0 ? 1.0 - static_cast<double>(largest) / static_cast<double>(cached) : 0.0;
   return s;
+}
+
+std::optional<AllocationFailure> DeviceAllocator::take_failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(failure_, std::nullopt);
 }
 
 void DeviceAllocator::reset_peak() {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -35,6 +36,13 @@ struct AllocatorStats {
   uint64_t backend_calls = 0;  // mem_alloc calls that succeeded
   uint64_t cached_blocks = 0;
   double fragmentation = 0;  // 1 - largest cached block / cached bytes (0: no cache)
+};
+
+// A request the backend refused: how much was asked, and how much this
+// allocator held then (at least that much fits on the device).
+struct AllocationFailure {
+  uint64_t requested = 0;
+  uint64_t held = 0;
 };
 
 class DeviceAllocator {
@@ -56,6 +64,8 @@ class DeviceAllocator {
   void release_cached() noexcept;
   AllocatorStats stats() const;
   void reset_peak();
+  // The last request the backend refused since the previous call, if any.
+  std::optional<AllocationFailure> take_failure();
 
   // Requests are rounded up to this, so reused blocks line up.
   static constexpr size_t kGranule = 512;
@@ -70,6 +80,7 @@ class DeviceAllocator {
   std::unordered_map<void*, size_t> live_;  // block -> its size
   std::multimap<size_t, void*> cached_;     // size -> block
   AllocatorStats stats_;
+  std::optional<AllocationFailure> failure_;
 };
 
 }  // namespace tandem::host

@@ -247,6 +247,10 @@ Result<OpCost> CostModel::op(const std::string& device, const exec::OpSpec& spec
   const std::string key = op_cost_key(spec);
   if (auto it = (*costs)->ops.find(key); it != (*costs)->ops.end()) return it->second;
   auto measured = measure(*devices_.at(device), spec);
+  if (!measured && measured.error().status == TDM_OUT_OF_MEMORY) {
+    OpCost none{false, 0, 0, measured.error().message, true};
+    return none;
+  }
   if (!measured) return measured.error();
   ++calibrated_;
   (*costs)->ops[key] = *measured;

@@ -31,6 +31,9 @@ struct OpCost {
   double micros = 0;     // median time of one launch
   size_t workspace = 0;  // the kernel's scratch bytes (plain layouts)
   std::string why;       // unsupported: the backend's reason
+  // Not measured: the device could not hold the op's operands (then it
+  // cannot run it either, for now); not cached, measured again next time.
+  bool no_memory = false;
 };
 
 // time(bytes) = latency + bytes / bandwidth, fitted from two measured sizes.

@@ -103,6 +103,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
                           " but asks for " + std::to_string(t->micro_batches_) +
                           " of them per step (internal: the plugin is inconsistent)",
                       TDM_INTERNAL);
+  t->unplaced_ = graph;  // a re-plan after running out of memory starts again from here
   if (auto r = t->place(); !r) return r.error();
   // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
   t->locate_optimizer_phase();
@@ -130,6 +131,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   t->device_.allocator().reset_peak();
   for (const auto& [id, handle] : t->devices_) handle->allocator().reset_peak();
   auto executor = t->make_executor(t->model_.graph, t->placement_, exec_options);
+  // A device that holds less than the plan assumed: place again within what it held.
+  for (int attempt = 0; !executor && executor.error().status == TDM_OUT_OF_MEMORY && attempt < 3; ++attempt) {
+    if (auto r = t->replan_after_oom(executor.error()); !r) return r.error();
+    executor = t->make_executor(t->model_.graph, t->placement_, exec_options);
+  }
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
@@ -187,8 +193,13 @@ std::map<std::string, uint64_t> Trainer::capacities() const {
     } else if (auto info = handle->info(); info && info->free_memory > 0) {
       out[id] = info->free_memory;
     }
-    if (auto measured = measured_capacity_.find(id); measured != measured_capacity_.end())
-      out[id] = out.count(id) > 0 ? std::min(out[id], measured->second) : measured->second;
+    // What the device held when it ran out replaces what it reported free
+    // (which the run's own cached blocks may have lowered meanwhile).
+    if (auto measured = measured_capacity_.find(id); measured != measured_capacity_.end()) {
+      auto budget = options_.memory_budgets.find(id);
+      out[id] = budget != options_.memory_budgets.end() ? std::min(budget->second, measured->second)
+                                                        : measured->second;
+    }
   }
   return out;
 }
@@ -224,13 +235,68 @@ place::CostModelOptions Trainer::cost_options() const {
   return {options_.cost_cache_dir, options_.cost_context, true};
 }
 
+std::map<std::string, std::string> Trainer::layer_devices() const {
+  std::map<std::string, std::string> out;
+  for (const model::LayerSpec& layer : spec_.layers) out[layer.name] = device_.id();
+  const Graph& g = model_.graph;
+  for (size_t i = g.node_count(); i-- > 0;)  // the first node of a layer decides
+    if (const Node& n = *g.node_at(i); out.count(n.layer) > 0 && !n.device.empty()) out[n.layer] = n.device;
+  return out;
+}
+
+Result<void> Trainer::replan_after_oom(const Error& oom) {
+  std::string device;
+  AllocationFailure failure;
+  const auto check = [&](const std::string& id, const DeviceHandle& handle) {
+    if (auto f = handle.allocator().take_failure()) {
+      device = id;
+      failure = *f;
+    }
+  };
+  check(device_.id(), device_);
+  for (const auto& [id, handle] : devices_) check(id, *handle);
+  if (device.empty()) return oom;  // refused by a budget before allocating: the plan's own words
+  measured_capacity_[device] = failure.held;
+  const std::string what = device + " ran out of memory at run time: it held " + human_bytes(failure.held) +
+                           " of this run when " + human_bytes(failure.requested) + " more were asked";
+  const auto before = layer_devices();
+  if (devices_.size() < 2 || placement_mode_ == "strict") {
+    auto estimate = place::estimate_plan(model_.graph, placement_ && placement_->devices.size() > 1 ? &*placement_ : nullptr,
+                                         estimate_inputs(nullptr, nullptr, true));
+    const std::string advice =
+        estimate && estimate->over() > 0 ? place::does_not_fit(*estimate, fit_context()) : oom.message;
+    return make_error(what + (placement_mode_ == "strict" ? " (placement = \"strict\" moves no layer by itself)" : "") +
+                          ". " + advice,
+                      TDM_OUT_OF_MEMORY);
+  }
+  model_.graph = unplaced_;
+  placement_.reset();
+  automatic_.reset();
+  force_automatic_ = true;
+  if (auto r = place(); !r)
+    return make_error(what + "; re-planning within that found no placement: " + r.error().message, r.error().status);
+  locate_optimizer_phase();
+  std::string moves;
+  for (const auto& [layer, to] : layer_devices())
+    if (before.at(layer) != to) moves += (moves.empty() ? "" : ", ") + layer + " -> " + to;
+  if (moves.empty())
+    return make_error(what + "; re-planning within that moved no layer. " + oom.message, TDM_OUT_OF_MEMORY);
+  log_warning(what + ". Re-planned within " + human_bytes(failure.held) + " on " + device + ": " + moves +
+              " (tandem plan --memory-budget " + device + "=" + human_bytes(failure.held) +
+              " shows the new plan; a budget avoids the retry)");
+  return {};
+}
+
 Result<void> Trainer::place() {
   auto candidates = candidate_devices();
   if (!candidates) return candidates.error();
   const bool pinned = std::any_of(spec_.layers.begin(), spec_.layers.end(),
                                   [](const model::LayerSpec& l) { return l.device.has_value(); });
   const bool several = candidates->size() > 1;
-  placement_mode_ = !spec_.train.placement.empty() ? spec_.train.placement : several ? "auto" : "pinned";
+  placement_mode_ = force_automatic_               ? "auto"
+                    : !spec_.train.placement.empty() ? spec_.train.placement
+                    : several                        ? "auto"
+                                                     : "pinned";
   const bool offload = !spec_.train.optimizer_device.empty();
   const bool automatic = placement_mode_ == "auto" && (several || pinned || offload);
   if (!pinned && !offload && !automatic) return {};
@@ -482,6 +548,8 @@ Result<void> Trainer::forward_backward(bool last_micro_batch) {
 
 void Trainer::locate_optimizer_phase() {
   const Graph& g = model_.graph;
+  run_on_skip_.clear();
+  synced_gradients_.clear();
   model_.optimizer_begin = g.node_count();
   clip_point_ = g.node_count();
   for (size_t i = g.node_count(); i-- > 0;) {

@@ -131,6 +131,12 @@ class Trainer {
   place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
                                         bool capacity) const;
   place::CostModelOptions cost_options() const;
+  // Every model layer's device (the run's device for an unplaced graph).
+  std::map<std::string, std::string> layer_devices() const;
+  // A device refused an allocation the plan counted on: remember what it
+  // held, place again within that (moving unpinned layers) and say what
+  // moved; or an error saying what to change.
+  Result<void> replan_after_oom(const Error& oom);
   Result<std::unique_ptr<exec::Executor>> make_executor(const Graph& graph,
                                                         const std::optional<place::Placement>& placement,
                                                         exec::ExecutorOptions options) const;
@@ -150,6 +156,8 @@ class Trainer {
   std::optional<place::AutoPlacement> automatic_;             // what automatic placement chose
   std::map<std::string, std::string> resolved_pins_;          // a pin as written -> its device id
   std::map<std::string, uint64_t> measured_capacity_;         // devices that ran out of memory: what they held
+  Graph unplaced_;                                            // the training graph before placement
+  bool force_automatic_ = false;                              // after running out of memory
   const PluginRegistry& registry_;
   TrainOptions options_;
   RunData data_;

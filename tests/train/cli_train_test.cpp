@@ -26,9 +26,11 @@ struct CliRun {
   std::string output;
 };
 
-CliRun tandem(const std::string& args) {
-  const std::string command =
-      "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache '" TANDEM_EXE "' --allow-insecure-plugins " + args + " 2>&1";
+// `env`: more VAR=value words for the environment of the run.
+CliRun tandem(const std::string& args, const std::string& env = "") {
+  const std::string command = "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache " + env + " '" TANDEM_EXE
+                              "' --allow-insecure-plugins " +
+                              args + " 2>&1";
   CliRun run;
   FILE* pipe = ::popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
@@ -92,6 +94,32 @@ TEST_F(TrainCli, TrainsAndEvaluates) {
   CliRun e = tandem("eval " + m + " --weights " + dir.file("run"));
   EXPECT_EQ(e.code, 0) << e.output;
   EXPECT_HAS(e.output, "test samples 64");
+}
+
+// A device that holds less than the plan counted on (a GPU another process
+// took memory from; here TANDEM_DEVICE_MEMORY_LIMIT): the run re-plans within
+// what the device held and trains, or, with nowhere to move layers, stops
+// with what to change.
+TEST_F(TrainCli, RunningOutOfDeviceMemoryAtRunTimeRePlans) {
+  std::string text = kSynthetic;
+  text.replace(text.find("input = [8]"), 11, "input = [64]");
+  text.replace(text.find("out_features = 16"), 17, "out_features = 256");
+  const std::string m = model(text);
+  const std::string limit = "TANDEM_DEVICE_MEMORY_LIMIT=onednn:0=100KiB";
+  CliRun r = tandem("train " + m + " --run-dir " + dir.file("run") +
+                        " --device onednn:0,reference:0 --placement pinned --set train.epochs=1",
+                    limit);
+  if (r.output.find("no device matches 'onednn:0'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "onednn:0 ran out of memory at run time: it held ");
+  EXPECT_HAS(r.output, "Re-planned within ");
+  EXPECT_HAS(r.output, "fc1 -> reference:0");
+  EXPECT_HAS(r.output, "test accuracy");
+  CliRun alone = tandem("train " + m + " --run-dir " + dir.file("run2") + " --device onednn:0", limit);
+  EXPECT_EQ(alone.code, 1) << alone.output;
+  EXPECT_HAS(alone.output, "onednn:0 ran out of memory at run time");
+  EXPECT_HAS(alone.output, "To fit: ");
+  EXPECT_HAS(alone.output, "--device onednn:0,cpu");
 }
 
 // `tandem plan`: fc1 pinned to reference:0, the rest on the default device;

@@ -2,7 +2,13 @@
 // C++ helper (see tandem.hpp).
 //
 // Device memory is ordinary host memory (host_addressable = 1), 64-byte
-// aligned, with allocator statistics for memory_stats. Streams and events
+// aligned, with allocator statistics for memory_stats.
+//
+// TANDEM_DEVICE_MEMORY_LIMIT="reference:0=64MiB,onednn:0=2GiB" gives a
+// device a capacity smaller than the machine's memory: allocations beyond it
+// fail with TDM_OUT_OF_MEMORY and device_info reports it, as a GPU of that
+// size would. It lets heterogeneous placement (a device running out, the
+// host re-planning) be exercised on a machine with CPUs only. Streams and events
 // keep tandem.hpp's synchronous defaults. A CPU backend derives from it and
 // implements prepare (and create_stream if it has a stream object of its own).
 #ifndef TANDEM_HOST_DEVICE_HPP
@@ -25,7 +31,7 @@ namespace tandem {
 class HostMemoryDevice : public Device {
  public:
   // `id` names the device in messages and info, e.g. "reference:0".
-  explicit HostMemoryDevice(std::string id) : id_(std::move(id)) {}
+  explicit HostMemoryDevice(std::string id) : id_(std::move(id)), limit_(memory_limit(id_)) {}
 
   tdm_device_info info() override {
     tdm_device_info i{};
@@ -34,6 +40,11 @@ class HostMemoryDevice : public Device {
     i.kind = TDM_DEVICE_CPU;
     i.total_memory = physical_memory();
     i.free_memory = available_memory();
+    if (limit_ > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      i.total_memory = limit_;
+      i.free_memory = limit_ - allocated_;
+    }
     i.has_pinned_host_memory = 0;
     i.host_addressable = 1;
     return i;
@@ -43,6 +54,13 @@ class HostMemoryDevice : public Device {
     // aligned_alloc wants a multiple of the alignment; a zero-byte request
     // still gets a unique pointer.
     const size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (limit_ > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (rounded < bytes || allocated_ + bytes > limit_)
+        throw Error(TDM_OUT_OF_MEMORY, id_ + ": cannot allocate " + std::to_string(bytes) + " bytes: " +
+                                           std::to_string(allocated_) + " of its " + std::to_string(limit_) +
+                                           " bytes are in use (TANDEM_DEVICE_MEMORY_LIMIT)");
+    }
     void* p = rounded < bytes ? nullptr : std::aligned_alloc(kAlignment, rounded);
     if (p == nullptr)
       throw Error(TDM_OUT_OF_MEMORY, id_ + ": cannot allocate " + std::to_string(bytes) +
@@ -85,6 +103,25 @@ class HostMemoryDevice : public Device {
  private:
   static constexpr size_t kAlignment = 64;
 
+  // This device's entry of TANDEM_DEVICE_MEMORY_LIMIT (bytes; B, KiB, MiB or
+  // GiB after the number), 0 when there is none or it cannot be read.
+  static uint64_t memory_limit(const std::string& id) {
+    const char* env = std::getenv("TANDEM_DEVICE_MEMORY_LIMIT");
+    std::stringstream list(env != nullptr ? env : "");
+    for (std::string item; std::getline(list, item, ',');) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || item.substr(0, eq) != id) continue;
+      std::istringstream size(item.substr(eq + 1));
+      double number = 0;
+      std::string unit;
+      if (!(size >> number) || number <= 0) return 0;
+      size >> unit;
+      const double scale = unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0 : unit == "GiB" ? 1073741824.0 : 1.0;
+      return static_cast<uint64_t>(number * scale);
+    }
+    return 0;
+  }
+
   static uint64_t physical_memory() {
     const long pages = sysconf(_SC_PHYS_PAGES);
     const long page_size = sysconf(_SC_PAGESIZE);
@@ -106,7 +143,8 @@ class HostMemoryDevice : public Device {
   }
 
   std::string id_;
-  std::mutex mutex_;  // guards everything below
+  uint64_t limit_ = 0;  // 0: the machine's memory
+  std::mutex mutex_;    // guards everything below
   std::unordered_map<void*, size_t> sizes_;
   uint64_t allocated_ = 0;
   uint64_t peak_ = 0;
