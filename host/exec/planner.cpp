@@ -112,7 +112,7 @@ Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
 // Binds in-place outputs to their input's owner where that is safe (see
 // planner.hpp). `block_last` is where each owner's shared block dies: its own
 // last use, widened by the outputs bound to it. Values keep their own intervals.
-void bind_inplace(const Graph& graph, std::map<ValueId, ValueStorage>& values,
+void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs, std::map<ValueId, ValueStorage>& values,
                   std::map<ValueId, size_t>& block_last) {
   for (size_t position = 0; position < graph.node_count(); ++position) {
     const Node& node = *graph.node_at(position);
@@ -130,6 +130,9 @@ void bind_inplace(const Graph& graph, std::map<ValueId, ValueStorage>& values,
         // Transient: only into a dead input, and never a persistent output.
         size_t& last = block_last.at(owner.owner);
         if (output.kind != ValueStorage::Kind::Arena || last != position) continue;
+        // An output's last use is the end of the schedule, so this could
+        // only happen at the last node; still, its bytes must survive.
+        if (outputs.count(in) > 0) continue;
         last = std::max(last, output.last);
       }
       output.owner = owner.owner;
@@ -157,6 +160,28 @@ const char* category_name(MemoryCategory category) {
   }
 }
 
+Result<void> plan_staged_input(Plan& plan, ValueId id) {
+  const ValueStorage* storage = plan.find(id);
+  if (storage == nullptr)
+    return make_error("cannot stage value " + std::to_string(id) + ": not in the plan", TDM_INVALID_ARGUMENT);
+  if (storage->kind != ValueStorage::Kind::Persistent)
+    return make_error("cannot stage value " + std::to_string(id) +
+                          ": it is an activation a node produces; only inputs (a batch's features or "
+                          "labels) can be staged",
+                      TDM_INVALID_ARGUMENT);
+  PersistentBuffer& buffer = plan.persistent[storage->persistent];
+  if (buffer.category != MemoryCategory::Inputs || buffer.value != id)
+    return make_error("cannot stage '" + buffer.name + "': it holds " + category_name(buffer.category) +
+                          ", not an input; only inputs (a batch's features or labels) can be staged, write "
+                          "the others with write()",
+                      TDM_INVALID_ARGUMENT);
+  if (buffer.staged) return {};
+  buffer.staged = true;
+  plan.estimate.inputs += buffer.bytes;
+  plan.estimate.total += buffer.bytes;
+  return {};
+}
+
 const ValueStorage* Plan::find(ValueId id) const {
   auto it = values.find(id);
   return it == values.end() ? nullptr : &it->second;
@@ -178,7 +203,7 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
   }
   std::map<ValueId, size_t> block_last;
   for (const auto& [id, storage] : plan.values) block_last[id] = storage.last;
-  bind_inplace(graph, plan.values, block_last);
+  bind_inplace(graph, outputs, plan.values, block_last);
 
   std::vector<Block> blocks;
   std::map<ValueId, size_t> block_of;

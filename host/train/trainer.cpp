@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "build/autodiff.hpp"
 #include "build/optimizer.hpp"
@@ -313,14 +315,24 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
 }
 
-Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint32_t micro,
-                                   int64_t total_steps, int64_t& correct) {
+Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const data::Batch* next, int64_t step,
+                                   uint32_t micro, int64_t total_steps, int64_t& correct) {
   exec::Executor& ex = *executor_;
   const Graph& g = model_.graph;
-  if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
-    return r.error();
-  if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r)
-    return r.error();
+  if (staged) {  // its copy ran during the previous micro-batch
+    if (auto r = ex.use_staged(); !r) return r.error();
+  } else {
+    if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
+      return r.error();
+    if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r)
+      return r.error();
+  }
+  if (next != nullptr) {  // into the buffers this micro-batch does not read; copied while it runs
+    if (auto r = ex.stage(model_.input, next->features.data(), next->features.size() * sizeof(float)); !r)
+      return r.error();
+    if (auto r = ex.stage(model_.labels, next->labels.data(), next->labels.size() * sizeof(int32_t)); !r)
+      return r.error();
+  }
   if (model_.dropout_step != kNoValue) {
     // Every micro-batch and every rank draws its own masks.
     const int64_t offset = (step * micro_batches_ + micro) * data_world_ + data_rank_;
@@ -466,6 +478,14 @@ void Trainer::report_memory(int64_t steps) const {
   for (const place::Copy& c : placement_->copies)
     std::cout << "  " << c.value << " " << human_bytes(c.bytes) << " " << c.from << " -> " << c.to
               << " (layer '" << c.producer_layer << "' -> '" << c.consumer_layer << "')\n";
+  if (steps > 0 && executor_->transfer_busy_us() > 0) {
+    // Evaluation's copies are not in it: the evaluator has executors of its own.
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3) << "copy time per step: "
+         << executor_->transfer_busy_us() / 1000.0 / static_cast<double>(steps) << " ms, "
+         << std::setprecision(0) << 100.0 * executor_->hidden_transfer_fraction() << "% hidden behind compute\n";
+    std::cout << line.str();
+  }
 }
 
 Result<TrainResult> Trainer::run() {
@@ -511,6 +531,10 @@ Result<TrainResult> Trainer::run() {
   if (model_.tensor_parallel.size > 1) evaluator.use_tensor_parallelism(model_.tensor_parallel, comm_.get());
   ProfileRecorder& profiler = *profiler_;
 
+  if (options_.prefetch)  // second device buffers, accounted in the plan's inputs
+    for (ValueId v : {model_.input, model_.labels})
+      if (auto r = executor_->allow_staging(v); !r) return r.error();
+
   TrainResult result;
   const auto run_start = Clock::now();
   int64_t step = start_step_, epoch = start_epoch_, first_batch = start_batch_;
@@ -521,16 +545,32 @@ Result<TrainResult> Trainer::run() {
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, index = first_batch;
     StepReport report{.epoch = epoch + 1, .epochs = epochs, .batches = per_epoch, .total_steps = total};
+    std::shared_ptr<const data::Batch> ahead;  // staged; never carried across epochs
+    const auto next_batch = [&] {
+      const auto wait_start = Clock::now();
+      auto b = loader.next();
+      profiler.data_wait(wait_start, Clock::now());
+      return b;
+    };
     // One optimizer step takes `micro_batches_` batches; an epoch ends when
     // fewer than that remain, so no step ever straddles two epochs.
     while (step < total && index + micro_batches_ <= per_epoch) {
       double step_loss = 0;
       for (uint32_t micro = 0; micro < micro_batches_; ++micro) {
-        const auto wait_start = Clock::now();
-        auto b = loader.next();
-        if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
-        profiler.data_wait(wait_start, Clock::now());
-        auto loss = micro_step(*b, step, micro, total, correct);
+        const bool staged = ahead != nullptr;
+        std::shared_ptr<const data::Batch> b = std::move(ahead);
+        if (!b) {
+          b = next_batch();
+          if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+        }
+        // One batch of lookahead, within the epoch: the next micro-batch is
+        // staged while this one runs, if it will run in this epoch.
+        const bool another = micro + 1 < micro_batches_ || (step + 1 < total && index + 1 + micro_batches_ <= per_epoch);
+        if (options_.prefetch && another) {
+          ahead = next_batch();
+          if (!ahead) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+        }
+        auto loss = micro_step(*b, staged, ahead.get(), step, micro, total, correct);
         if (!loss) return loss.error();
         ++index;
         seen += b->size;
