@@ -109,6 +109,7 @@ Result<void> CopyEngine::issue(size_t t, void* dst, const void* src) {
     return make_error("copy of '" + lane.request.value + "' issued twice in one run (internal)", TDM_INTERNAL);
   lane.issued = true;
   lane.complete = false;
+  lane.exposed = false;
   lane.busy_us = lane.waited_us = 0;
   lane.device_wait_at.reset();
   lane.issued_at = Clock::now();
@@ -227,6 +228,11 @@ Result<void> CopyEngine::wait_on_host(size_t t) {
   return r;
 }
 
+Result<void> CopyEngine::wait_in_order(size_t t) {
+  lanes_[t].exposed = true;
+  return wait_on_host(t);
+}
+
 Result<void> CopyEngine::stream_wait(size_t part, const OwnedEvent& event) {
   clear_last_error();
   const tdm_status status = api(part).stream_wait_event(parts_[part].compute, event.get());
@@ -283,6 +289,7 @@ Result<void> CopyEngine::finish() {
       lane.waited_us += micros(lane.finished_at - *lane.device_wait_at);
     // Of the copy's own duration, how much someone waited for (waiting for
     // the source's producer is compute, not copy time).
+    if (lane.exposed) lane.waited_us = lane.busy_us;
     busy_us_ += lane.busy_us;
     waited_us_ += std::min(lane.waited_us, lane.busy_us);
     lane.issued = false;

@@ -86,6 +86,10 @@ class CopyEngine {
   Result<void> wait_in_source(size_t t);
   // Blocks the host until transfer `t` is complete.
   Result<void> wait_on_host(size_t t);
+  // The same for a copy run in order (nothing else runs meanwhile): all of
+  // its time counts as waited, even the part that ran before the host began
+  // to wait (posting it to the thread), which no compute hid.
+  Result<void> wait_in_order(size_t t);
   // Blocks until every issued transfer is complete, makes them issuable
   // again, and adds their timing. The first error of any of them.
   Result<void> finish();
@@ -105,6 +109,7 @@ class CopyEngine {
     // One issue, until finish():
     bool issued = false;
     bool complete = false;  // the host has seen it finish
+    bool exposed = false;   // run in order: none of it hidden
     CopyWorker::Ticket host_step, observation;
     Clock::time_point issued_at;
     std::optional<Clock::time_point> device_wait_at;  // a stream_wait_event, for the stall estimate

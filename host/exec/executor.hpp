@@ -8,7 +8,18 @@
 // owned by someone else (usually the train executor whose parameters an eval
 // executor shares) and must outlive this executor.
 //
-// Thread use: one thread at a time (the stream is used by one thread).
+// Overlap (issue #5, point 5). A composed executor (several devices) issues
+// each copy between its parts right after the node that produces the source
+// and waits for it right before the first node that reads it, on copy
+// streams with events, or on a copy thread between host-addressable devices
+// (executor_parts.cpp, transfer_schedule.hpp, copy_engine.hpp); run() still
+// returns with everything finished. An input may be staged: the next
+// batch's copy into a second device buffer runs while the current step does
+// (allow_staging/stage/use_staged, staged_inputs.hpp); the second buffer is
+// part of the plan's estimate.
+//
+// Thread use: one thread at a time (the stream is used by one thread); the
+// copy engine's threads are internal.
 #pragma once
 
 #include <chrono>

@@ -242,7 +242,7 @@ Result<void> Executor::transfer_in_order(size_t t) {
   if (auto r = parts_[x.from_part].executor->synchronize(); !r) return r;
   if (auto r = parts_[x.to_part].executor->synchronize(); !r) return r;
   if (auto r = issue_transfer(t); !r) return r;
-  return copies_->wait_on_host(t);
+  return copies_->wait_in_order(t);
 }
 
 Result<void> Executor::finish_parts() {

@@ -171,6 +171,9 @@ TEST_F(OverlappedCopies, GiveTheBytesOfASequentialRunOnEveryRoute) {
   ASSERT_NE(reference, nullptr);
   initialise(*reference);
   const std::vector<float> expected = train(*reference, 4);
+  // In order, no copy time is hidden.
+  EXPECT_GT(reference->transfer_busy_us(), 0.0);
+  EXPECT_EQ(reference->hidden_transfer_fraction(), 0.0);
 
   const std::vector<std::pair<std::string, std::set<std::string>>> routes = {
       {"memcpy on the copy thread", {}},
