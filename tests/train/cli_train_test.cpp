@@ -120,6 +120,28 @@ TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
   EXPECT_HAS(strict.output, "placement = \"strict\": layer 'fc2' on onednn:0 reads 'fc1'");
 }
 
+// Placed on two devices: --memory-report says how much of the copy time
+// between them compute hid, and --no-prefetch (each batch written when its
+// step starts) trains to the same loss.
+TEST_F(TrainCli, MemoryReportShowsHiddenCopyTimeAndNoPrefetchTrainsTheSame) {
+  std::string text = kSynthetic;
+  text.replace(text.find("activation = \"relu\""), 19, "activation = \"relu\"\ndevice = \"reference\"");
+  const std::string m = model(text);
+  CliRun a = tandem("train " + m + " --device onednn --memory-report --run-dir " + dir.file("a"));
+  if (a.output.find("no device matches 'onednn'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_HAS(a.output, "copy time per step: ");
+  EXPECT_HAS(a.output, "% hidden behind compute");
+  CliRun b = tandem("train " + m + " --device onednn --no-prefetch --run-dir " + dir.file("b"));
+  ASSERT_EQ(b.code, 0) << b.output;
+  const auto loss = [](const std::string& output) {
+    const size_t at = output.rfind("train loss ");
+    return at == std::string::npos ? std::string() : output.substr(at, 17);
+  };
+  EXPECT_FALSE(loss(a.output).empty()) << a.output;
+  EXPECT_EQ(loss(a.output), loss(b.output));
+}
+
 TEST_F(TrainCli, MalformedModelFileNamesLineAndColumn) {
   CliRun r = tandem("train " + model("[model]\ninput = [8\n"));
   EXPECT_EQ(r.code, 4);
