@@ -48,7 +48,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
       "memory-report", po::bool_switch(), "print planned and measured memory after training")(
-      "no-prefetch", po::bool_switch(), "copy each batch to the device when its step starts, not during the step before")(
+      "no-prefetch", po::bool_switch(),
+      "copy each batch to the device when its step starts, not during the step before")(
       "comm-timeout", po::value<double>()->default_value(300),
       "data parallelism: seconds a collective may wait for the other ranks before the run stops with an "
       "error naming them")(

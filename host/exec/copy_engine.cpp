@@ -97,16 +97,17 @@ CopyEngine::~CopyEngine() {
 }
 
 Error CopyEngine::failure(const Lane& lane, const std::string& what, tdm_status status) const {
-  return make_error("copy of '" + lane.request.value + "' from " + parts_[lane.request.from_part].device->id() +
-                        " to " + parts_[lane.request.to_part].device->id() + " failed (" + what + "): " +
-                        plugin_reason(status),
-                    status);
+  return make_error(
+      "copy of '" + lane.request.value + "' from " + parts_[lane.request.from_part].device->id() + " to " +
+          parts_[lane.request.to_part].device->id() + " failed (" + what + "): " + plugin_reason(status),
+      status);
 }
 
 Result<void> CopyEngine::issue(size_t t, void* dst, const void* src) {
   Lane& lane = lanes_[t];
   if (lane.issued)
-    return make_error("copy of '" + lane.request.value + "' issued twice in one run (internal)", TDM_INTERNAL);
+    return make_error("copy of '" + lane.request.value + "' issued twice in one run (internal)",
+                      TDM_INTERNAL);
   lane.issued = true;
   lane.complete = false;
   lane.exposed = false;
@@ -114,7 +115,8 @@ Result<void> CopyEngine::issue(size_t t, void* dst, const void* src) {
   lane.device_wait_at.reset();
   lane.issued_at = Clock::now();
   clear_last_error();
-  tdm_status status = api(lane.request.from_part).event_record(lane.ready.get(), parts_[lane.request.from_part].compute);
+  tdm_status status =
+      api(lane.request.from_part).event_record(lane.ready.get(), parts_[lane.request.from_part].compute);
   if (status != TDM_OK) {
     lane.complete = true;  // nothing was enqueued
     return failure(lane, "recording the source's progress", status);
@@ -148,7 +150,8 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
       std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
       tdm_stream* copy = copy_streams_[from].get();
       clear_last_error();
-      if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source"); !r)
+      if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
+          !r)
         return r;
       if (auto r = check(api(from).copy_d2h(copy, dst, src, bytes), "copy_d2h"); !r) return r;
       if (auto r = check(api(from).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
@@ -157,7 +160,8 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
     case CopyRoute::HostToDevice: {
       clear_last_error();
       // A host-addressable source: its stream is synchronous or nearly so.
-      if (auto r = check(api(from).event_synchronize(lane.ready.get()), "waiting for the source"); !r) return r;
+      if (auto r = check(api(from).event_synchronize(lane.ready.get()), "waiting for the source"); !r)
+        return r;
       std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
       tdm_stream* copy = copy_streams_[to].get();
       if (auto r = check(api(to).copy_h2d(copy, dst, src, bytes), "copy_h2d"); !r) return r;
@@ -169,9 +173,11 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
         std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
         tdm_stream* copy = copy_streams_[from].get();
         clear_last_error();
-        if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source"); !r)
+        if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
+            !r)
           return r;
-        if (auto r = check(api(from).copy_d2h(copy, lane.staging.data(), src, bytes), "copy_d2h to staging"); !r)
+        if (auto r = check(api(from).copy_d2h(copy, lane.staging.data(), src, bytes), "copy_d2h to staging");
+            !r)
           return r;
         if (auto r = check(api(from).event_record(lane.middle.get(), copy), "recording the staging"); !r)
           return r;
@@ -237,9 +243,9 @@ Result<void> CopyEngine::stream_wait(size_t part, const OwnedEvent& event) {
   clear_last_error();
   const tdm_status status = api(part).stream_wait_event(parts_[part].compute, event.get());
   if (status != TDM_OK)
-    return make_error("cannot order work on " + parts_[part].device->id() + " after a copy: " +
-                          plugin_reason(status),
-                      status);
+    return make_error(
+        "cannot order work on " + parts_[part].device->id() + " after a copy: " + plugin_reason(status),
+        status);
   return {};
 }
 

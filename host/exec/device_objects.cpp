@@ -16,8 +16,9 @@ Result<OwnedStream> OwnedStream::create(const DeviceHandle& device, const std::s
   clear_last_error();
   const tdm_status status = device.backend().backend->stream_create(device.get(), &s.stream_);
   if (status != TDM_OK || s.stream_ == nullptr)
-    return make_error("cannot create a " + purpose + " stream on " + device.id() + ": " + plugin_reason(status),
-                      status != TDM_OK ? status : TDM_INTERNAL);
+    return make_error(
+        "cannot create a " + purpose + " stream on " + device.id() + ": " + plugin_reason(status),
+        status != TDM_OK ? status : TDM_INTERNAL);
   s.device_ = &device;
   return s;
 }
@@ -94,7 +95,9 @@ HostStaging& HostStaging::operator=(HostStaging&& other) noexcept {
   return *this;
 }
 
-HostStaging::~HostStaging() { release(); }
+HostStaging::~HostStaging() {
+  release();
+}
 
 void HostStaging::release() noexcept {
   if (pinned_ != nullptr) owner_->backend().backend->host_free_pinned(owner_->get(), pinned_);

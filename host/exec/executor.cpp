@@ -417,11 +417,12 @@ Result<void> Executor::stage(ValueId value, const void* host, size_t bytes) {
   if (!storage) return storage.error();
   if (!staged_ || !staged_->contains(value)) {
     const bool named = (*storage)->kind == ValueStorage::Kind::Persistent;
-    return make_error("cannot stage " +
-                          (named ? "'" + plan_.persistent[(*storage)->persistent].name + "'"
-                                 : "value " + std::to_string(value)) +
-                          ": it has no second buffer; call allow_staging for it first (only inputs can be staged)",
-                      TDM_INVALID_ARGUMENT);
+    return make_error(
+        "cannot stage " +
+            (named ? "'" + plan_.persistent[(*storage)->persistent].name + "'"
+                   : "value " + std::to_string(value)) +
+            ": it has no second buffer; call allow_staging for it first (only inputs can be staged)",
+        TDM_INVALID_ARGUMENT);
   }
   return staged_->stage(value, host, bytes);
 }

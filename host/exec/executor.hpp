@@ -262,9 +262,9 @@ class Executor {
   std::vector<size_t> events_taken_;  // per part: profile events already mapped
   uint64_t transfers_run_ = 0, transferred_bytes_ = 0;
   TransferOptions transfer_options_;
-  std::unique_ptr<CopyEngine> copies_;  // after parts_: released before their streams
+  std::unique_ptr<CopyEngine> copies_;                // after parts_: released before their streams
   double retired_busy_us_ = 0, retired_wait_us_ = 0;  // of copy engines replaced by set_transfer_options
-  std::optional<StagedInputs> staged_;  // single-device; created by the first allow_staging
+  std::optional<StagedInputs> staged_;                // single-device; created by the first allow_staging
   Plan plan_;
   std::unique_ptr<tdm_stream, StreamDeleter> stream_;
   std::vector<Buffer> buffers_;    // everything this executor allocated

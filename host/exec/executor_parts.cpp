@@ -44,8 +44,8 @@ bool sequential_copies_from_environment() {
 }  // namespace
 
 struct Executor::RangeActions {
-  std::vector<size_t> at_start;                                 // transfers issued before the first slot
-  std::vector<std::vector<size_t>> issue_after;                 // per slot: transfers issued after it
+  std::vector<size_t> at_start;                                   // transfers issued before the first slot
+  std::vector<std::vector<size_t>> issue_after;                   // per slot: transfers issued after it
   std::vector<std::vector<std::pair<size_t, bool>>> wait_before;  // per slot: (transfer, in the source part)
 };
 
@@ -76,7 +76,8 @@ std::unique_ptr<Executor> Executor::compose(std::vector<ExecutorPart> parts,
   for (size_t t = 0; t < transfers.size(); ++t) {
     const ExecutorTransfer& x = transfers[t];
     e->slots_[x.position] = Slot{true, t, 0};
-    ends.push_back({x.position, x.from_part, x.to_part, parts[x.from_part].executor->plan_.find(x.from)->owner,
+    ends.push_back({x.position, x.from_part, x.to_part,
+                    parts[x.from_part].executor->plan_.find(x.from)->owner,
                     parts[x.to_part].executor->plan_.find(x.to)->owner});
   }
   const std::vector<TransferPoints> points = schedule_transfers(access, ends);
@@ -124,7 +125,8 @@ Result<void> Executor::start_copies() {
   if (copies_) return {};
   std::vector<CopyPart> parts;
   for (size_t p = 0; p < parts_.size(); ++p)
-    parts.push_back({parts_[p].executor->device_, parts_[p].executor->stream_.get(), part_host_addressable(p)});
+    parts.push_back(
+        {parts_[p].executor->device_, parts_[p].executor->stream_.get(), part_host_addressable(p)});
   std::vector<CopyRequest> requests;
   for (const ExecutorTransfer& t : transfers_) {
     // The destination is named value@device (split.hpp): messages say the value.
@@ -153,8 +155,8 @@ Result<void> Executor::run_parts(size_t first, size_t end) {
                           ") is outside the schedule of " + std::to_string(slots_.size()) + " nodes",
                       TDM_INVALID_ARGUMENT);
   if (auto r = start_copies(); !r) return r;
-  Result<void> ran = transfer_options_.sequential ? run_parts_in_order(first, end)
-                                                  : run_parts_overlapped(first, end);
+  Result<void> ran =
+      transfer_options_.sequential ? run_parts_in_order(first, end) : run_parts_overlapped(first, end);
   // Even after a failure: nothing may still run when run() returns.
   Result<void> finished = finish_parts();
   return !ran ? ran : finished;
@@ -188,8 +190,10 @@ Executor::RangeActions Executor::plan_range(size_t first, size_t end) const {
     // A range runs the copies whose slots it holds, whatever ran before.
     if (x.position < first || x.position >= end || x.points.in_order) continue;
     const TransferPoints& at = x.points;
-    if (at.issue_after == kNoPosition || at.issue_after < first) a.at_start.push_back(t);
-    else a.issue_after[at.issue_after - first].push_back(t);
+    if (at.issue_after == kNoPosition || at.issue_after < first)
+      a.at_start.push_back(t);
+    else
+      a.issue_after[at.issue_after - first].push_back(t);
     // Beyond the range: the waits of finish_parts() cover them.
     if (at.destination_at < end) a.wait_before[at.destination_at - first].push_back({t, false});
     if (at.source_rewritten_at < end) a.wait_before[at.source_rewritten_at - first].push_back({t, true});
@@ -214,8 +218,9 @@ Result<void> Executor::run_parts_overlapped(size_t first, size_t end) {
     // The longest run of this part's consecutive nodes with no copy issued
     // or waited for in between.
     size_t q = p + 1;
-    while (q < end && !slots_[q].transfer && slots_[q].part == s.part && slots_[q].local == s.local + (q - p) &&
-           a.wait_before[q - first].empty() && a.issue_after[q - 1 - first].empty())
+    while (q < end && !slots_[q].transfer && slots_[q].part == s.part &&
+           slots_[q].local == s.local + (q - p) && a.wait_before[q - first].empty() &&
+           a.issue_after[q - 1 - first].empty())
       ++q;
     if (auto r = parts_[s.part].executor->launch_range(s.local, s.local + (q - p)); !r) return r;
     collect_profile(s.part, p, q);

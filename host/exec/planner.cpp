@@ -112,8 +112,8 @@ Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
 // Binds in-place outputs to their input's owner where that is safe (see
 // planner.hpp). `block_last` is where each owner's shared block dies: its own
 // last use, widened by the outputs bound to it. Values keep their own intervals.
-void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs, std::map<ValueId, ValueStorage>& values,
-                  std::map<ValueId, size_t>& block_last) {
+void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
+                  std::map<ValueId, ValueStorage>& values, std::map<ValueId, size_t>& block_last) {
   for (size_t position = 0; position < graph.node_count(); ++position) {
     const Node& node = *graph.node_at(position);
     for (auto [out_index, in_index] : build::inplace_pairs(node)) {

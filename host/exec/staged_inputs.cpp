@@ -55,11 +55,13 @@ Result<void> StagedInputs::stage(ValueId value, const void* host, size_t bytes) 
   clear_last_error();
   // The previous staged copy may still read the staging buffer.
   if (ever_staged_)
-    if (auto r = check(api.event_synchronize(staged_.get()), e, "waiting for the previous copy"); !r) return r;
+    if (auto r = check(api.event_synchronize(staged_.get()), e, "waiting for the previous copy"); !r)
+      return r;
   std::memcpy(e.host.data(), host, bytes);
   tdm_stream* copy = copy_stream_.get();
   if (ever_released_)
-    if (auto r = check(api.stream_wait_event(copy, released_.get()), e, "ordering after its last readers"); !r)
+    if (auto r = check(api.stream_wait_event(copy, released_.get()), e, "ordering after its last readers");
+        !r)
       return r;
   if (auto r = check(api.copy_h2d(copy, e.spare, e.host.data(), bytes), e, "copy_h2d"); !r) return r;
   if (auto r = check(api.event_record(staged_.get(), copy), e, "recording the copy"); !r) return r;
@@ -73,7 +75,8 @@ Result<void> StagedInputs::use(tdm_stream* compute) {
   if (!any) return {};
   const tdm_backend_api& api = *device_->backend().backend;
   clear_last_error();
-  if (auto r = check(api.stream_wait_event(compute, staged_.get()), entries_.front(), "ordering the step after it");
+  if (auto r = check(api.stream_wait_event(compute, staged_.get()), entries_.front(),
+                     "ordering the step after it");
       !r)
     return r;
   for (Entry& e : entries_) {

@@ -315,8 +315,8 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
 }
 
-Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const data::Batch* next, int64_t step,
-                                   uint32_t micro, int64_t total_steps, int64_t& correct) {
+Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const data::Batch* next,
+                                   int64_t step, uint32_t micro, int64_t total_steps, int64_t& correct) {
   exec::Executor& ex = *executor_;
   const Graph& g = model_.graph;
   if (staged) {  // its copy ran during the previous micro-batch
@@ -481,9 +481,10 @@ void Trainer::report_memory(int64_t steps) const {
   if (steps > 0 && executor_->transfer_busy_us() > 0) {
     // Evaluation's copies are not in it: the evaluator has executors of its own.
     std::ostringstream line;
-    line << std::fixed << std::setprecision(3) << "copy time per step: "
-         << executor_->transfer_busy_us() / 1000.0 / static_cast<double>(steps) << " ms, "
-         << std::setprecision(0) << 100.0 * executor_->hidden_transfer_fraction() << "% hidden behind compute\n";
+    line << std::fixed << std::setprecision(3)
+         << "copy time per step: " << executor_->transfer_busy_us() / 1000.0 / static_cast<double>(steps)
+         << " ms, " << std::setprecision(0) << 100.0 * executor_->hidden_transfer_fraction()
+         << "% hidden behind compute\n";
     std::cout << line.str();
   }
 }
@@ -565,7 +566,8 @@ Result<TrainResult> Trainer::run() {
         }
         // One batch of lookahead, within the epoch: the next micro-batch is
         // staged while this one runs, if it will run in this epoch.
-        const bool another = micro + 1 < micro_batches_ || (step + 1 < total && index + 1 + micro_batches_ <= per_epoch);
+        const bool another =
+            micro + 1 < micro_batches_ || (step + 1 < total && index + 1 + micro_batches_ <= per_epoch);
         if (options_.prefetch && another) {
           ahead = next_batch();
           if (!ahead) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);

@@ -67,7 +67,8 @@ class OverlappedCopies : public ::testing::Test {
     options.allow_insecure = true;
     registry_.emplace(host::PluginRegistry::discover(options, services_));
     for (const char* needed : {"onednn", "reference"})
-      if (registry_->find(needed) == nullptr) GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
+      if (registry_->find(needed) == nullptr)
+        GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
     for (const char* backend : {"reference", "onednn"}) {
       auto device = host::DeviceHandle::open(*registry_->find(backend), 0);
       ASSERT_TRUE(device.ok()) << device.error().message;
@@ -133,7 +134,8 @@ class OverlappedCopies : public ::testing::Test {
     std::vector<float> seen;
     for (int s = 0; s < steps; ++s) {
       std::vector<float> x(static_cast<size_t>(kBatch * 8));
-      for (size_t k = 0; k < x.size(); ++k) x[k] = 0.1f * static_cast<float>((k * 5 + static_cast<size_t>(s)) % 11) - 0.5f;
+      for (size_t k = 0; k < x.size(); ++k)
+        x[k] = 0.1f * static_cast<float>((k * 5 + static_cast<size_t>(s)) % 11) - 0.5f;
       std::vector<int32_t> labels = {0, 1, 2, 3};
       std::rotate(labels.begin(), labels.begin() + s % 4, labels.end());
       const float lr = 0.05f;
@@ -206,7 +208,8 @@ TEST_F(OverlappedCopies, RoutesFollowWhatEachDeviceIsDrivenAs) {
   ASSERT_TRUE(e->set_transfer_options(o).ok());
   for (const auto& t : e->transfers()) {
     const bool from_reference = e->parts()[t.from_part].device == "reference:0";
-    EXPECT_EQ(t.route, from_reference ? host::exec::CopyRoute::DeviceToHost : host::exec::CopyRoute::HostToDevice);
+    EXPECT_EQ(t.route,
+              from_reference ? host::exec::CopyRoute::DeviceToHost : host::exec::CopyRoute::HostToDevice);
   }
 }
 
@@ -231,7 +234,8 @@ TEST_F(OverlappedCopies, EachCopyIsIssuedRightAfterItsProducerAndWaitedForByItsF
       ASSERT_NE(points.issue_after, host::exec::kNoPosition);
       EXPECT_EQ(g.node_at(points.issue_after)->id, source.producer);
     }
-    if (points.issue_after == host::exec::kNoPosition || points.issue_after + 1 < t.position) ++earlier_than_before;
+    if (points.issue_after == host::exec::kNoPosition || points.issue_after + 1 < t.position)
+      ++earlier_than_before;
     // The destination's first reader: the first node after the copy on the
     // destination device that reads the copied value.
     ASSERT_NE(points.destination_at, host::exec::kNoPosition);

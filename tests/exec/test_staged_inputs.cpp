@@ -32,11 +32,17 @@ Net make_net() {
   n.labels = *n.graph.add_value("labels", TDM_VALUE_INPUT, {TDM_S32, {4}});
   n.w = *n.graph.add_value("fc.weight", TDM_VALUE_PARAMETER, {TDM_F32, {2, 3}});
   n.b = *n.graph.add_value("fc.bias", TDM_VALUE_PARAMETER, {TDM_F32, {2}});
-  NodeSpec fc{"linear", "fc", "fc", TDM_PHASE_FORWARD, {{"activation", std::string("none")}},
-              {n.x, n.w, n.b}, {{TDM_F32, {4, 2}}}, {"logits"}};
+  NodeSpec fc{"linear",
+              "fc",
+              "fc",
+              TDM_PHASE_FORWARD,
+              {{"activation", std::string("none")}},
+              {n.x, n.w, n.b},
+              {{TDM_F32, {4, 2}}},
+              {"logits"}};
   n.logits = n.graph.node(*n.graph.insert_node(fc))->outputs[0];
-  NodeSpec ce{"softmax_cross_entropy", "loss", "loss", TDM_PHASE_FORWARD, {}, {n.logits, n.labels},
-              {{TDM_F32, {}}}, {"loss"}};
+  NodeSpec ce{"softmax_cross_entropy", "loss",          "loss",  TDM_PHASE_FORWARD, {},
+              {n.logits, n.labels},    {{TDM_F32, {}}}, {"loss"}};
   n.loss = n.graph.node(*n.graph.insert_node(ce))->outputs[0];
   return n;
 }
@@ -48,7 +54,8 @@ struct Batch {
 
 Batch batch(int k) {
   Batch b{std::vector<float>(12), {k % 2, 1, (k + 1) % 2, 0}};
-  for (size_t i = 0; i < b.x.size(); ++i) b.x[i] = 0.25f * static_cast<float>((i * 3 + static_cast<size_t>(k) * 5) % 9) - 1.0f;
+  for (size_t i = 0; i < b.x.size(); ++i)
+    b.x[i] = 0.25f * static_cast<float>((i * 3 + static_cast<size_t>(k) * 5) % 9) - 1.0f;
   return b;
 }
 
@@ -103,7 +110,8 @@ TEST_F(StagedInputs, StagingTheNextBatchGivesTheOutputsOfWritingIt) {
     }
     ASSERT_TRUE(staged->run().ok());
     const std::vector<float> got = outputs(*staged, n);
-    EXPECT_EQ(std::memcmp(got.data(), expected[static_cast<size_t>(k)].data(), got.size() * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(got.data(), expected[static_cast<size_t>(k)].data(), got.size() * sizeof(float)),
+              0);
   }
   // The last batch came from staging: reading the input gives its bytes.
   std::vector<float> x(12);
@@ -138,8 +146,9 @@ TEST_F(StagedInputs, OnlyInputsCanBeStaged) {
   const Batch b = batch(0);
   auto unprepared = e->stage(n.x, b.x.data(), b.x.size() * sizeof(float));
   ASSERT_FALSE(unprepared.ok());
-  EXPECT_NE(unprepared.error().message.find("cannot stage 'input': it has no second buffer; call allow_staging"),
-            std::string::npos)
+  EXPECT_NE(
+      unprepared.error().message.find("cannot stage 'input': it has no second buffer; call allow_staging"),
+      std::string::npos)
       << unprepared.error().message;
   ASSERT_TRUE(e->allow_staging(n.x).ok());
   auto wrong_size = e->stage(n.x, b.x.data(), 4);

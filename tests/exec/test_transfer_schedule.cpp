@@ -26,9 +26,9 @@ std::vector<PartAccess> parts() {
 TEST(TransferSchedule, IssuedAfterTheProducerWaitedBeforeTheFirstReaderAndTheNextOverwrite) {
   const auto points = schedule_transfers(parts(), {TransferEnds{2, 0, 1, 10, 20}});
   ASSERT_EQ(points.size(), 1u);
-  EXPECT_EQ(points[0].issue_after, 0u);           // node 0 produced 10
-  EXPECT_EQ(points[0].destination_at, 3u);        // node 3 reads 20 first
-  EXPECT_EQ(points[0].source_rewritten_at, 5u);   // node 5 updates 10 in place
+  EXPECT_EQ(points[0].issue_after, 0u);          // node 0 produced 10
+  EXPECT_EQ(points[0].destination_at, 3u);       // node 3 reads 20 first
+  EXPECT_EQ(points[0].source_rewritten_at, 5u);  // node 5 updates 10 in place
   EXPECT_FALSE(points[0].in_order);
 }
 
