@@ -44,7 +44,8 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   std::map<std::string, std::string> config;
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
   std::unique_ptr<PluginSession> session = load_plugins(globals, config);
-  auto device = host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));
+  auto device =
+      host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;

@@ -49,6 +49,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
       "memory-report", po::bool_switch(), "print planned and measured memory after training")(
+      "no-prefetch", po::bool_switch(),
+      "copy each batch to the device when its step starts, not during the step before")(
       "comm-timeout", po::value<double>()->default_value(300),
       "data parallelism: seconds a collective may wait for the other ranks before the run stops with an "
       "error naming them")(
@@ -122,6 +124,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   train.profile = vm.count("profile") ? vm["profile"].as<std::string>() : "";
   train.memory_report = vm["memory-report"].as<bool>();
+  train.prefetch = !vm["no-prefetch"].as<bool>();
   train.live_progress = ::isatty(STDOUT_FILENO) != 0;
   train.loader_threads =
       vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
@@ -138,8 +141,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
   std::unique_ptr<PluginSession> session = load_plugins(globals, config);
   const host::train::ProcessGroup group = host::train::detect_process_group();
-  auto device =
-      host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()), group.local_rank);
+  auto device = host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()),
+                                           group.local_rank);
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;

@@ -32,7 +32,7 @@ struct AllocatorStats {
   uint64_t allocated = 0;
   uint64_t reserved = 0;
   uint64_t peak = 0;
-  uint64_t allocations = 0;   // requests served, from the cache or the backend
+  uint64_t allocations = 0;    // requests served, from the cache or the backend
   uint64_t backend_calls = 0;  // mem_alloc calls that succeeded
   uint64_t cached_blocks = 0;
   double fragmentation = 0;  // 1 - largest cached block / cached bytes (0: no cache)

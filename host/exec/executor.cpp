@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "build/shapes.hpp"
+#include "exec/device_objects.hpp"
 #include "exec/native_layouts.hpp"
 #include "exec/tensor_text.hpp"
 #include "plugin/optional_call.hpp"
@@ -12,11 +13,6 @@
 
 namespace tandem::host::exec {
 namespace {
-
-std::string plugin_reason(tdm_status status) {
-  std::optional<LastError> why = take_last_error();
-  return why && !why->message.empty() ? why->message : "status " + std::to_string(status);
-}
 
 double micros(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
@@ -42,7 +38,11 @@ Executor::Executor(const DeviceHandle& device, ExecutorOptions options)
       epoch_(std::chrono::steady_clock::now()) {}
 
 Executor::~Executor() {
-  // Nothing may be released while the stream still uses it.
+  // Copies in flight read and write the parts' buffers and the spare input
+  // buffers: they finish first. Nothing may be released while a stream
+  // still uses it.
+  copies_.reset();
+  staged_.reset();
   if (stream_) (void)api().stream_synchronize(stream_.get());
 }
 
@@ -51,13 +51,13 @@ namespace {
 // A plan over the device's budget is refused before anything is allocated.
 Result<void> check_budget(const DeviceHandle& device, const MemoryEstimate& e, uint64_t budget) {
   if (budget == 0 || e.total <= budget) return {};
-  return make_error(device.id() + " needs " + human_bytes(e.total) + " (parameters " +
-                        human_bytes(e.parameters) + ", gradients " + human_bytes(e.gradients) +
-                        ", optimizer state " + human_bytes(e.optimizer_state) + ", activations " +
-                        human_bytes(e.activations) + ", workspace " + human_bytes(e.workspace) + ", other " +
-                        human_bytes(e.other_state + e.inputs + e.allocator_rounding) + ") but its memory budget is " +
-                        human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
-                    TDM_OUT_OF_MEMORY);
+  return make_error(
+      device.id() + " needs " + human_bytes(e.total) + " (parameters " + human_bytes(e.parameters) +
+          ", gradients " + human_bytes(e.gradients) + ", optimizer state " + human_bytes(e.optimizer_state) +
+          ", activations " + human_bytes(e.activations) + ", workspace " + human_bytes(e.workspace) +
+          ", other " + human_bytes(e.other_state + e.inputs + e.allocator_rounding) +
+          ") but its memory budget is " + human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
+      TDM_OUT_OF_MEMORY);
 }
 
 }  // namespace
@@ -180,6 +180,8 @@ Result<void> Executor::bind_nodes(const Graph& graph, std::vector<std::optional<
     NodeRun run{node.name, node.layer, node.op, std::move(kernels[i]), bytes, out.dtype, {}, {}};
     for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : device_pointer(id));
     for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
+    run.reads = node.inputs;
+    run.writes = node.outputs;
     nodes_.push_back(std::move(run));
   }
   return {};
@@ -244,6 +246,11 @@ Result<void> Executor::run(size_t first, size_t end) {
     return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
                           ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
                       TDM_INVALID_ARGUMENT);
+  if (auto launched = launch_range(first, end); !launched) return launched;
+  return synchronize();
+}
+
+Result<void> Executor::launch_range(size_t first, size_t end) {
   for (size_t i = first; i < end; ++i) {
     auto start = std::chrono::steady_clock::now();
     if (auto launched = launch(i); !launched) return launched;
@@ -256,13 +263,11 @@ Result<void> Executor::run(size_t first, size_t end) {
     node_time_us_[i] += micros(stop - start);
     events_.push_back({i, micros(start - epoch_), micros(stop - start)});
   }
-  return synchronize();
+  return {};
 }
 
 Result<void> Executor::synchronize() {
-  for (const ExecutorPart& part : parts_)
-    if (auto r = part.executor->synchronize(); !r) return r;
-  if (!parts_.empty()) return {};
+  if (!parts_.empty()) return finish_parts();
   clear_last_error();
   tdm_status status = api().stream_synchronize(stream_.get());
   if (status != TDM_OK)
@@ -296,6 +301,7 @@ Result<void> Executor::write(ValueId value, const void* host, size_t bytes) {
   }
   auto storage = checked(value, bytes, "write");
   if (!storage) return storage.error();
+  if (staged_) staged_->discard(value);
   clear_last_error();
   tdm_status status = api().copy_h2d(stream_.get(), device_pointer(value), host, bytes);
   if (status != TDM_OK)
@@ -352,6 +358,74 @@ Result<void> Executor::fill(ValueId value, double number) {
                           plugin_reason(status),
                       status);
   return synchronize();  // before the kernel is released
+}
+
+Result<void> Executor::allow_staging(ValueId value) {
+  if (!parts_.empty()) {
+    auto owner = owner_of(value);
+    if (!owner) return owner.error();
+    return owner->first->allow_staging(owner->second);
+  }
+  if (staged_ && staged_->contains(value)) return {};
+  const ValueStorage* storage = plan_.find(value);
+  if (storage != nullptr && storage->kind == ValueStorage::Kind::Persistent) {
+    const std::string& name = plan_.persistent[storage->persistent].name;
+    if (options_.external.count(name) > 0)
+      return make_error("cannot stage '" + name + "': its buffer belongs to another executor (external)",
+                        TDM_INVALID_ARGUMENT);
+  }
+  Plan planned = plan_;
+  if (auto r = plan_staged_input(planned, value); !r) return r;
+  if (auto r = check_budget(*device_, planned.estimate, options_.memory_budget); !r) return r;
+  if (!staged_) {
+    auto created = StagedInputs::create(*device_);
+    if (!created) return created.error();
+    staged_.emplace(std::move(*created));
+  }
+  const PersistentBuffer& buffer = planned.persistent[storage->persistent];
+  auto spare = alloc(buffer.bytes, "the second buffer of '" + buffer.name + "' (staged input)");
+  if (!spare) return spare.error();
+  plan_ = std::move(planned);
+  // Every place that holds the value's address; arena values never share a
+  // persistent value's address, so equal pointers are exactly its readers
+  // and in-place writers.
+  void* current = persistent_[storage->persistent];
+  std::vector<void**> references = {&persistent_[storage->persistent]};
+  for (NodeRun& node : nodes_) {
+    for (void*& pointer : node.inputs)
+      if (pointer == current) references.push_back(&pointer);
+    for (void*& pointer : node.outputs)
+      if (pointer == current) references.push_back(&pointer);
+  }
+  staged_->add(value, buffer.name, buffer.bytes, *spare, std::move(references));
+  return {};
+}
+
+Result<void> Executor::stage(ValueId value, const void* host, size_t bytes) {
+  if (!parts_.empty()) {
+    auto owner = owner_of(value);
+    if (!owner) return owner.error();
+    return owner->first->stage(owner->second, host, bytes);
+  }
+  auto storage = checked(value, bytes, "stage");
+  if (!storage) return storage.error();
+  if (!staged_ || !staged_->contains(value)) {
+    const bool named = (*storage)->kind == ValueStorage::Kind::Persistent;
+    return make_error(
+        "cannot stage " +
+            (named ? "'" + plan_.persistent[(*storage)->persistent].name + "'"
+                   : "value " + std::to_string(value)) +
+            ": it has no second buffer; call allow_staging for it first (only inputs can be staged)",
+        TDM_INVALID_ARGUMENT);
+  }
+  return staged_->stage(value, host, bytes);
+}
+
+Result<void> Executor::use_staged() {
+  for (ExecutorPart& part : parts_)
+    if (auto r = part.executor->use_staged(); !r) return r;
+  if (!parts_.empty() || !staged_) return {};
+  return staged_->use(stream_.get());
 }
 
 uint64_t Executor::measured_peak() const {

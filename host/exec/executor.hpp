@@ -8,7 +8,18 @@
 // owned by someone else (usually the train executor whose parameters an eval
 // executor shares) and must outlive this executor.
 //
-// Thread use: one thread at a time (the stream is used by one thread).
+// Overlap (issue #5, point 5). A composed executor (several devices) issues
+// each copy between its parts right after the node that produces the source
+// and waits for it right before the first node that reads it, on copy
+// streams with events, or on a copy thread between host-addressable devices
+// (executor_parts.cpp, transfer_schedule.hpp, copy_engine.hpp); run() still
+// returns with everything finished. An input may be staged: the next
+// batch's copy into a second device buffer runs while the current step does
+// (allow_staging/stage/use_staged, staged_inputs.hpp); the second buffer is
+// part of the plan's estimate.
+//
+// Thread use: one thread at a time (the stream is used by one thread); the
+// copy engine's threads are internal.
 #pragma once
 
 #include <chrono>
@@ -17,13 +28,17 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "device/device.hpp"
 #include "exec/collectives.hpp"
+#include "exec/copy_engine.hpp"
 #include "exec/kernel_binding.hpp"
 #include "exec/planner.hpp"
+#include "exec/staged_inputs.hpp"
+#include "exec/transfer_schedule.hpp"
 #include "graph/graph.hpp"
 #include "util/result.hpp"
 
@@ -61,7 +76,23 @@ struct ExecutorTransfer {
   size_t from_part = 0, to_part = 0;
   ValueId from = kNoValue, to = kNoValue;  // the parts' values
   size_t bytes = 0;
-  bool memcpy = false;  // both devices host-addressable (set by compose)
+  // Set by compose: where it is issued and waited for (transfer_schedule.hpp)
+  // and how its bytes travel (copy_engine.hpp).
+  TransferPoints points;
+  CopyRoute route = CopyRoute::HostMemcpy;
+};
+
+// How a composed executor runs its copies.
+struct TransferOptions {
+  // Every copy at its own slot of the schedule, the host waiting for it and
+  // every part synchronising its ranges: nothing overlaps (for debugging,
+  // and as the reference the overlapped schedule must match bit for bit).
+  // compose() sets it when the environment has TANDEM_SEQUENTIAL_COPIES=1.
+  bool sequential = false;
+  // Device ids whose parts are driven as if not host-addressable: copy
+  // streams and events instead of memcpy. Lets a CPU backend run the code a
+  // GPU runs (tests); slower, never needed otherwise.
+  std::set<std::string> as_device;
 };
 
 // One node execution, for a Chrome trace ("X" events): microseconds since
@@ -104,9 +135,40 @@ class Executor {
   // A failed launch names the node, its layer and the plugin's message; an
   // error raised asynchronously is reported at the synchronisation (with
   // profile on, every node is synchronised, so it names the node).
+  // Composed: the copies of the range overlap compute (executor_parts.cpp);
+  // when run returns, they are finished too, and a failed copy is reported
+  // here, naming the value and its two devices.
   Result<void> run(size_t first, size_t end);
   Result<void> run() { return run(0, node_count()); }
   Result<void> synchronize();
+
+  // Next-batch prefetch (staged_inputs.hpp). allow_staging gives an INPUT
+  // value a second device buffer, accounted in plan().estimate.inputs and
+  // checked against the memory budget (anything else is refused, named).
+  // stage copies host bytes into a staging buffer (the host buffer may be
+  // reused on return) and enqueues their copy into that second buffer on a
+  // copy stream, overlapping whatever runs. use_staged, before the run that
+  // reads them, swaps the two buffers of every value staged since the last
+  // use and orders the compute stream after the copies (no host wait). A
+  // write() of a staged value replaces its pending staged bytes.
+  // Composed: each goes to the part that holds the value.
+  Result<void> allow_staging(ValueId value);
+  Result<void> stage(ValueId value, const void* host, size_t bytes);
+  Result<void> use_staged();
+
+  // Composed executors: how copies run (see TransferOptions); rebuilds the
+  // copy streams and events. Refused on a single-device executor.
+  Result<void> set_transfer_options(TransferOptions options);
+  const TransferOptions& transfer_options() const noexcept { return transfer_options_; }
+  // The copies of a composed executor, in schedule order.
+  const std::vector<ExecutorTransfer>& transfers() const noexcept { return transfers_; }
+  // Time copies took since creation, and of it the time someone waited for
+  // them (the host, or a device stream: an upper bound); the rest was hidden
+  // behind compute. Microseconds.
+  double transfer_busy_us() const noexcept;
+  double transfer_wait_us() const noexcept;
+  // 1 - wait/busy, in [0, 1]; 0 before any copy ran.
+  double hidden_transfer_fraction() const noexcept;
 
   // A composed executor: the first part's plan; parts() has them all.
   const Plan& plan() const noexcept { return parts_.empty() ? plan_ : parts_.front().executor->plan(); }
@@ -154,6 +216,7 @@ class Executor {
     tdm_dtype dtype = TDM_F32;
     std::vector<void*> inputs;  // nullptr for an absent optional input
     std::vector<void*> outputs;
+    std::vector<ValueId> reads, writes;  // the values of inputs and outputs
   };
 
   Executor(const DeviceHandle& device, ExecutorOptions options);
@@ -164,8 +227,20 @@ class Executor {
     size_t part = 0;   // or the transfer's index
     size_t local = 0;  // the part's schedule position
   };
+  // What a range of a composed run does around its nodes.
+  struct RangeActions;
   Result<void> run_parts(size_t first, size_t end);
-  Result<void> transfer(const ExecutorTransfer& t);
+  Result<void> run_parts_in_order(size_t first, size_t end);
+  Result<void> run_parts_overlapped(size_t first, size_t end);
+  RangeActions plan_range(size_t first, size_t end) const;
+  Result<void> issue_transfer(size_t t);
+  Result<void> transfer_in_order(size_t t);
+  Result<void> finish_parts();
+  Result<void> start_copies();
+  void assign_routes();
+  bool part_host_addressable(size_t part) const;
+  // Nodes [first, end) launched, without waiting for them (profile: each is).
+  Result<void> launch_range(size_t first, size_t end);
   Result<std::pair<Executor*, ValueId>> owner_of(ValueId value) const;
   void collect_profile(size_t part, size_t first, size_t end);
   Result<void> allocate(const Graph& graph);
@@ -186,6 +261,10 @@ class Executor {
   std::map<ValueId, std::pair<size_t, ValueId>> owner_;
   std::vector<size_t> events_taken_;  // per part: profile events already mapped
   uint64_t transfers_run_ = 0, transferred_bytes_ = 0;
+  TransferOptions transfer_options_;
+  std::unique_ptr<CopyEngine> copies_;                // after parts_: released before their streams
+  double retired_busy_us_ = 0, retired_wait_us_ = 0;  // of copy engines replaced by set_transfer_options
+  std::optional<StagedInputs> staged_;                // single-device; created by the first allow_staging
   Plan plan_;
   std::unique_ptr<tdm_stream, StreamDeleter> stream_;
   std::vector<Buffer> buffers_;    // everything this executor allocated

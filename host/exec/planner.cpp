@@ -113,8 +113,8 @@ Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
 // Binds in-place outputs to their input's owner where that is safe (see
 // planner.hpp). `block_last` is where each owner's shared block dies: its own
 // last use, widened by the outputs bound to it. Values keep their own intervals.
-void bind_inplace(const Graph& graph, std::map<ValueId, ValueStorage>& values,
-                  std::map<ValueId, size_t>& block_last) {
+void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
+                  std::map<ValueId, ValueStorage>& values, std::map<ValueId, size_t>& block_last) {
   for (size_t position = 0; position < graph.node_count(); ++position) {
     const Node& node = *graph.node_at(position);
     for (auto [out_index, in_index] : build::inplace_pairs(node)) {
@@ -131,12 +131,22 @@ void bind_inplace(const Graph& graph, std::map<ValueId, ValueStorage>& values,
         // Transient: only into a dead input, and never a persistent output.
         size_t& last = block_last.at(owner.owner);
         if (output.kind != ValueStorage::Kind::Arena || last != position) continue;
+        // An output's last use is the end of the schedule, so this could
+        // only happen at the last node; still, its bytes must survive.
+        if (outputs.count(in) > 0) continue;
         last = std::max(last, output.last);
       }
       output.owner = owner.owner;
       output.kind = owner.kind;
     }
   }
+}
+
+// What an allocation of `bytes` adds beyond them: the device allocator hands
+// out whole blocks of its granule.
+uint64_t rounding(uint64_t bytes) {
+  const uint64_t g = DeviceAllocator::kGranule, b = std::max<uint64_t>(bytes, 1);
+  return (b + g - 1) / g * g - bytes;
 }
 
 }  // namespace
@@ -156,6 +166,29 @@ const char* category_name(MemoryCategory category) {
     default:
       return "activations";
   }
+}
+
+Result<void> plan_staged_input(Plan& plan, ValueId id) {
+  const ValueStorage* storage = plan.find(id);
+  if (storage == nullptr)
+    return make_error("cannot stage value " + std::to_string(id) + ": not in the plan", TDM_INVALID_ARGUMENT);
+  if (storage->kind != ValueStorage::Kind::Persistent)
+    return make_error("cannot stage value " + std::to_string(id) +
+                          ": it is an activation a node produces; only inputs (a batch's features or "
+                          "labels) can be staged",
+                      TDM_INVALID_ARGUMENT);
+  PersistentBuffer& buffer = plan.persistent[storage->persistent];
+  if (buffer.category != MemoryCategory::Inputs || buffer.value != id)
+    return make_error("cannot stage '" + buffer.name + "': it holds " + category_name(buffer.category) +
+                          ", not an input; only inputs (a batch's features or labels) can be staged, write "
+                          "the others with write()",
+                      TDM_INVALID_ARGUMENT);
+  if (buffer.staged) return {};
+  buffer.staged = true;
+  plan.estimate.inputs += buffer.bytes;
+  plan.estimate.allocator_rounding += rounding(buffer.bytes);
+  plan.estimate.total += buffer.bytes + rounding(buffer.bytes);
+  return {};
 }
 
 const ValueStorage* Plan::find(ValueId id) const {
@@ -179,7 +212,7 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
   }
   std::map<ValueId, size_t> block_last;
   for (const auto& [id, storage] : plan.values) block_last[id] = storage.last;
-  bind_inplace(graph, plan.values, block_last);
+  bind_inplace(graph, outputs, plan.values, block_last);
 
   std::vector<Block> blocks;
   std::map<ValueId, size_t> block_of;
@@ -235,18 +268,14 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
   e.activations = plan.arena_bytes;
   e.workspace = plan.workspace_bytes;
   // Every allocation the executor makes is a block of the device allocator's granule.
-  const auto rounding = [](uint64_t bytes) {
-    const uint64_t g = DeviceAllocator::kGranule, b = std::max<uint64_t>(bytes, 1);
-    return (b + g - 1) / g * g - bytes;
-  };
   for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(buffer.bytes);
   const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
     return v.second.kind == ValueStorage::Kind::Arena;
   });
   if (any_transient) e.allocator_rounding += rounding(e.activations);
   if (e.workspace > 0) e.allocator_rounding += rounding(e.workspace);
-  e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations + e.workspace +
-            e.allocator_rounding;
+  e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations +
+            e.workspace + e.allocator_rounding;
   return plan;
 }
 

@@ -18,6 +18,9 @@
 //     union of both intervals.
 // Otherwise the output gets storage of its own (kernels must accept that).
 // Both sides of an in-place pair must have the same layout (plain or native).
+// A transient value listed in `outputs` is never overwritten in place: the
+// host reads it after the run, and a composed executor's copies read the
+// values other devices need (split.hpp `exported`) while later nodes run.
 // Nodes run one at a time on one stream, so one workspace buffer of the
 // largest per-node need serves them all.
 #pragma once
@@ -60,6 +63,9 @@ struct PersistentBuffer {
   std::string name;
   size_t bytes = 0;
   MemoryCategory category = MemoryCategory::OtherState;
+  // An input the executor double-buffers so the next batch can be copied in
+  // while a step runs (plan_staged_input): twice `bytes` on the device.
+  bool staged = false;
 };
 
 // Bytes per category; total is their sum. optimizer_state: STATE values
@@ -97,6 +103,11 @@ struct Plan {
 // that big; an in-place pair never mixes a native and a plain value).
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {});
+
+// Accounts a second buffer of the input value `id` (its bytes added to
+// estimate.inputs and estimate.total); already staged: nothing changes.
+// Anything but an INPUT is refused, naming the value and what it is.
+Result<void> plan_staged_input(Plan& plan, ValueId id);
 
 const char* category_name(MemoryCategory category);
 

@@ -91,9 +91,9 @@ class Search {
         std::string why;
         for (const std::string& device : in_.candidates)
           why += (why.empty() ? "" : "; ") + device + ": " + unsupported[layer + "@" + device];
-        return make_error(spec_.path + ": layer '" + layer + "' can run on none of the devices of this run (" +
-                              why + ")",
-                          TDM_UNSUPPORTED);
+        return make_error(
+            spec_.path + ": layer '" + layer + "' can run on none of the devices of this run (" + why + ")",
+            TDM_UNSUPPORTED);
       }
       assignment_[layer] = fastest;
     }
@@ -117,8 +117,8 @@ class Search {
   const Graph& g_;
   const model::ModelSpec& spec_;
   const AutoPlacementInputs& in_;
-  std::vector<std::string> layers_;                           // unpinned, model order
-  std::map<std::string, std::vector<std::string>> allowed_;   // layer -> devices that run all its ops
+  std::vector<std::string> layers_;                          // unpinned, model order
+  std::map<std::string, std::vector<std::string>> allowed_;  // layer -> devices that run all its ops
   std::map<std::string, std::string> assignment_;
   std::map<std::string, PlanEstimate> memo_;
 };

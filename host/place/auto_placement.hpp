@@ -21,8 +21,8 @@
 
 #include "graph/graph.hpp"
 #include "model/model_spec.hpp"
-#include "place/plan_estimate.hpp"
 #include "place/placement.hpp"
+#include "place/plan_estimate.hpp"
 
 namespace tandem::host::place {
 

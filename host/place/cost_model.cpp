@@ -91,8 +91,9 @@ class Stream {
   }
   Result<void> check(const std::string& what) const {
     if (status_ == TDM_OK && stream_ != nullptr) return {};
-    return make_error(what + ": cannot create a stream: " + last_error_text("status " + std::to_string(status_)),
-                      status_ != TDM_OK ? status_ : TDM_INTERNAL);
+    return make_error(
+        what + ": cannot create a stream: " + last_error_text("status " + std::to_string(status_)),
+        status_ != TDM_OK ? status_ : TDM_INTERNAL);
   }
   tdm_stream* get() const { return stream_; }
 
@@ -113,7 +114,8 @@ std::vector<unsigned char> input_bytes(const TensorType& type) {
   std::vector<unsigned char> bytes(exec::tensor_bytes(type), 0);
   if (type.dtype == TDM_F32) {
     const float value = 0.01f;
-    for (size_t i = 0; i + sizeof value <= bytes.size(); i += sizeof value) std::memcpy(&bytes[i], &value, sizeof value);
+    for (size_t i = 0; i + sizeof value <= bytes.size(); i += sizeof value)
+      std::memcpy(&bytes[i], &value, sizeof value);
   }
   return bytes;
 }
@@ -138,7 +140,8 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
     const auto host = input_bytes(*input);
     auto p = scratch.get(host.size(), "an input of " + what);
     if (!p) return p.error();
-    if (auto r = checked(api.copy_h2d(stream.get(), *p, host.data(), host.size()), what); !r) return r.error();
+    if (auto r = checked(api.copy_h2d(stream.get(), *p, host.data(), host.size()), what); !r)
+      return r.error();
     if (auto r = checked(api.stream_synchronize(stream.get()), what); !r) return r.error();
     inputs.push_back(*p);
   }
@@ -156,8 +159,8 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
   const auto launch = [&]() -> Result<double> {
     const auto start = Clock::now();
     clear_last_error();
-    if (auto r = checked(api.kernel_launch(kernel->get(), stream.get(), inputs.data(), outputs.data(), workspace),
-                         what);
+    if (auto r = checked(
+            api.kernel_launch(kernel->get(), stream.get(), inputs.data(), outputs.data(), workspace), what);
         !r)
       return r.error();
     if (auto r = checked(api.stream_synchronize(stream.get()), what); !r) return r.error();
@@ -313,7 +316,8 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
     }
     const double ts = median(t_small), tl = median(t_large);
     CopyCost c;
-    c.bytes_per_us = tl > ts ? static_cast<double>(large - small) / (tl - ts) : static_cast<double>(large) / tl;
+    c.bytes_per_us =
+        tl > ts ? static_cast<double>(large - small) / (tl - ts) : static_cast<double>(large) / tl;
     c.latency_us = std::max(0.0, ts - static_cast<double>(small) / c.bytes_per_us);
     it = (*costs)->copies.emplace(to, c).first;
     (*costs)->changed = true;

@@ -13,7 +13,8 @@ std::string remedies(const DeviceEstimate& d, uint64_t over, const FitContext& c
   int64_t parts = 0;
   for (int64_t k = 2; k <= c.micro_batch_samples && c.micro_batch_samples % k == 0; k *= 2) {
     parts = k;
-    if (static_cast<double>(activations) * (1.0 - 1.0 / static_cast<double>(k)) >= static_cast<double>(over)) break;
+    if (static_cast<double>(activations) * (1.0 - 1.0 / static_cast<double>(k)) >= static_cast<double>(over))
+      break;
   }
   if (activations > 0 && parts > 0) {
     const uint64_t saved = activations - activations / static_cast<uint64_t>(parts);
@@ -24,7 +25,8 @@ std::string remedies(const DeviceEstimate& d, uint64_t over, const FitContext& c
     sep = "; ";
   }
   if (activations > 0 && spec.features.count("checkpointing") == 0) {
-    out += sep + "recompute activations with [features.checkpointing] segments = \"auto\" (saves up to about " +
+    out += sep +
+           "recompute activations with [features.checkpointing] segments = \"auto\" (saves up to about " +
            human_bytes(activations / 2) + ")";
     sep = "; ";
   }
@@ -49,14 +51,16 @@ std::string does_not_fit(const PlanEstimate& e, const FitContext& c) {
     if (d.over() == 0) continue;
     const exec::MemoryEstimate& m = d.memory;
     text += sep + d.device + " needs " + human_bytes(m.total) + " (parameters " + human_bytes(m.parameters) +
-            ", gradients " + human_bytes(m.gradients) + ", optimizer state " + human_bytes(m.optimizer_state) +
-            ", activations " + human_bytes(m.activations) + ", workspace " + human_bytes(m.workspace) +
-            ", other " + human_bytes(m.other_state + m.inputs + m.allocator_rounding) + ") but its budget is " + human_bytes(d.budget) +
-            ": over by " + human_bytes(d.over());
+            ", gradients " + human_bytes(m.gradients) + ", optimizer state " +
+            human_bytes(m.optimizer_state) + ", activations " + human_bytes(m.activations) + ", workspace " +
+            human_bytes(m.workspace) + ", other " +
+            human_bytes(m.other_state + m.inputs + m.allocator_rounding) + ") but its budget is " +
+            human_bytes(d.budget) + ": over by " + human_bytes(d.over());
     sep = "; ";
     if (worst == nullptr || d.over() > worst->over()) worst = &d;
   }
-  if (c.several_devices) text += " (the placement closest to fitting, after trying every layer on every device)";
+  if (c.several_devices)
+    text += " (the placement closest to fitting, after trying every layer on every device)";
   if (worst != nullptr) text += remedies(*worst, worst->over(), c);
   return text;
 }

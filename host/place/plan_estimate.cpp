@@ -33,7 +33,8 @@ Result<size_t> WorkspaceCache::workspace(const DeviceHandle& device, const exec:
   return bytes_[key] = kernel->workspace_bytes();
 }
 
-Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph, const std::set<std::string>& keep,
+Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
+                               const std::set<std::string>& keep, const std::set<std::string>& staged,
                                WorkspaceCache& workspaces) {
   std::set<ValueId> outputs;
   for (const std::string& name : keep)
@@ -53,7 +54,12 @@ Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph, c
     if (!bytes) return bytes.error();
     workspace.push_back(*bytes);
   }
-  return exec::make_plan(graph, workspace, outputs, layouts.native);
+  auto plan = exec::make_plan(graph, workspace, outputs, layouts.native);
+  if (!plan) return plan;
+  for (const std::string& name : staged)
+    if (const Value* v = graph.value_by_name(name))
+      if (auto r = exec::plan_staged_input(*plan, v->id); !r) return r.error();
+  return plan;
 }
 
 namespace {
@@ -71,7 +77,7 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   DeviceEstimate d;
   d.device = id;
   if (auto b = in.budgets.find(id); b != in.budgets.end()) d.budget = b->second;
-  auto plan = plan_memory(*handle->second, graph, keep, *in.workspaces);
+  auto plan = plan_memory(*handle->second, graph, keep, in.staged, *in.workspaces);
   if (!plan) return plan.error();
   d.memory = plan->estimate;
   if (in.costs == nullptr) return d;

@@ -51,8 +51,11 @@ class WorkspaceCache {
 };
 
 // The executor's memory plan of `graph` on `device` (exec::Executor::create
-// makes the same one): `keep` are values the host reads after a run.
-Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph, const std::set<std::string>& keep,
+// makes the same one): `keep` are values the host reads after a run,
+// `staged` inputs get a second buffer (the next batch is copied into it
+// while a step runs).
+Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
+                               const std::set<std::string>& keep, const std::set<std::string>& staged,
                                WorkspaceCache& workspaces);
 
 struct EstimateInputs {
@@ -60,6 +63,7 @@ struct EstimateInputs {
   std::string default_device;                          // the device of an unplaced graph
   std::map<std::string, uint64_t> budgets;             // by device id
   std::set<std::string> keep;                          // values the host reads (loss, logits)
+  std::set<std::string> staged;                        // inputs prefetched into a second buffer
   uint32_t micro_batches = 1;
   CostModel* costs = nullptr;  // null: memory only
   WorkspaceCache* workspaces = nullptr;

@@ -25,10 +25,11 @@ std::string cell(uint64_t bytes) {
 Result<void> Trainer::write_plan(std::ostream& out) const {
   const Graph& g = model_.graph;
   const bool placed = placement_ && placement_->devices.size() > 1;
-  place::CostModel costs(devices_.empty() ? std::map<std::string, const DeviceHandle*>{{device_.id(), &device_}}
-                                          : devices_,
-                         cost_options());
-  auto estimate = place::estimate_plan(g, placed ? &*placement_ : nullptr, estimate_inputs(&costs, nullptr, false));
+  place::CostModel costs(
+      devices_.empty() ? std::map<std::string, const DeviceHandle*>{{device_.id(), &device_}} : devices_,
+      cost_options());
+  auto estimate =
+      place::estimate_plan(g, placed ? &*placement_ : nullptr, estimate_inputs(&costs, nullptr, false));
   if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
   if (!estimate) return estimate.error();
   std::vector<place::DeviceEstimate>& plans = estimate->devices;
@@ -52,7 +53,9 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
     }
     std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s\n", layer.name.c_str(), layer.op.c_str(),
                   device.c_str(), params > 0 ? cell(params).c_str() : "-",
-                  layer.device ? "  (pinned)" : automatic_ ? "  (auto)" : "");
+                  layer.device ? "  (pinned)"
+                  : automatic_ ? "  (auto)"
+                               : "");
     out << line;
   }
 
@@ -106,7 +109,8 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
   if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
-  if (estimate->over() > 0) return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  if (estimate->over() > 0)
+    return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
   return {};
 }
 

@@ -123,6 +123,11 @@ void ProfileRecorder::print_summary(std::ostream& out, const Graph& graph,
                   total > 0 ? 100 * by_phase[p] / total : 0);
     out << line;
   }
+  if (executor.transfer_busy_us() > 0) {  // copies between the devices of a placed run
+    std::snprintf(line, sizeof line, "copies between devices: %.1f ms, %.0f%% hidden behind compute\n",
+                  executor.transfer_busy_us() / 1000, 100 * executor.hidden_transfer_fraction());
+    out << line;
+  }
   print_all_reduce(out);
 }
 

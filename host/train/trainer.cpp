@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "build/autodiff.hpp"
 #include "build/optimizer.hpp"
@@ -138,6 +140,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   }
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
+  if (t->options_.prefetch)  // second device buffers for the next batch, in the plan (estimate_inputs)
+    for (ValueId v : {t->model_.input, t->model_.labels})
+      if (auto r = t->executor_->allow_staging(v); !r) return r.error();
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
   t->shards_ = tensor_shards(t->model_);
   if (t->data_world_ > 1) {
@@ -225,6 +230,8 @@ place::EstimateInputs Trainer::estimate_inputs(place::CostModel* costs, place::W
   in.default_device = device_.id();
   in.budgets = capacity ? capacities() : options_.memory_budgets;
   in.keep = {"loss", model_.graph.value(model_.logits)->name};
+  if (options_.prefetch)
+    in.staged = {model_.graph.value(model_.input)->name, model_.graph.value(model_.labels)->name};
   in.micro_batches = micro_batches_;
   in.costs = costs;
   in.workspaces = workspaces;
@@ -261,20 +268,23 @@ Result<void> Trainer::replan_after_oom(const Error& oom) {
                            " of this run when " + human_bytes(failure.requested) + " more were asked";
   const auto before = layer_devices();
   if (devices_.size() < 2 || placement_mode_ == "strict") {
-    auto estimate = place::estimate_plan(model_.graph, placement_ && placement_->devices.size() > 1 ? &*placement_ : nullptr,
-                                         estimate_inputs(nullptr, nullptr, true));
+    auto estimate = place::estimate_plan(
+        model_.graph, placement_ && placement_->devices.size() > 1 ? &*placement_ : nullptr,
+        estimate_inputs(nullptr, nullptr, true));
     const std::string advice =
         estimate && estimate->over() > 0 ? place::does_not_fit(*estimate, fit_context()) : oom.message;
-    return make_error(what + (placement_mode_ == "strict" ? " (placement = \"strict\" moves no layer by itself)" : "") +
-                          ". " + advice,
-                      TDM_OUT_OF_MEMORY);
+    return make_error(
+        what + (placement_mode_ == "strict" ? " (placement = \"strict\" moves no layer by itself)" : "") +
+            ". " + advice,
+        TDM_OUT_OF_MEMORY);
   }
   model_.graph = unplaced_;
   placement_.reset();
   automatic_.reset();
   force_automatic_ = true;
   if (auto r = place(); !r)
-    return make_error(what + "; re-planning within that found no placement: " + r.error().message, r.error().status);
+    return make_error(what + "; re-planning within that found no placement: " + r.error().message,
+                      r.error().status);
   locate_optimizer_phase();
   std::string moves;
   for (const auto& [layer, to] : layer_devices())
@@ -293,7 +303,7 @@ Result<void> Trainer::place() {
   const bool pinned = std::any_of(spec_.layers.begin(), spec_.layers.end(),
                                   [](const model::LayerSpec& l) { return l.device.has_value(); });
   const bool several = candidates->size() > 1;
-  placement_mode_ = force_automatic_               ? "auto"
+  placement_mode_ = force_automatic_                 ? "auto"
                     : !spec_.train.placement.empty() ? spec_.train.placement
                     : several                        ? "auto"
                                                      : "pinned";
@@ -319,7 +329,8 @@ Result<void> Trainer::place() {
   if (automatic) {
     // Pinned devices too: the costs of every device are measured up front.
     for (const model::LayerSpec& layer : spec_.layers)
-      if (layer.device) (void)open_device(*layer.device);  // a bad pin is reported by placement, with its line
+      if (layer.device)
+        (void)open_device(*layer.device);  // a bad pin is reported by placement, with its line
     place::CostModel costs(devices_, cost_options());
     place::WorkspaceCache workspaces;
     place::AutoPlacementInputs in{o, *candidates, estimate_inputs(&costs, &workspaces, true)};
@@ -327,9 +338,11 @@ Result<void> Trainer::place() {
     if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
     if (!chosen) return chosen.error();
     if (costs.calibrated() > 0)
-      log_info("calibrated " + std::to_string(costs.calibrated()) + " op costs for automatic placement (cached in " +
-               costs.cache_file(device_.id()) + " and beside it)");
-    if (!chosen->fits) return make_error(place::does_not_fit(chosen->estimate, fit_context()), TDM_OUT_OF_MEMORY);
+      log_info("calibrated " + std::to_string(costs.calibrated()) +
+               " op costs for automatic placement (cached in " + costs.cache_file(device_.id()) +
+               " and beside it)");
+    if (!chosen->fits)
+      return make_error(place::does_not_fit(chosen->estimate, fit_context()), TDM_OUT_OF_MEMORY);
     o.layer_devices = chosen->layer_devices;
     automatic_ = std::move(*chosen);
   }
@@ -346,7 +359,8 @@ Result<void> Trainer::place() {
   for (size_t i = 0; i < g.value_count(); ++i) {
     const Value& v = *g.value_at(i);
     if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
-      if (auto home = placement->home.find(v.id); home != placement->home.end()) o.homes[v.name] = home->second;
+      if (auto home = placement->home.find(v.id); home != placement->home.end())
+        o.homes[v.name] = home->second;
   }
   placement_options_ = std::move(o);
   placement_ = std::move(*placement);
@@ -366,8 +380,9 @@ Result<std::unique_ptr<exec::Executor>> Trainer::make_executor(
   }
   if (!executor && executor.error().status == TDM_OUT_OF_MEMORY) {
     // Over a budget: the same words as the plan's, with the remedies.
-    auto estimate = place::estimate_plan(graph, placement && placement->devices.size() > 1 ? &*placement : nullptr,
-                                         estimate_inputs(nullptr, nullptr, false));
+    auto estimate =
+        place::estimate_plan(graph, placement && placement->devices.size() > 1 ? &*placement : nullptr,
+                             estimate_inputs(nullptr, nullptr, false));
     if (estimate && estimate->over() > 0)
       return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
   }
@@ -485,14 +500,24 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
 }
 
-Result<double> Trainer::micro_step(const data::Batch& batch, int64_t step, uint32_t micro,
-                                   int64_t total_steps, int64_t& correct) {
+Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const data::Batch* next,
+                                   int64_t step, uint32_t micro, int64_t total_steps, int64_t& correct) {
   exec::Executor& ex = *executor_;
   const Graph& g = model_.graph;
-  if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
-    return r.error();
-  if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r)
-    return r.error();
+  if (staged) {  // its copy ran during the previous micro-batch
+    if (auto r = ex.use_staged(); !r) return r.error();
+  } else {
+    if (auto r = ex.write(model_.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
+      return r.error();
+    if (auto r = ex.write(model_.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r)
+      return r.error();
+  }
+  if (next != nullptr) {  // into the buffers this micro-batch does not read; copied while it runs
+    if (auto r = ex.stage(model_.input, next->features.data(), next->features.size() * sizeof(float)); !r)
+      return r.error();
+    if (auto r = ex.stage(model_.labels, next->labels.data(), next->labels.size() * sizeof(int32_t)); !r)
+      return r.error();
+  }
   if (model_.dropout_step != kNoValue) {
     // Every micro-batch and every rank draws its own masks.
     const int64_t offset = (step * micro_batches_ + micro) * data_world_ + data_rank_;
@@ -604,14 +629,16 @@ namespace {
 
 // `training_peak`: what the device's allocator held at most during the
 // training steps, before any evaluation executor existed (0: not measured).
-void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t budget, uint64_t training_peak) {
+void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t budget,
+                uint64_t training_peak) {
   const exec::MemoryEstimate& e = ex.plan().estimate;
   const AllocatorStats stats = device.allocator().stats();
   const auto share = [&](uint64_t measured) {
     if (e.total == 0) return std::string();
     char text[48];
     std::snprintf(text, sizeof text, " (%+.1f%% of the plan)",
-                  100.0 * (static_cast<double>(measured) - static_cast<double>(e.total)) / static_cast<double>(e.total));
+                  100.0 * (static_cast<double>(measured) - static_cast<double>(e.total)) /
+                      static_cast<double>(e.total));
     return std::string(text);
   };
   std::cout << "memory on " << device.id() << " (planned before the first step):\n"
@@ -629,7 +656,8 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
   if (training_peak > 0)
     std::cout << "  measured peak    " << human_bytes(training_peak) << share(training_peak)
               << " during the training steps\n";
-  std::cout << "  measured peak    " << human_bytes(stats.peak) << " with evaluation (its executors share the "
+  std::cout << "  measured peak    " << human_bytes(stats.peak)
+            << " with evaluation (its executors share the "
             << "parameters, not the activations)\n"
             << "  allocator        " << stats.allocations << " allocations, " << human_bytes(stats.reserved)
             << " reserved, " << stats.cached_blocks << " cached blocks, fragmentation "
@@ -666,6 +694,15 @@ void Trainer::report_memory(int64_t steps) const {
   for (const place::Copy& c : placement_->copies)
     std::cout << "  " << c.value << " " << human_bytes(c.bytes) << " " << c.from << " -> " << c.to
               << " (layer '" << c.producer_layer << "' -> '" << c.consumer_layer << "')\n";
+  if (steps > 0 && executor_->transfer_busy_us() > 0) {
+    // Evaluation's copies are not in it: the evaluator has executors of its own.
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3)
+         << "copy time per step: " << executor_->transfer_busy_us() / 1000.0 / static_cast<double>(steps)
+         << " ms, " << std::setprecision(0) << 100.0 * executor_->hidden_transfer_fraction()
+         << "% hidden behind compute\n";
+    std::cout << line.str();
+  }
 }
 
 Result<TrainResult> Trainer::run() {
@@ -715,16 +752,33 @@ Result<TrainResult> Trainer::run() {
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, index = first_batch;
     StepReport report{.epoch = epoch + 1, .epochs = epochs, .batches = per_epoch, .total_steps = total};
+    std::shared_ptr<const data::Batch> ahead;  // staged; never carried across epochs
+    const auto next_batch = [&] {
+      const auto wait_start = Clock::now();
+      auto b = loader.next();
+      profiler.data_wait(wait_start, Clock::now());
+      return b;
+    };
     // One optimizer step takes `micro_batches_` batches; an epoch ends when
     // fewer than that remain, so no step ever straddles two epochs.
     while (step < total && index + micro_batches_ <= per_epoch) {
       double step_loss = 0;
       for (uint32_t micro = 0; micro < micro_batches_; ++micro) {
-        const auto wait_start = Clock::now();
-        auto b = loader.next();
-        if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
-        profiler.data_wait(wait_start, Clock::now());
-        auto loss = micro_step(*b, step, micro, total, correct);
+        const bool staged = ahead != nullptr;
+        std::shared_ptr<const data::Batch> b = std::move(ahead);
+        if (!b) {
+          b = next_batch();
+          if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+        }
+        // One batch of lookahead, within the epoch: the next micro-batch is
+        // staged while this one runs, if it will run in this epoch.
+        const bool another =
+            micro + 1 < micro_batches_ || (step + 1 < total && index + 1 + micro_batches_ <= per_epoch);
+        if (options_.prefetch && another) {
+          ahead = next_batch();
+          if (!ahead) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+        }
+        auto loss = micro_step(*b, staged, ahead.get(), step, micro, total, correct);
         if (!loss) return loss.error();
         ++index;
         seen += b->size;

@@ -39,6 +39,10 @@ struct TrainOptions {
   std::string init_from;  // a checkpoint to take weights from (not optimizer state)
   std::string profile;    // Chrome/Perfetto trace file to write
   bool memory_report = false;
+  // Within an epoch, the next micro-batch's input and labels are copied to
+  // the device (Executor::stage) while the current one runs; off: each is
+  // written when its step starts. Either way the numbers are the same.
+  bool prefetch = true;
   bool live_progress = false;  // a terminal: rewrite one progress line
   int loader_threads = 2;
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT: save and stop after this step
@@ -103,9 +107,11 @@ class Trainer {
           TrainOptions options);
   Result<void> initialise();
   Result<void> resume_from(const std::string& path, bool weights_only);
-  // Forward and backward of one micro-batch; returns its loss.
-  Result<double> micro_step(const data::Batch& batch, int64_t step, uint32_t micro, int64_t total_steps,
-                            int64_t& correct);
+  // Forward and backward of one micro-batch; returns its loss. `staged`:
+  // the batch was staged during the previous micro-batch (use it, do not
+  // write it); `next`: the batch to stage while this one runs (or null).
+  Result<double> micro_step(const data::Batch& batch, bool staged, const data::Batch* next, int64_t step,
+                            uint32_t micro, int64_t total_steps, int64_t& correct);
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
   // bucket's all-reduce started once backward has finished it.
   Result<void> forward_backward(bool last_micro_batch);
@@ -151,13 +157,13 @@ class Trainer {
   std::vector<std::unique_ptr<DeviceHandle>> extra_devices_;  // pinned devices other than device_
   std::map<std::string, const DeviceHandle*> devices_;        // every device of the run, by id
   std::optional<place::Placement> placement_;                 // layers on several devices
-  place::PlacementOptions placement_options_;                 // how placement_ was made (evaluation reuses it)
-  std::string placement_mode_ = "pinned";                     // auto | pinned | strict, as decided
-  std::optional<place::AutoPlacement> automatic_;             // what automatic placement chose
-  std::map<std::string, std::string> resolved_pins_;          // a pin as written -> its device id
-  std::map<std::string, uint64_t> measured_capacity_;         // devices that ran out of memory: what they held
-  Graph unplaced_;                                            // the training graph before placement
-  bool force_automatic_ = false;                              // after running out of memory
+  place::PlacementOptions placement_options_;          // how placement_ was made (evaluation reuses it)
+  std::string placement_mode_ = "pinned";              // auto | pinned | strict, as decided
+  std::optional<place::AutoPlacement> automatic_;      // what automatic placement chose
+  std::map<std::string, std::string> resolved_pins_;   // a pin as written -> its device id
+  std::map<std::string, uint64_t> measured_capacity_;  // devices that ran out of memory: what they held
+  Graph unplaced_;                                     // the training graph before placement
+  bool force_automatic_ = false;                       // after running out of memory
   const PluginRegistry& registry_;
   TrainOptions options_;
   RunData data_;

@@ -93,10 +93,12 @@ TEST_F(CostModelTest, ACorruptedCacheIsMeasuredAgainAndRewritten) {
 
 TEST_F(CostModelTest, ACopyCostsMoreTheMoreBytesItMoves) {
   const host::LoadedPlugin* onednn = registry_->find("onednn");
-  if (onednn == nullptr) GTEST_SKIP() << "the onednn plugin is not part of this build (a second device is needed)";
+  if (onednn == nullptr)
+    GTEST_SKIP() << "the onednn plugin is not part of this build (a second device is needed)";
   auto other = host::DeviceHandle::open(*onednn, 0);
   ASSERT_TRUE(other.ok()) << other.error().message;
-  host::place::CostModel costs({{"reference:0", &*device_}, {"onednn:0", &*other}}, {dir_.file("cache"), "", true});
+  host::place::CostModel costs({{"reference:0", &*device_}, {"onednn:0", &*other}},
+                               {dir_.file("cache"), "", true});
   auto small = costs.copy_micros("reference:0", "onednn:0", 1024);
   auto large = costs.copy_micros("reference:0", "onednn:0", size_t(64) << 20);
   ASSERT_TRUE(small.ok()) << small.error().message;

@@ -28,9 +28,8 @@ struct CliRun {
 
 // `env`: more VAR=value words for the environment of the run.
 CliRun tandem(const std::string& args, const std::string& env = "") {
-  const std::string command = "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache " + env + " '" TANDEM_EXE
-                              "' --allow-insecure-plugins " +
-                              args + " 2>&1";
+  const std::string command = "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache " + env +
+                              " '" TANDEM_EXE "' --allow-insecure-plugins " + args + " 2>&1";
   CliRun run;
   FILE* pipe = ::popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
@@ -148,6 +147,28 @@ TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
   CliRun strict = tandem("plan " + m + " --device onednn --placement strict");
   EXPECT_EQ(strict.code, 4) << strict.output;
   EXPECT_HAS(strict.output, "placement = \"strict\": layer 'fc2' on onednn:0 reads 'fc1'");
+}
+
+// Placed on two devices: --memory-report says how much of the copy time
+// between them compute hid, and --no-prefetch (each batch written when its
+// step starts) trains to the same loss.
+TEST_F(TrainCli, MemoryReportShowsHiddenCopyTimeAndNoPrefetchTrainsTheSame) {
+  std::string text = kSynthetic;
+  text.replace(text.find("activation = \"relu\""), 19, "activation = \"relu\"\ndevice = \"reference\"");
+  const std::string m = model(text);
+  CliRun a = tandem("train " + m + " --device onednn --memory-report --run-dir " + dir.file("a"));
+  if (a.output.find("no device matches 'onednn'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_HAS(a.output, "copy time per step: ");
+  EXPECT_HAS(a.output, "% hidden behind compute");
+  CliRun b = tandem("train " + m + " --device onednn --no-prefetch --run-dir " + dir.file("b"));
+  ASSERT_EQ(b.code, 0) << b.output;
+  const auto loss = [](const std::string& output) {
+    const size_t at = output.rfind("train loss ");
+    return at == std::string::npos ? std::string() : output.substr(at, 17);
+  };
+  EXPECT_FALSE(loss(a.output).empty()) << a.output;
+  EXPECT_EQ(loss(a.output), loss(b.output));
 }
 
 TEST_F(TrainCli, MalformedModelFileNamesLineAndColumn) {

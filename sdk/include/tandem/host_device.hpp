@@ -116,7 +116,10 @@ class HostMemoryDevice : public Device {
       std::string unit;
       if (!(size >> number) || number <= 0) return 0;
       size >> unit;
-      const double scale = unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0 : unit == "GiB" ? 1073741824.0 : 1.0;
+      const double scale = unit == "KiB"   ? 1024.0
+                           : unit == "MiB" ? 1048576.0
+                           : unit == "GiB" ? 1073741824.0
+                                           : 1.0;
       return static_cast<uint64_t>(number * scale);
     }
     return 0;

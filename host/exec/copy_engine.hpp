@@ -1,0 +1,138 @@
+// The copies between the parts of a composed executor (executor_parts.cpp),
+// issued early and waited for late so they overlap compute (issue #5,
+// point 5).
+//
+// Each transfer takes one route, decided once at creation from whether its
+// two devices are host-addressable:
+//   HostMemcpy      both are: a memcpy on the copy worker thread, after the
+//                   source's compute stream reached the "ready" event.
+//   DeviceToHost    the source is not: its copy stream waits for "ready",
+//                   copy_d2h straight into the destination's memory, "done".
+//   HostToDevice    the destination is not: the host waits for "ready" (a
+//                   host-addressable stream), copy_h2d on the destination's
+//                   copy stream, "done".
+//   DeviceToDevice  neither is: copy_d2h into a staging buffer (pinned when
+//                   a backend has it) on the source's copy stream, "middle";
+//                   the worker waits for it and enqueues copy_h2d on the
+//                   destination's copy stream, "done".
+// A part whose device is not host-addressable waits for a transfer on its
+// compute stream (stream_wait_event on an event of its own device: no host
+// block); a host-addressable part blocks the host until the copy finished.
+// CPU backends run streams synchronously, so the same calls are exercised
+// there; TransferOptions::as_device drives a CPU part through the stream
+// routes to test them without a GPU.
+//
+// Timing: a copy's duration ("busy") is measured by the worker (memcpy) or
+// by an observer thread that waits for "ready" and then for "done" (the ABI
+// has no event timer). "Waited" is the host's time blocked on the copy; a
+// stream wait counts the time from the wait being enqueued to the copy
+// finishing, an upper bound of the device's stall (it may have been behind).
+//
+// Thread use: one thread calls issue/wait/finish; the worker and observer
+// threads are internal. Copy streams are shared with the worker, so every
+// enqueue on one holds its mutex (a stream is used by one thread at a time).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/device.hpp"
+#include "exec/copy_worker.hpp"
+#include "exec/device_objects.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::exec {
+
+enum class CopyRoute { HostMemcpy, DeviceToHost, HostToDevice, DeviceToDevice };
+const char* route_name(CopyRoute route);
+CopyRoute route_between(bool from_host_addressable, bool to_host_addressable);
+
+// One device of a composed executor, as the copies see it.
+struct CopyPart {
+  const DeviceHandle* device = nullptr;
+  tdm_stream* compute = nullptr;  // where the part's nodes run
+  bool host_addressable = false;  // after TransferOptions::as_device
+};
+
+struct CopyRequest {
+  size_t from_part = 0, to_part = 0;
+  size_t bytes = 0;
+  std::string value;  // the global value's name, for messages
+};
+
+class CopyEngine {
+ public:
+  static Result<std::unique_ptr<CopyEngine>> create(std::vector<CopyPart> parts,
+                                                    std::vector<CopyRequest> requests);
+  CopyEngine(const CopyEngine&) = delete;
+  CopyEngine& operator=(const CopyEngine&) = delete;
+  // Waits for every copy still running, then releases events and streams.
+  ~CopyEngine();
+
+  CopyRoute route(size_t transfer) const { return lanes_[transfer].route; }
+  bool issued(size_t transfer) const { return lanes_[transfer].issued; }
+
+  // Starts transfer `t` once the source part's work launched so far is done.
+  // `dst`/`src` are the parts' current addresses of the two values.
+  Result<void> issue(size_t t, void* dst, const void* src);
+  // Before the destination part's first reader of the copied value.
+  Result<void> wait_in_destination(size_t t);
+  // Before a node of the source part overwrites the source's storage.
+  Result<void> wait_in_source(size_t t);
+  // Blocks the host until transfer `t` is complete.
+  Result<void> wait_on_host(size_t t);
+  // The same for a copy run in order (nothing else runs meanwhile): all of
+  // its time counts as waited, even the part that ran before the host began
+  // to wait (posting it to the thread), which no compute hid.
+  Result<void> wait_in_order(size_t t);
+  // Blocks until every issued transfer is complete, makes them issuable
+  // again, and adds their timing. The first error of any of them.
+  Result<void> finish();
+
+  double busy_us() const noexcept { return busy_us_; }
+  double waited_us() const noexcept { return waited_us_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Lane {
+    CopyRequest request;
+    CopyRoute route = CopyRoute::HostMemcpy;
+    OwnedEvent ready;   // source compute stream, at issue
+    OwnedEvent middle;  // DeviceToDevice: the staging buffer is filled (source device)
+    OwnedEvent done;    // the last enqueued step (device of the stream it ran on)
+    HostStaging staging;
+    // One issue, until finish():
+    bool issued = false;
+    bool complete = false;  // the host has seen it finish
+    bool exposed = false;   // run in order: none of it hidden
+    CopyWorker::Ticket host_step, observation;
+    Clock::time_point issued_at;
+    std::optional<Clock::time_point> device_wait_at;  // a stream_wait_event, for the stall estimate
+    double busy_us = 0, waited_us = 0;                // this issue's
+    Clock::time_point finished_at;                    // observed end of the copy
+  };
+  CopyEngine() = default;
+  Result<void> add_lane(const CopyRequest& request);
+  Result<void> issue_steps(Lane& lane, void* dst, const void* src);
+  void observe(Lane& lane);
+  Result<void> stream_wait(size_t part, const OwnedEvent& event);
+  Error failure(const Lane& lane, const std::string& what, tdm_status status) const;
+  const tdm_backend_api& api(size_t part) const { return *parts_[part].device->backend().backend; }
+
+  std::vector<CopyPart> parts_;
+  std::vector<OwnedStream> copy_streams_;  // per part; only for parts that are not host-addressable
+  std::vector<std::unique_ptr<std::mutex>> stream_mutexes_;
+  std::vector<Lane> lanes_;  // never resized after create: jobs keep pointers into it
+  double busy_us_ = 0, waited_us_ = 0;
+  // Declared last, so destroyed first: their threads finish their jobs
+  // (which use the lanes and streams above) before anything is released.
+  std::unique_ptr<CopyWorker> worker_ = std::make_unique<CopyWorker>();
+  std::unique_ptr<CopyWorker> observer_ = std::make_unique<CopyWorker>();
+};
+
+}  // namespace tandem::host::exec
