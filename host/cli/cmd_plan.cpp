@@ -24,7 +24,8 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
       "compute threads for CPU backends, as for train (the measured costs depend on it)")(
       "memory-budget", po::value<std::string>(),
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
-      "placement", po::value<std::string>(), "auto, pinned or strict (as for train)");
+      "placement", po::value<std::string>(), "auto, pinned or strict (as for train)")(
+      "no-prefetch", po::bool_switch(), "plan for train --no-prefetch (no second input buffers)");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -52,6 +53,7 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   host::train::TrainOptions train;
   train.plan_only = true;
+  train.prefetch = !vm["no-prefetch"].as<bool>();
   if (auto r = apply_placement_options(vm, *session->registry, *spec, train); !r) {
     print_error(r.error().message);
     return kExitUsage;

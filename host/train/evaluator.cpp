@@ -5,6 +5,7 @@
 #include "data/loader.hpp"
 #include "place/placed_executor.hpp"
 #include "train/checkpointing.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::host::train {
 
@@ -64,9 +65,24 @@ Result<void> Evaluator::load(const checkpoint::Checkpoint& cp, const std::string
 
 Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Transforms& transforms,
                                        int threads) {
+  if (batch_ == 0) batch_ = spec_.train.batch_size;
+  for (;;) {
+    auto result = evaluate_in_batches(set, transforms, threads, batch_);
+    if (result || result.error().status != TDM_OUT_OF_MEMORY || !borrowed_ || batch_ == 1) return result;
+    const int64_t smaller = batch_ / 2;
+    log_warning("evaluation did not fit beside training with batches of " + std::to_string(batch_) + " (" +
+                result.error().message + "): evaluating in batches of " + std::to_string(smaller) +
+                " instead (same loss and accuracy, per sample)");
+    compiled_.clear();  // the larger batches' activations go back to the devices
+    batch_ = smaller;
+  }
+}
+
+Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
+                                                  const data::Transforms& transforms, int threads,
+                                                  int64_t batch) {
   data::DataLoader loader(
-      set,
-      {.batch_size = spec_.train.batch_size, .shuffle = false, .threads = threads, .transforms = transforms});
+      set, {.batch_size = batch, .shuffle = false, .threads = threads, .transforms = transforms});
   loader.start_epoch(0);
   EvalResult result;
   double loss_sum = 0;

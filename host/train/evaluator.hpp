@@ -5,6 +5,11 @@
 // all of them read the same parameters: either the training executor's
 // buffers (`shared`), or those of the first eval executor, which then owns
 // them (standalone `tandem eval`).
+//
+// During training, a device without room for an evaluation executor beside
+// the training one (its activations) is not fatal: the set is evaluated
+// again in batches half as large, until it fits, and a warning says so
+// (the loss and accuracy are the same, per sample).
 #pragma once
 
 #include <map>
@@ -66,10 +71,14 @@ class Evaluator {
     std::unique_ptr<exec::Executor> executor;
   };
   Result<Compiled*> for_batch(int64_t batch);
+  Result<EvalResult> evaluate_in_batches(const data::Dataset& set, const data::Transforms& transforms,
+                                         int threads, int64_t batch);
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
   std::map<std::string, void*> shared_;
+  bool borrowed_ = !shared_.empty();  // the parameters belong to the trainer's executor
+  int64_t batch_ = 0;                 // the batch that fits (0: [train] batch_size)
   std::map<int64_t, Compiled> compiled_;
   build::TensorParallel tensor_parallel_;
   std::optional<place::PlacementOptions> placement_;

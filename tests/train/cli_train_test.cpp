@@ -121,6 +121,34 @@ TEST_F(TrainCli, RunningOutOfDeviceMemoryAtRunTimeRePlans) {
   EXPECT_HAS(alone.output, "--device onednn:0,cpu");
 }
 
+// A device with room for training but not for an evaluation executor beside
+// it: the test set is evaluated in smaller batches, with the same numbers.
+TEST_F(TrainCli, EvaluationThatDoesNotFitBesideTrainingRunsInSmallerBatches) {
+  std::string text = kSynthetic;
+  text.replace(text.find("input = [8]"), 11, "input = [64]");
+  text.replace(text.find("out_features = 16"), 17, "out_features = 512");
+  text.replace(text.find("batch_size = 8"), 14, "batch_size = 256");
+  text.replace(text.find("lr = 0.05"), 9, "lr = 0.01");
+  text.replace(text.find("synthetic_samples = 256"), 23, "synthetic_samples = 1024\nsynthetic_noise = 2.0");
+  text.replace(text.find("synthetic_test_samples = 64"), 27, "synthetic_test_samples = 512");
+  const std::string m = model(text);
+  const std::string args = " --device onednn:0 --set train.epochs=1 --no-prefetch";
+  CliRun free = tandem("train " + m + " --run-dir " + dir.file("free") + args);
+  if (free.output.find("no device matches 'onednn:0'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  ASSERT_EQ(free.code, 0) << free.output;
+  // Training plans about 2.5 MiB on onednn:0, its evaluation about 0.9 MiB more.
+  CliRun tight = tandem("train " + m + " --run-dir " + dir.file("tight") + args,
+                        "TANDEM_DEVICE_MEMORY_LIMIT=onednn:0=2900KiB");
+  ASSERT_EQ(tight.code, 0) << tight.output;
+  EXPECT_HAS(tight.output, "evaluation did not fit beside training with batches of 256");
+  EXPECT_HAS(tight.output, "evaluating in batches of 128 instead");
+  const auto eval = [](const std::string& out) {
+    const size_t at = out.find("eval loss");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(eval(tight.output), eval(free.output));
+}
+
 // `tandem plan`: fc1 pinned to reference:0, the rest on the default device;
 // the table as users see it, and a budget the plan exceeds exits non-zero.
 TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
