@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "checkpoint/atomic_file.hpp"
+#include "exec/device_objects.hpp"
 #include "exec/tensor_text.hpp"
 #include "util/last_error.hpp"
 #include "util/logger.hpp"
@@ -80,29 +81,6 @@ class Scratch {
   std::vector<void*> buffers_;
 };
 
-class Stream {
- public:
-  explicit Stream(const DeviceHandle& d) : api_(*d.backend().backend) {
-    clear_last_error();
-    status_ = api_.stream_create(d.get(), &stream_);
-  }
-  ~Stream() {
-    if (stream_ != nullptr) api_.stream_destroy(stream_);
-  }
-  Result<void> check(const std::string& what) const {
-    if (status_ == TDM_OK && stream_ != nullptr) return {};
-    return make_error(
-        what + ": cannot create a stream: " + last_error_text("status " + std::to_string(status_)),
-        status_ != TDM_OK ? status_ : TDM_INTERNAL);
-  }
-  tdm_stream* get() const { return stream_; }
-
- private:
-  const tdm_backend_api& api_;
-  tdm_stream* stream_ = nullptr;
-  tdm_status status_ = TDM_OK;
-};
-
 Result<void> checked(tdm_status status, const std::string& what) {
   if (status == TDM_OK) return {};
   return make_error(what + ": " + last_error_text("status " + std::to_string(status)), status);
@@ -128,8 +106,8 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
   }
   const tdm_backend_api& api = *device.backend().backend;
   const std::string what = "calibrating " + spec.op + " on " + device.id();
-  Stream stream(device);
-  if (auto r = stream.check(what); !r) return r.error();
+  auto stream = exec::OwnedStream::create(device, "calibration");
+  if (!stream) return stream.error();
   Scratch scratch(device);
   std::vector<void*> inputs, outputs;
   for (const auto& input : spec.inputs) {
@@ -140,9 +118,9 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
     const auto host = input_bytes(*input);
     auto p = scratch.get(host.size(), "an input of " + what);
     if (!p) return p.error();
-    if (auto r = checked(api.copy_h2d(stream.get(), *p, host.data(), host.size()), what); !r)
+    if (auto r = checked(api.copy_h2d(stream->get(), *p, host.data(), host.size()), what); !r)
       return r.error();
-    if (auto r = checked(api.stream_synchronize(stream.get()), what); !r) return r.error();
+    if (auto r = checked(api.stream_synchronize(stream->get()), what); !r) return r.error();
     inputs.push_back(*p);
   }
   for (const TensorType& output : spec.outputs) {
@@ -160,10 +138,10 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
     const auto start = Clock::now();
     clear_last_error();
     if (auto r = checked(
-            api.kernel_launch(kernel->get(), stream.get(), inputs.data(), outputs.data(), workspace), what);
+            api.kernel_launch(kernel->get(), stream->get(), inputs.data(), outputs.data(), workspace), what);
         !r)
       return r.error();
-    if (auto r = checked(api.stream_synchronize(stream.get()), what); !r) return r.error();
+    if (auto r = checked(api.stream_synchronize(stream->get()), what); !r) return r.error();
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   };
   if (auto warm = launch(); !warm) return warm.error();
@@ -275,10 +253,11 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
     auto bi = b.info();
     if (!ai) return ai.error();
     if (!bi) return bi.error();
-    Stream sa(a), sb(b);
     const std::string what = "measuring copies " + from + " -> " + to;
-    if (auto r = sa.check(what); !r) return r.error();
-    if (auto r = sb.check(what); !r) return r.error();
+    auto sa = exec::OwnedStream::create(a, "calibration");
+    auto sb = exec::OwnedStream::create(b, "calibration");
+    if (!sa) return sa.error();
+    if (!sb) return sb.error();
     Scratch scratch_a(a), scratch_b(b);
     // Two sizes: the small one gives the latency, the large one the bandwidth.
     const size_t small = 4096, large = size_t(8) << 20;
@@ -289,19 +268,27 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
     std::vector<unsigned char> staging(large, 1);
     const tdm_backend_api& api_a = *a.backend().backend;
     const tdm_backend_api& api_b = *b.backend().backend;
-    if (auto r = checked(api_a.copy_h2d(sa.get(), *src, staging.data(), large), what); !r) return r.error();
-    if (auto r = checked(api_a.stream_synchronize(sa.get()), what); !r) return r.error();
-    // As the composed executor copies: memcpy between host memories, else through the host.
-    const bool direct = ai->host_addressable && bi->host_addressable;
+    if (auto r = checked(api_a.copy_h2d(sa->get(), *src, staging.data(), large), what); !r) return r.error();
+    if (auto r = checked(api_a.stream_synchronize(sa->get()), what); !r) return r.error();
+    // The routes of the composed executor's copies (exec/copy_engine.hpp):
+    // a memcpy between host memories, one device copy when one side is host
+    // memory, through host staging between two devices.
+    const bool a_host = ai->host_addressable, b_host = bi->host_addressable;
     const auto once = [&](size_t n) -> Result<double> {
       const auto start = Clock::now();
-      if (direct) {
+      if (a_host && b_host) {
         std::memcpy(*dst, *src, n);
+      } else if (b_host) {
+        if (auto r = checked(api_a.copy_d2h(sa->get(), *dst, *src, n), what); !r) return r.error();
+        if (auto r = checked(api_a.stream_synchronize(sa->get()), what); !r) return r.error();
+      } else if (a_host) {
+        if (auto r = checked(api_b.copy_h2d(sb->get(), *dst, *src, n), what); !r) return r.error();
+        if (auto r = checked(api_b.stream_synchronize(sb->get()), what); !r) return r.error();
       } else {
-        if (auto r = checked(api_a.copy_d2h(sa.get(), staging.data(), *src, n), what); !r) return r.error();
-        if (auto r = checked(api_a.stream_synchronize(sa.get()), what); !r) return r.error();
-        if (auto r = checked(api_b.copy_h2d(sb.get(), *dst, staging.data(), n), what); !r) return r.error();
-        if (auto r = checked(api_b.stream_synchronize(sb.get()), what); !r) return r.error();
+        if (auto r = checked(api_a.copy_d2h(sa->get(), staging.data(), *src, n), what); !r) return r.error();
+        if (auto r = checked(api_a.stream_synchronize(sa->get()), what); !r) return r.error();
+        if (auto r = checked(api_b.copy_h2d(sb->get(), *dst, staging.data(), n), what); !r) return r.error();
+        if (auto r = checked(api_b.stream_synchronize(sb->get()), what); !r) return r.error();
       }
       return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
     };

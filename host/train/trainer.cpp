@@ -327,10 +327,13 @@ Result<void> Trainer::place() {
       o.optimizer_device = *id;
   }
   if (automatic) {
-    // Pinned devices too: the costs of every device are measured up front.
+    // Pinned devices are devices of the run too: unpinned layers may join
+    // them, and every device's costs are measured up front.
     for (const model::LayerSpec& layer : spec_.layers)
-      if (layer.device)
-        (void)open_device(*layer.device);  // a bad pin is reported by placement, with its line
+      if (layer.device)  // a bad pin is reported by placement, with its line
+        if (auto id = open_device(*layer.device);
+            id && std::find(candidates->begin(), candidates->end(), *id) == candidates->end())
+          candidates->push_back(*id);
     place::CostModel costs(devices_, cost_options());
     place::WorkspaceCache workspaces;
     place::AutoPlacementInputs in{o, *candidates, estimate_inputs(&costs, &workspaces, true)};

@@ -134,7 +134,8 @@ TEST_F(TrainCli, EvaluationThatDoesNotFitBesideTrainingRunsInSmallerBatches) {
   const std::string m = model(text);
   const std::string args = " --device onednn:0 --set train.epochs=1 --no-prefetch";
   CliRun free = tandem("train " + m + " --run-dir " + dir.file("free") + args);
-  if (free.output.find("no device matches 'onednn:0'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  if (free.output.find("no device matches 'onednn:0'") != std::string::npos)
+    GTEST_SKIP() << "no onednn plugin";
   ASSERT_EQ(free.code, 0) << free.output;
   // Training plans about 2.5 MiB on onednn:0, its evaluation about 0.9 MiB more.
   CliRun tight = tandem("train " + m + " --run-dir " + dir.file("tight") + args,
