@@ -141,8 +141,16 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (!executor) return executor.error();
   t->executor_ = std::move(*executor);
   if (t->options_.prefetch)  // second device buffers for the next batch, in the plan (estimate_inputs)
-    for (ValueId v : {t->model_.input, t->model_.labels})
-      if (auto r = t->executor_->allow_staging(v); !r) return r.error();
+    for (ValueId v : {t->model_.input, t->model_.labels}) {
+      auto r = t->executor_->allow_staging(v);
+      if (!r && r.error().status != TDM_OUT_OF_MEMORY) return r.error();
+      if (!r) {  // a device that ran out re-planned without room to spare: copy each batch in its step
+        log_warning("no room for the next batch beside this one (" + r.error().message +
+                    "): each batch is copied when its step starts (as with --no-prefetch)");
+        t->options_.prefetch = false;
+        break;
+      }
+    }
   t->scalars_ = std::make_unique<ExecutorScalars>(t->model_.graph, *t->executor_);
   t->shards_ = tensor_shards(t->model_);
   if (t->data_world_ > 1) {
