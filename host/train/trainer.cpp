@@ -696,7 +696,8 @@ void Trainer::report_memory(int64_t steps) const {
     return;
   }
   for (const exec::ExecutorPart& part : executor_->parts())
-    print_plan(*devices_.at(part.device), *part.executor, budget(part.device), peak(part.device));
+    if (part.executor->node_count() > 0)  // the run's device may have been left nothing
+      print_plan(*devices_.at(part.device), *part.executor, budget(part.device), peak(part.device));
   std::cout << "copies between devices per step: " << placement_->copies.size() << " planned ("
             << human_bytes(placement_->copy_bytes()) << "), "
             << (steps > 0 ? executor_->transfers_run() / static_cast<uint64_t>(steps) : 0) << " run ("

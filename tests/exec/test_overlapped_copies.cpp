@@ -16,6 +16,7 @@
 #include "build/autodiff.hpp"
 #include "build/model_graph.hpp"
 #include "build/optimizer.hpp"
+#include "build_plugins.hpp"
 #include "device/device.hpp"
 #include "exec/executor.hpp"
 #include "exec/tensor_text.hpp"
@@ -59,13 +60,7 @@ constexpr int64_t kBatch = 4;
 class OverlappedCopies : public ::testing::Test {
  protected:
   void SetUp() override {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    options.allow_insecure = true;
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    registry_.emplace(build_plugins(services_));
     for (const char* needed : {"onednn", "reference"})
       if (registry_->find(needed) == nullptr)
         GTEST_SKIP() << "the " << needed << " plugin is not part of this build";

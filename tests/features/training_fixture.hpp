@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "build_plugins.hpp"
 #include "device/device.hpp"
 #include "model/model_parser.hpp"
 #include "plugin/registry.hpp"
@@ -27,13 +28,7 @@ class TrainingOnReference : public ::testing::Test {
     load_all({plugin}, backend);
   }
   void load_all(const std::vector<std::string>& plugins, const std::string& backend) {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    options.allow_insecure = true;
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    registry_.emplace(build_plugins(services_));
     std::vector<std::string> needed = plugins;
     needed.push_back(backend);
     for (const std::string& name : needed)

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "build_plugins.hpp"
 #include "device/device.hpp"
 #include "plugin/registry.hpp"
 
@@ -13,13 +14,7 @@ namespace tandem::test {
 class ReferenceDevice : public ::testing::Test {
  protected:
   void SetUp() override {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    options.allow_insecure = true;  // a umask 002 build tree is group-writable; not what these tests check
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    registry_.emplace(build_plugins(services_));
     const host::LoadedPlugin* reference = registry_->find("reference");
     ASSERT_NE(reference, nullptr) << "reference plugin not found in " << TANDEM_BUILD_PLUGIN_DIR;
     auto device = host::DeviceHandle::open(*reference, 0);

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <optional>
 
+#include "build_plugins.hpp"
 #include "device/device.hpp"
 #include "model/model_parser.hpp"
 #include "plugin/registry.hpp"
@@ -58,13 +59,7 @@ synthetic_test_samples = 0
 class Placement : public ::testing::Test {
  protected:
   void SetUp() override {
-    host::DiscoveryOptions options;
-    options.plugin_paths = {TANDEM_BUILD_PLUGIN_DIR};
-    options.env_path = "";
-    options.install_dir = std::filesystem::path();
-    options.exe_relative_dir = std::filesystem::path();
-    options.allow_insecure = true;
-    registry_.emplace(host::PluginRegistry::discover(options, services_));
+    registry_.emplace(build_plugins(services_));
     for (const char* needed : {"onednn", "reference"})
       if (registry_->find(needed) == nullptr)
         GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
