@@ -10,6 +10,7 @@
 #include "exec/executor.hpp"
 #include "plugin/registry.hpp"
 #include "reference_device.hpp"
+#include "tiny_net.hpp"
 
 namespace tandem::test {
 namespace {
@@ -23,35 +24,6 @@ using host::exec::ExecutorOptions;
 
 // The reference plugin from the build tree, device 0.
 class ExecutorTest : public ReferenceDevice {};
-
-// input [4,3] -> linear (w [2,3], b [2]) -> relu -> softmax_cross_entropy.
-struct Net {
-  Graph graph;
-  ValueId x, w, b, labels, logits, loss;
-};
-
-Net make_net() {
-  Net n;
-  n.x = *n.graph.add_value("input", TDM_VALUE_INPUT, {TDM_F32, {4, 3}});
-  n.labels = *n.graph.add_value("labels", TDM_VALUE_INPUT, {TDM_S32, {4}});
-  n.w = *n.graph.add_value("fc.weight", TDM_VALUE_PARAMETER, {TDM_F32, {2, 3}});
-  n.b = *n.graph.add_value("fc.bias", TDM_VALUE_PARAMETER, {TDM_F32, {2}});
-  NodeSpec fc{"linear",
-              "fc",
-              "fc",
-              TDM_PHASE_FORWARD,
-              {{"activation", std::string("none")}},
-              {n.x, n.w, n.b},
-              {{TDM_F32, {4, 2}}},
-              {"fc"}};
-  ValueId y = n.graph.node(*n.graph.insert_node(fc))->outputs[0];
-  NodeSpec act{"relu", "act", "act", TDM_PHASE_FORWARD, {}, {y}, {{TDM_F32, {4, 2}}}, {"act"}};
-  n.logits = n.graph.node(*n.graph.insert_node(act))->outputs[0];
-  NodeSpec ce{"softmax_cross_entropy", "loss",          "loss",  TDM_PHASE_FORWARD, {},
-              {n.logits, n.labels},    {{TDM_F32, {}}}, {"loss"}};
-  n.loss = n.graph.node(*n.graph.insert_node(ce))->outputs[0];
-  return n;
-}
 
 const std::vector<float> kX = {1, 2, 3, -1, 0.5f, 2, 0, 0, 1, 2, -2, 0.25f};
 const std::vector<float> kW = {0.1f, -0.2f, 0.3f, 0.5f, 0.4f, -0.1f};

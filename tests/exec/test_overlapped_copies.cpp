@@ -21,6 +21,7 @@
 #include "exec/executor.hpp"
 #include "exec/tensor_text.hpp"
 #include "model/model_parser.hpp"
+#include "pinned_mlp.hpp"
 #include "place/placed_executor.hpp"
 #include "place/placement.hpp"
 #include "plugin/registry.hpp"
@@ -32,28 +33,7 @@ using host::ValueId;
 using host::exec::Executor;
 using host::exec::TransferOptions;
 
-const char* kModel = R"([model]
-input = [8]
-classes = 4
-[[layers]]
-name = "fc1"
-op = "linear"
-out_features = 16
-activation = "relu"
-device = "reference"
-[[layers]]
-name = "fc2"
-op = "linear"
-out_features = 16
-activation = "relu"
-[[layers]]
-name = "fc3"
-op = "linear"
-out_features = 4
-device = "reference:0"
-[train]
-momentum = 0.9
-)";
+const char* const kModel = kPinnedMlp;
 
 constexpr int64_t kBatch = 4;
 

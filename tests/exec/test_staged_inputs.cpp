@@ -9,6 +9,7 @@
 
 #include "exec/executor.hpp"
 #include "reference_device.hpp"
+#include "tiny_net.hpp"
 
 namespace tandem::test {
 namespace {
@@ -19,33 +20,6 @@ using host::ValueId;
 using host::exec::Executor;
 
 class StagedInputs : public ReferenceDevice {};
-
-// input [4,3] -> linear (w [2,3], b [2]) -> softmax_cross_entropy with labels [4].
-struct Net {
-  Graph graph;
-  ValueId x, w, b, labels, logits, loss;
-};
-
-Net make_net() {
-  Net n;
-  n.x = *n.graph.add_value("input", TDM_VALUE_INPUT, {TDM_F32, {4, 3}});
-  n.labels = *n.graph.add_value("labels", TDM_VALUE_INPUT, {TDM_S32, {4}});
-  n.w = *n.graph.add_value("fc.weight", TDM_VALUE_PARAMETER, {TDM_F32, {2, 3}});
-  n.b = *n.graph.add_value("fc.bias", TDM_VALUE_PARAMETER, {TDM_F32, {2}});
-  NodeSpec fc{"linear",
-              "fc",
-              "fc",
-              TDM_PHASE_FORWARD,
-              {{"activation", std::string("none")}},
-              {n.x, n.w, n.b},
-              {{TDM_F32, {4, 2}}},
-              {"logits"}};
-  n.logits = n.graph.node(*n.graph.insert_node(fc))->outputs[0];
-  NodeSpec ce{"softmax_cross_entropy", "loss",          "loss",  TDM_PHASE_FORWARD, {},
-              {n.logits, n.labels},    {{TDM_F32, {}}}, {"loss"}};
-  n.loss = n.graph.node(*n.graph.insert_node(ce))->outputs[0];
-  return n;
-}
 
 struct Batch {
   std::vector<float> x;
@@ -61,7 +35,7 @@ Batch batch(int k) {
 
 std::unique_ptr<Executor> make(const host::DeviceHandle& device, const Net& n) {
   host::exec::ExecutorOptions o;
-  o.outputs = {"logits", "loss"};
+  o.outputs = {"act", "loss"};  // the relu output is the logits
   auto e = Executor::create(device, n.graph, o);
   EXPECT_TRUE(e.ok()) << e.error().message;
   const std::vector<float> w = {0.1f, -0.2f, 0.3f, 0.5f, 0.4f, -0.1f}, b = {0.05f, -0.1f};
@@ -178,7 +152,7 @@ TEST_F(StagedInputs, ASecondBufferOverTheBudgetIsRefused) {
   const Net n = make_net();
   auto probe = make(*device_, n);
   host::exec::ExecutorOptions o;
-  o.outputs = {"logits", "loss"};
+  o.outputs = {"act", "loss"};                         // the relu output is the logits
   o.memory_budget = probe->plan().estimate.total + 8;  // fits the plan, not 48 more bytes
   auto e = Executor::create(*device_, n.graph, o);
   ASSERT_TRUE(e.ok()) << e.error().message;

@@ -12,34 +12,14 @@
 #include "build/optimizer.hpp"
 #include "exec/planner.hpp"
 #include "model/model_parser.hpp"
+#include "pinned_mlp.hpp"
 #include "place/placement.hpp"
 #include "place/split.hpp"
 
 namespace tandem::test {
 namespace {
 
-const char* kModel = R"([model]
-input = [8]
-classes = 4
-[[layers]]
-name = "fc1"
-op = "linear"
-out_features = 16
-activation = "relu"
-device = "reference"
-[[layers]]
-name = "fc2"
-op = "linear"
-out_features = 16
-activation = "relu"
-[[layers]]
-name = "fc3"
-op = "linear"
-out_features = 4
-device = "reference:0"
-[train]
-momentum = 0.9
-)";
+const char* const kModel = kPinnedMlp;
 
 struct Placed {
   host::build::ModelGraph model;
