@@ -25,7 +25,9 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
       "memory-budget", po::value<std::string>(),
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
       "placement", po::value<std::string>(), "auto, pinned or strict (as for train)")(
-      "no-prefetch", po::bool_switch(), "plan for train --no-prefetch (no second input buffers)");
+      "no-prefetch", po::bool_switch(), "plan for train --no-prefetch (no second input buffers)")(
+      "recalibrate", po::bool_switch(),
+      "measure the op and copy costs again instead of reading them from the cache (~/.cache/tandem/costs)");
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;

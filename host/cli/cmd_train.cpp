@@ -49,6 +49,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
       "memory-report", po::bool_switch(), "print planned and measured memory after training")(
+      "recalibrate", po::bool_switch(),
+      "automatic placement: measure the op and copy costs again instead of reading the cache")(
       "no-prefetch", po::bool_switch(),
       "copy each batch to the device when its step starts, not during the step before")(
       "comm-timeout", po::value<double>()->default_value(300),

@@ -73,6 +73,7 @@ host::Result<void> apply_placement_options(const boost::program_options::variabl
     train.devices.push_back(name);
   }
   train.cost_context = "threads=" + std::to_string(vm.count("threads") ? vm["threads"].as<int>() : 0);
+  train.recalibrate = vm.count("recalibrate") > 0 && vm["recalibrate"].as<bool>();
   if (vm.count("placement")) {
     const std::string placement = vm["placement"].as<std::string>();
     if (placement != "auto" && placement != "pinned" && placement != "strict")

@@ -201,7 +201,7 @@ Result<CostModel::DeviceCosts*> CostModel::costs_of(const std::string& device) {
                      {"plugin_version", handle->second->backend().version},
                      {"context", options_.context}};
   std::ifstream in(costs->file);
-  if (options_.use_cache && in) {
+  if (options_.read_cache && in) {
     try {
       const json cache = json::parse(in);
       if (cache.at("identity") == costs->identity) {
@@ -313,7 +313,6 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
 }
 
 Result<void> CostModel::save() {
-  if (!options_.use_cache) return {};
   for (auto& [device, costs] : loaded_) {
     if (!costs->changed) continue;
     json ops = json::object(), copies = json::object();

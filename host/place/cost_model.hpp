@@ -49,7 +49,9 @@ struct CostModelOptions {
   std::string cache_dir;  // empty: $TANDEM_CACHE_DIR, $XDG_CACHE_HOME/tandem or ~/.cache/tandem
   // What else changes timings on this machine, e.g. "threads=2" (part of the key).
   std::string context;
-  bool use_cache = true;  // false: measure, never read or write the files
+  // false: measure every op again (`--recalibrate`, after a driver or
+  // hardware change the cache key cannot see), then write the files anew.
+  bool read_cache = true;
 };
 
 class CostModel {

@@ -247,7 +247,7 @@ place::EstimateInputs Trainer::estimate_inputs(place::CostModel* costs, place::W
 }
 
 place::CostModelOptions Trainer::cost_options() const {
-  return {options_.cost_cache_dir, options_.cost_context, true};
+  return {options_.cost_cache_dir, options_.cost_context, !options_.recalibrate};
 }
 
 std::map<std::string, std::string> Trainer::layer_devices() const {

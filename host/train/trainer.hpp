@@ -62,6 +62,7 @@ struct TrainOptions {
   // default, cost_model.hpp) and what else changes timings ("threads=2").
   std::string cost_cache_dir;
   std::string cost_context;
+  bool recalibrate = false;  // measure the op costs again instead of reading the cache
   // Data parallelism: gradients are averaged in buckets of about this many
   // bytes, each while backward continues (0: one gradient per message).
   size_t bucket_bytes = size_t(4) << 20;

@@ -60,6 +60,10 @@ TEST_F(CostModelTest, AnOpIsTimedOnceAndThenReadFromTheCache) {
   // Another shape is another op.
   ASSERT_TRUE(costs.op("reference:0", relu(512)).ok());
   EXPECT_EQ(costs.calibrated(), 1u);
+  // --recalibrate: the cache is not read, what is measured is written.
+  host::place::CostModel fresh({{"reference:0", &*device_}}, {dir_.file("cache"), "threads=1", false});
+  ASSERT_TRUE(fresh.op("reference:0", relu(256)).ok());
+  EXPECT_EQ(fresh.calibrated(), 1u);
 }
 
 TEST_F(CostModelTest, AnOpTheBackendDeclinesIsUnsupportedWithItsReason) {
