@@ -9,6 +9,7 @@
 #include "checkpoint/safetensors.hpp"
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/weights.hpp"
 #include "model/model_parser.hpp"
 #include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
@@ -60,19 +61,13 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     }
     if (*int8) weights = **int8;
   }
-  if (std::filesystem::is_directory(weights)) {
-    auto latest = host::train::latest_checkpoint(weights);
-    if (!latest) {
-      print_error(weights + ": no checkpoint in " + host::train::checkpoint_dir(weights));
-      return kExitInput;
-    }
-    weights = *latest;
-  }
-  auto cp = host::checkpoint::read_safetensors(weights);
-  if (!cp) {
-    print_error(cp.error().message);
+  auto read = read_weights(weights);
+  if (!read) {
+    print_error(read.error().message);
     return kExitInput;
   }
+  weights = read->path;
+  const host::checkpoint::Checkpoint* cp = &read->checkpoint;
   auto data = host::train::load_run_data(*spec);
   if (!data) {
     print_error(data.error().message);

@@ -8,6 +8,7 @@
 #include "checkpoint/safetensors.hpp"
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/weights.hpp"
 #include "model/model_parser.hpp"
 #include "quant/ptq.hpp"
 #include "train/checkpointing.hpp"
@@ -60,18 +61,9 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  std::string weights = vm["weights"].as<std::string>();
-  if (std::filesystem::is_directory(weights)) {
-    auto latest = host::train::latest_checkpoint(weights);
-    if (!latest) {
-      print_error(weights + ": no checkpoint in " + host::train::checkpoint_dir(weights));
-      return kExitInput;
-    }
-    weights = *latest;
-  }
-  auto cp = host::checkpoint::read_safetensors(weights);
-  if (!cp) {
-    print_error(cp.error().message);
+  auto weights = read_weights(vm["weights"].as<std::string>());
+  if (!weights) {
+    print_error(weights.error().message);
     return kExitInput;
   }
   auto data = host::train::load_run_data(*spec);
@@ -95,7 +87,8 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
   o.output_dir = vm["output"].as<std::string>();
   o.model_path = model_path;
   o.loader_threads = static_cast<int>(spec->data.threads);
-  auto r = host::quant::quantize_model(*spec, *device, *cp, weights, data->train, data->transforms, o);
+  auto r = host::quant::quantize_model(*spec, *device, weights->checkpoint, weights->path, data->train,
+                                       data->transforms, o);
   if (!r) {
     print_error(r.error().message);
     return r.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;
