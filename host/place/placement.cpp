@@ -93,6 +93,23 @@ class Placer {
     return {};
   }
 
+  // An in-place update whose storage is a tensor without producer (state,
+  // a parameter): its output is that tensor, rewritten every run.
+  bool updates_state(const Node& n) const {
+    for (const auto& [output, input] : build::inplace_pairs(n)) {
+      ValueId v = n.inputs[input];
+      for (const Node* p = g_.node(g_.value(v)->producer); p != nullptr; p = g_.node(g_.value(v)->producer)) {
+        const auto pairs = build::inplace_pairs(*p);
+        const auto through =
+            std::find_if(pairs.begin(), pairs.end(), [&](const auto& q) { return p->outputs[q.first] == v; });
+        if (through == pairs.end()) break;
+        v = p->inputs[through->second];
+      }
+      if (g_.value(v)->producer == kNoNode) return true;
+    }
+    return false;
+  }
+
   std::string layer_of(ValueId v) const {
     const Value& value = *g_.value(v);
     if (const Node* p = g_.node(value.producer)) return p->layer;
@@ -137,13 +154,25 @@ class Placer {
         spec.inputs = {v};
         spec.outputs = {value.type};
         spec.output_names = {spec.name};
-        auto copy = g_.insert_node(std::move(spec), id);
+        // Right after its producer, so the copy can run while the producer's
+        // device goes on (a gradient streams out during backward), in the
+        // producer's phase; before the reader when the producer is an
+        // in-place update of state (a gradient accumulator: copied once per
+        // step, not once per micro-batch) or has no producer at all.
+        NodeId anchor = id;
+        if (const Node* producer = g_.node(value.producer);
+            producer != nullptr && !updates_state(*producer)) {
+          const size_t after = *g_.position(producer->id) + 1;
+          anchor = after < g_.node_count() ? g_.node_at(after)->id : id;
+          spec.phase = producer->phase;
+        }
+        auto copy = g_.insert_node(std::move(spec), anchor);
         if (!copy) return copy.error();
         if (auto r = g_.set_device(*copy, node.device); !r) return r;
         const ValueId moved = g_.node(*copy)->outputs[0];
         out_.home[moved] = node.device;
-        out_.copies.push_back(
-            {value.name, home, node.device, bytes_of(value), producer_layer, node.layer, node.phase});
+        out_.copies.push_back({value.name, home, node.device, bytes_of(value), producer_layer, node.layer,
+                               g_.node(*copy)->phase});
         it = copies_.emplace(key, moved).first;
       }
       if (auto r = g_.set_input(id, slot, it->second); !r) return r;

@@ -27,7 +27,8 @@ struct Placed {
 };
 
 // kModel with each (from, to) text replacement applied.
-Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool strict) {
+Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool strict,
+             const std::string& optimizer_device = "") {
   std::string text = kModel;
   for (const auto& [from, to] : edits) text.replace(text.find(from), from.size(), to);
   auto spec = host::model::parse_model_text(text, "pins.toml");
@@ -39,6 +40,7 @@ Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool
   host::place::PlacementOptions o;
   o.default_device = "onednn:0";
   o.strict = strict;
+  o.optimizer_device = optimizer_device;
   o.resolve = [](const std::string& pin) -> host::Result<std::string> {
     if (pin == "reference" || pin == "reference:0") return std::string("reference:0");
     if (pin == "onednn" || pin == "onednn:0" || pin == "cpu") return std::string("onednn:0");
@@ -143,6 +145,45 @@ TEST(Placement, SplitsIntoOneRunnableGraphPerDevice) {
   EXPECT_EQ(reference.graph.value_by_name("fc1.weight")->kind, TDM_VALUE_PARAMETER);
   EXPECT_EQ(reference.graph.value_by_name("fc2.weight"), nullptr);
   EXPECT_EQ(split->devices[0].graph.value_by_name("fc2.weight")->kind, TDM_VALUE_PARAMETER);
+}
+
+// ZeRO-Offload style: the updates run on the optimizer's device, where the
+// parameters and their momentum live; each parameter is copied to the
+// training device before its first reader, each gradient back right after
+// the node that produced it, in backward, so it streams out while backward
+// goes on.
+TEST(Placement, AnOffloadedOptimizerGetsEachGradientRightAfterItsProducer) {
+  Placed p =
+      place({{"device = \"reference\"\n", ""}, {"device = \"reference:0\"\n", ""}}, false, "reference:0");
+  ASSERT_TRUE(p.placement.ok()) << p.placement.error().message;
+  const host::Graph& g = p.model.graph;
+  size_t updates = 0, gradients = 0, parameters = 0;
+  for (size_t i = 0; i < g.node_count(); ++i) {
+    const host::Node& n = *g.node_at(i);
+    if (n.op == "sgd_update") {
+      ++updates;
+      EXPECT_EQ(n.device, "reference:0") << n.name;
+      for (const auto& [output, input] : host::build::inplace_pairs(n))
+        EXPECT_EQ(p.placement->home.at(n.inputs[input]), "reference:0") << g.value(n.inputs[input])->name;
+    }
+    if (n.op != host::place::kCopyOp) continue;
+    const host::Value& source = *g.value(n.inputs[0]);
+    if (source.kind == TDM_VALUE_PARAMETER) {
+      ++parameters;
+      EXPECT_EQ(n.device, "onednn:0") << n.name;
+      EXPECT_EQ(n.phase, TDM_PHASE_FORWARD) << n.name;
+    } else if (source.kind == TDM_VALUE_GRADIENT) {
+      ++gradients;
+      EXPECT_EQ(n.device, "reference:0") << n.name;
+      EXPECT_EQ(n.phase, TDM_PHASE_BACKWARD) << n.name;
+      // Nothing but other copies between the producer and its copy.
+      for (size_t k = *g.position(source.producer) + 1; k < i; ++k)
+        EXPECT_EQ(g.node_at(k)->op, host::place::kCopyOp) << n.name << " waits for " << g.node_at(k)->name;
+    }
+  }
+  EXPECT_EQ(updates, 6u);
+  EXPECT_EQ(parameters, 6u);
+  EXPECT_EQ(gradients, 6u);
 }
 
 TEST(Placement, AnUnknownDeviceIsNamedWithItsLayer) {
