@@ -119,6 +119,10 @@ TEST_F(TrainCli, RunningOutOfDeviceMemoryAtRunTimeRePlans) {
   EXPECT_HAS(alone.output, "onednn:0 ran out of memory at run time");
   EXPECT_HAS(alone.output, "To fit: ");
   EXPECT_HAS(alone.output, "--device onednn:0,cpu");
+  CliRun malformed = tandem("train " + m + " --run-dir " + dir.file("run3") + " --device onednn:0",
+                            "TANDEM_DEVICE_MEMORY_LIMIT=onednn:0=lots");
+  EXPECT_NE(malformed.code, 0) << malformed.output;
+  EXPECT_HAS(malformed.output, "TANDEM_DEVICE_MEMORY_LIMIT: 'lots' for onednn:0 is not a size");
 }
 
 // A device with room for training but not for an evaluation executor beside

@@ -34,6 +34,7 @@ class HostMemoryDevice : public Device {
   explicit HostMemoryDevice(std::string id) : id_(std::move(id)), limit_(memory_limit(id_)) {}
 
   tdm_device_info info() override {
+    if (!limit_error_.empty()) throw Error(TDM_INVALID_ARGUMENT, limit_error_);
     tdm_device_info i{};
     i.struct_size = sizeof i;
     i.name = id_.c_str();
@@ -51,6 +52,7 @@ class HostMemoryDevice : public Device {
   }
 
   void* allocate(size_t bytes) override {
+    if (!limit_error_.empty()) throw Error(TDM_INVALID_ARGUMENT, limit_error_);
     // aligned_alloc wants a multiple of the alignment; a zero-byte request
     // still gets a unique pointer.
     const size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -104,8 +106,9 @@ class HostMemoryDevice : public Device {
   static constexpr size_t kAlignment = 64;
 
   // This device's entry of TANDEM_DEVICE_MEMORY_LIMIT (bytes; B, KiB, MiB or
-  // GiB after the number), 0 when there is none or it cannot be read.
-  static uint64_t memory_limit(const std::string& id) {
+  // GiB after the number), 0 when there is none. An entry that is not a size
+  // makes every allocation and info() fail naming it (a constructor must not throw).
+  uint64_t memory_limit(const std::string& id) {
     const char* env = std::getenv("TANDEM_DEVICE_MEMORY_LIMIT");
     std::stringstream list(env != nullptr ? env : "");
     for (std::string item; std::getline(list, item, ',');) {
@@ -113,13 +116,18 @@ class HostMemoryDevice : public Device {
       if (eq == std::string::npos || item.substr(0, eq) != id) continue;
       std::istringstream size(item.substr(eq + 1));
       double number = 0;
-      std::string unit;
-      if (!(size >> number) || number <= 0) return 0;
-      size >> unit;
-      const double scale = unit == "KiB"   ? 1024.0
-                           : unit == "MiB" ? 1048576.0
-                           : unit == "GiB" ? 1073741824.0
-                                           : 1.0;
+      std::string unit, rest;
+      size >> number >> unit >> rest;
+      const double scale = unit.empty() || unit == "B" ? 1.0
+                           : unit == "KiB"             ? 1024.0
+                           : unit == "MiB"             ? 1048576.0
+                           : unit == "GiB"             ? 1073741824.0
+                                                       : 0.0;
+      if (!(number > 0) || scale == 0.0 || !rest.empty()) {
+        limit_error_ = "TANDEM_DEVICE_MEMORY_LIMIT: '" + item.substr(eq + 1) + "' for " + id +
+                       " is not a size (a positive number, then B, KiB, MiB or GiB)";
+        return 0;
+      }
       return static_cast<uint64_t>(number * scale);
     }
     return 0;
@@ -146,8 +154,9 @@ class HostMemoryDevice : public Device {
   }
 
   std::string id_;
-  uint64_t limit_ = 0;  // 0: the machine's memory
-  std::mutex mutex_;    // guards everything below
+  std::string limit_error_;  // a malformed TANDEM_DEVICE_MEMORY_LIMIT entry
+  uint64_t limit_ = 0;       // 0: the machine's memory
+  std::mutex mutex_;         // guards everything below
   std::unordered_map<void*, size_t> sizes_;
   uint64_t allocated_ = 0;
   uint64_t peak_ = 0;
