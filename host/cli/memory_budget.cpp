@@ -2,29 +2,16 @@
 
 #include <sstream>
 
+#include "tandem/byte_size.hpp"
 #include "train/device_select.hpp"
 
 namespace tandem::cli {
 namespace {
 
 host::Result<uint64_t> parse_size(const std::string& text) {
-  size_t used = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = text.substr(used);
-  const double scale = unit.empty() || unit == "B" ? 1.0
-                       : unit == "KiB"             ? 1024.0
-                       : unit == "MiB"             ? 1024.0 * 1024
-                       : unit == "GiB"             ? 1024.0 * 1024 * 1024
-                                                   : -1;
-  if (used == 0 || scale < 0 || number <= 0)
-    return host::make_error("'" + text + "' is not a size (a positive number with B, KiB, MiB or GiB)",
-                            TDM_INVALID_ARGUMENT);
-  return static_cast<uint64_t>(number * scale);
+  if (auto bytes = tandem::parse_byte_size(text)) return *bytes;
+  return host::make_error("'" + text + "' is not a size (a positive number with B, KiB, MiB or GiB)",
+                          TDM_INVALID_ARGUMENT);
 }
 
 }  // namespace

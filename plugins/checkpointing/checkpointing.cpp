@@ -10,9 +10,11 @@
 // Trades compute for memory: activations inside a segment are freed after
 // forward and recomputed during backward (recompute.hpp). The pass runs after
 // autodiff, when it can see which forward values backward reads.
+#include <tandem/byte_size.hpp>
 #include <tandem/tandem.hpp>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,25 +48,13 @@ std::vector<std::string> parse_list(const std::string& text) {
 }
 
 size_t parse_bytes(const std::string& text) {
-  size_t used = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = trim(text.substr(used));
-  const double scale = unit.empty() || unit == "B" ? 1.0
-                       : unit == "KiB"             ? 1024.0
-                       : unit == "MiB"             ? 1024.0 * 1024
-                       : unit == "GiB"             ? 1024.0 * 1024 * 1024
-                                                   : -1;
-  if (used == 0 || scale < 0 || number <= 0)
+  const std::optional<uint64_t> bytes = tandem::parse_byte_size(trim(text));
+  if (!bytes)
     throw Error(TDM_INVALID_ARGUMENT,
                 "[features.checkpointing] memory_budget must be a size such as \"512MiB\" "
                 "(units B, KiB, MiB, GiB), got '" +
                     text + "'");
-  return static_cast<size_t>(number * scale);
+  return static_cast<size_t>(*bytes);
 }
 
 class Checkpointing final : public tandem::Feature {

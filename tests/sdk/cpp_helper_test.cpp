@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "tandem/byte_size.hpp"
 #include "tandem/tandem.hpp"
 
 namespace {
@@ -121,4 +122,14 @@ TEST(CppHelper, RefusesOtherAbiMajor) {
   EXPECT_EQ(p, nullptr);
   EXPECT_EQ(recorded().code, TDM_VERSION_MISMATCH);
   EXPECT_NE(recorded().message.find("rebuild"), std::string::npos);
+}
+
+TEST(ByteSize, ParsesTheUnitsPeopleWrite) {
+  EXPECT_EQ(tandem::parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(tandem::parse_byte_size("512B"), 512u);
+  EXPECT_EQ(tandem::parse_byte_size("1.5KiB"), 1536u);
+  EXPECT_EQ(tandem::parse_byte_size("2 MiB"), 2u << 20);
+  EXPECT_EQ(tandem::parse_byte_size("6GiB"), uint64_t(6) << 30);
+  for (const char* bad : {"", "lots", "0", "-1MiB", "2MB", "2 MiB extra"})
+    EXPECT_FALSE(tandem::parse_byte_size(bad).has_value()) << bad;
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "tandem/byte_size.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
@@ -114,21 +115,13 @@ class HostMemoryDevice : public Device {
     for (std::string item; std::getline(list, item, ',');) {
       const size_t eq = item.find('=');
       if (eq == std::string::npos || item.substr(0, eq) != id) continue;
-      std::istringstream size(item.substr(eq + 1));
-      double number = 0;
-      std::string unit, rest;
-      size >> number >> unit >> rest;
-      const double scale = unit.empty() || unit == "B" ? 1.0
-                           : unit == "KiB"             ? 1024.0
-                           : unit == "MiB"             ? 1048576.0
-                           : unit == "GiB"             ? 1073741824.0
-                                                       : 0.0;
-      if (!(number > 0) || scale == 0.0 || !rest.empty()) {
+      const std::optional<uint64_t> bytes = parse_byte_size(item.substr(eq + 1));
+      if (!bytes) {
         limit_error_ = "TANDEM_DEVICE_MEMORY_LIMIT: '" + item.substr(eq + 1) + "' for " + id +
                        " is not a size (a positive number, then B, KiB, MiB or GiB)";
         return 0;
       }
-      return static_cast<uint64_t>(number * scale);
+      return *bytes;
     }
     return 0;
   }
