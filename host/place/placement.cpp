@@ -58,6 +58,11 @@ class Placer {
       if (auto r = place(*g_.node(id)); !r) return r.error();
     for (NodeId id : order)
       if (auto r = bring_inputs(id); !r) return r.error();
+    // A device the layers could have gone to but none did is not part of the run.
+    std::set<std::string> used;
+    for (size_t i = 0; i < g_.node_count(); ++i) used.insert(g_.node_at(i)->device);
+    for (const auto& [value, device] : out_.home) used.insert(device);
+    std::erase_if(out_.devices, [&](const std::string& d) { return used.count(d) == 0; });
     return std::move(out_);
   }
 

@@ -58,10 +58,13 @@ struct Copy {
 };
 
 struct Placement {
-  std::vector<std::string> devices;     // every device used, the default first
-  std::vector<Copy> copies;             // inserted, once per step each
+  std::vector<std::string>
+      devices;               // every device that runs a node or holds a tensor, the default first if so
+  std::vector<Copy> copies;  // inserted, once per step each
   std::map<ValueId, std::string> home;  // where every tensor lives
   size_t copy_bytes() const;
+  // Everything on `device` alone: a plain single-device run.
+  bool only_on(const std::string& device) const { return devices.size() == 1 && devices.front() == device; }
 };
 
 // Sets every node's device and inserts the copies. Errors name the layers.

@@ -3,7 +3,6 @@
 // same per-device graphs, with the layouts and kernel workspaces the
 // executors would choose (kernel_prepare allocates no device memory); step
 // time from the measured op and copy costs (place/cost_model.hpp).
-#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -25,7 +24,7 @@ std::string cell(uint64_t bytes) {
 
 Result<void> Trainer::write_plan(std::ostream& out) const {
   const Graph& g = model_.graph;
-  const bool placed = placement_ && placement_->devices.size() > 1;
+  const bool placed = placement_ && !placement_->only_on(device_.id());
   place::CostModel costs(
       devices_.empty() ? std::map<std::string, const DeviceHandle*>{{device_.id(), &device_}} : devices_,
       cost_options());
@@ -34,12 +33,6 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
   if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
   if (!estimate) return estimate.error();
   std::vector<place::DeviceEstimate>& plans = estimate->devices;
-  // The run's device when placement left it nothing to do: not a column of zeros.
-  plans.erase(std::remove_if(plans.begin(), plans.end(),
-                             [&](const place::DeviceEstimate& d) {
-                               return plans.size() > 1 && d.memory.total == 0 && d.compute_us == 0;
-                             }),
-              plans.end());
 
   out << "plan for " << spec_.path << ": batch " << micro_batch_samples_ << " per micro-batch x "
       << micro_batches_ << ", " << plans.size() << (plans.size() == 1 ? " device" : " devices")

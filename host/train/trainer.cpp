@@ -29,6 +29,12 @@ namespace tandem::host::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::string join_devices(const std::vector<std::string>& devices) {
+  std::string text;
+  for (const std::string& d : devices) text += (text.empty() ? "" : ", ") + d;
+  return text;
+}
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -276,9 +282,8 @@ Result<void> Trainer::replan_after_oom(const Error& oom) {
                            " of this run when " + human_bytes(failure.requested) + " more were asked";
   const auto before = layer_devices();
   if (devices_.size() < 2 || placement_mode_ == "strict") {
-    auto estimate = place::estimate_plan(
-        model_.graph, placement_ && placement_->devices.size() > 1 ? &*placement_ : nullptr,
-        estimate_inputs(nullptr, nullptr, true));
+    auto estimate = place::estimate_plan(model_.graph, placement_ ? &*placement_ : nullptr,
+                                         estimate_inputs(nullptr, nullptr, true));
     const std::string advice =
         estimate && estimate->over() > 0 ? place::does_not_fit(*estimate, fit_context()) : oom.message;
     return make_error(
@@ -359,9 +364,10 @@ Result<void> Trainer::place() {
   }
   auto placement = place::place_layers(model_.graph, spec_, o);
   if (!placement) return placement.error();
-  if (placement->devices.size() > 1 && group_.world > 1)
-    return make_error(spec_.path + ": layers are placed on " + std::to_string(placement->devices.size()) +
-                          " devices, and this run has " + std::to_string(group_.world) +
+  if (!placement->only_on(device_.id()) && group_.world > 1)
+    return make_error(spec_.path + ": layers are placed on " + join_devices(placement->devices) +
+                          ", not only on this rank's " + device_.id() + ", and this run has " +
+                          std::to_string(group_.world) +
                           " ranks: placement across devices within a data- or tensor-parallel run is not "
                           "supported yet; run one device per process",
                       TDM_UNSUPPORTED);
@@ -382,7 +388,7 @@ Result<std::unique_ptr<exec::Executor>> Trainer::make_executor(
     const Graph& graph, const std::optional<place::Placement>& placement,
     exec::ExecutorOptions options) const {
   Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
-  if (placement && placement->devices.size() > 1) {
+  if (placement && !placement->only_on(device_.id())) {
     executor = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
   } else {
     if (auto b = options_.memory_budgets.find(device_.id()); b != options_.memory_budgets.end())
@@ -391,9 +397,8 @@ Result<std::unique_ptr<exec::Executor>> Trainer::make_executor(
   }
   if (!executor && executor.error().status == TDM_OUT_OF_MEMORY) {
     // Over a budget: the same words as the plan's, with the remedies.
-    auto estimate =
-        place::estimate_plan(graph, placement && placement->devices.size() > 1 ? &*placement : nullptr,
-                             estimate_inputs(nullptr, nullptr, false));
+    auto estimate = place::estimate_plan(graph, placement ? &*placement : nullptr,
+                                         estimate_inputs(nullptr, nullptr, false));
     if (estimate && estimate->over() > 0)
       return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
   }
@@ -696,8 +701,7 @@ void Trainer::report_memory(int64_t steps) const {
     return;
   }
   for (const exec::ExecutorPart& part : executor_->parts())
-    if (part.executor->node_count() > 0)  // the run's device may have been left nothing
-      print_plan(*devices_.at(part.device), *part.executor, budget(part.device), peak(part.device));
+    print_plan(*devices_.at(part.device), *part.executor, budget(part.device), peak(part.device));
   std::cout << "copies between devices per step: " << placement_->copies.size() << " planned ("
             << human_bytes(placement_->copy_bytes()) << "), "
             << (steps > 0 ? executor_->transfers_run() / static_cast<uint64_t>(steps) : 0) << " run ("
@@ -750,7 +754,7 @@ Result<TrainResult> Trainer::run() {
       shared[v.name] = executor_->device_pointer(v.id);
   }
   Evaluator evaluator(spec_, device_, shared);
-  if (placement_ && placement_->devices.size() > 1) evaluator.use_placement(placement_options_, devices_);
+  if (placement_ && !placement_->only_on(device_.id())) evaluator.use_placement(placement_options_, devices_);
   if (model_.tensor_parallel.size > 1) evaluator.use_tensor_parallelism(model_.tensor_parallel, comm_.get());
   ProfileRecorder& profiler = *profiler_;
 
