@@ -7,25 +7,16 @@
 #include <cstdio>
 #include <string>
 
+#include "shell.hpp"
+
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
+using tandem::test::CliRun;
+using tandem::test::shell;
 
 // TANDEM_PLUGIN_PATH is cleared so only the build tree is searched.
 CliRun tandem(const std::string& args) {
-  std::string command = "env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' " + args + " 2>&1";
-  CliRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' " + args);
 }
 
 // Under a umask of 002 the build tree is group-writable and the host

@@ -15,32 +15,22 @@
 #include <regex>
 #include <string>
 
+#include "shell.hpp"
 #include "temp_dir.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
+using tandem::test::CliRun;
+using tandem::test::shell;
 
-struct CliRun {
-  int code = -1;
-  std::string output;
-};
+namespace fs = std::filesystem;
 
 CliRun tandem(const std::string& args) {
   std::string flags;
   struct stat st {};
   if (::stat(TANDEM_BUILD_PLUGIN_DIR, &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
     flags = " --allow-insecure-plugins";
-  const std::string command = "env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' " + args + flags + " 2>&1";
-  CliRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_EXE "' " + args + flags);
 }
 
 double accuracy_of(const std::string& output) {

@@ -12,25 +12,10 @@
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
+#include "shell.hpp"
 #include "train/checkpointing.hpp"
 
 namespace tandem::test {
-
-struct CliRun {
-  int code = -1;
-  std::string output;
-};
-
-inline CliRun shell(const std::string& command) {
-  CliRun run;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
 
 inline size_t count_of(const std::string& text, const std::string& part) {
   size_t n = 0;

@@ -16,28 +16,16 @@
 #include <sstream>
 #include <thread>
 
+#include "shell.hpp"
 #include "temp_dir.hpp"
 
 namespace tandem::test {
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string output;
-};
-
 // `env`: more VAR=value words for the environment of the run.
 CliRun tandem(const std::string& args, const std::string& env = "") {
-  const std::string command = "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache " + env +
-                              " '" TANDEM_EXE "' --allow-insecure-plugins " + args + " 2>&1";
-  CliRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return shell("env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache " + env +
+               " '" TANDEM_EXE "' --allow-insecure-plugins " + args);
 }
 
 #define EXPECT_HAS(text, part) \
