@@ -146,7 +146,9 @@ TEST_F(DataParallel, ADeadRankStopsTheOthersWithAClearErrorAndIntactCheckpoints)
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "rank 0 stopped " << seconds << " s after the start (rank 1 killed at 1 s, timeout 3 s)\n";
   EXPECT_LT(seconds, 60.0) << run.output;
-  EXPECT_NE(run.output.find("timed out after 3.0 s"), std::string::npos) << run.output;
+  // The wait it reports is measured (3.0 s, or 3.1 s on a busy machine); the limit is the one given.
+  EXPECT_NE(run.output.find("timed out after 3."), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("(timeout_seconds 3)"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("did not arrive"), std::string::npos) << run.output;
   // Whatever checkpoints exist are whole.
   if (auto last = host::train::latest_checkpoint(dir.file("run"))) {
