@@ -64,6 +64,11 @@ std::optional<int> parse_command_options(const std::string& command, const std::
   return std::nullopt;
 }
 
+std::map<std::string, std::string> threads_config(int threads) {
+  if (threads <= 0) return {};
+  return {{"threads", std::to_string(threads)}};
+}
+
 std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
                                             const std::map<std::string, std::string>& config) {
   auto session = std::make_unique<PluginSession>();

@@ -41,6 +41,8 @@ struct PluginSession {
 // `config` is visible to plugins from their init on (e.g. "threads" = "4").
 std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
                                             const std::map<std::string, std::string>& config = {});
+// The plugin configuration of `--threads N` (0: the backends' default).
+std::map<std::string, std::string> threads_config(int threads);
 
 // Prints rows under a header, columns padded to the widest cell.
 void print_table(std::ostream& out, const std::vector<std::string>& header,

@@ -56,9 +56,7 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   const int threads = vm["threads"].as<int>();
-  std::map<std::string, std::string> config;
-  if (threads > 0) config["threads"] = std::to_string(threads);
-  std::unique_ptr<PluginSession> session = load_plugins(globals, config);
+  std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(threads));
   auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
   if (!device) {
     print_error(device.error().message);

@@ -71,9 +71,7 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(data.error().message);
     return kExitInput;
   }
-  std::map<std::string, std::string> config;
-  if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
-  std::unique_ptr<PluginSession> session = load_plugins(globals, config);
+  std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
   auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
   if (!device) {
     print_error(device.error().message);

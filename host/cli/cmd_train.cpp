@@ -139,9 +139,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   train.bucket_bytes = static_cast<size_t>(vm["bucket-mb"].as<double>() * 1024 * 1024);
   train.rendezvous = vm["rendezvous"].as<std::string>();
 
-  std::map<std::string, std::string> config;
-  if (vm["threads"].as<int>() > 0) config["threads"] = std::to_string(vm["threads"].as<int>());
-  std::unique_ptr<PluginSession> session = load_plugins(globals, config);
+  std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
   const host::train::ProcessGroup group = host::train::detect_process_group();
   auto device = host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()),
                                            group.local_rank);
