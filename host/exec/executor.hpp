@@ -233,6 +233,9 @@ class Executor {
   Result<void> run_parts_in_order(size_t first, size_t end);
   Result<void> run_parts_overlapped(size_t first, size_t end);
   RangeActions plan_range(size_t first, size_t end) const;
+  // plan_range of a range, made the first time it runs (a trainer runs the
+  // same few ranges every step).
+  const RangeActions& range_actions(size_t first, size_t end);
   Result<void> issue_transfer(size_t t);
   Result<void> transfer_in_order(size_t t);
   Result<void> finish_parts();
@@ -256,6 +259,7 @@ class Executor {
   ExecutorOptions options_;
   // Composed executors only.
   std::vector<ExecutorPart> parts_;
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<const RangeActions>> range_actions_;
   std::vector<ExecutorTransfer> transfers_;
   std::vector<Slot> slots_;
   std::map<ValueId, std::pair<size_t, ValueId>> owner_;

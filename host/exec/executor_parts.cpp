@@ -201,8 +201,14 @@ Executor::RangeActions Executor::plan_range(size_t first, size_t end) const {
   return a;
 }
 
+const Executor::RangeActions& Executor::range_actions(size_t first, size_t end) {
+  std::shared_ptr<const RangeActions>& a = range_actions_[{first, end}];
+  if (!a) a = std::make_shared<const RangeActions>(plan_range(first, end));
+  return *a;
+}
+
 Result<void> Executor::run_parts_overlapped(size_t first, size_t end) {
-  const RangeActions a = plan_range(first, end);
+  const RangeActions& a = range_actions(first, end);
   for (size_t t : a.at_start)
     if (auto r = issue_transfer(t); !r) return r;
   for (size_t p = first; p < end;) {
