@@ -28,9 +28,20 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
   place::CostModel costs(
       devices_.empty() ? std::map<std::string, const DeviceHandle*>{{device_.id(), &device_}} : devices_,
       cost_options());
-  auto estimate =
-      place::estimate_plan(g, placed ? &*placement_ : nullptr, estimate_inputs(&costs, nullptr, false));
-  if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
+  // Automatic placement estimated its choice already (against capacities;
+  // the table shows the budgets the user gave).
+  Result<place::PlanEstimate> estimate = make_error("", TDM_INTERNAL);
+  if (automatic_) {
+    estimate = automatic_->estimate;
+    for (place::DeviceEstimate& d : estimate->devices) {
+      auto budget = options_.memory_budgets.find(d.device);
+      d.budget = budget == options_.memory_budgets.end() ? 0 : budget->second;
+    }
+  } else {
+    estimate =
+        place::estimate_plan(g, placed ? &*placement_ : nullptr, estimate_inputs(&costs, nullptr, false));
+    if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
+  }
   if (!estimate) return estimate.error();
   std::vector<place::DeviceEstimate>& plans = estimate->devices;
 
