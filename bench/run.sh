@@ -89,7 +89,7 @@ cmake --build "$build" -j"$(nproc)" --target tandem tandem-plugin-onednn >&2
 tandem=$build/bin/tandem
 [ -x "$tandem" ] || tandem=$(find "$build" -name tandem -type f -perm -u+x | head -1)
 if [ ! -x "$cache/peak_flops" ] || [ "$repo/bench/peak_flops.cpp" -nt "$cache/peak_flops" ]; then
-  g++ -O3 -march=native -fopenmp "$repo/bench/peak_flops.cpp" -o "$cache/peak_flops"
+  g++ -O3 -fopenmp "$repo/bench/peak_flops.cpp" -o "$cache/peak_flops"
 fi
 
 # ---- 3. Runs ----------------------------------------------------------------

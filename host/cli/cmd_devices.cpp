@@ -1,4 +1,5 @@
-// `tandem devices`: every device of every backend plugin, with its memory.
+// `tandem devices`: every device of every backend plugin, with its memory and
+// what its kernels can use (the CPU's instruction sets, a GPU's architecture).
 #include <iostream>
 
 #include "cli/cli_common.hpp"
@@ -25,11 +26,13 @@ int run_devices(const std::vector<std::string>& args, GlobalOptions globals) {
   for (const host::BackendDevices& backend : host::enumerate_devices(*session->registry)) {
     for (const host::DeviceInfo& d : backend.devices)
       rows.push_back({d.id, d.backend, d.kind == TDM_DEVICE_GPU ? "gpu" : "cpu",
-                      host::human_bytes(d.total_memory), host::human_bytes(d.free_memory), d.name});
+                      host::human_bytes(d.total_memory), host::human_bytes(d.free_memory),
+                      d.features.empty() ? "-" : d.features, d.name});
     if (!backend.no_device_reason.empty())
       absent.push_back(backend.backend + ": no device (" + backend.no_device_reason + ")");
   }
-  if (!rows.empty()) print_table(std::cout, {"DEVICE", "BACKEND", "KIND", "TOTAL", "FREE", "NAME"}, rows);
+  if (!rows.empty())
+    print_table(std::cout, {"DEVICE", "BACKEND", "KIND", "TOTAL", "FREE", "FEATURES", "NAME"}, rows);
   for (const std::string& line : absent) std::cout << line << "\n";
   if (rows.empty()) {
     print_error("no backend plugin found a usable device");

@@ -89,6 +89,8 @@ Result<DeviceInfo> DeviceHandle::info() const {
   info.free_memory = raw.free_memory;
   info.has_pinned_host_memory = raw.has_pinned_host_memory != 0;
   info.host_addressable = raw.host_addressable != 0;
+  if (TDM_STRUCT_HAS(&raw, tdm_device_info, features) && raw.features != nullptr)
+    info.features = raw.features;
   return info;
 }
 

@@ -28,6 +28,7 @@ struct DeviceInfo {
   uint64_t free_memory = 0;
   bool has_pinned_host_memory = false;
   bool host_addressable = false;
+  std::string features;  // "avx2 fma", "sm_90"; empty when the backend does not say (ABI < 1.4)
 };
 
 class DeviceHandle {

@@ -16,7 +16,9 @@ AffineU8 u8_params(Range r) {
   return {double(scale), int64_t(std::clamp(z, 0.0, 255.0))};
 }
 
-QuantizedWeights quantize_weights(std::span<const float> w, int64_t rows, int64_t cols, bool per_channel) {
+QuantizedWeights quantize_weights(std::span<const float> w, int64_t rows, int64_t cols, bool per_channel,
+                                  int qmax) {
+  const float top = float(qmax);
   QuantizedWeights q;
   q.values.resize(w.size());
   const int64_t groups = per_channel ? rows : 1, per_group = per_channel ? cols : rows * cols;
@@ -24,12 +26,12 @@ QuantizedWeights quantize_weights(std::span<const float> w, int64_t rows, int64_
     float amax = 0;
     for (int64_t i = 0; i < per_group; ++i) amax = std::max(amax, std::fabs(w[size_t(g * per_group + i)]));
     // An all-zero row keeps a harmless positive scale (the kernels require one).
-    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    const float scale = amax > 0 ? amax / top : 1.0f;
     q.scales.push_back(scale);
     for (int64_t i = 0; i < per_group; ++i) {
       const size_t at = size_t(g * per_group + i);
       const float v = std::nearbyint(w[at] / scale);
-      q.values[at] = int8_t(std::clamp(v, -127.0f, 127.0f));
+      q.values[at] = int8_t(std::clamp(v, -top, top));
     }
   }
   return q;

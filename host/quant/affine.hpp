@@ -27,12 +27,20 @@ struct AffineU8 {
 AffineU8 u8_params(Range r);
 
 struct QuantizedWeights {
-  std::vector<int8_t> values;  // [N, K], in [-127, 127]
+  std::vector<int8_t> values;  // [N, K], in [-qmax, qmax]
   std::vector<float> scales;   // N entries (per channel) or 1 (per tensor)
 };
 
-// Symmetric s8 quantization of w [N, K]: scale = max|w| / 127 per row (or
+// The largest weight magnitude: 127 (8 bits) everywhere INT8 sums are exact
+// for any weights, 63 (7 bits) for CPUs that add u8·s8 products pairwise in
+// saturating 16-bit lanes (x86 without VNNI), where |w| <= 64 keeps every
+// pair exact and the backend's direct kernel applies (see weight_range.hpp).
+inline constexpr int kWeightQmax8 = 127;
+inline constexpr int kWeightQmax7 = 63;
+
+// Symmetric s8 quantization of w [N, K]: scale = max|w| / qmax per row (or
 // over the whole tensor); -128 is never used, so negation stays exact.
-QuantizedWeights quantize_weights(std::span<const float> w, int64_t rows, int64_t cols, bool per_channel);
+QuantizedWeights quantize_weights(std::span<const float> w, int64_t rows, int64_t cols, bool per_channel,
+                                  int qmax = kWeightQmax8);
 
 }  // namespace tandem::host::quant

@@ -21,6 +21,8 @@ Result<void> write_calibration(const std::string& path, const Calibration& c) {
   if (c.calibrator == "percentile") j["percentile"] = c.percentile;
   j["samples"] = c.samples;
   j["per_channel"] = c.per_channel;
+  j["weight_qmax"] = c.weight_qmax;
+  if (!c.weight_range.empty()) j["weight_range"] = c.weight_range;
   json layers = json::object();
   for (const auto& [name, l] : c.layers) {
     json input = {{"dtype", "u8"},
@@ -65,6 +67,12 @@ Result<Calibration> read_calibration(const std::string& path) {
     c.percentile = j.value("percentile", 0.0);
     c.samples = j.value("samples", int64_t(0));
     c.per_channel = j.value("per_channel", false);
+    c.weight_qmax = j.value("weight_qmax", 127);  // files before it was recorded used 8 bits
+    c.weight_range = j.value("weight_range", "");
+    if (c.weight_qmax < 1 || c.weight_qmax > 127)
+      return make_error(
+          path + ": weight_qmax " + std::to_string(c.weight_qmax) + " is outside 1..127" + rerun,
+          TDM_INVALID_ARGUMENT);
     for (const auto& [name, l] : j.at("layers").items()) {
       LayerCalibration lc;
       lc.op = l.value("op", "linear");

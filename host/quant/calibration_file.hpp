@@ -5,6 +5,7 @@
 //   "format": "tandem-int8-calibration", "version": 1,
 //   "model": "examples/fmnist_mlp.toml", "checkpoint": "model-int8.safetensors",
 //   "calibrator": "entropy", "percentile": 99.99, "samples": 512, "per_channel": true,
+//   "weight_qmax": 63, "weight_range": "7-bit weights: onednn:0 (avx2 fma) has no VNNI, ...",
 //   "layers": {
 //     "fc1": {"op": "linear",
 //             "input":  {"dtype": "u8", "scale": 0.0123, "zero_point": 54,
@@ -42,6 +43,8 @@ struct Calibration {
   double percentile = 0;  // percentile calibrator only
   int64_t samples = 0;
   bool per_channel = false;
+  int weight_qmax = 127;     // largest |w| (127: 8 bits, 63: 7 bits; weight_range.hpp); 127 when absent
+  std::string weight_range;  // why that range
   std::map<std::string, LayerCalibration> layers;
 };
 

@@ -139,6 +139,8 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
   cal.percentile = o.percentile;
   cal.samples = *seen;
   cal.per_channel = o.per_channel;
+  cal.weight_qmax = o.weight_range.qmax;
+  cal.weight_range = o.weight_range.reason;
   checkpoint::Checkpoint out;
   out.metadata = weights.metadata;
   out.metadata["tandem.quantized"] = "int8";
@@ -156,8 +158,8 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
     if (!w) return w.error();
     const std::vector<int64_t> shape = weights.find(wname)->shape;  // [out, ...]: per channel = per row
     const int64_t rows = shape.empty() ? 1 : shape[0];
-    const QuantizedWeights q =
-        quantize_weights(*w, rows, int64_t(w->size()) / std::max<int64_t>(rows, 1), o.per_channel);
+    const QuantizedWeights q = quantize_weights(*w, rows, int64_t(w->size()) / std::max<int64_t>(rows, 1),
+                                                o.per_channel, o.weight_range.qmax);
     lc.weight_scales = q.scales;
     replaced.emplace(wname, record(wname, TDM_S8, shape, q.values));
     replaced.emplace(t.layer + ".weight_scale",

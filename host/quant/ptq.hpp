@@ -13,6 +13,7 @@
 #include "model/model_spec.hpp"
 #include "quant/calibration_file.hpp"
 #include "quant/calibrators.hpp"
+#include "quant/weight_range.hpp"
 
 namespace tandem::host::quant {
 
@@ -20,7 +21,8 @@ struct PtqOptions {
   Method method = Method::MinMax;
   double percentile = 99.99;
   bool per_channel = false;
-  int64_t samples = 512;  // calibration samples, from the start of `calib`
+  WeightRange weight_range;  // 8 bits unless the target device wants 7
+  int64_t samples = 512;     // calibration samples, from the start of `calib`
   std::string output_dir;
   std::string model_path;  // recorded in calibration.json
   int loader_threads = 1;

@@ -53,6 +53,16 @@ void Progress::record(const std::string& json_object) {
   if (metrics_) metrics_ << json_object << '\n' << std::flush;
 }
 
+void Progress::memory(const std::string& device, uint64_t planned, uint64_t training_peak, uint64_t peak) {
+  record(nlohmann::json{
+      {"event", "memory"},
+      {"device", device},
+      {"planned_bytes", planned},
+      {"training_peak_bytes", training_peak},
+      {"peak_bytes",
+       peak}}.dump());
+}
+
 void Progress::step(const StepReport& r) {
   if (silent_) return;
   const bool periodic = r.step % log_every_ == 0;

@@ -34,6 +34,10 @@ class Progress {
   void epoch(const StepReport& r, double val_loss, double val_accuracy, double epoch_seconds);
   void line(const std::string& text);  // a plain message, never overwritten
   void record(const std::string& json_object);
+  // One device's memory after training, in bytes: what the plan promised,
+  // what its allocator held at most during the training steps, and with
+  // evaluation (for tools: the terminal report rounds to 0.1 MiB).
+  void memory(const std::string& device, uint64_t planned, uint64_t training_peak, uint64_t peak);
 
  private:
   void clear_live();

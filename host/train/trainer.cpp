@@ -687,6 +687,16 @@ void Trainer::note_training_peaks() {
   for (const auto& [id, device] : devices_) training_peaks_[id] = device->allocator().stats().peak;
 }
 
+void Trainer::record_memory(Progress& progress) const {
+  const auto record = [&](const DeviceHandle& device, const exec::Executor& ex) {
+    const auto peak = training_peaks_.find(device.id());
+    progress.memory(device.id(), ex.plan().estimate.total, peak == training_peaks_.end() ? 0 : peak->second,
+                    device.allocator().stats().peak);
+  };
+  if (executor_->parts().empty()) return record(device_, *executor_);
+  for (const exec::ExecutorPart& part : executor_->parts()) record(*devices_.at(part.device), *part.executor);
+}
+
 void Trainer::report_memory(int64_t steps) const {
   const auto budget = [&](const std::string& id) {
     auto it = options_.memory_budgets.find(id);
@@ -864,6 +874,7 @@ Result<TrainResult> Trainer::run() {
   }
   result.steps = step;
   result.seconds = seconds_since(run_start);
+  record_memory(progress);
   if (options_.memory_report && leader) report_memory(step - start_step_);
   if (!options_.profile.empty() && leader) {
     if (auto r = profiler.write(options_.profile, model_.graph, *executor_, device_.id()); !r)

@@ -29,6 +29,7 @@
 #include "train/features.hpp"
 #include "train/overlapped_allreduce.hpp"
 #include "train/profile_report.hpp"
+#include "train/progress.hpp"
 #include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
@@ -151,6 +152,7 @@ class Trainer {
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;
+  void record_memory(Progress& progress) const;
   void note_training_peaks();
 
   const model::ModelSpec& spec_;

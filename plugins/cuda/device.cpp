@@ -78,6 +78,12 @@ std::string mib(uint64_t bytes) {
 CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
   TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop_, index));
   name_ = prop_.name;
+  // ABI 1.4 features: the architecture its kernels are built for, and the
+  // tensor-core dtypes it has (bf16 from sm_80).
+  features_ = "sm_" + std::to_string(prop_.major) + std::to_string(prop_.minor) +
+              (prop_.major >= 8   ? " f16 bf16"
+               : prop_.major >= 7 ? " f16"
+                                  : "");
   cache_ = std::make_unique<CachingAllocator>(
       [index](size_t bytes) -> void* {
         void* p = nullptr;
@@ -111,6 +117,7 @@ tdm_device_info CudaDevice::info() {
   i.free_memory = free_bytes;
   i.has_pinned_host_memory = 1;
   i.host_addressable = 0;
+  i.features = features_.c_str();
   return i;
 }
 

@@ -44,6 +44,7 @@ class CudaDevice final : public Device {
   bool tf32_;
   cudaDeviceProp prop_{};
   std::string name_;
+  std::string features_;  // "sm_90 f16 bf16" (tdm_device_info.features)
   std::unique_ptr<CachingAllocator> cache_;
   std::mutex prepare_mutex_;
 };

@@ -61,6 +61,14 @@ void check_native_requests(const OpView& op) {
   check(op.outputs(), true);
 }
 
+bool uses_dtype(const OpView& op, tdm_dtype dtype) {
+  for (const TensorShape& t : op.inputs())
+    if (t.dtype == dtype) return true;
+  for (const TensorShape& t : op.outputs())
+    if (t.dtype == dtype) return true;
+  return false;
+}
+
 }  // namespace
 
 void OnednnDevice::kernel_layouts(const OpView& op, uint8_t* accepts, uint8_t* offers,
@@ -113,7 +121,11 @@ std::unique_ptr<Kernel> OnednnDevice::prepare(const OpView& op, size_t& workspac
   try {
     return it->second(op, workspace_bytes);
   } catch (const dnnl::error& e) {
-    // oneDNN found no implementation for this shape/dtype combination.
+    // oneDNN found no implementation for this shape/dtype combination. On a
+    // CPU without AVX-512 that is every bf16 primitive: say so, in words a
+    // user can act on, rather than oneDNN's own.
+    if (uses_dtype(op, TDM_BF16) && !cpu_has_bf16_kernels())
+      throw Unsupported("onednn: op '" + op.op() + "' in bf16: " + cpu_bf16_missing_reason());
     throw Unsupported("onednn: op '" + op.op() + "': oneDNN declined: " + e.what());
   }
 }

@@ -12,6 +12,7 @@
 #ifndef TANDEM_ONEDNN_DEVICE_HPP
 #define TANDEM_ONEDNN_DEVICE_HPP
 
+#include "cpu_isa.hpp"
 #include "ops/layout.hpp"
 #include "tandem/host_device.hpp"
 
@@ -32,8 +33,14 @@ class OnednnDevice final : public HostMemoryDevice {
  public:
   OnednnDevice() : HostMemoryDevice("onednn:0") {}
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<OnednnStream>(*this); }
+  // HostMemoryDevice's info plus the instruction sets oneDNN may use (ABI 1.4).
+  tdm_device_info info() override {
+    tdm_device_info i = HostMemoryDevice::info();
+    i.features = cpu_features().c_str();
+    return i;
+  }
   std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) override;
-  // Native layouts (ABI 1.3): nChw16c activations, see ops/layout.hpp.
+  // Native layouts (ABI 1.3): nChw16c / nChw8c activations, see ops/layout.hpp.
   void kernel_layouts(const OpView& op, uint8_t* accepts, uint8_t* offers, uint64_t* native_bytes) override;
 };
 

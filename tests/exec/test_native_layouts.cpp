@@ -249,7 +249,9 @@ TEST_F(NativeLayoutsCnn, ExactlyTheChainInteriorIsNative) {
     for (host::NodeId consumer : g.consumers(out)) feeds_reshape |= g.node(consumer)->op == "reshape";
     if (!feeds_reshape) expected.insert(g.value(out)->name);
   }
-  EXPECT_EQ(native.size(), 10u);
+  // bench/models/cnn.toml has 32 and 64 channels: multiples of the native
+  // block on AVX2 (8) and AVX-512 (16) alike.
+  ASSERT_EQ(native.size(), 10u) << "the onednn plugin offered no native layout on this CPU";
   EXPECT_EQ(native, expected);
   // The host never sees native bytes.
   const ValueId some_native = g.value_by_name(*native.begin())->id;

@@ -139,6 +139,8 @@ TEST_F(Amp, Bf16TrainsLikeF32OnReference) {
 
 TEST_F(Amp, Bf16TrainsLikeF32OnOnednn) {
   if (registry_->find("onednn") == nullptr) GTEST_SKIP() << "onednn is not part of this build";
+  if (const std::string why = no_bf16_reason("onednn"); !why.empty())
+    GTEST_SKIP() << why << "; Amp.Bf16StopsBeforeTrainingOnACpuWithoutIt covers such a CPU";
   auto f32 = trainer({}, "onednn");
   auto bf16 = trainer({"features.amp.dtype=\"bf16\""}, "onednn");
   ASSERT_TRUE(f32 && bf16);
@@ -146,6 +148,25 @@ TEST_F(Amp, Bf16TrainsLikeF32OnOnednn) {
   auto b = bf16->run();
   ASSERT_TRUE(a.ok() && b.ok());
   expect_close_losses(*this, a->last_loss, b->last_loss, "onednn bf16");
+}
+
+// A CPU without AVX-512 (every machine under ONEDNN_MAX_CPU_ISA=AVX2): amp
+// stops before the first step, naming the node, the missing CPU feature and
+// what to do, rather than passing on oneDNN's own words.
+TEST_F(Amp, Bf16StopsBeforeTrainingOnACpuWithoutIt) {
+  if (registry_->find("onednn") == nullptr) GTEST_SKIP() << "onednn is not part of this build";
+  if (no_bf16_reason("onednn").empty())
+    GTEST_SKIP()
+        << "onednn:0 has bf16 kernels on this CPU; the isa_avx2 run of this test covers a CPU without";
+  auto bf16 = trainer_on("onednn", kModel, {"features.amp.dtype=\"bf16\""});
+  ASSERT_FALSE(bf16.ok()) << "training must not start";
+  const std::string& m = bf16.error().message;
+  EXPECT_NE(m.find("backend onednn cannot run node 'conv.bf16' of layer 'conv'"), std::string::npos) << m;
+  EXPECT_NE(m.find("in bf16: this CPU has no bf16 kernels in oneDNN: they need AVX-512"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("avx2"), std::string::npos) << m;
+  EXPECT_NE(m.find("without [features.amp]"), std::string::npos) << m;
+  EXPECT_EQ(m.find("primitive descriptor"), std::string::npos) << "oneDNN's own words: " << m;
 }
 
 TEST_F(Amp, F16TrainsLikeF32OnReference) {

@@ -48,6 +48,17 @@ class TrainingOnReference : public ::testing::Test {
     return *it->second;
   }
 
+  // Why device 0 of `backend` has no bf16 kernels on this CPU, or "" when it
+  // has them. oneDNN's need AVX-512 (avx512_core or newer), which the
+  // device's FEATURES (ABI 1.4) name; ONEDNN_MAX_CPU_ISA can take it away.
+  std::string no_bf16_reason(const std::string& backend) {
+    if (backend != "onednn") return "";
+    auto info = device(backend).info();
+    if (!info) return info.error().message;
+    if (info->features.find("avx512_core") != std::string::npos) return "";
+    return "onednn:0 has no bf16 kernels on this CPU (its features: " + info->features + ")";
+  }
+
   // A trainer for `model` (TOML text) with `overrides` (--set syntax), on
   // the loaded backend or on `backend`.
   host::Result<std::unique_ptr<host::train::Trainer>> trainer(const std::string& model,

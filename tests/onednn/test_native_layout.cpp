@@ -69,9 +69,13 @@ int64_t numel(const Dims& d) {
   return n;
 }
 
-// NCHW <-> nChw16c (C a multiple of 16), by index arithmetic.
+int native_block();
+
+// NCHW <-> nChw<B>c (C a multiple of B, the plugin's native block), by index
+// arithmetic.
 int64_t blocked_index(const Dims& d, int64_t n, int64_t c, int64_t h, int64_t w) {
-  return (((n * (d[1] / 16) + c / 16) * d[2] + h) * d[3] + w) * 16 + c % 16;
+  const int64_t b = native_block();
+  return (((n * (d[1] / b) + c / b) * d[2] + h) * d[3] + w) * b + c % b;
 }
 Floats convert(const Floats& x, const Dims& d, bool to_native) {
   Floats y(x.size());
@@ -157,9 +161,22 @@ Floats uniform_data(const Dims& d, unsigned seed) {
   return x;
 }
 
+// The channel block of the plugin's native layout, read from its answers:
+// 8 when a relu on 8 channels may be native (AVX2: nChw8c), 16 when only 16
+// channels may (AVX-512: nChw16c), 0 when neither.
+int native_block() {
+  static const int block = [] {
+    Op relu8{"relu", {{1, 8, 2, 2}}, {{1, 8, 2, 2}}, {}, {}};
+    Op relu16{"relu", {{1, 16, 2, 2}}, {{1, 16, 2, 2}}, {}, {}};
+    return ask(relu8).offers[0] == 1 ? 8 : ask(relu16).offers[0] == 1 ? 16 : 0;
+  }();
+  return block;
+}
+
+// Every CPU oneDNN runs on has AVX2 (nChw8c) or AVX-512 (nChw16c) blocked
+// convolutions; a CPU with neither (SSE4.1 only) has no native layout.
 bool native_available() {
-  Op relu{"relu", {{1, 16, 2, 2}}, {{1, 16, 2, 2}}, {}, {}};
-  return ask(relu).offers[0] == 1;
+  return native_block() != 0;
 }
 
 Op conv(const Dims& x, int64_t k) {
@@ -171,16 +188,20 @@ Op conv(const Dims& x, int64_t k) {
 TEST(OnednnNativeLayout, AnswersFollowShapeAndDtype) {
   ASSERT_NE(loaded().device, nullptr) << g_error;
   ASSERT_NE(loaded().api->kernel_layouts, nullptr);
-  if (!native_available()) GTEST_SKIP() << "oneDNN does not prefer nChw16c on this CPU";
+  if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   Op conv2 = conv({64, 32, 14, 14}, 64);
   Answer a = ask(conv2);
   EXPECT_EQ(a.accepts, (std::vector<uint8_t>{1, 0, 0}));  // x only: weights and bias stay plain
   EXPECT_EQ(a.offers, (std::vector<uint8_t>{1}));
   EXPECT_EQ(a.bytes[0], uint64_t(64 * 64 * 14 * 14 * 4));
-  Op conv1 = conv({64, 1, 28, 28}, 32);  // C = 1 is not a multiple of 16
+  Op conv1 = conv({64, 1, 28, 28}, 32);  // C = 1 is not a multiple of the block
   a = ask(conv1);
   EXPECT_EQ(a.accepts[0], 0);
   EXPECT_EQ(a.offers[0], 1);
+  Op conv8 = conv({64, 8, 14, 14}, 24);  // C = 8, K = 24: native only with 8-wide blocks
+  a = ask(conv8);
+  EXPECT_EQ(a.accepts[0], native_block() == 8 ? 1 : 0);
+  EXPECT_EQ(a.offers[0], native_block() == 8 ? 1 : 0);
   Op pool2{"max_pool2d", {{64, 64, 14, 14}}, {{64, 64, 7, 7}}, {{"kernel", {2}}}, {}};
   a = ask(pool2);
   EXPECT_EQ(a.accepts[0], 1);
@@ -196,7 +217,7 @@ TEST(OnednnNativeLayout, AnswersFollowShapeAndDtype) {
 
 TEST(OnednnNativeLayout, ConvolutionsInsideAChainAddNoActivationReorders) {
   ASSERT_NE(loaded().device, nullptr) << g_error;
-  if (!native_available()) GTEST_SKIP() << "oneDNN does not prefer nChw16c on this CPU";
+  if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   const Dims x{4, 32, 14, 14}, w{64, 32, 5, 5}, y{4, 64, 14, 14};
   const Floats xv = uniform_data(x, 1), wv = uniform_data(w, 2), bv = uniform_data(Dims{64}, 3),
                dyv = uniform_data(y, 4);
@@ -226,7 +247,7 @@ TEST(OnednnNativeLayout, ConvolutionsInsideAChainAddNoActivationReorders) {
 
 TEST(OnednnNativeLayout, MaxPoolEveryLayoutMixMatchesPlainBitForBit) {
   ASSERT_NE(loaded().device, nullptr) << g_error;
-  if (!native_available()) GTEST_SKIP() << "oneDNN does not prefer nChw16c on this CPU";
+  if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   const Dims x{3, 32, 7, 9}, y{3, 32, 3, 4};  // odd H and W: a row and a column no window covers
   const Floats xv = tie_data(x, 5, true), dyv = tie_data(y, 6, false);
   Op fwd{"max_pool2d", {x}, {y}, {{"kernel", {2, 2}}}, {}};
@@ -247,7 +268,7 @@ TEST(OnednnNativeLayout, MaxPoolEveryLayoutMixMatchesPlainBitForBit) {
 
 TEST(OnednnNativeLayout, ActivationsComputeInTheirOutputLayout) {
   ASSERT_NE(loaded().device, nullptr) << g_error;
-  if (!native_available()) GTEST_SKIP() << "oneDNN does not prefer nChw16c on this CPU";
+  if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   const Dims x{2, 16, 5, 3};
   const Floats xv = uniform_data(x, 7), dyv = uniform_data(x, 8);
   Op relu{"relu", {x}, {x}, {}, {}};

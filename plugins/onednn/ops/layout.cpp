@@ -14,38 +14,43 @@ bool disabled_by_environment() {
   return v != nullptr && std::string(v) == "0";
 }
 
-// Whether oneDNN's convolution, left free, picks nChw16c activations on this
-// CPU: only then is the native layout the one its fast kernels want. Asked
-// once, with a primitive descriptor (no primitive is created).
-bool blocked16_preferred() {
-  static const bool preferred = [] {
-    try {
-      const memory::dims x{1, 16, 8, 8}, w{16, 16, 3, 3};
-      const auto any = [](const memory::dims& d) {
-        return memory::desc(d, memory::data_type::f32, tag::any);
-      };
-      const dnnl::convolution_forward::primitive_desc pd(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                          dnnl::algorithm::convolution_direct, any(x), any(w), any(x), {1, 1},
-                                          {1, 1}, {1, 1}),
-          engine());
-      return pd.dst_desc() == memory::desc(x, memory::data_type::f32, tag::nChw16c);
-    } catch (...) {
-      return false;
-    }
-  }();
-  return preferred;
+// The channel block of the activations oneDNN's convolution picks when left
+// free on this CPU (nChw16c with AVX-512, nChw8c with AVX2), or 0 for any
+// other choice. Asked once, with a primitive descriptor (no primitive is
+// created).
+int preferred_block() {
+  try {
+    const memory::dims x{1, 16, 8, 8}, w{16, 16, 3, 3};
+    const auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, tag::any); };
+    const dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, any(x), any(w), any(x), {1, 1},
+                                        {1, 1}, {1, 1}),
+        engine());
+    if (pd.dst_desc() == memory::desc(x, memory::data_type::f32, tag::nChw16c)) return 16;
+    if (pd.dst_desc() == memory::desc(x, memory::data_type::f32, tag::nChw8c)) return 8;
+    return 0;
+  } catch (...) {
+    return 0;
+  }
 }
 
 }  // namespace
 
+int native_block() {
+  static const int block = disabled_by_environment() ? 0 : preferred_block();
+  return block;
+}
+
 bool native_eligible(const TensorShape& t) {
-  static const bool enabled = !disabled_by_environment() && blocked16_preferred();
-  return enabled && t.dtype == TDM_F32 && t.rank() == 4 && t.dims[1] > 0 && t.dims[1] % 16 == 0;
+  const int b = native_block();
+  return b > 0 && t.dtype == TDM_F32 && t.rank() == 4 && t.dims[1] > 0 && t.dims[1] % b == 0;
 }
 
 memory::desc layout_md(const TensorShape& t, bool native) {
-  if (native) return memory::desc(to_dnnl(t.dims), dnnl_type(t.dtype), tag::nChw16c);
+  if (native)
+    return memory::desc(to_dnnl(t.dims), dnnl_type(t.dtype),
+                        native_block() == 16 ? tag::nChw16c : tag::nChw8c);
   return plain_md(t.dims, t.dtype);
 }
 

@@ -11,10 +11,11 @@
 // checks, and in the gradient each x element belongs to one window, so dx is
 // written once instead of zero-filled and accumulated.
 // Native layout (ABI 1.3, layout.hpp): the 2x2 stride-2 f32 max-pool and its
-// gradient also read and write nChw16c, in any mix with plain NCHW (a chain's
-// edge: pool2 -> flatten writes plain from a native x). Same semantics,
-// bit for bit: the same first-maximum / NaN-wins choice per window, computed
-// lane by lane over the 16 channels of a block (gathered into local arrays,
+// gradient also read and write nChw<B>c (B = 16 on AVX-512, 8 on AVX2), in
+// any mix with plain NCHW (a chain's edge: pool2 -> flatten writes plain from
+// a native x). Same semantics, bit for bit: the same first-maximum / NaN-wins
+// choice per window, computed lane by lane over the B channels of a block
+// (gathered into local arrays,
 // decided with masks, no branches), so the compiler vectorises it: 2.8-3.5x
 // faster than the plain per-plane kernels, which is why pools are native.
 // oneDNN's pooling was not used for it: its workspace does not promise the
@@ -147,27 +148,28 @@ void max_pool_2x2_grad(const Pool& g, const T* dy, const T* x, T* dx) {
   }
 }
 
-// Element offsets in a [N,C,H,W] tensor, plain NCHW or native nChw16c (C a
-// multiple of 16). `row` is the offset of (n, c0, y, 0) for c0 a multiple of
-// 16, computed once per row (its divisions stay out of the inner loops);
-// from there `lane` steps to the next channel of the block, `dw` to the
-// next column and `dh` to the next row. Native lanes are contiguous, so the
-// loops over the 16 lanes below read and write whole vectors.
-template <bool Native>
+// Element offsets in a [N,C,H,W] tensor, plain NCHW or native nChw<B>c (C a
+// multiple of B, the native block: layout.hpp). `row` is the offset of
+// (n, c0, y, 0) for c0 a multiple of B, computed once per row (its divisions
+// stay out of the inner loops); from there `lane` steps to the next channel
+// of the block, `dw` to the next column and `dh` to the next row. Native
+// lanes are contiguous, so the loops over the B lanes below read and write
+// whole vectors.
+template <bool Native, int B>
 struct Image {
   int64_t c, h, w;
   int64_t row(int64_t n, int64_t c0, int64_t y) const {
     if constexpr (Native)
-      return ((n * (c / 16) + c0 / 16) * h + y) * w * 16;
+      return ((n * (c / B) + c0 / B) * h + y) * w * B;
     else
       return ((n * c + c0) * h + y) * w;
   }
   int64_t at(int64_t n, int64_t ch, int64_t y, int64_t x) const {
-    return row(n, ch / 16 * 16, y) + x * dw() + ch % 16 * lane();
+    return row(n, ch / B * B, y) + x * dw() + ch % B * lane();
   }
   int64_t lane() const { return Native ? 1 : h * w; }
-  int64_t dw() const { return Native ? 16 : 1; }
-  int64_t dh() const { return Native ? 16 * w : w; }
+  int64_t dw() const { return Native ? B : 1; }
+  int64_t dh() const { return Native ? B * w : w; }
 };
 
 // first_max_2x2 without branches, so that the loops over lanes vectorise:
@@ -200,71 +202,73 @@ inline float masked(float f, uint32_t m) {
   return f;
 }
 
-// Calls body over every (n, channel block, output row) in parallel.
-template <class Body>
+// Calls body over every (n, channel block of B, output row) in parallel.
+template <int B, class Body>
 void for_block_rows(const Pool& g, Body&& body) {
-  const int64_t blocks = g.c / 16, rows = g.n * blocks * g.p;
+  const int64_t blocks = g.c / B, rows = g.n * blocks * g.p;
 #pragma omp parallel for schedule(static) if (g.n * g.c * g.h * g.w > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) body(r / (blocks * g.p), r / g.p % blocks * 16, r % g.p);
+  for (int64_t r = 0; r < rows; ++r) body(r / (blocks * g.p), r / g.p % blocks * B, r % g.p);
 }
 
-// The 16 lanes of a block at `p` (step `lane`) to and from a local array:
+// The B lanes of a block at `p` (step `lane`) to and from a local array:
 // contiguous for a native tensor, a strided gather/scatter for a plain one.
-// The arithmetic then runs on local arrays of 16, which GCC vectorises.
-inline void gather16(const float* p, int64_t lane, float* out) {
-  for (int l = 0; l < 16; ++l) out[l] = p[l * lane];
+// The arithmetic then runs on local arrays of B, which GCC vectorises.
+template <int B>
+inline void gather(const float* p, int64_t lane, float* out) {
+  for (int l = 0; l < B; ++l) out[l] = p[l * lane];
 }
-inline void scatter16(const float* in, int64_t lane, float* p) {
-  for (int l = 0; l < 16; ++l) p[l * lane] = in[l];
+template <int B>
+inline void scatter(const float* in, int64_t lane, float* p) {
+  for (int l = 0; l < B; ++l) p[l * lane] = in[l];
 }
 
-template <bool XN, bool YN>
+template <int B, bool XN, bool YN>
 void max_pool_2x2_layouts(const Pool& g, const float* x, float* y) {
-  const Image<XN> xi{g.c, g.h, g.w};
-  const Image<YN> yi{g.c, g.p, g.q};
-  for_block_rows(g, [&](int64_t n, int64_t c0, int64_t p) {
+  const Image<XN, B> xi{g.c, g.h, g.w};
+  const Image<YN, B> yi{g.c, g.p, g.q};
+  for_block_rows<B>(g, [&](int64_t n, int64_t c0, int64_t p) {
     const float* xr = x + xi.row(n, c0, 2 * p);
     float* yr = y + yi.row(n, c0, p);
     for (int64_t q = 0; q < g.q; ++q) {
       const float* xq = xr + 2 * q * xi.dw();
-      float v[4][16], out[16];
-      gather16(xq, xi.lane(), v[0]);
-      gather16(xq + xi.dw(), xi.lane(), v[1]);
-      gather16(xq + xi.dh(), xi.lane(), v[2]);
-      gather16(xq + xi.dh() + xi.dw(), xi.lane(), v[3]);
-      for (int l = 0; l < 16; ++l) out[l] = first_max4(v[0][l], v[1][l], v[2][l], v[3][l]).value;
-      scatter16(out, yi.lane(), yr + q * yi.dw());
+      float v[4][B], out[B];
+      gather<B>(xq, xi.lane(), v[0]);
+      gather<B>(xq + xi.dw(), xi.lane(), v[1]);
+      gather<B>(xq + xi.dh(), xi.lane(), v[2]);
+      gather<B>(xq + xi.dh() + xi.dw(), xi.lane(), v[3]);
+      for (int l = 0; l < B; ++l) out[l] = first_max4(v[0][l], v[1][l], v[2][l], v[3][l]).value;
+      scatter<B>(out, yi.lane(), yr + q * yi.dw());
     }
   });
 }
 
-template <bool DYN, bool XN, bool DXN>
+template <int B, bool DYN, bool XN, bool DXN>
 void max_pool_2x2_grad_layouts(const Pool& g, const float* dy, const float* x, float* dx) {
-  const Image<DYN> dyi{g.c, g.p, g.q};
-  const Image<XN> xi{g.c, g.h, g.w};
-  const Image<DXN> dxi{g.c, g.h, g.w};
-  for_block_rows(g, [&](int64_t n, int64_t c0, int64_t p) {
+  const Image<DYN, B> dyi{g.c, g.p, g.q};
+  const Image<XN, B> xi{g.c, g.h, g.w};
+  const Image<DXN, B> dxi{g.c, g.h, g.w};
+  for_block_rows<B>(g, [&](int64_t n, int64_t c0, int64_t p) {
     const float* xr = x + xi.row(n, c0, 2 * p);
     const float* dyr = dy + dyi.row(n, c0, p);
     float* dxr = dx + dxi.row(n, c0, 2 * p);
     for (int64_t q = 0; q < g.q; ++q) {
       const float* xq = xr + 2 * q * xi.dw();
-      float v[4][16], d[16], out[4][16];
-      gather16(xq, xi.lane(), v[0]);
-      gather16(xq + xi.dw(), xi.lane(), v[1]);
-      gather16(xq + xi.dh(), xi.lane(), v[2]);
-      gather16(xq + xi.dh() + xi.dw(), xi.lane(), v[3]);
-      gather16(dyr + q * dyi.dw(), dyi.lane(), d);
-      for (int l = 0; l < 16; ++l) {
+      float v[4][B], d[B], out[4][B];
+      gather<B>(xq, xi.lane(), v[0]);
+      gather<B>(xq + xi.dw(), xi.lane(), v[1]);
+      gather<B>(xq + xi.dh(), xi.lane(), v[2]);
+      gather<B>(xq + xi.dh() + xi.dw(), xi.lane(), v[3]);
+      gather<B>(dyr + q * dyi.dw(), dyi.lane(), d);
+      for (int l = 0; l < B; ++l) {
         const Choice m = first_max4(v[0][l], v[1][l], v[2][l], v[3][l]);
         const float value = 0.f + d[l];  // as the plain path (-0 -> +0)
         for (int k = 0; k < 4; ++k) out[k][l] = masked(value, m.take[k]);
       }
       float* o = dxr + 2 * q * dxi.dw();
-      scatter16(out[0], dxi.lane(), o);
-      scatter16(out[1], dxi.lane(), o + dxi.dw());
-      scatter16(out[2], dxi.lane(), o + dxi.dh());
-      scatter16(out[3], dxi.lane(), o + dxi.dh() + dxi.dw());
+      scatter<B>(out[0], dxi.lane(), o);
+      scatter<B>(out[1], dxi.lane(), o + dxi.dw());
+      scatter<B>(out[2], dxi.lane(), o + dxi.dh());
+      scatter<B>(out[3], dxi.lane(), o + dxi.dh() + dxi.dw());
     }
   });
   if (g.h % 2 == 0 && g.w % 2 == 0) return;
@@ -273,6 +277,15 @@ void max_pool_2x2_grad_layouts(const Pool& g, const float* dy, const float* x, f
       for (int64_t r = 0; r < g.h; ++r)
         for (int64_t col = 0; col < g.w; ++col)
           if (r >= 2 * g.p || col >= 2 * g.q) dx[dxi.at(n, ch, r, col)] = 0.f;
+}
+
+// Calls f(std::integral_constant<int, B>) for the native block of this CPU.
+template <class F>
+void with_native_block(F&& f) {
+  if (native_block() == 16)
+    f(std::integral_constant<int, 16>{});
+  else
+    f(std::integral_constant<int, 8>{});
 }
 
 // Turns three runtime layout flags into template arguments.
@@ -310,12 +323,15 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
-  if (any_native(op)) {  // kernel_layouts offered it: f32, 2x2 stride 2, C % 16 == 0
+  if (any_native(op)) {  // kernel_layouts offered it: f32, 2x2 stride 2, C % B == 0
     if (!is_2x2_stride2(g)) c.fail("the native layout needs a 2x2 stride-2 unpadded window");
     const bool xn = op.input_native(0), yn = op.output_native(0);
     return make_fn(c, [g, xn, yn](void* const* in, void* const* out, void*) {
-      with_layouts(xn, yn, false, [&](auto XN, auto YN, auto) {
-        max_pool_2x2_layouts<XN(), YN()>(g, static_cast<const float*>(in[0]), static_cast<float*>(out[0]));
+      with_native_block([&](auto B) {
+        with_layouts(xn, yn, false, [&](auto XN, auto YN, auto) {
+          max_pool_2x2_layouts<B(), XN(), YN()>(g, static_cast<const float*>(in[0]),
+                                                static_cast<float*>(out[0]));
+        });
       });
     });
   }
@@ -345,14 +361,16 @@ std::unique_ptr<Kernel> max_pool2d_grad(const OpView& op, size_t& ws) {
   c.output(0, dt, c.in(1).dims);
   // f32 accumulates straight into dx; bf16 into an f32 copy in the workspace.
   ws = dt == TDM_BF16 ? size_t(numel(c.in(1).dims)) * sizeof(float) : 0;
-  if (any_native(op)) {  // kernel_layouts offered it: f32, 2x2 stride 2, C % 16 == 0
+  if (any_native(op)) {  // kernel_layouts offered it: f32, 2x2 stride 2, C % B == 0
     if (!is_2x2_stride2(g)) c.fail("the native layout needs a 2x2 stride-2 unpadded window");
     const bool dyn = op.input_native(0), xn = op.input_native(1), dxn = op.output_native(0);
     return make_fn(c, [g, dyn, xn, dxn](void* const* in, void* const* out, void*) {
-      with_layouts(dyn, xn, dxn, [&](auto DYN, auto XN, auto DXN) {
-        max_pool_2x2_grad_layouts<DYN(), XN(), DXN()>(g, static_cast<const float*>(in[0]),
-                                                      static_cast<const float*>(in[1]),
-                                                      static_cast<float*>(out[0]));
+      with_native_block([&](auto B) {
+        with_layouts(dyn, xn, dxn, [&](auto DYN, auto XN, auto DXN) {
+          max_pool_2x2_grad_layouts<B(), DYN(), XN(), DXN()>(g, static_cast<const float*>(in[0]),
+                                                             static_cast<const float*>(in[1]),
+                                                             static_cast<float*>(out[0]));
+        });
       });
     });
   }
@@ -428,7 +446,7 @@ std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& op, size_t& ws) {
 }
 
 // Native only for what the layout kernels above cover: the 2x2 stride-2
-// unpadded window (native_eligible already demands f32, rank 4, C % 16 == 0).
+// unpadded window (native_eligible already demands f32, rank 4, C % B == 0).
 bool native_window(const OpView& op) {
   const auto pair = [&](const char* name, std::vector<int64_t> fallback) {
     std::vector<int64_t> v = op.ints_attr(name, std::move(fallback));

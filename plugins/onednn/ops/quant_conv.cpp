@@ -7,13 +7,15 @@
 // own bias argument before it), relu as a post-op. Layouts as in conv.cpp:
 // every tensor `any`, so oneDNN picks its int8 layouts (nhwc activations,
 // VNNI-blocked weights with the zero-point compensation it computes in the
-// weights reorder) and its jit avx512_core_vnni kernel; the NCHW/OIHW ABI
-// tensors are reordered into and out of the workspace by primitives created
-// here. (conv.cpp's staging helpers are private to that file, which is being
-// reworked for native layouts; the few lines are repeated here.)
+// weights reorder) and its jit kernel for the CPU; the NCHW/OIHW ABI tensors
+// are reordered into and out of the workspace by primitives created here
+// (layout.hpp's staging helpers). On a CPU without VNNI a second, doubled
+// variant keeps the sums exact (int8_pairs.hpp).
 #include <cmath>
 
-#include "common.hpp"
+#include "cpu_isa.hpp"
+#include "int8_pairs.hpp"
+#include "layout.hpp"
 
 namespace tandem::onednn {
 namespace {
@@ -21,43 +23,55 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
-memory staged_in(PrimKernel& k, const memory::desc& user, const memory::desc& chosen, Slot slot) {
-  if (chosen == user) return k.bind(user, slot);
-  memory staged = k.bind(chosen, {Slot::workspace, k.reserve(chosen.get_size())});
-  const memory src = k.bind(user, slot);
-  const dnnl::reorder::primitive_desc rpd(engine(), user, engine(), chosen, user_scratchpad_attr());
-  k.add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, staged}});
-  return staged;
+// conv2d_int8 after validation: what both variants (int8_pairs.hpp) share.
+struct ConvInt8 {
+  int64_t n = 0, ch = 0, h = 0, wd = 0, k = 0, r = 0, s = 0, p = 0, q = 0, groups = 1;
+  Dims st, pd, dl;
+  bool bias = false, relu = false;
+  int64_t zx = 0;
+  std::vector<float> m;  // f32(x_scale·w_scale[k]): one entry, or one per output channel
+};
+
+// The primitive for C' = C (direct) or 2C input channels (doubled: x' and w'
+// come from add_doubling, each group's channels twice / as [h | g]).
+std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) {
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_output_scales(c.m.size() == 1 ? 0 : 1 << 1, c.m);
+  if (c.zx != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {int32_t(c.zx)});
+  dnnl::post_ops post;
+  const memory::desc mbias({1, c.k, 1, 1}, memory::data_type::f32, tag::nchw);
+  if (c.bias) post.append_binary(dnnl::algorithm::binary_add, mbias);
+  if (c.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  attr.set_post_ops(post);
+
+  const int64_t ch = doubled ? 2 * c.ch : c.ch, g = c.groups;
+  const memory::desc user_x({c.n, ch, c.h, c.wd}, memory::data_type::u8, tag::nchw);
+  const memory::desc user_w =
+      g == 1 ? memory::desc({c.k, ch, c.r, c.s}, memory::data_type::s8, tag::oihw)
+             : memory::desc({g, c.k / g, ch / g, c.r, c.s}, memory::data_type::s8, tag::goihw);
+  const memory::desc user_y({c.n, c.k, c.p, c.q}, memory::data_type::f32, tag::nchw);
+  const memory::desc any_x(user_x.dims(), memory::data_type::u8, tag::any);
+  const memory::desc any_w(user_w.dims(), memory::data_type::s8, tag::any);
+  const memory::desc any_y(user_y.dims(), memory::data_type::f32, tag::any);
+  const dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x, any_w, any_y,
+      {c.st[0], c.st[1]}, {c.dl[0] - 1, c.dl[1] - 1}, {c.pd[0], c.pd[1]}, {c.pd[0], c.pd[1]});
+  const dnnl::convolution_forward::primitive_desc cpd(d, attr, engine());
+
+  auto kernel = std::make_unique<PrimKernel>(doubled ? "conv2d_int8:doubled" : "conv2d_int8");
+  DoubledOperands operands{in_slot(0), in_slot(1)};
+  if (doubled) operands = add_doubling(*kernel, c.n * g, c.ch / g * c.h * c.wd, c.k, c.ch / g * c.r * c.s);
+  const memory mx = staged_in(*kernel, user_x, cpd.src_desc(), operands.x);
+  const memory mw = staged_in(*kernel, user_w, cpd.weights_desc(), operands.w);
+  const StagedOut y = staged_out(*kernel, user_y, cpd.dst_desc(), out_slot(0));
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, y.chosen}};
+  if (c.bias) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = kernel->bind(mbias, in_slot(2));
+  kernel->add<dnnl::convolution_forward>(cpd, std::move(args));
+  staged_out_finish(*kernel, y);
+  return kernel;
 }
 
-std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
-  Check c(op);
-  c.counts(2, 3, 1, 1);
-  c.primary_dtype(0, {TDM_U8});
-  c.input_dtype(1, {TDM_S8});
-  const Dims& x = c.in(0).dims;
-  const Dims& w = c.in(1).dims;
-  if (x.size() != 4 || w.size() != 4) c.fail("x and w must be rank 4 (NCHW, OIHW)");
-  const Dims st = c.pair_attr("stride", {1, 1}), pd = c.pair_attr("padding", {0, 0});
-  const Dims dl = c.pair_attr("dilation", {1, 1});
-  const int64_t groups = c.int_attr("groups", 1);
-  if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
-    c.fail("stride and dilation must be >= 1, padding >= 0");
-  const int64_t n = x[0], ch = x[1], h = x[2], wd = x[3], k = w[0], r = w[2], s = w[3];
-  if (groups < 1 || ch % groups != 0 || k % groups != 0) c.fail("groups must divide C and K");
-  if (w[1] != ch / groups) c.fail("w must have C/groups = " + std::to_string(ch / groups) + " channels");
-  const int64_t p = (h + 2 * pd[0] - dl[0] * (r - 1) - 1) / st[0] + 1;
-  const int64_t q = (wd + 2 * pd[1] - dl[1] * (s - 1) - 1) / st[1] + 1;
-  if (h + 2 * pd[0] - dl[0] * (r - 1) - 1 < 0 || wd + 2 * pd[1] - dl[1] * (s - 1) - 1 < 0)
-    c.fail("the filter does not fit the padded image");
-  if ((ch / groups) * r * s > 65536) c.fail("C/groups·R·S exceeds 65536, where s32 sums could overflow");
-  const bool bias = c.has_input(2);
-  if (bias) c.input(2, TDM_F32, {k});
-  c.output(0, TDM_F32, {n, k, p, q});
-  const float sx = float(c.float_attr("x_scale", -1));
-  const int64_t zx = c.int_attr("x_zero_point", 0);
-  if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
-  if (zx < 0 || zx > 255) c.fail("x_zero_point " + std::to_string(zx) + " is outside 0..255");
+std::vector<float> w_scales(const Check& c, int64_t k) {
   const tdm_attr* a = c.op().attr("w_scale");
   std::vector<float> m;
   if (a != nullptr && a->type == TDM_ATTR_FLOATS && a->floats != nullptr)
@@ -66,51 +80,59 @@ std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
     m = {a->type == TDM_ATTR_FLOAT ? float(a->f) : float(a->i)};
   if (m.size() != 1 && int64_t(m.size()) != k)
     c.fail("w_scale must be given with 1 or K = " + std::to_string(k) + " entries");
-  for (float& v : m) {
+  for (float v : m)
     if (!(v > 0) || !std::isfinite(v)) c.fail("every w_scale must be positive and finite");
-    v = sx * v;  // f32(x_scale·w_scale[k]), one rounding, as the catalog says
-  }
+  return m;
+}
+
+ConvInt8 conv2d_int8_params(const Check& c) {
+  const Dims& x = c.in(0).dims;
+  const Dims& w = c.in(1).dims;
+  if (x.size() != 4 || w.size() != 4) c.fail("x and w must be rank 4 (NCHW, OIHW)");
+  ConvInt8 p;
+  p.st = c.pair_attr("stride", {1, 1}), p.pd = c.pair_attr("padding", {0, 0});
+  p.dl = c.pair_attr("dilation", {1, 1});
+  p.groups = c.int_attr("groups", 1);
+  if (p.st[0] < 1 || p.st[1] < 1 || p.dl[0] < 1 || p.dl[1] < 1 || p.pd[0] < 0 || p.pd[1] < 0)
+    c.fail("stride and dilation must be >= 1, padding >= 0");
+  p.n = x[0], p.ch = x[1], p.h = x[2], p.wd = x[3], p.k = w[0], p.r = w[2], p.s = w[3];
+  if (p.groups < 1 || p.ch % p.groups != 0 || p.k % p.groups != 0) c.fail("groups must divide C and K");
+  if (w[1] != p.ch / p.groups)
+    c.fail("w must have C/groups = " + std::to_string(p.ch / p.groups) + " channels");
+  const int64_t rows = p.h + 2 * p.pd[0] - p.dl[0] * (p.r - 1) - 1;
+  const int64_t cols = p.wd + 2 * p.pd[1] - p.dl[1] * (p.s - 1) - 1;
+  if (rows < 0 || cols < 0) c.fail("the filter does not fit the padded image");
+  p.p = rows / p.st[0] + 1, p.q = cols / p.st[1] + 1;
+  if ((p.ch / p.groups) * p.r * p.s > 65536)
+    c.fail("C/groups·R·S exceeds 65536, where s32 sums could overflow");
+  p.bias = c.has_input(2);
+  if (p.bias) c.input(2, TDM_F32, {p.k});
+  c.output(0, TDM_F32, {p.n, p.k, p.p, p.q});
+  const float sx = float(c.float_attr("x_scale", -1));
+  p.zx = c.int_attr("x_zero_point", 0);
+  if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
+  if (p.zx < 0 || p.zx > 255) c.fail("x_zero_point " + std::to_string(p.zx) + " is outside 0..255");
+  p.m = w_scales(c, p.k);
+  for (float& v : p.m) v = sx * v;  // f32(x_scale·w_scale[k]), one rounding, as the catalog says
   const std::string act = c.string_attr("activation", "none");
   if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
+  p.relu = act == "relu";
+  return p;
+}
 
-  dnnl::primitive_attr attr = user_scratchpad_attr();
-  attr.set_output_scales(m.size() == 1 ? 0 : 1 << 1, m);
-  if (zx != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {int32_t(zx)});
-  dnnl::post_ops post;
-  const memory::desc mbias({1, k, 1, 1}, memory::data_type::f32, tag::nchw);
-  if (bias) post.append_binary(dnnl::algorithm::binary_add, mbias);
-  if (act == "relu") post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  attr.set_post_ops(post);
-
-  const memory::desc user_x({n, ch, h, wd}, memory::data_type::u8, tag::nchw);
-  const memory::desc user_w =
-      groups == 1 ? memory::desc({k, ch, r, s}, memory::data_type::s8, tag::oihw)
-                  : memory::desc({groups, k / groups, ch / groups, r, s}, memory::data_type::s8, tag::goihw);
-  const memory::desc user_y({n, k, p, q}, memory::data_type::f32, tag::nchw);
-  const memory::desc any_x(user_x.dims(), memory::data_type::u8, tag::any);
-  const memory::desc any_w(user_w.dims(), memory::data_type::s8, tag::any);
-  const memory::desc any_y(user_y.dims(), memory::data_type::f32, tag::any);
-  const dnnl::convolution_forward::desc d(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x, any_w, any_y,
-      {st[0], st[1]}, {dl[0] - 1, dl[1] - 1}, {pd[0], pd[1]}, {pd[0], pd[1]});
-  const dnnl::convolution_forward::primitive_desc cpd(d, attr, engine());
-
-  auto kernel = std::make_unique<PrimKernel>("conv2d_int8");
-  const memory mx = staged_in(*kernel, user_x, cpd.src_desc(), in_slot(0));
-  const memory mw = staged_in(*kernel, user_w, cpd.weights_desc(), in_slot(1));
-  const memory y_user = kernel->bind(user_y, out_slot(0));
-  const memory my =
-      cpd.dst_desc() == user_y
-          ? y_user
-          : kernel->bind(cpd.dst_desc(), {Slot::workspace, kernel->reserve(cpd.dst_desc().get_size())});
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, my}};
-  if (bias) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = kernel->bind(mbias, in_slot(2));
-  kernel->add<dnnl::convolution_forward>(cpd, std::move(args));
-  if (my != y_user) {
-    const dnnl::reorder::primitive_desc rpd(engine(), cpd.dst_desc(), engine(), user_y,
-                                            user_scratchpad_attr());
-    kernel->add<dnnl::reorder>(rpd, {{DNNL_ARG_FROM, my}, {DNNL_ARG_TO, y_user}});
+std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 3, 1, 1);
+  c.primary_dtype(0, {TDM_U8});
+  c.input_dtype(1, {TDM_S8});
+  const ConvInt8 p = conv2d_int8_params(c);
+  std::unique_ptr<PrimKernel> direct = conv2d_int8_kernel(p, false);
+  if (!cpu_int8_pairs_saturate()) {
+    ws = direct->workspace_bytes();
+    return direct;
   }
+  auto kernel = std::make_unique<PairSafeInt8Kernel>(std::move(direct), conv2d_int8_kernel(p, true),
+                                                     p.k * (p.ch / p.groups) * p.r * p.s);
   ws = kernel->workspace_bytes();
   return kernel;
 }

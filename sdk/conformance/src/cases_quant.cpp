@@ -57,6 +57,28 @@ void add_quantize(std::vector<Case>& v) {
   v.push_back(acc.in(TDM_S32, {5, 17}, Fill::ints(-3000, 3000)).out(TDM_F32, {5, 17}));
 }
 
+// Weights whose pairs of u8·s8 products leave a signed 16-bit lane (x near
+// 255, w near ±127: 2·255·127 = 64770 > 32767), and the 7-bit weights
+// (|w| <= 64) that `tandem quantize` writes for CPUs without VNNI, where no
+// pair can. Kernels that sum pairs in saturating 16-bit lanes (x86 without
+// VNNI) must still be exact in the first case, and may take a faster path
+// in the second; both are held to the same tolerance as every other case.
+void add_int8_pair_extremes(std::vector<Case>& v, const char* op) {
+  const bool conv = std::string(op) == "conv2d_int8";
+  const Dims x = conv ? Dims{2, 8, 6, 6} : Dims{4, 96};
+  const Dims w = conv ? Dims{4, 8, 3, 3} : Dims{12, 96};
+  const Dims y = conv ? Dims{2, 4, 4, 4} : Dims{4, 12};
+  // A w_scale each, so the three cases' descriptions (and seeds) differ.
+  const std::pair<Fill, double> weights[] = {
+      {Fill::ints(120, 127), 0.0051}, {Fill::ints(-127, -120), 0.0052}, {Fill::ints(-64, 64), 0.0053}};
+  for (const auto& [fill, w_scale] : weights) {
+    Case c(op, TDM_U8);
+    c.attrs.number("x_scale", 0.0123).integer("x_zero_point", 0).string("activation", "none");
+    c.attrs.number("w_scale", w_scale);
+    v.push_back(c.in(TDM_U8, x, Fill::ints(250, 255)).in(TDM_S8, w, fill).none().out(TDM_F32, y));
+  }
+}
+
 void add_linear_int8(std::vector<Case>& v) {
   struct L {
     int64_t b, k, n;
@@ -81,6 +103,7 @@ void add_linear_int8(std::vector<Case>& v) {
               c.none();
             v.push_back(c.out(TDM_F32, {s.b, s.n}));
           }
+  add_int8_pair_extremes(v, "linear_int8");
 }
 
 void add_conv2d_int8(std::vector<Case>& v) {
@@ -117,6 +140,7 @@ void add_conv2d_int8(std::vector<Case>& v) {
           c.none();
         v.push_back(c.out(TDM_F32, {s.x[0], s.k, p, q}));
       }
+  add_int8_pair_extremes(v, "conv2d_int8");
 }
 
 void add_fake_quant(std::vector<Case>& v) {

@@ -38,6 +38,16 @@ typedef struct tdm_device_info {
   /* 1 when device memory is ordinary host memory (a CPU backend): the host
    * may then read and write device pointers directly. */
   int32_t host_addressable;
+  /* ---- since ABI 1.4 ---- */
+  /* What the device's kernels can use, as lower-case words separated by
+   * single spaces: for a CPU the instruction sets its kernels may run
+   * (e.g. "avx2 fma", "avx512_core vnni bf16 amx"), for a GPU its
+   * architecture ("sm_90"). What the backend will actually use, so a limit
+   * such as oneDNN's ONEDNN_MAX_CPU_ISA shows here. Owned by the device,
+   * valid until it is closed; NULL when the backend does not say. The host
+   * zeroes the struct before the call, so a backend of ABI < 1.4 leaves it
+   * NULL. */
+  const char* features;
 } tdm_device_info;
 
 /* Allocator statistics (since ABI 1.1). Byte counts. */

@@ -1,0 +1,83 @@
+#include "cpu_isa.hpp"
+
+#include <cstdlib>
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace tandem::onednn {
+namespace {
+
+using isa = dnnl::cpu_isa;
+
+isa effective() {
+  static const isa value = dnnl::get_effective_cpu_isa();
+  return value;
+}
+
+bool at_least_avx512_core(isa i) {
+  return i == isa::avx512_core || i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 ||
+         i == isa::avx512_core_amx;
+}
+
+bool has_vnni(isa i) {
+  return i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 || i == isa::avx512_core_amx ||
+         i == isa::avx2_vnni;
+}
+
+std::string features_of(isa i) {
+  std::string base;
+  switch (i) {
+    case isa::sse41:
+      base = "sse41";
+      break;
+    case isa::avx:
+      base = "avx";
+      break;
+    case isa::avx2:
+    case isa::avx2_vnni:
+      base = "avx2";
+      break;
+    case isa::avx512_mic:
+    case isa::avx512_mic_4ops:
+      base = "avx512_mic";
+      break;
+    default:
+      base = at_least_avx512_core(i) ? "avx512_core" : "baseline";
+  }
+  // FMA comes with AVX2 on every x86-64 CPU oneDNN's AVX2 kernels run on;
+  // cpuid confirms it rather than assuming.
+  __builtin_cpu_init();
+  const bool fma = base != "sse41" && base != "avx" && base != "baseline" && __builtin_cpu_supports("fma");
+  std::string out = base;
+  if (fma) out += " fma";
+  if (has_vnni(i)) out += " vnni";
+  if (i == isa::avx512_core_bf16 || i == isa::avx512_core_amx) out += " bf16";
+  if (i == isa::avx512_core_amx) out += " amx";
+  return out;
+}
+
+}  // namespace
+
+const std::string& cpu_features() {
+  static const std::string features = features_of(effective());
+  return features;
+}
+
+bool cpu_has_bf16_kernels() {
+  return at_least_avx512_core(effective());
+}
+
+std::string cpu_bf16_missing_reason() {
+  const bool limited = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr;
+  return "this CPU has no bf16 kernels in oneDNN: they need AVX-512 (avx512_core or newer) and oneDNN may "
+         "use " +
+         cpu_features() + (limited ? " (limited by ONEDNN_MAX_CPU_ISA)" : "") +
+         "; compute in f32 on this CPU (without [features.amp] / --feature amp), or use a device whose "
+         "features in 'tandem devices' include avx512_core";
+}
+
+bool cpu_int8_pairs_saturate() {
+  return !has_vnni(effective());
+}
+
+}  // namespace tandem::onednn
