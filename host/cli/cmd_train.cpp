@@ -1,8 +1,6 @@
 // `tandem train MODEL.toml`: train a model from its model file.
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 
@@ -10,6 +8,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/feature_flag.hpp"
 #include "cli/memory_budget.hpp"
+#include "cli/signals.hpp"
 #include "model/model_parser.hpp"
 #include "train/checkpointing.hpp"
 #include "train/device_select.hpp"
@@ -18,11 +17,6 @@
 
 namespace tandem::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-extern "C" void on_interrupt(int) {
-  g_stop.store(true);
-}
 
 std::string default_run_dir(const std::string& model_path) {
   return (std::filesystem::path("runs") / std::filesystem::path(model_path).stem()).string();
@@ -130,7 +124,9 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   train.live_progress = ::isatty(STDOUT_FILENO) != 0;
   train.loader_threads =
       vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
-  train.stop = &g_stop;
+  SignalRequests signals;
+  train.stop = &signals.stop;
+  train.status_request = &signals.status;
   train.comm_timeout_seconds = vm["comm-timeout"].as<double>();
   if (vm["bucket-mb"].as<double>() < 0) {
     print_error("--bucket-mb must be 0 or more");
@@ -166,9 +162,9 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(trainer.error().message);
     return exit_code_for(trainer.error());
   }
-  std::signal(SIGINT, on_interrupt);
+  arm_signals(&signals);
   auto result = (*trainer)->run();
-  std::signal(SIGINT, SIG_DFL);
+  arm_signals(nullptr);
   if (!result) {
     print_error(result.error().message);
     return exit_code_for(result.error());
@@ -180,7 +176,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     std::cout << "trained " << result->steps << " steps in " << result->seconds << " s; last checkpoint "
               << result->last_checkpoint << std::endl;
   }
-  return result->interrupted ? kExitInterrupted : kExitOk;
+  // The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+  return result->interrupted ? 128 + signals.stop_signal.load() : kExitOk;
 }
 
 const bool registered = register_command({"train", "Train a model from its model file", run_train});

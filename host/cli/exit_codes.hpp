@@ -10,7 +10,8 @@ enum ExitCode : int {
   kExitUsage = 2,           // unknown command or option, bad option value
   kExitPlugin = 3,          // plugin error, e.g. no backend plugin could be loaded
   kExitInput = 4,           // input, data or model file error
-  kExitInterrupted = 130,   // stopped by Ctrl-C after saving a checkpoint (the shell's 128 + SIGINT)
+  kExitInterrupted = 130,   // stopped by Ctrl-C after saving a checkpoint (the shell's 128 + SIGINT);
+                            // SIGHUP and SIGTERM give 129 and 143 the same way
 };
 
 inline constexpr const char* kExitCodeHelp =
@@ -20,6 +21,7 @@ inline constexpr const char* kExitCodeHelp =
     "  2  usage error (unknown command or option, bad value)\n"
     "  3  plugin error (e.g. no backend plugin could be loaded)\n"
     "  4  input, data or model file error\n"
-    "  130  interrupted by Ctrl-C (train saved a checkpoint first)\n";
+    "  130  interrupted by Ctrl-C (train saved a checkpoint first); 129 and 143 likewise for SIGHUP and\n"
+    "       SIGTERM. SIGUSR1 makes train print its progress line and go on.\n";
 
 }  // namespace tandem::cli

@@ -5,9 +5,11 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/signals.hpp"
 
 int main(int argc, char** argv) {
   try {
+    tandem::cli::start_signal_thread();  // before any other thread: see signals.hpp
     return tandem::cli::run_cli(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tandem: error: %s\n", e.what());

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "plugin/abi_minimums.hpp"
+#include "plugin/elf_check.hpp"
 #include "plugin/file_security.hpp"
 #include "plugin/search_path.hpp"
 #include "tandem/version.h"
@@ -218,6 +219,9 @@ Result<LoadedPlugin> load_plugin_file(const fs::path& file, HostServices& servic
     log_warning("loading anyway (--allow-insecure-plugins): " + secure.error().message);
   }
 
+  // Before dlopen: a file cut short would kill the process with SIGBUS
+  // inside the dynamic loader (elf_check.hpp).
+  if (Result<void> intact = check_plugin_file(file); !intact) return intact.error();
   Result<boost::dll::shared_library> library = open_library(file);
   if (!library) return library.error();
   if (!library->has(TDM_PLUGIN_ENTRY_SYMBOL))

@@ -88,6 +88,12 @@ void Progress::step(const StepReport& r) {
   }
 }
 
+void Progress::status(const StepReport& r) {
+  if (silent_) return;
+  clear_live();
+  std::cout << summary(r) << std::endl;
+}
+
 void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, double epoch_seconds) {
   if (silent_) return;
   clear_live();

@@ -30,6 +30,8 @@ class Progress {
   ~Progress();
 
   void step(const StepReport& r);
+  // The step's line now, as a plain line, whatever log_every says (SIGUSR1).
+  void status(const StepReport& r);
   // An epoch ended: its training figures plus evaluation results (< 0 = none).
   void epoch(const StepReport& r, double val_loss, double val_accuracy, double epoch_seconds);
   void line(const std::string& text);  // a plain message, never overwritten

@@ -824,6 +824,8 @@ Result<TrainResult> Trainer::run() {
       report.eta_seconds =
           elapsed / static_cast<double>(seen) * static_cast<double>((total - step) * batch * micro_batches_);
       progress.step(report);
+      if (options_.status_request != nullptr && options_.status_request->exchange(false))
+        progress.status(report);
       result.last_loss = step_loss;
       int32_t stop = options_.stop != nullptr && options_.stop->load() ? 1 : 0;
       if (comm_) {  // every rank stops after the same step, or the collectives would mismatch

@@ -46,7 +46,8 @@ struct TrainOptions {
   bool prefetch = true;
   bool live_progress = false;  // a terminal: rewrite one progress line
   int loader_threads = 2;
-  const std::atomic<bool>* stop = nullptr;  // set by SIGINT: save and stop after this step
+  const std::atomic<bool>* stop = nullptr;      // set by SIGINT/SIGTERM/SIGHUP: save and stop after this step
+  std::atomic<bool>* status_request = nullptr;  // set by SIGUSR1: print the progress line now (then cleared)
   // Data parallelism: a collective waiting longer than this fails and names
   // the ranks that did not arrive, instead of hanging the job.
   double comm_timeout_seconds = 300;

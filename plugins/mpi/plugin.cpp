@@ -25,11 +25,13 @@ extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* hos
   try {
     const tdm_plugin* base = tandem::comm_entry<tandem::mpi::MpiComm>(host, major, minor, info());
     if (base == nullptr) return nullptr;
-    // comm_entry fills the table; init (MPI_Init_thread, which starts
-    // Open MPI's progress threads) and shutdown are added here.
+    // comm_entry fills the table; shutdown is added here. There is no
+    // init: MPI_Init_thread starts Open MPI's progress threads and, outside
+    // mpirun, a helper daemon (orted), so it runs only when the host creates
+    // the first communicator (MpiComm), which it does only when the launch
+    // asks for several ranks. A single-process run never starts MPI.
     static tdm_plugin plugin;
     plugin = *base;
-    plugin.init = [](const tdm_config*) { return tandem::guard([] { tandem::mpi::runtime_init(); }); };
     plugin.shutdown = [] { tandem::mpi::runtime_shutdown(); };
     return &plugin;
   } catch (...) {  // info() allocates; nothing may escape a C entry point

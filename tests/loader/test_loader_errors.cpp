@@ -123,6 +123,18 @@ TEST(LoaderErrors, NotAnElfFile) {
   ScratchDir::chmod(file, 0755);
   HostServices services;
   std::string why = refusal(file, services);
+  // Refused by the host's own ELF check, before dlopen (elf_check.hpp).
+  EXPECT_HAS(why, file.string() + " is damaged or not a plugin for this machine: it is too short");
+  EXPECT_HAS(why, "remove the file");
+}
+
+// An ELF file that passes the header check but that dlopen still refuses
+// (here a program, not a library): the loader's own reason and ldd.
+TEST(LoaderErrors, AProgramIsNotAPlugin) {
+  ScratchDir scratch;
+  fs::path file = ScratchDir::copy("/bin/sh", scratch.dir("d"), "libtandem-sh.so");
+  HostServices services;
+  std::string why = refusal(file, services);
   EXPECT_HAS(why, "cannot load plugin " + file.string() + ": ");
   EXPECT_HAS(why, "ldd " + file.string());
 }
