@@ -148,7 +148,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitUsage;
   }
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
-  const bool tensor_parallel = group.world > 1 && host::build::uses_tensor_parallelism(*spec);
+  const bool tensor_parallel = group.world > 1 && host::lowering::uses_tensor_parallelism(*spec);
   const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";
   if (leader)
     std::cout << "training " << spec->name << " (" << model_path << ") on " << device->id() << ", batch "

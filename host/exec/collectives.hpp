@@ -1,12 +1,9 @@
 // Graph nodes that communicate instead of compute: tensor parallelism
 // (Megatron-LM) exchanges activations between the ranks holding slices of a
 // layer. The executor runs them on the host, through this interface, which
-// the trainer implements with a comm plugin; backends never see them.
-//
-//   comm.all_reduce        y = sum over ranks of x            grad: identity
-//   comm.copy_to_parallel  y = x                              grad: comm.all_reduce
-//   comm.all_gather        y[r] = x of rank r; y = [world, ...x]   grad: comm.chunk
-//   comm.chunk             y = x[rank]; x = [world, ...y]     grad: comm.all_gather
+// the trainer implements with a comm plugin; backends never see them. The
+// ops (comm.all_reduce, comm.copy_to_parallel, comm.all_gather, comm.chunk)
+// and their gradients are in the op table: host/ops/host_run.cpp.
 #pragma once
 
 #include <cstddef>
@@ -16,8 +13,6 @@
 #include "util/result.hpp"
 
 namespace tandem::host::exec {
-
-bool is_collective_op(const std::string& op);
 
 class Collectives {
  public:

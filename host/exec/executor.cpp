@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "build/shapes.hpp"
 #include "exec/device_objects.hpp"
 #include "exec/native_layouts.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/op_table.hpp"
 #include "plugin/optional_call.hpp"
 #include "util/format.hpp"
 #include "util/last_error.hpp"
@@ -78,7 +78,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const DeviceHandle& device, c
   std::vector<size_t> workspace;
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& node = *graph.node_at(i);
-    if (is_collective_op(node.op)) {
+    if (ops::is(node.op, ops::kCollective)) {
       if (executor->options_.collectives == nullptr)
         return make_error("node '" + node.name + "' (layer '" + node.layer + "', " + node.op +
                               ") exchanges data with the other ranks of a tensor-parallel run, but this run "
@@ -176,8 +176,16 @@ Result<void> Executor::bind_nodes(const Graph& graph, std::vector<std::optional<
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& node = *graph.node_at(i);
     const TensorType& out = graph.value(node.outputs[0])->type;
-    const size_t bytes = static_cast<size_t>(build::numel(out.dims)) * dtype_size(out.dtype);
-    NodeRun run{node.name, node.layer, node.op, std::move(kernels[i]), bytes, out.dtype, {}, {}};
+    const ops::OpInfo* info = ops::find(node.op);
+    NodeRun run{node.name,
+                node.layer,
+                node.op,
+                info != nullptr ? info->host : ops::HostKind::None,
+                std::move(kernels[i]),
+                tensor_bytes(out),
+                out.dtype,
+                {},
+                {}};
     for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : device_pointer(id));
     for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
     run.reads = node.inputs;
@@ -210,19 +218,25 @@ Result<void> Executor::communicate(size_t position) {
   Result<void> r;
   const tdm_dtype dtype = node.dtype;
   const size_t count = node.bytes / dtype_size(dtype);
-  if (node.op == "comm.all_reduce") {
-    r = copy(node.outputs[0], node.inputs[0], node.bytes);
-    if (r) r = c.all_reduce_sum(node.outputs[0], count, dtype, stream);
-  } else if (node.op == "comm.copy_to_parallel") {
-    r = copy(node.outputs[0], node.inputs[0], node.bytes);
-  } else if (node.op == "comm.all_gather") {
-    r = c.all_gather(node.inputs[0], node.outputs[0], count / static_cast<size_t>(c.world()), dtype, stream);
-  } else if (node.op == "comm.chunk") {
-    r = copy(node.outputs[0],
-             static_cast<const char*>(node.inputs[0]) + node.bytes * static_cast<size_t>(c.rank()),
-             node.bytes);
-  } else {
-    return make_error(node_text(position) + ": unknown communication op", TDM_INVALID_ARGUMENT);
+  switch (node.host) {
+    case ops::HostKind::AllReduce:
+      r = copy(node.outputs[0], node.inputs[0], node.bytes);
+      if (r) r = c.all_reduce_sum(node.outputs[0], count, dtype, stream);
+      break;
+    case ops::HostKind::CopyToParallel:
+      r = copy(node.outputs[0], node.inputs[0], node.bytes);
+      break;
+    case ops::HostKind::AllGather:
+      r = c.all_gather(node.inputs[0], node.outputs[0], count / static_cast<size_t>(c.world()), dtype,
+                       stream);
+      break;
+    case ops::HostKind::Chunk:
+      r = copy(node.outputs[0],
+               static_cast<const char*>(node.inputs[0]) + node.bytes * static_cast<size_t>(c.rank()),
+               node.bytes);
+      break;
+    default:
+      return make_error(node_text(position) + ": not a communication op", TDM_INVALID_ARGUMENT);
   }
   if (!r) return make_error(node_text(position) + ": " + r.error().message, r.error().status);
   return synchronize();

@@ -40,6 +40,7 @@
 #include "exec/staged_inputs.hpp"
 #include "exec/transfer_schedule.hpp"
 #include "graph/graph.hpp"
+#include "ops/op_table.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::exec {
@@ -211,8 +212,9 @@ class Executor {
     std::string name;
     std::string layer;
     std::string op;
-    std::optional<KernelBinding> kernel;  // none for a "comm.*" node
-    size_t bytes = 0;                     // "comm.*": of the (first) output
+    ops::HostKind host = ops::HostKind::None;  // what a host-run node (comm.*) does
+    std::optional<KernelBinding> kernel;       // none for a "comm.*" node
+    size_t bytes = 0;                          // "comm.*": of the (first) output
     tdm_dtype dtype = TDM_F32;
     std::vector<void*> inputs;  // nullptr for an absent optional input
     std::vector<void*> outputs;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "exec/collectives.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/op_table.hpp"
 #include "plugin/optional_call.hpp"
 #include "util/last_error.hpp"
 
@@ -75,7 +75,7 @@ LayoutPlan decide_layouts(const DeviceHandle& device, const Graph& graph, const 
   if (fn == nullptr) return {};  // no native layouts: all plain, nothing asked
   return decide_layouts(graph, outputs, [&](size_t, const Node& node) {
     NodeLayouts answer;
-    if (is_collective_op(node.op)) return answer;  // the host runs it: plain bytes
+    if (ops::is(node.op, ops::kHostRun)) return answer;  // the host runs it: plain bytes
     auto spec = op_spec_of(graph, node);
     if (!spec) return answer;
     answer.accepts.assign(spec->inputs.size(), 0);

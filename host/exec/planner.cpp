@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "build/model_graph.hpp"
 #include "device/device_allocator.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/op_table.hpp"
 
 namespace tandem::host::exec {
 namespace {
@@ -15,10 +15,6 @@ size_t align_up(size_t bytes) {
 
 bool is_transient(const Value& value) {
   return value.kind == TDM_VALUE_ACTIVATION && value.producer != kNoNode;
-}
-
-bool is_optimizer_op(const std::string& op) {
-  return op == "sgd_update" || op == "adamw_update";
 }
 
 MemoryCategory category_of(const Graph& graph, const Value& value) {
@@ -32,7 +28,7 @@ MemoryCategory category_of(const Graph& graph, const Value& value) {
     case TDM_VALUE_STATE: {
       if (value.name.rfind("optim.", 0) == 0) return MemoryCategory::OptimizerState;
       for (NodeId id : graph.consumers(value.id))
-        if (is_optimizer_op(graph.node(id)->op)) return MemoryCategory::OptimizerState;
+        if (ops::is(graph.node(id)->op, ops::kOptimizer)) return MemoryCategory::OptimizerState;
       return MemoryCategory::OtherState;
     }
     default:  // an activation nobody produces: fed from outside, kept
@@ -117,12 +113,9 @@ void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
                   std::map<ValueId, ValueStorage>& values, std::map<ValueId, size_t>& block_last) {
   for (size_t position = 0; position < graph.node_count(); ++position) {
     const Node& node = *graph.node_at(position);
-    for (auto [out_index, in_index] : build::inplace_pairs(node)) {
-      // An absent optional slot (momentum_buf_out without momentum) binds nothing.
-      if (out_index >= node.outputs.size() || in_index >= node.inputs.size()) continue;
+    for (auto [out_index, in_index] : ops::inplace_pairs(node)) {  // only present slots
       ValueId out = node.outputs[out_index];
       ValueId in = node.inputs[in_index];
-      if (out == kNoValue || in == kNoValue) continue;
       ValueStorage& output = values.at(out);
       ValueStorage& owner = values.at(values.at(in).owner);
       if (output.bytes != owner.bytes || output.type.dtype != owner.type.dtype) continue;

@@ -10,7 +10,7 @@
 // largest first, each at the lowest 64-byte aligned offset that overlaps no
 // already-placed value whose interval overlaps its own.
 //
-// In-place (build::inplace_pairs): an output shares its input's storage when
+// In-place (ops::inplace_pairs, the op table's): an output shares its input's storage when
 //   - the input's storage is persistent (the update of a parameter, an
 //     optimizer moment, a running statistic: the point of the op), or
 //   - both are transient and the input is dead after that node, so nothing

@@ -1,9 +1,11 @@
 #include "graph/graph_api.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <string>
 
+#include "ops/op_table.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host {
@@ -209,6 +211,15 @@ tdm_status g_node_insert(tdm_graph* g, const tdm_node_spec* spec, tdm_node_id* o
     if (spec->n_outputs > 0 && spec->outputs == nullptr)
       return fail(TDM_INVALID_ARGUMENT, "node spec outputs is NULL");
     for (size_t i = 0; i < spec->n_outputs; ++i) s.outputs.push_back(type_from_c(spec->outputs[i]));
+    // A catalog op must have the outputs its shape rule gives (the op table,
+    // host/ops/): said here, naming the pass's node, rather than by a
+    // backend at prepare. Unknown input ids are insert_node's to report.
+    const Graph& graph = as_graph(g);
+    const bool known = std::all_of(s.inputs.begin(), s.inputs.end(),
+                                   [&](ValueId v) { return v == kNoValue || graph.value(v) != nullptr; });
+    if (known)
+      if (auto checked = ops::check_outputs(graph, s.op, s.inputs, s.attrs, s.outputs); !checked)
+        return fail(TDM_INVALID_ARGUMENT, "node '" + s.name + "': " + checked.error().message);
     Result<NodeId> id = as_graph(g).insert_node(std::move(s), spec->anchor);
     if (!id) return fail(id.error().status, id.error().message);
     if (out_id != nullptr) *out_id = *id;

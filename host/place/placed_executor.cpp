@@ -1,6 +1,5 @@
 #include "place/placed_executor.hpp"
 
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
 #include "place/split.hpp"
 
@@ -47,8 +46,7 @@ Result<std::unique_ptr<exec::Executor>> make_placed_executor(
     if (source == nullptr)
       return make_error("'" + t.value + "' is copied from " + t.from + ", which does not hold it (internal)",
                         TDM_INTERNAL);
-    const size_t bytes =
-        static_cast<size_t>(build::numel(source->type.dims)) * exec::dtype_size(source->type.dtype);
+    const size_t bytes = exec::tensor_bytes(source->type);
     transfers.push_back({t.position, index.at(t.from), index.at(t.to), source->id, destination->id, bytes});
   }
   std::map<ValueId, std::pair<size_t, ValueId>> owner;

@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <set>
 
-#include "build/model_graph.hpp"
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/op_table.hpp"
 
 namespace tandem::host::place {
 namespace {
 
 size_t bytes_of(const Value& v) {
-  return static_cast<size_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
+  return exec::tensor_bytes(v.type);
 }
 
 class Placer {
@@ -48,8 +47,8 @@ class Placer {
       // What an update writes in place (the parameter, its moments) lives
       // with the optimizer, whoever reads it first.
       for (NodeId id : order)
-        if (is_update(*g_.node(id)))
-          for (const auto& [output, input] : build::inplace_pairs(*g_.node(id)))
+        if (ops::is(g_.node(id)->op, ops::kOptimizer))
+          for (const auto& [output, input] : ops::inplace_pairs(*g_.node(id)))
             out_.home.emplace(g_.node(id)->inputs[input], o_.optimizer_device);
     }
     // Decide every node's device first (schedule order: inputs are placed
@@ -72,11 +71,9 @@ class Placer {
       out_.devices.push_back(device);
   }
 
-  static bool is_update(const Node& n) { return n.op == "sgd_update" || n.op == "adamw_update"; }
-
   Result<void> place(const Node& n) {
     std::string device;
-    if (!o_.optimizer_device.empty() && is_update(n)) {
+    if (!o_.optimizer_device.empty() && ops::is(n.op, ops::kOptimizer)) {
       device = o_.optimizer_device;
     } else if (auto it = layer_device_.find(n.layer); it != layer_device_.end()) {
       device = it->second;
@@ -101,10 +98,10 @@ class Placer {
   // An in-place update whose storage is a tensor without producer (state,
   // a parameter): its output is that tensor, rewritten every run.
   bool updates_state(const Node& n) const {
-    for (const auto& [output, input] : build::inplace_pairs(n)) {
+    for (const auto& [output, input] : ops::inplace_pairs(n)) {
       ValueId v = n.inputs[input];
       for (const Node* p = g_.node(g_.value(v)->producer); p != nullptr; p = g_.node(g_.value(v)->producer)) {
-        const auto pairs = build::inplace_pairs(*p);
+        const auto pairs = ops::inplace_pairs(*p);
         const auto through =
             std::find_if(pairs.begin(), pairs.end(), [&](const auto& q) { return p->outputs[q.first] == v; });
         if (through == pairs.end()) break;
@@ -123,7 +120,7 @@ class Placer {
 
   Result<void> bring_inputs(NodeId id) {
     const Node node = *g_.node(id);  // copy: inserting nodes may move the storage
-    const auto written = build::inplace_pairs(node);
+    const auto written = ops::inplace_pairs(node);
     for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
       const ValueId v = node.inputs[slot];
       if (v == kNoValue) continue;
@@ -152,7 +149,7 @@ class Placer {
       auto it = copies_.find(key);
       if (it == copies_.end()) {
         NodeSpec spec;
-        spec.op = kCopyOp;
+        spec.op = ops::kDeviceCopy;
         spec.name = value.name + "@" + node.device;
         spec.layer = node.layer;
         spec.phase = node.phase;

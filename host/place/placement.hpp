@@ -25,11 +25,12 @@
 
 #include "graph/graph.hpp"
 #include "model/model_spec.hpp"
+#include "ops/op_table.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::place {
 
-inline constexpr const char* kCopyOp = "tandem.copy";
+using ops::kDeviceCopy;  // the op of the copies placement inserts
 
 struct PlacementOptions {
   std::string default_device;  // a device id, e.g. "onednn:0"

@@ -1,7 +1,7 @@
 #include "place/plan_estimate.hpp"
 
-#include "exec/collectives.hpp"
 #include "exec/native_layouts.hpp"
+#include "ops/op_table.hpp"
 #include "place/split.hpp"
 
 namespace tandem::host::place {
@@ -43,7 +43,7 @@ Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
   std::vector<size_t> workspace;
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& n = *graph.node_at(i);
-    if (exec::is_collective_op(n.op)) {
+    if (ops::is(n.op, ops::kHostRun)) {
       workspace.push_back(0);
       continue;
     }
@@ -83,7 +83,7 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   if (in.costs == nullptr) return d;
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& n = *graph.node_at(i);
-    if (exec::is_collective_op(n.op) || n.op == kCopyOp) continue;
+    if (ops::is(n.op, ops::kHostRun)) continue;  // collectives and copies: not a kernel
     auto spec = exec::op_spec_of(graph, n);
     if (!spec) return spec.error();
     auto cost = in.costs->op(id, *spec);

@@ -12,7 +12,7 @@ Result<ValueId> local_value(DeviceGraph& d, const Graph& g, ValueId v) {
     id = d.graph.add_state(value.name, value.type, value.initial_value.value_or(0.0));
   } else if (value.kind == TDM_VALUE_PARAMETER || producer == nullptr) {
     id = d.graph.add_value(value.name, value.kind, value.type);
-  } else if (producer->op == kCopyOp) {
+  } else if (producer->op == kDeviceCopy) {
     id = d.graph.add_value(value.name, TDM_VALUE_INPUT, value.type);  // written by the copy
   } else {
     return make_error("value '" + value.name + "' is read on " + d.device + " before its producer '" +
@@ -35,7 +35,7 @@ Result<SplitGraph> split_by_device(const Graph& g, const Placement& placement) {
   }
   for (size_t pos = 0; pos < g.node_count(); ++pos) {
     const Node& n = *g.node_at(pos);
-    if (n.op == kCopyOp) {
+    if (n.op == kDeviceCopy) {
       const std::string& from = placement.home.at(n.inputs[0]);
       DeviceGraph& source = out.devices[index.at(from)];
       // A tensor that lives on a device nothing there reads (a parameter

@@ -28,13 +28,14 @@ Result<std::optional<std::string>> int8_checkpoint_in(const std::string& dir) {
   return std::optional<std::string>(checkpoint.string());
 }
 
-Result<build::Int8Plan> load_int8_plan(const checkpoint::Checkpoint& cp, const std::string& checkpoint_path) {
+Result<lowering::Int8Plan> load_int8_plan(const checkpoint::Checkpoint& cp,
+                                          const std::string& checkpoint_path) {
   const auto name = cp.metadata.find("tandem.calibration");
   const std::string file = name != cp.metadata.end() ? name->second : kCalibrationFile;
   const std::string path = (fs::path(checkpoint_path).parent_path() / file).string();
   auto c = read_calibration(path);
   if (!c) return c.error();
-  build::Int8Plan plan;
+  lowering::Int8Plan plan;
   for (const auto& [layer, lc] : c->layers) {
     const std::string scale_name = layer + ".weight_scale";
     const checkpoint::TensorRecord* t = cp.find(scale_name);
@@ -52,7 +53,7 @@ Result<build::Int8Plan> load_int8_plan(const checkpoint::Checkpoint& cp, const s
                             std::to_string(scales.size()) +
                             "; the two files do not belong together (rerun `tandem quantize`)",
                         TDM_INVALID_ARGUMENT);
-    build::Int8Layer q;
+    lowering::Int8Layer q;
     q.x_scale = lc.input.scale;
     q.x_zero_point = lc.input.zero_point;
     q.w_scale.assign(scales.begin(), scales.end());

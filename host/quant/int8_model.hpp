@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "build/int8_plan.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "lowering/int8_plan.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::quant {
@@ -19,6 +19,7 @@ bool is_int8_checkpoint(const checkpoint::Checkpoint& cp);
 Result<std::optional<std::string>> int8_checkpoint_in(const std::string& dir);
 // `checkpoint_path` locates calibration.json (the file named in its metadata,
 // in the same directory).
-Result<build::Int8Plan> load_int8_plan(const checkpoint::Checkpoint& cp, const std::string& checkpoint_path);
+Result<lowering::Int8Plan> load_int8_plan(const checkpoint::Checkpoint& cp,
+                                          const std::string& checkpoint_path);
 
 }  // namespace tandem::host::quant

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "build/model_graph.hpp"
 #include "data/loader.hpp"
 #include "exec/executor.hpp"
+#include "lowering/model_graph.hpp"
 #include "quant/observer.hpp"
 #include "train/checkpointing.hpp"
 
@@ -23,10 +23,10 @@ struct Target {
   Observer observer;
 };
 
-Result<std::vector<Target>> find_targets(const model::ModelSpec& spec, const build::ModelGraph& m) {
+Result<std::vector<Target>> find_targets(const model::ModelSpec& spec, const lowering::ModelGraph& m) {
   std::vector<Target> targets;
   for (const auto& layer : spec.layers) {
-    if (layer.op != "linear" && layer.op != "conv2d") continue;
+    if (!lowering::has_int8_form(layer.op)) continue;
     if (layer.string_attr("parallel", "none") != "none")
       return make_error(spec.path + ": layer '" + layer.name +
                             "' is tensor-parallel; quantize the model in one process without `parallel`",
@@ -51,9 +51,9 @@ Result<std::vector<Target>> find_targets(const model::ModelSpec& spec, const bui
 // Runs the f32 graph over the calibration samples; `observe` sees each
 // target's input rows of every batch.
 template <class Observe>
-Result<int64_t> calibration_pass(exec::Executor& ex, const build::ModelGraph& m, std::vector<Target>& targets,
-                                 const data::Dataset& calib, const data::Transforms& transforms,
-                                 const PtqOptions& o, Observe&& observe) {
+Result<int64_t> calibration_pass(exec::Executor& ex, const lowering::ModelGraph& m,
+                                 std::vector<Target>& targets, const data::Dataset& calib,
+                                 const data::Transforms& transforms, const PtqOptions& o, Observe&& observe) {
   data::DataLoader loader(calib, {.batch_size = m.batch,
                                   .shuffle = false,
                                   .drop_last = true,
@@ -113,7 +113,7 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
                       TDM_INVALID_ARGUMENT);
   const int64_t batch = std::min({spec.train.batch_size, o.samples, calib.size()});
   if (batch <= 0) return make_error("the calibration data set is empty", TDM_INVALID_ARGUMENT);
-  auto m = build::build_forward(spec, batch, build::Mode::Eval);
+  auto m = lowering::build_forward(spec, batch, lowering::Mode::Eval);
   if (!m) return m.error();
   auto targets = find_targets(spec, *m);
   if (!targets) return targets.error();

@@ -10,11 +10,12 @@
 #include <random>
 #include <variant>
 
-#include "build/autodiff.hpp"
-#include "build/model_graph.hpp"
-#include "build/optimizer.hpp"
-#include "build/shapes.hpp"
 #include "exec/executor.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/model_graph.hpp"
+#include "lowering/optimizer.hpp"
+#include "ops/op_table.hpp"
+#include "ops/shapes.hpp"
 #include "train/initializers.hpp"
 
 namespace tandem::host::train {
@@ -23,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // As Trainer::initialise: the model's initialisers, seeded by [train] seed.
-Result<void> initialise(const build::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex) {
+Result<void> initialise(const lowering::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex) {
   const Graph& g = model.graph;
   for (size_t i = 0; i < g.value_count(); ++i) {
     const Value& v = *g.value_at(i);
@@ -33,18 +34,19 @@ Result<void> initialise(const build::ModelGraph& model, const model::ModelSpec& 
       if (auto r = ex.fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
       continue;
     }
-    const auto values = initial_values(init->second, v.name, build::numel(v.type.dims), spec.train.seed);
+    const auto values = initial_values(init->second, v.name, ops::numel(v.type.dims), spec.train.seed);
     if (auto r = ex.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
   }
   return {};
 }
 
 // One batch of N(0, 1) features and uniform labels, written once.
-Result<void> preload_batch(const build::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex) {
+Result<void> preload_batch(const lowering::ModelGraph& model, const model::ModelSpec& spec,
+                           exec::Executor& ex) {
   std::mt19937_64 rng(spec.train.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(spec.classes) - 1);
-  std::vector<float> features(static_cast<size_t>(build::numel(model.graph.value(model.input)->type.dims)));
+  std::vector<float> features(static_cast<size_t>(ops::numel(model.graph.value(model.input)->type.dims)));
   for (float& f : features) f = normal(rng);
   std::vector<int32_t> labels(static_cast<size_t>(model.batch));
   for (int32_t& l : labels) l = label(rng);
@@ -56,7 +58,7 @@ Result<void> preload_batch(const build::ModelGraph& model, const model::ModelSpe
 
 // One training step as Trainer::step runs it, minus the batch copy and the
 // per-step reads of loss and logits.
-Result<void> train_step(const build::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex,
+Result<void> train_step(const lowering::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex,
                         int64_t step) {
   if (model.step != kNoValue) {
     const auto t = static_cast<int32_t>(step + 1);
@@ -76,25 +78,11 @@ Result<void> train_step(const build::ModelGraph& model, const model::ModelSpec& 
   return ex.run(model.optimizer_begin, ex.node_count());
 }
 
-// FLOPs of one matmul-family node from its operand shapes; 0 for other ops.
+// FLOPs of one GEMM node (the op table's count: matmul, linear and its
+// gradients); 0 for other ops.
 double gemm_flops(const Graph& g, const Node& node) {
-  using Dims = std::vector<int64_t>;
-  const auto dims = [&](size_t i) -> const Dims& { return g.value(node.inputs[i])->type.dims; };
-  if (node.op == "linear" || node.op == "linear_grad_weight")  // x/dy [N, I|O], w/x [O|N, I]
-    return node.op == "linear" ? 2.0 * double(dims(0)[0]) * double(dims(0)[1]) * double(dims(1)[0])
-                               : 2.0 * double(dims(0)[0]) * double(dims(0)[1]) * double(dims(1)[1]);
-  if (node.op == "linear_grad_input")  // dy [N, O], w [O, I]
-    return 2.0 * double(dims(0)[0]) * double(dims(0)[1]) * double(dims(1)[1]);
-  if (node.op == "matmul") {  // y [..., M, N], contracted dim from a
-    const Dims& y = g.value(node.outputs[0])->type.dims;
-    const Dims& a = dims(0);
-    bool ta = false;
-    for (const Attr& attr : node.attrs)
-      if (attr.name == "transpose_a" && std::holds_alternative<int64_t>(attr.value))
-        ta = std::get<int64_t>(attr.value) != 0;
-    return 2.0 * double(build::numel(y)) * double(ta ? a[a.size() - 2] : a.back());
-  }
-  return 0;
+  const ops::OpInfo* info = ops::find(node.op);
+  return info != nullptr && info->flops != nullptr ? info->flops(g, node) : 0.0;
 }
 
 void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, BenchResult& r) {
@@ -131,11 +119,11 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   if (options.steps < 1 || options.repeats < 1 || options.warmup < 0)
     return make_error("bench: --steps and --repeats must be at least 1, --warmup at least 0",
                       TDM_INVALID_ARGUMENT);
-  auto built = build::build_forward(spec, spec.train.batch_size, build::Mode::Train);
+  auto built = lowering::build_forward(spec, spec.train.batch_size, lowering::Mode::Train);
   if (!built) return built.error();
-  build::ModelGraph& model = *built;
-  if (auto r = build::append_backward(model); !r) return r.error();
-  if (auto r = build::append_optimizer(model, spec.train); !r) return r.error();
+  lowering::ModelGraph& model = *built;
+  if (auto r = lowering::append_backward(model); !r) return r.error();
+  if (auto r = lowering::append_optimizer(model, spec.train); !r) return r.error();
   exec::ExecutorOptions exec_options;
   exec_options.outputs = {"loss"};
   exec_options.profile = options.profile;
@@ -151,7 +139,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.batch = model.batch;
   result.steps = options.steps;
   result.warmup = options.warmup;
-  for (ValueId p : model.parameters) result.parameters += build::numel(model.graph.value(p)->type.dims);
+  for (ValueId p : model.parameters) result.parameters += ops::numel(model.graph.value(p)->type.dims);
   int64_t step = 0;
   for (; step < options.warmup; ++step)
     if (auto r = train_step(model, spec, ex, step); !r) return r.error();

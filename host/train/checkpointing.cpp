@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
 
 namespace tandem::host::train {
 namespace fs = std::filesystem;
@@ -64,9 +64,9 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
                         TDM_INVALID_ARGUMENT);
     }
     if (t->dtype != v.type.dtype || t->shape != v.type.dims)
-      return make_error(source + ": tensor '" + v.name + "' is " + build::dims_str(t->shape) + " (" +
+      return make_error(source + ": tensor '" + v.name + "' is " + ops::dims_str(t->shape) + " (" +
                             exec::dtype_name(t->dtype) + ") but the model needs " +
-                            build::dims_str(v.type.dims) + " (" + exec::dtype_name(v.type.dtype) + ")",
+                            ops::dims_str(v.type.dims) + " (" + exec::dtype_name(v.type.dtype) + ")",
                         TDM_INVALID_ARGUMENT);
     plan.emplace_back(&v, t);
   }

@@ -1,10 +1,10 @@
 #include "train/datasets.hpp"
 
-#include "build/shapes.hpp"
 #include "data/csv_reader.hpp"
 #include "data/idx_reader.hpp"
 #include "data/split.hpp"
 #include "data/synthetic.hpp"
+#include "ops/shapes.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -29,9 +29,9 @@ Result<data::Dataset> load_one(const model::ModelSpec& spec, bool test) {
 }
 
 Result<void> check(const model::ModelSpec& spec, const data::Dataset& set) {
-  if (build::numel(set.sample_shape) != build::numel(spec.input_shape))
-    return make_error(set.source + ": samples have shape " + build::dims_str(set.sample_shape) + " but " +
-                          spec.path + " declares [model] input = " + build::dims_str(spec.input_shape),
+  if (ops::numel(set.sample_shape) != ops::numel(spec.input_shape))
+    return make_error(set.source + ": samples have shape " + ops::dims_str(set.sample_shape) + " but " +
+                          spec.path + " declares [model] input = " + ops::dims_str(spec.input_shape),
                       TDM_INVALID_ARGUMENT);
   if (spec.classes > 0 && set.num_classes > spec.classes)
     return make_error(set.source + ": labels go up to " + std::to_string(set.num_classes - 1) + " but " +

@@ -25,8 +25,8 @@ int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_
 Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
   auto it = compiled_.find(batch);
   if (it != compiled_.end()) return &it->second;
-  auto model = build::build_forward(spec_, batch, build::Mode::Eval, TDM_F32, tensor_parallel_,
-                                    int8_.empty() ? nullptr : &int8_);
+  auto model = lowering::build_forward(spec_, batch, lowering::Mode::Eval, TDM_F32, tensor_parallel_,
+                                       int8_.empty() ? nullptr : &int8_);
   if (!model) return model.error();
   exec::ExecutorOptions options;
   options.collectives = collectives_;
@@ -91,7 +91,7 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
   while (auto batch = loader.next()) {
     auto c = for_batch(batch->size);
     if (!c) return c.error();
-    const build::ModelGraph& m = (*c)->model;
+    const lowering::ModelGraph& m = (*c)->model;
     exec::Executor& ex = *(*c)->executor;
     const auto start = std::chrono::steady_clock::now();
     if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "build/model_graph.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "data/dataset.hpp"
 #include "data/transforms.hpp"
 #include "exec/executor.hpp"
+#include "lowering/model_graph.hpp"
 #include "place/placement.hpp"
 
 namespace tandem::host::train {
@@ -45,14 +45,14 @@ class Evaluator {
 
   // Tensor parallelism: every rank evaluates the same samples with its
   // slices of the layers, exchanging activations through `collectives`.
-  void use_tensor_parallelism(build::TensorParallel tp, exec::Collectives* collectives) {
+  void use_tensor_parallelism(lowering::TensorParallel tp, exec::Collectives* collectives) {
     tensor_parallel_ = tp;
     collectives_ = collectives;
   }
 
   // An INT8 model (`tandem quantize`): these layers run as quantize +
   // linear_int8 / conv2d_int8. Call before load().
-  void use_int8(build::Int8Plan plan) { int8_ = std::move(plan); }
+  void use_int8(lowering::Int8Plan plan) { int8_ = std::move(plan); }
 
   // Layers pinned to several devices: evaluation graphs are placed like
   // training's, on `devices` (every device a pin of the model resolves to).
@@ -67,7 +67,7 @@ class Evaluator {
 
  private:
   struct Compiled {
-    build::ModelGraph model;
+    lowering::ModelGraph model;
     std::unique_ptr<exec::Executor> executor;
   };
   Result<Compiled*> for_batch(int64_t batch);
@@ -80,11 +80,11 @@ class Evaluator {
   bool borrowed_ = !shared_.empty();  // the parameters belong to the trainer's executor
   int64_t batch_ = 0;                 // the batch that fits (0: [train] batch_size)
   std::map<int64_t, Compiled> compiled_;
-  build::TensorParallel tensor_parallel_;
+  lowering::TensorParallel tensor_parallel_;
   std::optional<place::PlacementOptions> placement_;
   std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
-  build::Int8Plan int8_;
+  lowering::Int8Plan int8_;
 };
 
 // Index of the largest logit per row; ties go to the first.

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "build/shapes.hpp"
+#include "ops/shapes.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -25,8 +25,8 @@ void store(unsigned char* bytes, double value) {
 Result<const Value*> ExecutorScalars::scalar(const std::string& name) const {
   const Value* v = graph_.value_by_name(name);
   if (v == nullptr) return make_error("no value named '" + name + "' in the training graph", TDM_NOT_FOUND);
-  if (build::numel(v->type.dims) != 1)
-    return make_error("value '" + name + "' is " + build::dims_str(v->type.dims) + ", not a scalar",
+  if (ops::numel(v->type.dims) != 1)
+    return make_error("value '" + name + "' is " + ops::dims_str(v->type.dims) + ", not a scalar",
                       TDM_INVALID_ARGUMENT);
   switch (v->type.dtype) {
     case TDM_F32:

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
 
 namespace tandem::host::train {
 
@@ -28,7 +28,7 @@ std::vector<GradientBucket> plan_gradient_buckets(const Graph& graph, const std:
   std::vector<GradientBucket> buckets;
   for (const Ready& r : order) {
     const Value& v = *graph.value(r.value);
-    const size_t bytes = static_cast<size_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
+    const size_t bytes = static_cast<size_t>(ops::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
     const bool start_new = buckets.empty() || buckets.back().dtype != v.type.dtype ||
                            (bucket_bytes == 0 ? true : buckets.back().bytes >= bucket_bytes);
     if (start_new) buckets.push_back(GradientBucket{{}, 0, 0, v.type.dtype});

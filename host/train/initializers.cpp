@@ -21,7 +21,7 @@ double normal(uint64_t seed, uint64_t stream, uint64_t i) {
 
 }  // namespace
 
-std::vector<float> initial_values(const build::Initializer& init, const std::string& name, int64_t count,
+std::vector<float> initial_values(const lowering::Initializer& init, const std::string& name, int64_t count,
                                   uint64_t seed) {
   std::vector<float> v(static_cast<size_t>(count), 0.f);
   const uint64_t stream = name_hash(name);

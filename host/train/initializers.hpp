@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "build/model_graph.hpp"
+#include "lowering/model_graph.hpp"
 
 namespace tandem::host::train {
 
@@ -20,7 +20,7 @@ namespace tandem::host::train {
 //   xavier_uniform   U(±sqrt(6/(fan_in+fan_out)))
 //   normal           N(0, std^2)
 //   zeros, ones
-std::vector<float> initial_values(const build::Initializer& init, const std::string& name, int64_t count,
+std::vector<float> initial_values(const lowering::Initializer& init, const std::string& name, int64_t count,
                                   uint64_t seed);
 
 }  // namespace tandem::host::train

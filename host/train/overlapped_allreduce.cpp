@@ -4,8 +4,8 @@
 #include <cstring>
 #include <utility>
 
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
 
 namespace tandem::host::train {
 
@@ -22,7 +22,7 @@ OverlappedAllReduce::OverlappedAllReduce(GradientCommunicator& comm, const exec:
     for (ValueId grad : b.gradients) {
       const Value& v = *graph.value(grad);
       parts.push_back({executor.device_pointer(grad),
-                       static_cast<size_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype)});
+                       static_cast<size_t>(ops::numel(v.type.dims)) * exec::dtype_size(v.type.dtype)});
     }
     if (parts.size() > 1 && host_addressable_) largest = std::max(largest, b.bytes);
     parts_.push_back(std::move(parts));

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <ostream>
 
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
 #include "place/plan_estimate.hpp"
 #include "train/trainer.hpp"
 #include "util/format.hpp"
@@ -60,7 +60,7 @@ Result<void> Trainer::write_plan(std::ostream& out) const {
     for (ValueId p : model_.parameters) {
       const Value& v = *g.value(p);
       if (v.name.rfind(layer.name + ".", 0) == 0)
-        params += static_cast<uint64_t>(build::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
+        params += static_cast<uint64_t>(ops::numel(v.type.dims)) * exec::dtype_size(v.type.dtype);
     }
     std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s\n", layer.name.c_str(), layer.op.c_str(),
                   device.c_str(), params > 0 ? cell(params).c_str() : "-",

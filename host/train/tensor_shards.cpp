@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "build/shapes.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -13,7 +13,7 @@ struct Split {
   size_t outer = 1, along = 1, inner = 1;
 };
 
-Split split_of(const build::Shard& shard) {
+Split split_of(const lowering::Shard& shard) {
   Split s;
   for (size_t i = 0; i < shard.full.size(); ++i) {
     const auto d = static_cast<size_t>(shard.full[i]);
@@ -33,10 +33,10 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 }  // namespace
 
-std::map<std::string, build::Shard> tensor_shards(const build::ModelGraph& model) {
-  std::map<std::string, build::Shard> by_parameter;
+std::map<std::string, lowering::Shard> tensor_shards(const lowering::ModelGraph& model) {
+  std::map<std::string, lowering::Shard> by_parameter;
   for (const auto& [id, shard] : model.shards) by_parameter[model.graph.value(id)->name] = shard;
-  std::map<std::string, build::Shard> out;
+  std::map<std::string, lowering::Shard> out;
   for (size_t i = 0; i < model.graph.value_count(); ++i) {
     const Value& v = *model.graph.value_at(i);
     if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
@@ -48,7 +48,7 @@ std::map<std::string, build::Shard> tensor_shards(const build::ModelGraph& model
   return out;
 }
 
-std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const build::Shard& shard, int rank,
+std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const lowering::Shard& shard, int rank,
                                 int size, size_t element) {
   const Split s = split_of(shard);
   const size_t local = s.along / static_cast<size_t>(size);
@@ -60,7 +60,7 @@ std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const build
   return out;
 }
 
-std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const build::Shard& shard, int size,
+std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const lowering::Shard& shard, int size,
                                 size_t element) {
   const Split s = split_of(shard);
   const size_t local = s.along / static_cast<size_t>(size);
@@ -74,14 +74,15 @@ std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const buil
   return whole;
 }
 
-Result<void> slice_checkpoint(checkpoint::Checkpoint& cp, const std::map<std::string, build::Shard>& shards,
-                              int rank, int size, const std::string& source) {
+Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
+                              const std::map<std::string, lowering::Shard>& shards, int rank, int size,
+                              const std::string& source) {
   for (checkpoint::TensorRecord& t : cp.tensors) {
     auto it = shards.find(t.name);
     if (it == shards.end()) continue;
     if (t.shape != it->second.full)
-      return make_error(source + ": tensor '" + t.name + "' is " + build::dims_str(t.shape) +
-                            " but the model needs it whole as " + build::dims_str(it->second.full) +
+      return make_error(source + ": tensor '" + t.name + "' is " + ops::dims_str(t.shape) +
+                            " but the model needs it whole as " + ops::dims_str(it->second.full) +
                             " to split it over " + std::to_string(size) + " ranks",
                         TDM_INVALID_ARGUMENT);
     t.data = slice_of(t.data, it->second, rank, size, exec::dtype_size(t.dtype));

@@ -10,28 +10,29 @@
 #include <string>
 #include <vector>
 
-#include "build/model_graph.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "lowering/model_graph.hpp"
 
 namespace tandem::host::train {
 
 // Every persistent tensor split like a parameter, by name: the parameter, its
 // optimizer state ("optim.<parameter>.*") and accumulators of its gradient
 // ("grad_accum.<parameter>.grad").
-std::map<std::string, build::Shard> tensor_shards(const build::ModelGraph& model);
+std::map<std::string, lowering::Shard> tensor_shards(const lowering::ModelGraph& model);
 
 // Rank `rank` of `size`'s slice of `whole` (shape `shard.full`, elements of
 // `element` bytes).
-std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const build::Shard& shard, int rank,
+std::vector<std::byte> slice_of(const std::vector<std::byte>& whole, const lowering::Shard& shard, int rank,
                                 int size, size_t element);
 // The whole tensor from every rank's slice, concatenated rank after rank.
-std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const build::Shard& shard, int size,
+std::vector<std::byte> assemble(const std::vector<std::byte>& slices, const lowering::Shard& shard, int size,
                                 size_t element);
 
 // In place: every sharded tensor of `cp` (whole, as saved) becomes this
 // rank's slice. A tensor whose shape is not the whole one is an error naming
 // it and `source`.
-Result<void> slice_checkpoint(checkpoint::Checkpoint& cp, const std::map<std::string, build::Shard>& shards,
-                              int rank, int size, const std::string& source);
+Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
+                              const std::map<std::string, lowering::Shard>& shards, int rank, int size,
+                              const std::string& source);
 
 }  // namespace tandem::host::train

@@ -9,11 +9,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "build/autodiff.hpp"
-#include "build/optimizer.hpp"
-#include "build/shapes.hpp"
 #include "data/loader.hpp"
 #include "exec/tensor_text.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/optimizer.hpp"
+#include "ops/op_table.hpp"
+#include "ops/shapes.hpp"
 #include "place/placed_executor.hpp"
 #include "train/checkpointing.hpp"
 #include "train/device_select.hpp"
@@ -76,8 +77,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   t->group_ = detect_process_group();
   // Layers marked `parallel` split over every rank of the run (tensor
   // parallelism); otherwise the ranks split the data (data parallelism).
-  build::TensorParallel tp;
-  if (build::uses_tensor_parallelism(spec) && t->group_.world > 1) {
+  lowering::TensorParallel tp;
+  if (lowering::uses_tensor_parallelism(spec) && t->group_.world > 1) {
     tp = {t->group_.rank, t->group_.world};
     // A backend older than the catalog's vocab_start would look up every
     // index in its slice as a row of its own: refuse rather than train wrong.
@@ -93,14 +94,14 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
     t->data_rank_ = t->group_.rank;
     t->data_world_ = t->group_.world;
   }
-  auto model = build::build_forward(spec, t->micro_batch_samples_, build::Mode::Train, TDM_F32, tp);
+  auto model = lowering::build_forward(spec, t->micro_batch_samples_, lowering::Mode::Train, TDM_F32, tp);
   if (!model) return model.error();
   t->model_ = std::move(*model);
   Graph& graph = t->model_.graph;
   if (auto r = t->features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r.error();
-  if (auto r = build::append_backward(t->model_); !r) return r.error();
+  if (auto r = lowering::append_backward(t->model_); !r) return r.error();
   if (auto r = t->features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r.error();
-  if (auto r = build::append_optimizer(t->model_, spec.train); !r) return r.error();
+  if (auto r = lowering::append_optimizer(t->model_, spec.train); !r) return r.error();
   if (auto r = t->features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r.error();
   auto micro = t->features_->micro_batches();
   if (!micro) return micro.error();
@@ -417,13 +418,13 @@ Result<void> Trainer::initialise() {
     }
     auto shard = model_.shards.find(v.id);
     if (shard == model_.shards.end()) {
-      const auto values = initial_values(init->second, v.name, build::numel(v.type.dims), spec_.train.seed);
+      const auto values = initial_values(init->second, v.name, ops::numel(v.type.dims), spec_.train.seed);
       if (auto r = executor_->write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
       continue;
     }
     // This rank's slice of the values the whole tensor would start with.
     const auto values =
-        initial_values(init->second, v.name, build::numel(shard->second.full), spec_.train.seed);
+        initial_values(init->second, v.name, ops::numel(shard->second.full), spec_.train.seed);
     std::vector<std::byte> whole(values.size() * sizeof(float));
     std::memcpy(whole.data(), values.data(), whole.size());
     const auto slice = slice_of(whole, shard->second, model_.tensor_parallel.rank,
@@ -606,8 +607,9 @@ void Trainer::locate_optimizer_phase() {
   // such as grad_accum this is the accumulated sum, not the autodiff value.
   for (size_t i = model_.optimizer_begin; i < g.node_count(); ++i) {
     const Node& n = *g.node_at(i);
-    if (n.op != "sgd_update" && n.op != "adamw_update") continue;
-    ValueId grad = n.inputs[1];
+    const ops::OpInfo* info = ops::find(n.op);
+    if (info == nullptr || !info->is(ops::kOptimizer)) continue;
+    ValueId grad = n.inputs[size_t(info->gradient_input)];
     const Node* producer = g.node(g.value(grad)->producer);
     if (producer != nullptr && model_.clip_coef != kNoValue && producer->inputs.size() == 2 &&
         producer->inputs[1] == model_.clip_coef)

@@ -16,9 +16,9 @@
 #include <optional>
 #include <string>
 
-#include "build/model_graph.hpp"
 #include "data/loader.hpp"
 #include "exec/executor.hpp"
+#include "lowering/model_graph.hpp"
 #include "place/auto_placement.hpp"
 #include "place/fit_advice.hpp"
 #include "place/placement.hpp"
@@ -91,7 +91,7 @@ class Trainer {
   ~Trainer();
   Result<TrainResult> run();
 
-  const build::ModelGraph& model() const { return model_; }
+  const lowering::ModelGraph& model() const { return model_; }
   // `tandem plan`: every layer's device, each device's planned memory
   // against its budget, the copies per step (plan_report.cpp). An error
   // when a device's plan is over its budget, after the table.
@@ -171,16 +171,16 @@ class Trainer {
   const PluginRegistry& registry_;
   TrainOptions options_;
   RunData data_;
-  build::ModelGraph model_;
+  lowering::ModelGraph model_;
   std::unique_ptr<exec::Executor> executor_;
   std::unique_ptr<FeatureSet> features_;
   std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
   ProcessGroup group_;
   int data_rank_ = 0, data_world_ = 1;  // among the ranks that split the data (1 with tensor parallelism)
-  std::map<std::string, build::Shard> shards_;  // tensors split by tensor parallelism, by name
-  uint32_t micro_batches_ = 1;                  // per optimizer step, from a feature (gradient accumulation)
-  int64_t micro_batch_samples_ = 0;             // samples of one micro-batch (the graph's batch size)
-  size_t clip_point_ = 0;                       // first optimizer node that needs the clipping coefficient
+  std::map<std::string, lowering::Shard> shards_;  // tensors split by tensor parallelism, by name
+  uint32_t micro_batches_ = 1;             // per optimizer step, from a feature (gradient accumulation)
+  int64_t micro_batch_samples_ = 0;        // samples of one micro-batch (the graph's batch size)
+  size_t clip_point_ = 0;                  // first optimizer node that needs the clipping coefficient
   std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
   std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped
   std::unique_ptr<GradientCommunicator> comm_;      // only when world > 1

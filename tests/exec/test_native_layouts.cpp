@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "build/autodiff.hpp"
-#include "build/model_graph.hpp"
 #include "exec/executor.hpp"
 #include "exec/native_layouts.hpp"
 #include "exec/planner.hpp"
 #include "exec/tensor_text.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/model_graph.hpp"
 #include "model/model_parser.hpp"
 #include "plugin/optional_call.hpp"
 #include "reference_device.hpp"
@@ -53,11 +53,11 @@ ValueId add_node(Graph& g, const std::string& op, const std::string& name, std::
   return g.node(*id)->outputs.at(0);
 }
 
-// A backend that takes and gives native on every slot of conv/relu/pool
+// A backend that takes and gives native on every slot of conv/scale/pool
 // (8 extra bytes of padding per native tensor), and nothing elsewhere.
 NodeLayouts chain_backend(size_t, const Node& node) {
   NodeLayouts a;
-  const bool chain = node.op == "conv2d" || node.op == "relu" || node.op == "max_pool2d";
+  const bool chain = node.op == "conv2d" || node.op == "scale" || node.op == "max_pool2d";
   a.accepts.assign(node.inputs.size(), chain ? 1 : 0);
   a.offers.assign(node.outputs.size(), chain ? 1 : 0);
   a.native_bytes.assign(node.outputs.size(), 0);
@@ -67,17 +67,18 @@ NodeLayouts chain_backend(size_t, const Node& node) {
 
 struct Chain {
   Graph g;
-  ValueId x, w, conv, relu, pool, flat, loss;
+  ValueId x, w, conv, scaled, pool, flat, loss;
 };
 
-// x -> conv -> relu -> pool -> reshape -> reduce: native fits conv..pool.
+// x -> conv -> scale -> pool -> reshape -> reduce: native fits conv..pool.
+// (scale: an elementwise op the catalog lets run in place.)
 Chain make_chain() {
   Chain c;
   c.x = *c.g.add_value("x", TDM_VALUE_INPUT, f32({2, 16, 4, 4}));
   c.w = *c.g.add_value("w", TDM_VALUE_PARAMETER, f32({16, 16, 3, 3}));
   c.conv = add_node(c.g, "conv2d", "conv", {c.x, c.w}, {f32({2, 16, 4, 4})});
-  c.relu = add_node(c.g, "relu", "relu", {c.conv}, {f32({2, 16, 4, 4})});
-  c.pool = add_node(c.g, "max_pool2d", "pool", {c.relu}, {f32({2, 16, 2, 2})});
+  c.scaled = add_node(c.g, "scale", "scale", {c.conv}, {f32({2, 16, 4, 4})});
+  c.pool = add_node(c.g, "max_pool2d", "pool", {c.scaled}, {f32({2, 16, 2, 2})});
   c.flat = add_node(c.g, "reshape", "flat", {c.pool}, {f32({2, 64})});
   c.loss = add_node(c.g, "reduce_sum", "sum", {c.flat}, {f32({})});
   return c;
@@ -87,7 +88,7 @@ TEST(NativeLayouts, ProducerOffersAndEveryConsumerAccepts) {
   Chain c = make_chain();
   const LayoutPlan plan = decide_layouts(c.g, {c.loss}, chain_backend);
   EXPECT_TRUE(plan.is_native(c.conv));
-  EXPECT_TRUE(plan.is_native(c.relu));
+  EXPECT_TRUE(plan.is_native(c.scaled));
   EXPECT_FALSE(plan.is_native(c.pool));  // read by reshape, which declines: the chain's edge
   EXPECT_FALSE(plan.is_native(c.x));     // a graph input: the host writes it
   EXPECT_FALSE(plan.is_native(c.w));     // a parameter: checkpoints and the optimizer read it
@@ -101,20 +102,20 @@ TEST(NativeLayouts, ProducerOffersAndEveryConsumerAccepts) {
 TEST(NativeLayouts, HostReadValuesAndMixedConsumersStayPlain) {
   Chain c = make_chain();
   // A value the host reads after the run stays plain.
-  EXPECT_FALSE(decide_layouts(c.g, {c.loss, c.relu}, chain_backend).is_native(c.relu));
+  EXPECT_FALSE(decide_layouts(c.g, {c.loss, c.scaled}, chain_backend).is_native(c.scaled));
   // A second reader that declines makes the value plain for every reader.
   add_node(c.g, "reshape", "peek", {c.conv}, {f32({2, 256})});
   const LayoutPlan plan = decide_layouts(c.g, {c.loss}, chain_backend);
   EXPECT_FALSE(plan.is_native(c.conv));
-  EXPECT_TRUE(plan.is_native(c.relu));
+  EXPECT_TRUE(plan.is_native(c.scaled));
   // No answers at all: nothing native.
   EXPECT_TRUE(decide_layouts(c.g, {}, [](size_t, const Node&) { return NodeLayouts{}; }).native.empty());
 }
 
 TEST(NativeLayouts, PlannerSizesNativeSlotsAndKeepsInPlacePairsInOneLayout) {
   Chain c = make_chain();
-  // relu may overwrite its input (the catalog allows it; a pass asks for it).
-  ASSERT_TRUE(c.g.annotate(c.g.value(c.relu)->producer, "tandem.inplace", std::string("0:0")).ok());
+  // scale may overwrite its input (the catalog allows it; a pass asks for it).
+  ASSERT_TRUE(c.g.annotate(c.g.value(c.scaled)->producer, "tandem.inplace", std::string("0:0")).ok());
   const LayoutPlan layouts = decide_layouts(c.g, {c.loss}, chain_backend);
   auto plan = host::exec::make_plan(c.g, {}, {c.loss}, layouts.native);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
@@ -122,17 +123,17 @@ TEST(NativeLayouts, PlannerSizesNativeSlotsAndKeepsInPlacePairsInOneLayout) {
   EXPECT_TRUE(conv->native);
   EXPECT_EQ(conv->bytes, 2u * 16 * 4 * 4 * 4);  // what the host would read: the plain size
   EXPECT_EQ(conv->arena_bytes(), conv->bytes + 8);
-  // relu may run in place on conv's bytes: both native.
-  EXPECT_EQ(plan->find(c.relu)->owner, c.conv);
+  // scale may run in place on conv's bytes: both native.
+  EXPECT_EQ(plan->find(c.scaled)->owner, c.conv);
   // Plain everywhere, the arena is smaller by the padding.
   auto plain = host::exec::make_plan(c.g, {}, {c.loss});
   ASSERT_TRUE(plain.ok());
   EXPECT_LT(plain->arena_bytes, plan->arena_bytes);
-  // A native relu output over a plain input never shares its bytes.
-  std::map<ValueId, uint64_t> only_relu{{c.relu, layouts.native.at(c.relu)}};
-  auto mixed = host::exec::make_plan(c.g, {}, {c.loss}, only_relu);
+  // A native scale output over a plain input never shares its bytes.
+  std::map<ValueId, uint64_t> only_scaled{{c.scaled, layouts.native.at(c.scaled)}};
+  auto mixed = host::exec::make_plan(c.g, {}, {c.loss}, only_scaled);
   ASSERT_TRUE(mixed.ok());
-  EXPECT_EQ(mixed->find(c.relu)->owner, c.relu);
+  EXPECT_EQ(mixed->find(c.scaled)->owner, c.scaled);
 }
 
 // Reference has no kernel_layouts (its table leaves it NULL, as an ABI 1.2
@@ -158,10 +159,10 @@ class NativeLayoutsCnn : public ReferenceDevice {
     onednn_.emplace(std::move(device.value()));
     auto spec = host::model::parse_model_file(TANDEM_SOURCE_DIR "/bench/models/cnn.toml");
     ASSERT_TRUE(spec.ok()) << spec.error().message;
-    auto built = host::build::build_forward(*spec, 8, host::build::Mode::Train);
+    auto built = host::lowering::build_forward(*spec, 8, host::lowering::Mode::Train);
     ASSERT_TRUE(built.ok()) << built.error().message;
     model_.emplace(std::move(built.value()));
-    auto backward = host::build::append_backward(*model_);
+    auto backward = host::lowering::append_backward(*model_);
     ASSERT_TRUE(backward.ok()) << backward.error().message;
   }
   void TearDown() override {
@@ -222,7 +223,7 @@ class NativeLayoutsCnn : public ReferenceDevice {
   }
 
   std::optional<host::DeviceHandle> onednn_;
-  std::optional<host::build::ModelGraph> model_;
+  std::optional<host::lowering::ModelGraph> model_;
 };
 
 TEST_F(NativeLayoutsCnn, ExactlyTheChainInteriorIsNative) {

@@ -13,13 +13,13 @@
 #include <optional>
 #include <vector>
 
-#include "build/autodiff.hpp"
-#include "build/model_graph.hpp"
-#include "build/optimizer.hpp"
 #include "build_plugins.hpp"
 #include "device/device.hpp"
 #include "exec/executor.hpp"
 #include "exec/tensor_text.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/model_graph.hpp"
+#include "lowering/optimizer.hpp"
 #include "model/model_parser.hpp"
 #include "pinned_mlp.hpp"
 #include "place/placed_executor.hpp"
@@ -51,10 +51,10 @@ class OverlappedCopies : public ::testing::Test {
     }
     auto spec = host::model::parse_model_text(kModel, "pins.toml");
     ASSERT_TRUE(spec.ok()) << spec.error().message;
-    auto model = host::build::build_forward(*spec, kBatch, host::build::Mode::Train);
+    auto model = host::lowering::build_forward(*spec, kBatch, host::lowering::Mode::Train);
     ASSERT_TRUE(model.ok()) << model.error().message;
-    ASSERT_TRUE(host::build::append_backward(*model).ok());
-    ASSERT_TRUE(host::build::append_optimizer(*model, spec->train).ok());
+    ASSERT_TRUE(host::lowering::append_backward(*model).ok());
+    ASSERT_TRUE(host::lowering::append_optimizer(*model, spec->train).ok());
     host::place::PlacementOptions o;
     o.default_device = "onednn:0";
     o.resolve = [](const std::string& pin) -> host::Result<std::string> {
@@ -137,7 +137,7 @@ class OverlappedCopies : public ::testing::Test {
   host::HostServices services_;
   std::optional<host::PluginRegistry> registry_;
   std::vector<std::unique_ptr<host::DeviceHandle>> devices_;
-  std::optional<host::build::ModelGraph> model_;
+  std::optional<host::lowering::ModelGraph> model_;
   std::optional<host::place::Placement> placement_;
 };
 
@@ -199,7 +199,7 @@ TEST_F(OverlappedCopies, EachCopyIsIssuedRightAfterItsProducerAndWaitedForByItsF
     EXPECT_FALSE(points.in_order);
     // The global value copied: the node at the copy's slot reads it.
     const host::Node& copy = *g.node_at(t.position);
-    ASSERT_EQ(copy.op, host::place::kCopyOp);
+    ASSERT_EQ(copy.op, host::ops::kDeviceCopy);
     const host::Value& source = *g.value(copy.inputs[0]);
     SCOPED_TRACE(source.name);
     if (source.producer == host::kNoNode) {

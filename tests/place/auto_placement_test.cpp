@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "build/autodiff.hpp"
-#include "build/model_graph.hpp"
-#include "build/optimizer.hpp"
 #include "build_plugins.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/model_graph.hpp"
+#include "lowering/optimizer.hpp"
 #include "model/model_parser.hpp"
 #include "pinned_mlp.hpp"
 #include "place/auto_placement.hpp"
@@ -51,10 +51,10 @@ class AutoPlacementTest : public ::testing::Test {
     auto spec = host::model::parse_model_text(text, "auto.toml");
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     spec_ = std::move(*spec);
-    auto model = host::build::build_forward(spec_, 4, host::build::Mode::Train);
+    auto model = host::lowering::build_forward(spec_, 4, host::lowering::Mode::Train);
     ASSERT_TRUE(model.ok()) << model.error().message;
-    ASSERT_TRUE(host::build::append_backward(*model).ok());
-    ASSERT_TRUE(host::build::append_optimizer(*model, spec_.train).ok());
+    ASSERT_TRUE(host::lowering::append_backward(*model).ok());
+    ASSERT_TRUE(host::lowering::append_optimizer(*model, spec_.train).ok());
     model_ = std::move(*model);
   }
 
@@ -121,7 +121,7 @@ class AutoPlacementTest : public ::testing::Test {
   std::vector<std::unique_ptr<host::DeviceHandle>> handles_;
   std::map<std::string, const host::DeviceHandle*> devices_;
   host::model::ModelSpec spec_;
-  host::build::ModelGraph model_;
+  host::lowering::ModelGraph model_;
   std::optional<CostModel> costs_;
   TempDir dir_;
 };

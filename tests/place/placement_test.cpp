@@ -7,10 +7,10 @@
 
 #include <algorithm>
 
-#include "build/autodiff.hpp"
-#include "build/model_graph.hpp"
-#include "build/optimizer.hpp"
 #include "exec/planner.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/model_graph.hpp"
+#include "lowering/optimizer.hpp"
 #include "model/model_parser.hpp"
 #include "pinned_mlp.hpp"
 #include "place/placement.hpp"
@@ -22,7 +22,7 @@ namespace {
 const char* const kModel = kPinnedMlp;
 
 struct Placed {
-  host::build::ModelGraph model;
+  host::lowering::ModelGraph model;
   host::Result<host::place::Placement> placement = host::make_error("not run", TDM_INTERNAL);
 };
 
@@ -33,10 +33,10 @@ Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool
   for (const auto& [from, to] : edits) text.replace(text.find(from), from.size(), to);
   auto spec = host::model::parse_model_text(text, "pins.toml");
   EXPECT_TRUE(spec.ok()) << spec.error().message;
-  auto model = host::build::build_forward(*spec, 4, host::build::Mode::Train);
+  auto model = host::lowering::build_forward(*spec, 4, host::lowering::Mode::Train);
   EXPECT_TRUE(model.ok());
-  EXPECT_TRUE(host::build::append_backward(*model).ok());
-  EXPECT_TRUE(host::build::append_optimizer(*model, spec->train).ok());
+  EXPECT_TRUE(host::lowering::append_backward(*model).ok());
+  EXPECT_TRUE(host::lowering::append_optimizer(*model, spec->train).ok());
   host::place::PlacementOptions o;
   o.default_device = "onednn:0";
   o.strict = strict;
@@ -80,7 +80,7 @@ TEST(Placement, InsertsExactlyTheCopiesTheBoundariesNeed) {
       EXPECT_EQ(n.device, want) << n.name;
     }
     // Every input is on the node's device (a copy reads the other one).
-    if (n.op == host::place::kCopyOp) continue;
+    if (n.op == host::ops::kDeviceCopy) continue;
     for (host::ValueId v : n.inputs) {
       if (v == host::kNoValue) continue;
       EXPECT_EQ(p.placement->home.at(v), n.device) << n.name << " reads " << g.value(v)->name;
@@ -163,10 +163,10 @@ TEST(Placement, AnOffloadedOptimizerGetsEachGradientRightAfterItsProducer) {
     if (n.op == "sgd_update") {
       ++updates;
       EXPECT_EQ(n.device, "reference:0") << n.name;
-      for (const auto& [output, input] : host::build::inplace_pairs(n))
+      for (const auto& [output, input] : host::ops::inplace_pairs(n))
         EXPECT_EQ(p.placement->home.at(n.inputs[input]), "reference:0") << g.value(n.inputs[input])->name;
     }
-    if (n.op != host::place::kCopyOp) continue;
+    if (n.op != host::ops::kDeviceCopy) continue;
     const host::Value& source = *g.value(n.inputs[0]);
     if (source.kind == TDM_VALUE_PARAMETER) {
       ++parameters;
@@ -178,7 +178,7 @@ TEST(Placement, AnOffloadedOptimizerGetsEachGradientRightAfterItsProducer) {
       EXPECT_EQ(n.phase, TDM_PHASE_BACKWARD) << n.name;
       // Nothing but other copies between the producer and its copy.
       for (size_t k = *g.position(source.producer) + 1; k < i; ++k)
-        EXPECT_EQ(g.node_at(k)->op, host::place::kCopyOp) << n.name << " waits for " << g.node_at(k)->name;
+        EXPECT_EQ(g.node_at(k)->op, host::ops::kDeviceCopy) << n.name << " waits for " << g.node_at(k)->name;
     }
   }
   EXPECT_EQ(updates, 6u);

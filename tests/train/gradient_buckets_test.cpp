@@ -3,9 +3,9 @@
 // node that writes or reads one of its gradients.
 #include <gtest/gtest.h>
 
-#include "build/autodiff.hpp"
-#include "build/model_graph.hpp"
-#include "build/optimizer.hpp"
+#include "lowering/autodiff.hpp"
+#include "lowering/model_graph.hpp"
+#include "lowering/optimizer.hpp"
 #include "model/model_parser.hpp"
 #include "train/gradient_buckets.hpp"
 
@@ -31,17 +31,17 @@ out_features = 10
 )";
 
 struct Built {
-  host::build::ModelGraph model;
+  host::lowering::ModelGraph model;
   std::vector<ValueId> gradients;  // in parameter order: fc1.weight, fc1.bias, fc2.weight, fc2.bias
 };
 
 Built build() {
   auto spec = host::model::parse_model_text(kModel, "buckets.toml");
   EXPECT_TRUE(spec.ok());
-  auto model = host::build::build_forward(*spec, 4, host::build::Mode::Train);
+  auto model = host::lowering::build_forward(*spec, 4, host::lowering::Mode::Train);
   EXPECT_TRUE(model.ok());
-  EXPECT_TRUE(host::build::append_backward(*model).ok());
-  EXPECT_TRUE(host::build::append_optimizer(*model, spec->train).ok());
+  EXPECT_TRUE(host::lowering::append_backward(*model).ok());
+  EXPECT_TRUE(host::lowering::append_optimizer(*model, spec->train).ok());
   Built b{std::move(*model), {}};
   for (ValueId p : b.model.parameters) b.gradients.push_back(b.model.gradients.at(p));
   return b;

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <random>
 
-#include "build/autodiff.hpp"
 #include "exec/executor.hpp"
+#include "lowering/autodiff.hpp"
 #include "model/model_parser.hpp"
 #include "reference_device.hpp"
 #include "train/initializers.hpp"
@@ -19,7 +19,7 @@ namespace tandem::test {
 namespace {
 
 using host::ValueId;
-namespace build = host::build;
+namespace lowering = host::lowering;
 
 const char* kMlp = R"([model]
 input = [6]
@@ -137,9 +137,9 @@ class GraphGradcheck : public ReferenceDevice {
     auto spec = host::model::parse_model_text(text, "gradcheck.toml");
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     const int64_t batch = 3;
-    auto m = build::build_forward(*spec, batch, build::Mode::Train, TDM_F64);
+    auto m = lowering::build_forward(*spec, batch, lowering::Mode::Train, TDM_F64);
     ASSERT_TRUE(m.ok()) << m.error().message;
-    ASSERT_TRUE(build::append_backward(*m).ok());
+    ASSERT_TRUE(lowering::append_backward(*m).ok());
     host::exec::ExecutorOptions options;
     options.outputs = {"loss"};
     auto ex = host::exec::Executor::create(*device_, m->graph, options);

@@ -10,11 +10,11 @@
 // step (schedules never re-prepare kernels); AdamW's step count is "optim.step".
 #pragma once
 
-#include "build/model_graph.hpp"
+#include "lowering/model_graph.hpp"
 #include "model/model_spec.hpp"
 
-namespace tandem::host::build {
+namespace tandem::host::lowering {
 
 Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train);
 
-}  // namespace tandem::host::build
+}  // namespace tandem::host::lowering

@@ -10,9 +10,17 @@
 // into linear_int8 (u8 output) would save that pass and is a possible
 // follow-up. tanh and sigmoid are not fused (linear_int8 fuses relu only) and
 // follow as their own f32 ops.
-#include "build/int8_layers.hpp"
+#include "lowering/int8_layers.hpp"
 
-namespace tandem::host::build::detail {
+namespace tandem::host::lowering {
+
+bool has_int8_form(const std::string& layer_op) {
+  return layer_op == "linear" || layer_op == "conv2d";
+}
+
+}  // namespace tandem::host::lowering
+
+namespace tandem::host::lowering::detail {
 
 Result<ValueId> linear_int8(Context& ctx, ValueId x, const Int8Layer& q) {
   const model::LayerSpec& l = *ctx.layer;
@@ -85,4 +93,4 @@ Result<ValueId> conv2d_int8(Context& ctx, ValueId x, const Int8Layer& q, std::ve
   return (*y)[0];
 }
 
-}  // namespace tandem::host::build::detail
+}  // namespace tandem::host::lowering::detail

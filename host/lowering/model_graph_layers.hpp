@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "build/int8_plan.hpp"
-#include "build/model_graph.hpp"
-#include "build/shapes.hpp"
+#include "lowering/int8_plan.hpp"
+#include "lowering/model_graph.hpp"
+#include "ops/shapes.hpp"
 
-namespace tandem::host::build::detail {
+namespace tandem::host::lowering::detail {
 
 // Builder state shared by the layer expansions.
 struct Context {
@@ -42,4 +42,4 @@ Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs);
 // The same, without the checks for inputs that are a rank's slice.
 Result<ValueId> expand_layer_whole(Context& ctx, const std::vector<ValueId>& inputs);
 
-}  // namespace tandem::host::build::detail
+}  // namespace tandem::host::lowering::detail

@@ -1,10 +1,10 @@
 // Internal to the graph builder: `linear` and `conv2d` layers emitted in INT8.
 #pragma once
 
-#include "build/int8_plan.hpp"
-#include "build/model_graph_layers.hpp"
+#include "lowering/int8_plan.hpp"
+#include "lowering/model_graph_layers.hpp"
 
-namespace tandem::host::build::detail {
+namespace tandem::host::lowering::detail {
 
 // `x` is the flattened [batch, in] input.
 Result<ValueId> linear_int8(Context& ctx, ValueId x, const Int8Layer& q);
@@ -13,4 +13,4 @@ Result<ValueId> linear_int8(Context& ctx, ValueId x, const Int8Layer& q);
 Result<ValueId> conv2d_int8(Context& ctx, ValueId x, const Int8Layer& q, std::vector<Attr> conv_attrs,
                             const Dims& w_dims, const Dims& y_dims);
 
-}  // namespace tandem::host::build::detail
+}  // namespace tandem::host::lowering::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace tandem::host::build {
+namespace tandem::host::lowering {
 
 struct Int8Layer {
   double x_scale = 1;
@@ -19,4 +19,8 @@ struct Int8Layer {
 // Layer name -> its INT8 parameters; layers not listed stay f32.
 using Int8Plan = std::map<std::string, Int8Layer>;
 
-}  // namespace tandem::host::build
+// Whether a layer kind of the model file has an INT8 form (int8_layers.cpp):
+// the layers `tandem quantize` calibrates.
+bool has_int8_form(const std::string& layer_op);
+
+}  // namespace tandem::host::lowering

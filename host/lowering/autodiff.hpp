@@ -4,10 +4,10 @@
 // "<parameter>.grad" of kind TDM_VALUE_GRADIENT.
 #pragma once
 
-#include "build/model_graph.hpp"
+#include "lowering/model_graph.hpp"
 
-namespace tandem::host::build {
+namespace tandem::host::lowering {
 
 Result<void> append_backward(ModelGraph& model);
 
-}  // namespace tandem::host::build
+}  // namespace tandem::host::lowering

@@ -1,6 +1,6 @@
-#include "build/optimizer.hpp"
+#include "lowering/optimizer.hpp"
 
-namespace tandem::host::build {
+namespace tandem::host::lowering {
 namespace {
 
 const TensorType kScalarF32{TDM_F32, {}};
@@ -125,4 +125,4 @@ Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train) 
   return OptimizerBuilder(model, train).run();
 }
 
-}  // namespace tandem::host::build
+}  // namespace tandem::host::lowering

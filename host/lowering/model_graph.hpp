@@ -14,12 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "build/int8_plan.hpp"
 #include "graph/graph.hpp"
+#include "lowering/int8_plan.hpp"
 #include "model/model_spec.hpp"
+#include "ops/shapes.hpp"
 #include "util/result.hpp"
 
-namespace tandem::host::build {
+namespace tandem::host::lowering {
+
+using ops::broadcast;
+using ops::Dims;
+using ops::dims_str;
+using ops::numel;
+using ops::window_out;
 
 enum class Mode { Train, Eval };
 
@@ -90,8 +97,4 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
 // Whether any layer asks for tensor parallelism.
 bool uses_tensor_parallelism(const model::ModelSpec& spec);
 
-// Which outputs of an op overwrite which of its inputs in place (output
-// index -> input index), per sdk/ops.md; empty for most ops.
-std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node);
-
-}  // namespace tandem::host::build
+}  // namespace tandem::host::lowering

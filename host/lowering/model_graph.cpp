@@ -1,18 +1,23 @@
-#include "build/model_graph.hpp"
+#include "lowering/model_graph.hpp"
 
-#include <cstdio>
 #include <map>
-#include <sstream>
 
-#include "build/model_graph_layers.hpp"
+#include "lowering/model_graph_layers.hpp"
+#include "ops/op_table.hpp"
 
-namespace tandem::host::build {
+namespace tandem::host::lowering {
 namespace detail {
 
 Result<std::vector<ValueId>> Context::emit(const std::string& op, const std::string& node_name,
                                            std::vector<ValueId> inputs, std::vector<Attr> attrs,
                                            std::vector<TensorType> outputs,
                                            std::vector<std::string> output_names) {
+  // The outputs worked out here must be what the op table's shape rule
+  // gives: a disagreement is a bug in lowering, caught before any backend.
+  if (auto checked = ops::check_outputs(out.graph, op, inputs, attrs, outputs); !checked)
+    return make_error("layer '" + layer->name + "' (node '" + node_name + "'): " + checked.error().message +
+                          " (internal: lowering and the op table disagree)",
+                      TDM_INTERNAL);
   NodeSpec spec;
   spec.op = op;
   spec.name = node_name;
@@ -146,24 +151,4 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
   return g;
 }
 
-std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
-  if (node.op == "sgd_update") return {{0, 0}, {1, 3}};
-  if (node.op == "adamw_update") return {{0, 0}, {1, 2}, {2, 3}};
-  if (node.op == "batch_norm_train") return {{3, 3}, {4, 4}};
-  // A pass may ask for an in-place binding the catalog allows for the op
-  // (e.g. add accumulating into a state): annotation "tandem.inplace" =
-  // "out:in[,out:in...]".
-  std::vector<std::pair<size_t, size_t>> pairs;
-  auto it = node.annotations.find("tandem.inplace");
-  if (it == node.annotations.end()) return pairs;
-  std::stringstream list(it->second);
-  for (std::string item; std::getline(list, item, ',');) {
-    size_t out = 0, in = 0;
-    if (std::sscanf(item.c_str(), "%zu:%zu", &out, &in) == 2 && out < node.outputs.size() &&
-        in < node.inputs.size())
-      pairs.emplace_back(out, in);
-  }
-  return pairs;
-}
-
-}  // namespace tandem::host::build
+}  // namespace tandem::host::lowering

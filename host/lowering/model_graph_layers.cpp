@@ -1,12 +1,13 @@
 // Expansion of each model-file layer into catalog ops, with shape inference.
 #include <cmath>
 
-#include "build/model_graph_layers.hpp"
+#include "lowering/model_graph_layers.hpp"
 
-#include "build/int8_layers.hpp"
 #include "data/counter_rng.hpp"
+#include "lowering/int8_layers.hpp"
+#include "ops/op_table.hpp"
 
-namespace tandem::host::build::detail {
+namespace tandem::host::lowering::detail {
 namespace {
 
 using model::LayerSpec;
@@ -43,7 +44,7 @@ Result<ValueId> column_linear(Context& ctx, ValueId x) {
                      " must be a positive multiple of the " + std::to_string(n) + " ranks");
   auto w = ctx.sharded_parameter("weight", {out, in}, 0, weight_init(l, "init", "kaiming", in, out));
   if (!w) return w.error();
-  auto xp = ctx.emit("comm.copy_to_parallel", l.name + ".copy_to_parallel", {x}, {}, {ctx.value(x).type});
+  auto xp = ctx.emit(ops::kCopyToParallel, l.name + ".copy_to_parallel", {x}, {}, {ctx.value(x).type});
   if (!xp) return xp.error();
   std::vector<ValueId> inputs = {(*xp)[0], *w};
   if (l.bool_attr("bias", true)) {
@@ -61,7 +62,7 @@ Result<ValueId> column_linear(Context& ctx, ValueId x) {
     return (*y)[0];
   }
   auto all =
-      ctx.emit("comm.all_gather", l.name + ".all_gather", {(*y)[0]}, {}, {ctx.tensor({n, batch, out / n})});
+      ctx.emit(ops::kAllGather, l.name + ".all_gather", {(*y)[0]}, {}, {ctx.tensor({n, batch, out / n})});
   if (!all) return all.error();
   auto t = ctx.emit("transpose", l.name + ".interleave", {(*all)[0]}, {{"perm", Dims{1, 0, 2}}},
                     {ctx.tensor({batch, n, out / n})});
@@ -93,7 +94,7 @@ Result<ValueId> row_linear(Context& ctx, ValueId x) {
     auto t = ctx.emit("transpose", l.name + ".rank_major", {(*r)[0]}, {{"perm", Dims{1, 0, 2}}},
                       {ctx.tensor({n, batch, in / n})});
     if (!t) return t.error();
-    auto c = ctx.emit("comm.chunk", l.name + ".chunk", {(*t)[0]}, {}, {ctx.tensor({batch, in / n})});
+    auto c = ctx.emit(ops::kChunk, l.name + ".chunk", {(*t)[0]}, {}, {ctx.tensor({batch, in / n})});
     if (!c) return c.error();
     local = (*c)[0];
   }
@@ -105,7 +106,7 @@ Result<ValueId> row_linear(Context& ctx, ValueId x) {
   const std::string activation = l.string_attr("activation", "none");
   const bool bias = l.bool_attr("bias", true);
   const bool last = !bias && activation == "none";
-  auto sum = ctx.emit("comm.all_reduce", l.name + ".all_reduce", {(*partial)[0]}, {},
+  auto sum = ctx.emit(ops::kAllReduce, l.name + ".all_reduce", {(*partial)[0]}, {},
                       {ctx.tensor({batch, out})}, {last ? l.name : ""});
   if (!sum) return sum.error();
   ValueId y = (*sum)[0];
@@ -312,7 +313,7 @@ Result<ValueId> embedding(Context& ctx, ValueId x) {
   auto part = ctx.emit("embedding", l.name + ".local", {*table, indices},
                        {{"padding_idx", local_padding}, {"vocab_start", start}}, {ctx.tensor(out)});
   if (!part) return part.error();
-  auto y = ctx.emit("comm.all_reduce", l.name, {(*part)[0]}, {}, {ctx.tensor(out)}, {l.name});
+  auto y = ctx.emit(ops::kAllReduce, l.name, {(*part)[0]}, {}, {ctx.tensor(out)}, {l.name});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -360,11 +361,51 @@ Result<ValueId> concat(Context& ctx, const std::vector<ValueId>& inputs) {
 
 namespace {
 
-// Layers that may read a rank's slice of an activation: elementwise ones
-// (whose output is then a slice too) and a row-parallel linear.
+// A layer kind of the model file (model/layer_schema.cpp) and how it
+// lowers to catalog ops.
+struct LayerKind {
+  std::string_view name;
+  Result<ValueId> (*expand)(Context& ctx, const std::vector<ValueId>& inputs);
+};
+
+Result<ValueId> expand_unary(Context& ctx, const std::vector<ValueId>& in) {
+  const std::string& op = ctx.layer->op;
+  if (op == "gelu")
+    return unary(ctx, in[0], op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
+  if (op == "softmax") return unary(ctx, in[0], op, {{"axis", int64_t{-1}}});
+  return unary(ctx, in[0], op);
+}
+
+const std::vector<LayerKind>& layer_kinds() {
+  static const std::vector<LayerKind> kinds = {
+      {"linear", [](Context& c, const std::vector<ValueId>& in) { return linear(c, in[0]); }},
+      {"conv2d", [](Context& c, const std::vector<ValueId>& in) { return conv2d(c, in[0]); }},
+      {"max_pool2d", [](Context& c, const std::vector<ValueId>& in) { return pool(c, in[0]); }},
+      {"avg_pool2d", [](Context& c, const std::vector<ValueId>& in) { return pool(c, in[0]); }},
+      {"relu", expand_unary},
+      {"gelu", expand_unary},
+      {"tanh", expand_unary},
+      {"sigmoid", expand_unary},
+      {"softmax", expand_unary},
+      {"flatten",
+       [](Context& c, const std::vector<ValueId>& in) { return flatten(c, in[0], c.layer->name); }},
+      {"dropout", [](Context& c, const std::vector<ValueId>& in) { return dropout(c, in[0]); }},
+      {"batch_norm", [](Context& c, const std::vector<ValueId>& in) { return batch_norm(c, in[0]); }},
+      {"layer_norm", [](Context& c, const std::vector<ValueId>& in) { return layer_norm(c, in[0]); }},
+      {"embedding", [](Context& c, const std::vector<ValueId>& in) { return embedding(c, in[0]); }},
+      {"add", binary_chain},
+      {"mul", binary_chain},
+      {"concat", concat},
+  };
+  return kinds;
+}
+
+// Layers that may read a rank's slice of an activation: those lowering to
+// one elementwise op of the same name (the op table's flag: their output is
+// then a slice too) and a row-parallel linear.
 Result<ValueId> expand_on_slice(Context& ctx, const std::vector<ValueId>& inputs) {
   const std::string& op = ctx.layer->op;
-  const bool elementwise = op == "relu" || op == "gelu" || op == "tanh" || op == "sigmoid" || op == "dropout";
+  const bool elementwise = ops::is(op, ops::kElementwise);
   const bool row = op == "linear" && ctx.layer->string_attr("parallel", "none") == "row";
   if (inputs.size() != 1 || !(elementwise || row))
     return ctx.error("reads '" + ctx.value(inputs[0]).name +
@@ -385,23 +426,9 @@ Result<ValueId> expand_layer(Context& ctx, const std::vector<ValueId>& inputs) {
 }
 
 Result<ValueId> expand_layer_whole(Context& ctx, const std::vector<ValueId>& inputs) {
-  const std::string& op = ctx.layer->op;
-  const ValueId x = inputs[0];
-  if (op == "linear") return linear(ctx, x);
-  if (op == "conv2d") return conv2d(ctx, x);
-  if (op == "max_pool2d" || op == "avg_pool2d") return pool(ctx, x);
-  if (op == "relu" || op == "tanh" || op == "sigmoid") return unary(ctx, x, op);
-  if (op == "gelu")
-    return unary(ctx, x, op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
-  if (op == "softmax") return unary(ctx, x, op, {{"axis", int64_t{-1}}});
-  if (op == "flatten") return flatten(ctx, x, ctx.layer->name);
-  if (op == "dropout") return dropout(ctx, x);
-  if (op == "batch_norm") return batch_norm(ctx, x);
-  if (op == "layer_norm") return layer_norm(ctx, x);
-  if (op == "embedding") return embedding(ctx, x);
-  if (op == "add" || op == "mul") return binary_chain(ctx, inputs);
-  if (op == "concat") return concat(ctx, inputs);
+  for (const LayerKind& kind : layer_kinds())
+    if (kind.name == ctx.layer->op) return kind.expand(ctx, inputs);
   return ctx.error("has no expansion (internal: the layer schema and the builder disagree)");
 }
 
-}  // namespace tandem::host::build::detail
+}  // namespace tandem::host::lowering::detail

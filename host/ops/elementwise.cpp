@@ -1,0 +1,84 @@
+// add, sub, mul, scale (sdk/ops.md): numpy broadcasting of a and b, one
+// dtype. Their gradients are built from catalog ops, each reduced over the
+// operand's broadcast axes (GradContext::accumulate_unbroadcast).
+#include "ops/rules.hpp"
+
+namespace tandem::host::ops {
+namespace {
+
+using namespace rules;
+
+Outputs binary_shape(const ShapeQuery& q) {
+  auto a = input(q, 0, "a");
+  auto b = input(q, 1, "b");
+  if (!a) return a.error();
+  if (!b) return b.error();
+  if (a->dtype != b->dtype) return bad("a " + str(*a) + " and b " + str(*b) + " must have one dtype");
+  auto y = broadcast(a->dims, b->dims);
+  if (!y) return bad("a " + str(*a) + " and b " + str(*b) + " do not broadcast");
+  return std::vector<TensorType>{{a->dtype, *y}};
+}
+
+Outputs scale_shape(const ShapeQuery& q) {
+  return same_as(q, 0, "x");
+}
+
+Result<void> add_grad(GradContext& g) {
+  if (auto r = g.accumulate_unbroadcast(g.in(0), g.dy()); !r) return r;
+  return g.accumulate_unbroadcast(g.in(1), g.dy());
+}
+
+Result<void> sub_grad(GradContext& g) {
+  if (auto r = g.accumulate_unbroadcast(g.in(0), g.dy()); !r) return r;
+  if (!g.needs(g.in(1))) return {};
+  auto neg = g.emit1("scale", "grad_neg", {g.dy()}, {{"alpha", -1.0}}, g.type(g.dy()));
+  if (!neg) return neg.error();
+  return g.accumulate_unbroadcast(g.in(1), *neg);
+}
+
+Result<void> mul_grad(GradContext& g) {
+  for (size_t i = 0; i < 2; ++i) {
+    const ValueId self = g.in(i), other = g.in(1 - i);
+    if (!g.needs(self)) continue;
+    auto d = g.emit1("mul", "grad_mul", {g.dy(), other}, {}, g.type(g.dy()));
+    if (!d) return d.error();
+    if (auto r = g.accumulate_unbroadcast(self, *d); !r) return r;
+  }
+  return {};
+}
+
+Result<void> scale_grad(GradContext& g) {
+  const double alpha = float_attr(g.node().attrs, "alpha", 1.0);
+  return g.grad_to_input0("scale", {g.dy()}, {{"alpha", alpha}});
+}
+
+// In place when the operand has y's shape: the pass that asks checks it.
+OpInfo binary(std::string_view name, GradFn grad, std::vector<std::string_view> grad_ops) {
+  return {.name = name,
+          .section = "elementwise",
+          .inputs = {{"a"}, {"b"}},
+          .outputs = {{"y"}},
+          .inplace = {{0, 0}, {0, 1}},
+          .shape = binary_shape,
+          .grad = grad,
+          .grad_ops = std::move(grad_ops)};
+}
+
+}  // namespace
+
+std::vector<OpInfo> elementwise_ops() {
+  return {binary("add", add_grad, {}),
+          binary("sub", sub_grad, {"scale"}),
+          binary("mul", mul_grad, {"mul"}),
+          {.name = "scale",
+           .section = "elementwise",
+           .inputs = {{"x"}},
+           .outputs = {{"y"}},
+           .inplace = {{0, 0}},
+           .flags = kElementwise,
+           .shape = scale_shape,
+           .grad = scale_grad,
+           .grad_ops = {"scale"}}};
+}
+
+}  // namespace tandem::host::ops

@@ -1,0 +1,84 @@
+// Ops the host runs itself; not catalog ops, never prepared by a backend.
+//
+// Tensor parallelism (Megatron-LM) exchanges activations between the ranks
+// that hold slices of a layer (exec/collectives.hpp runs them):
+//   comm.all_reduce        y = sum over ranks of x            grad: identity
+//   comm.copy_to_parallel  y = x                              grad: comm.all_reduce
+//   comm.all_gather        y[r] = x of rank r; y = [world, ...x]   grad: comm.chunk
+//   comm.chunk             y = x[rank]; x = [world, ...y]     grad: comm.all_gather
+// Placement (place/placement.hpp) moves a value between devices:
+//   tandem.copy            y = x on another device            (inserted after autodiff)
+#include "ops/rules.hpp"
+
+namespace tandem::host::ops {
+namespace {
+
+using namespace rules;
+
+Outputs same_shape(const ShapeQuery& q) {
+  return same_as(q, 0, "x");
+}
+
+Outputs gather_shape(const ShapeQuery& q) {  // the world size is the caller's
+  auto x = input(q, 0, "x");
+  auto y = declared(q, 0, "number of ranks");
+  if (!x) return x.error();
+  if (!y) return y.error();
+  if (y->dims.size() != x->dims.size() + 1 ||
+      !std::equal(x->dims.begin(), x->dims.end(), y->dims.begin() + 1))
+    return bad("y " + str(*y) + " must be [world, ...x] for x " + str(*x));
+  return std::vector<TensorType>{{x->dtype, y->dims}};
+}
+
+Outputs chunk_shape(const ShapeQuery& q) {
+  auto x = input(q, 0, "x");
+  if (!x) return x.error();
+  if (x->dims.empty()) return bad("x must be [world, ...]");
+  return std::vector<TensorType>{{x->dtype, Dims(x->dims.begin() + 1, x->dims.end())}};
+}
+
+Result<void> all_reduce_grad(GradContext& g) {
+  return g.accumulate(g.in(0), g.dy());
+}
+Result<void> copy_to_parallel_grad(GradContext& g) {
+  return g.grad_to_input0("comm.all_reduce", {g.dy()}, {});
+}
+Result<void> all_gather_grad(GradContext& g) {
+  return g.grad_to_input0("comm.chunk", {g.dy()}, {});
+}
+Result<void> chunk_grad(GradContext& g) {
+  return g.grad_to_input0("comm.all_gather", {g.dy()}, {});
+}
+
+OpInfo collective(std::string_view name, HostKind kind, ShapeFn shape, GradFn grad,
+                  std::vector<std::string_view> grad_ops) {
+  return {.name = name,
+          .section = "host_run",
+          .inputs = {{"x"}},
+          .outputs = {{"y"}},
+          .flags = kHostRun | kCollective,
+          .shape = shape,
+          .grad = grad,
+          .grad_ops = std::move(grad_ops),
+          .host = kind};
+}
+
+}  // namespace
+
+std::vector<OpInfo> host_run_ops() {
+  return {
+      collective(kAllReduce, HostKind::AllReduce, same_shape, all_reduce_grad, {}),
+      collective(kCopyToParallel, HostKind::CopyToParallel, same_shape, copy_to_parallel_grad, {kAllReduce}),
+      collective(kAllGather, HostKind::AllGather, gather_shape, all_gather_grad, {kChunk}),
+      collective(kChunk, HostKind::Chunk, chunk_shape, chunk_grad, {kAllGather}),
+      {.name = kDeviceCopy,
+       .section = "host_run",
+       .inputs = {{"x"}},
+       .outputs = {{"y"}},
+       .flags = kHostRun,
+       .shape = same_shape,
+       .no_grad = "inserted by placement after autodiff",
+       .host = HostKind::DeviceCopy}};
+}
+
+}  // namespace tandem::host::ops

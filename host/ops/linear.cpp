@@ -1,0 +1,128 @@
+// linear, linear_grad_input, linear_grad_weight (sdk/ops.md).
+#include "ops/rules.hpp"
+
+namespace tandem::host::ops {
+namespace {
+
+using namespace rules;
+
+Outputs linear_shape(const ShapeQuery& q) {
+  auto x = input(q, 0, "x");
+  auto w = input(q, 1, "w");
+  if (!x) return x.error();
+  if (!w) return w.error();
+  if (x->dims.size() != 2 || w->dims.size() != 2 || x->dims[1] != w->dims[1])
+    return bad("x " + str(*x) + " and w " + str(*w) + " must be [N, I] and [O, I]");
+  if (present(q, 2) && q.inputs[2]->dims != Dims{w->dims[0]})
+    return bad("bias " + str(*q.inputs[2]) + " must be [" + std::to_string(w->dims[0]) + "]");
+  return std::vector<TensorType>{{x->dtype, {x->dims[0], w->dims[0]}}};
+}
+
+Outputs grad_input_shape(const ShapeQuery& q) {
+  auto dy = input(q, 0, "dy");
+  auto w = input(q, 1, "w");
+  if (!dy) return dy.error();
+  if (!w) return w.error();
+  if (dy->dims.size() != 2 || w->dims.size() != 2 || dy->dims[1] != w->dims[0])
+    return bad("dy " + str(*dy) + " and w " + str(*w) + " must be [N, O] and [O, I]");
+  return std::vector<TensorType>{{dy->dtype, {dy->dims[0], w->dims[1]}}};
+}
+
+Outputs grad_weight_shape(const ShapeQuery& q) {
+  auto dy = input(q, 0, "dy");
+  auto x = input(q, 1, "x");
+  if (!dy) return dy.error();
+  if (!x) return x.error();
+  if (dy->dims.size() != 2 || x->dims.size() != 2 || dy->dims[0] != x->dims[0])
+    return bad("dy " + str(*dy) + " and x " + str(*x) + " must be [N, O] and [N, I]");
+  std::vector<TensorType> out = {{dy->dtype, {dy->dims[1], x->dims[1]}}};
+  if (int_attr(q, "has_bias", 1) != 0) out.push_back({dy->dtype, {dy->dims[1]}});
+  return out;
+}
+
+// The fused activation's gradient op; each takes y (sdk/ops.md "linear").
+Result<std::string> activation_grad(const std::string& activation) {
+  if (activation == "relu") return std::string("relu_grad");
+  if (activation == "tanh") return std::string("tanh_grad");
+  if (activation == "sigmoid") return std::string("sigmoid_grad");
+  return bad("linear: no gradient for activation '" + activation + "'");
+}
+
+Result<void> linear_grad(GradContext& g) {
+  ValueId dz = g.dy();
+  const std::string a = string_attr(g.node().attrs, "activation", "none");
+  if (a != "none") {
+    auto op = activation_grad(a);
+    if (!op) return op.error();
+    auto r = g.emit1(*op, "act_grad", {dz, g.out(0)}, {}, g.type(g.out(0)));
+    if (!r) return r.error();
+    dz = *r;
+  }
+  return weight_grads(g, "linear_grad_input", "linear_grad_weight", dz, {});
+}
+
+double linear_flops(const Graph& g, const Node& n) {  // x [N, I], w [O, I]
+  const Dims& x = g.value(n.inputs[0])->type.dims;
+  return 2.0 * double(x[0]) * double(x[1]) * double(g.value(n.inputs[1])->type.dims[0]);
+}
+
+double grad_input_flops(const Graph& g, const Node& n) {  // dy [N, O], w [O, I]
+  const Dims& dy = g.value(n.inputs[0])->type.dims;
+  return 2.0 * double(dy[0]) * double(dy[1]) * double(g.value(n.inputs[1])->type.dims[1]);
+}
+
+double grad_weight_flops(const Graph& g, const Node& n) {  // dy [N, O], x [N, I]
+  const Dims& dy = g.value(n.inputs[0])->type.dims;
+  return 2.0 * double(dy[0]) * double(dy[1]) * double(g.value(n.inputs[1])->type.dims[1]);
+}
+
+}  // namespace
+
+// Shared with conv2d: dx = <op>_grad_input(dz, w) when x needs it, then
+// dw (and dbias) = <op>_grad_weight(dz, x).
+Result<void> weight_grads(GradContext& g, const std::string& grad_input, const std::string& grad_weight,
+                          ValueId dz, std::vector<Attr> attrs) {
+  const bool has_bias = g.in(2) != kNoValue;
+  if (g.needs(g.in(0))) {
+    auto dx = g.emit1(grad_input, "grad_input", {dz, g.in(1)}, attrs, g.type(g.in(0)));
+    if (!dx) return dx.error();
+    if (auto r = g.accumulate(g.in(0), *dx); !r) return r;
+  }
+  attrs.push_back({"has_bias", int64_t{has_bias}});
+  std::vector<TensorType> outs = {g.type(g.in(1))};
+  if (has_bias) outs.push_back(g.type(g.in(2)));
+  auto dw = g.emit(grad_weight, "grad_weight", {dz, g.in(0)}, attrs, outs);
+  if (!dw) return dw.error();
+  if (auto r = g.accumulate(g.in(1), (*dw)[0]); !r) return r;
+  if (has_bias) return g.accumulate(g.in(2), (*dw)[1]);
+  return {};
+}
+
+std::vector<OpInfo> linear_ops() {
+  return {{.name = "linear",
+           .section = "linear",
+           .inputs = {{"x"}, {"w"}, {"bias", true}},
+           .outputs = {{"y"}},
+           .shape = linear_shape,
+           .grad = linear_grad,
+           .grad_ops = {"relu_grad", "tanh_grad", "sigmoid_grad", "linear_grad_input", "linear_grad_weight"},
+           .flops = linear_flops},
+          {.name = "linear_grad_input",
+           .section = "linear",
+           .inputs = {{"dy"}, {"w"}},
+           .outputs = {{"dx"}},
+           .flags = kGradient,
+           .shape = grad_input_shape,
+           .no_grad = "a gradient op",
+           .flops = grad_input_flops},
+          {.name = "linear_grad_weight",
+           .section = "linear",
+           .inputs = {{"dy"}, {"x"}},
+           .outputs = {{"dw"}, {"dbias", true}},
+           .flags = kGradient,
+           .shape = grad_weight_shape,
+           .no_grad = "a gradient op",
+           .flops = grad_weight_flops}};
+}
+
+}  // namespace tandem::host::ops

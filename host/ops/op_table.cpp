@@ -1,0 +1,190 @@
+#include "ops/op_table.hpp"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "ops/rules.hpp"
+
+namespace tandem::host::ops {
+namespace {
+
+// The families in catalog order. An explicit list rather than
+// self-registering statics: a static library drops object files nothing
+// references, and a family would vanish without a word.
+std::vector<OpInfo> build_table() {
+  std::vector<OpInfo> all;
+  for (auto family : {matmul_ops,
+                      linear_ops,
+                      conv2d_ops,
+                      pooling_ops,
+                      activation_ops,
+                      softmax_ops,
+                      softmax_cross_entropy_ops,
+                      layer_norm_ops,
+                      batch_norm_ops,
+                      embedding_ops,
+                      dropout_ops,
+                      elementwise_ops,
+                      reduce_ops,
+                      tensor_ops,
+                      cast_ops,
+                      sgd_update_ops,
+                      adamw_update_ops,
+                      quantize_ops,
+                      linear_int8_ops,
+                      conv2d_int8_ops,
+                      fake_quant_ops,
+                      host_run_ops})
+    for (OpInfo& info : family()) all.push_back(std::move(info));
+  return all;
+}
+
+struct Table {
+  std::vector<OpInfo> ops = build_table();
+  std::map<std::string_view, const OpInfo*> by_name = [this] {
+    std::map<std::string_view, const OpInfo*> m;
+    for (const OpInfo& info : ops) m.emplace(info.name, &info);
+    return m;
+  }();
+};
+
+const Table& table() {
+  static const Table t;
+  return t;
+}
+
+// "out:in[,out:in...]" from a pass's "tandem.inplace" annotation.
+std::vector<std::pair<size_t, size_t>> requested_pairs(const Node& node) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  auto it = node.annotations.find("tandem.inplace");
+  if (it == node.annotations.end()) return pairs;
+  std::stringstream list(it->second);
+  for (std::string item; std::getline(list, item, ',');) {
+    size_t out = 0, in = 0;
+    if (std::sscanf(item.c_str(), "%zu:%zu", &out, &in) == 2) pairs.emplace_back(out, in);
+  }
+  return pairs;
+}
+
+bool slot_present(const std::vector<ValueId>& slots, size_t i) {
+  return i < slots.size() && slots[i] != kNoValue;
+}
+
+}  // namespace
+
+std::span<const OpInfo> op_table() {
+  return table().ops;
+}
+
+const OpInfo* find(std::string_view op) {
+  const auto& m = table().by_name;
+  const auto it = m.find(op);
+  return it == m.end() ? nullptr : it->second;
+}
+
+bool is(std::string_view op, Flag flag) {
+  const OpInfo* info = find(op);
+  return info != nullptr && info->is(flag);
+}
+
+std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  const OpInfo* info = find(node.op);
+  const auto usable = [&](size_t out, size_t in) {
+    return slot_present(node.outputs, out) && slot_present(node.inputs, in);
+  };
+  if (info != nullptr)
+    for (const InplacePair& p : info->inplace)
+      if (p.always && usable(p.out, p.in)) pairs.emplace_back(p.out, p.in);
+  // A pass may ask for a binding the catalog allows (e.g. `add` accumulating
+  // into a state). Ops outside the table are a plugin's own: its request is
+  // taken at its word.
+  for (auto [out, in] : requested_pairs(node)) {
+    if (!usable(out, in)) continue;
+    bool allowed = info == nullptr;
+    if (info != nullptr)
+      for (const InplacePair& p : info->inplace) allowed |= p.out == out && p.in == in;
+    if (allowed) pairs.emplace_back(out, in);
+  }
+  return pairs;
+}
+
+Result<std::vector<TensorType>> infer(std::string_view op, const ShapeQuery& q) {
+  const OpInfo* info = find(op);
+  if (info == nullptr || info->shape == nullptr)
+    return std::vector<TensorType>(q.declared.begin(), q.declared.end());
+  static const std::vector<Attr> kNone;
+  ShapeQuery with_attrs = q;
+  if (with_attrs.attrs == nullptr) with_attrs.attrs = &kNone;
+  auto r = info->shape(with_attrs);
+  if (!r) return make_error("op '" + std::string(op) + "': " + r.error().message, r.error().status);
+  return r;
+}
+
+Result<std::vector<TensorType>> infer(const Graph& g, std::string_view op, const std::vector<ValueId>& inputs,
+                                      const std::vector<Attr>& attrs, std::span<const TensorType> declared) {
+  ShapeQuery q;
+  for (ValueId v : inputs) {
+    const Value* value = v == kNoValue ? nullptr : g.value(v);
+    q.inputs.push_back(value == nullptr ? std::nullopt : std::optional<TensorType>(value->type));
+  }
+  q.attrs = &attrs;
+  q.declared = declared;
+  return infer(op, q);
+}
+
+Result<void> check_outputs(const Graph& g, std::string_view op, const std::vector<ValueId>& inputs,
+                           const std::vector<Attr>& attrs, std::span<const TensorType> declared) {
+  auto want = infer(g, op, inputs, attrs, declared);
+  if (!want) return want.error();
+  for (size_t j = 0; j < want->size() && j < declared.size(); ++j)
+    if ((*want)[j].dtype != declared[j].dtype || (*want)[j].dims != declared[j].dims)
+      return make_error("op '" + std::string(op) + "': output " + std::to_string(j) + " is declared " +
+                            rules::str(declared[j]) + " but its inputs give " + rules::str((*want)[j]),
+                        TDM_INVALID_ARGUMENT);
+  if (want->size() != declared.size())
+    return make_error("op '" + std::string(op) + "': " + std::to_string(declared.size()) +
+                          " outputs declared, the catalog has " + std::to_string(want->size()),
+                      TDM_INVALID_ARGUMENT);
+  return {};
+}
+
+const AttrValue* find_attr(const std::vector<Attr>& attrs, std::string_view name) {
+  for (const Attr& a : attrs)
+    if (a.name == name) return &a.value;
+  return nullptr;
+}
+
+int64_t int_attr(const std::vector<Attr>& attrs, std::string_view name, int64_t fallback) {
+  const AttrValue* v = find_attr(attrs, name);
+  if (v == nullptr) return fallback;
+  if (const auto* i = std::get_if<int64_t>(v)) return *i;
+  if (const auto* d = std::get_if<double>(v)) return static_cast<int64_t>(*d);
+  return fallback;
+}
+
+double float_attr(const std::vector<Attr>& attrs, std::string_view name, double fallback) {
+  const AttrValue* v = find_attr(attrs, name);
+  if (v == nullptr) return fallback;
+  if (const auto* d = std::get_if<double>(v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+  return fallback;
+}
+
+std::string string_attr(const std::vector<Attr>& attrs, std::string_view name, const std::string& fallback) {
+  const AttrValue* v = find_attr(attrs, name);
+  const auto* s = v == nullptr ? nullptr : std::get_if<std::string>(v);
+  return s == nullptr ? fallback : *s;
+}
+
+std::vector<int64_t> ints_attr(const std::vector<Attr>& attrs, std::string_view name,
+                               std::vector<int64_t> fallback) {
+  const AttrValue* v = find_attr(attrs, name);
+  if (v == nullptr) return fallback;
+  if (const auto* list = std::get_if<std::vector<int64_t>>(v)) return *list;
+  if (const auto* i = std::get_if<int64_t>(v)) return {*i};
+  return fallback;
+}
+
+}  // namespace tandem::host::ops

@@ -1,0 +1,124 @@
+// The host's one table of catalog ops (sdk/ops.md): for each op what the
+// host needs to know about it — its input and output slots, which outputs
+// overwrite which inputs, what kind of op it is (flags), its shape rule and
+// its gradient rule, with the names of the gradient ops spelled out.
+// Lowering, autodiff, the planner, placement, the executor and the trainer
+// ask this table; none of them compares op names itself.
+//
+// One file per catalog section (host/ops/<stem>.cpp, the stems of sdk/ops.md
+// "Sections and the files that implement them"), plus host_ops.cpp for the
+// ops the host runs itself (host_run.cpp: comm.* collectives, tandem.copy). Adding an
+// op on the host side is one entry there (CONTRIBUTING.md lists every file a
+// new op touches).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::ops {
+
+class GradContext;
+
+enum Flag : uint32_t {
+  kOptimizer = 1u << 0,      // updates parameters and optimizer state (sgd_update, adamw_update)
+  kElementwise = 1u << 1,    // y[i] depends on x[i] alone: a slice of x gives that slice of y
+  kHostRun = 1u << 2,        // the host runs it, not a backend kernel (no prepare, no cost, plain layouts)
+  kCollective = 1u << 3,     // a host-run op that communicates between ranks (needs exec::Collectives)
+  kGradient = 1u << 4,       // a backward op of another op
+  kInferenceOnly = 1u << 5,  // has no gradient by its nature (INT8, quantize, batch_norm_inference)
+};
+
+// What a host-run op does (kHostRun), and their names (host_run.cpp).
+enum class HostKind { None, AllReduce, CopyToParallel, AllGather, Chunk, DeviceCopy };
+inline constexpr const char* kAllReduce = "comm.all_reduce";
+inline constexpr const char* kCopyToParallel = "comm.copy_to_parallel";
+inline constexpr const char* kAllGather = "comm.all_gather";
+inline constexpr const char* kChunk = "comm.chunk";
+inline constexpr const char* kDeviceCopy = "tandem.copy";
+
+// One input or output, in catalog order.
+struct Slot {
+  std::string_view name;
+  bool optional = false;  // keeps its slot when absent (kNoValue)
+};
+
+// Output `out` may be bound to input `in`'s buffer (the catalog's
+// "in-place allowed"); the host binds these always (`always`) or only when a
+// pass asks for it with the annotation "tandem.inplace" = "out:in,...".
+struct InplacePair {
+  size_t out = 0, in = 0;
+  bool always = false;
+};
+
+// The arguments of a shape rule.
+struct ShapeQuery {
+  std::vector<std::optional<TensorType>> inputs;  // nullopt: an absent optional input
+  const std::vector<Attr>* attrs = nullptr;
+  // The outputs the caller declared, for ops whose catalog takes a shape or
+  // dtype from the output descriptor (reshape, cast, fill, quantize); empty
+  // when the caller has none.
+  std::span<const TensorType> declared;
+};
+using ShapeFn = Result<std::vector<TensorType>> (*)(const ShapeQuery& q);
+using GradFn = Result<void> (*)(GradContext& g);
+// Multiply-adds x 2 of a node, for GFLOP/s figures (`tandem bench`); null:
+// not counted.
+using FlopsFn = double (*)(const Graph& g, const Node& n);
+
+struct OpInfo {
+  std::string_view name;
+  std::string_view section;  // the file stem of its catalog section ("linear")
+  std::vector<Slot> inputs, outputs;
+  std::vector<InplacePair> inplace;
+  uint32_t flags = 0;
+  ShapeFn shape = nullptr;
+  GradFn grad = nullptr;
+  std::vector<std::string_view> grad_ops;  // every op `grad` emits besides add/reduce_sum/reshape
+  std::string_view no_grad;                // why there is no gradient rule (grad == nullptr)
+  int gradient_input = -1;                 // optimizers: the input that is the parameter's gradient
+  HostKind host = HostKind::None;
+  FlopsFn flops = nullptr;
+
+  bool is(Flag f) const { return (flags & f) != 0; }
+};
+
+// The whole table, in catalog order.
+std::span<const OpInfo> op_table();
+// nullptr for an op the host does not know (a plugin's own op).
+const OpInfo* find(std::string_view op);
+// Whether `op` is known and has the flag.
+bool is(std::string_view op, Flag flag);
+
+// The output -> input pairs the host binds in place for `node`: the
+// catalog's `always` pairs whose slots are present, and the pairs a pass
+// asked for ("tandem.inplace") that the op's catalog allows.
+std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node);
+
+// The outputs `op` has for these inputs and attributes, or an error saying
+// what is wrong. Unknown ops and ops without a shape rule: the declared
+// outputs, unchecked.
+Result<std::vector<TensorType>> infer(std::string_view op, const ShapeQuery& q);
+// The same for a node whose inputs are values of `g`.
+Result<std::vector<TensorType>> infer(const Graph& g, std::string_view op, const std::vector<ValueId>& inputs,
+                                      const std::vector<Attr>& attrs, std::span<const TensorType> declared);
+// An error when `declared` differs from what the shape rule gives.
+Result<void> check_outputs(const Graph& g, std::string_view op, const std::vector<ValueId>& inputs,
+                           const std::vector<Attr>& attrs, std::span<const TensorType> declared);
+
+// Attributes with the catalog's defaults.
+const AttrValue* find_attr(const std::vector<Attr>& attrs, std::string_view name);
+int64_t int_attr(const std::vector<Attr>& attrs, std::string_view name, int64_t fallback);
+double float_attr(const std::vector<Attr>& attrs, std::string_view name, double fallback);
+std::string string_attr(const std::vector<Attr>& attrs, std::string_view name, const std::string& fallback);
+std::vector<int64_t> ints_attr(const std::vector<Attr>& attrs, std::string_view name,
+                               std::vector<int64_t> fallback);
+
+}  // namespace tandem::host::ops
