@@ -10,8 +10,8 @@
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "model/model_parser.hpp"
+#include "program/device_select.hpp"
 #include "train/benchmark.hpp"
-#include "train/device_select.hpp"
 #include "util/format.hpp"
 
 namespace tandem::cli {
@@ -23,7 +23,7 @@ std::string fixed(double x, int digits) {
   return s.str();
 }
 
-int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
+po::options_description bench_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "set", po::value<std::vector<std::string>>()->composing(),
@@ -38,6 +38,11 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
       "profile", po::bool_switch(),
       "time every node (one synchronisation per node): time per op type and the GEMM ops' GFLOP/s")(
       "json", po::value<std::string>(), "also write the result as JSON to this file");
+  return options;
+}
+
+int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options = bench_options();
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -57,7 +62,7 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   const int threads = vm["threads"].as<int>();
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(threads));
-  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  auto device = host::program::select_device(*session->registry, vm["device"].as<std::string>());
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
@@ -66,7 +71,7 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
                                   .warmup = vm["warmup"].as<int64_t>(),
                                   .repeats = vm["repeats"].as<int64_t>(),
                                   .profile = vm["profile"].as<bool>()};
-  auto result = host::train::run_benchmark(*spec, *device, bench);
+  auto result = host::train::run_benchmark(*spec, *device, *session->registry, bench);
   if (!result) {
     print_error(result.error().message);
     return result.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;

@@ -11,16 +11,16 @@
 #include "cli/exit_codes.hpp"
 #include "cli/weights.hpp"
 #include "model/model_parser.hpp"
+#include "program/device_select.hpp"
 #include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
 #include "train/datasets.hpp"
-#include "train/device_select.hpp"
 #include "train/evaluator.hpp"
 
 namespace tandem::cli {
 namespace {
 
-int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
+po::options_description eval_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "weights", po::value<std::string>(),
@@ -33,6 +33,42 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
                                                          "compute threads for CPU backends")(
       "repeat", po::value<int>()->default_value(1),
       "evaluate this many times; throughput from each batch's fastest run (benchmarks)");
+  return options;
+}
+
+// --weights as given, a run directory (its newest checkpoint) or a `tandem
+// quantize` directory (calibration.json and the INT8 checkpoint).
+host::Result<Weights> eval_weights(const std::string& given) {
+  std::string weights = given;
+  if (std::filesystem::is_directory(weights)) {
+    auto int8 = host::quant::int8_checkpoint_in(weights);
+    if (!int8) return int8.error();
+    if (*int8) weights = **int8;
+  }
+  return read_weights(weights);
+}
+
+// The seconds of all batches, each at its fastest over `repeat` passes. On
+// a shared machine a pass is often slowed by a stall somewhere (an OpenMP
+// thread descheduled at a barrier); the per-batch minimum discards those
+// and also the first pass's kernel preparation.
+host::Result<double> best_seconds(host::train::Evaluator& evaluator, const host::data::Dataset& set,
+                                  const host::train::RunData& data, int threads,
+                                  const host::train::EvalResult& first, int repeat) {
+  std::vector<double> best = first.batch_seconds;
+  for (int i = 1; i < repeat; ++i) {
+    auto again = evaluator.evaluate(set, data.transforms, threads);
+    if (!again) return again.error();
+    for (size_t b = 0; b < best.size() && b < again->batch_seconds.size(); ++b)
+      best[b] = std::min(best[b], again->batch_seconds[b]);
+  }
+  double total = 0;
+  for (double t : best) total += t;
+  return total;
+}
+
+int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options = eval_options();
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -50,23 +86,12 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  std::string weights = vm["weights"].as<std::string>();
-  // A `tandem quantize` output directory holds calibration.json and the INT8
-  // checkpoint; any other directory is a run directory.
-  if (std::filesystem::is_directory(weights)) {
-    auto int8 = host::quant::int8_checkpoint_in(weights);
-    if (!int8) {
-      print_error(int8.error().message);
-      return kExitInput;
-    }
-    if (*int8) weights = **int8;
-  }
-  auto read = read_weights(weights);
+  auto read = eval_weights(vm["weights"].as<std::string>());
   if (!read) {
     print_error(read.error().message);
     return kExitInput;
   }
-  weights = read->path;
+  const std::string& weights = read->path;
   const host::checkpoint::Checkpoint* cp = &read->checkpoint;
   auto data = host::train::load_run_data(*spec);
   if (!data) {
@@ -83,12 +108,12 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitUsage;
   }
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
-  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  auto device = host::program::select_device(*session->registry, vm["device"].as<std::string>());
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
   }
-  host::train::Evaluator evaluator(*spec, *device);
+  host::train::Evaluator evaluator(*spec, *device, *session->registry);
   const bool int8 = host::quant::is_int8_checkpoint(*cp);
   if (int8) {
     auto plan = host::quant::load_int8_plan(*cp, weights);
@@ -102,32 +127,19 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(r.error().message);
     return kExitInput;
   }
-  auto result = evaluator.evaluate(*set, data->transforms, static_cast<int>(spec->data.threads));
-  if (!result) {
-    print_error(result.error().message);
+  const int threads = static_cast<int>(spec->data.threads);
+  auto result = evaluator.evaluate(*set, data->transforms, threads);
+  auto seconds = result ? best_seconds(evaluator, *set, *data, threads, *result, vm["repeat"].as<int>())
+                        : host::Result<double>(result.error());
+  if (!seconds) {
+    print_error(seconds.error().message);
     return kExitRuntimeFailure;
   }
-  // Throughput: each batch's fastest time over the passes, summed. On a
-  // shared machine a pass is often slowed by a stall somewhere (an OpenMP
-  // thread descheduled at a barrier); the per-batch minimum discards those
-  // and also the first pass's kernel preparation.
-  std::vector<double> best = result->batch_seconds;
-  for (int i = 1; i < vm["repeat"].as<int>(); ++i) {
-    auto again = evaluator.evaluate(*set, data->transforms, static_cast<int>(spec->data.threads));
-    if (!again) {
-      print_error(again.error().message);
-      return kExitRuntimeFailure;
-    }
-    for (size_t b = 0; b < best.size() && b < again->batch_seconds.size(); ++b)
-      best[b] = std::min(best[b], again->batch_seconds[b]);
-  }
-  double best_seconds = 0;
-  for (double t : best) best_seconds += t;
   std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
             << result->accuracy << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")"
             << std::endl;
-  if (best_seconds > 0)
-    std::cout << "throughput " << static_cast<int64_t>(static_cast<double>(result->samples) / best_seconds)
+  if (*seconds > 0)
+    std::cout << "throughput " << static_cast<int64_t>(static_cast<double>(result->samples) / *seconds)
               << " samples/s (graph runs only, batch " << spec->train.batch_size << ", each batch's best of "
               << vm["repeat"].as<int>() << ")" << std::endl;
   return kExitOk;

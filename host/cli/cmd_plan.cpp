@@ -7,7 +7,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/memory_budget.hpp"
 #include "model/model_parser.hpp"
-#include "train/device_select.hpp"
+#include "program/device_select.hpp"
 #include "train/trainer.hpp"
 
 namespace tandem::cli {
@@ -46,24 +46,25 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
   auto device =
-      host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));
+      host::program::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
   }
   host::train::TrainOptions train;
-  train.plan_only = true;
   train.prefetch = !vm["no-prefetch"].as<bool>();
   if (auto r = apply_placement_options(vm, *session->registry, *spec, train); !r) {
     print_error(r.error().message);
     return kExitUsage;
   }
-  auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, train);
-  if (!trainer) {
-    print_error(trainer.error().message);
-    return exit_code_for(trainer.error());
+  // The program `tandem train` would build with these options, not allocated.
+  auto program =
+      host::program::Program::build(*spec, *device, *session->registry, host::train::program_options(train));
+  if (!program) {
+    print_error(program.error().message);
+    return exit_code_for(program.error());
   }
-  if (auto r = (*trainer)->write_plan(std::cout); !r) {
+  if (auto r = (*program)->write_plan(std::cout); !r) {
     print_error(r.error().message);
     return exit_code_for(r.error());
   }

@@ -10,15 +10,25 @@
 #include "cli/exit_codes.hpp"
 #include "cli/weights.hpp"
 #include "model/model_parser.hpp"
+#include "program/device_select.hpp"
 #include "quant/ptq.hpp"
 #include "train/checkpointing.hpp"
 #include "train/datasets.hpp"
-#include "train/device_select.hpp"
 
 namespace tandem::cli {
 namespace {
 
-int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
+void print_quantized(const host::quant::PtqResult& r) {
+  for (const auto& [layer, l] : r.calibration.layers)
+    std::cout << layer << ": input [" << l.observed.lo << ", " << l.observed.hi << "] clipped to ["
+              << l.clipped.lo << ", " << l.clipped.hi << "] scale " << l.input.scale << " zero point "
+              << l.input.zero_point << ", " << l.weight_scales.size() << " weight scale(s)\n";
+  std::cout << r.calibration.weight_range << "\n";
+  std::cout << "calibrated " << r.calibration.samples << " samples with " << r.calibration.calibrator
+            << ": wrote " << r.calibration_path << " and " << r.checkpoint_path << std::endl;
+}
+
+po::options_description quantize_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "weights", po::value<std::string>(), "f32 checkpoint (.safetensors) or run directory (its newest)")(
@@ -34,6 +44,11 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
       "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")(
       "device", po::value<std::string>()->default_value(""), "device for the calibration runs")(
       "threads", po::value<int>()->default_value(0), "compute threads for CPU backends");
+  return options;
+}
+
+int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options = quantize_options();
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;
@@ -75,7 +90,7 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
-  auto device = host::train::select_device(*session->registry, vm["device"].as<std::string>());
+  auto device = host::program::select_device(*session->registry, vm["device"].as<std::string>());
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
@@ -99,19 +114,13 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
   o.output_dir = vm["output"].as<std::string>();
   o.model_path = model_path;
   o.loader_threads = static_cast<int>(spec->data.threads);
-  auto r = host::quant::quantize_model(*spec, *device, weights->checkpoint, weights->path, data->train,
-                                       data->transforms, o);
+  auto r = host::quant::quantize_model(*spec, *device, *session->registry, weights->checkpoint, weights->path,
+                                       data->train, data->transforms, o);
   if (!r) {
     print_error(r.error().message);
     return r.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;
   }
-  for (const auto& [layer, l] : r->calibration.layers)
-    std::cout << layer << ": input [" << l.observed.lo << ", " << l.observed.hi << "] clipped to ["
-              << l.clipped.lo << ", " << l.clipped.hi << "] scale " << l.input.scale << " zero point "
-              << l.input.zero_point << ", " << l.weight_scales.size() << " weight scale(s)\n";
-  std::cout << r->calibration.weight_range << "\n";
-  std::cout << "calibrated " << r->calibration.samples << " samples with " << r->calibration.calibrator
-            << ": wrote " << r->calibration_path << " and " << r->checkpoint_path << std::endl;
+  print_quantized(*r);
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
@@ -10,8 +11,8 @@
 #include "cli/memory_budget.hpp"
 #include "cli/signals.hpp"
 #include "model/model_parser.hpp"
+#include "program/device_select.hpp"
 #include "train/checkpointing.hpp"
-#include "train/device_select.hpp"
 #include "train/distributed.hpp"
 #include "train/trainer.hpp"
 
@@ -22,7 +23,7 @@ std::string default_run_dir(const std::string& model_path) {
   return (std::filesystem::path("runs") / std::filesystem::path(model_path).stem()).string();
 }
 
-int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
+po::options_description train_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "set", po::value<std::vector<std::string>>()->composing(),
@@ -63,21 +64,12 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
       "rendezvous", po::value<std::string>()->default_value("mpi"),
       "data parallelism on GPUs: how the ranks exchange NCCL's id: mpi (under mpirun/srun) or "
       "file:///path (a new file on a file system every rank sees)");
-  po::positional_options_description positional;
-  positional.add("model", 1);
-  po::variables_map vm;
-  if (auto stop = parse_command_options("train", "MODEL.toml", args, options, positional, vm, globals))
-    return *stop;
-  if (!vm.count("model")) {
-    print_error("train needs a model file: tandem train MODEL.toml (see tandem train --help)");
-    return kExitUsage;
-  }
-  if (vm.count("resume") && vm.count("init-from")) {
-    print_error(
-        "--resume and --init-from exclude each other: --resume continues a run, --init-from starts a new "
-        "one");
-    return kExitUsage;
-  }
+  return options;
+}
+
+// The model file with --set and --feature applied; nullopt after printing
+// why, with `exit_code` set.
+std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, int& exit_code) {
   const std::string model_path = vm["model"].as<std::string>();
   auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   std::vector<std::string> bare_features;
@@ -86,7 +78,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     auto flag = parse_feature_flag(text);
     if (!flag) {
       print_error(flag.error().message);
-      return kExitUsage;
+      exit_code = kExitUsage;
+      return std::nullopt;
     }
     if (flag->overrides.empty()) bare_features.push_back(flag->name);
     overrides.insert(overrides.end(), flag->overrides.begin(), flag->overrides.end());
@@ -103,61 +96,105 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   if (missing) spec = host::model::parse_model_file(model_path, overrides);
   if (!spec) {
     print_error(spec.error().message);
-    return kExitInput;
+    exit_code = kExitInput;
+    return std::nullopt;
   }
+  return std::move(*spec);
+}
 
+// The run's options from the command line (placement options excepted:
+// they need the plugins); nullopt after printing why.
+std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm,
+                                                     const host::model::ModelSpec& spec) {
   host::train::TrainOptions train;
   train.resume = vm.count("resume") ? vm["resume"].as<std::string>() : "";
   train.init_from = vm.count("init-from") ? vm["init-from"].as<std::string>() : "";
   train.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>()
                   : (!train.resume.empty() && std::filesystem::is_directory(train.resume))
                       ? train.resume
-                      : default_run_dir(model_path);
+                      : default_run_dir(vm["model"].as<std::string>());
   if (train.resume.empty() && host::train::latest_checkpoint(train.run_dir)) {
     print_error(train.run_dir + " already holds checkpoints of an earlier run; continue it with --resume " +
                 train.run_dir + ", or choose another --run-dir (nothing was overwritten)");
-    return kExitUsage;
+    return std::nullopt;
+  }
+  if (vm["bucket-mb"].as<double>() < 0) {
+    print_error("--bucket-mb must be 0 or more");
+    return std::nullopt;
   }
   train.profile = vm.count("profile") ? vm["profile"].as<std::string>() : "";
   train.memory_report = vm["memory-report"].as<bool>();
   train.prefetch = !vm["no-prefetch"].as<bool>();
   train.live_progress = ::isatty(STDOUT_FILENO) != 0;
   train.loader_threads =
-      vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec->data.threads);
-  SignalRequests signals;
-  train.stop = &signals.stop;
-  train.status_request = &signals.status;
+      vm.count("loader-threads") ? vm["loader-threads"].as<int>() : static_cast<int>(spec.data.threads);
   train.comm_timeout_seconds = vm["comm-timeout"].as<double>();
-  if (vm["bucket-mb"].as<double>() < 0) {
-    print_error("--bucket-mb must be 0 or more");
-    return kExitUsage;
-  }
   train.bucket_bytes = static_cast<size_t>(vm["bucket-mb"].as<double>() * 1024 * 1024);
   train.rendezvous = vm["rendezvous"].as<std::string>();
+  return train;
+}
+
+void print_start(const host::model::ModelSpec& spec, const std::string& device,
+                 const host::program::ProcessGroup& group, const std::string& run_dir) {
+  const bool tensor_parallel = group.world > 1 && host::lowering::uses_tensor_parallelism(spec);
+  const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";
+  std::cout << "training " << spec.name << " (" << spec.path << ") on " << device << ", batch "
+            << spec.train.batch_size
+            << (tensor_parallel   ? ", parallel layers split over " + ranks
+                : group.world > 1 ? " per rank x " + ranks
+                                  : std::string())
+            << ", run directory " << run_dir << std::endl;
+}
+
+void print_result(const host::train::TrainResult& result) {
+  if (result.validation_accuracy)
+    std::cout << "validation accuracy " << *result.validation_accuracy << std::endl;
+  if (result.test_accuracy) std::cout << "test accuracy " << *result.test_accuracy << std::endl;
+  std::cout << "trained " << result.steps << " steps in " << result.seconds << " s; last checkpoint "
+            << result.last_checkpoint << std::endl;
+}
+
+int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options = train_options();
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (auto stop = parse_command_options("train", "MODEL.toml", args, options, positional, vm, globals))
+    return *stop;
+  if (!vm.count("model")) {
+    print_error("train needs a model file: tandem train MODEL.toml (see tandem train --help)");
+    return kExitUsage;
+  }
+  if (vm.count("resume") && vm.count("init-from")) {
+    print_error(
+        "--resume and --init-from exclude each other: --resume continues a run, --init-from starts a new "
+        "one");
+    return kExitUsage;
+  }
+  int exit_code = kExitOk;
+  auto spec = read_model(vm, exit_code);
+  if (!spec) return exit_code;
+  auto train = run_options(vm, *spec);
+  if (!train) return kExitUsage;
+  SignalRequests signals;
+  train->stop = &signals.stop;
+  train->status_request = &signals.status;
 
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
-  const host::train::ProcessGroup group = host::train::detect_process_group();
-  auto device = host::train::select_device(*session->registry, primary_device(vm["device"].as<std::string>()),
-                                           group.local_rank);
+  const host::program::ProcessGroup group = host::program::detect_process_group();
+  auto device = host::program::select_device(
+      *session->registry, primary_device(vm["device"].as<std::string>()), group.local_rank);
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;
   }
-  if (auto r = apply_placement_options(vm, *session->registry, *spec, train); !r) {
+  if (auto r = apply_placement_options(vm, *session->registry, *spec, *train); !r) {
     print_error(r.error().message);
     return kExitUsage;
   }
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
-  const bool tensor_parallel = group.world > 1 && host::lowering::uses_tensor_parallelism(*spec);
-  const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";
-  if (leader)
-    std::cout << "training " << spec->name << " (" << model_path << ") on " << device->id() << ", batch "
-              << spec->train.batch_size
-              << (tensor_parallel   ? ", parallel layers split over " + ranks
-                  : group.world > 1 ? " per rank x " + ranks
-                                    : std::string())
-              << ", run directory " << train.run_dir << std::endl;
-  auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, train);
+  if (leader) print_start(*spec, device->id(), group, train->run_dir);
+  auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, *train);
   if (!trainer) {
     print_error(trainer.error().message);
     return exit_code_for(trainer.error());
@@ -169,13 +206,7 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(result.error().message);
     return exit_code_for(result.error());
   }
-  if (leader) {
-    if (result->validation_accuracy)
-      std::cout << "validation accuracy " << *result->validation_accuracy << std::endl;
-    if (result->test_accuracy) std::cout << "test accuracy " << *result->test_accuracy << std::endl;
-    std::cout << "trained " << result->steps << " steps in " << result->seconds << " s; last checkpoint "
-              << result->last_checkpoint << std::endl;
-  }
+  if (leader) print_result(*result);
   // The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
   return result->interrupted ? 128 + signals.stop_signal.load() : kExitOk;
 }

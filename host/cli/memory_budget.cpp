@@ -2,8 +2,8 @@
 
 #include <sstream>
 
+#include "program/device_select.hpp"
 #include "tandem/byte_size.hpp"
-#include "train/device_select.hpp"
 
 namespace tandem::cli {
 namespace {
@@ -26,7 +26,7 @@ host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::str
       return host::make_error(
           "--memory-budget " + text + ": '" + item + "' is not DEVICE=SIZE (e.g. onednn:0=2GiB)",
           TDM_INVALID_ARGUMENT);
-    auto device = host::train::select_device(registry, item.substr(0, eq));
+    auto device = host::program::select_device(registry, item.substr(0, eq));
     if (!device)
       return host::make_error("--memory-budget " + text + ": " + device.error().message,
                               device.error().status);

@@ -1,5 +1,6 @@
 #include "lowering/model_graph.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "lowering/model_graph_layers.hpp"
@@ -113,6 +114,17 @@ bool uses_tensor_parallelism(const model::ModelSpec& spec) {
   for (const auto& layer : spec.layers)
     if (layer.string_attr("parallel", "none") != "none") return true;
   return false;
+}
+
+Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& backend, uint32_t abi_minor) {
+  const bool vocab = std::any_of(spec.layers.begin(), spec.layers.end(), [](const model::LayerSpec& l) {
+    return l.op == "embedding" && l.string_attr("parallel", "none") == "vocab";
+  });
+  if (vocab && abi_minor < 3)
+    return make_error("vocabulary-parallel embeddings need a backend built against SDK 1.3 or newer; " +
+                          backend + " speaks ABI 1." + std::to_string(abi_minor) + ": update the plugin",
+                      TDM_UNSUPPORTED);
+  return {};
 }
 
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype,

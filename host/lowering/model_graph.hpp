@@ -96,5 +96,10 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
                                  const Int8Plan* int8 = nullptr);
 // Whether any layer asks for tensor parallelism.
 bool uses_tensor_parallelism(const model::ModelSpec& spec);
+// Whether a backend of ABI minor `abi_minor` can run the model's tensor
+// parallelism: vocabulary-parallel embeddings need the catalog's
+// vocab_start (SDK 1.3); an older backend would read every index of its
+// slice as a row of its own, so it is refused rather than trained wrong.
+Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& backend, uint32_t abi_minor);
 
 }  // namespace tandem::host::lowering

@@ -7,6 +7,7 @@
 #include "data/loader.hpp"
 #include "exec/executor.hpp"
 #include "lowering/model_graph.hpp"
+#include "program/program.hpp"
 #include "quant/observer.hpp"
 #include "train/checkpointing.hpp"
 
@@ -103,51 +104,56 @@ checkpoint::TensorRecord record(std::string name, tdm_dtype dtype, std::vector<i
 
 }  // namespace
 
-Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandle& device,
-                                 const checkpoint::Checkpoint& weights, const std::string& source,
-                                 const data::Dataset& calib, const data::Transforms& transforms,
-                                 const PtqOptions& o) {
-  if (o.samples <= 0) return make_error("--calib must be positive", TDM_INVALID_ARGUMENT);
-  if (weights.metadata.count("tandem.quantized"))
-    return make_error(source + ": is already an INT8 checkpoint; quantize the f32 checkpoint it came from",
-                      TDM_INVALID_ARGUMENT);
+namespace {
+
+// The calibration data through the f32 eval program: every target's
+// observer sees its layer's input; returns the samples seen.
+Result<int64_t> observe(const model::ModelSpec& spec, const DeviceHandle& device,
+                        const PluginRegistry& registry, const checkpoint::Checkpoint& weights,
+                        const std::string& source, const data::Dataset& calib,
+                        const data::Transforms& transforms, const PtqOptions& o,
+                        std::vector<Target>& targets) {
   const int64_t batch = std::min({spec.train.batch_size, o.samples, calib.size()});
   if (batch <= 0) return make_error("the calibration data set is empty", TDM_INVALID_ARGUMENT);
-  auto m = lowering::build_forward(spec, batch, lowering::Mode::Eval);
-  if (!m) return m.error();
-  auto targets = find_targets(spec, *m);
-  if (!targets) return targets.error();
-  exec::ExecutorOptions options;
-  for (const Target& t : *targets) options.outputs.push_back(m->graph.value(t.input)->name);
-  auto ex = exec::Executor::create(device, m->graph, options);
-  if (!ex) return ex.error();
-  if (auto r = train::restore_tensors(m->graph, **ex, weights, true, source); !r) return r.error();
-
+  program::ProgramOptions options;
+  options.mode = lowering::Mode::Eval;
+  options.batch = batch;
+  auto built = program::Program::build(spec, device, registry, std::move(options));
+  if (!built) return built.error();
+  program::Program& p = **built;
+  auto found = find_targets(spec, p.model());
+  if (!found) return found.error();
+  targets = std::move(*found);
+  exec::ExecutorOptions exec_options;
+  for (const Target& t : targets) exec_options.outputs.push_back(p.model().graph.value(t.input)->name);
+  if (auto r = p.allocate(std::move(exec_options)); !r) return r.error();
+  if (auto r = train::restore_tensors(p.model().graph, p.executor(), weights, true, source); !r)
+    return r.error();
   auto range_pass = [](Target& t, std::span<const float> v) { t.observer.observe_range(v); };
-  auto seen = calibration_pass(**ex, *m, *targets, calib, transforms, o, range_pass);
+  auto seen = calibration_pass(p.executor(), p.model(), targets, calib, transforms, o, range_pass);
   if (!seen) return seen.error();
   if (needs_histograms(o.method)) {
-    for (Target& t : *targets) t.observer.start_histograms();
+    for (Target& t : targets) t.observer.start_histograms();
     auto hist_pass = [](Target& t, std::span<const float> v) { t.observer.observe_histograms(v); };
-    if (auto r = calibration_pass(**ex, *m, *targets, calib, transforms, o, hist_pass); !r) return r.error();
+    if (auto r = calibration_pass(p.executor(), p.model(), targets, calib, transforms, o, hist_pass); !r)
+      return r.error();
   }
+  return seen;
+}
 
-  PtqResult result;
-  Calibration& cal = result.calibration;
-  cal.model = o.model_path;
-  cal.calibrator = method_name(o.method);
-  cal.percentile = o.percentile;
-  cal.samples = *seen;
-  cal.per_channel = o.per_channel;
-  cal.weight_qmax = o.weight_range.qmax;
-  cal.weight_range = o.weight_range.reason;
+// Each target's calibration and s8 weights (with their scales), and the
+// INT8 checkpoint: everything else copied, optimizer state left out.
+Result<checkpoint::Checkpoint> quantize_layers(const std::vector<Target>& targets,
+                                               const checkpoint::Checkpoint& weights,
+                                               const std::string& source, const PtqOptions& o,
+                                               Calibration& cal) {
   checkpoint::Checkpoint out;
   out.metadata = weights.metadata;
   out.metadata["tandem.quantized"] = "int8";
   out.metadata["tandem.calibration"] = kCalibrationFile;
   out.metadata["tandem.calibrator"] = cal.calibrator;
   std::map<std::string, checkpoint::TensorRecord> replaced;
-  for (const Target& t : *targets) {
+  for (const Target& t : targets) {
     LayerCalibration lc;
     lc.op = t.op;
     lc.observed = minmax_range(t.observer);
@@ -166,8 +172,6 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
                      record(t.layer + ".weight_scale", TDM_F32, {int64_t(q.scales.size())}, q.scales));
     cal.layers[t.layer] = lc;
   }
-  // Everything else (biases, other layers' parameters, running statistics)
-  // is copied; optimizer state is not part of an inference model.
   for (const checkpoint::TensorRecord& t : weights.tensors) {
     if (t.name.rfind("optim.", 0) == 0) continue;
     if (auto it = replaced.find(t.name); it != replaced.end()) {
@@ -178,7 +182,33 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
     }
   }
   for (auto& [name, t] : replaced) out.tensors.push_back(std::move(t));  // the weight scales
+  return out;
+}
 
+}  // namespace
+
+Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandle& device,
+                                 const PluginRegistry& registry, const checkpoint::Checkpoint& weights,
+                                 const std::string& source, const data::Dataset& calib,
+                                 const data::Transforms& transforms, const PtqOptions& o) {
+  if (o.samples <= 0) return make_error("--calib must be positive", TDM_INVALID_ARGUMENT);
+  if (weights.metadata.count("tandem.quantized"))
+    return make_error(source + ": is already an INT8 checkpoint; quantize the f32 checkpoint it came from",
+                      TDM_INVALID_ARGUMENT);
+  std::vector<Target> targets;
+  auto seen = observe(spec, device, registry, weights, source, calib, transforms, o, targets);
+  if (!seen) return seen.error();
+  PtqResult result;
+  Calibration& cal = result.calibration;
+  cal.model = o.model_path;
+  cal.calibrator = method_name(o.method);
+  cal.percentile = o.percentile;
+  cal.samples = *seen;
+  cal.per_channel = o.per_channel;
+  cal.weight_qmax = o.weight_range.qmax;
+  cal.weight_range = o.weight_range.reason;
+  auto out = quantize_layers(targets, weights, source, o, cal);
+  if (!out) return out.error();
   std::error_code ec;
   fs::create_directories(o.output_dir, ec);
   if (ec) return make_error(o.output_dir + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
@@ -186,7 +216,7 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
   result.calibration_path = (fs::path(o.output_dir) / kCalibrationFile).string();
   // The checkpoint first: a calibration file is only ever beside the
   // checkpoint it describes (both writes are atomic).
-  if (auto r = checkpoint::write_safetensors(result.checkpoint_path, out); !r) return r.error();
+  if (auto r = checkpoint::write_safetensors(result.checkpoint_path, *out); !r) return r.error();
   if (auto r = write_calibration(result.calibration_path, cal); !r) return r.error();
   return result;
 }

@@ -11,6 +11,7 @@
 #include "data/transforms.hpp"
 #include "device/device.hpp"
 #include "model/model_spec.hpp"
+#include "plugin/registry.hpp"
 #include "quant/calibration_file.hpp"
 #include "quant/calibrators.hpp"
 #include "quant/weight_range.hpp"
@@ -36,8 +37,8 @@ struct PtqResult {
 
 // `weights` is the f32 checkpoint (read from `source`, named in errors).
 Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandle& device,
-                                 const checkpoint::Checkpoint& weights, const std::string& source,
-                                 const data::Dataset& calib, const data::Transforms& transforms,
-                                 const PtqOptions& options);
+                                 const PluginRegistry& registry, const checkpoint::Checkpoint& weights,
+                                 const std::string& source, const data::Dataset& calib,
+                                 const data::Transforms& transforms, const PtqOptions& options);
 
 }  // namespace tandem::host::quant

@@ -11,34 +11,16 @@
 #include <variant>
 
 #include "exec/executor.hpp"
-#include "lowering/autodiff.hpp"
-#include "lowering/model_graph.hpp"
-#include "lowering/optimizer.hpp"
 #include "ops/op_table.hpp"
 #include "ops/shapes.hpp"
+#include "program/program.hpp"
+#include "program/step_runner.hpp"
 #include "train/initializers.hpp"
 
 namespace tandem::host::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// As Trainer::initialise: the model's initialisers, seeded by [train] seed.
-Result<void> initialise(const lowering::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex) {
-  const Graph& g = model.graph;
-  for (size_t i = 0; i < g.value_count(); ++i) {
-    const Value& v = *g.value_at(i);
-    if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
-    auto init = model.initializers.find(v.id);
-    if (init == model.initializers.end()) {
-      if (auto r = ex.fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
-      continue;
-    }
-    const auto values = initial_values(init->second, v.name, ops::numel(v.type.dims), spec.train.seed);
-    if (auto r = ex.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
-  }
-  return {};
-}
 
 // One batch of N(0, 1) features and uniform labels, written once.
 Result<void> preload_batch(const lowering::ModelGraph& model, const model::ModelSpec& spec,
@@ -52,30 +34,21 @@ Result<void> preload_batch(const lowering::ModelGraph& model, const model::Model
   for (int32_t& l : labels) l = label(rng);
   if (auto r = ex.write(model.input, features.data(), features.size() * sizeof(float)); !r) return r;
   if (auto r = ex.write(model.labels, labels.data(), labels.size() * sizeof(int32_t)); !r) return r;
-  const auto lr = static_cast<float>(spec.train.lr);
-  return ex.write(model.lr, &lr, sizeof lr);
+  return {};
 }
 
-// One training step as Trainer::step runs it, minus the batch copy and the
-// per-step reads of loss and logits.
-Result<void> train_step(const lowering::ModelGraph& model, const model::ModelSpec& spec, exec::Executor& ex,
-                        int64_t step) {
-  if (model.step != kNoValue) {
-    const auto t = static_cast<int32_t>(step + 1);
-    if (auto r = ex.write(model.step, &t, sizeof t); !r) return r;
+// One training step as `tandem train` runs it (program/step_runner.hpp),
+// minus the batch copy and the per-step reads of loss and logits: every
+// micro-batch's forward and backward on the preloaded batch, then the
+// optimizer phase with the feature hooks and clipping.
+Result<void> train_step(program::Program& p, program::StepRunner& steps, int64_t step) {
+  exec::Executor& ex = p.executor();
+  for (uint32_t micro = 0; micro < p.micro_batches(); ++micro) {
+    if (auto r = steps.begin_micro_batch(step, micro, p.spec().train.lr); !r) return r;
+    if (auto r = ex.run(0, p.model().optimizer_begin); !r) return r;
+    if (auto r = steps.end_micro_batch(step, micro); !r) return r;
   }
-  if (model.dropout_step != kNoValue) {
-    const int64_t offset = step;
-    if (auto r = ex.write(model.dropout_step, &offset, sizeof offset); !r) return r;
-  }
-  if (model.clip_coef == kNoValue) return ex.run();
-  if (auto r = ex.run(0, model.optimizer_begin); !r) return r;
-  float norm_sq = 0;
-  if (auto r = ex.read(model.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r;
-  const auto coef =
-      static_cast<float>(std::min(1.0, spec.train.clip_grad_norm / (std::sqrt(norm_sq) + 1e-6)));
-  if (auto r = ex.write(model.clip_coef, &coef, sizeof coef); !r) return r;
-  return ex.run(model.optimizer_begin, ex.node_count());
+  return steps.optimizer_step(step);
 }
 
 // FLOPs of one GEMM node (the op table's count: matmul, linear and its
@@ -115,39 +88,42 @@ uint64_t peak_rss() {
 }  // namespace
 
 Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHandle& device,
-                                  const BenchOptions& options) {
+                                  const PluginRegistry& registry, const BenchOptions& options) {
   if (options.steps < 1 || options.repeats < 1 || options.warmup < 0)
     return make_error("bench: --steps and --repeats must be at least 1, --warmup at least 0",
                       TDM_INVALID_ARGUMENT);
-  auto built = lowering::build_forward(spec, spec.train.batch_size, lowering::Mode::Train);
+  // The program `tandem train` would run: the same passes and placement.
+  program::ProgramOptions program_options;
+  program_options.prefetch = false;  // the batch is written once, never staged
+  auto built = program::Program::build(spec, device, registry, std::move(program_options));
   if (!built) return built.error();
-  lowering::ModelGraph& model = *built;
-  if (auto r = lowering::append_backward(model); !r) return r.error();
-  if (auto r = lowering::append_optimizer(model, spec.train); !r) return r.error();
+  program::Program& p = **built;
   exec::ExecutorOptions exec_options;
   exec_options.outputs = {"loss"};
   exec_options.profile = options.profile;
-  auto executor = exec::Executor::create(device, model.graph, exec_options);
-  if (!executor) return executor.error();
-  exec::Executor& ex = **executor;
-  if (auto r = initialise(model, spec, ex); !r) return r.error();
+  if (auto r = p.allocate(exec_options); !r) return r.error();
+  const lowering::ModelGraph& model = p.model();
+  exec::Executor& ex = p.executor();
+  program::StepRunner steps(p);
+  if (auto r = initialise_tensors(model, ex, spec.train.seed); !r) return r.error();
   if (auto r = preload_batch(model, spec, ex); !r) return r.error();
 
   BenchResult result;
   result.model = spec.name;
   result.device = device.id();
-  result.batch = model.batch;
+  const int64_t batch = p.micro_batch_samples() * p.micro_batches();  // samples per optimizer step
+  result.batch = batch;
   result.steps = options.steps;
   result.warmup = options.warmup;
   for (ValueId p : model.parameters) result.parameters += ops::numel(model.graph.value(p)->type.dims);
   int64_t step = 0;
   for (; step < options.warmup; ++step)
-    if (auto r = train_step(model, spec, ex, step); !r) return r.error();
+    if (auto r = train_step(p, steps, step); !r) return r.error();
   ex.clear_profile();
   for (int64_t repeat = 0; repeat < options.repeats; ++repeat) {
     const auto start = Clock::now();
     for (int64_t i = 0; i < options.steps; ++i, ++step)
-      if (auto r = train_step(model, spec, ex, step); !r) return r.error();
+      if (auto r = train_step(p, steps, step); !r) return r.error();
     float loss = 0;  // inside the timed span: the device's work is surely done
     if (auto r = ex.read(model.loss, &loss, sizeof loss); !r) return r.error();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -156,7 +132,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
                             std::to_string(step) + "; lower [train] lr for this model",
                         TDM_ABORTED);
     result.last_loss = loss;
-    result.samples_per_second.push_back(static_cast<double>(options.steps * model.batch) / seconds);
+    result.samples_per_second.push_back(static_cast<double>(options.steps * batch) / seconds);
   }
   std::vector<double> sorted = result.samples_per_second;
   std::sort(sorted.begin(), sorted.end());
@@ -164,7 +140,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   result.min = sorted.front();
   result.max = sorted.back();
-  result.step_ms = 1e3 * static_cast<double>(model.batch) / result.median;
+  result.step_ms = 1e3 * static_cast<double>(batch) / result.median;
   result.peak_rss_bytes = peak_rss();
   result.device_peak_bytes = ex.measured_peak();
   result.planned_bytes = ex.plan().estimate.total;

@@ -1,15 +1,16 @@
 // `tandem bench`: training throughput of a model on one device, measured
 // the way bench/torch_peer.py measures PyTorch.
 //
-// The training graph is built exactly as `tandem train` builds it (forward,
-// autodiff, optimizer, one Executor, the model's initialisers). One batch of
+// The program is the one `tandem train` runs (program/program.hpp: the
+// model file's feature plugins, their passes, placement), initialised with
+// the model's initialisers, and a step is the one train runs
+// (program/step_runner.hpp: per-step inputs, hooks, clipping). One batch of
 // synthetic data of the model's input shape is written into the executor
-// once; the learning rate is written once (a constant: the schedule is not
-// what is measured). A timed step is then forward + backward + optimizer with
-// no host<->device copy (AdamW's step counter and dropout's seed are the
-// exceptions: they are per-step inputs and are written as `tandem train`
-// writes them). The loss is read once at the end of each repeat, to be sure
-// the work happened and stayed finite.
+// once, so a timed step does no batch copy; its per-step inputs (learning
+// rate, at [train] lr: the schedule is not what is measured, AdamW's step
+// counter, dropout's seed) are written as `tandem train` writes them. The
+// loss is read once at the end of each repeat, to be sure the work happened
+// and stayed finite.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 #include "device/device.hpp"
 #include "model/model_spec.hpp"
+#include "plugin/registry.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::train {
@@ -64,7 +66,7 @@ struct BenchResult {
 };
 
 Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHandle& device,
-                                  const BenchOptions& options);
+                                  const PluginRegistry& registry, const BenchOptions& options);
 
 // The result as one JSON object (the same keys bench/torch_peer.py writes).
 std::string bench_json(const BenchResult& result, int threads);

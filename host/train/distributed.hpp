@@ -12,19 +12,11 @@
 #include "device/device.hpp"
 #include "exec/collectives.hpp"
 #include "plugin/registry.hpp"
+#include "program/process_group.hpp"
 
 namespace tandem::host::train {
 
-struct ProcessGroup {
-  int rank = 0;
-  int world = 1;
-  int local_rank = 0;
-  std::string launcher;  // "mpirun", "slurm", "env" or "" (single process)
-};
-
-// Reads the launcher's environment: Open MPI (OMPI_COMM_WORLD_*), PMI,
-// Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID), then RANK/WORLD_SIZE/LOCAL_RANK.
-ProcessGroup detect_process_group();
+using program::ProcessGroup;
 
 // What comm_create needs to know about this process (no rendezvous id).
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds);

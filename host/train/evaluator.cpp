@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "data/loader.hpp"
-#include "place/placed_executor.hpp"
 #include "train/checkpointing.hpp"
 #include "util/logger.hpp"
 
@@ -22,45 +21,42 @@ int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_
   return correct;
 }
 
-Result<Evaluator::Compiled*> Evaluator::for_batch(int64_t batch) {
+Result<program::Program*> Evaluator::for_batch(int64_t batch) {
   auto it = compiled_.find(batch);
-  if (it != compiled_.end()) return &it->second;
-  auto model = lowering::build_forward(spec_, batch, lowering::Mode::Eval, TDM_F32, tensor_parallel_,
-                                       int8_.empty() ? nullptr : &int8_);
-  if (!model) return model.error();
+  if (it != compiled_.end()) return it->second.get();
+  program::ProgramOptions o;
+  o.mode = lowering::Mode::Eval;
+  o.batch = batch;
+  o.int8 = int8_.empty() ? nullptr : &int8_;
+  o.group = group_;
+  o.placement = placement_;  // the same pins as training, so every parameter is found where it lives
+  o.open_devices = devices_;
+  auto program = program::Program::build(spec_, device_, registry_, std::move(o));
+  if (!program) return program.error();
+  const lowering::ModelGraph& model = (*program)->model();
   exec::ExecutorOptions options;
   options.collectives = collectives_;
   for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
-    if (model->graph.value_by_name(name) != nullptr) options.external[name] = pointer;
-  options.outputs = {"loss", model->graph.value(model->logits)->name};
-  Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
-  if (placement_) {
-    // The same pins as training, so every parameter is found where it lives.
-    auto placement = place::place_layers(model->graph, spec_, *placement_);
-    if (!placement) return placement.error();
-    executor = place::make_placed_executor(devices_, model->graph, *placement, options, {});
-  } else {
-    executor = exec::Executor::create(device_, model->graph, options);
-  }
-  if (!executor) return executor.error();
-  Compiled& c = compiled_[batch];
-  c.model = std::move(*model);
-  c.executor = std::move(*executor);
+    if (model.graph.value_by_name(name) != nullptr) options.external[name] = pointer;
+  options.outputs = {"loss", model.graph.value(model.logits)->name};
+  if (auto r = (*program)->allocate(std::move(options)); !r) return r.error();
+  program::Program& p = *(compiled_[batch] = std::move(*program));
   if (shared_.empty()) {
-    // The first eval executor owns the parameters; later ones share them.
-    for (size_t i = 0; i < c.model.graph.value_count(); ++i) {
-      const Value& v = *c.model.graph.value_at(i);
+    // The first eval program owns the parameters; later ones share them.
+    const Graph& g = p.model().graph;
+    for (size_t i = 0; i < g.value_count(); ++i) {
+      const Value& v = *g.value_at(i);
       if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
-        shared_[v.name] = c.executor->device_pointer(v.id);
+        shared_[v.name] = p.executor().device_pointer(v.id);
     }
   }
-  return &c;
+  return &p;
 }
 
 Result<void> Evaluator::load(const checkpoint::Checkpoint& cp, const std::string& source) {
-  auto c = for_batch(spec_.train.batch_size);
-  if (!c) return c.error();
-  return restore_tensors((*c)->model.graph, *(*c)->executor, cp, true, source);
+  auto p = for_batch(spec_.train.batch_size);
+  if (!p) return p.error();
+  return restore_tensors((*p)->model().graph, (*p)->executor(), cp, true, source);
 }
 
 Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Transforms& transforms,
@@ -89,10 +85,10 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
   int64_t correct = 0;
   std::vector<float> logits;
   while (auto batch = loader.next()) {
-    auto c = for_batch(batch->size);
-    if (!c) return c.error();
-    const lowering::ModelGraph& m = (*c)->model;
-    exec::Executor& ex = *(*c)->executor;
+    auto p = for_batch(batch->size);
+    if (!p) return p.error();
+    const lowering::ModelGraph& m = (*p)->model();
+    exec::Executor& ex = (*p)->executor();
     const auto start = std::chrono::steady_clock::now();
     if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)
       return r.error();

@@ -1,7 +1,8 @@
-// Evaluation: the model's eval-mode graph (dropout off, batch norm on its
-// running statistics) run over a data set, reporting mean loss and accuracy.
+// Evaluation: the model's eval-mode program (program/program.hpp: dropout
+// off, batch norm on its running statistics, placed as the model file pins
+// it) run over a data set, reporting mean loss and accuracy.
 //
-// One executor per batch size (the last batch of a set is usually short);
+// One program per batch size (the last batch of a set is usually short);
 // all of them read the same parameters: either the training executor's
 // buffers (`shared`), or those of the first eval executor, which then owns
 // them (standalone `tandem eval`).
@@ -24,6 +25,7 @@
 #include "exec/executor.hpp"
 #include "lowering/model_graph.hpp"
 #include "place/placement.hpp"
+#include "program/program.hpp"
 
 namespace tandem::host::train {
 
@@ -39,14 +41,14 @@ struct EvalResult {
 
 class Evaluator {
  public:
-  Evaluator(const model::ModelSpec& spec, const DeviceHandle& device,
+  Evaluator(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
             std::map<std::string, void*> shared = {})
-      : spec_(spec), device_(device), shared_(std::move(shared)) {}
+      : spec_(spec), device_(device), registry_(registry), shared_(std::move(shared)) {}
 
-  // Tensor parallelism: every rank evaluates the same samples with its
-  // slices of the layers, exchanging activations through `collectives`.
-  void use_tensor_parallelism(lowering::TensorParallel tp, exec::Collectives* collectives) {
-    tensor_parallel_ = tp;
+  // Tensor parallelism: every rank of `group` evaluates the same samples
+  // with its slices of the layers, exchanging activations through `collectives`.
+  void use_tensor_parallelism(program::ProcessGroup group, exec::Collectives* collectives) {
+    group_ = std::move(group);
     collectives_ = collectives;
   }
 
@@ -66,21 +68,18 @@ class Evaluator {
   Result<void> load(const checkpoint::Checkpoint& cp, const std::string& source);
 
  private:
-  struct Compiled {
-    lowering::ModelGraph model;
-    std::unique_ptr<exec::Executor> executor;
-  };
-  Result<Compiled*> for_batch(int64_t batch);
+  Result<program::Program*> for_batch(int64_t batch);
   Result<EvalResult> evaluate_in_batches(const data::Dataset& set, const data::Transforms& transforms,
                                          int threads, int64_t batch);
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
+  const PluginRegistry& registry_;
   std::map<std::string, void*> shared_;
   bool borrowed_ = !shared_.empty();  // the parameters belong to the trainer's executor
   int64_t batch_ = 0;                 // the batch that fits (0: [train] batch_size)
-  std::map<int64_t, Compiled> compiled_;
-  lowering::TensorParallel tensor_parallel_;
+  std::map<int64_t, std::unique_ptr<program::Program>> compiled_;
+  program::ProcessGroup group_;
   std::optional<place::PlacementOptions> placement_;
   std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;

@@ -1,8 +1,11 @@
 #include "train/initializers.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "data/counter_rng.hpp"
+#include "ops/shapes.hpp"
+#include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -40,6 +43,33 @@ std::vector<float> initial_values(const lowering::Initializer& init, const std::
     v[static_cast<size_t>(i)] =
         static_cast<float>(bound * (2.0 * data::random_unit(seed, stream, static_cast<uint64_t>(i)) - 1.0));
   return v;
+}
+
+Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed) {
+  const Graph& g = model.graph;
+  for (size_t i = 0; i < g.value_count(); ++i) {
+    const Value& v = *g.value_at(i);
+    if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
+    auto init = model.initializers.find(v.id);
+    if (init == model.initializers.end()) {
+      if (auto r = executor.fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
+      continue;
+    }
+    auto shard = model.shards.find(v.id);
+    if (shard == model.shards.end()) {
+      const auto values = initial_values(init->second, v.name, ops::numel(v.type.dims), seed);
+      if (auto r = executor.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
+      continue;
+    }
+    // This rank's slice of the values the whole tensor would start with.
+    const auto values = initial_values(init->second, v.name, ops::numel(shard->second.full), seed);
+    std::vector<std::byte> whole(values.size() * sizeof(float));
+    std::memcpy(whole.data(), values.data(), whole.size());
+    const auto slice =
+        slice_of(whole, shard->second, model.tensor_parallel.rank, model.tensor_parallel.size, sizeof(float));
+    if (auto r = executor.write(v.id, slice.data(), slice.size()); !r) return r;
+  }
+  return {};
 }
 
 }  // namespace tandem::host::train

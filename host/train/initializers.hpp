@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/executor.hpp"
 #include "lowering/model_graph.hpp"
 
 namespace tandem::host::train {
@@ -22,5 +23,11 @@ namespace tandem::host::train {
 //   zeros, ones
 std::vector<float> initial_values(const lowering::Initializer& init, const std::string& name, int64_t count,
                                   uint64_t seed);
+
+// Every parameter and state tensor of `model` written with its initial
+// values: with its initializer (this rank's slice of a tensor split by
+// tensor parallelism, so every rank starts from the one whole tensor), else
+// filled with its initial value. What train and bench both start from.
+Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed);
 
 }  // namespace tandem::host::train

@@ -1,32 +1,30 @@
-// `tandem train`: the training loop around one device.
+// `tandem train`: the training loop around a Program (program/program.hpp),
+// which holds the step graph, its placement and its executors.
 //
-// Per step: the loader's next batch is copied in, the learning rate (a
-// function of the step) and AdamW's step count are written, forward and
-// backward run, gradients are clipped when asked (the host reads the global
-// norm, writes the coefficient), the optimizer ops run, and loss and
-// accuracy are read back. At each epoch end the validation and test sets are
-// evaluated and a checkpoint is saved. Everything random is a function of
-// (seed, step/epoch, sample), so a resumed run is bit-identical to an
-// uninterrupted one.
+// Per step: the loader's next batch is copied in (or was staged during the
+// step before), the step's inputs and feature hooks run (StepRunner),
+// forward and backward run with each gradient bucket's all-reduce started
+// as soon as backward has finished it (data parallelism), then the
+// optimizer phase; loss and accuracy are read back. At each epoch end the
+// validation and test sets are evaluated and a checkpoint is saved.
+// Everything random is a function of (seed, step/epoch, sample), so a
+// resumed run is bit-identical to an uninterrupted one.
 #pragma once
 
 #include <atomic>
-#include <iosfwd>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/loader.hpp"
-#include "exec/executor.hpp"
-#include "lowering/model_graph.hpp"
-#include "place/auto_placement.hpp"
-#include "place/fit_advice.hpp"
-#include "place/placement.hpp"
-#include "plugin/registry.hpp"
+#include "program/program.hpp"
+#include "program/step_runner.hpp"
 #include "train/datasets.hpp"
 #include "train/distributed.hpp"
-#include "train/executor_scalars.hpp"
-#include "train/features.hpp"
+#include "train/evaluator.hpp"
 #include "train/overlapped_allreduce.hpp"
 #include "train/profile_report.hpp"
 #include "train/progress.hpp"
@@ -51,9 +49,6 @@ struct TrainOptions {
   // Data parallelism: a collective waiting longer than this fails and names
   // the ranks that did not arrive, instead of hanging the job.
   double comm_timeout_seconds = 300;
-  // `tandem plan`: build, place and stop before allocating anything; only
-  // write_plan may be called then.
-  bool plan_only = false;
   // Bytes each device may hold, by device id ("onednn:0"); absent: no limit.
   std::map<std::string, uint64_t> memory_budgets;
   // Other devices the run may use besides the one it was created with
@@ -84,6 +79,10 @@ struct TrainResult {
   std::optional<double> test_accuracy;
 };
 
+// The program's options for a training run with `options`, as this process
+// (its launcher's ranks) runs it.
+program::ProgramOptions program_options(const TrainOptions& options);
+
 class Trainer {
  public:
   static Result<std::unique_ptr<Trainer>> create(const model::ModelSpec& spec, const DeviceHandle& device,
@@ -91,64 +90,56 @@ class Trainer {
   ~Trainer();
   Result<TrainResult> run();
 
-  const lowering::ModelGraph& model() const { return model_; }
-  // `tandem plan`: every layer's device, each device's planned memory
-  // against its budget, the copies per step (plan_report.cpp). An error
-  // when a device's plan is over its budget, after the table.
-  Result<void> write_plan(std::ostream& out) const;
-  // This process's place among the data-parallel ranks (rank 0 of 1 alone).
-  const ProcessGroup& group() const { return group_; }
-  exec::Executor& executor() { return *executor_; }
+  const program::Program& program() const { return *program_; }
+  const lowering::ModelGraph& model() const { return program_->model(); }
+  // This process's place among the ranks (rank 0 of 1 alone).
+  const program::ProcessGroup& group() const { return program_->group(); }
+  exec::Executor& executor() { return program_->executor(); }
   // What each device's allocator held at most during the training steps of
   // the last run(), before evaluation (by device id; empty before a run).
   const std::map<std::string, uint64_t>& training_peaks() const { return training_peaks_; }
   // The assignment automatic placement chose (none: not automatic).
-  const std::optional<place::AutoPlacement>& automatic_placement() const { return automatic_; }
+  const std::optional<place::AutoPlacement>& automatic_placement() const {
+    return program_->automatic_placement();
+  }
 
  private:
+  struct Loop;  // what one run() keeps between epochs (training_loop.cpp)
+  struct EpochTotals {
+    double loss_sum = 0;
+    int64_t seen = 0, correct = 0;
+  };
+
   Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
           TrainOptions options);
-  Result<void> initialise();
+  Result<void> load_data();
+  // The communicator of a run of several ranks; tensor parallelism's
+  // collectives for the executors.
+  Result<void> connect(exec::ExecutorOptions& exec_options);
+  Result<void> prepare_run();
   Result<void> resume_from(const std::string& path, bool weights_only);
+  void continue_with_other_ranks(int64_t saved_world);
+
+  // training_loop.cpp. One epoch's steps; false when the run stopped on a
+  // signal (`loop.result` says where).
+  Result<bool> train_epoch(Loop& loop);
+  Result<double> train_step(Loop& loop, EpochTotals& totals, std::shared_ptr<const data::Batch>& ahead);
+  void report_step(Loop& loop, const EpochTotals& totals);
+  Result<void> finish_run(Loop& loop, std::chrono::steady_clock::time_point run_start);
+  Evaluator make_evaluator() const;
   // Forward and backward of one micro-batch; returns its loss. `staged`:
   // the batch was staged during the previous micro-batch (use it, do not
   // write it); `next`: the batch to stage while this one runs (or null).
   Result<double> micro_step(const data::Batch& batch, bool staged, const data::Batch* next, int64_t step,
                             uint32_t micro, int64_t total_steps, int64_t& correct);
+  Result<void> write_batch(const data::Batch& batch, bool staged, const data::Batch* next);
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
   // bucket's all-reduce started once backward has finished it.
   Result<void> forward_backward(bool last_micro_batch);
-  // Hooks, clipping, and the update (gradients are averaged by then).
-  Result<void> optimizer_step(int64_t step);
-  // After the graph passes: where the optimizer phase and clipping start,
-  // which gradients ranks average, which nodes run on a skipped step.
-  void locate_optimizer_phase();
-  // Where every node runs, the copies between devices, and the devices to
-  // open: pinned layers, automatic placement, optimizer offload (none of
-  // them: everything on device_, no placement).
-  Result<void> place();
-  // Every device the run may place layers on (device_ first), opened; and
-  // whether the user named several (then placement is automatic by default).
-  Result<std::vector<std::string>> candidate_devices();
-  Result<std::string> open_device(const std::string& name);
-  // Capacity of each device for automatic placement: its budget, else the
-  // memory its backend reports free.
-  std::map<std::string, uint64_t> capacities() const;
-  place::FitContext fit_context() const;
-  // For plan estimates: the run's devices, host reads and micro-batches;
-  // budgets are the capacities (automatic placement) or only the explicit ones.
-  place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
-                                        bool capacity) const;
-  place::CostModelOptions cost_options() const;
-  // Every model layer's device (the run's device for an unplaced graph).
-  std::map<std::string, std::string> layer_devices() const;
-  // A device refused an allocation the plan counted on: remember what it
-  // held, place again within that (moving unpinned layers) and say what
-  // moved; or an error saying what to change.
-  Result<void> replan_after_oom(const Error& oom);
-  Result<std::unique_ptr<exec::Executor>> make_executor(const Graph& graph,
-                                                        const std::optional<place::Placement>& placement,
-                                                        exec::ExecutorOptions options) const;
+  // Every rank stops after the same step: true when one was asked to stop.
+  Result<bool> stop_requested();
+  Result<void> end_epoch(Loop& loop, bool epoch_done);
+
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   // Planned memory per device, the copies between devices; `steps` trained.
@@ -158,33 +149,14 @@ class Trainer {
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
-  std::vector<std::unique_ptr<DeviceHandle>> extra_devices_;  // pinned devices other than device_
-  std::map<std::string, const DeviceHandle*> devices_;        // every device of the run, by id
-  std::optional<place::Placement> placement_;                 // layers on several devices
-  place::PlacementOptions placement_options_;          // how placement_ was made (evaluation reuses it)
-  std::string placement_mode_ = "pinned";              // auto | pinned | strict, as decided
-  std::optional<place::AutoPlacement> automatic_;      // what automatic placement chose
-  std::map<std::string, std::string> resolved_pins_;   // a pin as written -> its device id
-  std::map<std::string, uint64_t> measured_capacity_;  // devices that ran out of memory: what they held
-  Graph unplaced_;                                     // the training graph before placement
-  bool force_automatic_ = false;                       // after running out of memory
   const PluginRegistry& registry_;
   TrainOptions options_;
   RunData data_;
-  lowering::ModelGraph model_;
-  std::unique_ptr<exec::Executor> executor_;
-  std::unique_ptr<FeatureSet> features_;
-  std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
-  ProcessGroup group_;
-  int data_rank_ = 0, data_world_ = 1;  // among the ranks that split the data (1 with tensor parallelism)
-  std::map<std::string, lowering::Shard> shards_;  // tensors split by tensor parallelism, by name
-  uint32_t micro_batches_ = 1;             // per optimizer step, from a feature (gradient accumulation)
-  int64_t micro_batch_samples_ = 0;        // samples of one micro-batch (the graph's batch size)
-  size_t clip_point_ = 0;                  // first optimizer node that needs the clipping coefficient
-  std::vector<ValueId> synced_gradients_;  // what ranks average: the gradients as the optimizer reads them
-  std::vector<size_t> run_on_skip_;        // optimizer nodes that run even when a step is skipped
+  std::unique_ptr<program::Program> program_;
+  std::unique_ptr<program::StepRunner> steps_;
   std::unique_ptr<GradientCommunicator> comm_;      // only when world > 1
-  std::unique_ptr<OverlappedAllReduce> allreduce_;  // with comm_
+  std::unique_ptr<OverlappedAllReduce> allreduce_;  // with comm_, for data parallelism
+  std::map<std::string, lowering::Shard> shards_;   // tensors split by tensor parallelism, by name
   std::unique_ptr<ProfileRecorder> profiler_;
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
   std::vector<float> logits_;

@@ -12,7 +12,7 @@
 
 int main() {
   using namespace tandem::host;
-  const train::ProcessGroup group = train::detect_process_group();
+  const train::ProcessGroup group = program::detect_process_group();
   if (group.world != 2) {
     std::fprintf(stderr, "run me with mpiexec -np 2 (world is %d)\n", group.world);
     return 2;

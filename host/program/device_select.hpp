@@ -10,11 +10,11 @@
 #include "plugin/registry.hpp"
 #include "util/result.hpp"
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 
 // `local_rank`: this process's place among the processes of its node; a GPU
 // named without an index ("gpu", "cuda", or nothing) is the local_rank-th.
 Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::string& wanted,
                                    int local_rank = 0);
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program

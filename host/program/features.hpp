@@ -14,12 +14,14 @@
 #include "model/model_spec.hpp"
 #include "plugin/registry.hpp"
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 
 class FeatureSet {
  public:
   static Result<std::unique_ptr<FeatureSet>> create(const PluginRegistry& registry,
                                                     const model::ModelSpec& spec);
+  // No feature (evaluation graphs run without them).
+  static std::unique_ptr<FeatureSet> none() { return std::unique_ptr<FeatureSet>(new FeatureSet()); }
   ~FeatureSet();
   FeatureSet(const FeatureSet&) = delete;
   FeatureSet& operator=(const FeatureSet&) = delete;
@@ -53,4 +55,4 @@ class FeatureSet {
   std::vector<Active> active_;
 };
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program

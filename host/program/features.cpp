@@ -1,4 +1,4 @@
-#include "train/features.hpp"
+#include "program/features.hpp"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "plugin/config_store.hpp"
 #include "util/last_error.hpp"
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 namespace {
 
 std::vector<std::string> names(const char* const* list) {
@@ -108,9 +108,9 @@ Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
   return skip;
 }
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 
 Result<uint32_t> FeatureSet::micro_batch_size() const {
   uint32_t result = 0;
@@ -151,4 +151,4 @@ Result<uint32_t> FeatureSet::micro_batches() const {
   return result;
 }
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program

@@ -1,10 +1,10 @@
-#include "train/executor_scalars.hpp"
+#include "program/executor_scalars.hpp"
 
 #include <cstring>
 
 #include "ops/shapes.hpp"
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 namespace {
 
 template <class T>
@@ -87,4 +87,4 @@ Result<void> ExecutorScalars::set(const std::string& name, double value) {
   return executor_.write((*v)->id, bytes, size);
 }
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program

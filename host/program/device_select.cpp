@@ -1,8 +1,8 @@
-#include "train/device_select.hpp"
+#include "program/device_select.hpp"
 
 #include <algorithm>
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 namespace {
 
 // Lower is preferred when nothing is named.
@@ -56,4 +56,4 @@ Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::st
   return DeviceHandle::open(*backend, static_cast<uint32_t>(std::stoul(it->id.substr(colon + 1))));
 }
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program

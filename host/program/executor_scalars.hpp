@@ -8,7 +8,7 @@
 #include "graph/graph.hpp"
 #include "plugin/run_scalars.hpp"
 
-namespace tandem::host::train {
+namespace tandem::host::program {
 
 class ExecutorScalars final : public RunScalars {
  public:
@@ -23,4 +23,4 @@ class ExecutorScalars final : public RunScalars {
   exec::Executor& executor_;
 };
 
-}  // namespace tandem::host::train
+}  // namespace tandem::host::program

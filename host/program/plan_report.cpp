@@ -1,0 +1,140 @@
+// `tandem plan`: what a training run would put where, without allocating.
+// Memory per device comes from the same planner the executors use, on the
+// same per-device graphs, with the layouts and kernel workspaces the
+// executors would choose (kernel_prepare allocates no device memory); step
+// time from the measured op and copy costs (place/cost_model.hpp).
+#include <cstdio>
+#include <ostream>
+
+#include "exec/tensor_text.hpp"
+#include "place/plan_estimate.hpp"
+#include "program/program.hpp"
+#include "util/format.hpp"
+#include "util/logger.hpp"
+
+namespace tandem::host::program {
+namespace {
+
+std::string cell(uint64_t bytes) {
+  return human_bytes(bytes);
+}
+
+// One row of the memory table: a name, then a column per device.
+template <class Field>
+void memory_row(std::ostream& out, const char* name, const std::vector<place::DeviceEstimate>& plans,
+                Field field) {
+  char line[64];
+  std::snprintf(line, sizeof line, "  %-15s", name);
+  out << line;
+  for (const place::DeviceEstimate& p : plans) {
+    std::snprintf(line, sizeof line, " %16s", field(p).c_str());
+    out << line;
+  }
+  out << "\n";
+}
+
+void write_memory_table(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) {
+  char line[64];
+  out << "\nmemory per device";
+  for (const place::DeviceEstimate& p : plans) {
+    std::snprintf(line, sizeof line, " %16s", p.device.c_str());
+    out << line;
+  }
+  out << "\n";
+  using E = place::DeviceEstimate;
+  memory_row(out, "parameters", plans, [](const E& p) { return cell(p.memory.parameters); });
+  memory_row(out, "gradients", plans, [](const E& p) { return cell(p.memory.gradients); });
+  memory_row(out, "optimizer state", plans, [](const E& p) { return cell(p.memory.optimizer_state); });
+  memory_row(out, "activations", plans, [](const E& p) { return cell(p.memory.activations); });
+  memory_row(out, "workspace", plans, [](const E& p) { return cell(p.memory.workspace); });
+  memory_row(out, "other", plans, [](const E& p) {
+    return cell(p.memory.other_state + p.memory.inputs + p.memory.allocator_rounding);
+  });
+  memory_row(out, "total", plans, [](const E& p) { return cell(p.memory.total); });
+  memory_row(out, "budget", plans,
+             [](const E& p) { return p.budget > 0 ? cell(p.budget) : std::string("none"); });
+}
+
+}  // namespace
+
+Result<void> Program::write_plan(std::ostream& out) const {
+  const bool placed = placement_ && !placement_->only_on(device_.id());
+  place::CostModel costs(devices_, cost_options());
+  // Automatic placement estimated its choice already (against capacities;
+  // the table shows the budgets the user gave).
+  Result<place::PlanEstimate> estimate = make_error("", TDM_INTERNAL);
+  if (automatic_) {
+    estimate = automatic_->estimate;
+    for (place::DeviceEstimate& d : estimate->devices) {
+      auto budget = options_.memory_budgets.find(d.device);
+      d.budget = budget == options_.memory_budgets.end() ? 0 : budget->second;
+    }
+  } else {
+    estimate = place::estimate_plan(model_.graph, placed ? &*placement_ : nullptr,
+                                    estimate_inputs(&costs, nullptr, false));
+    if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
+  }
+  if (!estimate) return estimate.error();
+  const std::vector<place::DeviceEstimate>& plans = estimate->devices;
+  out << "plan for " << spec_.path << ": batch " << micro_batch_samples_ << " per micro-batch x "
+      << micro_batches_ << ", " << plans.size() << (plans.size() == 1 ? " device" : " devices")
+      << ", placement " << placement_mode_ << "\n\nlayers\n";
+  write_layers(out);
+  write_memory_table(out, plans);
+  write_copies(out);
+  out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
+  for (size_t i = 0; i < plans.size(); ++i)
+    out << (i == 0 ? " compute " : " + ") << plans[i].device << " " << human_duration_us(plans[i].compute_us);
+  if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
+  out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
+      << " and beside it; copies counted as if nothing overlapped)\n";
+  if (estimate->over() > 0)
+    return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  return {};
+}
+
+// Each layer, its device (the first of its nodes that has one) and the
+// bytes of its parameters.
+void Program::write_layers(std::ostream& out) const {
+  const Graph& g = model_.graph;
+  char line[256];
+  for (const model::LayerSpec& layer : spec_.layers) {
+    std::string device = device_.id();
+    for (size_t i = 0; i < g.node_count(); ++i)
+      if (g.node_at(i)->layer == layer.name && !g.node_at(i)->device.empty()) {
+        device = g.node_at(i)->device;
+        break;
+      }
+    uint64_t params = 0;
+    for (ValueId p : model_.parameters) {
+      const Value& v = *g.value(p);
+      if (v.name.rfind(layer.name + ".", 0) == 0) params += exec::tensor_bytes(v.type);
+    }
+    std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s\n", layer.name.c_str(), layer.op.c_str(),
+                  device.c_str(), params > 0 ? cell(params).c_str() : "-",
+                  layer.device ? "  (pinned)"
+                  : automatic_ ? "  (auto)"
+                               : "");
+    out << line;
+  }
+}
+
+void Program::write_copies(std::ostream& out) const {
+  const size_t copies = placement_ ? placement_->copies.size() : 0;
+  out << "\ncopies per step: " << copies;
+  if (copies > 0) out << " (" << human_bytes(placement_->copy_bytes()) << ")";
+  out << "\n";
+  if (!placement_) return;
+  char line[256];
+  for (const place::Copy& c : placement_->copies) {
+    std::snprintf(line, sizeof line, "  %-24s %10s  %s -> %s  (layer '%s' -> '%s', %s)\n", c.value.c_str(),
+                  human_bytes(c.bytes).c_str(), c.from.c_str(), c.to.c_str(), c.producer_layer.c_str(),
+                  c.consumer_layer.c_str(),
+                  c.phase == TDM_PHASE_FORWARD    ? "forward"
+                  : c.phase == TDM_PHASE_BACKWARD ? "backward"
+                                                  : "optimizer");
+    out << line;
+  }
+}
+
+}  // namespace tandem::host::program

@@ -1,0 +1,154 @@
+#include "program/program.hpp"
+
+#include <algorithm>
+
+#include "lowering/autodiff.hpp"
+#include "lowering/optimizer.hpp"
+#include "ops/op_table.hpp"
+#include "util/logger.hpp"
+
+namespace tandem::host::program {
+
+Program::Program(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
+                 ProgramOptions options)
+    : spec_(spec), device_(device), registry_(registry), options_(std::move(options)) {}
+
+Program::~Program() = default;
+
+Result<std::unique_ptr<Program>> Program::build(const model::ModelSpec& spec, const DeviceHandle& device,
+                                                const PluginRegistry& registry, ProgramOptions options) {
+  std::unique_ptr<Program> p(new Program(spec, device, registry, std::move(options)));
+  if (auto r = p->apply_features(); !r) return r.error();
+  if (auto r = p->lower(); !r) return r.error();
+  p->unplaced_ = p->model_.graph;
+  if (auto r = p->place(); !r) return r.error();
+  // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
+  p->locate_optimizer_phase();
+  return p;
+}
+
+// The feature plugins of the model file (training only), and the batch they
+// make the graph for: [train] batch_size, or a feature's micro-batch.
+Result<void> Program::apply_features() {
+  const bool train = options_.mode == lowering::Mode::Train;
+  micro_batch_samples_ = train || options_.batch == 0 ? spec_.train.batch_size : options_.batch;
+  if (!train) {
+    features_ = FeatureSet::none();
+    return {};
+  }
+  auto features = FeatureSet::create(registry_, spec_);
+  if (!features) return features.error();
+  features_ = std::move(*features);
+  auto micro_size = features_->micro_batch_size();
+  if (!micro_size) return micro_size.error();
+  if (*micro_size == 0) return {};
+  if (spec_.train.batch_size % *micro_size != 0)
+    return make_error(
+        spec_.path + ": micro-batches of " + std::to_string(*micro_size) +
+            " samples do not divide [train] batch_size = " + std::to_string(spec_.train.batch_size) +
+            "; choose a micro-batch size that divides it",
+        TDM_INVALID_ARGUMENT);
+  micro_batch_samples_ = *micro_size;
+  split_batches_ = true;
+  return {};
+}
+
+// Forward (the feature passes at their stages), autodiff, optimizer.
+Result<void> Program::lower() {
+  const ProcessGroup& group = options_.group;
+  // Layers marked `parallel` split over every rank of the run (tensor
+  // parallelism); otherwise the ranks split the data (data parallelism).
+  lowering::TensorParallel tp;
+  if (lowering::uses_tensor_parallelism(spec_) && group.world > 1) {
+    tp = {group.rank, group.world};
+    if (auto r =
+            lowering::check_backend_for(spec_, device_.backend().name, device_.backend().abi_minor_effective);
+        !r)
+      return r;
+  } else {
+    data_rank_ = group.rank;
+    data_world_ = group.world;
+  }
+  const bool train = options_.mode == lowering::Mode::Train;
+  auto model =
+      lowering::build_forward(spec_, micro_batch_samples_, options_.mode, TDM_F32, tp, options_.int8);
+  if (!model) return model.error();
+  model_ = std::move(*model);
+  if (!train) return {};
+  Graph& graph = model_.graph;
+  if (auto r = features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r;
+  if (auto r = lowering::append_backward(model_); !r) return r;
+  if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
+  if (auto r = lowering::append_optimizer(model_, spec_.train); !r) return r;
+  if (auto r = features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r;
+  auto micro = features_->micro_batches();
+  if (!micro) return micro.error();
+  micro_batches_ = *micro;
+  if (split_batches_ && micro_batch_samples_ * micro_batches_ != spec_.train.batch_size)
+    return make_error("a feature splits each batch of " + std::to_string(spec_.train.batch_size) +
+                          " into micro-batches of " + std::to_string(micro_batch_samples_) +
+                          " but asks for " + std::to_string(micro_batches_) +
+                          " of them per step (internal: the plugin is inconsistent)",
+                      TDM_INTERNAL);
+  return {};
+}
+
+void Program::locate_optimizer_phase() {
+  const Graph& g = model_.graph;
+  run_on_skip_.clear();
+  synced_gradients_.clear();
+  model_.optimizer_begin = g.node_count();
+  clip_point_ = g.node_count();
+  for (size_t i = g.node_count(); i-- > 0;) {
+    const Node& n = *g.node_at(i);
+    if (n.phase == TDM_PHASE_OPTIMIZER) model_.optimizer_begin = i;
+    if (n.phase == TDM_PHASE_OPTIMIZER && n.annotations.count("tandem.run_on_skip") > 0)
+      run_on_skip_.insert(run_on_skip_.begin(), i);
+    if (model_.clip_coef != kNoValue &&
+        std::find(n.inputs.begin(), n.inputs.end(), model_.clip_coef) != n.inputs.end())
+      clip_point_ = i;
+  }
+  // The gradient each update reads, before clipping scales it: after a pass
+  // such as grad_accum this is the accumulated sum, not the autodiff value.
+  for (size_t i = model_.optimizer_begin; i < g.node_count(); ++i) {
+    const Node& n = *g.node_at(i);
+    const ops::OpInfo* info = ops::find(n.op);
+    if (info == nullptr || !info->is(ops::kOptimizer)) continue;
+    ValueId grad = n.inputs[size_t(info->gradient_input)];
+    const Node* producer = g.node(g.value(grad)->producer);
+    if (producer != nullptr && model_.clip_coef != kNoValue && producer->inputs.size() == 2 &&
+        producer->inputs[1] == model_.clip_coef)
+      grad = producer->inputs[0];
+    synced_gradients_.push_back(grad);
+  }
+}
+
+Result<void> Program::allocate(exec::ExecutorOptions options) {
+  // A training run's peaks count from here: calibration and planning
+  // allocated before. (An evaluation's executors add to its run's peaks.)
+  if (options_.mode == lowering::Mode::Train)
+    for (const auto& [id, handle] : devices_) handle->allocator().reset_peak();
+  auto executor = make_executor(options);
+  // A device that holds less than the plan assumed: place again within what it held.
+  for (int attempt = 0; !executor && executor.error().status == TDM_OUT_OF_MEMORY && attempt < 3; ++attempt) {
+    if (auto r = replan_after_oom(executor.error()); !r) return r.error();
+    executor = make_executor(options);
+  }
+  if (!executor) return executor.error();
+  executor_ = std::move(*executor);
+  if (!options_.prefetch || options_.mode != lowering::Mode::Train) return {};
+  // Second device buffers for the next batch, counted in the plan (estimate_inputs).
+  for (ValueId v : {model_.input, model_.labels}) {
+    auto r = executor_->allow_staging(v);
+    if (!r && r.error().status != TDM_OUT_OF_MEMORY) return r.error();
+    if (!r) {  // a device that ran out re-planned without room to spare: copy each batch in its step
+      log_warning("no room for the next batch beside this one (" + r.error().message +
+                  "): each batch is copied when its step starts (as with --no-prefetch)");
+      options_.prefetch = false;
+      break;
+    }
+  }
+  return {};
+}
+
+}  // namespace tandem::host::program

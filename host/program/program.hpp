@@ -1,0 +1,179 @@
+// The program of a run: a model file lowered to its step graph, the feature
+// plugins' passes applied, the graph placed on the run's devices and
+// planned, and the executors that run it.
+//
+//   model.toml -> lowering (forward, autodiff, optimizer) with the passes of
+//   [features.*] at their stages -> placement (pins, automatic, optimizer
+//   offload) -> memory plan -> executors
+//
+// `tandem train`, `plan`, `bench` and `eval` all build theirs here, the same
+// way, so what `plan` prints and `bench` measures is what `train` runs. The
+// Trainer (train/trainer.hpp) only adds the loop: data, steps, evaluation,
+// checkpoints, ranks.
+//
+// Eval mode builds the forward graph of one batch size in evaluation form
+// (no passes, no autodiff), placed as the model file pins it, or as a
+// training run placed its parameters (ProgramOptions::placement).
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/executor.hpp"
+#include "lowering/int8_plan.hpp"
+#include "lowering/model_graph.hpp"
+#include "place/auto_placement.hpp"
+#include "place/fit_advice.hpp"
+#include "place/placement.hpp"
+#include "plugin/registry.hpp"
+#include "program/features.hpp"
+#include "program/process_group.hpp"
+
+namespace tandem::host::program {
+
+struct ProgramOptions {
+  lowering::Mode mode = lowering::Mode::Train;
+  // Eval: samples per run of the graph (0: [train] batch_size). Train: the
+  // batch is [train] batch_size, or a feature's micro-batch.
+  int64_t batch = 0;
+  const lowering::Int8Plan* int8 = nullptr;  // eval of a quantized model
+  ProcessGroup group;                        // the run's ranks (one process: rank 0 of 1)
+  // Other devices the run may use besides the one it is built for
+  // (`--device onednn:0,reference:0`): with them, layers are placed
+  // automatically unless [train] placement says otherwise.
+  std::vector<std::string> devices;
+  // Bytes each device may hold, by device id ("onednn:0"); absent: no limit.
+  std::map<std::string, uint64_t> memory_budgets;
+  // The cost model of automatic placement: its cache directory (empty: the
+  // default, cost_model.hpp), what else changes timings ("threads=2"), and
+  // whether to measure again instead of reading the cache.
+  std::string cost_cache_dir;
+  std::string cost_context;
+  bool recalibrate = false;
+  // The next batch's inputs get a second device buffer (Executor::stage),
+  // counted in the plan.
+  bool prefetch = true;
+  // Eval within a training run: place as training did (its pins and the
+  // homes of its parameters), instead of deciding anew.
+  std::optional<place::PlacementOptions> placement;
+  // Devices already open (by id) that the run shares (an evaluation of a
+  // training run): opened again otherwise.
+  std::map<std::string, const DeviceHandle*> open_devices;
+};
+
+class Program {
+ public:
+  // Lowers, applies the passes and places; allocates nothing on a device.
+  static Result<std::unique_ptr<Program>> build(const model::ModelSpec& spec, const DeviceHandle& device,
+                                                const PluginRegistry& registry, ProgramOptions options);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // The executors of the placed graph. A device that then holds less than
+  // the plan assumed makes the program place again within what it held
+  // (moving unpinned layers, saying what moved) before giving up.
+  Result<void> allocate(exec::ExecutorOptions options);
+
+  // `tandem plan`: every layer's device, each device's planned memory
+  // against its budget, the copies per step, the estimated step time. An
+  // error when a device's plan is over its budget, after the table.
+  Result<void> write_plan(std::ostream& out) const;
+
+  const model::ModelSpec& spec() const noexcept { return spec_; }
+  const DeviceHandle& device() const noexcept { return device_; }
+  const PluginRegistry& registry() const noexcept { return registry_; }
+  const ProgramOptions& options() const noexcept { return options_; }
+  const lowering::ModelGraph& model() const noexcept { return model_; }
+  FeatureSet& features() noexcept { return *features_; }
+  exec::Executor& executor() noexcept { return *executor_; }
+  const exec::Executor& executor() const noexcept { return *executor_; }
+  bool allocated() const noexcept { return executor_ != nullptr; }
+
+  // Placement: none when everything runs on device(). The options it was
+  // made with let an evaluation place its graph the same way.
+  const std::optional<place::Placement>& placement() const noexcept { return placement_; }
+  const place::PlacementOptions& placement_options() const noexcept { return placement_options_; }
+  // What automatic placement chose (none: not automatic).
+  const std::optional<place::AutoPlacement>& automatic_placement() const noexcept { return automatic_; }
+  // Every device of the run, by id, device() included.
+  const std::map<std::string, const DeviceHandle*>& devices() const noexcept { return devices_; }
+
+  // Ranks: those that split the data (1 with tensor parallelism, which
+  // splits layers over every rank instead).
+  const ProcessGroup& group() const noexcept { return options_.group; }
+  int data_rank() const noexcept { return data_rank_; }
+  int data_world() const noexcept { return data_world_; }
+
+  // Micro-batches per optimizer step (gradient accumulation) and samples in each.
+  uint32_t micro_batches() const noexcept { return micro_batches_; }
+  int64_t micro_batch_samples() const noexcept { return micro_batch_samples_; }
+  // The optimizer phase: the first node that needs the clipping
+  // coefficient, the gradients ranks average (as the optimizer reads them,
+  // before clipping), and the optimizer nodes that run on a skipped step.
+  size_t clip_point() const noexcept { return clip_point_; }
+  const std::vector<ValueId>& synced_gradients() const noexcept { return synced_gradients_; }
+  const std::vector<size_t>& run_on_skip() const noexcept { return run_on_skip_; }
+
+ private:
+  Program(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
+          ProgramOptions options);
+  Result<void> lower();
+  Result<void> apply_features();
+  // After the passes and placement: where the optimizer phase and clipping
+  // start, which gradients ranks average, which nodes run on a skipped step.
+  void locate_optimizer_phase();
+
+  // program_placement.cpp: where every node runs, the copies between
+  // devices, the devices to open (nothing placed: everything on device_).
+  Result<void> place();
+  Result<bool> placement_wanted(std::vector<std::string>& candidates, place::PlacementOptions& o);
+  Result<void> place_automatically(std::vector<std::string>& candidates, place::PlacementOptions& o);
+  Result<std::vector<std::string>> candidate_devices();
+  Result<std::string> open_device(const std::string& name);
+  std::map<std::string, uint64_t> capacities() const;
+  place::FitContext fit_context() const;
+  place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
+                                        bool capacity) const;
+  place::CostModelOptions cost_options() const;
+  std::map<std::string, std::string> layer_devices() const;
+  Result<void> replan_after_oom(const Error& oom);
+  Result<std::unique_ptr<exec::Executor>> make_executor(exec::ExecutorOptions options) const;
+
+  // plan_report.cpp
+  void write_layers(std::ostream& out) const;
+  void write_copies(std::ostream& out) const;
+
+  const model::ModelSpec& spec_;
+  const DeviceHandle& device_;
+  const PluginRegistry& registry_;
+  ProgramOptions options_;
+  std::unique_ptr<FeatureSet> features_;
+  int data_rank_ = 0, data_world_ = 1;
+  uint32_t micro_batches_ = 1;
+  int64_t micro_batch_samples_ = 0;
+  bool split_batches_ = false;  // a feature asked for micro-batches of a size
+  lowering::ModelGraph model_;
+  Graph unplaced_;  // the step graph before placement: a re-plan starts again from here
+
+  std::vector<std::unique_ptr<DeviceHandle>> extra_devices_;  // devices this program opened
+  std::map<std::string, const DeviceHandle*> devices_;        // every device of the run, by id
+  std::optional<place::Placement> placement_;
+  place::PlacementOptions placement_options_;
+  std::string placement_mode_ = "pinned";              // auto | pinned | strict, as decided
+  std::optional<place::AutoPlacement> automatic_;      // what automatic placement chose
+  std::map<std::string, std::string> resolved_pins_;   // a pin as written -> its device id
+  std::map<std::string, uint64_t> measured_capacity_;  // devices that ran out of memory: what they held
+  bool force_automatic_ = false;                       // after running out of memory
+
+  size_t clip_point_ = 0;
+  std::vector<ValueId> synced_gradients_;
+  std::vector<size_t> run_on_skip_;
+  std::unique_ptr<exec::Executor> executor_;
+};
+
+}  // namespace tandem::host::program

@@ -1,0 +1,275 @@
+// Program: where every node runs, the devices of the run, their budgets and
+// capacities, and running out of memory at run time (re-planning).
+#include <algorithm>
+
+#include "place/placed_executor.hpp"
+#include "program/device_select.hpp"
+#include "program/program.hpp"
+#include "util/format.hpp"
+#include "util/logger.hpp"
+
+namespace tandem::host::program {
+namespace {
+
+std::string join_devices(const std::vector<std::string>& devices) {
+  std::string text;
+  for (const std::string& d : devices) text += (text.empty() ? "" : ", ") + d;
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> Program::open_device(const std::string& name) {
+  if (auto it = resolved_pins_.find(name); it != resolved_pins_.end()) return it->second;
+  auto handle = select_device(registry_, name);
+  if (!handle) return handle.error();
+  const std::string id = handle->id();
+  resolved_pins_[name] = id;
+  if (devices_.count(id) == 0) {
+    extra_devices_.push_back(std::make_unique<DeviceHandle>(std::move(*handle)));
+    devices_[id] = extra_devices_.back().get();
+  }
+  return id;
+}
+
+Result<std::vector<std::string>> Program::candidate_devices() {
+  devices_[device_.id()] = &device_;
+  for (const auto& [id, handle] : options_.open_devices) devices_[id] = handle;
+  resolved_pins_[device_.id()] = device_.id();
+  std::vector<std::string> ids = {device_.id()};
+  std::vector<std::string> named = options_.devices;
+  for (const auto& [id, budget] : options_.memory_budgets) named.push_back(id);
+  for (const std::string& name : named) {
+    auto id = open_device(name);
+    if (!id) return make_error("--device " + name + ": " + id.error().message, id.error().status);
+    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  return ids;
+}
+
+std::map<std::string, uint64_t> Program::capacities() const {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [id, handle] : devices_) {
+    if (auto b = options_.memory_budgets.find(id); b != options_.memory_budgets.end()) {
+      out[id] = b->second;
+    } else if (auto info = handle->info(); info && info->free_memory > 0) {
+      out[id] = info->free_memory;
+    }
+    // What the device held when it ran out replaces what it reported free
+    // (which the run's own cached blocks may have lowered meanwhile).
+    if (auto measured = measured_capacity_.find(id); measured != measured_capacity_.end()) {
+      auto budget = options_.memory_budgets.find(id);
+      out[id] = budget != options_.memory_budgets.end() ? std::min(budget->second, measured->second)
+                                                        : measured->second;
+    }
+  }
+  return out;
+}
+
+place::FitContext Program::fit_context() const {
+  place::FitContext c;
+  c.spec = &spec_;
+  c.micro_batch_samples = micro_batch_samples_;
+  c.several_devices = devices_.size() > 1;
+  for (const auto& [id, handle] : devices_)  // the optimizer's natural new home
+    if (auto info = handle->info(); info && info->kind == TDM_DEVICE_CPU && c.offload_device.empty())
+      c.offload_device = id;
+  if (c.offload_device.empty())
+    if (auto cpu = select_device(registry_, "cpu")) c.offload_device = cpu->id();
+  return c;
+}
+
+place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
+                                               bool capacity) const {
+  place::EstimateInputs in;
+  in.devices = devices_;
+  in.devices[device_.id()] = &device_;
+  in.default_device = device_.id();
+  in.budgets = capacity ? capacities() : options_.memory_budgets;
+  in.keep = {"loss", model_.graph.value(model_.logits)->name};
+  if (options_.prefetch)
+    in.staged = {model_.graph.value(model_.input)->name, model_.graph.value(model_.labels)->name};
+  in.micro_batches = micro_batches_;
+  in.costs = costs;
+  in.workspaces = workspaces;
+  return in;
+}
+
+place::CostModelOptions Program::cost_options() const {
+  return {options_.cost_cache_dir, options_.cost_context, !options_.recalibrate};
+}
+
+std::map<std::string, std::string> Program::layer_devices() const {
+  std::map<std::string, std::string> out;
+  for (const model::LayerSpec& layer : spec_.layers) out[layer.name] = device_.id();
+  const Graph& g = model_.graph;
+  for (size_t i = g.node_count(); i-- > 0;)  // the first node of a layer decides
+    if (const Node& n = *g.node_at(i); out.count(n.layer) > 0 && !n.device.empty()) out[n.layer] = n.device;
+  return out;
+}
+
+Result<void> Program::replan_after_oom(const Error& oom) {
+  std::string device;
+  AllocationFailure failure;
+  const auto check = [&](const std::string& id, const DeviceHandle& handle) {
+    if (auto f = handle.allocator().take_failure()) {
+      device = id;
+      failure = *f;
+    }
+  };
+  for (const auto& [id, handle] : devices_) check(id, *handle);
+  if (device.empty()) return oom;  // refused by a budget before allocating: the plan's own words
+  measured_capacity_[device] = failure.held;
+  const std::string what = device + " ran out of memory at run time: it held " + human_bytes(failure.held) +
+                           " of this run when " + human_bytes(failure.requested) + " more were asked";
+  const auto before = layer_devices();
+  if (devices_.size() < 2 || placement_mode_ == "strict") {
+    auto estimate = place::estimate_plan(model_.graph, placement_ ? &*placement_ : nullptr,
+                                         estimate_inputs(nullptr, nullptr, true));
+    const std::string advice =
+        estimate && estimate->over() > 0 ? place::does_not_fit(*estimate, fit_context()) : oom.message;
+    return make_error(
+        what + (placement_mode_ == "strict" ? " (placement = \"strict\" moves no layer by itself)" : "") +
+            ". " + advice,
+        TDM_OUT_OF_MEMORY);
+  }
+  model_.graph = unplaced_;
+  placement_.reset();
+  automatic_.reset();
+  force_automatic_ = true;
+  if (auto r = place(); !r)
+    return make_error(what + "; re-planning within that found no placement: " + r.error().message,
+                      r.error().status);
+  locate_optimizer_phase();
+  std::string moves;
+  for (const auto& [layer, to] : layer_devices())
+    if (before.at(layer) != to) moves += (moves.empty() ? "" : ", ") + layer + " -> " + to;
+  if (moves.empty())
+    return make_error(what + "; re-planning within that moved no layer. " + oom.message, TDM_OUT_OF_MEMORY);
+  log_warning(what + ". Re-planned within " + human_bytes(failure.held) + " on " + device + ": " + moves +
+              " (tandem plan --memory-budget " + device + "=" + human_bytes(failure.held) +
+              " shows the new plan; a budget avoids the retry)");
+  return {};
+}
+
+Result<void> Program::place() {
+  if (options_.placement) {  // an evaluation placed as its training run
+    auto candidates = candidate_devices();
+    if (!candidates) return candidates.error();
+    auto placement = place::place_layers(model_.graph, spec_, *options_.placement);
+    if (!placement) return placement.error();
+    placement_options_ = *options_.placement;
+    if (!placement->only_on(device_.id())) placement_ = std::move(*placement);
+    return {};
+  }
+  auto candidates = candidate_devices();
+  if (!candidates) return candidates.error();
+  place::PlacementOptions o;
+  auto wanted = placement_wanted(*candidates, o);
+  if (!wanted) return wanted.error();
+  if (!*wanted) return {};
+  auto placement = place::place_layers(model_.graph, spec_, o);
+  if (!placement) return placement.error();
+  if (!placement->only_on(device_.id()) && options_.group.world > 1)
+    return make_error(spec_.path + ": layers are placed on " + join_devices(placement->devices) +
+                          ", not only on this rank's " + device_.id() + ", and this run has " +
+                          std::to_string(options_.group.world) +
+                          " ranks: placement across devices within a data- or tensor-parallel run is not "
+                          "supported yet; run one device per process",
+                      TDM_UNSUPPORTED);
+  // Evaluation graphs find every parameter and state where training put it.
+  const Graph& g = model_.graph;
+  for (size_t i = 0; i < g.value_count(); ++i) {
+    const Value& v = *g.value_at(i);
+    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
+      if (auto home = placement->home.find(v.id); home != placement->home.end())
+        o.homes[v.name] = home->second;
+  }
+  placement_options_ = std::move(o);
+  placement_ = std::move(*placement);
+  return {};
+}
+
+// Whether anything is placed (pins, optimizer offload, several devices),
+// and the options to place with.
+Result<bool> Program::placement_wanted(std::vector<std::string>& candidates, place::PlacementOptions& o) {
+  const bool pinned = std::any_of(spec_.layers.begin(), spec_.layers.end(),
+                                  [](const model::LayerSpec& l) { return l.device.has_value(); });
+  const bool several = candidates.size() > 1;
+  placement_mode_ = force_automatic_                 ? "auto"
+                    : !spec_.train.placement.empty() ? spec_.train.placement
+                    : several                        ? "auto"
+                                                     : "pinned";
+  const bool train = options_.mode == lowering::Mode::Train;
+  const bool offload = train && !spec_.train.optimizer_device.empty();
+  const bool automatic = placement_mode_ == "auto" && (several || pinned || offload);
+  if (!pinned && !offload && !automatic) return false;
+  o.default_device = device_.id();
+  o.strict = placement_mode_ == "strict";
+  // A pin names a device as --device does; each device is opened once.
+  o.resolve = [this](const std::string& pin) { return open_device(pin); };
+  if (offload) {
+    auto id = open_device(spec_.train.optimizer_device);
+    if (!id)
+      return make_error(spec_.path + ": [train] optimizer_device = \"" + spec_.train.optimizer_device +
+                            "\": " + id.error().message,
+                        id.error().status);
+    if (*id == device_.id())
+      log_info("[train] optimizer_device " + *id + " is the device the run trains on: nothing to offload");
+    else
+      o.optimizer_device = *id;
+  }
+  if (automatic)
+    if (auto r = place_automatically(candidates, o); !r) return r.error();
+  return true;
+}
+
+// Every unpinned layer where the devices stay within their budgets and the
+// estimated step is fastest (place/auto_placement.hpp).
+Result<void> Program::place_automatically(std::vector<std::string>& candidates, place::PlacementOptions& o) {
+  // Pinned devices are devices of the run too: unpinned layers may join
+  // them, and every device's costs are measured up front.
+  for (const model::LayerSpec& layer : spec_.layers)
+    if (layer.device)  // a bad pin is reported by placement, with its line
+      if (auto id = open_device(*layer.device);
+          id && std::find(candidates.begin(), candidates.end(), *id) == candidates.end())
+        candidates.push_back(*id);
+  place::CostModel costs(devices_, cost_options());
+  place::WorkspaceCache workspaces;
+  place::AutoPlacementInputs in{o, candidates, estimate_inputs(&costs, &workspaces, true)};
+  auto chosen = place::place_automatically(model_.graph, spec_, in);
+  if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
+  if (!chosen) return chosen.error();
+  if (costs.calibrated() > 0)
+    log_info("calibrated " + std::to_string(costs.calibrated()) +
+             " op costs for automatic placement (cached in " + costs.cache_file(device_.id()) +
+             " and beside it)");
+  if (!chosen->fits)
+    return make_error(place::does_not_fit(chosen->estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  o.layer_devices = chosen->layer_devices;
+  automatic_ = std::move(*chosen);
+  return {};
+}
+
+Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOptions options) const {
+  const Graph& graph = model_.graph;
+  const std::optional<place::Placement>& placement = placement_;
+  Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
+  if (placement && !placement->only_on(device_.id())) {
+    executor = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
+  } else {
+    if (auto b = options_.memory_budgets.find(device_.id()); b != options_.memory_budgets.end())
+      options.memory_budget = b->second;
+    executor = exec::Executor::create(device_, graph, std::move(options));
+  }
+  if (!executor && executor.error().status == TDM_OUT_OF_MEMORY) {
+    // Over a budget: the same words as the plan's, with the remedies.
+    auto estimate = place::estimate_plan(graph, placement ? &*placement : nullptr,
+                                         estimate_inputs(nullptr, nullptr, false));
+    if (estimate && estimate->over() > 0)
+      return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  }
+  return executor;
+}
+
+}  // namespace tandem::host::program

@@ -1,0 +1,65 @@
+#include "program/step_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tandem::host::program {
+
+StepRunner::StepRunner(Program& program)
+    : program_(program),
+      scalars_(std::make_unique<ExecutorScalars>(program.model().graph, program.executor())) {}
+
+tdm_step_info StepRunner::info(int64_t step, uint32_t micro) const {
+  return tdm_step_info{sizeof(tdm_step_info), step, micro, program_.micro_batches(), scalars_->as_c()};
+}
+
+Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double lr) {
+  exec::Executor& ex = program_.executor();
+  const lowering::ModelGraph& model = program_.model();
+  if (model.dropout_step != kNoValue) {
+    const int64_t offset =
+        (step * program_.micro_batches() + micro) * program_.data_world() + program_.data_rank();
+    if (auto r = ex.write(model.dropout_step, &offset, sizeof offset); !r) return r;
+  }
+  if (micro != 0) return {};
+  const auto rate = static_cast<float>(lr);
+  if (auto r = ex.write(model.lr, &rate, sizeof rate); !r) return r;
+  if (model.step != kNoValue) {
+    const auto t = static_cast<int32_t>(step + 1);
+    if (auto r = ex.write(model.step, &t, sizeof t); !r) return r;
+  }
+  return program_.features().step_begin(info(step, micro));
+}
+
+Result<void> StepRunner::end_micro_batch(int64_t step, uint32_t micro) {
+  return program_.features().micro_batch_end(info(step, micro));
+}
+
+Result<void> StepRunner::optimizer_step(int64_t step) {
+  exec::Executor& ex = program_.executor();
+  const lowering::ModelGraph& model = program_.model();
+  FeatureSet& features = program_.features();
+  const tdm_step_info i = info(step, program_.micro_batches() - 1);
+  if (auto r = features.gradients_ready(i); !r) return r;
+  auto skip = features.before_optimizer_step(i);
+  if (!skip) return skip.error();
+  if (*skip) {  // only what must run anyway (e.g. clearing accumulators)
+    for (size_t n : program_.run_on_skip())
+      if (auto r = ex.run(n, n + 1); !r) return r;
+    return features.step_end(i);
+  }
+  if (model.clip_coef != kNoValue) {
+    if (auto r = ex.run(model.optimizer_begin, program_.clip_point()); !r) return r;
+    float norm_sq = 0;  // read before any later optimizer node can reuse its bytes
+    if (auto r = ex.read(model.grad_norm_sq, &norm_sq, sizeof norm_sq); !r) return r;
+    const float norm = std::sqrt(norm_sq);
+    const auto coef = static_cast<float>(std::min(1.0, program_.spec().train.clip_grad_norm / (norm + 1e-6)));
+    if (auto r = ex.write(model.clip_coef, &coef, sizeof coef); !r) return r;
+    if (auto r = ex.run(program_.clip_point(), ex.node_count()); !r) return r;
+  } else if (auto r = ex.run(model.optimizer_begin, ex.node_count()); !r) {
+    return r;
+  }
+  return features.step_end(i);
+}
+
+}  // namespace tandem::host::program

@@ -1,0 +1,104 @@
+// `--memory-report` and metrics.jsonl's memory records: what each device's
+// plan promised and what its allocator held, and the copies between devices.
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "train/trainer.hpp"
+#include "util/format.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+// `training_peak`: what the device's allocator held at most during the
+// training steps, before any evaluation executor existed (0: not measured).
+void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t budget,
+                uint64_t training_peak) {
+  const exec::MemoryEstimate& e = ex.plan().estimate;
+  const AllocatorStats stats = device.allocator().stats();
+  const auto share = [&](uint64_t measured) {
+    if (e.total == 0) return std::string();
+    char text[48];
+    std::snprintf(text, sizeof text, " (%+.1f%% of the plan)",
+                  100.0 * (static_cast<double>(measured) - static_cast<double>(e.total)) /
+                      static_cast<double>(e.total));
+    return std::string(text);
+  };
+  std::cout << "memory on " << device.id() << " (planned before the first step):\n"
+            << "  parameters       " << human_bytes(e.parameters) << "\n"
+            << "  gradients        " << human_bytes(e.gradients) << "\n"
+            << "  optimizer state  " << human_bytes(e.optimizer_state) << "\n"
+            << "  other state      " << human_bytes(e.other_state) << "\n"
+            << "  inputs           " << human_bytes(e.inputs) << "\n"
+            << "  activations      " << human_bytes(e.activations) << " (reused by liveness; "
+            << human_bytes(ex.plan().activations_unshared) << " without reuse)\n"
+            << "  workspace        " << human_bytes(e.workspace) << "\n"
+            << "  block rounding   " << human_bytes(e.allocator_rounding) << "\n"
+            << "  planned total    " << human_bytes(e.total)
+            << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n";
+  if (training_peak > 0)
+    std::cout << "  measured peak    " << human_bytes(training_peak) << share(training_peak)
+              << " during the training steps\n";
+  std::cout << "  measured peak    " << human_bytes(stats.peak)
+            << " with evaluation (its executors share the "
+            << "parameters, not the activations)\n"
+            << "  allocator        " << stats.allocations << " allocations, " << human_bytes(stats.reserved)
+            << " reserved, " << stats.cached_blocks << " cached blocks, fragmentation "
+            << static_cast<int>(stats.fragmentation * 100) << "%\n";
+}
+
+}  // namespace
+
+void Trainer::note_training_peaks() {
+  for (const auto& [id, device] : program_->devices()) training_peaks_[id] = device->allocator().stats().peak;
+}
+
+void Trainer::record_memory(Progress& progress) const {
+  const auto record = [&](const DeviceHandle& device, const exec::Executor& ex) {
+    const auto peak = training_peaks_.find(device.id());
+    progress.memory(device.id(), ex.plan().estimate.total, peak == training_peaks_.end() ? 0 : peak->second,
+                    device.allocator().stats().peak);
+  };
+  const exec::Executor& ex = program_->executor();
+  if (ex.parts().empty()) return record(device_, ex);
+  for (const exec::ExecutorPart& part : ex.parts())
+    record(*program_->devices().at(part.device), *part.executor);
+}
+
+void Trainer::report_memory(int64_t steps) const {
+  const auto budget = [&](const std::string& id) {
+    auto it = options_.memory_budgets.find(id);
+    return it == options_.memory_budgets.end() ? uint64_t{0} : it->second;
+  };
+  const auto peak = [&](const std::string& id) {
+    auto it = training_peaks_.find(id);
+    return it == training_peaks_.end() ? uint64_t{0} : it->second;
+  };
+  const exec::Executor& ex = program_->executor();
+  if (ex.parts().empty()) {
+    print_plan(device_, ex, budget(device_.id()), peak(device_.id()));
+    return;
+  }
+  for (const exec::ExecutorPart& part : ex.parts())
+    print_plan(*program_->devices().at(part.device), *part.executor, budget(part.device), peak(part.device));
+  const place::Placement& placement = *program_->placement();
+  std::cout << "copies between devices per step: " << placement.copies.size() << " planned ("
+            << human_bytes(placement.copy_bytes()) << "), "
+            << (steps > 0 ? ex.transfers_run() / static_cast<uint64_t>(steps) : 0) << " run ("
+            << human_bytes(steps > 0 ? ex.transferred_bytes() / static_cast<uint64_t>(steps) : 0)
+            << ", evaluation included)\n";
+  for (const place::Copy& c : placement.copies)
+    std::cout << "  " << c.value << " " << human_bytes(c.bytes) << " " << c.from << " -> " << c.to
+              << " (layer '" << c.producer_layer << "' -> '" << c.consumer_layer << "')\n";
+  if (steps > 0 && ex.transfer_busy_us() > 0) {
+    // Evaluation's copies are not in it: the evaluator has executors of its own.
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3)
+         << "copy time per step: " << ex.transfer_busy_us() / 1000.0 / static_cast<double>(steps) << " ms, "
+         << std::setprecision(0) << 100.0 * ex.hidden_transfer_fraction() << "% hidden behind compute\n";
+    std::cout << line.str();
+  }
+}
+
+}  // namespace tandem::host::train

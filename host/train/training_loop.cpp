@@ -1,0 +1,226 @@
+// Trainer::run: epochs of steps over the loader's batches, progress,
+// evaluation and a checkpoint at each epoch end, a checkpoint and a clean
+// stop on a signal, and the run's closing reports.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "train/evaluator.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/trainer.hpp"
+
+namespace tandem::host::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+// What one run() keeps between its epochs.
+struct Trainer::Loop {
+  data::DataLoader& loader;
+  Progress& progress;
+  Evaluator& evaluator;
+  int64_t per_epoch = 0;  // loader batches (micro-batches) per epoch
+  int64_t total = 0;      // optimizer steps of the whole run
+  int64_t epochs = 0;
+  int64_t step = 0, epoch = 0, first_batch = 0;
+  int64_t index = 0;  // the epoch's next batch
+  Clock::time_point epoch_start;
+  StepReport report;
+  TrainResult result;
+};
+
+Result<TrainResult> Trainer::run() {
+  const int64_t batch = program_->micro_batch_samples();  // one loader batch: a micro-batch
+  const uint32_t micro = program_->micro_batches();
+  data::DataLoader loader(data_.train, {.batch_size = batch,
+                                        .shuffle = true,
+                                        .drop_last = true,
+                                        .augment = true,
+                                        .seed = spec_.train.seed,
+                                        .threads = options_.loader_threads,
+                                        .prefetch = static_cast<int>(spec_.data.prefetch),
+                                        .transforms = data_.transforms,
+                                        .shard_rank = program_->data_rank(),
+                                        .shard_count = program_->data_world()});
+  const int64_t per_epoch = loader.batches_per_epoch();
+  const int64_t steps_per_epoch = per_epoch / micro;
+  if (steps_per_epoch == 0)
+    return make_error(data_.train.source + ": one epoch has " + std::to_string(per_epoch) +
+                          " batches, fewer than the " + std::to_string(micro) +
+                          " micro-batches of one accumulated step",
+                      TDM_INVALID_ARGUMENT);
+  std::filesystem::create_directories(options_.run_dir);
+  const bool leader = program_->group().rank == 0;  // only rank 0 reports
+  Progress progress(options_.live_progress, spec_.train.log_every,
+                    leader ? (std::filesystem::path(options_.run_dir) / "metrics.jsonl").string() : "",
+                    !leader);
+  Evaluator evaluator = make_evaluator();
+  Loop loop{loader, progress, evaluator};
+  loop.per_epoch = per_epoch;
+  loop.total = spec_.train.steps > 0 ? spec_.train.steps : spec_.train.epochs * steps_per_epoch;
+  loop.epochs = (loop.total + steps_per_epoch - 1) / steps_per_epoch;
+  loop.step = start_step_, loop.epoch = start_epoch_, loop.first_batch = start_batch_;
+  const auto run_start = Clock::now();
+  while (loop.step < loop.total) {
+    auto finished = train_epoch(loop);
+    if (!finished) return finished.error();
+    if (!*finished) return loop.result;  // stopped by a signal, checkpoint saved
+    if (auto r = end_epoch(loop, loop.index + micro > per_epoch); !r) return r.error();
+  }
+  if (auto r = finish_run(loop, run_start); !r) return r.error();
+  return loop.result;
+}
+
+// Evaluation shares the training executor's parameters and places its
+// graphs as training placed them.
+Evaluator Trainer::make_evaluator() const {
+  std::map<std::string, void*> shared;
+  const Graph& g = model().graph;
+  for (size_t i = 0; i < g.value_count(); ++i) {
+    const Value& v = *g.value_at(i);
+    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
+      shared[v.name] = program_->executor().device_pointer(v.id);
+  }
+  Evaluator evaluator(spec_, device_, registry_, std::move(shared));
+  if (program_->placement()) evaluator.use_placement(program_->placement_options(), program_->devices());
+  if (model().tensor_parallel.size > 1) evaluator.use_tensor_parallelism(program_->group(), comm_.get());
+  return evaluator;
+}
+
+Result<bool> Trainer::train_epoch(Loop& loop) {
+  const uint32_t micro_batches = program_->micro_batches();
+  loop.loader.start_epoch(static_cast<uint64_t>(loop.epoch), loop.first_batch);
+  loop.loader.reset_wait();
+  loop.epoch_start = Clock::now();
+  loop.index = loop.first_batch;
+  loop.report = StepReport{
+      .epoch = loop.epoch + 1, .epochs = loop.epochs, .batches = loop.per_epoch, .total_steps = loop.total};
+  EpochTotals totals;
+  std::shared_ptr<const data::Batch> ahead;  // staged; never carried across epochs
+  // One optimizer step takes `micro_batches` batches; an epoch ends when
+  // fewer than that remain, so no step ever straddles two epochs.
+  while (loop.step < loop.total && loop.index + micro_batches <= loop.per_epoch) {
+    auto step_loss = train_step(loop, totals, ahead);
+    if (!step_loss) return step_loss.error();
+    if (auto r = steps_->optimizer_step(loop.step); !r) return r.error();
+    ++loop.step;
+    report_step(loop, totals);
+    loop.result.last_loss = *step_loss;
+    auto stop = stop_requested();
+    if (!stop) return stop.error();
+    if (*stop) {
+      auto saved = save(loop.step, loop.epoch, loop.index);
+      if (!saved) return saved.error();
+      loop.progress.line("interrupted: checkpoint saved to " + *saved + "; continue with: tandem train " +
+                         spec_.path + " --resume " + options_.run_dir);
+      loop.result.interrupted = true;
+      loop.result.last_checkpoint = *saved;
+      loop.result.steps = loop.step;
+      return false;
+    }
+  }
+  return true;
+}
+
+// The micro-batches of one optimizer step, forward and backward; returns
+// the step's loss. The next micro-batch is staged while one runs, within
+// the epoch.
+Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
+                                   std::shared_ptr<const data::Batch>& ahead) {
+  const uint32_t micro_batches = program_->micro_batches();
+  const auto next_batch = [&] {
+    const auto wait_start = Clock::now();
+    auto b = loop.loader.next();
+    profiler_->data_wait(wait_start, Clock::now());
+    return b;
+  };
+  double step_loss = 0;
+  for (uint32_t micro = 0; micro < micro_batches; ++micro) {
+    const bool staged = ahead != nullptr;
+    std::shared_ptr<const data::Batch> b = std::move(ahead);
+    if (!b) b = next_batch();
+    if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+    const bool another = micro + 1 < micro_batches ||
+                         (loop.step + 1 < loop.total && loop.index + 1 + micro_batches <= loop.per_epoch);
+    if (options_.prefetch && another) {
+      ahead = next_batch();
+      if (!ahead) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+    }
+    auto loss = micro_step(*b, staged, ahead.get(), loop.step, micro, loop.total, totals.correct);
+    if (!loss) return loss.error();
+    ++loop.index;
+    totals.seen += b->size;
+    totals.loss_sum += *loss * static_cast<double>(b->size);
+    step_loss += *loss / micro_batches;
+  }
+  return step_loss;
+}
+
+void Trainer::report_step(Loop& loop, const EpochTotals& totals) {
+  const double elapsed = seconds_since(loop.epoch_start);
+  StepReport& report = loop.report;
+  report.batch = loop.index;
+  report.step = loop.step;
+  report.loss = totals.loss_sum / static_cast<double>(totals.seen);
+  report.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.seen);
+  report.lr = learning_rate(spec_.train, loop.step - 1, loop.total);
+  report.samples_per_second = static_cast<double>(totals.seen) / elapsed;
+  report.data_wait_fraction = loop.loader.wait_seconds() / elapsed;
+  report.eta_seconds = elapsed / static_cast<double>(totals.seen) *
+                       static_cast<double>((loop.total - loop.step) * program_->micro_batch_samples() *
+                                           program_->micro_batches());
+  loop.progress.step(report);
+  if (options_.status_request != nullptr && options_.status_request->exchange(false))
+    loop.progress.status(report);
+}
+
+Result<void> Trainer::end_epoch(Loop& loop, bool epoch_done) {
+  double val_loss = -1, val_acc = -1;
+  const data::Dataset* eval_set = data_.validation ? &*data_.validation : data_.test ? &*data_.test : nullptr;
+  if (training_peaks_.empty()) note_training_peaks();
+  if (eval_set != nullptr && (epoch_done || loop.step >= loop.total)) {
+    auto ev = loop.evaluator.evaluate(*eval_set, data_.transforms, options_.loader_threads);
+    if (!ev) return ev.error();
+    val_loss = ev->loss;
+    val_acc = ev->accuracy;
+    (data_.validation ? loop.result.validation_accuracy : loop.result.test_accuracy) = ev->accuracy;
+  }
+  loop.progress.epoch(loop.report, val_loss, val_acc, seconds_since(loop.epoch_start));
+  loop.result.samples_per_second = loop.report.samples_per_second;
+  if (epoch_done) {
+    ++loop.epoch;
+    loop.first_batch = 0;
+  } else {
+    loop.first_batch = loop.index;
+  }
+  auto saved = save(loop.step, loop.epoch, loop.first_batch);
+  if (!saved) return saved.error();
+  loop.result.last_checkpoint = *saved;
+  return {};
+}
+
+Result<void> Trainer::finish_run(Loop& loop, std::chrono::steady_clock::time_point run_start) {
+  if (data_.validation && data_.test) {
+    auto ev = loop.evaluator.evaluate(*data_.test, data_.transforms, options_.loader_threads);
+    if (!ev) return ev.error();
+    loop.result.test_accuracy = ev->accuracy;
+  }
+  loop.result.steps = loop.step;
+  loop.result.seconds = seconds_since(run_start);
+  record_memory(loop.progress);
+  const bool leader = program_->group().rank == 0;
+  if (options_.memory_report && leader) report_memory(loop.step - start_step_);
+  if (!options_.profile.empty() && leader) {
+    if (auto r = profiler_->write(options_.profile, model().graph, executor(), device_.id()); !r) return r;
+    profiler_->print_summary(std::cout, model().graph, executor());
+  }
+  return {};
+}
+
+}  // namespace tandem::host::train
