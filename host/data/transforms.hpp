@@ -18,8 +18,6 @@ struct Transforms {
   std::vector<float> std;
   int64_t crop_padding = 0;      // random crop of the original size from a zero-padded image
   double horizontal_flip = 0.0;  // probability of a left-right flip
-
-  bool augments() const noexcept { return crop_padding > 0 || horizontal_flip > 0.0; }
 };
 
 // Applies `t` in place to one sample of shape `shape`. `augment` is false for

@@ -31,7 +31,6 @@ class HostServices {
   PluginContext& create_context(const std::string& name, const std::string& path);
 
   ConfigStore& config() noexcept { return *config_; }
-  const std::shared_ptr<ConfigStore>& config_ptr() const noexcept { return config_; }
 
  private:
   std::shared_ptr<ConfigStore> config_;
