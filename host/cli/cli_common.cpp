@@ -1,7 +1,9 @@
 #include "cli/cli_common.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <sstream>
 
 #include "cli/exit_codes.hpp"
 
@@ -36,6 +38,60 @@ bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals) {
   return true;
 }
 
+namespace {
+
+// The numeric options of every command and their ranges: a value outside
+// is a usage error naming the option, never a silent default.
+struct Limit {
+  const char* option;
+  double low;
+  bool inclusive;
+  const char* what;
+};
+constexpr Limit kLimits[] = {
+    {"threads", 0, true, "0 (the backend's default) or more"},
+    {"loader-threads", 1, true, "at least 1"},
+    {"comm-timeout", 0, false, "seconds, more than 0"},
+    {"bucket-mb", 0, true, "0 (one gradient per message) or more"},
+    {"calib", 1, true, "at least 1 sample"},
+    {"steps", 1, true, "at least 1"},
+    {"repeats", 1, true, "at least 1"},
+    {"warmup", 0, true, "0 or more"},
+    {"repeat", 1, true, "at least 1"},
+};
+
+template <class T>
+std::optional<double> number_of(const po::variable_value& v) {
+  if (const T* p = boost::any_cast<T>(&v.value())) return static_cast<double>(*p);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> out_of_range(const po::variables_map& vm) {
+  for (const Limit& l : kLimits) {
+    if (vm.count(l.option) == 0 || vm[l.option].defaulted()) continue;
+    std::optional<double> v = number_of<int>(vm[l.option]);
+    if (!v) v = number_of<int64_t>(vm[l.option]);
+    if (!v) v = number_of<double>(vm[l.option]);
+    if (v && (!std::isfinite(*v) || (l.inclusive ? *v < l.low : *v <= l.low))) {
+      std::ostringstream text;
+      text << "--" << l.option << " " << *v << ": must be " << l.what;
+      return text.str();
+    }
+  }
+  if (vm.count("device") != 0) {
+    const std::string list = vm["device"].as<std::string>();
+    std::stringstream items(list);
+    bool empty_item = !list.empty() && (list.front() == ',' || list.back() == ',');
+    for (std::string item; std::getline(items, item, ',');) empty_item |= item.empty();
+    if (empty_item)
+      return "--device '" + list +
+             "': a device list names a device between every two commas (e.g. cuda:0,cpu)";
+  }
+  return std::nullopt;
+}
+
 std::optional<int> parse_command_options(const std::string& command, const std::string& synopsis,
                                          const std::vector<std::string>& args,
                                          const po::options_description& options,
@@ -61,6 +117,10 @@ std::optional<int> parse_command_options(const std::string& command, const std::
   }
   if (!merge_global_options(vm, globals)) return kExitUsage;
   host::Logger::global().set_level(globals.log_level);
+  if (auto why = out_of_range(vm)) {
+    print_error(*why + " (see 'tandem " + command + " --help')");
+    return kExitUsage;
+  }
   return std::nullopt;
 }
 

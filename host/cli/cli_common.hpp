@@ -27,6 +27,10 @@ bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals);
 // Parses a command's arguments against `options` (plus the global options,
 // which may also follow the command). Returns an exit code when the command
 // must stop now: 0 after --help, kExitUsage after a usage error.
+// Why a numeric option (--threads, --comm-timeout, ...) or --device is out
+// of range, or nothing; parse_command_options checks it for every command.
+std::optional<std::string> out_of_range(const po::variables_map& vm);
+
 std::optional<int> parse_command_options(const std::string& command, const std::string& synopsis,
                                          const std::vector<std::string>& args,
                                          const po::options_description& options,

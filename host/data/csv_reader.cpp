@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <string_view>
 
@@ -67,6 +68,12 @@ Result<Dataset> load_csv(const std::string& path, const CsvOptions& options) {
       if (ec != std::errc() || end != text.data() + text.size() || text.empty())
         return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": '" +
                               std::string(text) + "' is not a number",
+                          TDM_INVALID_ARGUMENT);
+      // A NaN or an infinity would train every weight to NaN a few steps
+      // later, far from its cause: the sample is refused here.
+      if (!std::isfinite(value) || !std::isfinite(static_cast<float>(value)))
+        return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": '" +
+                              std::string(text) + "' is not a finite number (f32); fix or drop this row",
                           TDM_INVALID_ARGUMENT);
       if (static_cast<int>(c) == label_col) {
         if (value < 0 || value != static_cast<int32_t>(value))

@@ -7,6 +7,7 @@ namespace tandem::host::data {
 Dataset select(const Dataset& from, const std::vector<int64_t>& positions, const std::string& source) {
   Dataset out;
   out.source = source;
+  out.labels_source = from.labels_source;
   out.sample_shape = from.sample_shape;
   out.num_classes = from.num_classes;
   const int64_t numel = from.sample_numel();

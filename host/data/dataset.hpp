@@ -11,6 +11,7 @@ namespace tandem::host::data {
 
 struct Dataset {
   std::string source;                 // file or generator it came from, for messages
+  std::string labels_source;          // where the labels came from (IDX: a file of their own)
   std::vector<int64_t> sample_shape;  // shape of one sample, without the batch dim
   std::vector<float> features;        // size() * sample_numel() values
   std::vector<int32_t> labels;        // size() entries

@@ -7,7 +7,10 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+
+#include "util/host_memory.hpp"
 
 namespace tandem::host::data {
 namespace {
@@ -102,6 +105,11 @@ double decode(uint8_t type, const unsigned char* p) {
 }  // namespace
 
 Result<IdxArray> read_idx(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    return make_error(path +
+                          " is a directory, not an IDX file: name the file itself ([data] train_images, "
+                          "train_labels, test_images, test_labels)",
+                      TDM_INVALID_ARGUMENT);
   CountingReader in(path);
   if (!in.is_open()) return make_error(path + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND);
   unsigned char header[4];
@@ -120,9 +128,13 @@ Result<IdxArray> read_idx(const std::string& path) {
     array.dims.push_back(dim);
     count *= dim;
   }
-  if (count > (uint64_t{1} << 34))
-    return make_error(path + ": implausible size (" + std::to_string(count) + " elements)",
-                      TDM_INVALID_ARGUMENT);
+  // Raw bytes, then each value as a double: what loading holds at its peak.
+  const double bytes = double(count) * double(esize + sizeof(double));
+  if (auto r = check_host_memory(bytes >= 1.8e19 ? UINT64_MAX : uint64_t(bytes),
+                                 path + " (its header says " + std::to_string(count) + " elements)",
+                                 "the header is damaged or the file is not for this machine: re-download it");
+      !r)
+    return r.error();
   std::vector<unsigned char> raw(count * esize);
   if (auto r = in.read(raw.data(), raw.size(), "the data"); !r) return r.error();
   array.values.resize(count);
@@ -145,6 +157,7 @@ Result<Dataset> load_idx_images(const std::string& images_path, const std::strin
         TDM_INVALID_ARGUMENT);
   Dataset set;
   set.source = images_path;
+  set.labels_source = labels_path;
   set.sample_shape = {1, images->dims[1], images->dims[2]};
   set.features.resize(images->values.size());
   std::transform(images->values.begin(), images->values.end(), set.features.begin(),

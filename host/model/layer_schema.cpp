@@ -11,34 +11,40 @@ AttrSchema init_attr(const std::string& key) {
   return {key, AttrKind::String, kInits};
 }
 
+const AttrRange kAtLeast1{1, std::numeric_limits<double>::infinity(), false, "at least 1"};
+const AttrRange kAtLeast0{0, std::numeric_limits<double>::infinity(), false, "0 or more"};
+const AttrRange kPositive{0, std::numeric_limits<double>::infinity(), true, "positive"};
+const AttrRange kProbability{0, 1, false, "in [0, 1]"};
+
 std::vector<LayerSchema> build() {
   const AttrSchema bias{"bias", AttrKind::Bool};
   const AttrSchema activation{"activation", AttrKind::String, kActivations};
-  const AttrSchema kernel{"kernel", AttrKind::IntOrInts, {}, true};
-  const AttrSchema stride{"stride", AttrKind::IntOrInts};
-  const AttrSchema padding{"padding", AttrKind::IntOrInts};
-  const AttrSchema epsilon{"epsilon", AttrKind::Float};
+  const AttrSchema kernel{"kernel", AttrKind::IntOrInts, {}, true, kAtLeast1};
+  const AttrSchema stride{"stride", AttrKind::IntOrInts, {}, false, kAtLeast1};
+  const AttrSchema padding{"padding", AttrKind::IntOrInts, {}, false, kAtLeast0};
+  const AttrSchema epsilon{"epsilon", AttrKind::Float, {}, false, kPositive};
+  const AttrSchema init_std{"init_std", AttrKind::Float, {}, false, kPositive};
   return {
       {"linear",
        "y = act(x W^T + b); x is flattened to [batch, features] first",
-       {{"out_features", AttrKind::Int, {}, true},
+       {{"out_features", AttrKind::Int, {}, true, kAtLeast1},
         bias,
         activation,
         init_attr("init"),
         init_attr("bias_init"),
-        {"init_std", AttrKind::Float},
+        init_std,
         // Tensor parallelism (Megatron-LM): the weight split by output rows
         // (column) or input columns (row) over the ranks of the run.
         {"parallel", AttrKind::String, {"none", "column", "row"}},
         {"gather_output", AttrKind::Bool}}},
       {"conv2d",
        "2-D convolution over NCHW",
-       {{"out_channels", AttrKind::Int, {}, true},
+       {{"out_channels", AttrKind::Int, {}, true, kAtLeast1},
         kernel,
         stride,
         padding,
-        {"dilation", AttrKind::IntOrInts},
-        {"groups", AttrKind::Int},
+        {"dilation", AttrKind::IntOrInts, {}, false, kAtLeast1},
+        {"groups", AttrKind::Int, {}, false, kAtLeast1},
         bias,
         init_attr("init"),
         init_attr("bias_init"),
@@ -52,16 +58,22 @@ std::vector<LayerSchema> build() {
       {"tanh", "tanh(x)", {}},
       {"sigmoid", "1 / (1 + exp(-x))", {}},
       {"flatten", "[N, ...] -> [N, prod(...)]", {}},
-      {"dropout", "zeroes elements with probability p during training", {{"p", AttrKind::Float}}},
+      {"dropout",
+       "zeroes elements with probability p during training",
+       {{"p", AttrKind::Float, {}, false, kProbability}}},
       {"batch_norm",
        "batch normalisation over the channel dim (dim 1)",
-       {epsilon, {"momentum", AttrKind::Float}}},
+       {epsilon, {"momentum", AttrKind::Float, {}, false, kProbability}}},
       {"layer_norm", "normalisation over the last dim", {epsilon}},
       {"embedding",
        "row lookup: integer indices -> vectors",
-       {{"num_embeddings", AttrKind::Int, {}, true},
-        {"embedding_dim", AttrKind::Int, {}, true},
-        {"padding_idx", AttrKind::Int},
+       {{"num_embeddings", AttrKind::Int, {}, true, kAtLeast1},
+        {"embedding_dim", AttrKind::Int, {}, true, kAtLeast1},
+        {"padding_idx",
+         AttrKind::Int,
+         {},
+         false,
+         {-1, std::numeric_limits<double>::infinity(), false, "-1 (none) or a row"}},
         {"parallel", AttrKind::String, {"none", "vocab"}},
         init_attr("init"),
         {"init_std", AttrKind::Float}}},

@@ -5,6 +5,7 @@
 // keys that are accepted, never silently ignored.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,22 @@ namespace tandem::host::model {
 
 enum class AttrKind { Int, Float, Bool, String, Ints, Floats, IntOrInts };
 
+// The values a number may take (every entry of a list): [low, high], or
+// (low, high] when `open_low`; `text` says it in words for messages.
+struct AttrRange {
+  double low = -std::numeric_limits<double>::infinity();
+  double high = std::numeric_limits<double>::infinity();
+  bool open_low = false;
+  const char* text = nullptr;
+  bool contains(double v) const { return (open_low ? v > low : v >= low) && v <= high; }
+};
+
 struct AttrSchema {
   std::string key;
   AttrKind kind;
   std::vector<std::string> choices;  // for String: the accepted values (empty = any)
   bool required = false;
+  AttrRange range;  // for numbers
 };
 
 struct LayerSchema {

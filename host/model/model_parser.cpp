@@ -2,6 +2,9 @@
 
 #include <toml++/toml.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -16,6 +19,13 @@ namespace {
 uint64_t fnv1a64(const std::string& text, uint64_t h = 0xcbf29ce484222325ull) {
   for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
   return h;
+}
+
+// A number as a user wrote it: 0.001, -5, 1e-08.
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
 std::string hex64(uint64_t v) {
@@ -52,16 +62,22 @@ void read_model(Reader& r, const toml::table& t, ModelSpec& spec) {
   if (spec.input_shape.empty())
     r.fail(t, "[model] needs input = [...], the shape of one sample (e.g. [1, 28, 28])");
   for (int64_t d : spec.input_shape)
-    if (d <= 0) r.fail(t, "[model] input dimensions must be positive");
+    r.check(t, "input", d > 0, "[model] input dimensions must be positive, got " + std::to_string(d));
+  r.check(t, "classes", spec.classes >= 0,
+          "[model] classes = " + std::to_string(spec.classes) +
+              " must be positive (or left out: the last "
+              "layer's width)");
 }
 
 void read_loss(Reader& r, const toml::table& t, LossSpec& loss) {
   r.check_keys(t, "[loss]", {"op", "label_smoothing"});
   r.get_choice(t, "op", loss.op, {"softmax_cross_entropy"});
   r.get(t, "label_smoothing", loss.label_smoothing);
-  if (loss.label_smoothing < 0 || loss.label_smoothing >= 1)
-    r.fail(t, "[loss] label_smoothing must be in [0, 1)");
+  r.check(t, "label_smoothing", loss.label_smoothing >= 0 && loss.label_smoothing < 1,
+          "[loss] label_smoothing must be in [0, 1)");
 }
+
+void check_train(Reader& r, const toml::table& t, const TrainSpec& s);
 
 void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.check_keys(
@@ -95,12 +111,39 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "keep_checkpoints", s.keep_checkpoints);
   r.get(t, "optimizer_device", s.optimizer_device);
   r.get_choice(t, "placement", s.placement, {"auto", "pinned", "strict"});
-  if (s.lr <= 0) r.fail(t, "[train] lr must be positive");
-  if (s.batch_size <= 0) r.fail(t, "[train] batch_size must be positive");
-  if (s.epochs <= 0 && s.steps <= 0) r.fail(t, "[train] needs epochs > 0 or steps > 0");
-  if (s.schedule == "step" && s.step_size <= 0) r.fail(t, "[train] schedule = \"step\" needs step_size > 0");
-  if (s.momentum < 0 || s.clip_grad_norm < 0 || s.weight_decay < 0)
-    r.fail(t, "[train] momentum, weight_decay and clip_grad_norm must not be negative");
+  check_train(r, t, s);
+}
+
+// Every [train] value in its range, each error at the key's own place.
+void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
+  const auto at_least = [&](const char* key, double value, double low, const char* why) {
+    r.check(t, key, value >= low, std::string("[train] ") + key + " = " + number_text(value) + ": " + why);
+  };
+  r.check(t, "lr", s.lr > 0, "[train] lr = " + number_text(s.lr) + ": must be positive");
+  r.check(t, "batch_size", s.batch_size > 0,
+          "[train] batch_size = " + std::to_string(s.batch_size) + ": must be positive");
+  at_least("epochs", double(s.epochs), 0, "must not be negative");
+  at_least("steps", double(s.steps), 0, "must not be negative (0: train for `epochs`)");
+  r.check(t, "epochs", s.epochs > 0 || s.steps > 0, "[train] needs epochs > 0 or steps > 0");
+  at_least("warmup_steps", double(s.warmup_steps), 0, "must not be negative");
+  at_least("step_size", double(s.step_size), 0, "must not be negative");
+  r.check(t, "step_size", s.schedule != "step" || s.step_size > 0,
+          "[train] schedule = \"step\" needs step_size > 0");
+  at_least("momentum", s.momentum, 0, "must not be negative");
+  at_least("dampening", s.dampening, 0, "must not be negative");
+  at_least("weight_decay", s.weight_decay, 0, "must not be negative");
+  at_least("clip_grad_norm", s.clip_grad_norm, 0, "must not be negative (0: no clipping)");
+  at_least("min_lr", s.min_lr, 0, "must not be negative");
+  r.check(t, "gamma", s.gamma > 0, "[train] gamma = " + number_text(s.gamma) + ": must be positive");
+  r.check(t, "epsilon", s.epsilon > 0, "[train] epsilon = " + number_text(s.epsilon) + ": must be positive");
+  r.check(t, "beta1", s.beta1 >= 0 && s.beta1 < 1,
+          "[train] beta1 = " + number_text(s.beta1) + ": must be in [0, 1)");
+  r.check(t, "beta2", s.beta2 >= 0 && s.beta2 < 1,
+          "[train] beta2 = " + number_text(s.beta2) + ": must be in [0, 1)");
+  r.check(t, "log_every", s.log_every > 0,
+          "[train] log_every = " + std::to_string(s.log_every) + ": must be positive");
+  r.check(t, "keep_checkpoints", s.keep_checkpoints > 0,
+          "[train] keep_checkpoints = " + std::to_string(s.keep_checkpoints) + ": must be positive");
 }
 
 void read_data(Reader& r, const toml::table& t, DataSpec& d) {
@@ -150,10 +193,47 @@ void read_data(Reader& r, const toml::table& t, DataSpec& d) {
   if (d.format == "idx" && (d.train_images.empty() || d.train_labels.empty()))
     r.fail(t, "[data] format = \"idx\" needs train_images and train_labels");
   if (d.format == "csv" && d.train_csv.empty()) r.fail(t, "[data] format = \"csv\" needs train_csv");
-  if (d.validation_split < 0 || d.validation_split >= 1)
-    r.fail(t, "[data] validation_split must be in [0, 1)");
+}
+
+// Every [data] value in its range and consistent with [model] input, each
+// error at the key's own place.
+void check_data(Reader& r, const toml::table& t, const DataSpec& d, const std::vector<int64_t>& input) {
+  const auto count = [](int64_t v) { return std::to_string(v); };
+  r.check(t, "validation_split", d.validation_split >= 0 && d.validation_split < 1,
+          "[data] validation_split = " + number_text(d.validation_split) + ": must be in [0, 1)");
   for (double s : d.normalize_std)
-    if (s <= 0) r.fail(t, "[data] normalize_std entries must be positive");
+    r.check(t, "normalize_std", s > 0,
+            "[data] normalize_std entries must be positive, got " + number_text(s));
+  const bool image = input.size() == 3;
+  const int64_t channels = image ? input[0] : 1;
+  for (const auto& [key, values] :
+       {std::pair<const char*, const std::vector<double>&>{"normalize_mean", d.normalize_mean},
+        {"normalize_std", d.normalize_std}})
+    r.check(
+        t, key, values.empty() || values.size() == 1 || int64_t(values.size()) == channels,
+        std::string("[data] ") + key + " has " + count(int64_t(values.size())) +
+            " values but the input has " +
+            (channels == 1 ? std::string("one channel: give one value")
+                           : count(channels) + " channels: give 1 (every channel) or " + count(channels)));
+  r.check(t, "random_crop_padding", d.random_crop_padding >= 0,
+          "[data] random_crop_padding = " + count(d.random_crop_padding) + ": must not be negative");
+  r.check(t, "horizontal_flip", d.horizontal_flip >= 0 && d.horizontal_flip <= 1,
+          "[data] horizontal_flip = " + number_text(d.horizontal_flip) + ": a probability, in [0, 1]");
+  r.check(t, "random_crop_padding", image || d.random_crop_padding == 0,
+          "[data] random_crop_padding needs an image input [C, H, W] in [model] input");
+  r.check(t, "horizontal_flip", image || d.horizontal_flip == 0,
+          "[data] horizontal_flip needs an image input [C, H, W] in [model] input");
+  r.check(t, "threads", d.threads >= 1,
+          "[data] threads = " + count(d.threads) + ": at least 1 loader thread");
+  r.check(t, "prefetch", d.prefetch >= 1, "[data] prefetch = " + count(d.prefetch) + ": at least 1 batch");
+  r.check(t, "label_column", d.label_column >= 0,
+          "[data] label_column = " + count(d.label_column) + ": must not be negative");
+  r.check(t, "synthetic_samples", d.synthetic_samples > 0,
+          "[data] synthetic_samples = " + count(d.synthetic_samples) + ": must be positive");
+  r.check(t, "synthetic_test_samples", d.synthetic_test_samples >= 0,
+          "[data] synthetic_test_samples = " + count(d.synthetic_test_samples) + ": must not be negative");
+  r.check(t, "synthetic_noise", d.synthetic_noise >= 0,
+          "[data] synthetic_noise = " + number_text(d.synthetic_noise) + ": must not be negative");
 }
 
 void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::string>& names,
@@ -213,18 +293,23 @@ Result<ModelSpec> parse_model_text(const std::string& text, const std::string& p
                           std::string(e.description()),
                       TDM_INVALID_ARGUMENT);
   }
-  if (auto applied = apply_overrides(doc, overrides); !applied) return applied.error();
+  OverrideOrigins origins;
+  if (auto applied = apply_overrides(doc, overrides, origins); !applied) return applied.error();
 
   ModelSpec spec;
   spec.path = path;
   spec.source_hash = model_hash(doc);
 
-  Reader r(path);
+  Reader r(path, &origins);
   r.check_keys(doc, "the model file", {"model", "layers", "loss", "train", "data", "features"});
   if (const toml::table* m = r.table(doc, "model", true)) read_model(r, *m, spec);
   if (const toml::table* l = r.table(doc, "loss", false)) read_loss(r, *l, spec.loss);
   if (const toml::table* t = r.table(doc, "train", false)) read_train(r, *t, spec.train);
-  if (const toml::table* d = r.table(doc, "data", false)) read_data(r, *d, spec.data);
+  if (const toml::table* d = r.table(doc, "data", false)) {
+    spec.data.given = true;
+    read_data(r, *d, spec.data);
+    check_data(r, *d, spec.data, spec.input_shape);
+  }
   if (const toml::table* f = r.table(doc, "features", false)) read_features(r, *f, spec);
   const toml::array* layers = doc["layers"].as_array();
   if (layers == nullptr || layers->empty()) {
@@ -246,8 +331,14 @@ Result<ModelSpec> parse_model_text(const std::string& text, const std::string& p
 }
 
 Result<ModelSpec> parse_model_file(const std::string& path, const std::vector<std::string>& overrides) {
+  if (std::filesystem::is_directory(path))
+    return make_error(
+        path + " is a directory, not a model file: name the .toml file (e.g. " + path + "/model.toml)",
+        TDM_INVALID_ARGUMENT);
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": cannot open the model file", TDM_NOT_FOUND);
+  if (!in)
+    return make_error(path + ": cannot open the model file (" + std::string(std::strerror(errno)) + ")",
+                      TDM_NOT_FOUND);
   std::stringstream text;
   text << in.rdbuf();
   return parse_model_text(text.str(), path, overrides);

@@ -82,6 +82,7 @@ struct TrainSpec {
 };
 
 struct DataSpec {
+  bool given = false;                                                // the file has a [data] section
   std::string format = "idx";                                        // idx | csv | synthetic
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train_csv, test_csv;                                   // csv

@@ -34,7 +34,17 @@ toml::table* find_layer(toml::table& doc, const std::string& name) {
   return nullptr;
 }
 
-Result<void> apply_one(toml::table& doc, const std::string& assignment) {
+void record(const toml::node& node, const std::string& assignment,
+            std::map<const toml::node*, std::string>& origins) {
+  origins[&node] = assignment;
+  if (const toml::array* a = node.as_array())
+    for (const toml::node& e : *a) record(e, assignment, origins);
+  if (const toml::table* t = node.as_table())
+    for (const auto& [key, value] : *t) record(value, assignment, origins);
+}
+
+Result<void> apply_one(toml::table& doc, const std::string& assignment,
+                       std::map<const toml::node*, std::string>& origins) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     return make_error("--set " + assignment + ": expected KEY=VALUE, e.g. --set train.lr=0.1",
@@ -59,15 +69,17 @@ Result<void> apply_one(toml::table& doc, const std::string& assignment) {
   if (path.empty() || path.back().empty())
     return make_error("--set " + assignment + ": empty key", TDM_INVALID_ARGUMENT);
   toml::table parsed = parse_value(assignment.substr(eq + 1));
-  table->insert_or_assign(path.back(), std::move(*parsed.get("v")));
+  const auto placed = table->insert_or_assign(path.back(), std::move(*parsed.get("v")));
+  record(placed.first->second, assignment, origins);
   return {};
 }
 
 }  // namespace
 
-Result<void> apply_overrides(toml::table& doc, const std::vector<std::string>& overrides) {
+Result<void> apply_overrides(toml::table& doc, const std::vector<std::string>& overrides,
+                             std::map<const toml::node*, std::string>& origins) {
   for (const auto& o : overrides)
-    if (auto r = apply_one(doc, o); !r) return r;
+    if (auto r = apply_one(doc, o, origins); !r) return r;
   return {};
 }
 

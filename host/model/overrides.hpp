@@ -8,6 +8,7 @@
 
 #include <toml++/toml.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@
 
 namespace tandem::host::model {
 
-Result<void> apply_overrides(toml::table& doc, const std::vector<std::string>& overrides);
+// Applies every override; `origins` gets each node an override put in the
+// document (a list's elements too) with the override's text, so an error
+// about one names "--set KEY=VALUE" rather than a line of the file.
+Result<void> apply_overrides(toml::table& doc, const std::vector<std::string>& overrides,
+                             std::map<const toml::node*, std::string>& origins);
 
 }  // namespace tandem::host::model

@@ -1,6 +1,7 @@
 #include "model/section_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace tandem::host::model {
@@ -30,12 +31,21 @@ std::string join(const std::vector<std::string>& items) {
 }  // namespace
 
 std::string SourceLocation::str() const {
+  if (line == 0) return file;  // a --set override, or a value with no place in the file
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
 SourceLocation Reader::location(const toml::node& node) const {
+  if (overrides_ != nullptr)
+    if (auto it = overrides_->find(&node); it != overrides_->end()) return {"--set " + it->second, 0, 0};
   const auto& b = node.source().begin;
   return {file_, static_cast<uint32_t>(b.line), static_cast<uint32_t>(b.column)};
+}
+
+void Reader::check(const toml::table& t, const std::string& key, bool ok, const std::string& message) {
+  if (ok) return;
+  const toml::node* n = t.get(key);
+  fail(n != nullptr ? *n : static_cast<const toml::node&>(t), message);
 }
 
 void Reader::fail(const toml::node& node, const std::string& message) {
@@ -100,6 +110,7 @@ bool Reader::get(const toml::table& t, const std::string& key, double& out) {
     out = static_cast<double>(n->as_integer()->get());
   else
     type_error(*n, key, "a number");
+  if (!std::isfinite(out)) fail(*n, "'" + key + "' must be a finite number, not " + scalar_text(*n));
   return true;
 }
 
@@ -136,8 +147,10 @@ bool Reader::get(const toml::table& t, const std::string& key, std::vector<doubl
     return true;
   }
   out.clear();
-  for (const auto& e : *a)
+  for (const auto& e : *a) {
     out.push_back(e.is_integer() ? static_cast<double>(e.as_integer()->get()) : e.as_floating_point()->get());
+    if (!std::isfinite(out.back())) fail(e, "'" + key + "' must hold finite numbers, not " + scalar_text(e));
+  }
   return true;
 }
 
@@ -177,16 +190,29 @@ void Reader::get_attr(const toml::table& t, const std::string& who, const AttrSc
     return;
   }
   const std::string where = who + ": '" + schema.key + "' must be " + attr_kind_name(schema.kind);
+  const auto out_of_range = [&](double v) {
+    if (schema.range.contains(v)) return false;
+    std::ostringstream text;
+    text << who << ": '" << schema.key << "' = " << v << " must be "
+         << (schema.range.text ? schema.range.text : "in range");
+    fail(*n, text.str());
+    return true;
+  };
   switch (schema.kind) {
     case AttrKind::Int:
       if (!n->is_integer()) return fail(*n, where);
+      if (out_of_range(double(n->as_integer()->get()))) return;
       attrs[schema.key] = n->as_integer()->get();
       return;
-    case AttrKind::Float:
+    case AttrKind::Float: {
       if (!n->is_number()) return fail(*n, where);
-      attrs[schema.key] =
+      const double v =
           n->is_integer() ? static_cast<double>(n->as_integer()->get()) : n->as_floating_point()->get();
+      if (!std::isfinite(v)) return fail(*n, who + ": '" + schema.key + "' must be a finite number");
+      if (out_of_range(v)) return;
+      attrs[schema.key] = v;
       return;
+    }
     case AttrKind::Bool:
       if (!n->is_boolean()) return fail(*n, where);
       attrs[schema.key] = n->as_boolean()->get();
@@ -204,6 +230,7 @@ void Reader::get_attr(const toml::table& t, const std::string& who, const AttrSc
     case AttrKind::IntOrInts:
       if (n->is_integer()) {
         const int64_t v = n->as_integer()->get();
+        if (out_of_range(double(v))) return;
         attrs[schema.key] = std::vector<int64_t>{v, v};
         return;
       }
@@ -213,6 +240,8 @@ void Reader::get_attr(const toml::table& t, const std::string& who, const AttrSc
       Reader probe(file_);
       probe.get(t, schema.key, v);
       if (probe.error() || (schema.kind == AttrKind::IntOrInts && v.size() != 2)) return fail(*n, where);
+      for (int64_t e : v)
+        if (out_of_range(double(e))) return;
       attrs[schema.key] = v;
       return;
     }

@@ -17,9 +17,14 @@
 
 namespace tandem::host::model {
 
+// Nodes a --set override put into the document, and the override's text:
+// an error about such a value names the override, not a line of the file.
+using OverrideOrigins = std::map<const toml::node*, std::string>;
+
 class Reader {
  public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
+  explicit Reader(std::string file, const OverrideOrigins* overrides = nullptr)
+      : file_(std::move(file)), overrides_(overrides) {}
 
   SourceLocation location(const toml::node& node) const;
   void fail(const toml::node& node, const std::string& message);
@@ -30,7 +35,11 @@ class Reader {
   // The sub-table `key`, or nullptr (an error if `required`, or if not a table).
   const toml::table* table(const toml::table& parent, const std::string& key, bool required);
 
-  // Each returns whether the key was present; a wrongly typed value is an error.
+  // An error at `key`'s value (or at `t` when the key is absent) unless `ok`.
+  void check(const toml::table& t, const std::string& key, bool ok, const std::string& message);
+
+  // Each returns whether the key was present; a wrongly typed value is an
+  // error, and so is a number that is not finite (nan, inf).
   bool get(const toml::table& t, const std::string& key, std::string& out);
   bool get(const toml::table& t, const std::string& key, int64_t& out);
   bool get(const toml::table& t, const std::string& key, double& out);
@@ -51,6 +60,7 @@ class Reader {
   void type_error(const toml::node& node, const std::string& key, const char* expected);
 
   std::string file_;
+  const OverrideOrigins* overrides_ = nullptr;
   std::optional<std::string> error_;
 };
 

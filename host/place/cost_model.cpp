@@ -14,6 +14,8 @@
 #include "checkpoint/atomic_file.hpp"
 #include "exec/device_objects.hpp"
 #include "exec/tensor_text.hpp"
+#include "util/format.hpp"
+#include "util/host_memory.hpp"
 #include "util/last_error.hpp"
 #include "util/logger.hpp"
 
@@ -106,6 +108,16 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
   }
   const tdm_backend_api& api = *device.backend().backend;
   const std::string what = "calibrating " + spec.op + " on " + device.id();
+  // An op larger than the machine is not timed (its inputs are staged in
+  // host memory): placement sees it as not fitting, as when allocation fails.
+  uint64_t bytes = kernel->workspace_bytes();
+  for (const auto& input : spec.inputs)
+    if (input) bytes += exec::tensor_bytes(*input);
+  for (const TensorType& output : spec.outputs) bytes += exec::tensor_bytes(output);
+  if (const uint64_t host = physical_memory_bytes(); host > 0 && bytes > host)
+    return make_error(
+        what + " needs " + human_bytes(bytes) + ", more than this machine's " + human_bytes(host),
+        TDM_OUT_OF_MEMORY);
   auto stream = exec::OwnedStream::create(device, "calibration");
   if (!stream) return stream.error();
   Scratch scratch(device);

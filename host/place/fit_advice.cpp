@@ -4,6 +4,31 @@
 
 namespace tandem::host::place {
 
+namespace {
+
+std::string limit_kind(const FitContext& c, const std::string& device) {
+  const auto kind = c.limit_kind.find(device);
+  return kind == c.limit_kind.end() ? "" : kind->second;
+}
+
+std::string limit_text(const FitContext& c, const std::string& device, uint64_t limit) {
+  const std::string k = limit_kind(c, device);
+  if (k == "total") return "it has " + human_bytes(limit) + " in all";
+  if (k == "free") return "it has " + human_bytes(limit) + " free";
+  if (k == "held") return "it held " + human_bytes(limit) + " when it ran out";
+  return "its budget is " + human_bytes(limit);
+}
+
+// The last remedy: a larger budget where the user set one, else more memory.
+std::string larger_limit(const DeviceEstimate& d, uint64_t over, const FitContext& c) {
+  const std::string k = limit_kind(c, d.device);
+  if (k.empty()) return ", or raise --memory-budget " + d.device + " by " + human_bytes(over);
+  if (k == "total") return ", or train on a device with " + human_bytes(over) + " more memory";
+  return ", or free " + human_bytes(over) + " of " + d.device + "'s memory held by other programs";
+}
+
+}  // namespace
+
 std::string remedies(const DeviceEstimate& d, uint64_t over, const FitContext& c) {
   const model::ModelSpec& spec = *c.spec;
   const uint64_t activations = d.memory.activations;
@@ -40,7 +65,7 @@ std::string remedies(const DeviceEstimate& d, uint64_t over, const FitContext& c
   if (!c.several_devices)
     out += sep + "let Tandem move layers to another device (--device " + d.device +
            ",cpu, or `device = \"...\"` on a layer)";
-  return out + ", or raise --memory-budget " + d.device + " by " + human_bytes(over);
+  return out + larger_limit(d, over, c);
 }
 
 std::string does_not_fit(const PlanEstimate& e, const FitContext& c) {
@@ -54,8 +79,8 @@ std::string does_not_fit(const PlanEstimate& e, const FitContext& c) {
             ", gradients " + human_bytes(m.gradients) + ", optimizer state " +
             human_bytes(m.optimizer_state) + ", activations " + human_bytes(m.activations) + ", workspace " +
             human_bytes(m.workspace) + ", other " +
-            human_bytes(m.other_state + m.inputs + m.allocator_rounding) + ") but its budget is " +
-            human_bytes(d.budget) + ": over by " + human_bytes(d.over());
+            human_bytes(m.other_state + m.inputs + m.allocator_rounding) + ") but " +
+            limit_text(c, d.device, d.budget) + ": over by " + human_bytes(d.over());
     sep = "; ";
     if (worst == nullptr || d.over() > worst->over()) worst = &d;
   }

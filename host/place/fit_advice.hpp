@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "model/model_spec.hpp"
@@ -16,6 +17,10 @@ struct FitContext {
   int64_t micro_batch_samples = 0;  // the graph's batch
   std::string offload_device;       // a CPU device the optimizer could move to ("" none)
   bool several_devices = false;     // automatic placement had other devices to use
+  // What a device's limit is when the user gave it no --memory-budget:
+  // "total" (its whole memory), "free" (what it reported free), "held"
+  // (what it held when it ran out at run time). Absent: the user's budget.
+  std::map<std::string, std::string> limit_kind;
 };
 
 // "<model> does not fit: <device> needs X (...) but its budget is Y: over by

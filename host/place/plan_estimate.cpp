@@ -88,6 +88,8 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
     if (!spec) return spec.error();
     auto cost = in.costs->op(id, *spec);
     if (!cost) return cost.error();
+    // Operands beyond the device's memory: the memory estimate says so.
+    if (!cost->supported && cost->no_memory) continue;
     if (!cost->supported)
       return make_error("layer '" + n.layer + "' (" + n.op + ") cannot run on " + id + ": " + cost->why,
                         TDM_UNSUPPORTED);

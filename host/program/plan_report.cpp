@@ -90,6 +90,8 @@ Result<void> Program::write_plan(std::ostream& out) const {
       << " and beside it; copies counted as if nothing overlapped)\n";
   if (estimate->over() > 0)
     return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  if (auto over = over_whole_memory(*estimate))
+    return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
   return {};
 }
 

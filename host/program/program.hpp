@@ -136,7 +136,13 @@ class Program {
   Result<std::vector<std::string>> candidate_devices();
   Result<std::string> open_device(const std::string& name);
   std::map<std::string, uint64_t> capacities() const;
-  place::FitContext fit_context() const;
+  // whole_memory: devices without a --memory-budget are limited by their
+  // whole memory (else by what they have free, or held when they ran out).
+  place::FitContext fit_context(bool whole_memory = false) const;
+  // The estimate with each device that has no --memory-budget limited by its
+  // whole memory, when some device needs more than that (nothing otherwise):
+  // such a plan cannot run anywhere, so it is refused before training.
+  std::optional<place::PlanEstimate> over_whole_memory(place::PlanEstimate estimate) const;
   place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
                                         bool capacity) const;
   place::CostModelOptions cost_options() const;

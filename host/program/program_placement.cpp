@@ -66,11 +66,14 @@ std::map<std::string, uint64_t> Program::capacities() const {
   return out;
 }
 
-place::FitContext Program::fit_context() const {
+place::FitContext Program::fit_context(bool whole_memory) const {
   place::FitContext c;
   c.spec = &spec_;
   c.micro_batch_samples = micro_batch_samples_;
   c.several_devices = devices_.size() > 1;
+  for (const auto& [id, handle] : devices_)
+    if (options_.memory_budgets.count(id) == 0)
+      c.limit_kind[id] = whole_memory ? "total" : measured_capacity_.count(id) > 0 ? "held" : "free";
   for (const auto& [id, handle] : devices_)  // the optimizer's natural new home
     if (auto info = handle->info(); info && info->kind == TDM_DEVICE_CPU && c.offload_device.empty())
       c.offload_device = id;
@@ -251,9 +254,33 @@ Result<void> Program::place_automatically(std::vector<std::string>& candidates, 
   return {};
 }
 
+std::optional<place::PlanEstimate> Program::over_whole_memory(place::PlanEstimate estimate) const {
+  bool over = false;
+  for (place::DeviceEstimate& d : estimate.devices) {
+    const auto device = devices_.find(d.device);
+    if (options_.memory_budgets.count(d.device) > 0 || device == devices_.end()) continue;
+    if (auto info = device->second->info(); info && info->total_memory > 0) {
+      d.budget = info->total_memory;
+      over = over || d.over() > 0;
+    }
+  }
+  if (!over) return std::nullopt;
+  return estimate;
+}
+
 Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOptions options) const {
   const Graph& graph = model_.graph;
   const std::optional<place::Placement>& placement = placement_;
+  // Beyond a device's whole memory, a run with nowhere to move layers is
+  // refused now rather than at its first step (several devices: running out
+  // re-plans, replan_after_oom).
+  const bool can_replan = devices_.size() > 1 && placement_mode_ != "strict";
+  if (auto estimate = can_replan ? make_error("", TDM_INTERNAL)
+                                 : place::estimate_plan(graph, placement ? &*placement : nullptr,
+                                                        estimate_inputs(nullptr, nullptr, false))) {
+    if (auto over = over_whole_memory(*estimate))
+      return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
+  }
   Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
   if (placement && !placement->only_on(device_.id())) {
     executor = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);

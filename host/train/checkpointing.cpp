@@ -1,8 +1,11 @@
 #include "train/checkpointing.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <vector>
 
 #include "exec/tensor_text.hpp"
@@ -73,6 +76,28 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
   for (const auto& [v, t] : plan)
     if (auto r = executor.write(v->id, t->data.data(), t->data.size()); !r) return r;
   return {};
+}
+
+Result<RunPosition> checkpoint_position(const checkpoint::Checkpoint& cp, const std::string& source) {
+  RunPosition p;
+  for (auto [key, out, low] : {std::tuple<const char*, int64_t*, int64_t>{"tandem.step", &p.step, 0},
+                               {"tandem.epoch", &p.epoch, 0},
+                               {"tandem.next_batch", &p.next_batch, 0},
+                               {"tandem.world_size", &p.world_size, 1}}) {
+    auto it = cp.metadata.find(key);
+    if (it == cp.metadata.end()) continue;
+    const std::string& text = it->second;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || end == nullptr || *end != '\0' || errno == ERANGE || v < low)
+      return make_error(source + ": its metadata says " + key + " = \"" + text + "\", which is not " +
+                            (low == 0 ? "a count (0 or more)" : "a positive count") +
+                            ": the checkpoint is damaged; resume from an earlier one in the same directory",
+                        TDM_INVALID_ARGUMENT);
+    *out = static_cast<int64_t>(v);
+  }
+  return p;
 }
 
 std::string checkpoint_dir(const std::string& run_dir) {

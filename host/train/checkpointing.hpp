@@ -26,6 +26,18 @@ Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executo
 Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
                              bool weights_only, const std::string& source);
 
+// Where a checkpoint left its run: the metadata a resume continues from.
+struct RunPosition {
+  int64_t step = 0;        // optimizer steps done
+  int64_t epoch = 0;       // epochs done
+  int64_t next_batch = 0;  // the next batch of the current epoch
+  int64_t world_size = 1;  // ranks that split the data
+};
+// Read from `cp`'s metadata (absent keys: a run's start); a value that is
+// not a non-negative integer (world_size: positive) is an error naming the
+// key and `source`.
+Result<RunPosition> checkpoint_position(const checkpoint::Checkpoint& cp, const std::string& source);
+
 std::string checkpoint_dir(const std::string& run_dir);
 // Saves atomically, then deletes the oldest beyond `keep`.
 Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,

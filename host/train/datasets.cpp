@@ -5,6 +5,7 @@
 #include "data/split.hpp"
 #include "data/synthetic.hpp"
 #include "ops/shapes.hpp"
+#include "util/host_memory.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -19,6 +20,14 @@ Result<data::Dataset> load_one(const model::ModelSpec& spec, bool test) {
                           {.label_column = static_cast<int>(d.label_column), .has_header = d.csv_header});
   data::SyntheticSpec s;
   s.samples = test ? d.synthetic_test_samples : d.synthetic_samples;
+  const double bytes = double(s.samples) * double(ops::numel(spec.input_shape)) * sizeof(float);
+  if (auto r =
+          check_host_memory(bytes >= 1.8e19 ? UINT64_MAX : uint64_t(bytes),
+                            "synthetic data of " + std::to_string(s.samples) + " samples of [model] input " +
+                                ops::dims_str(spec.input_shape) + " (" + spec.path + ")",
+                            "lower [data] synthetic_samples or the input shape");
+      !r)
+    return r.error();
   s.sample_shape = spec.input_shape;
   s.classes = static_cast<int32_t>(spec.classes > 0 ? spec.classes : 2);
   s.noise = d.synthetic_noise;
@@ -34,8 +43,9 @@ Result<void> check(const model::ModelSpec& spec, const data::Dataset& set) {
                           spec.path + " declares [model] input = " + ops::dims_str(spec.input_shape),
                       TDM_INVALID_ARGUMENT);
   if (spec.classes > 0 && set.num_classes > spec.classes)
-    return make_error(set.source + ": labels go up to " + std::to_string(set.num_classes - 1) + " but " +
-                          spec.path + " declares [model] classes = " + std::to_string(spec.classes),
+    return make_error((set.labels_source.empty() ? set.source : set.labels_source) + ": labels go up to " +
+                          std::to_string(set.num_classes - 1) + " but " + spec.path +
+                          " declares [model] classes = " + std::to_string(spec.classes),
                       TDM_INVALID_ARGUMENT);
   return {};
 }
@@ -49,6 +59,12 @@ bool has_test(const model::DataSpec& d) {
 }  // namespace
 
 Result<RunData> load_run_data(const model::ModelSpec& spec) {
+  if (!spec.data.given)
+    return make_error(spec.path +
+                          " has no [data] section, so there is nothing to train or evaluate on: add one "
+                          "with format = \"idx\", \"csv\" or \"synthetic\" and its files "
+                          "(examples/fmnist_mlp.toml has one)",
+                      TDM_INVALID_ARGUMENT);
   RunData out;
   auto train = load_one(spec, false);
   if (!train) return train.error();

@@ -125,15 +125,12 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
                             "); resume needs the same model, or use --init-from " +
                             "to start a new run from its weights",
                         TDM_INVALID_ARGUMENT);
-    const auto get = [&](const char* key) {
-      auto it = cp->metadata.find(key);
-      return it == cp->metadata.end() ? int64_t{0} : std::stoll(it->second);
-    };
-    start_step_ = get("tandem.step");
-    start_epoch_ = get("tandem.epoch");
-    start_batch_ = get("tandem.next_batch");
-    const int64_t saved_world = std::max<int64_t>(1, get("tandem.world_size"));
-    if (saved_world != program_->data_world()) continue_with_other_ranks(saved_world);
+    auto position = checkpoint_position(*cp, file);
+    if (!position) return position.error();
+    start_step_ = position->step;
+    start_epoch_ = position->epoch;
+    start_batch_ = position->next_batch;
+    if (position->world_size != program_->data_world()) continue_with_other_ranks(position->world_size);
   }
   return restore_tensors(model().graph, executor(), *cp, weights_only, file);
 }
