@@ -33,8 +33,8 @@ std::unique_ptr<Kernel> cast(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_cast(const Registrar& add) {
-  add("cast", cast);
+void register_cast(Registry& r) {
+  r.add("cast", cast);
 }
 
 }  // namespace tandem::reference

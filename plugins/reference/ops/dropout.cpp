@@ -83,9 +83,9 @@ std::unique_ptr<Kernel> dropout_grad(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_dropout(const Registrar& add) {
-  add("dropout", dropout);
-  add("dropout_grad", dropout_grad);
+void register_dropout(Registry& r) {
+  r.add("dropout", dropout);
+  r.add("dropout_grad", dropout_grad);
 }
 
 }  // namespace tandem::reference

@@ -84,11 +84,11 @@ std::unique_ptr<Kernel> scale(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_elementwise(const Registrar& add) {
-  add("add", [](const OpView& v, size_t&) { return binary(v, Binary::Add); });
-  add("sub", [](const OpView& v, size_t&) { return binary(v, Binary::Sub); });
-  add("mul", [](const OpView& v, size_t&) { return binary(v, Binary::Mul); });
-  add("scale", scale);
+void register_elementwise(Registry& r) {
+  r.add("add", [](const OpView& v, size_t&) { return binary(v, Binary::Add); });
+  r.add("sub", [](const OpView& v, size_t&) { return binary(v, Binary::Sub); });
+  r.add("mul", [](const OpView& v, size_t&) { return binary(v, Binary::Mul); });
+  r.add("scale", scale);
 }
 
 }  // namespace tandem::reference

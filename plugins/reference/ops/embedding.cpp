@@ -91,9 +91,9 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_embedding(const Registrar& add) {
-  add("embedding", embedding);
-  add("embedding_grad", embedding_grad);
+void register_embedding(Registry& r) {
+  r.add("embedding", embedding);
+  r.add("embedding_grad", embedding_grad);
 }
 
 }  // namespace tandem::reference

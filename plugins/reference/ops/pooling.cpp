@@ -156,11 +156,11 @@ std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_pool(const Registrar& add) {
-  add("max_pool2d", max_pool2d);
-  add("max_pool2d_grad", max_pool2d_grad);
-  add("avg_pool2d", avg_pool2d);
-  add("avg_pool2d_grad", avg_pool2d_grad);
+void register_pooling(Registry& r) {
+  r.add("max_pool2d", max_pool2d);
+  r.add("max_pool2d_grad", max_pool2d_grad);
+  r.add("avg_pool2d", avg_pool2d);
+  r.add("avg_pool2d_grad", avg_pool2d_grad);
 }
 
 }  // namespace tandem::reference

@@ -1,95 +1,17 @@
-// Reference backend — softmax, log_softmax, their gradients, and
-// softmax_cross_entropy with its gradient.
+// Reference backend — softmax_cross_entropy and its gradient.
 //
-// These f32 ops compute entirely in double (exp/log of the row, shifted by
-// the row maximum) and round once on store. Cross entropy follows PyTorch's CrossEntropyLoss with
+// Computed entirely in double (the log-softmax of softmax_rows.hpp) and
+// rounded once on store. Cross entropy follows PyTorch's CrossEntropyLoss with
 // ignore_index and label_smoothing ε:
 //   loss_i = (1-ε)·(-log p[i, y_i]) + ε·mean_c(-log p[i, c])
 // summed over the non-ignored samples, divided by their count for "mean"
 // (0 when every sample is ignored, where PyTorch gives NaN).
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
-#include "common.hpp"
+#include "softmax_rows.hpp"
 
 namespace tandem::reference {
 namespace {
-
-// A tensor seen as [outer, n, inner] around the softmax axis.
-struct Rows {
-  int64_t outer = 1, n = 1, inner = 1;
-  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
-};
-
-Rows rows_around(const Dims& dims, size_t axis) {
-  Rows r;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (d < axis) r.outer *= dims[d];
-    if (d == axis) r.n = dims[d];
-    if (d > axis) r.inner *= dims[d];
-  }
-  return r;
-}
-
-// log-softmax of every row, in double.
-std::vector<double> log_softmax_rows(const std::vector<double>& x, const Rows& r) {
-  std::vector<double> y(x.size());
-  for (int64_t o = 0; o < r.outer; ++o)
-    for (int64_t i = 0; i < r.inner; ++i) {
-      double m = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < r.n; ++k) m = std::max(m, x[size_t(r.at(o, k, i))]);
-      double sum = 0;
-      for (int64_t k = 0; k < r.n; ++k) sum += std::exp(x[size_t(r.at(o, k, i))] - m);
-      const double lse = m + std::log(sum);
-      for (int64_t k = 0; k < r.n; ++k) y[size_t(r.at(o, k, i))] = x[size_t(r.at(o, k, i))] - lse;
-    }
-  return y;
-}
-
-std::unique_ptr<Kernel> softmax(const OpView& view, bool log) {
-  Check c(view);
-  c.counts(1, 1, 1, 1);
-  const tdm_dtype dt = c.primary_dtype(0, kF32);
-  const Dims shape = c.in(0).dims;
-  const Rows r = rows_around(shape, c.axis(c.int_attr("axis", -1), shape.size() ? shape.size() : 1, "axis"));
-  c.output(0, dt, shape);
-  return make_kernel(c, [=](void* const* in, void* const* out) {
-    std::vector<double> y = log_softmax_rows(load<double>(in[0], dt, numel(shape)), r);
-    if (!log)
-      for (double& v : y) v = std::exp(v);
-    store(out[0], dt, y);
-  });
-}
-
-// softmax_grad:     dx = y·(dy - Σ_k dy·y)
-// log_softmax_grad: dx = dy - exp(y)·Σ_k dy
-std::unique_ptr<Kernel> softmax_grad(const OpView& view, bool log) {
-  Check c(view);
-  c.counts(2, 2, 1, 1);
-  const tdm_dtype dt = c.primary_dtype(0, kF32);
-  c.input_dtype(1, {dt});
-  const Dims shape = c.in(0).dims;
-  c.input_shape(1, shape);
-  const Rows r = rows_around(shape, c.axis(c.int_attr("axis", -1), shape.size() ? shape.size() : 1, "axis"));
-  c.output(0, dt, shape);
-  return make_kernel(c, [=](void* const* in, void* const* out) {
-    const std::vector<double> dy = load<double>(in[0], dt, numel(shape)),
-                              y = load<double>(in[1], dt, numel(shape));
-    std::vector<double> dx(dy.size());
-    for (int64_t o = 0; o < r.outer; ++o)
-      for (int64_t i = 0; i < r.inner; ++i) {
-        double s = 0;
-        for (int64_t k = 0; k < r.n; ++k)
-          s += log ? dy[size_t(r.at(o, k, i))] : dy[size_t(r.at(o, k, i))] * y[size_t(r.at(o, k, i))];
-        for (int64_t k = 0; k < r.n; ++k) {
-          const size_t e = size_t(r.at(o, k, i));
-          dx[e] = log ? dy[e] - std::exp(y[e]) * s : y[e] * (dy[e] - s);
-        }
-      }
-    store(out[0], dt, dx);
-  });
-}
 
 struct LossConfig {
   int64_t N, C;
@@ -194,13 +116,9 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_softmax_loss(const Registrar& add) {
-  add("softmax", [](const OpView& v, size_t&) { return softmax(v, false); });
-  add("log_softmax", [](const OpView& v, size_t&) { return softmax(v, true); });
-  add("softmax_grad", [](const OpView& v, size_t&) { return softmax_grad(v, false); });
-  add("log_softmax_grad", [](const OpView& v, size_t&) { return softmax_grad(v, true); });
-  add("softmax_cross_entropy", cross_entropy);
-  add("softmax_cross_entropy_grad", cross_entropy_grad);
+void register_softmax_cross_entropy(Registry& r) {
+  r.add("softmax_cross_entropy", cross_entropy);
+  r.add("softmax_cross_entropy_grad", cross_entropy_grad);
 }
 
 }  // namespace tandem::reference

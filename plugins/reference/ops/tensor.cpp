@@ -119,12 +119,12 @@ std::unique_ptr<Kernel> fill(const OpView& view, size_t&) {
 
 }  // namespace
 
-void register_shape(const Registrar& add) {
-  add("reshape", reshape);
-  add("copy", copy);
-  add("transpose", transpose);
-  add("concat", concat);
-  add("fill", fill);
+void register_tensor(Registry& r) {
+  r.add("reshape", reshape);
+  r.add("copy", copy);
+  r.add("transpose", transpose);
+  r.add("concat", concat);
+  r.add("fill", fill);
 }
 
 }  // namespace tandem::reference
