@@ -185,16 +185,10 @@ void conv2d_grad_weight_layouts(const OpView& op, const LayoutAnswer& a) {
 
 }  // namespace
 
-void register_conv_layouts(const LayoutRegistrar& add) {
-  add("conv2d", conv2d_layouts);
-  add("conv2d_grad_input", conv2d_grad_input_layouts);
-  add("conv2d_grad_weight", conv2d_grad_weight_layouts);
-}
-
-void register_conv(const Registrar& add) {
-  add("conv2d", conv2d);
-  add("conv2d_grad_input", conv2d_grad_input);
-  add("conv2d_grad_weight", conv2d_grad_weight);
+void register_conv2d(Registry& r) {
+  r.add("conv2d", {conv2d, conv2d_layouts});
+  r.add("conv2d_grad_input", {conv2d_grad_input, conv2d_grad_input_layouts});
+  r.add("conv2d_grad_weight", {conv2d_grad_weight, conv2d_grad_weight_layouts});
 }
 
 }  // namespace tandem::onednn

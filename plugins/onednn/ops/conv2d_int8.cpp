@@ -1,10 +1,10 @@
 // oneDNN backend — conv2d_int8 (sdk/ops.md): dnnl::convolution_forward with
 // u8 src, s8 weights, s32 accumulation and f32 dst, created once here.
 //
-// As for linear_int8 (quant.cpp), every constant is an attribute: output
+// As for linear_int8 (linear_int8.cpp), every constant is an attribute: output
 // scales f32(x_scale·w_scale[k]) per output channel, the src zero point,
 // the bias as a binary-add post-op after the scale (oneDNN 2.x would add its
-// own bias argument before it), relu as a post-op. Layouts as in conv.cpp:
+// own bias argument before it), relu as a post-op. Layouts as in conv2d.cpp:
 // every tensor `any`, so oneDNN picks its int8 layouts (nhwc activations,
 // VNNI-blocked weights with the zero-point compensation it computes in the
 // weights reorder) and its jit kernel for the CPU; the NCHW/OIHW ABI tensors
@@ -16,6 +16,7 @@
 #include "cpu_isa.hpp"
 #include "int8_pairs.hpp"
 #include "layout.hpp"
+#include "quant_params.hpp"
 
 namespace tandem::onednn {
 namespace {
@@ -72,16 +73,10 @@ std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) 
 }
 
 std::vector<float> w_scales(const Check& c, int64_t k) {
-  const tdm_attr* a = c.op().attr("w_scale");
-  std::vector<float> m;
-  if (a != nullptr && a->type == TDM_ATTR_FLOATS && a->floats != nullptr)
-    for (size_t i = 0; i < a->count; ++i) m.push_back(float(a->floats[i]));
-  if (a != nullptr && (a->type == TDM_ATTR_FLOAT || a->type == TDM_ATTR_INT))
-    m = {a->type == TDM_ATTR_FLOAT ? float(a->f) : float(a->i)};
+  const std::vector<float> m = float_list(c, "w_scale");
   if (m.size() != 1 && int64_t(m.size()) != k)
     c.fail("w_scale must be given with 1 or K = " + std::to_string(k) + " entries");
-  for (float v : m)
-    if (!(v > 0) || !std::isfinite(v)) c.fail("every w_scale must be positive and finite");
+  check_scales(c, m, "w_scale");
   return m;
 }
 
@@ -139,8 +134,8 @@ std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
 
 }  // namespace
 
-void register_quant_conv(const Registrar& add) {
-  add("conv2d_int8", conv2d_int8);
+void register_conv2d_int8(Registry& r) {
+  r.add("conv2d_int8", conv2d_int8);
 }
 
 }  // namespace tandem::onednn

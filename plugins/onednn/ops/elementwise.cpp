@@ -1,11 +1,12 @@
-// oneDNN backend — add, sub, mul with numpy broadcasting.
+// oneDNN backend — add, sub, mul with numpy broadcasting, and scale.
 //
 // f32/bf16: a dnnl binary primitive whenever only the second operand
 // broadcasts (oneDNN broadcasts src1 only); add and mul swap their operands
 // when it is the first that broadcasts. Everything else (both operands
 // broadcast, or sub with a broadcast a) and s32 (which must wrap modulo 2^32,
-// where oneDNN saturates) is an own strided loop, rows in parallel.
-#include "common.hpp"
+// where oneDNN saturates) is an own strided loop, rows in parallel. scale
+// (y = alpha·x + beta) is a flat dnnl eltwise_linear (eltwise_primitive.hpp).
+#include "eltwise_primitive.hpp"
 
 namespace tandem::onednn {
 
@@ -82,7 +83,7 @@ std::unique_ptr<Kernel> binary(const OpView& view, size_t& ws) {
   c.output(0, dt, y);
   const std::string name = view.op();
   const Op op = name == "add" ? Op::add : name == "sub" ? Op::sub : Op::mul;
-  if (numel(y) == 0) return make_fn(c, [](void* const*, void* const*, void*) {});
+  if (numel(y) == 0) return no_op(c);
   if (dt == TDM_S32) return own<int32_t>(c, op, y);
   // Which input can be oneDNN's src0 (the one with y's shape)?
   size_t src0 = 2;
@@ -107,10 +108,18 @@ std::unique_ptr<Kernel> binary(const OpView& view, size_t& ws) {
   return k;
 }
 
+std::unique_ptr<Kernel> scale(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  const float alpha = float(c.float_attr("alpha", 1.0)), beta = float(c.float_attr("beta", 0.0));
+  return eltwise_forward(c, dnnl::algorithm::eltwise_linear, alpha, beta, ws);
+}
+
 }  // namespace
 
-void register_binary(const Registrar& add) {
-  for (const char* op : {"add", "sub", "mul"}) add(op, binary);
+void register_elementwise(Registry& r) {
+  for (const char* op : {"add", "sub", "mul"}) r.add(op, binary);
+  r.add("scale", scale);
 }
 
 }  // namespace tandem::onednn

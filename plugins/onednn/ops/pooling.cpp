@@ -471,16 +471,11 @@ void max_pool2d_grad_layouts(const OpView& op, const LayoutAnswer& a) {
 
 }  // namespace
 
-void register_pool_layouts(const LayoutRegistrar& add) {
-  add("max_pool2d", max_pool2d_layouts);
-  add("max_pool2d_grad", max_pool2d_grad_layouts);
-}
-
-void register_pool(const Registrar& add) {
-  add("max_pool2d", max_pool2d);
-  add("max_pool2d_grad", max_pool2d_grad);
-  add("avg_pool2d", avg_pool2d);
-  add("avg_pool2d_grad", avg_pool2d_grad);
+void register_pooling(Registry& r) {
+  r.add("max_pool2d", {max_pool2d, max_pool2d_layouts});
+  r.add("max_pool2d_grad", {max_pool2d_grad, max_pool2d_grad_layouts});
+  r.add("avg_pool2d", avg_pool2d);
+  r.add("avg_pool2d_grad", avg_pool2d_grad);
 }
 
 }  // namespace tandem::onednn

@@ -1,8 +1,6 @@
-// oneDNN backend — softmax_cross_entropy (+grad), embedding (+grad), dropout
-// (+grad): own code. Launch-time values (labels, indices) are validated in a
-// short serial pass first (exceptions must not leave an OpenMP region), then
-// the work runs row-parallel. Dropout's mask is the catalog's counter-based
-// hash, so it is bit-identical to reference whatever the thread layout.
+// oneDNN backend — softmax_cross_entropy and its gradient: own code. The
+// labels are validated in a short serial pass first (exceptions must not
+// leave an OpenMP region), then the work runs row-parallel.
 #include <cmath>
 
 #include "common.hpp"
@@ -121,166 +119,11 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& op, size_t&) {
   });
 }
 
-// Launch-time index check shared by embedding and its gradient (none for a
-// vocabulary slice: there an index outside the slice reads a zero row).
-void check_indices(const int32_t* idx, int64_t n, int64_t v, int64_t vocab_start, const std::string& where) {
-  if (vocab_start >= 0) return;
-  for (int64_t i = 0; i < n; ++i)
-    if (idx[i] < 0 || idx[i] >= v)
-      throw Error(TDM_INVALID_ARGUMENT, "onednn: " + where + ": index " + std::to_string(idx[i]) +
-                                            " at flat position " + std::to_string(i) + " is outside [0, " +
-                                            std::to_string(v) + ")");
-}
-
-std::unique_ptr<Kernel> embedding(const OpView& op, size_t&) {
-  Check c(op);
-  c.counts(2, 2, 1, 1);
-  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  if (c.in(0).rank() != 2) c.fail("table must be [V, D]");
-  const int64_t v = c.in(0).dims[0], d = c.in(0).dims[1];
-  c.input_dtype(1, {TDM_S32});
-  Dims y = c.in(1).dims;
-  y.push_back(d);
-  c.output(0, dt, y);
-  const int64_t pad = c.int_attr("padding_idx", -1);
-  if (pad >= v) c.fail("padding_idx " + std::to_string(pad) + " is >= V = " + std::to_string(v));
-  const int64_t n = numel(c.in(1).dims);
-  const size_t row = size_t(d) * dtype_size(dt);
-  const int64_t start = c.int_attr("vocab_start", -1);
-  const std::string where = c.where();
-  return make_fn(c, [=](void* const* in, void* const* out, void*) {
-    const char* table = static_cast<const char*>(in[0]);
-    const int32_t* idx = static_cast<const int32_t*>(in[1]);
-    check_indices(idx, n, v, start, where);
-    char* o = static_cast<char*>(out[0]);
-    const int64_t shift = start >= 0 ? start : 0;
-#pragma omp parallel for schedule(static) if (n * d > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t r = int64_t(idx[i]) - shift;
-      if (r >= 0 && r < v)
-        std::memcpy(o + size_t(i) * row, table + size_t(r) * row, row);
-      else
-        std::memset(o + size_t(i) * row, 0, row);
-    }
-  });
-}
-
-std::unique_ptr<Kernel> embedding_grad(const OpView& op, size_t&) {
-  Check c(op);
-  c.counts(2, 2, 1, 1);
-  c.primary_dtype(0, kF32);
-  c.input_dtype(1, {TDM_S32});
-  if (!c.has_output(0) || c.out(0).rank() != 2) c.fail("dtable must be [V, D]");
-  const int64_t v = c.out(0).dims[0], d = c.out(0).dims[1];
-  Dims y = c.in(1).dims;
-  y.push_back(d);
-  c.input_shape(0, y);
-  c.output(0, TDM_F32, {v, d});
-  const int64_t pad = c.int_attr("padding_idx", -1);
-  if (pad >= v) c.fail("padding_idx " + std::to_string(pad) + " is >= V = " + std::to_string(v));
-  const int64_t n = numel(c.in(1).dims);
-  const int64_t start = c.int_attr("vocab_start", -1);
-  const int64_t shift = start >= 0 ? start : 0;
-  const std::string where = c.where();
-  return make_fn(c, [=](void* const* in, void* const* out, void*) {
-    const float* dy = static_cast<const float*>(in[0]);
-    const int32_t* idx = static_cast<const int32_t*>(in[1]);
-    check_indices(idx, n, v, start, where);
-    float* dt = static_cast<float*>(out[0]);
-    // Column blocks in parallel, indices in order: deterministic sums.
-    constexpr int64_t kBlock = 64;
-    const int64_t blocks = (d + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n * d > kParallelGrain)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t lo = b * kBlock, hi = std::min(d, lo + kBlock);
-      for (int64_t r = 0; r < v; ++r)
-        for (int64_t j = lo; j < hi; ++j) dt[r * d + j] = 0.f;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t r = int64_t(idx[i]) - shift;
-        if (r < 0 || r >= v || r == pad) continue;
-        float* dst = dt + r * d;
-        const float* src = dy + i * d;
-#pragma omp simd
-        for (int64_t j = lo; j < hi; ++j) dst[j] += src[j];
-      }
-    }
-  });
-}
-
-double dropout_p(const Check& c) {
-  const double p = c.float_attr("p", 0.5);
-  if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
-  return p;
-}
-
-inline bool dropout_keep(uint64_t seed, uint64_t i, double p) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = z ^ (z >> 31);
-  return double(z >> 40) * 0x1p-24 >= p;
-}
-
-std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
-  Check c(op);
-  c.counts(1, 2, 2, 2);
-  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  const Dims shape = c.in(0).dims;
-  c.output(0, dt, shape);
-  c.output(1, TDM_U8, shape);
-  const bool has_offset = c.has_input(1);
-  if (has_offset) c.input(1, TDM_S64, {});
-  const double p = dropout_p(c);
-  const uint64_t base = static_cast<uint64_t>(c.int_attr("seed", 0));
-  const int64_t n = numel(shape);
-  return with_f32_bf16(dt, [&](auto t) {
-    using T = decltype(t);
-    return make_fn(c, [=](void* const* in, void* const* out, void*) {
-      const uint64_t seed = base + (has_offset ? uint64_t(*static_cast<const int64_t*>(in[1])) : 0);
-      const T* x = static_cast<const T*>(in[0]);
-      T* y = static_cast<T*>(out[0]);
-      uint8_t* mask = static_cast<uint8_t*>(out[1]);
-      const float scale = float(1.0 - p);
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) {
-        const bool keep = p == 0.0 || dropout_keep(seed, uint64_t(i), p);
-        st(y, i, keep ? ld(x, i) / scale : 0.f);
-        mask[i] = keep ? 1 : 0;
-      }
-    });
-  });
-}
-
-std::unique_ptr<Kernel> dropout_grad(const OpView& op, size_t&) {
-  Check c(op);
-  c.counts(2, 2, 1, 1);
-  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  const Dims shape = c.in(0).dims;
-  c.input(1, TDM_U8, shape);
-  c.output(0, dt, shape);
-  const float scale = float(1.0 - dropout_p(c));
-  const int64_t n = numel(shape);
-  return with_f32_bf16(dt, [&](auto t) {
-    using T = decltype(t);
-    return make_fn(c, [=](void* const* in, void* const* out, void*) {
-      const T* dy = static_cast<const T*>(in[0]);
-      const uint8_t* mask = static_cast<const uint8_t*>(in[1]);
-      T* dx = static_cast<T*>(out[0]);
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) st(dx, i, mask[i] ? ld(dy, i) / scale : 0.f);
-    });
-  });
-}
-
 }  // namespace
 
-void register_loss(const Registrar& add) {
-  add("softmax_cross_entropy", cross_entropy);
-  add("softmax_cross_entropy_grad", cross_entropy_grad);
-  add("embedding", embedding);
-  add("embedding_grad", embedding_grad);
-  add("dropout", dropout);
-  add("dropout_grad", dropout_grad);
+void register_softmax_cross_entropy(Registry& r) {
+  r.add("softmax_cross_entropy", cross_entropy);
+  r.add("softmax_cross_entropy_grad", cross_entropy_grad);
 }
 
 }  // namespace tandem::onednn
