@@ -85,7 +85,8 @@ __global__ void pool_grad_kernel(const T* dy, const T* x, T* dx, Geo g) {
 
 Geo geometry(const Check& c, const Dims& image) {
   if (c.op().attr("kernel") == nullptr) c.fail("attribute 'kernel' is required");
-  const auto k = c.pair("kernel", {}), stride = c.pair("stride", k), pad = c.pair("padding", {0, 0});
+  const auto k = c.pair_attr("kernel", {}), stride = c.pair_attr("stride", k),
+             pad = c.pair_attr("padding", {0, 0});
   Geo g{};
   g.kh = k[0], g.kw = k[1], g.sh = stride[0], g.sw = stride[1], g.ph = pad[0], g.pw = pad[1];
   g.include_pad = c.op().int_attr("count_include_pad", 0) != 0;
@@ -104,10 +105,10 @@ template <bool kMax>
 std::unique_ptr<Kernel> prepare_pool(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.counts(1, 1, 1, 1);
-  const tdm_dtype t = c.dtype(0, kF32Bf16);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   const Dims x = c.in(0).dims;
   const Geo g = geometry(c, x);
-  c.out_is(0, t, {x[0], x[1], g.P, g.Q});
+  c.output(0, t, {x[0], x[1], g.P, g.Q});
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
@@ -128,12 +129,12 @@ std::unique_ptr<Kernel> prepare_pool_grad(CudaDevice&, const OpView& v, size_t&)
     c.counts(2, 2, 1, 1);
   else
     c.counts(1, 1, 1, 1);
-  const tdm_dtype t = c.dtype(0, kF32Bf16);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   const Dims x = c.out(0).dims;
   const Geo g = geometry(c, x);
-  c.in_is(0, t, {x[0], x[1], g.P, g.Q});
-  if (kMax) c.in_is(1, t, x);
-  c.out_is(0, t, x);
+  c.input(0, t, {x[0], x[1], g.P, g.Q});
+  if (kMax) c.input(1, t, x);
+  c.output(0, t, x);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
@@ -150,11 +151,11 @@ std::unique_ptr<Kernel> prepare_pool_grad(CudaDevice&, const OpView& v, size_t&)
 
 }  // namespace
 
-void register_pool(const Registrar& add) {
-  add("max_pool2d", prepare_pool<true>);
-  add("avg_pool2d", prepare_pool<false>);
-  add("max_pool2d_grad", prepare_pool_grad<true>);
-  add("avg_pool2d_grad", prepare_pool_grad<false>);
+void register_pooling(Registry& r) {
+  r.add("max_pool2d", prepare_pool<true>);
+  r.add("avg_pool2d", prepare_pool<false>);
+  r.add("max_pool2d_grad", prepare_pool_grad<true>);
+  r.add("avg_pool2d_grad", prepare_pool_grad<false>);
 }
 
 }  // namespace tandem::cuda

@@ -1,8 +1,9 @@
-// CUDA backend — reshape, copy, transpose, concat: byte movement for every
-// dtype. reshape and copy are one cudaMemcpyAsync (nothing when in place),
+// CUDA backend — reshape, copy, transpose, concat, fill: every dtype, f64
+// included. reshape and copy are one cudaMemcpyAsync (nothing when in place),
 // concat is one cudaMemcpy2DAsync per input, transpose an own gather kernel
-// over element-sized words (1, 2, 4 or 8 bytes). Every dtype, f64 included.
-#include "ops/kernels.cuh"
+// over element-sized words (1, 2, 4 or 8 bytes), fill a grid-stride kernel
+// storing the value converted as cast would (ops/convert.cuh).
+#include "ops/convert.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -13,10 +14,9 @@ std::unique_ptr<Kernel> prepare_copy(CudaDevice&, const OpView& v, size_t&) {
   const TensorShape& x = c.in(0);
   if (dtype_size(x.dtype) == 0) c.unsupported("dtype is not implemented");
   if (v.op() == "copy")
-    c.out_is(0, x.dtype, x.dims);
+    c.output(0, x.dtype, x.dims);
   else if (c.out(0).dtype != x.dtype || c.out(0).numel() != x.numel())
-    c.fail("reshape of " + shape_str(x.dtype, x.dims) + " into " + shape_str(c.out(0).dtype, c.out(0).dims) +
-           " changes dtype or element count");
+    c.fail("reshape of " + x.str() + " into " + c.out(0).str() + " changes dtype or element count");
   const size_t bytes = x.bytes();
   return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (bytes == 0 || in[0] == o[0]) return;
@@ -63,7 +63,7 @@ std::unique_ptr<Kernel> prepare_transpose(CudaDevice&, const OpView& v, size_t&)
     out.strides[k] = strides[p];
     ydims.push_back(x.dims[p]);
   }
-  c.out_is(0, x.dtype, ydims);
+  c.output(0, x.dtype, ydims);
   const int64_t n = x.numel();
   return make_kernel("transpose", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (n == 0) return;
@@ -105,7 +105,7 @@ std::unique_ptr<Kernel> prepare_concat(CudaDevice&, const OpView& v, size_t&) {
   }
   Dims y = first.dims;
   y[axis] = total;
-  c.out_is(0, first.dtype, y);
+  c.output(0, first.dtype, y);
   const size_t elem = dtype_size(first.dtype), pitch = static_cast<size_t>(total * inner) * elem;
   return make_kernel("concat", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     size_t column = 0;
@@ -119,13 +119,38 @@ std::unique_ptr<Kernel> prepare_concat(CudaDevice&, const OpView& v, size_t&) {
   });
 }
 
+template <class D>
+__global__ void fill_kernel(D* y, int64_t n, double value) {
+  TDM_GRID_STRIDE(i, n) store_any(y, i, value);
+}
+
+std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(0, 1, 1, 1);
+  const tdm_dtype t = c.out(0).dtype;
+  if (c.has_input(0) && (c.in(0).dtype != t || c.in(0).dims != c.out(0).dims))
+    c.fail("input 0 (like) must have the output's shape and dtype");
+  const double value = v.float_attr("value", 0.0);
+  const int64_t n = numel(c.out(0).dims);
+  std::unique_ptr<Kernel> k;
+  dispatch_any(t, [&](auto tag) {
+    using D = decltype(tag);
+    k = make_kernel("fill", [=](CudaStream& s, void* const*, void* const* o, void*) {
+      if (n == 0) return;
+      fill_kernel<D><<<grid_for(n), kThreads, 0, s.get()>>>(static_cast<D*>(o[0]), n, value);
+    });
+  });
+  return k;
+}
+
 }  // namespace
 
-void register_layout(const Registrar& add) {
-  add("reshape", prepare_copy);
-  add("copy", prepare_copy);
-  add("transpose", prepare_transpose);
-  add("concat", prepare_concat);
+void register_tensor(Registry& r) {
+  r.add("reshape", prepare_copy);
+  r.add("copy", prepare_copy);
+  r.add("transpose", prepare_transpose);
+  r.add("concat", prepare_concat);
+  r.add("fill", prepare_fill);
 }
 
 }  // namespace tandem::cuda
