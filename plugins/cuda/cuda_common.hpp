@@ -81,28 +81,14 @@ inline std::unique_ptr<Kernel> make_kernel(const std::string& name, CudaKernel::
   return std::make_unique<CudaKernel>(name, std::move(fn));
 }
 
-// Registration: one function per section of sdk/ops.md, in ops/<stem>.cu
-// (or .cpp), adding one registry entry per op; registry.cpp calls them all.
+// Registration: each section of sdk/ops.md this backend implements is one
+// ops/<stem>.cu or .cpp, whose register function adds one registry entry per
+// op and enlists itself in sections() while the library loads (registry.cpp
+// builds the registry).
 using Factory = std::unique_ptr<Kernel> (*)(CudaDevice& device, const OpView& op, size_t& workspace);
 using Registry = KernelRegistry<Factory>;
+SectionList<Registry>& sections();
 const Registry& registry();
-void register_matmul(Registry& r);
-void register_linear(Registry& r);
-void register_conv2d(Registry& r);
-void register_pooling(Registry& r);
-void register_activation(Registry& r);
-void register_softmax(Registry& r);
-void register_softmax_cross_entropy(Registry& r);
-void register_layer_norm(Registry& r);
-void register_batch_norm(Registry& r);
-void register_embedding(Registry& r);
-void register_dropout(Registry& r);
-void register_elementwise(Registry& r);
-void register_reduce(Registry& r);
-void register_tensor(Registry& r);
-void register_cast(Registry& r);
-void register_sgd_update(Registry& r);
-void register_adamw_update(Registry& r);
 
 // Threads per block for the simple grid-stride kernels, and the grid for n.
 constexpr int kThreads = 256;

@@ -4,28 +4,13 @@
 
 namespace tandem::cuda {
 
+SectionList<Registry>& sections() {
+  static SectionList<Registry> list;
+  return list;
+}
+
 const Registry& registry() {
-  static const Registry r = [] {
-    Registry add("cuda");
-    register_matmul(add);
-    register_linear(add);
-    register_conv2d(add);
-    register_pooling(add);
-    register_activation(add);
-    register_softmax(add);
-    register_softmax_cross_entropy(add);
-    register_layer_norm(add);
-    register_batch_norm(add);
-    register_embedding(add);
-    register_dropout(add);
-    register_elementwise(add);
-    register_reduce(add);
-    register_tensor(add);
-    register_cast(add);
-    register_sgd_update(add);
-    register_adamw_update(add);
-    return add;
-  }();
+  static const Registry r = sections().build("cuda");
   return r;
 }
 

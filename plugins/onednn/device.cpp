@@ -35,32 +35,13 @@ bool uses_dtype(const OpView& op, tdm_dtype dtype) {
 
 }  // namespace
 
+SectionList<Registry>& sections() {
+  static SectionList<Registry> list;
+  return list;
+}
+
 const Registry& registry() {
-  static const Registry r = [] {
-    Registry add("onednn");
-    register_matmul(add);
-    register_linear(add);
-    register_conv2d(add);
-    register_pooling(add);
-    register_activation(add);
-    register_softmax(add);
-    register_softmax_cross_entropy(add);
-    register_layer_norm(add);
-    register_batch_norm(add);
-    register_embedding(add);
-    register_dropout(add);
-    register_elementwise(add);
-    register_reduce(add);
-    register_tensor(add);
-    register_cast(add);
-    register_sgd_update(add);
-    register_adamw_update(add);
-    register_quantize(add);
-    register_linear_int8(add);
-    register_conv2d_int8(add);
-    register_fake_quant(add);
-    return add;
-  }();
+  static const Registry r = sections().build("onednn");
   return r;
 }
 

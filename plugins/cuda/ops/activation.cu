@@ -95,6 +95,14 @@ __global__ void channel_sum_kernel(const T* dy, T* dbias, int64_t outer, int64_t
   if (threadIdx.x == 0) st(dbias, c, acc);
 }
 
+void register_activation(Registry& r) {
+  for (const char* name : {"relu", "gelu", "tanh", "sigmoid"}) r.add(name, prepare_unary);
+  for (const char* name : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+    r.add(name, prepare_unary_grad);
+}
+
+[[maybe_unused]] const bool registered = sections().enlist(register_activation);
+
 }  // namespace
 
 void launch_bias_act(tdm_dtype dtype, void* y, const void* bias, int64_t outer, int64_t channels,
@@ -116,12 +124,6 @@ void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, int64_t ou
     channel_sum_kernel<T><<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<T*>(dbias), outer, channels, inner);
   });
-}
-
-void register_activation(Registry& r) {
-  for (const char* name : {"relu", "gelu", "tanh", "sigmoid"}) r.add(name, prepare_unary);
-  for (const char* name : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
-    r.add(name, prepare_unary_grad);
 }
 
 }  // namespace tandem::cuda

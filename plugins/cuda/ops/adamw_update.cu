@@ -46,10 +46,12 @@ std::unique_ptr<Kernel> prepare_adamw(CudaDevice&, const OpView& v, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_adamw_update(Registry& r) {
   r.add("adamw_update", prepare_adamw);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_adamw_update);
+
+}  // namespace
 
 }  // namespace tandem::cuda

@@ -36,10 +36,12 @@ std::unique_ptr<Kernel> prepare_cast(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-}  // namespace
-
 void register_cast(Registry& r) {
   r.add("cast", prepare_cast);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_cast);
+
+}  // namespace
 
 }  // namespace tandem::cuda

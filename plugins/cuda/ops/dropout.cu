@@ -77,11 +77,13 @@ std::unique_ptr<Kernel> prepare_dropout_grad(CudaDevice&, const OpView& v, size_
   return k;
 }
 
-}  // namespace
-
 void register_dropout(Registry& r) {
   r.add("dropout", prepare_dropout);
   r.add("dropout_grad", prepare_dropout_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_dropout);
+
+}  // namespace
 
 }  // namespace tandem::cuda

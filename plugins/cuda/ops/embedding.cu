@@ -98,11 +98,13 @@ std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, siz
   });
 }
 
-}  // namespace
-
 void register_embedding(Registry& r) {
   r.add("embedding", prepare_embedding);
   r.add("embedding_grad", prepare_embedding_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_embedding);
+
+}  // namespace
 
 }  // namespace tandem::cuda

@@ -74,12 +74,14 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
                      });
 }
 
-}  // namespace
-
 void register_linear(Registry& r) {
   r.add("linear", prepare_linear);
   r.add("linear_grad_input", prepare_linear_grad_input);
   r.add("linear_grad_weight", prepare_linear_grad_weight);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_linear);
+
+}  // namespace
 
 }  // namespace tandem::cuda

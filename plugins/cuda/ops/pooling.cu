@@ -149,13 +149,15 @@ std::unique_ptr<Kernel> prepare_pool_grad(CudaDevice&, const OpView& v, size_t&)
   return k;
 }
 
-}  // namespace
-
 void register_pooling(Registry& r) {
   r.add("max_pool2d", prepare_pool<true>);
   r.add("avg_pool2d", prepare_pool<false>);
   r.add("max_pool2d_grad", prepare_pool_grad<true>);
   r.add("avg_pool2d_grad", prepare_pool_grad<false>);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_pooling);
+
+}  // namespace
 
 }  // namespace tandem::cuda

@@ -58,10 +58,12 @@ std::unique_ptr<Kernel> prepare_sgd(CudaDevice&, const OpView& v, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_sgd_update(Registry& r) {
   r.add("sgd_update", prepare_sgd);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_sgd_update);
+
+}  // namespace
 
 }  // namespace tandem::cuda

@@ -143,8 +143,6 @@ std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-}  // namespace
-
 void register_tensor(Registry& r) {
   r.add("reshape", prepare_copy);
   r.add("copy", prepare_copy);
@@ -152,5 +150,9 @@ void register_tensor(Registry& r) {
   r.add("concat", prepare_concat);
   r.add("fill", prepare_fill);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_tensor);
+
+}  // namespace
 
 }  // namespace tandem::cuda

@@ -62,12 +62,14 @@ void activation_layouts(const OpView& op, const LayoutAnswer& a) {
   a.offer(op, 0);
 }
 
-}  // namespace
-
 void register_activation(Registry& r) {
   for (const char* op : {"relu", "gelu", "tanh", "sigmoid"}) r.add(op, {activation, activation_layouts});
   for (const char* op : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
     r.add(op, {activation_grad, activation_layouts});
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_activation);
+
+}  // namespace
 
 }  // namespace tandem::onednn

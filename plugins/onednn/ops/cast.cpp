@@ -123,16 +123,18 @@ std::unique_ptr<Kernel> cast(const OpView& op, size_t&) {
   return make_fn(c, [fn, n](void* const* in, void* const* out, void*) { fn(in[0], out[0], n); });
 }
 
+void register_cast(Registry& r) {
+  r.add("cast", cast);
+}
+
+[[maybe_unused]] const bool registered = sections().enlist(register_cast);
+
 }  // namespace
 
 ConvertFn converter(tdm_dtype from, tdm_dtype to) {
   ConvertFn fn = nullptr;
   with_type(from, [&](auto s) { with_type(to, [&](auto d) { fn = &convert<decltype(s), decltype(d)>; }); });
   return fn;
-}
-
-void register_cast(Registry& r) {
-  r.add("cast", cast);
 }
 
 }  // namespace tandem::onednn

@@ -183,12 +183,14 @@ void conv2d_grad_weight_layouts(const OpView& op, const LayoutAnswer& a) {
   a.accept(op, 1);  // x
 }
 
-}  // namespace
-
 void register_conv2d(Registry& r) {
   r.add("conv2d", {conv2d, conv2d_layouts});
   r.add("conv2d_grad_input", {conv2d_grad_input, conv2d_grad_input_layouts});
   r.add("conv2d_grad_weight", {conv2d_grad_weight, conv2d_grad_weight_layouts});
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_conv2d);
+
+}  // namespace
 
 }  // namespace tandem::onednn

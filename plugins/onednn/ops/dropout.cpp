@@ -72,11 +72,13 @@ std::unique_ptr<Kernel> dropout_grad(const OpView& op, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_dropout(Registry& r) {
   r.add("dropout", dropout);
   r.add("dropout_grad", dropout_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_dropout);
+
+}  // namespace
 
 }  // namespace tandem::onednn

@@ -96,11 +96,13 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& op, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_embedding(Registry& r) {
   r.add("embedding", embedding);
   r.add("embedding_grad", embedding_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_embedding);
+
+}  // namespace
 
 }  // namespace tandem::onednn

@@ -133,11 +133,13 @@ std::unique_ptr<Kernel> fake_quant_grad(const OpView& op, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_fake_quant(Registry& r) {
   r.add("fake_quant", fake_quant);
   r.add("fake_quant_grad", fake_quant_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_fake_quant);
+
+}  // namespace
 
 }  // namespace tandem::onednn

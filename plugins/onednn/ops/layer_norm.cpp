@@ -140,11 +140,13 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   });
 }
 
-}  // namespace
-
 void register_layer_norm(Registry& r) {
   r.add("layer_norm", layer_norm);
   r.add("layer_norm_grad", layer_norm_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_layer_norm);
+
+}  // namespace
 
 }  // namespace tandem::onednn

@@ -469,13 +469,15 @@ void max_pool2d_grad_layouts(const OpView& op, const LayoutAnswer& a) {
   a.offer(op, 0);   // dx
 }
 
-}  // namespace
-
 void register_pooling(Registry& r) {
   r.add("max_pool2d", {max_pool2d, max_pool2d_layouts});
   r.add("max_pool2d_grad", {max_pool2d_grad, max_pool2d_grad_layouts});
   r.add("avg_pool2d", avg_pool2d);
   r.add("avg_pool2d_grad", avg_pool2d_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_pooling);
+
+}  // namespace
 
 }  // namespace tandem::onednn

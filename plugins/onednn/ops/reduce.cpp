@@ -45,11 +45,13 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
   return k;
 }
 
-}  // namespace
-
 void register_reduce(Registry& r) {
   r.add("reduce_sum", reduce);
   r.add("reduce_mean", reduce);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_reduce);
+
+}  // namespace
 
 }  // namespace tandem::onednn

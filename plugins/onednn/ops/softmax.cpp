@@ -74,13 +74,15 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
   return k;
 }
 
-}  // namespace
-
 void register_softmax(Registry& r) {
   r.add("softmax", softmax);
   r.add("log_softmax", softmax);
   r.add("softmax_grad", softmax_grad);
   r.add("log_softmax_grad", softmax_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_softmax);
+
+}  // namespace
 
 }  // namespace tandem::onednn

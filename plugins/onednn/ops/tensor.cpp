@@ -147,8 +147,6 @@ std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_tensor(Registry& r) {
   r.add("reshape", copy_like);
   r.add("copy", copy_like);
@@ -156,5 +154,9 @@ void register_tensor(Registry& r) {
   r.add("concat", concat);
   r.add("fill", fill);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_tensor);
+
+}  // namespace
 
 }  // namespace tandem::onednn

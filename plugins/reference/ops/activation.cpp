@@ -103,8 +103,6 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   });
 }
 
-}  // namespace
-
 void register_activation(Registry& r) {
   r.add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
   r.add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
@@ -115,5 +113,9 @@ void register_activation(Registry& r) {
   r.add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
   r.add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_activation);
+
+}  // namespace
 
 }  // namespace tandem::reference

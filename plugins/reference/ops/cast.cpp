@@ -31,10 +31,12 @@ std::unique_ptr<Kernel> cast(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_cast(Registry& r) {
   r.add("cast", cast);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_cast);
+
+}  // namespace
 
 }  // namespace tandem::reference

@@ -84,31 +84,12 @@ inline double epsilon_attr(const Check& c) {
   return eps;
 }
 
-// Registration: one function per section of sdk/ops.md, in ops/<stem>.cpp,
-// adding one registry entry per op; registry.cpp calls them all.
+// Registration: each section of sdk/ops.md is one ops/<stem>.cpp, whose
+// register function adds one registry entry per op and enlists itself in
+// sections() while the library loads (registry.cpp builds the registry).
 using Registry = KernelRegistry<>;
+SectionList<Registry>& sections();
 const Registry& registry();
-void register_matmul(Registry& r);
-void register_linear(Registry& r);
-void register_conv2d(Registry& r);
-void register_pooling(Registry& r);
-void register_activation(Registry& r);
-void register_softmax(Registry& r);
-void register_softmax_cross_entropy(Registry& r);
-void register_layer_norm(Registry& r);
-void register_batch_norm(Registry& r);
-void register_embedding(Registry& r);
-void register_dropout(Registry& r);
-void register_elementwise(Registry& r);
-void register_reduce(Registry& r);
-void register_tensor(Registry& r);
-void register_cast(Registry& r);
-void register_sgd_update(Registry& r);
-void register_adamw_update(Registry& r);
-void register_quantize(Registry& r);
-void register_linear_int8(Registry& r);
-void register_conv2d_int8(Registry& r);
-void register_fake_quant(Registry& r);
 
 }  // namespace tandem::reference
 

@@ -89,11 +89,13 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_embedding(Registry& r) {
   r.add("embedding", embedding);
   r.add("embedding_grad", embedding_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_embedding);
+
+}  // namespace
 
 }  // namespace tandem::reference

@@ -52,10 +52,12 @@ std::unique_ptr<Kernel> matmul(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_matmul(Registry& r) {
   r.add("matmul", matmul);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_matmul);
+
+}  // namespace
 
 }  // namespace tandem::reference

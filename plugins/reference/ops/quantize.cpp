@@ -61,11 +61,13 @@ std::unique_ptr<Kernel> dequantize(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_quantize(Registry& r) {
   r.add("quantize", quantize);
   r.add("dequantize", dequantize);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_quantize);
+
+}  // namespace
 
 }  // namespace tandem::reference

@@ -60,10 +60,12 @@ std::unique_ptr<Kernel> sgd_update(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_sgd_update(Registry& r) {
   r.add("sgd_update", sgd_update);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_sgd_update);
+
+}  // namespace
 
 }  // namespace tandem::reference

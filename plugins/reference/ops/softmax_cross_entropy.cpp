@@ -114,11 +114,13 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_softmax_cross_entropy(Registry& r) {
   r.add("softmax_cross_entropy", cross_entropy);
   r.add("softmax_cross_entropy_grad", cross_entropy_grad);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_softmax_cross_entropy);
+
+}  // namespace
 
 }  // namespace tandem::reference

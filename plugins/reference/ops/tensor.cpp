@@ -117,8 +117,6 @@ std::unique_ptr<Kernel> fill(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
-
 void register_tensor(Registry& r) {
   r.add("reshape", reshape);
   r.add("copy", copy);
@@ -126,5 +124,9 @@ void register_tensor(Registry& r) {
   r.add("concat", concat);
   r.add("fill", fill);
 }
+
+[[maybe_unused]] const bool registered = sections().enlist(register_tensor);
+
+}  // namespace
 
 }  // namespace tandem::reference

@@ -11,6 +11,8 @@
 //                   than it implements are TDM_UNSUPPORTED (a normal answer:
 //                   the host places the op elsewhere), a negative dimension
 //                   is TDM_INVALID_ARGUMENT;
+//   SectionList     the registration functions of the backend's op files,
+//                   each enlisted by its own file while the library loads;
 //   FnKernel        a kernel that is a closure over what prepare validated.
 //
 // The f16/bf16 conversions are in tandem/half.hpp, shape arithmetic
@@ -20,7 +22,7 @@
 // after the op's section of sdk/ops.md ("## Sections and the files that
 // implement them"), so an op is found in any backend in one hop:
 //
-//   // ops/elementwise.cpp
+//   // ops/elementwise.cpp, everything in an unnamed namespace
 //   std::unique_ptr<tandem::Kernel> add(const tandem::OpView& op, size_t&) {
 //     tandem::Check c(op, "mybackend");
 //     c.counts(2, 2, 1, 1);                                // inputs, outputs
@@ -35,14 +37,15 @@
 //     });
 //   }
 //   void register_elementwise(tandem::KernelRegistry<>& r) { r.add("add", add); }
+//   [[maybe_unused]] const bool registered = sections().enlist(register_elementwise);
 //
-//   // the device
+//   // the device (sections() and registry() in one file of the backend)
+//   tandem::SectionList<tandem::KernelRegistry<>>& sections() {
+//     static tandem::SectionList<tandem::KernelRegistry<>> list;
+//     return list;
+//   }
 //   std::unique_ptr<tandem::Kernel> MyDevice::prepare(const tandem::OpView& op, size_t& ws) {
-//     static const tandem::KernelRegistry<> registry = [] {
-//       tandem::KernelRegistry<> r("mybackend");
-//       register_elementwise(r);
-//       return r;
-//     }();
+//     static const tandem::KernelRegistry<> registry = sections().build("mybackend");
 //     return registry.prepare(op, ws);
 //   }
 //
@@ -285,7 +288,7 @@ class KernelRegistry {
   }
   std::vector<std::string> names() const {
     std::vector<std::string> v;
-    for (const auto& [name, factory] : factories_) v.push_back(name);
+    for (const auto& entry : factories_) v.push_back(entry.first);
     return v;
   }
 
@@ -324,6 +327,51 @@ class KernelRegistry {
   std::string backend_;
   uint32_t catalog_version_;
   std::map<std::string, Factory> factories_;
+};
+
+// ---------------------------------------------------------------------------
+// SectionList: section files that register themselves
+// ---------------------------------------------------------------------------
+//
+// So that adding a family of ops is adding one file, each ops/<stem>.cpp
+// enlists its registration function while the library loads:
+//
+//   namespace {
+//   void register_dropout(Registry& r) { r.add("dropout", dropout); ... }
+//   [[maybe_unused]] const bool registered = sections().enlist(register_dropout);
+//   }
+//
+// where sections() is the backend's one function-local static list, and the
+// registry is built from it on first use (inside prepare, where an exception
+// becomes a status): only a pointer is stored at load time, nothing throws
+// there. The section files must be linked into the plugin as objects (an
+// archive would drop a file nothing refers to).
+template <class Registry>
+class SectionList {
+ public:
+  using Section = void (*)(Registry& registry);
+
+  bool enlist(Section section) noexcept {
+    try {
+      sections_.push_back(section);
+      return true;
+    } catch (...) {
+      complete_ = false;
+      return false;
+    }
+  }
+  // A registry with every enlisted section's entries.
+  Registry build(std::string backend, uint32_t catalog_version = 1) const {
+    if (!complete_)
+      throw Error(TDM_OUT_OF_MEMORY, backend + ": an op section could not register while loading");
+    Registry r(std::move(backend), catalog_version);
+    for (Section section : sections_) section(r);
+    return r;
+  }
+
+ private:
+  std::vector<Section> sections_;
+  bool complete_ = true;
 };
 
 // ---------------------------------------------------------------------------
