@@ -216,6 +216,18 @@ TEST(BackendKit, RegistryChecksBeforeAnyFactoryRuns) {
   EXPECT_EQ(t.message, "mine: op 'add': input 0 has a negative dimension f32[-1]");
 }
 
+TEST(BackendKit, SectionListBuildsTheRegistryFromEveryEnlistedSection) {
+  tandem::SectionList<tandem::KernelRegistry<>> sections;
+  EXPECT_TRUE(sections.enlist([](tandem::KernelRegistry<>& r) { r.add("add", make_add); }));
+  EXPECT_TRUE(sections.enlist([](tandem::KernelRegistry<>& r) { r.add("sub", make_add); }));
+  const tandem::KernelRegistry<> registry = sections.build("mine");
+  EXPECT_EQ(registry.backend(), "mine");
+  EXPECT_EQ(registry.names(), (std::vector<std::string>{"add", "sub"}));
+  // Two sections registering one op is a bug, found when the registry is built.
+  EXPECT_TRUE(sections.enlist([](tandem::KernelRegistry<>& r) { r.add("add", make_add); }));
+  EXPECT_THROW(sections.build("mine"), std::logic_error);
+}
+
 // A backend whose factories need its device, and whose entries carry more
 // than a factory.
 struct Ctx {

@@ -95,13 +95,11 @@ __global__ void channel_sum_kernel(const T* dy, T* dbias, int64_t outer, int64_t
   if (threadIdx.x == 0) st(dbias, c, acc);
 }
 
-void register_activation(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   for (const char* name : {"relu", "gelu", "tanh", "sigmoid"}) r.add(name, prepare_unary);
   for (const char* name : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
     r.add(name, prepare_unary_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_activation);
+});
 
 }  // namespace
 

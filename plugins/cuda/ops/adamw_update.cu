@@ -46,11 +46,8 @@ std::unique_ptr<Kernel> prepare_adamw(CudaDevice&, const OpView& v, size_t&) {
   });
 }
 
-void register_adamw_update(Registry& r) {
-  r.add("adamw_update", prepare_adamw);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_adamw_update);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("adamw_update", prepare_adamw); });
 
 }  // namespace
 

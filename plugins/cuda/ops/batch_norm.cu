@@ -127,13 +127,11 @@ std::unique_ptr<Kernel> prepare_bn_grad(CudaDevice&, const OpView& v, size_t&) {
   });
 }
 
-void register_batch_norm(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("batch_norm_train", prepare_bn_train);
   r.add("batch_norm_inference", prepare_bn_infer);
   r.add("batch_norm_grad", prepare_bn_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_batch_norm);
+});
 
 }  // namespace
 

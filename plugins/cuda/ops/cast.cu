@@ -36,11 +36,7 @@ std::unique_ptr<Kernel> prepare_cast(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-void register_cast(Registry& r) {
-  r.add("cast", prepare_cast);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_cast);
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("cast", prepare_cast); });
 
 }  // namespace
 

@@ -223,13 +223,11 @@ std::unique_ptr<Kernel> conv_dw(CudaDevice& d, const OpView& v, size_t& ws) {
   return prepare_conv(d, v, ws, Dir::GradWeight);
 }
 
-void register_conv2d(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("conv2d", conv_fwd);
   r.add("conv2d_grad_input", conv_dx);
   r.add("conv2d_grad_weight", conv_dw);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_conv2d);
+});
 
 }  // namespace
 

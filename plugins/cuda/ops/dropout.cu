@@ -77,12 +77,10 @@ std::unique_ptr<Kernel> prepare_dropout_grad(CudaDevice&, const OpView& v, size_
   return k;
 }
 
-void register_dropout(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("dropout", prepare_dropout);
   r.add("dropout_grad", prepare_dropout_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_dropout);
+});
 
 }  // namespace
 

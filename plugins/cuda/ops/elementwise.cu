@@ -111,14 +111,12 @@ std::unique_ptr<Kernel> prepare_scale(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-void register_elementwise(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("add", prepare_binary<Bin::Add>);
   r.add("sub", prepare_binary<Bin::Sub>);
   r.add("mul", prepare_binary<Bin::Mul>);
   r.add("scale", prepare_scale);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_elementwise);
+});
 
 }  // namespace
 

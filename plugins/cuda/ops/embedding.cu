@@ -98,12 +98,10 @@ std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, siz
   });
 }
 
-void register_embedding(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("embedding", prepare_embedding);
   r.add("embedding_grad", prepare_embedding_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_embedding);
+});
 
 }  // namespace
 

@@ -115,12 +115,10 @@ std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, si
   return k;
 }
 
-void register_layer_norm(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("layer_norm", prepare_layer_norm);
   r.add("layer_norm_grad", prepare_layer_norm_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_layer_norm);
+});
 
 }  // namespace
 

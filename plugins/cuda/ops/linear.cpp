@@ -74,13 +74,11 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
                      });
 }
 
-void register_linear(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("linear", prepare_linear);
   r.add("linear_grad_input", prepare_linear_grad_input);
   r.add("linear_grad_weight", prepare_linear_grad_weight);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_linear);
+});
 
 }  // namespace
 

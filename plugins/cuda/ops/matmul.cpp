@@ -67,11 +67,8 @@ std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) 
                      });
 }
 
-void register_matmul(Registry& r) {
-  r.add("matmul", prepare_matmul);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_matmul);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("matmul", prepare_matmul); });
 
 }  // namespace
 

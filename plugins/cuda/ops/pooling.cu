@@ -149,14 +149,12 @@ std::unique_ptr<Kernel> prepare_pool_grad(CudaDevice&, const OpView& v, size_t&)
   return k;
 }
 
-void register_pooling(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("max_pool2d", prepare_pool<true>);
   r.add("avg_pool2d", prepare_pool<false>);
   r.add("max_pool2d_grad", prepare_pool_grad<true>);
   r.add("avg_pool2d_grad", prepare_pool_grad<false>);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_pooling);
+});
 
 }  // namespace
 

@@ -80,12 +80,10 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-void register_reduce(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("reduce_sum", prepare_reduce<false>);
   r.add("reduce_mean", prepare_reduce<true>);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_reduce);
+});
 
 }  // namespace
 

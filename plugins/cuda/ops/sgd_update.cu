@@ -58,11 +58,8 @@ std::unique_ptr<Kernel> prepare_sgd(CudaDevice&, const OpView& v, size_t&) {
   });
 }
 
-void register_sgd_update(Registry& r) {
-  r.add("sgd_update", prepare_sgd);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_sgd_update);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("sgd_update", prepare_sgd); });
 
 }  // namespace
 

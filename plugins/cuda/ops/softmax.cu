@@ -90,14 +90,12 @@ std::unique_ptr<Kernel> prepare_softmax_grad(CudaDevice&, const OpView& v, size_
   });
 }
 
-void register_softmax(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax", prepare_softmax<false>);
   r.add("log_softmax", prepare_softmax<true>);
   r.add("softmax_grad", prepare_softmax_grad<false>);
   r.add("log_softmax_grad", prepare_softmax_grad<true>);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_softmax);
+});
 
 }  // namespace
 

@@ -132,12 +132,10 @@ std::unique_ptr<Kernel> prepare_ce_grad(CudaDevice&, const OpView& v, size_t& wo
   });
 }
 
-void register_softmax_cross_entropy(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax_cross_entropy", prepare_ce);
   r.add("softmax_cross_entropy_grad", prepare_ce_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_softmax_cross_entropy);
+});
 
 }  // namespace
 

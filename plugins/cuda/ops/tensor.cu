@@ -143,15 +143,13 @@ std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-void register_tensor(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("reshape", prepare_copy);
   r.add("copy", prepare_copy);
   r.add("transpose", prepare_transpose);
   r.add("concat", prepare_concat);
   r.add("fill", prepare_fill);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_tensor);
+});
 
 }  // namespace
 

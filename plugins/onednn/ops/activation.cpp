@@ -62,13 +62,11 @@ void activation_layouts(const OpView& op, const LayoutAnswer& a) {
   a.offer(op, 0);
 }
 
-void register_activation(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   for (const char* op : {"relu", "gelu", "tanh", "sigmoid"}) r.add(op, {activation, activation_layouts});
   for (const char* op : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
     r.add(op, {activation_grad, activation_layouts});
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_activation);
+});
 
 }  // namespace
 

@@ -123,11 +123,7 @@ std::unique_ptr<Kernel> cast(const OpView& op, size_t&) {
   return make_fn(c, [fn, n](void* const* in, void* const* out, void*) { fn(in[0], out[0], n); });
 }
 
-void register_cast(Registry& r) {
-  r.add("cast", cast);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_cast);
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("cast", cast); });
 
 }  // namespace
 

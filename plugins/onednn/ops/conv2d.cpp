@@ -183,13 +183,11 @@ void conv2d_grad_weight_layouts(const OpView& op, const LayoutAnswer& a) {
   a.accept(op, 1);  // x
 }
 
-void register_conv2d(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("conv2d", {conv2d, conv2d_layouts});
   r.add("conv2d_grad_input", {conv2d_grad_input, conv2d_grad_input_layouts});
   r.add("conv2d_grad_weight", {conv2d_grad_weight, conv2d_grad_weight_layouts});
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_conv2d);
+});
 
 }  // namespace
 

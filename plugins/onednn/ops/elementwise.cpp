@@ -115,12 +115,10 @@ std::unique_ptr<Kernel> scale(const OpView& op, size_t& ws) {
   return eltwise_forward(c, dnnl::algorithm::eltwise_linear, alpha, beta, ws);
 }
 
-void register_elementwise(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   for (const char* op : {"add", "sub", "mul"}) r.add(op, binary);
   r.add("scale", scale);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_elementwise);
+});
 
 }  // namespace
 

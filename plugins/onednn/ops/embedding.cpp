@@ -96,12 +96,10 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& op, size_t&) {
   });
 }
 
-void register_embedding(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("embedding", embedding);
   r.add("embedding_grad", embedding_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_embedding);
+});
 
 }  // namespace
 

@@ -140,12 +140,10 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   });
 }
 
-void register_layer_norm(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("layer_norm", layer_norm);
   r.add("layer_norm_grad", layer_norm_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_layer_norm);
+});
 
 }  // namespace
 

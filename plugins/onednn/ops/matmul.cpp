@@ -42,11 +42,7 @@ std::unique_ptr<Kernel> matmul(const OpView& op, size_t& ws) {
   return matmul_kernel("matmul", ma, in_slot(0), mb, in_slot(1), my, out_slot(0), nullptr, {}, {}, ws);
 }
 
-void register_matmul(Registry& r) {
-  r.add("matmul", matmul);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_matmul);
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("matmul", matmul); });
 
 }  // namespace
 

@@ -469,14 +469,12 @@ void max_pool2d_grad_layouts(const OpView& op, const LayoutAnswer& a) {
   a.offer(op, 0);   // dx
 }
 
-void register_pooling(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("max_pool2d", {max_pool2d, max_pool2d_layouts});
   r.add("max_pool2d_grad", {max_pool2d_grad, max_pool2d_grad_layouts});
   r.add("avg_pool2d", avg_pool2d);
   r.add("avg_pool2d_grad", avg_pool2d_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_pooling);
+});
 
 }  // namespace
 

@@ -68,12 +68,10 @@ std::unique_ptr<Kernel> dequantize(const OpView& op, size_t&) {
   });
 }
 
-void register_quantize(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("quantize", quantize);
   r.add("dequantize", dequantize);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_quantize);
+});
 
 }  // namespace
 

@@ -45,12 +45,10 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
   return k;
 }
 
-void register_reduce(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("reduce_sum", reduce);
   r.add("reduce_mean", reduce);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_reduce);
+});
 
 }  // namespace
 

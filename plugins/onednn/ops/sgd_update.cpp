@@ -54,11 +54,8 @@ std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
   });
 }
 
-void register_sgd_update(Registry& r) {
-  r.add("sgd_update", sgd_update);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_sgd_update);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("sgd_update", sgd_update); });
 
 }  // namespace
 

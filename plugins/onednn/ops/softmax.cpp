@@ -74,14 +74,12 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
   return k;
 }
 
-void register_softmax(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax", softmax);
   r.add("log_softmax", softmax);
   r.add("softmax_grad", softmax_grad);
   r.add("log_softmax_grad", softmax_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_softmax);
+});
 
 }  // namespace
 

@@ -147,15 +147,13 @@ std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
   });
 }
 
-void register_tensor(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("reshape", copy_like);
   r.add("copy", copy_like);
   r.add("transpose", transpose);
   r.add("concat", concat);
   r.add("fill", fill);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_tensor);
+});
 
 }  // namespace
 

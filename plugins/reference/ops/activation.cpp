@@ -103,7 +103,7 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   });
 }
 
-void register_activation(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
   r.add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
   r.add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
@@ -112,9 +112,7 @@ void register_activation(Registry& r) {
   r.add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
   r.add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
   r.add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_activation);
+});
 
 }  // namespace
 

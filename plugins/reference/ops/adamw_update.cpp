@@ -56,11 +56,8 @@ std::unique_ptr<Kernel> adamw_update(const OpView& view, size_t&) {
   });
 }
 
-void register_adamw_update(Registry& r) {
-  r.add("adamw_update", adamw_update);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_adamw_update);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("adamw_update", adamw_update); });
 
 }  // namespace
 

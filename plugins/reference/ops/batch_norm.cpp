@@ -139,13 +139,11 @@ std::unique_ptr<Kernel> batch_norm_grad(const OpView& view, size_t&) {
   });
 }
 
-void register_batch_norm(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("batch_norm_train", batch_norm_train);
   r.add("batch_norm_inference", batch_norm_inference);
   r.add("batch_norm_grad", batch_norm_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_batch_norm);
+});
 
 }  // namespace
 

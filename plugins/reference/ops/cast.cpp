@@ -31,11 +31,7 @@ std::unique_ptr<Kernel> cast(const OpView& view, size_t&) {
   });
 }
 
-void register_cast(Registry& r) {
-  r.add("cast", cast);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_cast);
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("cast", cast); });
 
 }  // namespace
 

@@ -88,13 +88,11 @@ std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& view, size_t&) {
   });
 }
 
-void register_conv2d(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("conv2d", conv2d);
   r.add("conv2d_grad_input", conv2d_grad_input);
   r.add("conv2d_grad_weight", conv2d_grad_weight);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_conv2d);
+});
 
 }  // namespace
 

@@ -53,11 +53,8 @@ std::unique_ptr<Kernel> conv2d_int8(const OpView& view, size_t&) {
   });
 }
 
-void register_conv2d_int8(Registry& r) {
-  r.add("conv2d_int8", conv2d_int8);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_conv2d_int8);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("conv2d_int8", conv2d_int8); });
 
 }  // namespace
 

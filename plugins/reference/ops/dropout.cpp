@@ -81,12 +81,10 @@ std::unique_ptr<Kernel> dropout_grad(const OpView& view, size_t&) {
   });
 }
 
-void register_dropout(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("dropout", dropout);
   r.add("dropout_grad", dropout_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_dropout);
+});
 
 }  // namespace
 

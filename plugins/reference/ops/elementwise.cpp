@@ -82,14 +82,12 @@ std::unique_ptr<Kernel> scale(const OpView& view, size_t&) {
   });
 }
 
-void register_elementwise(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("add", [](const OpView& v, size_t&) { return binary(v, Binary::Add); });
   r.add("sub", [](const OpView& v, size_t&) { return binary(v, Binary::Sub); });
   r.add("mul", [](const OpView& v, size_t&) { return binary(v, Binary::Mul); });
   r.add("scale", scale);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_elementwise);
+});
 
 }  // namespace
 

@@ -133,13 +133,11 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& view, size_t&) {
   });
 }
 
-void register_linear(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("linear", linear);
   r.add("linear_grad_input", linear_grad_input);
   r.add("linear_grad_weight", linear_grad_weight);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_linear);
+});
 
 }  // namespace
 

@@ -60,11 +60,8 @@ std::unique_ptr<Kernel> linear_int8(const OpView& view, size_t&) {
   });
 }
 
-void register_linear_int8(Registry& r) {
-  r.add("linear_int8", linear_int8);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_linear_int8);
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("linear_int8", linear_int8); });
 
 }  // namespace
 

@@ -52,11 +52,7 @@ std::unique_ptr<Kernel> matmul(const OpView& view, size_t&) {
   });
 }
 
-void register_matmul(Registry& r) {
-  r.add("matmul", matmul);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_matmul);
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("matmul", matmul); });
 
 }  // namespace
 

@@ -154,14 +154,12 @@ std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& view, size_t&) {
   });
 }
 
-void register_pooling(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("max_pool2d", max_pool2d);
   r.add("max_pool2d_grad", max_pool2d_grad);
   r.add("avg_pool2d", avg_pool2d);
   r.add("avg_pool2d_grad", avg_pool2d_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_pooling);
+});
 
 }  // namespace
 

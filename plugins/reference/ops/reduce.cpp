@@ -52,12 +52,10 @@ std::unique_ptr<Kernel> reduce(const OpView& view, bool mean) {
   });
 }
 
-void register_reduce(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("reduce_sum", [](const OpView& v, size_t&) { return reduce(v, false); });
   r.add("reduce_mean", [](const OpView& v, size_t&) { return reduce(v, true); });
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_reduce);
+});
 
 }  // namespace
 

@@ -53,14 +53,12 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& view, bool log) {
   });
 }
 
-void register_softmax(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax", [](const OpView& v, size_t&) { return softmax(v, false); });
   r.add("log_softmax", [](const OpView& v, size_t&) { return softmax(v, true); });
   r.add("softmax_grad", [](const OpView& v, size_t&) { return softmax_grad(v, false); });
   r.add("log_softmax_grad", [](const OpView& v, size_t&) { return softmax_grad(v, true); });
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_softmax);
+});
 
 }  // namespace
 

@@ -114,12 +114,10 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
   });
 }
 
-void register_softmax_cross_entropy(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax_cross_entropy", cross_entropy);
   r.add("softmax_cross_entropy_grad", cross_entropy_grad);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_softmax_cross_entropy);
+});
 
 }  // namespace
 

@@ -117,15 +117,13 @@ std::unique_ptr<Kernel> fill(const OpView& view, size_t&) {
   });
 }
 
-void register_tensor(Registry& r) {
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("reshape", reshape);
   r.add("copy", copy);
   r.add("transpose", transpose);
   r.add("concat", concat);
   r.add("fill", fill);
-}
-
-[[maybe_unused]] const bool registered = sections().enlist(register_tensor);
+});
 
 }  // namespace
 
