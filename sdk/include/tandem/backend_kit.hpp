@@ -36,10 +36,10 @@
 //                                          static_cast<const float*>(in[1])[i];
 //     });
 //   }
-//   void register_elementwise(tandem::KernelRegistry<>& r) { r.add("add", add); }
-//   [[maybe_unused]] const bool registered = sections().enlist(register_elementwise);
+//   [[maybe_unused]] const bool registered =
+//       sections().enlist([](tandem::KernelRegistry<>& r) { r.add("add", add); });
 //
-//   // the device (sections() and registry() in one file of the backend)
+//   // device.cpp (sections() declared in a header every op file includes)
 //   tandem::SectionList<tandem::KernelRegistry<>>& sections() {
 //     static tandem::SectionList<tandem::KernelRegistry<>> list;
 //     return list;
@@ -337,8 +337,11 @@ class KernelRegistry {
 // enlists its registration function while the library loads:
 //
 //   namespace {
-//   void register_dropout(Registry& r) { r.add("dropout", dropout); ... }
-//   [[maybe_unused]] const bool registered = sections().enlist(register_dropout);
+//   ...
+//   [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+//     r.add("dropout", dropout);
+//     r.add("dropout_grad", dropout_grad);
+//   });
 //   }
 //
 // where sections() is the backend's one function-local static list, and the
