@@ -37,7 +37,7 @@ class CudaStream final : public Stream {
   cudaStream_t get() const noexcept { return stream_; }
   int device_index() const noexcept { return index_; }
 
-  // Opaque library handles, filled by ops/blas.cpp and ops/conv.cpp.
+  // Opaque library handles, filled by ops/gemm.cpp and ops/conv2d.cpp.
   void* blas = nullptr;
   void (*blas_destroy)(void*) = nullptr;
   void* dnn = nullptr;

@@ -33,7 +33,7 @@ class CudaDevice final : public Device {
   int index() const noexcept { return index_; }
   bool tf32() const noexcept { return tf32_; }
   // A cuDNN handle for prepare-time queries (algorithm choice), guarded by
-  // prepare_mutex(); created on first use by ops/conv.cpp.
+  // prepare_mutex(); created on first use by ops/conv2d.cpp.
   std::mutex& prepare_mutex() noexcept { return prepare_mutex_; }
   void* prepare_dnn = nullptr;
   void (*prepare_dnn_destroy)(void*) = nullptr;
