@@ -139,10 +139,14 @@ class Amp final : public tandem::Feature {
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  tandem::FeatureTraits traits;
-  traits.stage = TDM_PASS_AFTER_AUTODIFF;
-  return tandem::feature_entry<Amp>(
-      host, major, minor,
-      {"amp", "0.1.0", "Mixed precision: bf16/f16 compute, f32 master weights, dynamic loss scaling", {}},
-      traits);
+  try {
+    tandem::FeatureTraits traits;
+    traits.stage = TDM_PASS_AFTER_AUTODIFF;
+    return tandem::feature_entry<Amp>(
+        host, major, minor,
+        {"amp", "0.1.0", "Mixed precision: bf16/f16 compute, f32 master weights, dynamic loss scaling", {}},
+        traits);
+  } catch (...) {  // the descriptor's strings allocate; nothing may escape a C entry point
+    return nullptr;
+  }
 }

@@ -131,13 +131,17 @@ class Checkpointing final : public tandem::Feature {
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  tandem::FeatureTraits traits;
-  traits.stage = TDM_PASS_AFTER_AUTODIFF;
-  return tandem::feature_entry<Checkpointing>(
-      host, major, minor,
-      {"checkpointing",
-       "0.1.0",
-       "Activation checkpointing: recompute segments of forward during backward",
-       {}},
-      traits);
+  try {
+    tandem::FeatureTraits traits;
+    traits.stage = TDM_PASS_AFTER_AUTODIFF;
+    return tandem::feature_entry<Checkpointing>(
+        host, major, minor,
+        {"checkpointing",
+         "0.1.0",
+         "Activation checkpointing: recompute segments of forward during backward",
+         {}},
+        traits);
+  } catch (...) {  // the descriptor's strings allocate; nothing may escape a C entry point
+    return nullptr;
+  }
 }

@@ -1,6 +1,7 @@
-// CUDA backend — what the host-side code of every op file shares: error
-// checks, the stream and kernel classes, prepare-time validation (Check) and
-// the op registry. Compiled by g++ (*.cpp) and by nvcc (*.cu host code).
+// CUDA backend — what the host-side code of every op file shares, on top of
+// the SDK's backend kit (tandem/backend_kit.hpp: Check, the registry): error
+// checks, the stream and kernel classes and the registry's declarations.
+// Compiled by g++ (*.cpp) and by nvcc (*.cu host code).
 #ifndef TANDEM_CUDA_CUDA_COMMON_HPP
 #define TANDEM_CUDA_CUDA_COMMON_HPP
 
@@ -11,11 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tandem/tandem.hpp"
+#include "tandem/backend_kit.hpp"
 
 namespace tandem::cuda {
-
-using Dims = std::vector<int64_t>;
 
 // Throws tandem::Error(TDM_INTERNAL) naming the call and CUDA's reason.
 void check_cuda(cudaError_t status, const char* what);
@@ -38,7 +37,7 @@ class CudaStream final : public Stream {
   cudaStream_t get() const noexcept { return stream_; }
   int device_index() const noexcept { return index_; }
 
-  // Opaque library handles, filled by ops/blas.cpp and ops/conv.cpp.
+  // Opaque library handles, filled by ops/gemm.cpp and ops/conv2d.cpp.
   void* blas = nullptr;
   void (*blas_destroy)(void*) = nullptr;
   void* dnn = nullptr;
@@ -67,58 +66,29 @@ class CudaKernel final : public Kernel {
 // Makes `index` the current device of this thread when it is not already.
 void use_device(int index);
 
-// Prepare-time validation; every message names the op and graph node.
-class Check {
+// The SDK's Check (tandem/backend_kit.hpp), naming this backend in every
+// message.
+class Check : public tandem::Check {
  public:
-  explicit Check(const OpView& op) : op_(op) {}
-  const OpView& op() const { return op_; }
-  std::string where() const;
-  [[noreturn]] void fail(const std::string& what) const;        // TDM_INVALID_ARGUMENT
-  [[noreturn]] void unsupported(const std::string& why) const;  // TDM_UNSUPPORTED
-  void counts(size_t min_in, size_t max_in, size_t min_out, size_t max_out) const;
-  bool has_input(size_t i) const;
-  bool has_output(size_t j) const;
-  const TensorShape& in(size_t i) const { return op_.inputs().at(i); }
-  const TensorShape& out(size_t j) const { return op_.outputs().at(j); }
-  // Dtype of input i (must be in `allowed`, else unsupported).
-  tdm_dtype dtype(size_t i, const std::vector<tdm_dtype>& allowed) const;
-  void in_is(size_t i, tdm_dtype dtype, const Dims& dims) const;
-  void out_is(size_t j, tdm_dtype dtype, const Dims& dims) const;
-  size_t axis(int64_t axis, size_t rank) const;
-  // Two-entry ints attribute (a single value is repeated).
-  std::vector<int64_t> pair(const char* name, std::vector<int64_t> fallback) const;
-
- private:
-  const OpView& op_;
+  explicit Check(const OpView& op) : tandem::Check(op, "cuda") {}
 };
 
 inline const std::vector<tdm_dtype> kFloat = {TDM_F32, TDM_BF16, TDM_F16};
 inline const std::vector<tdm_dtype> kF32Bf16 = {TDM_F32, TDM_BF16};
 inline const std::vector<tdm_dtype> kF32 = {TDM_F32};
 
-int64_t numel(const Dims& d);
-std::string dims_str(const Dims& d);
-std::string shape_str(tdm_dtype dtype, const Dims& d);  // "f32[2,3]"
-
 inline std::unique_ptr<Kernel> make_kernel(const std::string& name, CudaKernel::Fn fn) {
   return std::make_unique<CudaKernel>(name, std::move(fn));
 }
 
-// Registry: one factory per op name, filled by each ops/ file's register_*.
+// Registration: each section of sdk/ops.md this backend implements is one
+// ops/<stem>.cu or .cpp, whose register function adds one registry entry per
+// op and enlists itself in sections() while the library loads (registry.cpp
+// builds the registry).
 using Factory = std::unique_ptr<Kernel> (*)(CudaDevice& device, const OpView& op, size_t& workspace);
-using Registrar = std::function<void(const char* name, Factory)>;
-Factory find_factory(const std::string& op);
-void register_blas(const Registrar& add);
-void register_conv(const Registrar& add);
-void register_pool(const Registrar& add);
-void register_elementwise(const Registrar& add);
-void register_activation(const Registrar& add);
-void register_softmax(const Registrar& add);
-void register_norm(const Registrar& add);
-void register_embedding(const Registrar& add);
-void register_reduce(const Registrar& add);
-void register_layout(const Registrar& add);
-void register_optim(const Registrar& add);
+using Registry = KernelRegistry<Factory>;
+SectionList<Registry>& sections();
+const Registry& registry();
 
 // Threads per block for the simple grid-stride kernels, and the grid for n.
 constexpr int kThreads = 256;

@@ -76,14 +76,15 @@ std::string mib(uint64_t bytes) {
 // ---- the device -------------------------------------------------------------
 
 CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
-  TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop_, index));
-  name_ = prop_.name;
+  cudaDeviceProp prop{};
+  TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  name_ = prop.name;
   // ABI 1.4 features: the architecture its kernels are built for, and the
   // tensor-core dtypes it has (bf16 from sm_80).
-  features_ = "sm_" + std::to_string(prop_.major) + std::to_string(prop_.minor) +
-              (prop_.major >= 8   ? " f16 bf16"
-               : prop_.major >= 7 ? " f16"
-                                  : "");
+  features_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+              (prop.major >= 8   ? " f16 bf16"
+               : prop.major >= 7 ? " f16"
+                                 : "");
   cache_ = std::make_unique<CachingAllocator>(
       [index](size_t bytes) -> void* {
         void* p = nullptr;
@@ -173,11 +174,7 @@ void CudaDevice::copy(Stream& stream, void* dst, const void* src, size_t bytes, 
 
 std::unique_ptr<Kernel> CudaDevice::prepare(const OpView& op, size_t& workspace_bytes) {
   workspace_bytes = 0;
-  Factory factory = find_factory(op.op());
-  if (factory == nullptr) throw Unsupported("the cuda plugin does not implement op '" + op.op() + "'");
-  if (op.version() > 1)
-    throw Unsupported("the cuda plugin implements op '" + op.op() + "' version 1, not version " +
-                      std::to_string(op.version()));
+  const Factory& factory = registry().resolve(op);  // unknown op, newer version, negative dims
   use_device(index_);
   return factory(*this, op, workspace_bytes);
 }

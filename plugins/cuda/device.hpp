@@ -32,9 +32,8 @@ class CudaDevice final : public Device {
 
   int index() const noexcept { return index_; }
   bool tf32() const noexcept { return tf32_; }
-  const cudaDeviceProp& properties() const noexcept { return prop_; }
   // A cuDNN handle for prepare-time queries (algorithm choice), guarded by
-  // prepare_mutex(); created on first use by ops/conv.cpp.
+  // prepare_mutex(); created on first use by ops/conv2d.cpp.
   std::mutex& prepare_mutex() noexcept { return prepare_mutex_; }
   void* prepare_dnn = nullptr;
   void (*prepare_dnn_destroy)(void*) = nullptr;
@@ -42,7 +41,6 @@ class CudaDevice final : public Device {
  private:
   int index_;
   bool tf32_;
-  cudaDeviceProp prop_{};
   std::string name_;
   std::string features_;  // "sm_90 f16 bf16" (tdm_device_info.features)
   std::unique_ptr<CachingAllocator> cache_;

@@ -198,9 +198,13 @@ class GradAccum final : public tandem::Feature {
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  tandem::FeatureTraits traits;
-  traits.stage = TDM_PASS_AFTER_OPTIMIZER;
-  return tandem::feature_entry<GradAccum>(
-      host, major, minor,
-      {"grad_accum", "0.1.0", "Gradient accumulation: one optimizer step per k micro-batches", {}}, traits);
+  try {
+    tandem::FeatureTraits traits;
+    traits.stage = TDM_PASS_AFTER_OPTIMIZER;
+    return tandem::feature_entry<GradAccum>(
+        host, major, minor,
+        {"grad_accum", "0.1.0", "Gradient accumulation: one optimizer step per k micro-batches", {}}, traits);
+  } catch (...) {  // the descriptor's strings allocate; nothing may escape a C entry point
+    return nullptr;
+  }
 }

@@ -1,54 +1,18 @@
-// oneDNN backend — thread configuration, op registry, the device's prepare.
+// oneDNN backend — thread configuration, the op registry, the device's prepare.
 #include "device.hpp"
 
 #include <omp.h>
 #include <cstdlib>
-#include <map>
 #include <string>
 
 namespace tandem::onednn {
 
 namespace {
 
-// Catalog name -> factory, built on first use.
-const std::map<std::string, Factory>& registry() {
-  static const std::map<std::string, Factory> factories = [] {
-    std::map<std::string, Factory> f;
-    const Registrar add = [&f](const char* name, Factory factory) { f[name] = factory; };
-    register_matmul(add);
-    register_conv(add);
-    register_pool(add);
-    register_eltwise(add);
-    register_binary(add);
-    register_norm(add);
-    register_loss(add);
-    register_tensor(add);
-    register_cast(add);
-    register_optim(add);
-    register_quant(add);
-    register_quant_conv(add);
-    return f;
-  }();
-  return factories;
-}
-
-// Catalog name -> its native-layout answer; ops not listed are all plain.
-const std::map<std::string, LayoutFn>& layout_registry() {
-  static const std::map<std::string, LayoutFn> answers = [] {
-    std::map<std::string, LayoutFn> f;
-    const LayoutRegistrar add = [&f](const char* name, LayoutFn fn) { f[name] = fn; };
-    register_conv_layouts(add);
-    register_pool_layouts(add);
-    register_eltwise_layouts(add);
-    return f;
-  }();
-  return answers;
-}
-
 // A native tensor the kernel could not have offered or accepted means the
 // host broke the contract: refuse it rather than misread the bytes.
-void check_native_requests(const OpView& op) {
-  const bool listed = layout_registry().count(op.op()) > 0;
+void check_native_requests(const OpView& op, const OpEntry& entry) {
+  const bool listed = entry.layouts != nullptr;
   auto check = [&](const std::vector<TensorShape>& tensors, bool output) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const bool native = output ? op.output_native(i) : op.input_native(i);
@@ -71,11 +35,21 @@ bool uses_dtype(const OpView& op, tdm_dtype dtype) {
 
 }  // namespace
 
+SectionList<Registry>& sections() {
+  static SectionList<Registry> list;
+  return list;
+}
+
+const Registry& registry() {
+  static const Registry r = sections().build("onednn");
+  return r;
+}
+
 void OnednnDevice::kernel_layouts(const OpView& op, uint8_t* accepts, uint8_t* offers,
                                   uint64_t* native_bytes) {
-  const auto it = layout_registry().find(op.op());
-  if (it == layout_registry().end() || op.version() > 1) return;
-  it->second(op, LayoutAnswer{accepts, offers, native_bytes});
+  const OpEntry* entry = registry().find(op.op());
+  if (entry == nullptr || entry->layouts == nullptr || op.version() > 1) return;
+  entry->layouts(op, LayoutAnswer{accepts, offers, native_bytes});
 }
 
 dnnl::stream& dnnl_stream(Stream& s) {
@@ -103,23 +77,10 @@ OnednnBackend::OnednnBackend() {
 
 std::unique_ptr<Kernel> OnednnDevice::prepare(const OpView& op, size_t& workspace_bytes) {
   workspace_bytes = 0;
-  const auto it = registry().find(op.op());
-  if (it == registry().end()) throw Unsupported("onednn: op '" + op.op() + "' is not implemented");
-  if (op.version() > 1)
-    throw Unsupported("onednn: op '" + op.op() + "' version " + std::to_string(op.version()) +
-                      " is newer than the catalog version 1 this plugin implements");
-  auto check_dims = [&](const std::vector<TensorShape>& tensors, const char* kind) {
-    for (size_t i = 0; i < tensors.size(); ++i)
-      for (int64_t d : tensors[i].dims)
-        if (d < 0)
-          Check(op).fail(std::string(kind) + " " + std::to_string(i) + " has a negative dimension " +
-                         shape_str(tensors[i]));
-  };
-  check_dims(op.inputs(), "input");
-  check_dims(op.outputs(), "output");
-  check_native_requests(op);
+  const OpEntry& entry = registry().resolve(op);  // unknown op, newer version, negative dims
+  check_native_requests(op, entry);
   try {
-    return it->second(op, workspace_bytes);
+    return entry.prepare(op, workspace_bytes);
   } catch (const dnnl::error& e) {
     // oneDNN found no implementation for this shape/dtype combination. On a
     // CPU without AVX-512 that is every bf16 primitive: say so, in words a

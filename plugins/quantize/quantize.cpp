@@ -176,14 +176,18 @@ const char* const kConflicts[] = {"amp", nullptr};
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  tandem::FeatureTraits traits;
-  traits.stage = TDM_PASS_BEFORE_AUTODIFF;
-  traits.conflicts_with = kConflicts;
-  return tandem::feature_entry<Quantize>(
-      host, major, minor,
-      {"quantize",
-       "0.1.0",
-       "INT8 quantization-aware training: fake_quant on linear/conv inputs and weights",
-       {}},
-      traits);
+  try {
+    tandem::FeatureTraits traits;
+    traits.stage = TDM_PASS_BEFORE_AUTODIFF;
+    traits.conflicts_with = kConflicts;
+    return tandem::feature_entry<Quantize>(
+        host, major, minor,
+        {"quantize",
+         "0.1.0",
+         "INT8 quantization-aware training: fake_quant on linear/conv inputs and weights",
+         {}},
+        traits);
+  } catch (...) {  // the descriptor's strings allocate; nothing may escape a C entry point
+    return nullptr;
+  }
 }

@@ -3,12 +3,13 @@
 
 #include <string>
 
-#include "registry.hpp"
+#include "ops/common.hpp"
 
 namespace tandem::reference {
 
 std::unique_ptr<Kernel> ReferenceDevice::prepare(const OpView& op, size_t& workspace_bytes) {
-  return Registry::instance().prepare(op, workspace_bytes);
+  // Reference kernels keep their scratch in ordinary vectors: workspace 0.
+  return registry().prepare(op, workspace_bytes);
 }
 
 Device& ReferenceBackend::device(uint32_t index) {

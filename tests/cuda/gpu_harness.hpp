@@ -1,15 +1,17 @@
-// A minimal host for the CUDA plugin tests: dlopens the plugin, passes a
-// host-services table that records the last error, and runs single ops
-// (host tensors in, host tensors out) on device 0.
+// A minimal host for the CUDA plugin tests: the plugin loaded by the
+// conformance kit's loader (PluginUnderTest), its device opened on demand,
+// and single ops run by the kit's runner (run_op), with host tensors of raw
+// bytes in and out.
 #ifndef TANDEM_TESTS_CUDA_GPU_HARNESS_HPP
 #define TANDEM_TESTS_CUDA_GPU_HARNESS_HPP
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "tandem/tandem.h"
+#include "tandem/conformance/run_op.hpp"
 
 namespace cudatest {
 
@@ -47,13 +49,13 @@ class Plugin {
  public:
   // Loads once per process. Returns nullptr and sets `why` on failure.
   static Plugin* load(std::string& why);
-  const tdm_plugin& descriptor() const { return *plugin_; }
-  const tdm_backend_api& api() const { return *plugin_->backend; }
+  const tdm_plugin& descriptor() const { return kit_->descriptor(); }
+  const tdm_backend_api& api() const { return kit_->api(); }
   static std::string last_error();
   // "" when device 0 is usable, else the plugin's reason (for GTEST_SKIP).
   std::string device_unavailable_reason();
-  tdm_device* device() const { return device_; }
-  tdm_stream* stream() const { return stream_; }
+  tdm_device* device() const { return kit_->device(); }
+  tdm_stream* stream() const { return kit_->stream(); }
 
   // Runs `op`; outputs come back with their bytes filled. Returns the status
   // of the first failing step (prepare's TDM_UNSUPPORTED included).
@@ -61,9 +63,7 @@ class Plugin {
                  std::vector<Tensor>& outputs, size_t* workspace = nullptr);
 
  private:
-  const tdm_plugin* plugin_ = nullptr;
-  tdm_device* device_ = nullptr;
-  tdm_stream* stream_ = nullptr;
+  std::unique_ptr<tandem::conformance::PluginUnderTest> kit_;
   bool opened_ = false;
   std::string unavailable_;
 };

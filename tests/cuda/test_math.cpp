@@ -1,6 +1,7 @@
 // The CUDA kernels' per-element math, run on the CPU (plugins/cuda/math):
 // the same inline functions the GPU executes, checked against closed forms,
-// hand-computed values and the catalog's formulas.
+// hand-computed values and the catalog's formulas, and the SDK's f16/bf16
+// conversions (tandem/half.hpp) they store with.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,57 +30,57 @@ double round_to_bits(double v, int mant) {
 }  // namespace
 
 TEST(Bf16, KnownValuesAndTiesToEven) {
-  EXPECT_EQ(m::bf16_from_float(1.0f), 0x3f80);
-  EXPECT_EQ(m::bf16_from_float(-2.0f), 0xc000);
+  EXPECT_EQ(tandem::f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(tandem::f32_to_bf16(-2.0f), 0xc000);
   // 1 + 2^-8 is exactly halfway between 1 and 1 + 2^-7: ties to even (1.0).
-  EXPECT_EQ(m::bf16_from_float(1.0f + 0x1p-8f), 0x3f80);
+  EXPECT_EQ(tandem::f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
   // 1 + 3·2^-8 is halfway between 1+2^-7 (odd) and 1+2^-6: rounds up to even.
-  EXPECT_EQ(m::bf16_from_float(1.0f + 3 * 0x1p-8f), 0x3f82);
-  EXPECT_EQ(m::bf16_from_float(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above halfway
-  EXPECT_EQ(m::bf16_from_float(std::numeric_limits<float>::infinity()), 0x7f80);
-  EXPECT_TRUE(std::isnan(m::bf16_to_float(m::bf16_from_float(std::nanf("")))));
-  EXPECT_EQ(m::bf16_from_float(3.3895314e38f), 0x7f7f);  // largest finite bf16 stays finite
+  EXPECT_EQ(tandem::f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+  EXPECT_EQ(tandem::f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above halfway
+  EXPECT_EQ(tandem::f32_to_bf16(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_TRUE(std::isnan(tandem::bf16_to_f32(tandem::f32_to_bf16(std::nanf("")))));
+  EXPECT_EQ(tandem::f32_to_bf16(3.3895314e38f), 0x7f7f);  // largest finite bf16 stays finite
 }
 
 TEST(Bf16, MatchesExactRoundingOnASweep) {
   for (double v = 1e-30; v < 1e30; v *= 1.0137) {
     const float f = static_cast<float>(v);
-    EXPECT_EQ(m::bf16_to_float(m::bf16_from_float(f)), static_cast<float>(round_to_bits(f, 7))) << f;
+    EXPECT_EQ(tandem::bf16_to_f32(tandem::f32_to_bf16(f)), static_cast<float>(round_to_bits(f, 7))) << f;
   }
 }
 
 TEST(F16, KnownValues) {
-  EXPECT_EQ(m::f16_from_float(1.0f), 0x3c00);
-  EXPECT_EQ(m::f16_from_float(-2.0f), 0xc000);
-  EXPECT_EQ(m::f16_from_float(65504.0f), 0x7bff);
-  EXPECT_EQ(m::f16_from_float(65519.0f), 0x7bff);         // below the midpoint to 2^16
-  EXPECT_EQ(m::f16_from_float(65520.0f), 0x7c00);         // the midpoint rounds to even: infinity
-  EXPECT_EQ(m::f16_from_float(0x1p-24f), 0x0001);         // smallest subnormal
-  EXPECT_EQ(m::f16_from_float(0x1p-25f), 0x0000);         // half of it: tie to even (0)
-  EXPECT_EQ(m::f16_from_float(0x1.8p-24f), 0x0002);       // 1.5 units: tie to even (2)
-  EXPECT_EQ(m::f16_from_float(0x1p-14f), 0x0400);         // smallest normal
-  EXPECT_EQ(m::f16_from_float(1.0f + 0x1p-11f), 0x3c00);  // tie to even
-  EXPECT_EQ(m::f16_from_float(1.0f + 3 * 0x1p-11f), 0x3c02);
-  EXPECT_EQ(m::f16_from_float(-0.0f), 0x8000);
-  EXPECT_EQ(m::f16_from_float(std::nanf("")) & 0x7e00, 0x7e00);
-  EXPECT_FLOAT_EQ(m::f16_to_float(0x0001), 0x1p-24f);
-  EXPECT_FLOAT_EQ(m::f16_to_float(0x3555), 0.333251953125f);
-  EXPECT_TRUE(std::isinf(m::f16_to_float(0xfc00)));
+  EXPECT_EQ(tandem::f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(tandem::f32_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(tandem::f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(tandem::f32_to_f16(65519.0f), 0x7bff);         // below the midpoint to 2^16
+  EXPECT_EQ(tandem::f32_to_f16(65520.0f), 0x7c00);         // the midpoint rounds to even: infinity
+  EXPECT_EQ(tandem::f32_to_f16(0x1p-24f), 0x0001);         // smallest subnormal
+  EXPECT_EQ(tandem::f32_to_f16(0x1p-25f), 0x0000);         // half of it: tie to even (0)
+  EXPECT_EQ(tandem::f32_to_f16(0x1.8p-24f), 0x0002);       // 1.5 units: tie to even (2)
+  EXPECT_EQ(tandem::f32_to_f16(0x1p-14f), 0x0400);         // smallest normal
+  EXPECT_EQ(tandem::f32_to_f16(1.0f + 0x1p-11f), 0x3c00);  // tie to even
+  EXPECT_EQ(tandem::f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);
+  EXPECT_EQ(tandem::f32_to_f16(-0.0f), 0x8000);
+  EXPECT_EQ(tandem::f32_to_f16(std::nanf("")) & 0x7e00, 0x7e00);
+  EXPECT_FLOAT_EQ(tandem::f16_to_f32(0x0001), 0x1p-24f);
+  EXPECT_FLOAT_EQ(tandem::f16_to_f32(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::isinf(tandem::f16_to_f32(0xfc00)));
 }
 
 TEST(F16, RoundTripsEveryHalfAndMatchesExactRounding) {
   for (uint32_t b = 0; b < 0x10000; ++b) {
     const uint16_t h = static_cast<uint16_t>(b);
-    const float f = m::f16_to_float(h);
+    const float f = tandem::f16_to_f32(h);
     if (std::isnan(f)) continue;
-    EXPECT_EQ(m::f16_from_float(f), h) << std::hex << b;
+    EXPECT_EQ(tandem::f32_to_f16(f), h) << std::hex << b;
   }
   for (double v = 6e-8; v < 65000; v *= 1.00731) {
     const float f = static_cast<float>(v);
     const double mag = std::fabs(f);
     // Below 2^-14 the spacing is fixed at 2^-24.
     const double expected = mag < 0x1p-14 ? std::nearbyint(mag / 0x1p-24) * 0x1p-24 : round_to_bits(mag, 10);
-    EXPECT_EQ(m::f16_to_float(m::f16_from_float(f)), static_cast<float>(expected)) << f;
+    EXPECT_EQ(tandem::f16_to_f32(tandem::f32_to_f16(f)), static_cast<float>(expected)) << f;
   }
 }
 

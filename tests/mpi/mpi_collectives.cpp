@@ -171,8 +171,8 @@ void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
     expect_eq(bytes, bwant, tag + " broadcast u8");
   }
   check(g_api->barrier(comm) == TDM_OK, tag + " barrier");
-  {  // bf16 and f16 SUM: rounded at every step, so within 1% of the f32 sum
-    using namespace tandem::mpi;
+  {                          // bf16 and f16 SUM: rounded at every step, so within 1% of the f32 sum
+    using namespace tandem;  // the SDK's f16/bf16 conversions (tandem/half.hpp)
     std::vector<uint16_t> bsend(k), bout(k), hsend(k), hout(k);
     std::vector<float> want(k);
     for (size_t i = 0; i < k; ++i) {

@@ -61,6 +61,24 @@ struct Op {
     d.layouts = layouts.empty() ? nullptr : layouts.data();
     return d;
   }
+
+  // The same op for the kit's runner.
+  tc::Attrs attributes() const {
+    tc::Attrs a;
+    for (const auto& [key, values] : int_attrs) {
+      if (values.size() == 1)
+        a.integer(key, values[0]);
+      else
+        a.ints(key, values);
+    }
+    return a;
+  }
+  tc::RunOptions options() const {
+    tc::RunOptions o;
+    o.node_name.clear();
+    o.layouts = layouts;
+    return o;
+  }
 };
 
 int64_t numel(const Dims& d) {
@@ -103,37 +121,34 @@ Answer ask(Op& op) {
   Answer a{std::vector<uint8_t>(d.n_inputs), std::vector<uint8_t>(d.n_outputs),
            std::vector<uint64_t>(d.n_outputs)};
   EXPECT_EQ(f.api->kernel_layouts(f.device, &d, a.accepts.data(), a.offers.data(), a.bytes.data()), TDM_OK)
-      << g_error;
+      << last_error();
   return a;
 }
 
-// Runs `op` with its layouts on plain inputs (converted where native);
-// returns the outputs converted back to plain, and the kernel's description.
+// Runs `op` with its layouts on plain inputs (converted where native) through
+// the kit's runner; returns the outputs converted back to plain, and the
+// kernel's description.
 std::vector<Floats> run(Op& op, const std::vector<Floats>& inputs, std::string* described = nullptr) {
-  Fixture& f = loaded();
   const size_t n_in = op.ins.size();
   auto native = [&](size_t k) { return !op.layouts.empty() && op.layouts[k] != 0; };
-  std::vector<Floats> in(inputs), out;
-  std::vector<void*> in_p, out_p;
+  std::vector<tc::HostTensor> in;
   for (size_t i = 0; i < n_in; ++i) {
-    if (native(i)) in[i] = convert(in[i], op.ins[i], true);
-    in_p.push_back(in[i].data());
+    const Floats x = native(i) ? convert(inputs[i], op.ins[i], true) : inputs[i];
+    in.emplace_back(TDM_F32, op.ins[i]);
+    std::memcpy(in.back().data(), x.data(), in.back().size_bytes());
   }
-  for (const Dims& y : op.outs)
-    out.emplace_back(size_t(numel(y)), -7.f);  // garbage the kernel must overwrite
-  for (Floats& y : out) out_p.push_back(y.data());
-  tdm_kernel* k = nullptr;
-  size_t ws = 0;
-  EXPECT_EQ(f.api->kernel_prepare(f.device, &op.desc(), &k, &ws), TDM_OK) << g_error;
-  if (k == nullptr) return {};
-  std::vector<char> workspace(ws + 64);
-  EXPECT_EQ(f.api->kernel_launch(k, f.stream, in_p.data(), out_p.data(), workspace.data()), TDM_OK)
-      << g_error;
-  EXPECT_EQ(f.api->stream_synchronize(f.stream), TDM_OK);
-  if (described != nullptr) *described = f.api->kernel_describe(k);
-  f.api->kernel_release(k);
-  for (size_t j = 0; j < out.size(); ++j)
-    if (native(n_in + j)) out[j] = convert(out[j], op.outs[j], false);
+  std::vector<tandem::TensorShape> outs;
+  for (const Dims& y : op.outs) outs.emplace_back(TDM_F32, y);
+  const tc::RunResult r = tc::run_op(*loaded().kit, op.name, op.attributes(), in, outs, op.options());
+  EXPECT_TRUE(r.outcome.ok()) << r.outcome.message;
+  if (!r.outcome.ok()) return {};
+  if (described != nullptr) *described = r.implementation;
+  std::vector<Floats> out;
+  for (size_t j = 0; j < op.outs.size(); ++j) {
+    Floats y(size_t(numel(op.outs[j])));
+    std::memcpy(y.data(), r.outputs[j].data(), r.outputs[j].size_bytes());
+    out.push_back(native(n_in + j) ? convert(y, op.outs[j], false) : y);
+  }
   return out;
 }
 
@@ -186,7 +201,7 @@ Op conv(const Dims& x, int64_t k) {
 }  // namespace
 
 TEST(OnednnNativeLayout, AnswersFollowShapeAndDtype) {
-  ASSERT_NE(loaded().device, nullptr) << g_error;
+  ASSERT_NE(loaded().device, nullptr) << last_error();
   ASSERT_NE(loaded().api->kernel_layouts, nullptr);
   if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   Op conv2 = conv({64, 32, 14, 14}, 64);
@@ -216,7 +231,7 @@ TEST(OnednnNativeLayout, AnswersFollowShapeAndDtype) {
 }
 
 TEST(OnednnNativeLayout, ConvolutionsInsideAChainAddNoActivationReorders) {
-  ASSERT_NE(loaded().device, nullptr) << g_error;
+  ASSERT_NE(loaded().device, nullptr) << last_error();
   if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   const Dims x{4, 32, 14, 14}, w{64, 32, 5, 5}, y{4, 64, 14, 14};
   const Floats xv = uniform_data(x, 1), wv = uniform_data(w, 2), bv = uniform_data(Dims{64}, 3),
@@ -246,7 +261,7 @@ TEST(OnednnNativeLayout, ConvolutionsInsideAChainAddNoActivationReorders) {
 }
 
 TEST(OnednnNativeLayout, MaxPoolEveryLayoutMixMatchesPlainBitForBit) {
-  ASSERT_NE(loaded().device, nullptr) << g_error;
+  ASSERT_NE(loaded().device, nullptr) << last_error();
   if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   const Dims x{3, 32, 7, 9}, y{3, 32, 3, 4};  // odd H and W: a row and a column no window covers
   const Floats xv = tie_data(x, 5, true), dyv = tie_data(y, 6, false);
@@ -267,7 +282,7 @@ TEST(OnednnNativeLayout, MaxPoolEveryLayoutMixMatchesPlainBitForBit) {
 }
 
 TEST(OnednnNativeLayout, ActivationsComputeInTheirOutputLayout) {
-  ASSERT_NE(loaded().device, nullptr) << g_error;
+  ASSERT_NE(loaded().device, nullptr) << last_error();
   if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
   const Dims x{2, 16, 5, 3};
   const Floats xv = uniform_data(x, 7), dyv = uniform_data(x, 8);
@@ -286,10 +301,12 @@ TEST(OnednnNativeLayout, ActivationsComputeInTheirOutputLayout) {
 }
 
 TEST(OnednnNativeLayout, ANativeTensorItNeverOffersIsRefused) {
-  ASSERT_NE(loaded().device, nullptr) << g_error;
+  ASSERT_NE(loaded().device, nullptr) << last_error();
   Op reshape{"reshape", {{2, 16, 2, 2}}, {{2, 64}}, {{"shape", {2, 64}}}, {1, 0}};
-  tdm_kernel* k = nullptr;
-  size_t ws = 0;
-  EXPECT_EQ(loaded().api->kernel_prepare(loaded().device, &reshape.desc(), &k, &ws), TDM_INVALID_ARGUMENT);
-  EXPECT_NE(g_error.find("marked native"), std::string::npos) << g_error;
+  const tc::RunResult r =
+      tc::run_op(*loaded().kit, reshape.name, reshape.attributes(), {tc::HostTensor(TDM_F32, reshape.ins[0])},
+                 {{TDM_F32, reshape.outs[0]}}, reshape.options());
+  EXPECT_EQ(r.status, TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(r.failed_at, tc::RunStep::prepare);
+  EXPECT_NE(r.plugin_message.find("marked native"), std::string::npos) << r.plugin_message;
 }

@@ -1,7 +1,8 @@
 // Unit tests of the oneDNN backend for what the conformance kit cannot see:
 // metadata, primitive caching (launches create no primitive and allocate no
-// device memory) and the "threads" configuration. A minimal host (plugin_fixture.hpp): dlopen the
-// plugin, hand it a host table whose config_get answers "threads".
+// device memory) and the "threads" configuration. The plugin is loaded by the
+// conformance kit's loader with a host table whose config_get answers
+// "threads" (plugin_fixture.hpp).
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -11,7 +12,7 @@ using namespace onednn_test;
 
 TEST(OnednnPlugin, Metadata) {
   Fixture& f = loaded();
-  ASSERT_NE(f.plugin, nullptr) << g_error;
+  ASSERT_NE(f.plugin, nullptr) << last_error();
   EXPECT_STREQ(f.plugin->name, "onednn");
   ASSERT_EQ(f.plugin->n_vendors, 1u);
   EXPECT_STREQ(f.plugin->vendors[0].name, "oneDNN");
@@ -24,13 +25,13 @@ TEST(OnednnPlugin, Metadata) {
 }
 
 TEST(OnednnPlugin, ThreadsConfigApplied) {
-  ASSERT_NE(loaded().plugin, nullptr) << g_error;
+  ASSERT_NE(loaded().plugin, nullptr) << last_error();
   EXPECT_EQ(omp_get_max_threads(), 1);  // the host said threads = 1
 }
 
 TEST(OnednnPlugin, LaunchesCreateNoPrimitiveAndAllocateNothing) {
   Fixture& f = loaded();
-  ASSERT_NE(f.device, nullptr) << g_error;
+  ASSERT_NE(f.device, nullptr) << last_error();
   const std::vector<int64_t> xd{8, 32}, wd{16, 32}, bd{16}, yd{8, 16};
   tdm_tensor_desc in[3] = {desc(TDM_F32, xd), desc(TDM_F32, wd), desc(TDM_F32, bd)};
   tdm_tensor_desc out[1] = {desc(TDM_F32, yd)};
@@ -52,8 +53,8 @@ TEST(OnednnPlugin, LaunchesCreateNoPrimitiveAndAllocateNothing) {
   tdm_kernel* k1 = nullptr;
   tdm_kernel* k2 = nullptr;
   size_t ws1 = 0, ws2 = 0;
-  ASSERT_EQ(f.api->kernel_prepare(f.device, &op, &k1, &ws1), TDM_OK) << g_error;
-  ASSERT_EQ(f.api->kernel_prepare(f.device, &op, &k2, &ws2), TDM_OK) << g_error;
+  ASSERT_EQ(f.api->kernel_prepare(f.device, &op, &k1, &ws1), TDM_OK) << last_error();
+  ASSERT_EQ(f.api->kernel_prepare(f.device, &op, &k2, &ws2), TDM_OK) << last_error();
   EXPECT_NE(std::string(f.api->kernel_describe(k1)).find("onednn:linear("), std::string::npos);
 
   std::vector<float> x(8 * 32, 0.5f), w(16 * 32, 0.25f), b(16, -1.f), y(8 * 16, 0.f);
@@ -65,8 +66,8 @@ TEST(OnednnPlugin, LaunchesCreateNoPrimitiveAndAllocateNothing) {
   ASSERT_EQ(f.api->memory_stats(f.device, &before), TDM_OK);
   const uint64_t created = primitives_in(f.api->kernel_describe(k1));
   for (int i = 0; i < 100; ++i) {
-    ASSERT_EQ(f.api->kernel_launch(k1, f.stream, inputs, outputs, ws.data()), TDM_OK) << g_error;
-    ASSERT_EQ(f.api->kernel_launch(k2, f.stream, inputs, outputs, ws.data()), TDM_OK) << g_error;
+    ASSERT_EQ(f.api->kernel_launch(k1, f.stream, inputs, outputs, ws.data()), TDM_OK) << last_error();
+    ASSERT_EQ(f.api->kernel_launch(k2, f.stream, inputs, outputs, ws.data()), TDM_OK) << last_error();
   }
   EXPECT_EQ(primitives_in(f.api->kernel_describe(k1)), created);
   tdm_memory_stats after{};
@@ -80,20 +81,11 @@ TEST(OnednnPlugin, LaunchesCreateNoPrimitiveAndAllocateNothing) {
 
 TEST(OnednnPlugin, F16MatmulIsUnsupported) {
   Fixture& f = loaded();
-  ASSERT_NE(f.device, nullptr) << g_error;
+  ASSERT_NE(f.device, nullptr) << last_error();
   const std::vector<int64_t> d{2, 2};
-  tdm_tensor_desc in[2] = {desc(TDM_F16, d), desc(TDM_F16, d)};
-  tdm_tensor_desc out[1] = {desc(TDM_F16, d)};
-  tdm_op_desc op{};
-  op.struct_size = sizeof op;
-  op.op = "matmul";
-  op.op_version = 1;
-  op.inputs = in;
-  op.n_inputs = 2;
-  op.outputs = out;
-  op.n_outputs = 1;
-  tdm_kernel* k = nullptr;
-  size_t ws = 0;
-  EXPECT_EQ(f.api->kernel_prepare(f.device, &op, &k, &ws), TDM_UNSUPPORTED);
-  EXPECT_NE(g_error.find("f16"), std::string::npos) << g_error;
+  const tc::RunResult r = tc::run_op(
+      *f.kit, "matmul", {}, {tc::HostTensor(TDM_F16, d), tc::HostTensor(TDM_F16, d)}, {{TDM_F16, d}});
+  EXPECT_EQ(r.status, TDM_UNSUPPORTED);
+  EXPECT_EQ(r.outcome.status, tc::Status::unsupported);
+  EXPECT_NE(r.plugin_message.find("f16"), std::string::npos) << r.plugin_message;
 }

@@ -1,20 +1,19 @@
-// Tiny harness for the reference backend's own tests: loads the built
-// plugin with dlopen, speaks its C ABI directly (no conformance kit, no
-// host), and runs one op on host buffers (the device is host-addressable).
+// Tiny harness for the reference backend's own tests: the reference plugin
+// opened by the conformance kit's loader (PluginUnderTest) and one op run by
+// its runner (run_op), with the call shape these tests were written in:
+// tensors as raw bytes, outputs filled in place.
 #ifndef TANDEM_TESTS_REFERENCE_HARNESS_HPP
 #define TANDEM_TESTS_REFERENCE_HARNESS_HPP
 
-#include <dlfcn.h>
-
-#include <cstdarg>
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tandem/tandem.h"
+#include "tandem/conformance/run_op.hpp"
 
 namespace ref_test {
 
@@ -102,7 +101,7 @@ enum class Stage { None, Prepare, Launch };
 struct Result {
   tdm_status status = TDM_OK;
   Stage failed_at = Stage::None;
-  std::string message;
+  std::string message;   // the plugin's own message
   std::string describe;  // kernel_describe on success
 };
 
@@ -113,117 +112,61 @@ class Reference {
     static Reference r;
     return r;
   }
-  const tdm_backend_api& api() const { return *plugin_->backend; }
-  tdm_device* device() const { return device_; }
-  const tdm_plugin& plugin() const { return *plugin_; }
-  static std::string& last_error() {
-    static thread_local std::string message;
-    return message;
-  }
+  const tdm_backend_api& api() const { return plugin_->api(); }
+  tdm_device* device() const { return plugin_->device(); }
+  const tdm_plugin& plugin() const { return plugin_->descriptor(); }
+  // The plugin's last message on this thread (set_error).
+  static const std::string& last_error() { return tandem::conformance::last_plugin_error(); }
 
   // Prepares and launches `op`; outputs receive the results in place.
-  // `alias` lists {output, input} pairs launched on one buffer (in-place):
-  // the output then receives the aliased input's buffer after the launch.
-  Result run(const std::string& op, std::vector<Tensor> inputs, std::vector<Tensor>& outputs,
+  // `alias` lists {output, input} pairs launched on one buffer (in-place).
+  Result run(const std::string& op, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
              const std::vector<Attr>& attrs = {}, const char* node_name = nullptr,
              const std::vector<std::pair<size_t, size_t>>& alias = {}) {
-    std::vector<tdm_tensor_desc> in_desc, out_desc;
-    for (const Tensor& t : inputs) in_desc.push_back(desc(t));
-    for (const Tensor& t : outputs) out_desc.push_back(desc(t));
-    std::vector<tdm_attr> attr_desc;
-    for (const Attr& a : attrs) {
-      tdm_attr d{};
-      d.struct_size = sizeof d;
-      d.name = a.name.c_str();
-      d.type = a.type;
-      d.i = a.i;
-      d.f = a.f;
-      d.s = a.s.c_str();
-      d.ints = a.ints.data();
-      d.count = a.ints.size();
-      attr_desc.push_back(d);
+    namespace tc = tandem::conformance;
+    std::vector<tc::HostTensor> in;
+    for (const Tensor& t : inputs) {
+      if (t.dtype == TDM_DTYPE_INVALID) {
+        in.emplace_back();
+        continue;
+      }
+      tc::HostTensor h(t.dtype, t.dims);
+      std::memcpy(h.data(), t.bytes.data(), std::min(h.size_bytes(), t.bytes.size()));
+      in.push_back(std::move(h));
     }
-    tdm_op_desc od{};
-    od.struct_size = sizeof od;
-    od.op = op.c_str();
-    od.op_version = 1;
-    od.attrs = attr_desc.data();
-    od.n_attrs = attr_desc.size();
-    od.inputs = in_desc.data();
-    od.n_inputs = in_desc.size();
-    od.outputs = out_desc.data();
-    od.n_outputs = out_desc.size();
-    od.node_name = node_name;
-
-    Result r;
-    last_error().clear();
-    tdm_kernel* kernel = nullptr;
-    size_t workspace = 0;
-    r.status = api().kernel_prepare(device_, &od, &kernel, &workspace);
-    if (r.status != TDM_OK) {
-      r.failed_at = Stage::Prepare;
-      r.message = last_error();
-      return r;
-    }
-    r.describe = api().kernel_describe(kernel);
-    std::vector<void*> in_ptr, out_ptr;
-    for (Tensor& t : inputs) in_ptr.push_back(t.dtype == TDM_DTYPE_INVALID ? nullptr : (void*)t.bytes.data());
-    for (Tensor& t : outputs)
-      out_ptr.push_back(t.dtype == TDM_DTYPE_INVALID ? nullptr : (void*)t.bytes.data());
-    for (auto [o, i] : alias) out_ptr.at(o) = in_ptr.at(i);
-    std::vector<unsigned char> ws(workspace);
-    tdm_stream* stream = nullptr;
-    api().stream_create(device_, &stream);
-    r.status = api().kernel_launch(kernel, stream, in_ptr.data(), out_ptr.data(), ws.data());
-    api().stream_synchronize(stream);
-    api().stream_destroy(stream);
-    api().kernel_release(kernel);
-    for (auto [o, i] : alias) outputs[o].bytes = inputs[i].bytes;
-    if (r.status != TDM_OK) {
-      r.failed_at = Stage::Launch;
-      r.message = last_error();
-    }
-    return r;
+    std::vector<tandem::TensorShape> out;
+    for (const Tensor& t : outputs) out.emplace_back(t.dtype, t.dims);
+    tc::RunOptions options;
+    options.in_place = alias;
+    options.node_name = node_name != nullptr ? node_name : "";
+    const tc::RunResult r = tc::run_op(*plugin_, op, attributes(attrs), in, out, options);
+    Result result{r.status, Stage::None, r.plugin_message, r.implementation};
+    if (r.failed_at == tc::RunStep::prepare) result.failed_at = Stage::Prepare;
+    if (r.failed_at == tc::RunStep::launch) result.failed_at = Stage::Launch;
+    for (size_t j = 0; j < r.outputs.size(); ++j)
+      if (r.outputs[j].present())
+        outputs[j].bytes.assign(r.outputs[j].data(), r.outputs[j].data() + r.outputs[j].size_bytes());
+    return result;
   }
 
  private:
   Reference() {
-    void* lib = dlopen(TANDEM_REFERENCE_PLUGIN, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (lib == nullptr) throw std::runtime_error(std::string("dlopen failed: ") + dlerror());
-    auto entry = reinterpret_cast<tdm_plugin_entry_fn>(dlsym(lib, TDM_PLUGIN_ENTRY_SYMBOL));
-    if (entry == nullptr) throw std::runtime_error("no tdm_plugin_entry in " TANDEM_REFERENCE_PLUGIN);
-    host_.struct_size = sizeof host_;
-    host_.abi_major = TDM_ABI_MAJOR;
-    host_.abi_minor = TDM_ABI_MINOR;
-    host_.set_error = &set_error;
-    plugin_ = entry(&host_, TDM_ABI_MAJOR, TDM_ABI_MINOR);
-    if (plugin_ == nullptr || plugin_->backend == nullptr)
-      throw std::runtime_error("entry refused: " + last_error());
-    if (plugin_->init != nullptr && plugin_->init(nullptr) != TDM_OK)
-      throw std::runtime_error("init: " + last_error());
-    if (plugin_->backend->device_open(0, &device_) != TDM_OK)
-      throw std::runtime_error("open: " + last_error());
+    tandem::conformance::Outcome outcome;
+    plugin_ = tandem::conformance::PluginUnderTest::open(TANDEM_REFERENCE_PLUGIN, outcome);
+    if (!plugin_) throw std::runtime_error("cannot open the reference plugin: " + outcome.message);
   }
-  static void set_error(void*, tdm_status, const char* format, ...) {
-    char buffer[2048];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(buffer, sizeof buffer, format, args);
-    va_end(args);
-    last_error() = buffer;
-  }
-  static tdm_tensor_desc desc(const Tensor& t) {
-    tdm_tensor_desc d{};
-    d.struct_size = sizeof d;
-    d.dtype = t.dtype;
-    d.rank = uint32_t(t.dims.size());
-    d.dims = t.dims.empty() ? nullptr : t.dims.data();
-    return d;
+  static tandem::conformance::Attrs attributes(const std::vector<Attr>& attrs) {
+    tandem::conformance::Attrs a;
+    for (const Attr& x : attrs) {
+      if (x.type == TDM_ATTR_INT) a.integer(x.name, x.i);
+      if (x.type == TDM_ATTR_FLOAT) a.number(x.name, x.f);
+      if (x.type == TDM_ATTR_STRING) a.string(x.name, x.s);
+      if (x.type == TDM_ATTR_INTS) a.ints(x.name, x.ints);
+    }
+    return a;
   }
 
-  tdm_host_api host_{};
-  const tdm_plugin* plugin_ = nullptr;
-  tdm_device* device_ = nullptr;
+  std::unique_ptr<tandem::conformance::PluginUnderTest> plugin_;
 };
 
 // Runs one op on the process's reference plugin.

@@ -55,13 +55,13 @@ Emb emb_of(const Check& c, const Dims& indices, int64_t V, int64_t D) {
 std::unique_ptr<Kernel> prepare_embedding(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.counts(2, 2, 1, 1);
-  const tdm_dtype t = c.dtype(0, kF32Bf16);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   if (c.in(0).rank() != 2) c.fail("table must be [V, D]");
   const int64_t V = c.in(0).dims[0], D = c.in(0).dims[1];
   const Emb e = emb_of(c, c.in(1).dims, V, D);
   Dims y = c.in(1).dims;
   y.push_back(D);
-  c.out_is(0, t, y);
+  c.output(0, t, y);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
@@ -78,14 +78,14 @@ std::unique_ptr<Kernel> prepare_embedding(CudaDevice&, const OpView& v, size_t&)
 std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.counts(2, 2, 1, 1);
-  c.dtype(0, kF32);
+  c.primary_dtype(0, kF32);
   if (c.out(0).rank() != 2) c.fail("dtable must be [V, D]");
   const int64_t V = c.out(0).dims[0], D = c.out(0).dims[1];
   const Emb e = emb_of(c, c.in(1).dims, V, D);
   Dims dy = c.in(1).dims;
   dy.push_back(D);
-  c.in_is(0, TDM_F32, dy);
-  c.out_is(0, TDM_F32, {V, D});
+  c.input(0, TDM_F32, dy);
+  c.output(0, TDM_F32, {V, D});
   return make_kernel("embedding_grad:ordered", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     TDM_CUDA_CHECK(cudaMemsetAsync(o[0], 0, static_cast<size_t>(e.V * e.D) * sizeof(float), s.get()));
     if (e.n * e.D == 0) return;
@@ -98,11 +98,11 @@ std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, siz
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("embedding", prepare_embedding);
+  r.add("embedding_grad", prepare_embedding_grad);
+});
 
-void register_embedding(const Registrar& add) {
-  add("embedding", prepare_embedding);
-  add("embedding_grad", prepare_embedding_grad);
-}
+}  // namespace
 
 }  // namespace tandem::cuda

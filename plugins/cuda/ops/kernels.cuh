@@ -84,6 +84,25 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return v;
 }
 
+// Threads per block of the block-per-row (or per-channel) kernels.
+constexpr int kBlock = 256;
+
+// Mean and biased variance of the n values x[f(j)], j < n, two-pass (mean
+// first, then Σ(x - mean)²); every thread of the block gets them. `scratch`
+// as for block_sum.
+template <class T, class Index>
+__device__ void block_mean_var(const T* x, int64_t n, Index f, float* scratch, float& mean, float& var) {
+  float s = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += ld(x, f(j));
+  mean = block_sum(s, scratch) / static_cast<float>(n);
+  float q = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    const float d = ld(x, f(j)) - mean;
+    q += d * d;
+  }
+  var = block_sum(q, scratch) / static_cast<float>(n);
+}
+
 #define TDM_GRID_STRIDE(i, n)                                               \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)

@@ -34,7 +34,7 @@ template <bool kMean>
 std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.counts(1, 1, 1, 1);
-  const tdm_dtype t = c.dtype(0, kFloat);
+  const tdm_dtype t = c.primary_dtype(0, kFloat);
   const Dims x = c.in(0).dims;
   if (x.size() > kMaxRank) c.unsupported("rank above 8");
   std::vector<bool> reduced(x.size(), false);
@@ -60,7 +60,7 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
     else if (keepdims)
       out.push_back(1);
   }
-  c.out_is(0, t, out);
+  c.output(0, t, out);
   const int64_t outputs = numel(out), count = numel(x) / std::max<int64_t>(1, outputs);
   const int64_t real_count = outputs == 0 ? 0 : count;
   int64_t rc = 1;
@@ -80,11 +80,11 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
   return k;
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("reduce_sum", prepare_reduce<false>);
+  r.add("reduce_mean", prepare_reduce<true>);
+});
 
-void register_reduce(const Registrar& add) {
-  add("reduce_sum", prepare_reduce<false>);
-  add("reduce_mean", prepare_reduce<true>);
-}
+}  // namespace
 
 }  // namespace tandem::cuda

@@ -1,10 +1,10 @@
-// oneDNN backend — cast (every dtype pair) and fill: own code.
+// oneDNN backend — cast (every dtype pair): own code.
 //
 // Each (src, dst) pair is its own template instance, so the inner loop has no
 // switch. f32 <-> bf16 use the bit-level round-to-nearest-even; anything with
-// f16 or f64 goes through double, which holds every source value exactly, so
-// each result is rounded once as the catalog requires (s64 -> floating is
-// rounded to f64 first, as the catalog says).
+// f16 or f64 goes through double, which holds every source value exactly, and
+// is rounded once by tandem/half.hpp as the catalog requires (s64 ->
+// floating is rounded to f64 first, as the catalog says).
 #include <cmath>
 #include <limits>
 
@@ -21,42 +21,6 @@ struct BF16 {
   uint16_t bits;
 };
 
-// Rounds a double to a 16-bit float format (exponent bits e, mantissa bits m),
-// nearest-even; NaN stays quiet with its sign, overflow gives infinity.
-uint16_t encode_half(double value, int e_bits, int m_bits) {
-  const uint16_t sign = std::signbit(value) ? uint16_t(0x8000) : uint16_t(0);
-  const uint16_t inf = uint16_t(((1u << e_bits) - 1u) << m_bits);
-  if (std::isnan(value)) return uint16_t(sign | inf | (1u << (m_bits - 1)));
-  const double a = std::fabs(value);
-  if (std::isinf(a)) return uint16_t(sign | inf);
-  if (a == 0.0) return sign;
-  const int bias = (1 << (e_bits - 1)) - 1, emin = 1 - bias;
-  int e = 0;
-  std::frexp(a, &e);
-  int exponent = e - 1 > emin ? e - 1 : emin;
-  const double rounded = std::nearbyint(std::ldexp(a, m_bits - exponent));  // nearest-even
-  uint64_t sig = uint64_t(rounded);
-  const uint64_t one = uint64_t(1) << m_bits;
-  if (sig >= 2 * one) sig >>= 1, ++exponent;
-  if (exponent > bias) return uint16_t(sign | inf);
-  if (sig < one) return uint16_t(sign | sig);
-  return uint16_t(sign | (uint64_t(exponent + bias) << m_bits) | (sig - one));
-}
-
-double decode_half(uint16_t bits, int e_bits, int m_bits) {
-  const uint32_t emask = (1u << e_bits) - 1u, biased = (bits >> m_bits) & emask;
-  const uint32_t mant = bits & ((1u << m_bits) - 1u);
-  const int bias = (1 << (e_bits - 1)) - 1;
-  double mag;
-  if (biased == emask)
-    mag = mant ? std::numeric_limits<double>::quiet_NaN() : INFINITY;
-  else if (biased == 0)
-    mag = std::ldexp(double(mant), 1 - bias - m_bits);
-  else
-    mag = std::ldexp(double(mant + (1u << m_bits)), int(biased) - bias - m_bits);
-  return (bits >> 15) ? -mag : mag;
-}
-
 template <class T>
 constexpr bool is_int = std::is_integral_v<T>;
 
@@ -64,7 +28,7 @@ constexpr bool is_int = std::is_integral_v<T>;
 template <class S>
 inline auto read(const S* p, int64_t i) {
   if constexpr (std::is_same_v<S, F16>)
-    return decode_half(p[i].bits, 5, 10);
+    return double(f16_to_f32(p[i].bits));
   else if constexpr (std::is_same_v<S, BF16>)
     return double(bf16_to_f32(p[i].bits));
   else if constexpr (is_int<S>)
@@ -90,13 +54,10 @@ inline int64_t round_to_int(double v) {  // nearest-even, saturating, NaN -> 0
 
 template <class D, class V>
 inline void write(D* p, int64_t i, V v) {
-  if constexpr (std::is_same_v<D, F16>)
-    p[i].bits = encode_half(double(v), 5, 10);
-  else if constexpr (std::is_same_v<D, BF16>) {
-    if constexpr (std::is_same_v<V, double>)
-      p[i].bits = encode_half(v, 8, 7);
-    else
-      p[i].bits = encode_half(double(v), 8, 7);
+  if constexpr (std::is_same_v<D, F16>) {
+    p[i].bits = f64_to_f16(double(v));  // one rounding (s64: to f64 first)
+  } else if constexpr (std::is_same_v<D, BF16>) {
+    p[i].bits = f64_to_bf16(double(v));
   } else if constexpr (is_int<D>) {
     if constexpr (is_int<V>)
       p[i] = std::is_same_v<D, int64_t> ? D(v) : saturate<D>(v);
@@ -145,14 +106,6 @@ void with_type(tdm_dtype dt, Body&& body) {
   }
 }
 
-using ConvertFn = void (*)(const void*, void*, int64_t);
-
-ConvertFn converter(tdm_dtype from, tdm_dtype to) {
-  ConvertFn fn = nullptr;
-  with_type(from, [&](auto s) { with_type(to, [&](auto d) { fn = &convert<decltype(s), decltype(d)>; }); });
-  return fn;
-}
-
 std::unique_ptr<Kernel> cast(const OpView& op, size_t&) {
   Check c(op);
   c.counts(1, 1, 1, 1);
@@ -170,38 +123,14 @@ std::unique_ptr<Kernel> cast(const OpView& op, size_t&) {
   return make_fn(c, [fn, n](void* const* in, void* const* out, void*) { fn(in[0], out[0], n); });
 }
 
-std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
-  Check c(op);
-  c.counts(0, 1, 1, 1);
-  const tdm_dtype dt = c.primary_output_dtype(0, kAll);
-  if (c.has_input(0)) c.input(0, dt, c.out(0).dims);  // `like`: only names the memory (in place)
-  const double value = c.float_attr("value", 0.0);
-  uint64_t pattern = 0;  // the value's bytes in dt, computed once here
-  converter(TDM_F64, dt)(&value, &pattern, 1);
-  const size_t width = dtype_size(dt);
-  const int64_t n = numel(c.out(0).dims);
-  return make_fn(c, [pattern, width, n](void* const*, void* const* out, void*) {
-    char* o = static_cast<char*>(out[0]);
-    auto run = [&](auto t) {
-      using W = decltype(t);
-      W v;
-      std::memcpy(&v, &pattern, sizeof(W));
-      W* p = reinterpret_cast<W*>(o);
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) p[i] = v;
-    };
-    if (width == 1) run(uint8_t{});
-    if (width == 2) run(uint16_t{});
-    if (width == 4) run(uint32_t{});
-    if (width == 8) run(uint64_t{});
-  });
-}
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("cast", cast); });
 
 }  // namespace
 
-void register_cast(const Registrar& add) {
-  add("cast", cast);
-  add("fill", fill);
+ConvertFn converter(tdm_dtype from, tdm_dtype to) {
+  ConvertFn fn = nullptr;
+  with_type(from, [&](auto s) { with_type(to, [&](auto d) { fn = &convert<decltype(s), decltype(d)>; }); });
+  return fn;
 }
 
 }  // namespace tandem::onednn

@@ -1,7 +1,7 @@
-// oneDNN backend — what every op file shares: prepare-time validation
-// (Check), the two kernel classes (PrimKernel: cached oneDNN primitives;
-// FnKernel: own C++ code), the process-wide engine, bf16 helpers and the
-// workspace plan.
+// oneDNN backend — what every op file shares, on top of the SDK's backend
+// kit (tandem/backend_kit.hpp: Check, the registry, closure kernels): the
+// kernel of cached oneDNN primitives (PrimKernel), the process-wide engine,
+// typed f32/bf16 access, the workspace plan and the registry's entries.
 //
 // Lifetime rule: everything a launch needs — primitives, memory objects,
 // argument maps — is built in prepare. A launch only rebinds data handles
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
-#include "tandem/shape_util.hpp"
-#include "tandem/tandem.hpp"
+#include "tandem/backend_kit.hpp"
+#include "tandem/half.hpp"
 
 namespace tandem::onednn {
 
@@ -32,37 +32,11 @@ inline const std::vector<tdm_dtype> kF32Bf16 = {TDM_F32, TDM_BF16};
 inline const std::vector<tdm_dtype> kAll = {TDM_F32, TDM_F64, TDM_F16, TDM_BF16,
                                             TDM_S8,  TDM_U8,  TDM_S32, TDM_S64};
 
-// Prepare-time validation; messages start with the op and node.
-class Check {
+// The SDK's Check (tandem/backend_kit.hpp), naming this backend in every
+// message.
+class Check : public tandem::Check {
  public:
-  explicit Check(const OpView& op) : op_(op) {}
-  const OpView& op() const { return op_; }
-  std::string where() const;
-  [[noreturn]] void fail(const std::string& what) const;        // TDM_INVALID_ARGUMENT
-  [[noreturn]] void unsupported(const std::string& why) const;  // TDM_UNSUPPORTED
-  void counts(size_t min_in, size_t max_in, size_t min_out, size_t max_out) const;
-  bool has_input(size_t i) const;
-  bool has_output(size_t j) const;
-  const TensorShape& in(size_t i) const { return op_.inputs().at(i); }
-  const TensorShape& out(size_t j) const { return op_.outputs().at(j); }
-  tdm_dtype primary_dtype(size_t input, const std::vector<tdm_dtype>& allowed) const;
-  tdm_dtype primary_output_dtype(size_t output, const std::vector<tdm_dtype>& allowed) const;
-  void input_dtype(size_t i, const std::vector<tdm_dtype>& allowed) const;
-  void input_shape(size_t i, const Dims& expected) const;
-  void input(size_t i, tdm_dtype dtype, const Dims& expected) const;
-  void output(size_t j, tdm_dtype dtype, const Dims& expected) const;
-  void input_rank_at_least(size_t i, size_t rank) const;
-  int64_t int_attr(const char* name, int64_t f) const { return op_.int_attr(name, f); }
-  double float_attr(const char* name, double f) const { return op_.float_attr(name, f); }
-  std::string string_attr(const char* name, const std::string& f) const { return op_.string_attr(name, f); }
-  std::vector<int64_t> ints_attr(const char* name, std::vector<int64_t> f) const {
-    return op_.ints_attr(name, std::move(f));
-  }
-  std::vector<int64_t> pair_attr(const char* name, std::vector<int64_t> fallback) const;
-  size_t axis(int64_t axis, size_t rank, const char* what) const;
-
- private:
-  const OpView& op_;
+  explicit Check(const OpView& op) : tandem::Check(op, "onednn") {}
 };
 
 // ---------------------------------------------------------------------------
@@ -133,39 +107,20 @@ class PrimKernel final : public Kernel {
   std::vector<Step> steps_;
 };
 
-// A kernel that is plain C++ (a closure over what prepare validated).
-class FnKernel final : public Kernel {
- public:
-  using Fn = std::function<void(void* const* in, void* const* out, void* ws)>;
-  FnKernel(std::string name, Fn fn) : name_("onednn:own:" + std::move(name)), fn_(std::move(fn)) {}
-  void launch(Stream&, void* const* in, void* const* out, void* ws) override { fn_(in, out, ws); }
-  const char* describe() const noexcept override { return name_.c_str(); }
-
- private:
-  std::string name_;
-  Fn fn_;
-};
-
-inline std::unique_ptr<Kernel> make_fn(const Check& c, FnKernel::Fn fn) {
-  return std::make_unique<FnKernel>(c.op().op(), std::move(fn));
+// A kernel that is plain C++: a closure fn(in, out, workspace) over what
+// prepare validated, described as "onednn:own:<op>".
+template <class Fn>
+std::unique_ptr<Kernel> make_fn(const Check& c, Fn fn) {
+  return make_fn_kernel("onednn:own:" + c.op().op(), std::move(fn));
+}
+// The kernel of an op with nothing to compute (an empty output).
+inline std::unique_ptr<Kernel> no_op(const Check& c) {
+  return make_fn(c, [](void* const*, void* const*, void*) {});
 }
 
 // ---------------------------------------------------------------------------
 // bf16 and threading helpers
 // ---------------------------------------------------------------------------
-inline float bf16_to_f32(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint16_t f32_to_bf16(float f) {  // nearest-even; NaN stays a quiet NaN
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
 // Typed element load/store in the compute type float (T = float or uint16_t bf16).
 template <class T>
 inline float ld(const T* p, int64_t i) {
@@ -191,21 +146,37 @@ decltype(auto) with_f32_bf16(tdm_dtype dtype, Body&& body) {
 // Below this many elements a loop stays on one thread.
 constexpr int64_t kParallelGrain = 32768;
 
-// Registration of each op family (one per ops/*.cpp).
+// Elementwise conversion between any two dtypes with the catalog's cast
+// rules (ops/cast.cpp); fill uses it for its value.
+using ConvertFn = void (*)(const void* src, void* dst, int64_t n);
+ConvertFn converter(tdm_dtype from, tdm_dtype to);
+
+// ---------------------------------------------------------------------------
+// Native layouts (ABI 1.3, ops/layout.hpp): an op's answer to kernel_layouts.
+// ---------------------------------------------------------------------------
+struct LayoutAnswer {  // the arrays of backend.h's kernel_layouts
+  uint8_t* accepts;
+  uint8_t* offers;
+  uint64_t* native_bytes;
+  void accept(const OpView& op, size_t input) const;  // if eligible
+  void offer(const OpView& op, size_t output) const;  // if eligible
+};
+using LayoutFn = void (*)(const OpView& op, const LayoutAnswer& answer);
+
+// ---------------------------------------------------------------------------
+// Registration: each section of sdk/ops.md is one ops/<stem>.cpp, whose
+// register function adds one registry entry per op and enlists itself in
+// sections() while the library loads (device.cpp builds the registry).
+// ---------------------------------------------------------------------------
 using Factory = std::unique_ptr<Kernel> (*)(const OpView&, size_t& workspace);
-using Registrar = std::function<void(const char* name, Factory)>;
-void register_matmul(const Registrar& add);
-void register_conv(const Registrar& add);
-void register_pool(const Registrar& add);
-void register_eltwise(const Registrar& add);
-void register_binary(const Registrar& add);
-void register_norm(const Registrar& add);
-void register_loss(const Registrar& add);
-void register_tensor(const Registrar& add);
-void register_cast(const Registrar& add);
-void register_optim(const Registrar& add);
-void register_quant(const Registrar& add);
-void register_quant_conv(const Registrar& add);
+struct OpEntry {
+  OpEntry(Factory f, LayoutFn l = nullptr) : prepare(f), layouts(l) {}  // NOLINT: implicit from a factory
+  Factory prepare;
+  LayoutFn layouts;  // nullptr: every tensor plain
+};
+using Registry = KernelRegistry<OpEntry>;
+SectionList<Registry>& sections();
+const Registry& registry();
 
 }  // namespace tandem::onednn
 

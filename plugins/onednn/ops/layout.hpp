@@ -29,20 +29,6 @@ bool native_eligible(const TensorShape& t);
 // nChw<B>c when `native`, else dense row-major.
 dnnl::memory::desc layout_md(const TensorShape& t, bool native);
 
-// The answer to kernel_layouts for one op: the arrays are those of backend.h.
-struct LayoutAnswer {
-  uint8_t* accepts;
-  uint8_t* offers;
-  uint64_t* native_bytes;
-  void accept(const OpView& op, size_t input) const;  // if eligible
-  void offer(const OpView& op, size_t output) const;  // if eligible
-};
-using LayoutFn = void (*)(const OpView& op, const LayoutAnswer& answer);
-using LayoutRegistrar = std::function<void(const char* name, LayoutFn)>;
-void register_conv_layouts(const LayoutRegistrar& add);
-void register_pool_layouts(const LayoutRegistrar& add);
-void register_eltwise_layouts(const LayoutRegistrar& add);
-
 // Input i of the op in layout `want_native`: its own slot when it already is,
 // else a workspace copy filled by a reorder step added to `k` now.
 Slot input_in_layout(PrimKernel& k, const Check& c, size_t i, bool want_native);

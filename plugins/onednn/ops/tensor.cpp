@@ -1,6 +1,6 @@
-// oneDNN backend — reduce_sum/reduce_mean (dnnl reduction primitive, f32
-// accumulation) and data movement: reshape, copy, transpose, concat (own code,
-// by element width, so every dtype is one code path).
+// oneDNN backend — data movement: reshape, copy, transpose, concat and fill
+// (own code, by element width, so every dtype is one code path; fill's value
+// is converted once, in prepare, by cast's converter).
 #include <algorithm>
 
 #include "common.hpp"
@@ -8,45 +8,6 @@
 namespace tandem::onednn {
 
 namespace {
-
-std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
-  Check c(op);
-  c.counts(1, 1, 1, 1);
-  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  const Dims& x = c.in(0).dims;
-  const std::vector<int64_t> axes_attr = c.ints_attr("axes", {});
-  std::vector<bool> reduced(x.size(), axes_attr.empty());
-  for (int64_t a : axes_attr) {
-    const size_t k = c.axis(a, x.size(), "axis");
-    if (reduced[k]) c.fail("axis " + std::to_string(a) + " is listed twice");
-    reduced[k] = true;
-  }
-  const bool keep = c.int_attr("keepdims", 0) != 0;
-  Dims kept, y;
-  for (size_t k = 0; k < x.size(); ++k) {
-    kept.push_back(reduced[k] ? 1 : x[k]);
-    if (!reduced[k] || keep) y.push_back(reduced[k] ? 1 : x[k]);
-  }
-  c.output(0, dt, y);
-  if (numel(x) == 0) c.unsupported("reducing an empty tensor is not implemented");
-  const bool mean = op.op() == "reduce_mean";
-  if (numel(x) == numel(kept)) {  // nothing to reduce: a copy
-    const size_t bytes = size_t(numel(x)) * dtype_size(dt);
-    return make_fn(c, [bytes](void* const* in, void* const* out, void*) {
-      if (in[0] != out[0]) std::memcpy(out[0], in[0], bytes);
-    });
-  }
-  auto k = std::make_unique<PrimKernel>(op.op());
-  const dnnl::memory::desc src = plain_md(x, dt), dst = plain_md(kept.empty() ? Dims{1} : kept, dt);
-  const dnnl::reduction::primitive_desc pd(
-      dnnl::reduction::desc(mean ? dnnl::algorithm::reduction_mean : dnnl::algorithm::reduction_sum, src, dst,
-                            0.f, 0.f),
-      user_scratchpad_attr(), engine());
-  k->add<dnnl::reduction>(
-      pd, {{DNNL_ARG_SRC, k->bind(src, in_slot(0))}, {DNNL_ARG_DST, k->bind(dst, out_slot(0))}});
-  ws = k->workspace_bytes();
-  return k;
-}
 
 std::unique_ptr<Kernel> copy_like(const OpView& op, size_t&) {
   Check c(op);
@@ -159,15 +120,41 @@ std::unique_ptr<Kernel> concat(const OpView& op, size_t&) {
   });
 }
 
-}  // namespace
-
-void register_tensor(const Registrar& add) {
-  add("reduce_sum", reduce);
-  add("reduce_mean", reduce);
-  add("reshape", copy_like);
-  add("copy", copy_like);
-  add("transpose", transpose);
-  add("concat", concat);
+std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(0, 1, 1, 1);
+  const tdm_dtype dt = c.primary_output_dtype(0, kAll);
+  if (c.has_input(0)) c.input(0, dt, c.out(0).dims);  // `like`: only names the memory (in place)
+  const double value = c.float_attr("value", 0.0);
+  uint64_t pattern = 0;  // the value's bytes in dt, computed once here
+  converter(TDM_F64, dt)(&value, &pattern, 1);
+  const size_t width = dtype_size(dt);
+  const int64_t n = numel(c.out(0).dims);
+  return make_fn(c, [pattern, width, n](void* const*, void* const* out, void*) {
+    char* o = static_cast<char*>(out[0]);
+    auto run = [&](auto t) {
+      using W = decltype(t);
+      W v;
+      std::memcpy(&v, &pattern, sizeof(W));
+      W* p = reinterpret_cast<W*>(o);
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+      for (int64_t i = 0; i < n; ++i) p[i] = v;
+    };
+    if (width == 1) run(uint8_t{});
+    if (width == 2) run(uint16_t{});
+    if (width == 4) run(uint32_t{});
+    if (width == 8) run(uint64_t{});
+  });
 }
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("reshape", copy_like);
+  r.add("copy", copy_like);
+  r.add("transpose", transpose);
+  r.add("concat", concat);
+  r.add("fill", fill);
+});
+
+}  // namespace
 
 }  // namespace tandem::onednn

@@ -103,17 +103,17 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
+  r.add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
+  r.add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
+  r.add("sigmoid", [](const OpView& v, size_t&) { return unary(v, Fn::Sigmoid); });
+  r.add("relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Relu); });
+  r.add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
+  r.add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
+  r.add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
+});
 
-void register_activation(const Registrar& add) {
-  add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
-  add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
-  add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
-  add("sigmoid", [](const OpView& v, size_t&) { return unary(v, Fn::Sigmoid); });
-  add("relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Relu); });
-  add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
-  add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
-  add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
-}
+}  // namespace
 
 }  // namespace tandem::reference

@@ -31,10 +31,8 @@ std::unique_ptr<Kernel> cast(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) { r.add("cast", cast); });
 
-void register_cast(const Registrar& add) {
-  add("cast", cast);
-}
+}  // namespace
 
 }  // namespace tandem::reference

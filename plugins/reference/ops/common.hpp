@@ -1,6 +1,6 @@
-// Reference backend — what every op file shares: prepare-time validation
-// (Check), the one kernel class (FnKernel), compute-type dispatch and
-// loading/storing tensors in any dtype.
+// Reference backend — what every op file shares, on top of the SDK's backend
+// kit (tandem/backend_kit.hpp: Check, the registry, closure kernels):
+// compute-type dispatch and loading/storing tensors in any dtype.
 //
 // Numerics (see sdk/ops.md "Conventions"): an op runs in a compute type T,
 // double when its floating tensors are f64 and float otherwise (f16/bf16 are
@@ -12,14 +12,12 @@
 #define TANDEM_REFERENCE_OPS_COMMON_HPP
 
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "tandem/shape_util.hpp"
-#include "tandem/tandem.hpp"
+#include "tandem/backend_kit.hpp"
 
 namespace tandem::reference {
 
@@ -31,75 +29,21 @@ inline const std::vector<tdm_dtype> kF32 = {TDM_F32, TDM_F64};
 inline const std::vector<tdm_dtype> kAll = {TDM_F32, TDM_F64, TDM_F16, TDM_BF16,
                                             TDM_S8,  TDM_U8,  TDM_S32, TDM_S64};
 
-bool is_floating(tdm_dtype dtype);
 // Flat index, in a tensor of shape `in` broadcast to `out`, of the element
 // that feeds output element `out_flat`.
 int64_t broadcast_source(int64_t out_flat, const Dims& out, const Dims& in);
 
-// Prepare-time validation. Every message starts with where(): the op and,
-// when the host gave one, the graph node ("op 'linear' (node 'fc1')").
-class Check {
+// The SDK's Check, naming this backend in every message.
+class Check : public tandem::Check {
  public:
-  explicit Check(const OpView& op) : op_(op) {}
-
-  const OpView& op() const { return op_; }
-  std::string where() const;
-  [[noreturn]] void fail(const std::string& what) const;        // TDM_INVALID_ARGUMENT
-  [[noreturn]] void unsupported(const std::string& why) const;  // TDM_UNSUPPORTED
-
-  // Input/output counts within [min, max].
-  void counts(size_t min_in, size_t max_in, size_t min_out, size_t max_out) const;
-  // An optional slot is absent when it is missing or its dtype is INVALID.
-  bool has_input(size_t i) const;
-  bool has_output(size_t j) const;
-  const TensorShape& in(size_t i) const { return op_.inputs().at(i); }
-  const TensorShape& out(size_t j) const { return op_.outputs().at(j); }
-
-  // The dtype that selects the implementation: must be one of `allowed`,
-  // else TDM_UNSUPPORTED. Returns it.
-  tdm_dtype primary_dtype(size_t input, const std::vector<tdm_dtype>& allowed) const;
-  // Same checks for a primary output (ops with no input: fill).
-  tdm_dtype primary_output_dtype(size_t output, const std::vector<tdm_dtype>& allowed) const;
-  // A tensor whose dtype is fixed by the signature: TDM_INVALID_ARGUMENT otherwise.
-  void input_dtype(size_t i, const std::vector<tdm_dtype>& allowed) const;
-  void output_dtype(size_t j, const std::vector<tdm_dtype>& allowed) const;
-  void input_shape(size_t i, const Dims& expected) const;
-  void output(size_t j, tdm_dtype dtype, const Dims& expected) const;
-  void input_rank(size_t i, size_t rank) const;
-  void input_rank_at_least(size_t i, size_t rank) const;
-
-  // Attributes, with range checks where the catalog has one.
-  int64_t int_attr(const char* name, int64_t fallback) const { return op_.int_attr(name, fallback); }
-  double float_attr(const char* name, double fallback) const { return op_.float_attr(name, fallback); }
-  std::string string_attr(const char* name, const std::string& f) const { return op_.string_attr(name, f); }
-  // An `ints` attribute with exactly two entries (one is repeated).
-  std::vector<int64_t> pair_attr(const char* name, std::vector<int64_t> fallback) const;
-  std::vector<int64_t> ints_attr(const char* name, std::vector<int64_t> fallback) const {
-    return op_.ints_attr(name, std::move(fallback));
-  }
-  // Normalises a possibly negative axis into [0, rank).
-  size_t axis(int64_t axis, size_t rank, const char* what) const;
-
- private:
-  std::string tensor_name(bool input, size_t index) const;
-  const OpView& op_;
+  explicit Check(const OpView& op) : tandem::Check(op, "reference") {}
 };
 
-// The only kernel type: a closure over what prepare validated.
-class FnKernel final : public Kernel {
- public:
-  using Fn = std::function<void(void* const* in, void* const* out)>;
-  FnKernel(std::string name, Fn fn) : name_("reference:" + std::move(name)), fn_(std::move(fn)) {}
-  void launch(Stream&, void* const* in, void* const* out, void*) override { fn_(in, out); }
-  const char* describe() const noexcept override { return name_.c_str(); }
-
- private:
-  std::string name_;
-  Fn fn_;
-};
-
-inline std::unique_ptr<Kernel> make_kernel(const Check& c, FnKernel::Fn fn) {
-  return std::make_unique<FnKernel>(c.op().op(), std::move(fn));
+// Every kernel is a closure over what prepare validated, described as
+// "reference:<op>".
+template <class Fn>
+std::unique_ptr<Kernel> make_kernel(const Check& c, Fn fn) {
+  return make_fn_kernel("reference:" + c.op().op(), std::move(fn));
 }
 
 // Calls body(T{}) with T = double for f64 and float for every other dtype.
@@ -133,23 +77,19 @@ void store(void* data, tdm_dtype dtype, const std::vector<T>& v) {
 }
 std::vector<int64_t> load_indices(const void* data, tdm_dtype dtype, int64_t n);
 
-// Registration of each op family (one per ops/*.cpp).
-using Factory = std::unique_ptr<Kernel> (*)(const OpView&, size_t& workspace);
-using Registrar = std::function<void(const char* name, Factory)>;
-void register_matmul_linear(const Registrar& add);
-void register_conv(const Registrar& add);
-void register_pool(const Registrar& add);
-void register_activation(const Registrar& add);
-void register_softmax_loss(const Registrar& add);
-void register_norm(const Registrar& add);
-void register_embedding(const Registrar& add);
-void register_dropout(const Registrar& add);
-void register_elementwise(const Registrar& add);
-void register_reduce(const Registrar& add);
-void register_shape(const Registrar& add);
-void register_cast(const Registrar& add);
-void register_optimizer(const Registrar& add);
-void register_quantize(const Registrar& add);
+// The `epsilon` attribute of the normalisations (layer_norm, batch_norm).
+inline double epsilon_attr(const Check& c) {
+  const double eps = c.float_attr("epsilon", 1e-5);
+  if (!(eps >= 0)) c.fail("epsilon must be >= 0");
+  return eps;
+}
+
+// Registration: each section of sdk/ops.md is one ops/<stem>.cpp, whose
+// register function adds one registry entry per op and enlists itself in
+// sections() while the library loads (registry.cpp builds the registry).
+using Registry = KernelRegistry<>;
+SectionList<Registry>& sections();
+const Registry& registry();
 
 }  // namespace tandem::reference
 

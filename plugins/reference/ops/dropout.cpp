@@ -81,11 +81,11 @@ std::unique_ptr<Kernel> dropout_grad(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("dropout", dropout);
+  r.add("dropout_grad", dropout_grad);
+});
 
-void register_dropout(const Registrar& add) {
-  add("dropout", dropout);
-  add("dropout_grad", dropout_grad);
-}
+}  // namespace
 
 }  // namespace tandem::reference

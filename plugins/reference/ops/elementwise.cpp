@@ -82,13 +82,13 @@ std::unique_ptr<Kernel> scale(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("add", [](const OpView& v, size_t&) { return binary(v, Binary::Add); });
+  r.add("sub", [](const OpView& v, size_t&) { return binary(v, Binary::Sub); });
+  r.add("mul", [](const OpView& v, size_t&) { return binary(v, Binary::Mul); });
+  r.add("scale", scale);
+});
 
-void register_elementwise(const Registrar& add) {
-  add("add", [](const OpView& v, size_t&) { return binary(v, Binary::Add); });
-  add("sub", [](const OpView& v, size_t&) { return binary(v, Binary::Sub); });
-  add("mul", [](const OpView& v, size_t&) { return binary(v, Binary::Mul); });
-  add("scale", scale);
-}
+}  // namespace
 
 }  // namespace tandem::reference

@@ -89,11 +89,11 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("embedding", embedding);
+  r.add("embedding_grad", embedding_grad);
+});
 
-void register_embedding(const Registrar& add) {
-  add("embedding", embedding);
-  add("embedding_grad", embedding_grad);
-}
+}  // namespace
 
 }  // namespace tandem::reference

@@ -52,11 +52,11 @@ std::unique_ptr<Kernel> reduce(const OpView& view, bool mean) {
   });
 }
 
-}  // namespace
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("reduce_sum", [](const OpView& v, size_t&) { return reduce(v, false); });
+  r.add("reduce_mean", [](const OpView& v, size_t&) { return reduce(v, true); });
+});
 
-void register_reduce(const Registrar& add) {
-  add("reduce_sum", [](const OpView& v, size_t&) { return reduce(v, false); });
-  add("reduce_mean", [](const OpView& v, size_t&) { return reduce(v, true); });
-}
+}  // namespace
 
 }  // namespace tandem::reference

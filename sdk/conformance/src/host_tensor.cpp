@@ -1,4 +1,4 @@
-// Host tensors: storage, element access, 16-bit float conversions, filling.
+// Host tensors: storage, element access, filling.
 #include "tandem/conformance/host_tensor.hpp"
 
 #include <cmath>
@@ -6,61 +6,6 @@
 #include <numeric>
 
 namespace tandem::conformance {
-
-namespace {
-uint32_t bits_of(float f) noexcept {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-float float_of(uint32_t u) noexcept {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-}  // namespace
-
-uint16_t f32_to_bf16(float value) noexcept {
-  uint32_t x = bits_of(value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest, ties to even
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float bf16_to_f32(uint16_t bits) noexcept {
-  return float_of(static_cast<uint32_t>(bits) << 16);
-}
-
-uint16_t f32_to_f16(float value) noexcept {
-  uint32_t x = bits_of(value);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u);
-  if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
-  if (x < 0x38800000u) {                        // below 2^-14: subnormal (or zero)
-    // The scaling by 2^24 is exact; nearbyint rounds ties to even.
-    const float units = std::nearbyint(float_of(x) * 16777216.0f);
-    return sign | static_cast<uint16_t>(units);
-  }
-  x += 0xc8000fffu + ((x >> 13) & 1u);  // rebias exponent 127 -> 15, round to nearest even
-  return sign | static_cast<uint16_t>(x >> 13);
-}
-
-float f16_to_f32(uint16_t h) noexcept {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;  // 2^-24
-    return sign ? -v : v;
-  }
-  if (exp == 31) return float_of(sign | 0x7f800000u | (mant << 13));
-  return float_of(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
-bool is_floating(tdm_dtype d) noexcept {
-  return d == TDM_F32 || d == TDM_F64 || d == TDM_F16 || d == TDM_BF16;
-}
 
 uint64_t Rng::next() noexcept {
   uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
@@ -84,6 +29,8 @@ HostTensor::HostTensor(tdm_dtype dtype, std::vector<int64_t> dims) : dtype_(dtyp
 
 int64_t HostTensor::numel() const noexcept {
   if (!present()) return 0;
+  for (int64_t d : dims_)
+    if (d < 0) return 0;
   return std::accumulate(dims_.begin(), dims_.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 

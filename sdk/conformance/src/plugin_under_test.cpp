@@ -1,4 +1,4 @@
-// The kit's loader: dlopen + entry + init + device 0 + stream.
+// The kit's loader: dlopen + entry + init, then a device and a stream.
 #include "tandem/conformance/plugin_under_test.hpp"
 
 #include <dlfcn.h>
@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -31,9 +32,11 @@ namespace {
 bool g_verbose = false;
 thread_local std::string t_last_error;
 
-// Host context handed to a plugin: its file, for log lines.
+// Host context handed to a plugin: its file, for log lines, and the
+// configuration config_get answers.
 struct HostContext {
   std::string path;
+  std::vector<std::pair<std::string, std::string>> config;
 };
 
 void host_log(void* ctx, tdm_log_level level, const char* message) {
@@ -53,7 +56,18 @@ void host_set_error(void* /*ctx*/, tdm_status /*code*/, const char* format, ...)
   t_last_error = buffer;
 }
 
-tdm_status host_config_get(void*, const char*, char*, size_t*) {
+// The host_api.h protocol: *size in = capacity, out = the length with NUL.
+tdm_status host_config_get(void* ctx, const char* key, char* buffer, size_t* size) {
+  if (ctx == nullptr || key == nullptr || size == nullptr) return TDM_NOT_FOUND;
+  for (const auto& [name, value] : static_cast<HostContext*>(ctx)->config) {
+    if (name != key) continue;
+    const size_t needed = value.size() + 1;
+    const size_t capacity = *size;
+    *size = needed;
+    if (buffer == nullptr || capacity < needed) return TDM_INVALID_ARGUMENT;
+    std::memcpy(buffer, value.c_str(), needed);
+    return TDM_OK;
+  }
   return TDM_NOT_FOUND;
 }
 
@@ -105,7 +119,68 @@ struct LoadedLibrary {
 
 namespace {
 
-std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& outcome) {
+void fill_host(LoadedLibrary& lib) {
+  tdm_host_api& h = lib.host;
+  h.struct_size = sizeof h;
+  h.abi_major = TDM_ABI_MAJOR;
+  h.abi_minor = TDM_ABI_MINOR;
+  h.ctx = &lib.context;
+  h.log = host_log;
+  h.set_error = host_set_error;
+  h.config_get = host_config_get;
+  h.scratch_alloc = host_scratch_alloc;
+  h.scratch_free = host_scratch_free;
+  h.graph = nullptr;
+  h.run_scalar_get = host_scalar_get;
+  h.run_scalar_set = host_scalar_set;
+}
+
+// The descriptor the entry point returns, checked; nullptr and the outcome
+// when the plugin refuses or is not a backend of this ABI.
+const tdm_plugin* enter(tdm_plugin_entry_fn entry, LoadedLibrary& lib, const std::string& path,
+                        Outcome& outcome) {
+  clear_plugin_error();
+  const tdm_plugin* plugin = entry(&lib.host, TDM_ABI_MAJOR, TDM_ABI_MINOR);
+  if (plugin == nullptr) {
+    outcome = Outcome::fail("plugin '" + path + "' refused to load: " + message_or("no reason given"));
+    return nullptr;
+  }
+  if (plugin->abi_major != TDM_ABI_MAJOR) {
+    outcome = Outcome::fail("plugin '" + path + "' was built for ABI " + std::to_string(plugin->abi_major) +
+                            "." + std::to_string(plugin->abi_minor) + " but this kit speaks ABI " +
+                            std::to_string(TDM_ABI_MAJOR) + "." + std::to_string(TDM_ABI_MINOR) +
+                            "; rebuild it against this SDK");
+    return nullptr;
+  }
+  if (plugin->kind != TDM_PLUGIN_BACKEND || plugin->backend == nullptr) {
+    outcome =
+        Outcome::fail("plugin '" + path + "' is not a backend plugin; the conformance kit tests backends");
+    return nullptr;
+  }
+  return plugin;
+}
+
+// init with an empty section; false and the outcome when it fails.
+bool initialise(const tdm_plugin& plugin, const std::string& path, Outcome& outcome) {
+  if (plugin.init == nullptr) return true;
+  tdm_config config{};
+  config.struct_size = sizeof config;
+  clear_plugin_error();
+  const tdm_status status = plugin.init(&config);
+  if (status == TDM_UNAVAILABLE) {
+    outcome = {Status::skipped, message_or("init reported the device unavailable")};
+    return false;
+  }
+  if (status != TDM_OK) {
+    outcome = Outcome::fail("plugin '" + path + "' init failed (status " + std::to_string(status) +
+                            "): " + message_or("no reason given"));
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& outcome,
+                                            const OpenOptions& options) {
   static std::mutex mutex;
   static std::map<void*, std::weak_ptr<LoadedLibrary>> loaded;
   std::lock_guard<std::mutex> lock(mutex);
@@ -125,52 +200,10 @@ std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& ou
   }
   auto lib = std::make_shared<LoadedLibrary>();
   lib->context.path = path;
-  tdm_host_api& h = lib->host;
-  h.struct_size = sizeof h;
-  h.abi_major = TDM_ABI_MAJOR;
-  h.abi_minor = TDM_ABI_MINOR;
-  h.ctx = &lib->context;
-  h.log = host_log;
-  h.set_error = host_set_error;
-  h.config_get = host_config_get;
-  h.scratch_alloc = host_scratch_alloc;
-  h.scratch_free = host_scratch_free;
-  h.graph = nullptr;
-  h.run_scalar_get = host_scalar_get;
-  h.run_scalar_set = host_scalar_set;
-  clear_plugin_error();
-  const tdm_plugin* plugin = entry(&lib->host, TDM_ABI_MAJOR, TDM_ABI_MINOR);
-  if (plugin == nullptr) {
-    outcome = Outcome::fail("plugin '" + path + "' refused to load: " + message_or("no reason given"));
-    return nullptr;
-  }
-  if (plugin->abi_major != TDM_ABI_MAJOR) {
-    outcome = Outcome::fail("plugin '" + path + "' was built for ABI " + std::to_string(plugin->abi_major) +
-                            "." + std::to_string(plugin->abi_minor) + " but this kit speaks ABI " +
-                            std::to_string(TDM_ABI_MAJOR) + "." + std::to_string(TDM_ABI_MINOR) +
-                            "; rebuild it against this SDK");
-    return nullptr;
-  }
-  if (plugin->kind != TDM_PLUGIN_BACKEND || plugin->backend == nullptr) {
-    outcome =
-        Outcome::fail("plugin '" + path + "' is not a backend plugin; the conformance kit tests backends");
-    return nullptr;
-  }
-  if (plugin->init != nullptr) {
-    tdm_config config{};
-    config.struct_size = sizeof config;
-    clear_plugin_error();
-    tdm_status status = plugin->init(&config);
-    if (status == TDM_UNAVAILABLE) {
-      outcome = {Status::skipped, message_or("init reported the device unavailable")};
-      return nullptr;
-    }
-    if (status != TDM_OK) {
-      outcome = Outcome::fail("plugin '" + path + "' init failed (status " + std::to_string(status) +
-                              "): " + message_or("no reason given"));
-      return nullptr;
-    }
-  }
+  lib->context.config = options.config;
+  fill_host(*lib);
+  const tdm_plugin* plugin = enter(entry, *lib, path, outcome);
+  if (plugin == nullptr || !initialise(*plugin, path, outcome)) return nullptr;
   lib->plugin = plugin;
   loaded[handle] = lib;
   return lib;
@@ -178,50 +211,55 @@ std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& ou
 
 }  // namespace
 
-std::unique_ptr<PluginUnderTest> PluginUnderTest::open(const std::string& path, Outcome& outcome) {
+std::unique_ptr<PluginUnderTest> PluginUnderTest::load(const std::string& path, Outcome& outcome,
+                                                       const OpenOptions& options) {
   outcome = Outcome::success();
   std::unique_ptr<PluginUnderTest> p(new PluginUnderTest());
   p->path_ = path;
-  p->library_ = load_library(path, outcome);
+  p->library_ = load_library(path, outcome, options);
   if (!p->library_) return nullptr;
   p->api_ = p->library_->plugin->backend;
-  const tdm_backend_api& api = *p->api_;
+  return p;
+}
+
+std::unique_ptr<PluginUnderTest> PluginUnderTest::open(const std::string& path, Outcome& outcome,
+                                                       const OpenOptions& options) {
+  std::unique_ptr<PluginUnderTest> p = load(path, outcome, options);
+  if (!p) return nullptr;
+  outcome = p->open_device(0);
+  return outcome.ok() ? std::move(p) : nullptr;
+}
+
+Outcome PluginUnderTest::open_device(uint32_t index) {
+  const tdm_backend_api& api = *api_;
   uint32_t count = 0;
   clear_plugin_error();
   tdm_status status = api.device_count(&count);
-  if (status == TDM_UNAVAILABLE || (status == TDM_OK && count == 0)) {
-    outcome = {Status::skipped, message_or("the plugin reports no usable device")};
-    return nullptr;
-  }
-  if (status != TDM_OK) {
-    outcome =
-        Outcome::fail("device_count failed (status " + std::to_string(status) + "): " + message_or("?"));
-    return nullptr;
-  }
+  if (status == TDM_UNAVAILABLE || (status == TDM_OK && count <= index))
+    return {Status::skipped, message_or("the plugin reports no usable device")};
+  if (status != TDM_OK)
+    return Outcome::fail("device_count failed (status " + std::to_string(status) + "): " + message_or("?"));
   clear_plugin_error();
-  status = api.device_open(0, &p->device_);
-  if (status == TDM_UNAVAILABLE) {
-    outcome = {Status::skipped, message_or("device 0 is unavailable")};
-    return nullptr;
-  }
-  if (status != TDM_OK || p->device_ == nullptr) {
-    outcome =
-        Outcome::fail("device_open(0) failed (status " + std::to_string(status) + "): " + message_or("?"));
-    return nullptr;
-  }
+  status = api.device_open(index, &device_);
+  if (status == TDM_UNAVAILABLE)
+    return {Status::skipped, message_or("device " + std::to_string(index) + " is unavailable")};
+  if (status != TDM_OK || device_ == nullptr)
+    return Outcome::fail("device_open(" + std::to_string(index) + ") failed (status " +
+                         std::to_string(status) + "): " + message_or("?"));
   clear_plugin_error();
-  status = api.stream_create(p->device_, &p->stream_);
-  if (status != TDM_OK || p->stream_ == nullptr) {
-    outcome =
-        Outcome::fail("stream_create failed (status " + std::to_string(status) + "): " + message_or("?"));
-    return nullptr;
-  }
-  return p;
+  status = api.stream_create(device_, &stream_);
+  if (status != TDM_OK || stream_ == nullptr)
+    return Outcome::fail("stream_create failed (status " + std::to_string(status) + "): " + message_or("?"));
+  return Outcome::success();
 }
 
 PluginUnderTest::~PluginUnderTest() {
   if (api_ != nullptr && stream_ != nullptr) api_->stream_destroy(stream_);
   if (api_ != nullptr && device_ != nullptr && api_->device_close != nullptr) api_->device_close(device_);
+}
+
+const tdm_plugin& PluginUnderTest::descriptor() const noexcept {
+  return *library_->plugin;
 }
 
 std::string PluginUnderTest::name() const {

@@ -2,6 +2,7 @@
 #include "tandem/conformance/run_op.hpp"
 
 #include <cstdio>
+#include <utility>
 
 namespace tandem::conformance {
 
@@ -109,6 +110,34 @@ std::string why(const std::string& what, tdm_status status) {
   return what + " failed (status " + std::to_string(status) + ")" + (msg.empty() ? "" : ": " + msg);
 }
 
+// The tdm_op_desc of one run and every array it points into.
+struct OpDesc {
+  std::vector<TensorShape> input_shapes;
+  std::vector<tdm_tensor_desc> inputs, outputs;
+  std::vector<tdm_attr> attrs;
+  tdm_op_desc desc{};
+
+  OpDesc(const std::string& op, const Attrs& attr_list, const std::vector<HostTensor>& in,
+         const std::vector<TensorShape>& out, const RunOptions& options)
+      : attrs(attr_list.view()) {
+    for (const HostTensor& t : in)
+      input_shapes.push_back(t.present() ? t.shape() : TensorShape(TDM_DTYPE_INVALID, {}));
+    for (const TensorShape& shape : input_shapes) inputs.push_back(describe(shape));
+    for (const TensorShape& shape : out) outputs.push_back(describe(shape));
+    desc.struct_size = sizeof desc;
+    desc.op = op.c_str();
+    desc.op_version = 1;
+    desc.attrs = attrs.empty() ? nullptr : attrs.data();
+    desc.n_attrs = attrs.size();
+    desc.inputs = inputs.empty() ? nullptr : inputs.data();
+    desc.n_inputs = inputs.size();
+    desc.outputs = outputs.empty() ? nullptr : outputs.data();
+    desc.n_outputs = outputs.size();
+    desc.node_name = options.node_name.empty() ? nullptr : options.node_name.c_str();
+    desc.layouts = options.layouts.empty() ? nullptr : options.layouts.data();
+  }
+};
+
 // Device allocations of one run, freed on every path.
 struct DeviceBuffers {
   PluginUnderTest& plugin;
@@ -134,112 +163,132 @@ struct KernelHolder {
   }
 };
 
+// Records where and why the run stopped; returns false.
+bool stop(RunResult& r, RunStep step, tdm_status status, Outcome outcome) {
+  r.outcome = std::move(outcome);
+  r.status = status;
+  r.failed_at = step;
+  r.plugin_message = last_plugin_error();
+  r.outputs.clear();
+  return false;
+}
+
+bool prepare(PluginUnderTest& plugin, const tdm_op_desc& desc, KernelHolder& kernel, RunResult& r) {
+  const tdm_backend_api& api = plugin.api();
+  clear_plugin_error();
+  const tdm_status status = api.kernel_prepare(plugin.device(), &desc, &kernel.kernel, &r.workspace_bytes);
+  if (status == TDM_UNSUPPORTED) {
+    const std::string& reason = last_plugin_error();
+    return stop(r, RunStep::prepare, status,
+                {Status::unsupported, reason.empty() ? "no reason given" : reason});
+  }
+  if (status != TDM_OK || kernel.kernel == nullptr)
+    return stop(r, RunStep::prepare, status == TDM_OK ? TDM_INTERNAL : status,
+                Outcome::fail(why("kernel_prepare", status)));
+  if (TDM_STRUCT_HAS(&api, tdm_backend_api, kernel_describe) && api.kernel_describe != nullptr) {
+    const char* d = api.kernel_describe(kernel.kernel);
+    if (d != nullptr) r.implementation = d;
+  }
+  return true;
+}
+
+// Device copies of the inputs, in `in_ptr` (nullptr for an absent one).
+bool stage_inputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::vector<HostTensor>& inputs,
+                  std::vector<void*>& in_ptr, RunResult& r) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].present()) continue;
+    tdm_status status = buffers.allocate(inputs[i].size_bytes(), &in_ptr[i]);
+    if (status == TDM_OK)
+      status = plugin.api().copy_h2d(plugin.stream(), in_ptr[i], inputs[i].data(), inputs[i].size_bytes());
+    if (status != TDM_OK)
+      return stop(r, RunStep::buffers, status,
+                  Outcome::fail(why("input " + std::to_string(i) + " allocation/copy", status)));
+  }
+  return true;
+}
+
+// Output buffers (an in-place output gets its input's), poisoned; `poison`
+// holds the host bytes until the copies are done.
+bool stage_outputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::vector<TensorShape>& outputs,
+                   const RunOptions& options, const std::vector<void*>& in_ptr, std::vector<void*>& out_ptr,
+                   std::vector<std::vector<uint8_t>>& poison, RunResult& r) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o].dtype == TDM_DTYPE_INVALID) continue;
+    bool aliased = false;
+    for (auto [out, in] : options.in_place)
+      if (out == o && in < in_ptr.size()) out_ptr[o] = in_ptr[in], aliased = true;
+    if (aliased) continue;
+    tdm_status status = buffers.allocate(outputs[o].bytes(), &out_ptr[o]);
+    if (status != TDM_OK)
+      return stop(r, RunStep::buffers, status,
+                  Outcome::fail(why("output " + std::to_string(o) + " allocation", status)));
+    if (!options.poison_outputs || outputs[o].bytes() == 0) continue;
+    poison[o].assign(outputs[o].bytes(), 0xFF);
+    status = plugin.api().copy_h2d(plugin.stream(), out_ptr[o], poison[o].data(), poison[o].size());
+    if (status != TDM_OK)
+      return stop(r, RunStep::buffers, status,
+                  Outcome::fail(why("poisoning output " + std::to_string(o), status)));
+  }
+  return true;
+}
+
+// Copies every present output back and waits for the stream.
+bool read_back(PluginUnderTest& plugin, const std::vector<TensorShape>& outputs,
+               const std::vector<void*>& out_ptr, RunResult& r) {
+  const tdm_backend_api& api = plugin.api();
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    r.outputs.emplace_back(outputs[o].dtype == TDM_DTYPE_INVALID ? HostTensor() : HostTensor(outputs[o]));
+    HostTensor& t = r.outputs.back();
+    if (!t.present() || t.size_bytes() == 0) continue;
+    const tdm_status status = api.copy_d2h(plugin.stream(), t.data(), out_ptr[o], t.size_bytes());
+    if (status != TDM_OK) {
+      api.stream_synchronize(plugin.stream());
+      return stop(r, RunStep::readback, status,
+                  Outcome::fail(why("copy of output " + std::to_string(o) + " to the host", status)));
+    }
+  }
+  const tdm_status status = api.stream_synchronize(plugin.stream());
+  if (status != TDM_OK)
+    return stop(r, RunStep::readback, status,
+                Outcome::fail(why("stream_synchronize after the launch", status)));
+  return true;
+}
+
 }  // namespace
 
 RunResult run_op(PluginUnderTest& plugin, const std::string& op, const Attrs& attrs,
                  const std::vector<HostTensor>& inputs, const std::vector<TensorShape>& outputs,
                  const RunOptions& options) {
   RunResult result;
-  const tdm_backend_api& api = plugin.api();
-  tdm_stream* stream = plugin.stream();
-
-  std::vector<TensorShape> in_shapes;
-  std::vector<tdm_tensor_desc> in_desc, out_desc;
-  for (const HostTensor& t : inputs)
-    in_shapes.push_back(t.present() ? t.shape() : TensorShape(TDM_DTYPE_INVALID, {}));
-  for (const TensorShape& s : in_shapes) in_desc.push_back(describe(s));
-  for (const TensorShape& s : outputs) out_desc.push_back(describe(s));
-  std::vector<tdm_attr> attr_view = attrs.view();
-
-  tdm_op_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.op = op.c_str();
-  desc.op_version = 1;
-  desc.attrs = attr_view.empty() ? nullptr : attr_view.data();
-  desc.n_attrs = attr_view.size();
-  desc.inputs = in_desc.empty() ? nullptr : in_desc.data();
-  desc.n_inputs = in_desc.size();
-  desc.outputs = out_desc.empty() ? nullptr : out_desc.data();
-  desc.n_outputs = out_desc.size();
-  desc.node_name = "conformance";
-
-  KernelHolder kernel{api};
-  size_t workspace_bytes = 0;
-  clear_plugin_error();
-  tdm_status status = api.kernel_prepare(plugin.device(), &desc, &kernel.kernel, &workspace_bytes);
-  if (status == TDM_UNSUPPORTED) {
-    result.outcome = {Status::unsupported,
-                      last_plugin_error().empty() ? "no reason given" : last_plugin_error()};
-    return result;
-  }
-  if (status != TDM_OK || kernel.kernel == nullptr) {
-    result.outcome = Outcome::fail(why("kernel_prepare", status));
-    return result;
-  }
-  if (TDM_STRUCT_HAS(&api, tdm_backend_api, kernel_describe) && api.kernel_describe != nullptr) {
-    const char* d = api.kernel_describe(kernel.kernel);
-    if (d != nullptr) result.implementation = d;
-  }
+  const OpDesc desc(op, attrs, inputs, outputs, options);
+  KernelHolder kernel{plugin.api()};
+  if (!prepare(plugin, desc.desc, kernel, result)) return result;
 
   // Declared before the buffers: host memory a pending copy reads must
   // outlive the synchronize in ~DeviceBuffers.
   std::vector<std::vector<uint8_t>> poison(outputs.size());
   DeviceBuffers buffers{plugin, {}};
   std::vector<void*> in_ptr(inputs.size(), nullptr), out_ptr(outputs.size(), nullptr);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].present()) continue;
-    if ((status = buffers.allocate(inputs[i].size_bytes(), &in_ptr[i])) != TDM_OK ||
-        (status = api.copy_h2d(stream, in_ptr[i], inputs[i].data(), inputs[i].size_bytes())) != TDM_OK) {
-      result.outcome = Outcome::fail(why("input " + std::to_string(i) + " allocation/copy", status));
-      return result;
-    }
-  }
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    if (outputs[o].dtype == TDM_DTYPE_INVALID) continue;
-    bool aliased = false;
-    for (auto [out, in] : options.in_place)
-      if (out == o && in < inputs.size()) out_ptr[o] = in_ptr[in], aliased = true;
-    if (aliased) continue;
-    if ((status = buffers.allocate(outputs[o].bytes(), &out_ptr[o])) != TDM_OK) {
-      result.outcome = Outcome::fail(why("output " + std::to_string(o) + " allocation", status));
-      return result;
-    }
-    if (options.poison_outputs && outputs[o].bytes() > 0) {
-      poison[o].assign(outputs[o].bytes(), 0xFF);
-      if ((status = api.copy_h2d(stream, out_ptr[o], poison[o].data(), poison[o].size())) != TDM_OK) {
-        result.outcome = Outcome::fail(why("poisoning output " + std::to_string(o), status));
-        return result;
-      }
-    }
-  }
+  if (!stage_inputs(plugin, buffers, inputs, in_ptr, result) ||
+      !stage_outputs(plugin, buffers, outputs, options, in_ptr, out_ptr, poison, result))
+    return result;
   void* workspace = nullptr;
-  if (workspace_bytes > 0 && (status = buffers.allocate(workspace_bytes, &workspace)) != TDM_OK) {
-    result.outcome =
-        Outcome::fail(why("workspace allocation (" + std::to_string(workspace_bytes) + " bytes)", status));
+  const size_t ws_bytes = result.workspace_bytes;
+  tdm_status status = ws_bytes > 0 ? buffers.allocate(ws_bytes, &workspace) : TDM_OK;
+  if (status != TDM_OK) {
+    stop(result, RunStep::buffers, status,
+         Outcome::fail(why("workspace allocation (" + std::to_string(ws_bytes) + " bytes)", status)));
     return result;
   }
   clear_plugin_error();
-  status = api.kernel_launch(kernel.kernel, stream, in_ptr.data(), out_ptr.data(), workspace);
+  status =
+      plugin.api().kernel_launch(kernel.kernel, plugin.stream(), in_ptr.data(), out_ptr.data(), workspace);
   if (status != TDM_OK) {
-    api.stream_synchronize(stream);
-    result.outcome = Outcome::fail(why("kernel_launch", status));
+    stop(result, RunStep::launch, status, Outcome::fail(why("kernel_launch", status)));
+    plugin.api().stream_synchronize(plugin.stream());
     return result;
   }
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    result.outputs.emplace_back(outputs[o].dtype == TDM_DTYPE_INVALID ? HostTensor()
-                                                                      : HostTensor(outputs[o]));
-    HostTensor& t = result.outputs.back();
-    if (t.present() && t.size_bytes() > 0 &&
-        (status = api.copy_d2h(stream, t.data(), out_ptr[o], t.size_bytes())) != TDM_OK) {
-      api.stream_synchronize(stream);
-      result.outcome = Outcome::fail(why("copy of output " + std::to_string(o) + " to the host", status));
-      return result;
-    }
-  }
-  if ((status = api.stream_synchronize(stream)) != TDM_OK) {
-    result.outcome = Outcome::fail(why("stream_synchronize after the launch", status));
-    result.outputs.clear();
-  }
+  read_back(plugin, outputs, out_ptr, result);
   return result;
 }
 

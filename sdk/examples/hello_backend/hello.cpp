@@ -1,11 +1,16 @@
 // hello — a minimal Tandem backend: one CPU device and three catalog ops
 // (fill, copy, add), f32 only, same shapes only. Everything else is answered
-// with tandem::Unsupported, which is a normal answer: the host places those
-// ops on another backend (sdk/ops.md).
+// with TDM_UNSUPPORTED, which is a normal answer: the host places those ops
+// on another backend (sdk/ops.md).
 //
-// Built with the header-only C++ helper (tandem/tandem.hpp): we write
-// classes, the helper produces the C table and catches every exception
-// before it can cross the plugin boundary.
+// Built with the header-only C++ helper: tandem/tandem.hpp turns our classes
+// into the C table and catches every exception before it can cross the
+// plugin boundary; tandem/backend_kit.hpp gives the prepare-time checks
+// (Check), the op registry that refuses unknown ops, newer op versions and
+// negative dimensions for us (KernelRegistry), and closure kernels. In a
+// larger backend each factory lives in ops/<section>.cpp, the file named
+// after the op's section of sdk/ops.md.
+#include <tandem/backend_kit.hpp>
 #include <tandem/tandem.hpp>
 
 #include <cstdlib>
@@ -18,62 +23,70 @@
 
 namespace {
 
-// Checks that every tensor of the op is f32 with the shape of the first
-// output; throws Unsupported (not an error) otherwise.
-void require_f32_same_shape(const tandem::OpView& op) {
-  const tandem::TensorShape& y = op.outputs().at(0);
+using tandem::Check;
+using tandem::OpView;
+
+// Every tensor of the op f32 with the shape of its first output; anything
+// else is a normal "not here" (TDM_UNSUPPORTED), not an error.
+void require_f32_same_shape(const Check& c) {
+  const tandem::TensorShape& y = c.out(0);
   auto check = [&](const tandem::TensorShape& t) {
-    if (t.dtype != TDM_F32) throw tandem::Unsupported(op.op() + ": hello only does f32, got " + t.str());
-    if (t.dims != y.dims)
-      throw tandem::Unsupported(op.op() + ": hello does not broadcast (" + t.str() + " vs " + y.str() + ")");
+    if (t.dtype != TDM_F32) c.unsupported("hello only does f32, got " + t.str());
+    if (t.dims != y.dims) c.unsupported("hello does not broadcast (" + t.str() + " vs " + y.str() + ")");
   };
-  for (const auto& t : op.inputs()) check(t);
-  for (const auto& t : op.outputs()) check(t);
+  for (const auto& t : c.op().inputs()) check(t);
+  for (const auto& t : c.op().outputs()) check(t);
 }
 
 // fill: y[i] = value.
-class Fill : public tandem::Kernel {
- public:
-  Fill(int64_t n, float value) : n_(n), value_(value) {}
-  void launch(tandem::Stream&, void* const*, void* const* outputs, void*) override {
+std::unique_ptr<tandem::Kernel> fill(const OpView& op, size_t&) {
+  Check c(op, "hello");
+  c.counts(0, 1, 1, 1);  // the optional input only names the memory
+  require_f32_same_shape(c);
+  const int64_t n = c.out(0).numel();
+  const float value = static_cast<float>(c.float_attr("value", 0.0));
+  return tandem::make_fn_kernel("hello:fill_f32", [n, value](void* const*, void* const* outputs) {
     float* y = static_cast<float*>(outputs[0]);
-    for (int64_t i = 0; i < n_; ++i) y[i] = value_;
-  }
-  const char* describe() const noexcept override { return "hello:fill_f32"; }
-
- private:
-  int64_t n_;
-  float value_;
-};
+    for (int64_t i = 0; i < n; ++i) y[i] = value;
+  });
+}
 
 // copy: y = x (a CPU device: device memory is host memory).
-class Copy : public tandem::Kernel {
- public:
-  explicit Copy(size_t bytes) : bytes_(bytes) {}
-  void launch(tandem::Stream&, void* const* inputs, void* const* outputs, void*) override {
-    if (bytes_ != 0 && inputs[0] != outputs[0]) std::memmove(outputs[0], inputs[0], bytes_);
-  }
-  const char* describe() const noexcept override { return "hello:copy"; }
-
- private:
-  size_t bytes_;
-};
+std::unique_ptr<tandem::Kernel> copy(const OpView& op, size_t&) {
+  Check c(op, "hello");
+  c.counts(1, 1, 1, 1);
+  require_f32_same_shape(c);
+  const size_t bytes = c.out(0).bytes();
+  return tandem::make_fn_kernel("hello:copy", [bytes](void* const* inputs, void* const* outputs) {
+    if (bytes != 0 && inputs[0] != outputs[0]) std::memmove(outputs[0], inputs[0], bytes);
+  });
+}
 
 // add: y = a + b, elementwise (in-place on either input is safe).
-class Add : public tandem::Kernel {
- public:
-  explicit Add(int64_t n) : n_(n) {}
-  void launch(tandem::Stream&, void* const* inputs, void* const* outputs, void*) override {
+std::unique_ptr<tandem::Kernel> add(const OpView& op, size_t&) {
+  Check c(op, "hello");
+  c.counts(2, 2, 1, 1);
+  require_f32_same_shape(c);
+  const int64_t n = c.out(0).numel();
+  return tandem::make_fn_kernel("hello:add_f32", [n](void* const* inputs, void* const* outputs) {
     const float* a = static_cast<const float*>(inputs[0]);
     const float* b = static_cast<const float*>(inputs[1]);
     float* y = static_cast<float*>(outputs[0]);
-    for (int64_t i = 0; i < n_; ++i) y[i] = a[i] + b[i];
-  }
-  const char* describe() const noexcept override { return "hello:add_f32"; }
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  });
+}
 
- private:
-  int64_t n_;
-};
+// Catalog name -> factory; built once, looked up by every prepare.
+const tandem::KernelRegistry<>& registry() {
+  static const tandem::KernelRegistry<> r = [] {
+    tandem::KernelRegistry<> ops("hello");
+    ops.add("fill", fill);
+    ops.add("copy", copy);
+    ops.add("add", add);
+    return ops;
+  }();
+  return r;
+}
 
 class HelloDevice : public tandem::Device {
  public:
@@ -101,21 +114,7 @@ class HelloDevice : public tandem::Device {
   void deallocate(void* pointer) noexcept override { std::free(pointer); }
 
   std::unique_ptr<tandem::Kernel> prepare(const tandem::OpView& op, size_t& workspace_bytes) override {
-    workspace_bytes = 0;
-    const std::string name = op.op();
-    if (name == "fill" && op.inputs().empty() && op.outputs().size() == 1) {
-      require_f32_same_shape(op);
-      return std::make_unique<Fill>(op.outputs()[0].numel(), static_cast<float>(op.float_attr("value", 0.0)));
-    }
-    if (name == "copy" && op.inputs().size() == 1 && op.outputs().size() == 1) {
-      require_f32_same_shape(op);
-      return std::make_unique<Copy>(op.outputs()[0].bytes());
-    }
-    if (name == "add" && op.inputs().size() == 2 && op.outputs().size() == 1) {
-      require_f32_same_shape(op);
-      return std::make_unique<Add>(op.outputs()[0].numel());
-    }
-    throw tandem::Unsupported("hello implements fill, copy and add only, not '" + name + "'");
+    return registry().prepare(op, workspace_bytes);  // an op hello lacks: TDM_UNSUPPORTED
   }
 };
 
@@ -136,7 +135,11 @@ class HelloBackend : public tandem::Backend {
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t host_abi_major,
                                                          uint32_t host_abi_minor) {
-  return tandem::backend_entry<HelloBackend>(
-      host, host_abi_major, host_abi_minor,
-      {"hello", "0.1.0", "Example backend: fill, copy, add on f32 (SDK example).", {}});
+  try {  // the descriptor's strings allocate; nothing may escape a C entry point
+    return tandem::backend_entry<HelloBackend>(
+        host, host_abi_major, host_abi_minor,
+        {"hello", "0.1.0", "Example backend: fill, copy, add on f32 (SDK example).", {}});
+  } catch (...) {
+    return nullptr;
+  }
 }

@@ -11,19 +11,21 @@
 #include <string>
 #include <vector>
 
-#include "tandem/tandem.hpp"
+#include "tandem/backend_kit.hpp"
+#include "tandem/half.hpp"
 
 namespace tandem::conformance {
 
 using tandem::TensorShape;
 
-// Scalar conversions for the 16-bit floats (f32 <-> bits, RNE).
-uint16_t f32_to_bf16(float value) noexcept;
-float bf16_to_f32(uint16_t bits) noexcept;
-uint16_t f32_to_f16(float value) noexcept;
-float f16_to_f32(uint16_t bits) noexcept;
+// Scalar conversions for the 16-bit floats: the SDK's (tandem/half.hpp,
+// nearest-even), so the kit rounds exactly as the backends do.
+using tandem::bf16_to_f32;
+using tandem::f16_to_f32;
+using tandem::f32_to_bf16;
+using tandem::f32_to_f16;
 
-bool is_floating(tdm_dtype dtype) noexcept;
+using tandem::is_floating;
 
 // Deterministic generator (splitmix64): identical streams on every platform,
 // unlike the distributions of <random>.
@@ -60,8 +62,10 @@ struct Fill {
 
 class HostTensor {
  public:
-  HostTensor() = default;                                  // absent (an optional input left out)
-  HostTensor(tdm_dtype dtype, std::vector<int64_t> dims);  // zero-filled
+  HostTensor() = default;  // absent (an optional input left out)
+  // Zero-filled. A negative dimension makes a tensor of no elements that
+  // still describes itself with that shape (to test that it is refused).
+  HostTensor(tdm_dtype dtype, std::vector<int64_t> dims);
   explicit HostTensor(const TensorShape& shape) : HostTensor(shape.dtype, shape.dims) {}
   static HostTensor from_values(tdm_dtype dtype, std::vector<int64_t> dims,
                                 const std::vector<double>& values);

@@ -3,13 +3,19 @@
 // The kit's own tiny loader (the host's loader is not part of the SDK):
 // dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) — a plugin is never unloaded
 // (ABI.md rule 9) — resolve tdm_plugin_entry, check the ABI major, init once,
-// open device 0 and create a stream. Opening the same file twice shares one
-// initialised library (the reference run against itself does that).
+// open a device and create a stream. Opening the same file twice shares one
+// initialised library (the reference run against itself does that): the
+// first opener's configuration is the one init sees.
+//
+// Tests of one backend use it too (with run_op.hpp), so every test that
+// loads a plugin and runs an op goes through this one host.
 #ifndef TANDEM_CONFORMANCE_PLUGIN_UNDER_TEST_HPP
 #define TANDEM_CONFORMANCE_PLUGIN_UNDER_TEST_HPP
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tandem/conformance/outcome.hpp"
 #include "tandem/tandem.h"
@@ -27,16 +33,33 @@ void clear_plugin_error() noexcept;
 
 struct LoadedLibrary;  // one per plugin file; shared, never unloaded
 
+struct OpenOptions {
+  // What the host's config_get answers ("threads" -> "1"); every other key
+  // is TDM_NOT_FOUND.
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
 class PluginUnderTest {
  public:
-  // Opens `path`. On failure the outcome says why: Status::skipped when the
-  // device is unavailable (with the plugin's reason), Status::error otherwise.
-  static std::unique_ptr<PluginUnderTest> open(const std::string& path, Outcome& outcome);
+  // Opens `path` and its device 0. On failure the outcome says why:
+  // Status::skipped when the device is unavailable (with the plugin's
+  // reason), Status::error otherwise.
+  static std::unique_ptr<PluginUnderTest> open(const std::string& path, Outcome& outcome,
+                                               const OpenOptions& options = {});
+  // Loads and initialises the plugin without opening a device (descriptor()
+  // and api() are usable; device() and stream() are null until
+  // open_device). nullptr and a Status::error outcome when it cannot.
+  static std::unique_ptr<PluginUnderTest> load(const std::string& path, Outcome& outcome,
+                                               const OpenOptions& options = {});
+  // Opens device `index` and a stream on it: Status::skipped with the
+  // plugin's reason when there is no such usable device.
+  Outcome open_device(uint32_t index = 0);
   ~PluginUnderTest();
   PluginUnderTest(const PluginUnderTest&) = delete;
   PluginUnderTest& operator=(const PluginUnderTest&) = delete;
 
   const std::string& path() const noexcept { return path_; }
+  const tdm_plugin& descriptor() const noexcept;
   std::string name() const;         // the plugin's self-reported name
   std::string description() const;  // "name version (sdk X): description"
   const tdm_backend_api& api() const noexcept { return *api_; }

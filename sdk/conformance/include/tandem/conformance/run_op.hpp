@@ -1,16 +1,19 @@
-// Tandem conformance kit — run one op on a plugin, host tensors in and out.
+// Tandem conformance kit — run one op on a plugin, host tensors in and out:
+// the one single-op runner of the tree (the driver's cases, gradcheck, and
+// the unit tests of each backend use it).
 //
 //   Attrs a; a.ints("stride", {2, 2}).integer("groups", 2);
 //   RunResult r = run_op(plugin, "conv2d", a, {x, w, HostTensor()}, {y_shape});
 //
-// Allocates device buffers, copies the inputs in, prepares the kernel
-// (TDM_UNSUPPORTED is an outcome, with the plugin's reason), allocates the
+// Prepares the kernel (TDM_UNSUPPORTED is an outcome, with the plugin's
+// reason), allocates device buffers, copies the inputs in, allocates the
 // workspace, poisons every output with 0xFF bytes (NaN in every float dtype)
 // so an element the kernel never writes is caught, launches, copies the
 // outputs back, synchronizes and frees everything.
 #ifndef TANDEM_CONFORMANCE_RUN_OP_HPP
 #define TANDEM_CONFORMANCE_RUN_OP_HPP
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,12 +54,24 @@ struct RunOptions {
   // that output, as the catalog allows for in-place updates.
   std::vector<std::pair<size_t, size_t>> in_place;
   bool poison_outputs = true;
+  // tdm_op_desc.node_name; empty: none (NULL).
+  std::string node_name = "conformance";
+  // tdm_op_desc.layouts (inputs then outputs, TDM_LAYOUT_*); empty: NULL,
+  // all plain. A native tensor's bytes are the caller's to arrange.
+  std::vector<uint8_t> layouts;
 };
+
+// Where a run stopped.
+enum class RunStep { none, prepare, buffers, launch, readback };
 
 struct RunResult {
   Outcome outcome;
   std::vector<HostTensor> outputs;  // filled when outcome.ok()
   std::string implementation;       // kernel_describe, when the plugin has it
+  tdm_status status = TDM_OK;       // the status of the call that failed
+  RunStep failed_at = RunStep::none;
+  std::string plugin_message;  // what the plugin said (set_error) with that status
+  size_t workspace_bytes = 0;  // what kernel_prepare asked for
 };
 
 // `inputs` may hold absent tensors (HostTensor()) for optional slots; an

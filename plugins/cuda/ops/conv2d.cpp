@@ -1,0 +1,234 @@
+// CUDA backend — conv2d and its gradients on cuDNN 9's legacy convolution
+// API (cudnnConvolutionForward / BackwardData / BackwardFilter). The
+// algorithm is chosen once in prepare by cudnnGet*Algorithm_v7 (first
+// heuristic answer whose workspace query succeeds) and its workspace is
+// reported through prepare's workspace_bytes. f16/bf16 accumulate in f32.
+// f32 uses FMA math (no TF32) unless [plugins.cuda] tf32 is set. Bias and
+// dbias use our own kernels (ops/activation.cu), like linear.
+#include <cudnn.h>
+
+#include <memory>
+
+#include "device.hpp"
+#include "ops/launchers.hpp"
+
+namespace tandem::cuda {
+namespace {
+
+void check_dnn(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS)
+    throw Error(status == CUDNN_STATUS_ALLOC_FAILED ? TDM_OUT_OF_MEMORY : TDM_INTERNAL,
+                std::string("cuda plugin: ") + what + " failed: " + cudnnGetErrorString(status));
+}
+
+cudnnHandle_t make_handle(void*& slot, void (*&destroy)(void*)) {
+  if (slot == nullptr) {
+    cudnnHandle_t h = nullptr;
+    check_dnn(cudnnCreate(&h), "cudnnCreate");
+    slot = h;
+    destroy = [](void* p) { cudnnDestroy(static_cast<cudnnHandle_t>(p)); };
+  }
+  return static_cast<cudnnHandle_t>(slot);
+}
+
+cudnnHandle_t dnn_handle(CudaStream& s) {
+  const bool fresh = s.dnn == nullptr;
+  cudnnHandle_t h = make_handle(s.dnn, s.dnn_destroy);
+  if (fresh) check_dnn(cudnnSetStream(h, s.get()), "cudnnSetStream");
+  return h;
+}
+
+enum class Dir { Forward, GradInput, GradWeight };
+
+// Descriptors and the chosen algorithm; shared by the kernel closure.
+struct Conv {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int algo = 0;
+  size_t workspace = 0;
+  ~Conv() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+template <class Perf, class Query, class Size>
+void choose(Conv& cv, Query query, Size size, const Check& c) {
+  Perf perf[16];
+  int found = 0;
+  check_dnn(query(perf, 16, &found), "cudnnGet*Algorithm_v7");
+  for (int i = 0; i < found; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    size_t bytes = 0;
+    if (size(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+    cv.algo = static_cast<int>(perf[i].algo);
+    cv.workspace = bytes;
+    return;
+  }
+  c.unsupported("cuDNN has no algorithm for this convolution and dtype");
+}
+
+// The op's geometry, whatever the direction, after validation.
+struct ConvShape {
+  tdm_dtype t = TDM_F32;
+  int64_t N = 0, C = 0, H = 0, W = 0, K = 0, Cg = 0, R = 0, S = 0, P = 0, Q = 0, groups = 1;
+  Dims stride, pad, dil;
+  bool bias = false;  // forward: a bias input; grad_weight: a dbias output
+};
+
+ConvShape conv_shape(const Check& c, Dir dir) {
+  if (dir == Dir::Forward)
+    c.counts(2, 3, 1, 1);
+  else
+    c.counts(2, 2, 1, dir == Dir::GradWeight ? 2 : 1);
+  ConvShape g;
+  g.t = c.primary_dtype(0, kFloat);
+  g.stride = c.pair_attr("stride", {1, 1}), g.pad = c.pair_attr("padding", {0, 0});
+  g.dil = c.pair_attr("dilation", {1, 1});
+  g.groups = c.int_attr("groups", 1);
+  // Shapes by role, whatever the direction.
+  const Dims x = dir == Dir::GradInput ? c.out(0).dims : c.in(dir == Dir::Forward ? 0 : 1).dims;
+  const Dims w = dir == Dir::GradWeight ? c.out(0).dims : c.in(1).dims;
+  if (x.size() != 4 || w.size() != 4) c.fail("x and w must be rank 4 (NCHW, KCRS)");
+  g.N = x[0], g.C = x[1], g.H = x[2], g.W = x[3], g.K = w[0], g.Cg = w[1], g.R = w[2], g.S = w[3];
+  if (g.groups < 1 || g.C % g.groups != 0 || g.K % g.groups != 0 || w[1] != g.C / g.groups)
+    c.fail("channels " + std::to_string(g.C) + "/" + std::to_string(g.K) + " do not fit groups " +
+           std::to_string(g.groups));
+  g.P = (g.H + 2 * g.pad[0] - g.dil[0] * (g.R - 1) - 1) / g.stride[0] + 1;
+  g.Q = (g.W + 2 * g.pad[1] - g.dil[1] * (g.S - 1) - 1) / g.stride[1] + 1;
+  const Dims y = {g.N, g.K, g.P, g.Q};
+  if (dir == Dir::Forward) {
+    c.input(1, g.t, w);
+    c.output(0, g.t, y);
+    if (c.has_input(2)) c.input(2, g.t, {g.K});
+  } else {
+    c.input(0, g.t, y);
+    c.output(0, g.t, dir == Dir::GradInput ? x : w);
+    if (dir == Dir::GradWeight) c.input(1, g.t, x);
+  }
+  g.bias = dir == Dir::Forward ? c.has_input(2)
+                               : dir == Dir::GradWeight && c.int_attr("has_bias", 1) != 0 && c.has_output(1);
+  if (dir == Dir::GradWeight && g.bias) c.output(1, g.t, {g.K});
+  return g;
+}
+
+std::shared_ptr<Conv> descriptors(const ConvShape& g, bool tf32) {
+  const cudnnDataType_t dt = g.t == TDM_F32    ? CUDNN_DATA_FLOAT
+                             : g.t == TDM_BF16 ? CUDNN_DATA_BFLOAT16
+                                               : CUDNN_DATA_HALF;
+  auto cv = std::make_shared<Conv>();
+  check_dnn(cudnnCreateTensorDescriptor(&cv->x), "cudnnCreateTensorDescriptor");
+  check_dnn(cudnnCreateTensorDescriptor(&cv->y), "cudnnCreateTensorDescriptor");
+  check_dnn(cudnnCreateFilterDescriptor(&cv->w), "cudnnCreateFilterDescriptor");
+  check_dnn(cudnnCreateConvolutionDescriptor(&cv->conv), "cudnnCreateConvolutionDescriptor");
+  check_dnn(cudnnSetTensor4dDescriptor(cv->x, CUDNN_TENSOR_NCHW, dt, int(g.N), int(g.C), int(g.H), int(g.W)),
+            "x descriptor");
+  check_dnn(cudnnSetTensor4dDescriptor(cv->y, CUDNN_TENSOR_NCHW, dt, int(g.N), int(g.K), int(g.P), int(g.Q)),
+            "y descriptor");
+  check_dnn(cudnnSetFilter4dDescriptor(cv->w, dt, CUDNN_TENSOR_NCHW, int(g.K), int(g.Cg), int(g.R), int(g.S)),
+            "w descriptor");
+  check_dnn(cudnnSetConvolution2dDescriptor(cv->conv, int(g.pad[0]), int(g.pad[1]), int(g.stride[0]),
+                                            int(g.stride[1]), int(g.dil[0]), int(g.dil[1]),
+                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            "convolution descriptor");
+  check_dnn(cudnnSetConvolutionGroupCount(cv->conv, int(g.groups)), "cudnnSetConvolutionGroupCount");
+  const cudnnMathType_t math = g.t != TDM_F32 ? CUDNN_TENSOR_OP_MATH
+                               : tf32         ? CUDNN_DEFAULT_MATH
+                                              : CUDNN_FMA_MATH;
+  check_dnn(cudnnSetConvolutionMathType(cv->conv, math), "cudnnSetConvolutionMathType");
+  return cv;
+}
+
+// The algorithm and its workspace, from the device's prepare-time handle.
+void choose_algorithm(CudaDevice& d, Conv& cv, Dir dir, const Check& c) {
+  std::lock_guard<std::mutex> lock(d.prepare_mutex());
+  cudnnHandle_t h = make_handle(d.prepare_dnn, d.prepare_dnn_destroy);
+  if (dir == Dir::Forward)
+    choose<cudnnConvolutionFwdAlgoPerf_t>(
+        cv,
+        [&](auto* p, int n, int* f) {
+          return cudnnGetConvolutionForwardAlgorithm_v7(h, cv.x, cv.w, cv.conv, cv.y, n, f, p);
+        },
+        [&](cudnnConvolutionFwdAlgo_t a, size_t* b) {
+          return cudnnGetConvolutionForwardWorkspaceSize(h, cv.x, cv.w, cv.conv, cv.y, a, b);
+        },
+        c);
+  else if (dir == Dir::GradInput)
+    choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+        cv,
+        [&](auto* p, int n, int* f) {
+          return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, cv.w, cv.y, cv.conv, cv.x, n, f, p);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t* b) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(h, cv.w, cv.y, cv.conv, cv.x, a, b);
+        },
+        c);
+  else
+    choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        cv,
+        [&](auto* p, int n, int* f) {
+          return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, cv.x, cv.y, cv.conv, cv.w, n, f, p);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* b) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, cv.x, cv.y, cv.conv, cv.w, a, b);
+        },
+        c);
+}
+
+std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& workspace, Dir dir) {
+  Check c(v);
+  const ConvShape g = conv_shape(c, dir);
+  const std::shared_ptr<Conv> cv = descriptors(g, d.tf32());
+  choose_algorithm(d, *cv, dir, c);
+  workspace = cv->workspace;
+  const tdm_dtype t = g.t;
+  const int64_t N = g.N, K = g.K, inner = g.P * g.Q;
+  const bool bias = g.bias;
+  const std::string name = std::string(v.op()) + ":cudnn algo " + std::to_string(cv->algo);
+  return make_kernel(name, [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+    if (N == 0) return;
+    cudnnHandle_t h = dnn_handle(s);
+    const float one = 1.0f, zero = 0.0f;
+    if (dir == Dir::Forward) {
+      check_dnn(cudnnConvolutionForward(h, &one, cv->x, in[0], cv->w, in[1], cv->conv,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(cv->algo), ws, cv->workspace,
+                                        &zero, cv->y, o[0]),
+                "cudnnConvolutionForward");
+      if (bias) launch_bias_act(t, o[0], in[2], N, K, inner, math::Act::None, s.get());
+    } else if (dir == Dir::GradInput) {
+      check_dnn(cudnnConvolutionBackwardData(h, &one, cv->w, in[1], cv->y, in[0], cv->conv,
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(cv->algo), ws,
+                                             cv->workspace, &zero, cv->x, o[0]),
+                "cudnnConvolutionBackwardData");
+    } else {
+      check_dnn(cudnnConvolutionBackwardFilter(h, &one, cv->x, in[1], cv->y, in[0], cv->conv,
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(cv->algo), ws,
+                                               cv->workspace, &zero, cv->w, o[0]),
+                "cudnnConvolutionBackwardFilter");
+      if (bias) launch_channel_sum(t, in[0], o[1], N, K, inner, s.get());
+    }
+  });
+}
+
+std::unique_ptr<Kernel> conv_fwd(CudaDevice& d, const OpView& v, size_t& ws) {
+  return prepare_conv(d, v, ws, Dir::Forward);
+}
+std::unique_ptr<Kernel> conv_dx(CudaDevice& d, const OpView& v, size_t& ws) {
+  return prepare_conv(d, v, ws, Dir::GradInput);
+}
+std::unique_ptr<Kernel> conv_dw(CudaDevice& d, const OpView& v, size_t& ws) {
+  return prepare_conv(d, v, ws, Dir::GradWeight);
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("conv2d", conv_fwd);
+  r.add("conv2d_grad_input", conv_dx);
+  r.add("conv2d_grad_weight", conv_dw);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda

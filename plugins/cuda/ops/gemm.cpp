@@ -1,0 +1,64 @@
+// CUDA backend — the cuBLAS GEMM (gemm.hpp).
+#include "ops/gemm.hpp"
+
+#include <string>
+
+namespace tandem::cuda {
+
+namespace {
+
+void check_blas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw Error(status == CUBLAS_STATUS_ALLOC_FAILED ? TDM_OUT_OF_MEMORY : TDM_INTERNAL,
+                std::string("cuda plugin: ") + what + " failed: " + cublasGetStatusString(status));
+}
+
+cudaDataType_t data_type(tdm_dtype t) {
+  return t == TDM_F32 ? CUDA_R_32F : t == TDM_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+}  // namespace
+
+cublasHandle_t blas_handle(CudaStream& s) {
+  if (s.blas == nullptr) {
+    cublasHandle_t h = nullptr;
+    check_blas(cublasCreate(&h), "cublasCreate");
+    cublasSetStream(h, s.get());
+    s.blas = h;
+    s.blas_destroy = [](void* p) { cublasDestroy(static_cast<cublasHandle_t>(p)); };
+  }
+  return static_cast<cublasHandle_t>(s.blas);
+}
+
+void Gemm::run(cublasHandle_t h, const void* a, const void* b, void* y) const {
+  if (M == 0 || N == 0 || batch == 0) return;
+  if (offsets.empty()) return call(h, a, b, y, batch);
+  for (size_t i = 0; i < offsets.size(); ++i)
+    call(h, static_cast<const char*>(a) + offsets[i].first * elem,
+         static_cast<const char*>(b) + offsets[i].second * elem,
+         static_cast<char*>(y) + static_cast<int64_t>(i) * M * N * elem, 1);
+}
+
+void Gemm::call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const {
+  const float alpha = 1.0f, beta = 0.0f;
+  const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  check_blas(cublasGemmStridedBatchedEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        int(N), int(M), int(K), &alpha, b, type, int(ldb), stride_b, a, type,
+                                        int(lda), stride_a, &beta, y, type, int(N), M * N, int(count),
+                                        compute, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmStridedBatchedEx");
+}
+
+Gemm make_gemm(CudaDevice& d, tdm_dtype t, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  const bool tf32 = t == TDM_F32 && d.tf32();
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+    throw Unsupported("cuda plugin: GEMM dimension above 2^31");
+  Gemm g;
+  g.type = data_type(t);
+  g.compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  g.ta = ta, g.tb = tb, g.M = M, g.N = N, g.K = K;
+  g.elem = static_cast<int64_t>(dtype_size(t));
+  return g;
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,125 @@
+// CUDA backend — layer_norm and its gradient. One block per row; statistics
+// in f32 with a two-pass variance (block_mean_var in kernels.cuh), biased for
+// normalising; rstd = 1/sqrt(var + eps). dgamma/dbeta are column sums: one
+// thread per column over all rows.
+#include "ops/kernels.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+template <class T>
+__global__ void layer_norm_kernel(const T* x, const T* gamma, const T* beta, T* y, float* mean_out,
+                                  float* rstd_out, int64_t D, float eps) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x;
+  const T* xr = x + row * D;
+  float mean, var;
+  block_mean_var(
+      xr, D, [](int64_t j) { return j; }, scratch, mean, var);
+  const float rstd = rsqrtf(var + eps);
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+    st(y, row * D + j, (ld(xr, j) - mean) * rstd * ld(gamma, j) + ld(beta, j));
+  if (threadIdx.x == 0) mean_out[row] = mean, rstd_out[row] = rstd;
+}
+
+template <class T>
+__global__ void layer_norm_dx_kernel(const T* dy, const T* x, const T* gamma, const float* mean,
+                                     const float* rstd, T* dx, int64_t D) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x, base = row * D;
+  const float mu = mean[row], rs = rstd[row];
+  float sg = 0.0f, sgx = 0.0f;
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+    const float g = ld(dy, base + j) * ld(gamma, j), xh = (ld(x, base + j) - mu) * rs;
+    sg += g, sgx += g * xh;
+  }
+  sg = block_sum(sg, scratch) / static_cast<float>(D);
+  sgx = block_sum(sgx, scratch) / static_cast<float>(D);
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+    const float g = ld(dy, base + j) * ld(gamma, j), xh = (ld(x, base + j) - mu) * rs;
+    st(dx, base + j, rs * (g - sg - xh * sgx));
+  }
+}
+
+template <class T>
+__global__ void layer_norm_dparams_kernel(const T* dy, const T* x, const float* mean, const float* rstd,
+                                          T* dgamma, T* dbeta, int64_t rows, int64_t D) {
+  TDM_GRID_STRIDE(j, D) {
+    float dg = 0.0f, db = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float d = ld(dy, r * D + j);
+      dg += d * (ld(x, r * D + j) - mean[r]) * rstd[r];
+      db += d;
+    }
+    st(dgamma, j, dg);
+    st(dbeta, j, db);
+  }
+}
+
+std::unique_ptr<Kernel> prepare_layer_norm(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(3, 3, 3, 3);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
+  const Dims x = c.in(0).dims;
+  if (x.empty()) c.fail("x must have rank >= 1");
+  const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  c.input(1, t, {D});
+  c.input(2, t, {D});
+  c.output(0, t, x);
+  const Dims stat(x.begin(), x.end() - 1);
+  c.output(1, TDM_F32, stat);
+  c.output(2, TDM_F32, stat);
+  const float eps = static_cast<float>(v.float_attr("epsilon", 1e-5));
+  std::unique_ptr<Kernel> k;
+  dispatch_float(t, [&](auto tag) {
+    using T = decltype(tag);
+    k = make_kernel("layer_norm", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+      if (rows == 0) return;
+      layer_norm_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(
+          static_cast<const T*>(in[0]), static_cast<const T*>(in[1]), static_cast<const T*>(in[2]),
+          static_cast<T*>(o[0]), static_cast<float*>(o[1]), static_cast<float*>(o[2]), D, eps);
+    });
+  });
+  return k;
+}
+
+std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(5, 5, 3, 3);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
+  const Dims x = c.in(0).dims;
+  if (x.empty()) c.fail("dy must have rank >= 1");
+  const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  const Dims stat(x.begin(), x.end() - 1);
+  c.input(1, t, x);
+  c.input(2, t, {D});
+  c.input(3, TDM_F32, stat);
+  c.input(4, TDM_F32, stat);
+  c.output(0, t, x);
+  c.output(1, t, {D});
+  c.output(2, t, {D});
+  std::unique_ptr<Kernel> k;
+  dispatch_float(t, [&](auto tag) {
+    using T = decltype(tag);
+    k = make_kernel("layer_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+      const auto *dy = static_cast<const T*>(in[0]), *xx = static_cast<const T*>(in[1]);
+      const auto *mean = static_cast<const float*>(in[3]), *rstd = static_cast<const float*>(in[4]);
+      if (rows > 0)
+        layer_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(dy, xx, static_cast<const T*>(in[2]),
+                                                                        mean, rstd, static_cast<T*>(o[0]), D);
+      if (D > 0)
+        layer_norm_dparams_kernel<T><<<grid_for(D), kThreads, 0, s.get()>>>(
+            dy, xx, mean, rstd, static_cast<T*>(o[1]), static_cast<T*>(o[2]), rows, D);
+    });
+  });
+  return k;
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("layer_norm", prepare_layer_norm);
+  r.add("layer_norm_grad", prepare_layer_norm_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda

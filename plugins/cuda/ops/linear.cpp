@@ -1,0 +1,85 @@
+// CUDA backend — linear (forward, grad input, grad weight) on cuBLAS
+// (ops/gemm.hpp). Bias and activation of `linear` run as our own fused
+// epilogue kernel (ops/activation.cu: one in-place pass), and dbias as our
+// own per-channel reduction, rather than cuBLASLt epilogues: one code path
+// for every dtype, and the same activation math as the standalone
+// activation ops.
+#include "ops/gemm.hpp"
+#include "ops/launchers.hpp"
+
+namespace tandem::cuda {
+namespace {
+
+math::Act linear_act(const Check& c) {
+  const std::string a = c.op().string_attr("activation", "none");
+  if (a == "none") return math::Act::None;
+  if (a == "relu") return math::Act::Relu;
+  if (a == "tanh") return math::Act::Tanh;
+  if (a == "sigmoid") return math::Act::Sigmoid;
+  c.fail("activation must be none, relu, tanh or sigmoid, got '" + a + "'");
+}
+
+// y[N,O] = act(x[N,I] · w[O,I]ᵀ + bias)
+std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(2, 3, 1, 1);
+  const tdm_dtype t = c.primary_dtype(0, kFloat);
+  if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
+  const int64_t N = c.in(0).dims[0], I = c.in(0).dims[1], O = c.in(1).dims[0];
+  c.input(1, t, {O, I});
+  const bool has_bias = c.has_input(2);
+  if (has_bias) c.input(2, t, {O});
+  c.output(0, t, {N, O});
+  const math::Act act = linear_act(c);
+  const Gemm g = make_gemm(d, t, false, true, N, O, I);
+  return make_kernel("linear:cublasGemmEx+epilogue",
+                     [=](CudaStream& s, void* const* in, void* const* o, void*) {
+                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                       launch_bias_act(t, o[0], has_bias ? in[2] : nullptr, N, O, 1, act, s.get());
+                     });
+}
+
+// dx[N,I] = dy[N,O] · w[O,I]
+std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype t = c.primary_dtype(0, kFloat);
+  if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and w must be rank 2");
+  const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
+  c.input(1, t, {O, I});
+  c.output(0, t, {N, I});
+  const Gemm g = make_gemm(d, t, false, false, N, I, O);
+  return make_kernel("linear_grad_input:cublasGemmEx",
+                     [g](CudaStream& s, void* const* in, void* const* o, void*) {
+                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                     });
+}
+
+// dw[O,I] = dy[N,O]ᵀ · x[N,I];  dbias[O] = Σ_n dy[n,O]
+std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(2, 2, 1, 2);
+  const tdm_dtype t = c.primary_dtype(0, kFloat);
+  if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and x must be rank 2");
+  const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
+  c.input(1, t, {N, I});
+  c.output(0, t, {O, I});
+  const bool dbias = v.int_attr("has_bias", 1) != 0 && c.has_output(1);
+  if (dbias) c.output(1, t, {O});
+  const Gemm g = make_gemm(d, t, true, false, O, I, N);
+  return make_kernel("linear_grad_weight:cublasGemmEx+channel_sum",
+                     [=](CudaStream& s, void* const* in, void* const* o, void*) {
+                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                       if (dbias) launch_channel_sum(t, in[0], o[1], N, O, 1, s.get());
+                     });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("linear", prepare_linear);
+  r.add("linear_grad_input", prepare_linear_grad_input);
+  r.add("linear_grad_weight", prepare_linear_grad_weight);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda

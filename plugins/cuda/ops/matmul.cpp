@@ -1,0 +1,75 @@
+// CUDA backend — matmul on cuBLAS (ops/gemm.hpp): one strided-batched call
+// when each side's batch is all or nothing, else one GEMM per batch with the
+// offsets resolved here, in prepare.
+#include "ops/gemm.hpp"
+
+namespace tandem::cuda {
+namespace {
+
+std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype t = c.primary_dtype(0, kFloat);
+  const Dims &a = c.in(0).dims, &b = c.in(1).dims;
+  if (c.in(1).dtype != t) c.fail("a and b must have the same dtype");
+  if (a.size() < 2 || b.size() < 2) c.fail("a and b need rank >= 2");
+  const bool ta = v.int_attr("transpose_a", 0) != 0, tb = v.int_attr("transpose_b", 0) != 0;
+  const int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2], K = ta ? a[a.size() - 2] : a[a.size() - 1];
+  const int64_t Kb = tb ? b[b.size() - 1] : b[b.size() - 2], N = tb ? b[b.size() - 2] : b[b.size() - 1];
+  if (K != Kb) c.fail("inner dimensions differ: " + dims_str(a) + " and " + dims_str(b));
+  // Batch dims broadcast like numpy.
+  const Dims ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  Dims batch(std::max(ba.size(), bb.size()), 1);
+  for (size_t k = 0; k < batch.size(); ++k) {
+    const int64_t x = k + ba.size() >= batch.size() ? ba[k + ba.size() - batch.size()] : 1;
+    const int64_t y = k + bb.size() >= batch.size() ? bb[k + bb.size() - batch.size()] : 1;
+    if (x != y && x != 1 && y != 1)
+      c.fail("batch dims " + dims_str(ba) + " and " + dims_str(bb) + " do not broadcast");
+    batch[k] = x == 1 ? y : x;
+  }
+  Dims out = batch;
+  out.push_back(M);
+  out.push_back(N);
+  c.output(0, t, out);
+  const int64_t nb = numel(batch);
+  Gemm g = make_gemm(d, t, ta, tb, M, N, K);
+  g.batch = nb;
+  const bool a_all = numel(ba) == nb && Dims(batch.end() - ba.size(), batch.end()) == ba;
+  const bool b_all = numel(bb) == nb && Dims(batch.end() - bb.size(), batch.end()) == bb;
+  if ((a_all || numel(ba) == 1) && (b_all || numel(bb) == 1)) {
+    g.stride_a = numel(ba) == 1 ? 0 : M * K;
+    g.stride_b = numel(bb) == 1 ? 0 : K * N;
+  } else {
+    // Offsets of each output batch in a and b (broadcast dims contribute 0).
+    for (int64_t i = 0; i < nb; ++i) {
+      int64_t rest = i, oa = 0, ob = 0, sa = M * K, sb = K * N;
+      for (size_t k = batch.size(); k-- > 0;) {
+        const int64_t coord = rest % batch[k];
+        rest /= batch[k];
+        const size_t shift = batch.size() - k;  // position from the right
+        if (shift <= ba.size()) {
+          const int64_t dim = ba[ba.size() - shift];
+          if (dim != 1) oa += coord * sa;
+          sa *= dim;
+        }
+        if (shift <= bb.size()) {
+          const int64_t dim = bb[bb.size() - shift];
+          if (dim != 1) ob += coord * sb;
+          sb *= dim;
+        }
+      }
+      g.offsets.emplace_back(oa, ob);
+    }
+  }
+  return make_kernel("matmul:cublasGemmStridedBatchedEx",
+                     [g](CudaStream& s, void* const* in, void* const* o, void*) {
+                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                     });
+}
+
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("matmul", prepare_matmul); });
+
+}  // namespace
+
+}  // namespace tandem::cuda

@@ -1,0 +1,142 @@
+// CUDA backend — softmax_cross_entropy and its gradient. One block per row
+// of logits; f32 throughout. Row math of the loss is in math/softmax.hpp
+// (tested on the CPU).
+//
+// Labels are not checked on the host (that would need a sync): a label
+// outside [0, C) that is not ignore_index makes the loss NaN, and its
+// gradient row NaN, so the error cannot pass unnoticed.
+#include "math/softmax.hpp"
+#include "ops/kernels.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+
+struct Ce {
+  int64_t N, C;
+  int32_t ignore;
+  float eps;
+  bool mean;
+};
+
+// Row statistics: max, lse = log Σ exp(x - max), Σ x.
+__device__ void row_stats(const float* x, int64_t C, float* scratch, float& m, float& lse, float& total) {
+  m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, x[j]);
+  m = block_max(m, scratch);
+  float e = 0.0f, t = 0.0f;
+  for (int64_t j = threadIdx.x; j < C; j += blockDim.x) e += expf(x[j] - m), t += x[j];
+  lse = logf(block_sum(e, scratch));
+  total = block_sum(t, scratch);
+}
+
+// Per-row loss (0 for ignored rows) and validity into ws[0..N) and ws[N..2N).
+__global__ void ce_rows_kernel(const float* logits, const int32_t* labels, float* ws, Ce ce) {
+  __shared__ float scratch[32];
+  const int64_t i = blockIdx.x;
+  const int32_t label = labels[i];
+  const bool ignored = label == ce.ignore;
+  float m, lse, total;
+  row_stats(logits + i * ce.C, ce.C, scratch, m, lse, total);
+  if (threadIdx.x != 0) return;
+  float loss = 0.0f;
+  if (!ignored)
+    loss = label < 0 || label >= ce.C
+               ? NAN
+               : math::ce_row_loss(logits[i * ce.C + label], m, lse, total, int(ce.C), ce.eps);
+  ws[i] = loss;
+  ws[ce.N + i] = ignored ? 0.0f : 1.0f;
+}
+
+// Sums ws into the scalar loss (single block).
+__global__ void ce_total_kernel(const float* ws, float* loss, Ce ce) {
+  __shared__ float scratch[32];
+  float sum = 0.0f, count = 0.0f;
+  for (int64_t i = threadIdx.x; i < ce.N; i += blockDim.x) sum += ws[i], count += ws[ce.N + i];
+  sum = block_sum(sum, scratch);
+  count = block_sum(count, scratch);
+  if (threadIdx.x == 0) *loss = ce.mean ? (count > 0.0f ? sum / count : 0.0f) : sum;
+}
+
+// Scale of every gradient row: dloss, or dloss / count for "mean".
+__global__ void ce_scale_kernel(const float* dloss, const int32_t* labels, float* scale, Ce ce) {
+  __shared__ float scratch[32];
+  float count = 0.0f;
+  for (int64_t i = threadIdx.x; i < ce.N; i += blockDim.x) count += labels[i] != ce.ignore ? 1.0f : 0.0f;
+  count = block_sum(count, scratch);
+  if (threadIdx.x == 0) *scale = ce.mean ? (count > 0.0f ? *dloss / count : 0.0f) : *dloss;
+}
+
+__global__ void ce_grad_kernel(const float* logits, const int32_t* labels, const float* scale, float* dlogits,
+                               Ce ce) {
+  __shared__ float scratch[32];
+  const int64_t i = blockIdx.x;
+  const int32_t label = labels[i];
+  const float* x = logits + i * ce.C;
+  float* dx = dlogits + i * ce.C;
+  if (label == ce.ignore) {
+    for (int64_t j = threadIdx.x; j < ce.C; j += blockDim.x) dx[j] = 0.0f;
+    return;
+  }
+  float m, lse, total;
+  row_stats(x, ce.C, scratch, m, lse, total);
+  const bool bad = label < 0 || label >= ce.C;
+  for (int64_t j = threadIdx.x; j < ce.C; j += blockDim.x)
+    dx[j] = bad ? NAN : math::ce_grad(x[j], m, lse, j == label, int(ce.C), ce.eps, *scale);
+}
+
+Ce ce_of(const Check& c, size_t first) {
+  c.counts(first + 2, first + 2, 1, 1);
+  if (c.in(first).dtype != TDM_F32) c.unsupported("logits must be f32");
+  if (c.in(first).rank() != 2) c.fail("logits must be [N, C]");
+  Ce ce{c.in(first).dims[0], c.in(first).dims[1], 0, 0.0f, true};
+  c.input(first + 1, TDM_S32, {ce.N});
+  const std::string red = c.op().string_attr("reduction", "mean");
+  if (red != "mean" && red != "sum") c.fail("reduction must be mean or sum");
+  ce.mean = red == "mean";
+  ce.ignore = static_cast<int32_t>(c.op().int_attr("ignore_index", -100));
+  const double eps = c.op().float_attr("label_smoothing", 0.0);
+  if (!(eps >= 0.0 && eps <= 1.0)) c.fail("label_smoothing must be in [0, 1]");
+  ce.eps = static_cast<float>(eps);
+  return ce;
+}
+
+std::unique_ptr<Kernel> prepare_ce(CudaDevice&, const OpView& v, size_t& workspace) {
+  Check c(v);
+  const Ce ce = ce_of(c, 0);
+  c.output(0, TDM_F32, {});
+  workspace = static_cast<size_t>(2 * ce.N) * sizeof(float);
+  return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+    auto* w = static_cast<float*>(ws);
+    if (ce.N > 0)
+      ce_rows_kernel<<<unsigned(ce.N), kRowThreads, 0, s.get()>>>(static_cast<const float*>(in[0]),
+                                                                  static_cast<const int32_t*>(in[1]), w, ce);
+    ce_total_kernel<<<1, 1024, 0, s.get()>>>(w, static_cast<float*>(o[0]), ce);
+  });
+}
+
+std::unique_ptr<Kernel> prepare_ce_grad(CudaDevice&, const OpView& v, size_t& workspace) {
+  Check c(v);
+  const Ce ce = ce_of(c, 1);
+  c.input(0, TDM_F32, {});
+  c.output(0, TDM_F32, {ce.N, ce.C});
+  workspace = sizeof(float);
+  return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+    if (ce.N == 0) return;
+    auto* scale = static_cast<float*>(ws);
+    const auto* labels = static_cast<const int32_t*>(in[2]);
+    ce_scale_kernel<<<1, 1024, 0, s.get()>>>(static_cast<const float*>(in[0]), labels, scale, ce);
+    ce_grad_kernel<<<unsigned(ce.N), kRowThreads, 0, s.get()>>>(static_cast<const float*>(in[1]), labels,
+                                                                scale, static_cast<float*>(o[0]), ce);
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("softmax_cross_entropy", prepare_ce);
+  r.add("softmax_cross_entropy_grad", prepare_ce_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda

@@ -1,0 +1,156 @@
+// CUDA backend — reshape, copy, transpose, concat, fill: every dtype, f64
+// included. reshape and copy are one cudaMemcpyAsync (nothing when in place),
+// concat is one cudaMemcpy2DAsync per input, transpose an own gather kernel
+// over element-sized words (1, 2, 4 or 8 bytes), fill a grid-stride kernel
+// storing the value converted as cast would (ops/convert.cuh).
+#include "ops/convert.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+std::unique_ptr<Kernel> prepare_copy(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(1, 1, 1, 1);
+  const TensorShape& x = c.in(0);
+  if (dtype_size(x.dtype) == 0) c.unsupported("dtype is not implemented");
+  if (v.op() == "copy")
+    c.output(0, x.dtype, x.dims);
+  else if (c.out(0).dtype != x.dtype || c.out(0).numel() != x.numel())
+    c.fail("reshape of " + x.str() + " into " + c.out(0).str() + " changes dtype or element count");
+  const size_t bytes = x.bytes();
+  return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    if (bytes == 0 || in[0] == o[0]) return;
+    TDM_CUDA_CHECK(cudaMemcpyAsync(o[0], in[0], bytes, cudaMemcpyDeviceToDevice, s.get()));
+  });
+}
+
+// out: output dims with the input strides of each output dim.
+template <class W>
+__global__ void transpose_kernel(const W* x, W* y, int64_t n, Shape8 out) {
+  TDM_GRID_STRIDE(i, n) {
+    int64_t off = 0, r = i;
+    for (int d = out.rank - 1; d >= 0; --d) {
+      off += (r % out.dims[d]) * out.strides[d];
+      r /= out.dims[d];
+    }
+    y[i] = x[off];
+  }
+}
+
+std::unique_ptr<Kernel> prepare_transpose(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(1, 1, 1, 1);
+  const TensorShape& x = c.in(0);
+  const size_t width = dtype_size(x.dtype);
+  if (width == 0) c.unsupported("dtype is not implemented");
+  if (x.rank() > kMaxRank) c.unsupported("rank above 8");
+  std::vector<int64_t> perm = v.ints_attr("perm", {});
+  if (perm.empty())
+    for (size_t k = x.rank(); k-- > 0;) perm.push_back(static_cast<int64_t>(k));
+  if (perm.size() != x.rank()) c.fail("perm must have one entry per dim");
+  std::vector<int64_t> strides(x.rank());
+  int64_t stride = 1;
+  for (size_t k = x.rank(); k-- > 0;) strides[k] = stride, stride *= x.dims[k];
+  Shape8 out;
+  out.rank = static_cast<int>(x.rank());
+  Dims ydims;
+  std::vector<bool> seen(x.rank(), false);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    const size_t p = c.axis(perm[k], x.rank());
+    if (seen[p]) c.fail("perm is not a permutation");
+    seen[p] = true;
+    out.dims[k] = x.dims[p];
+    out.strides[k] = strides[p];
+    ydims.push_back(x.dims[p]);
+  }
+  c.output(0, x.dtype, ydims);
+  const int64_t n = x.numel();
+  return make_kernel("transpose", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    if (n == 0) return;
+    const unsigned g = grid_for(n);
+    if (width == 1)
+      transpose_kernel<<<g, kThreads, 0, s.get()>>>(static_cast<const uint8_t*>(in[0]),
+                                                    static_cast<uint8_t*>(o[0]), n, out);
+    else if (width == 2)
+      transpose_kernel<<<g, kThreads, 0, s.get()>>>(static_cast<const uint16_t*>(in[0]),
+                                                    static_cast<uint16_t*>(o[0]), n, out);
+    else if (width == 4)
+      transpose_kernel<<<g, kThreads, 0, s.get()>>>(static_cast<const uint32_t*>(in[0]),
+                                                    static_cast<uint32_t*>(o[0]), n, out);
+    else
+      transpose_kernel<<<g, kThreads, 0, s.get()>>>(static_cast<const uint64_t*>(in[0]),
+                                                    static_cast<uint64_t*>(o[0]), n, out);
+  });
+}
+
+std::unique_ptr<Kernel> prepare_concat(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  const size_t inputs = v.inputs().size();
+  c.counts(1, 4096, 1, 1);
+  const TensorShape& first = c.in(0);
+  if (dtype_size(first.dtype) == 0) c.unsupported("dtype is not implemented");
+  const size_t axis = c.axis(v.int_attr("axis", 0), first.rank());
+  int64_t outer = 1, inner = 1, total = 0;
+  for (size_t k = 0; k < axis; ++k) outer *= first.dims[k];
+  for (size_t k = axis + 1; k < first.rank(); ++k) inner *= first.dims[k];
+  std::vector<int64_t> widths;
+  for (size_t i = 0; i < inputs; ++i) {
+    Dims d = c.in(i).dims;
+    if (c.in(i).dtype != first.dtype || d.size() != first.rank()) c.fail("inputs differ in dtype or rank");
+    const int64_t len = d[axis];
+    d[axis] = first.dims[axis];
+    if (d != first.dims) c.fail("input " + std::to_string(i) + " differs outside the concat axis");
+    widths.push_back(len * inner);
+    total += len;
+  }
+  Dims y = first.dims;
+  y[axis] = total;
+  c.output(0, first.dtype, y);
+  const size_t elem = dtype_size(first.dtype), pitch = static_cast<size_t>(total * inner) * elem;
+  return make_kernel("concat", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    size_t column = 0;
+    for (size_t i = 0; i < widths.size(); ++i) {
+      const size_t w = static_cast<size_t>(widths[i]) * elem;
+      if (w != 0 && outer != 0)
+        TDM_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(o[0]) + column, pitch, in[i], w, w,
+                                         static_cast<size_t>(outer), cudaMemcpyDeviceToDevice, s.get()));
+      column += w;
+    }
+  });
+}
+
+template <class D>
+__global__ void fill_kernel(D* y, int64_t n, double value) {
+  TDM_GRID_STRIDE(i, n) store_any(y, i, value);
+}
+
+std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(0, 1, 1, 1);
+  const tdm_dtype t = c.out(0).dtype;
+  if (c.has_input(0) && (c.in(0).dtype != t || c.in(0).dims != c.out(0).dims))
+    c.fail("input 0 (like) must have the output's shape and dtype");
+  const double value = v.float_attr("value", 0.0);
+  const int64_t n = numel(c.out(0).dims);
+  std::unique_ptr<Kernel> k;
+  dispatch_any(t, [&](auto tag) {
+    using D = decltype(tag);
+    k = make_kernel("fill", [=](CudaStream& s, void* const*, void* const* o, void*) {
+      if (n == 0) return;
+      fill_kernel<D><<<grid_for(n), kThreads, 0, s.get()>>>(static_cast<D*>(o[0]), n, value);
+    });
+  });
+  return k;
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("reshape", prepare_copy);
+  r.add("copy", prepare_copy);
+  r.add("transpose", prepare_transpose);
+  r.add("concat", prepare_concat);
+  r.add("fill", prepare_fill);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda

@@ -1,0 +1,73 @@
+// oneDNN backend — relu, gelu (erf/tanh), tanh, sigmoid and their
+// gradients: dnnl eltwise primitives over the flat tensor
+// (eltwise_primitive.hpp), in either layout (native or plain). Gradients that
+// the catalog defines on the forward output (tanh_grad, sigmoid_grad) use the
+// *_use_dst_for_bwd algorithms; relu_grad and gelu_grad read x.
+#include "eltwise_primitive.hpp"
+#include "layout.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+
+algorithm forward_algorithm(const Check& c) {
+  const std::string op = c.op().op();
+  if (op == "relu" || op == "relu_grad") return algorithm::eltwise_relu;
+  if (op == "tanh") return algorithm::eltwise_tanh;
+  if (op == "tanh_grad") return algorithm::eltwise_tanh_use_dst_for_bwd;
+  if (op == "sigmoid") return algorithm::eltwise_logistic;
+  if (op == "sigmoid_grad") return algorithm::eltwise_logistic_use_dst_for_bwd;
+  const std::string approx = c.string_attr("approximate", "none");
+  if (approx == "none") return algorithm::eltwise_gelu_erf;
+  if (approx == "tanh") return algorithm::eltwise_gelu_tanh;
+  c.fail("approximate must be none/tanh, got '" + approx + "'");
+}
+
+std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  return eltwise_forward(c, forward_algorithm(c), 0.f, 0.f, ws);
+}
+
+std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  c.input(1, dt, c.in(0).dims);
+  c.output(0, dt, c.in(0).dims);
+  if (numel(c.in(0).dims) == 0) return no_op(c);
+  const algorithm algo = forward_algorithm(c);
+  const bool use_dst =
+      algo == algorithm::eltwise_tanh_use_dst_for_bwd || algo == algorithm::eltwise_logistic_use_dst_for_bwd;
+  auto k = std::make_unique<PrimKernel>(c.op().op());
+  const memory::desc md = flat_md(c.in(0));
+  const dnnl::eltwise_forward::primitive_desc hint(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, md, 0.f, 0.f), engine());
+  const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(algo, md, md, 0.f, 0.f),
+                                                  user_scratchpad_attr(), engine(), hint);
+  const Slot dy = input_in_layout(*k, c, 0, c.op().output_native(0));
+  const Slot x_or_y = input_in_layout(*k, c, 1, c.op().output_native(0));
+  k->add<dnnl::eltwise_backward>(pd, {{DNNL_ARG_DIFF_DST, k->bind(md, dy)},
+                                      {use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, k->bind(md, x_or_y)},
+                                      {DNNL_ARG_DIFF_SRC, k->bind(md, out_slot(0))}});
+  ws = k->workspace_bytes();
+  return k;
+}
+
+void activation_layouts(const OpView& op, const LayoutAnswer& a) {
+  for (size_t i = 0; i < op.inputs().size(); ++i) a.accept(op, i);
+  a.offer(op, 0);
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  for (const char* op : {"relu", "gelu", "tanh", "sigmoid"}) r.add(op, {activation, activation_layouts});
+  for (const char* op : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+    r.add(op, {activation_grad, activation_layouts});
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

@@ -1,0 +1,194 @@
+// oneDNN backend — conv2d and its gradients: dnnl convolution forward,
+// backward data and backward weights (direct algorithm).
+//
+// Every tensor of a primitive is declared `any`, so oneDNN picks its blocked
+// layouts (nChw16c activations, blocked weights) and with them its direct
+// jit:avx512 convolutions; with plain NCHW activations it could only offer
+// gemm:jit (im2col + sgemm), which was 2-20x slower here and pathological for
+// the C = 1 first layer's backward weights. A tensor crossing the ABI is
+// NCHW/OIHW, or nChw16c where the host chose the native layout (ABI 1.3,
+// layout.hpp: activations inside a conv/relu/pool chain): an input in
+// another layout than the one oneDNN chose is reordered into the workspace
+// before the primitive, such an output is written to the workspace and
+// reordered out after it. All reorders are primitives created here, in
+// prepare; a tensor already in the chosen layout is bound directly, with no
+// copy, which inside a native chain is every activation.
+#include "layout.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+struct ConvGeometry {
+  int64_t n, c, h, w, k, r, s, p, q, groups;
+  memory::dims stride, dilate, pad;
+  tdm_dtype dt;
+};
+
+int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
+  return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+}
+
+// Validates attrs and shapes; x is the image [N,C,H,W], w the filter, y the
+// output image [N,K,P,Q] (which side each comes from depends on the op).
+ConvGeometry geometry(const Check& c, tdm_dtype dt, const Dims& x, const Dims& w, const Dims& y) {
+  const Dims st = c.pair_attr("stride", {1, 1}), pd = c.pair_attr("padding", {0, 0});
+  const Dims dl = c.pair_attr("dilation", {1, 1});
+  const int64_t g = c.int_attr("groups", 1);
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) c.fail("x, w and y must be rank 4 (NCHW)");
+  if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
+    c.fail("stride and dilation must be >= 1, padding >= 0");
+  if (g < 1 || x[1] % g != 0 || w[0] % g != 0)
+    c.fail("groups = " + std::to_string(g) + " must divide C and K");
+  ConvGeometry geo{x[0],           x[1], x[2], x[3], w[0],           w[2],
+                   w[3],           0,    0,    g,    {st[0], st[1]}, {dl[0] - 1, dl[1] - 1},
+                   {pd[0], pd[1]}, dt};
+  if (w[1] != x[1] / g)
+    c.fail("w: expected " + std::to_string(x[1] / g) + " input channels, got " + dims_str(w));
+  geo.p = conv_out(geo.h, geo.r, st[0], pd[0], dl[0]);
+  geo.q = conv_out(geo.w, geo.s, st[1], pd[1], dl[1]);
+  if (geo.p < 1 || geo.q < 1) c.fail("the output would be empty (P or Q < 1)");
+  const Dims want{geo.n, geo.k, geo.p, geo.q};
+  if (y != want) c.fail("output image: expected " + dims_str(want) + ", got " + dims_str(y));
+  return geo;
+}
+
+memory::desc image_md(int64_t n, int64_t ch, int64_t h, int64_t w, tdm_dtype dt) {
+  return memory::desc({n, ch, h, w}, dnnl_type(dt), tag::nchw);
+}
+memory::desc user_weights_md(const ConvGeometry& g) {
+  if (g.groups == 1) return memory::desc({g.k, g.c, g.r, g.s}, dnnl_type(g.dt), tag::oihw);
+  return memory::desc({g.groups, g.k / g.groups, g.c / g.groups, g.r, g.s}, dnnl_type(g.dt), tag::goihw);
+}
+memory::desc any_md(const memory::desc& user) {
+  return memory::desc(user.dims(), user.data_type(), tag::any);
+}
+memory::desc any_weights_md(const ConvGeometry& g) {
+  return any_md(user_weights_md(g));
+}
+memory::desc src_md(const ConvGeometry& g) {
+  return image_md(g.n, g.c, g.h, g.w, g.dt);
+}
+memory::desc dst_md(const ConvGeometry& g) {
+  return image_md(g.n, g.k, g.p, g.q, g.dt);
+}
+
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvGeometry& g, bool bias) {
+  const memory::desc b({g.k}, dnnl_type(g.dt), tag::x);
+  const auto d =
+      bias ? dnnl::convolution_forward::desc(
+                 dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_md(src_md(g)),
+                 any_weights_md(g), b, any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad)
+           : dnnl::convolution_forward::desc(
+                 dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_md(src_md(g)),
+                 any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
+  return dnnl::convolution_forward::primitive_desc(d, user_scratchpad_attr(), engine());
+}
+
+std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 3, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  c.input_dtype(1, {dt});
+  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
+  const ConvGeometry g = geometry(c, dt, c.in(0).dims, c.in(1).dims, c.out(0).dims);
+  const bool bias = c.has_input(2);
+  if (bias) c.input(2, dt, {g.k});
+  auto k = std::make_unique<PrimKernel>("conv2d");
+  const auto pd = forward_pd(g, bias);
+  const memory x = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.src_desc(), in_slot(0));
+  const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
+  const StagedOut y = staged_out(*k, layout_md(c.out(0), op.output_native(0)), pd.dst_desc(), out_slot(0));
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y.chosen}};
+  if (bias) args[DNNL_ARG_BIAS] = k->bind(pd.bias_desc(), in_slot(2));
+  k->add<dnnl::convolution_forward>(pd, std::move(args));
+  staged_out_finish(*k, y);
+  ws = k->workspace_bytes();
+  return k;
+}
+
+std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  c.input_dtype(1, {dt});
+  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
+  const ConvGeometry g = geometry(c, dt, c.out(0).dims, c.in(1).dims, c.in(0).dims);
+  auto k = std::make_unique<PrimKernel>("conv2d_grad_input");
+  const auto hint = forward_pd(g, false);
+  const dnnl::convolution_backward_data::primitive_desc pd(
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any_md(src_md(g)),
+                                            any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad,
+                                            g.pad),
+      user_scratchpad_attr(), engine(), hint);
+  const memory dy = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.diff_dst_desc(), in_slot(0));
+  const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
+  const StagedOut dx =
+      staged_out(*k, layout_md(c.out(0), op.output_native(0)), pd.diff_src_desc(), out_slot(0));
+  k->add<dnnl::convolution_backward_data>(
+      pd, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dx.chosen}});
+  staged_out_finish(*k, dx);
+  ws = k->workspace_bytes();
+  return k;
+}
+
+std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 2, 1, 2);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  c.input_dtype(1, {dt});
+  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
+  const ConvGeometry g = geometry(c, dt, c.in(1).dims, c.out(0).dims, c.in(0).dims);
+  const bool has_bias = c.int_attr("has_bias", 1) != 0;
+  if (has_bias != c.has_output(1))
+    c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
+  if (has_bias) c.output(1, dt, {g.k});
+  auto k = std::make_unique<PrimKernel>("conv2d_grad_weight");
+  const auto hint = forward_pd(g, has_bias);
+  const memory::desc b({g.k}, dnnl_type(dt), tag::x);
+  const auto d = has_bias ? dnnl::convolution_backward_weights::desc(
+                                dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g), b,
+                                any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad)
+                          : dnnl::convolution_backward_weights::desc(
+                                dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g),
+                                any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
+  const dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad_attr(), engine(), hint);
+  const memory x = staged_in(*k, layout_md(c.in(1), op.input_native(1)), pd.src_desc(), in_slot(1));
+  const memory dy = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.diff_dst_desc(), in_slot(0));
+  const StagedOut dw = staged_out(*k, user_weights_md(g), pd.diff_weights_desc(), out_slot(0));
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw.chosen}};
+  if (has_bias) args[DNNL_ARG_DIFF_BIAS] = k->bind(pd.diff_bias_desc(), out_slot(1));
+  k->add<dnnl::convolution_backward_weights>(pd, std::move(args));
+  staged_out_finish(*k, dw);
+  ws = k->workspace_bytes();
+  return k;
+}
+
+// Activations may be native (layout.hpp); weights, bias and their gradients
+// are parameters and gradients, always plain.
+void conv2d_layouts(const OpView& op, const LayoutAnswer& a) {
+  a.accept(op, 0);  // x
+  a.offer(op, 0);   // y
+}
+void conv2d_grad_input_layouts(const OpView& op, const LayoutAnswer& a) {
+  a.accept(op, 0);  // dy
+  a.offer(op, 0);   // dx
+}
+void conv2d_grad_weight_layouts(const OpView& op, const LayoutAnswer& a) {
+  a.accept(op, 0);  // dy
+  a.accept(op, 1);  // x
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("conv2d", {conv2d, conv2d_layouts});
+  r.add("conv2d_grad_input", {conv2d_grad_input, conv2d_grad_input_layouts});
+  r.add("conv2d_grad_weight", {conv2d_grad_weight, conv2d_grad_weight_layouts});
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

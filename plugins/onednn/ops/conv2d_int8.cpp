@@ -1,0 +1,140 @@
+// oneDNN backend — conv2d_int8 (sdk/ops.md): dnnl::convolution_forward with
+// u8 src, s8 weights, s32 accumulation and f32 dst, created once here.
+//
+// As for linear_int8 (linear_int8.cpp), every constant is an attribute: output
+// scales f32(x_scale·w_scale[k]) per output channel, the src zero point,
+// the bias as a binary-add post-op after the scale (oneDNN 2.x would add its
+// own bias argument before it), relu as a post-op. Layouts as in conv2d.cpp:
+// every tensor `any`, so oneDNN picks its int8 layouts (nhwc activations,
+// VNNI-blocked weights with the zero-point compensation it computes in the
+// weights reorder) and its jit kernel for the CPU; the NCHW/OIHW ABI tensors
+// are reordered into and out of the workspace by primitives created here
+// (layout.hpp's staging helpers). On a CPU without VNNI a second, doubled
+// variant keeps the sums exact (int8_pairs.hpp).
+#include <cmath>
+
+#include "cpu_isa.hpp"
+#include "int8_pairs.hpp"
+#include "layout.hpp"
+#include "quant_params.hpp"
+
+namespace tandem::onednn {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+// conv2d_int8 after validation: what both variants (int8_pairs.hpp) share.
+struct ConvInt8 {
+  int64_t n = 0, ch = 0, h = 0, wd = 0, k = 0, r = 0, s = 0, p = 0, q = 0, groups = 1;
+  Dims st, pd, dl;
+  bool bias = false, relu = false;
+  int64_t zx = 0;
+  std::vector<float> m;  // f32(x_scale·w_scale[k]): one entry, or one per output channel
+};
+
+// The primitive for C' = C (direct) or 2C input channels (doubled: x' and w'
+// come from add_doubling, each group's channels twice / as [h | g]).
+std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) {
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_output_scales(c.m.size() == 1 ? 0 : 1 << 1, c.m);
+  if (c.zx != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {int32_t(c.zx)});
+  dnnl::post_ops post;
+  const memory::desc mbias({1, c.k, 1, 1}, memory::data_type::f32, tag::nchw);
+  if (c.bias) post.append_binary(dnnl::algorithm::binary_add, mbias);
+  if (c.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  attr.set_post_ops(post);
+
+  const int64_t ch = doubled ? 2 * c.ch : c.ch, g = c.groups;
+  const memory::desc user_x({c.n, ch, c.h, c.wd}, memory::data_type::u8, tag::nchw);
+  const memory::desc user_w =
+      g == 1 ? memory::desc({c.k, ch, c.r, c.s}, memory::data_type::s8, tag::oihw)
+             : memory::desc({g, c.k / g, ch / g, c.r, c.s}, memory::data_type::s8, tag::goihw);
+  const memory::desc user_y({c.n, c.k, c.p, c.q}, memory::data_type::f32, tag::nchw);
+  const memory::desc any_x(user_x.dims(), memory::data_type::u8, tag::any);
+  const memory::desc any_w(user_w.dims(), memory::data_type::s8, tag::any);
+  const memory::desc any_y(user_y.dims(), memory::data_type::f32, tag::any);
+  const dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x, any_w, any_y,
+      {c.st[0], c.st[1]}, {c.dl[0] - 1, c.dl[1] - 1}, {c.pd[0], c.pd[1]}, {c.pd[0], c.pd[1]});
+  const dnnl::convolution_forward::primitive_desc cpd(d, attr, engine());
+
+  auto kernel = std::make_unique<PrimKernel>(doubled ? "conv2d_int8:doubled" : "conv2d_int8");
+  DoubledOperands operands{in_slot(0), in_slot(1)};
+  if (doubled) operands = add_doubling(*kernel, c.n * g, c.ch / g * c.h * c.wd, c.k, c.ch / g * c.r * c.s);
+  const memory mx = staged_in(*kernel, user_x, cpd.src_desc(), operands.x);
+  const memory mw = staged_in(*kernel, user_w, cpd.weights_desc(), operands.w);
+  const StagedOut y = staged_out(*kernel, user_y, cpd.dst_desc(), out_slot(0));
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, y.chosen}};
+  if (c.bias) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = kernel->bind(mbias, in_slot(2));
+  kernel->add<dnnl::convolution_forward>(cpd, std::move(args));
+  staged_out_finish(*kernel, y);
+  return kernel;
+}
+
+std::vector<float> w_scales(const Check& c, int64_t k) {
+  const std::vector<float> m = float_list(c, "w_scale");
+  if (m.size() != 1 && int64_t(m.size()) != k)
+    c.fail("w_scale must be given with 1 or K = " + std::to_string(k) + " entries");
+  check_scales(c, m, "w_scale");
+  return m;
+}
+
+ConvInt8 conv2d_int8_params(const Check& c) {
+  const Dims& x = c.in(0).dims;
+  const Dims& w = c.in(1).dims;
+  if (x.size() != 4 || w.size() != 4) c.fail("x and w must be rank 4 (NCHW, OIHW)");
+  ConvInt8 p;
+  p.st = c.pair_attr("stride", {1, 1}), p.pd = c.pair_attr("padding", {0, 0});
+  p.dl = c.pair_attr("dilation", {1, 1});
+  p.groups = c.int_attr("groups", 1);
+  if (p.st[0] < 1 || p.st[1] < 1 || p.dl[0] < 1 || p.dl[1] < 1 || p.pd[0] < 0 || p.pd[1] < 0)
+    c.fail("stride and dilation must be >= 1, padding >= 0");
+  p.n = x[0], p.ch = x[1], p.h = x[2], p.wd = x[3], p.k = w[0], p.r = w[2], p.s = w[3];
+  if (p.groups < 1 || p.ch % p.groups != 0 || p.k % p.groups != 0) c.fail("groups must divide C and K");
+  if (w[1] != p.ch / p.groups)
+    c.fail("w must have C/groups = " + std::to_string(p.ch / p.groups) + " channels");
+  const int64_t rows = p.h + 2 * p.pd[0] - p.dl[0] * (p.r - 1) - 1;
+  const int64_t cols = p.wd + 2 * p.pd[1] - p.dl[1] * (p.s - 1) - 1;
+  if (rows < 0 || cols < 0) c.fail("the filter does not fit the padded image");
+  p.p = rows / p.st[0] + 1, p.q = cols / p.st[1] + 1;
+  if ((p.ch / p.groups) * p.r * p.s > 65536)
+    c.fail("C/groups·R·S exceeds 65536, where s32 sums could overflow");
+  p.bias = c.has_input(2);
+  if (p.bias) c.input(2, TDM_F32, {p.k});
+  c.output(0, TDM_F32, {p.n, p.k, p.p, p.q});
+  const float sx = float(c.float_attr("x_scale", -1));
+  p.zx = c.int_attr("x_zero_point", 0);
+  if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
+  if (p.zx < 0 || p.zx > 255) c.fail("x_zero_point " + std::to_string(p.zx) + " is outside 0..255");
+  p.m = w_scales(c, p.k);
+  for (float& v : p.m) v = sx * v;  // f32(x_scale·w_scale[k]), one rounding, as the catalog says
+  const std::string act = c.string_attr("activation", "none");
+  if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
+  p.relu = act == "relu";
+  return p;
+}
+
+std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 3, 1, 1);
+  c.primary_dtype(0, {TDM_U8});
+  c.input_dtype(1, {TDM_S8});
+  const ConvInt8 p = conv2d_int8_params(c);
+  std::unique_ptr<PrimKernel> direct = conv2d_int8_kernel(p, false);
+  if (!cpu_int8_pairs_saturate()) {
+    ws = direct->workspace_bytes();
+    return direct;
+  }
+  auto kernel = std::make_unique<PairSafeInt8Kernel>(std::move(direct), conv2d_int8_kernel(p, true),
+                                                     p.k * (p.ch / p.groups) * p.r * p.s);
+  ws = kernel->workspace_bytes();
+  return kernel;
+}
+
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("conv2d_int8", conv2d_int8); });
+
+}  // namespace
+
+}  // namespace tandem::onednn

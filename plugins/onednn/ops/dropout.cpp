@@ -1,0 +1,82 @@
+// oneDNN backend — dropout and its gradient: own code. The mask is the
+// catalog's counter-based hash (sdk/ops.md, dropout), so it is bit-identical
+// to reference whatever the thread layout.
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+double dropout_p(const Check& c) {
+  const double p = c.float_attr("p", 0.5);
+  if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
+  return p;
+}
+
+inline bool dropout_keep(uint64_t seed, uint64_t i, double p) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return double(z >> 40) * 0x1p-24 >= p;
+}
+
+std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(1, 2, 2, 2);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  const Dims shape = c.in(0).dims;
+  c.output(0, dt, shape);
+  c.output(1, TDM_U8, shape);
+  const bool has_offset = c.has_input(1);
+  if (has_offset) c.input(1, TDM_S64, {});
+  const double p = dropout_p(c);
+  const uint64_t base = static_cast<uint64_t>(c.int_attr("seed", 0));
+  const int64_t n = numel(shape);
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+      const uint64_t seed = base + (has_offset ? uint64_t(*static_cast<const int64_t*>(in[1])) : 0);
+      const T* x = static_cast<const T*>(in[0]);
+      T* y = static_cast<T*>(out[0]);
+      uint8_t* mask = static_cast<uint8_t*>(out[1]);
+      const float scale = float(1.0 - p);
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+      for (int64_t i = 0; i < n; ++i) {
+        const bool keep = p == 0.0 || dropout_keep(seed, uint64_t(i), p);
+        st(y, i, keep ? ld(x, i) / scale : 0.f);
+        mask[i] = keep ? 1 : 0;
+      }
+    });
+  });
+}
+
+std::unique_ptr<Kernel> dropout_grad(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  const Dims shape = c.in(0).dims;
+  c.input(1, TDM_U8, shape);
+  c.output(0, dt, shape);
+  const float scale = float(1.0 - dropout_p(c));
+  const int64_t n = numel(shape);
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+      const T* dy = static_cast<const T*>(in[0]);
+      const uint8_t* mask = static_cast<const uint8_t*>(in[1]);
+      T* dx = static_cast<T*>(out[0]);
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+      for (int64_t i = 0; i < n; ++i) st(dx, i, mask[i] ? ld(dy, i) / scale : 0.f);
+    });
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("dropout", dropout);
+  r.add("dropout_grad", dropout_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

@@ -1,0 +1,150 @@
+// oneDNN backend — layer_norm and its gradient: own code.
+//
+// Why not dnnl layer/batch_normalization: oneDNN 2.6 takes f32 scale/shift
+// only and returns the variance, while the catalog passes gamma/beta in the
+// data dtype and saves rstd; matching that around the primitive costs extra
+// conversion passes and a lossy rstd -> variance round trip in backward. These
+// loops make one pass per statistic over cache-resident rows/channels,
+// vectorised with `omp simd` reductions (double accumulators) and threaded
+// over rows; deterministic.
+#include <cmath>
+
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+template <class T>
+void layer_norm_rows(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, int64_t rows,
+                     int64_t d, float eps) {
+#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * d;
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < d; ++i) sum += ld(xr, i);
+    const double mu = sum / double(d);
+    double sq = 0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < d; ++i) {
+      const double c = ld(xr, i) - mu;
+      sq += c * c;
+    }
+    const double rs = 1.0 / std::sqrt(sq / double(d) + double(eps));
+    const float m = float(mu), s = float(rs);
+    T* yr = y + r * d;
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) st(yr, i, (ld(xr, i) - m) * s * ld(gamma, i) + ld(beta, i));
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(3, 3, 3, 3);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  if (c.in(0).rank() == 0) c.fail("x must have rank >= 1");
+  const Dims& xd = c.in(0).dims;
+  const int64_t d = xd.back(), rows = d ? numel(xd) / d : 0;
+  c.input(1, dt, {d});
+  c.input(2, dt, {d});
+  const Dims stat(xd.begin(), xd.end() - 1);
+  c.output(0, dt, xd);
+  c.output(1, TDM_F32, stat);
+  c.output(2, TDM_F32, stat);
+  const float eps = float(c.float_attr("epsilon", 1e-5));
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+      layer_norm_rows(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
+                      static_cast<const T*>(in[2]), static_cast<T*>(out[0]), static_cast<float*>(out[1]),
+                      static_cast<float*>(out[2]), rows, d, eps);
+    });
+  });
+}
+
+template <class T>
+void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
+                         T* dgamma, T* dbeta, float* acc, int64_t rows, int64_t d) {
+#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* dyr = dy + r * d;
+    const T* xr = x + r * d;
+    const float m = mean[r], s = rstd[r];
+    double sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+    for (int64_t i = 0; i < d; ++i) {
+      const float g = ld(dyr, i) * ld(gamma, i);
+      sg += g;
+      sgx += double(g) * double((ld(xr, i) - m) * s);
+    }
+    const float mg = float(sg / double(d)), mgx = float(sgx / double(d));
+    T* dxr = dx + r * d;
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) {
+      const float xh = (ld(xr, i) - m) * s;
+      st(dxr, i, s * (ld(dyr, i) * ld(gamma, i) - mg - xh * mgx));
+    }
+  }
+  // dgamma/dbeta: column blocks in parallel, rows in order (deterministic).
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (d + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t lo = b * kBlock, hi = std::min(d, lo + kBlock);
+    float* ag = acc + lo;
+    float* ab = acc + d + lo;
+    for (int64_t i = 0; i < hi - lo; ++i) ag[i] = ab[i] = 0.f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float m = mean[r], s = rstd[r];
+#pragma omp simd
+      for (int64_t i = lo; i < hi; ++i) {
+        const float g = ld(dy, r * d + i);
+        ag[i - lo] += g * (ld(x, r * d + i) - m) * s;
+        ab[i - lo] += g;
+      }
+    }
+    for (int64_t i = lo; i < hi; ++i) {
+      st(dgamma, i, acc[i]);
+      st(dbeta, i, acc[d + i]);
+    }
+  }
+}
+
+std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(5, 5, 3, 3);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  if (c.in(0).rank() == 0) c.fail("dy must have rank >= 1");
+  const Dims& xd = c.in(0).dims;
+  const int64_t d = xd.back(), rows = d ? numel(xd) / d : 0;
+  const Dims stat(xd.begin(), xd.end() - 1);
+  c.input(1, dt, xd);
+  c.input(2, dt, {d});
+  c.input(3, TDM_F32, stat);
+  c.input(4, TDM_F32, stat);
+  c.output(0, dt, xd);
+  c.output(1, dt, {d});
+  c.output(2, dt, {d});
+  ws = size_t(2 * d) * sizeof(float);
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [=](void* const* in, void* const* out, void* w) {
+      layer_norm_backward(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
+                          static_cast<const T*>(in[2]), static_cast<const float*>(in[3]),
+                          static_cast<const float*>(in[4]), static_cast<T*>(out[0]), static_cast<T*>(out[1]),
+                          static_cast<T*>(out[2]), static_cast<float*>(w), rows, d);
+    });
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("layer_norm", layer_norm);
+  r.add("layer_norm_grad", layer_norm_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

@@ -1,0 +1,105 @@
+// oneDNN backend — linear_int8 (sdk/ops.md) on dnnl::matmul u8×s8 -> s32
+// -> f32.
+//
+// Every constant of the op (x's scale and zero point, the weights' scales) is
+// an attribute, so the whole primitive — output scales f32(sx·sw[n]) per
+// column, the src zero point, bias as a binary post-op, relu — is created
+// once here and a launch only binds pointers; on a CPU without VNNI a second,
+// doubled variant keeps it exact (int8_pairs.hpp). The bias is a post-op and
+// not matmul's bias argument because oneDNN 2.x adds the bias to the s32
+// accumulator *before* the output scale (dst = oscale·(acc + bias)), while
+// the catalog adds an f32 bias after it. oneDNN picks its VNNI (or AMX)
+// brgemm kernel for u8×s8 on its own where the CPU has one; kernel_describe
+// shows which.
+#include <cmath>
+
+#include "cpu_isa.hpp"
+#include "int8_pairs.hpp"
+#include "quant_params.hpp"
+
+namespace tandem::onednn {
+namespace {
+
+using dnnl::memory;
+
+// linear_int8 after validation: what both variants (int8_pairs.hpp) share.
+struct LinearInt8 {
+  int64_t b = 0, k = 0, n = 0;
+  bool bias = false, relu = false;
+  int64_t zx = 0;
+  std::vector<float> m;  // f32(sx·sw[n]): one entry, or one per column
+};
+
+// The primitive for x[b, k']·w[n, k']ᵀ with k' = k (direct) or 2k (doubled,
+// reading x' and w' that add_doubling writes into the workspace).
+std::unique_ptr<PrimKernel> linear_int8_kernel(const LinearInt8& p, bool doubled) {
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_output_scales(p.m.size() == 1 ? 0 : 1 << 1, p.m);
+  if (p.zx != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {int32_t(p.zx)});
+  dnnl::post_ops post;
+  const memory::desc mbias({1, p.n}, memory::data_type::f32, memory::format_tag::ab);
+  if (p.bias) post.append_binary(dnnl::algorithm::binary_add, mbias);
+  if (p.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  attr.set_post_ops(post);
+
+  const int64_t k = doubled ? 2 * p.k : p.k;
+  const memory::desc mx({p.b, k}, memory::data_type::u8, memory::format_tag::ab);
+  const memory::desc mw({k, p.n}, memory::data_type::s8, memory::format_tag::ba);  // w[n,k] seen as [k,n]
+  const memory::desc my({p.b, p.n}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mx, mw, my), attr, engine());
+  auto kernel = std::make_unique<PrimKernel>(doubled ? "linear_int8:doubled" : "linear_int8");
+  DoubledOperands operands{in_slot(0), in_slot(1)};
+  if (doubled) operands = add_doubling(*kernel, p.b, p.k, p.n, p.k);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, kernel->bind(mx, operands.x)},
+                                       {DNNL_ARG_WEIGHTS, kernel->bind(mw, operands.w)},
+                                       {DNNL_ARG_DST, kernel->bind(my, out_slot(0))}};
+  if (p.bias) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = kernel->bind(mbias, in_slot(2));
+  kernel->add<dnnl::matmul>(pd, std::move(args));
+  return kernel;
+}
+
+std::unique_ptr<Kernel> linear_int8(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 3, 1, 1);
+  c.primary_dtype(0, {TDM_U8});
+  c.input_dtype(1, {TDM_S8});
+  if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
+  LinearInt8 p;
+  p.b = c.in(0).dims[0], p.k = c.in(0).dims[1], p.n = c.in(1).dims[0];
+  c.input_shape(1, {p.n, p.k});
+  if (p.k > 65536) c.fail("K = " + std::to_string(p.k) + " exceeds 65536 (s32 accumulation could overflow)");
+  p.bias = c.has_input(2);
+  if (p.bias) c.input(2, TDM_F32, {p.n});
+  c.output(0, TDM_F32, {p.b, p.n});
+  const float sx = float(c.float_attr("x_scale", -1));
+  p.zx = c.int_attr("x_zero_point", 0);
+  if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
+  if (p.zx < 0 || p.zx > 255) c.fail("x_zero_point " + std::to_string(p.zx) + " is outside 0..255");
+  const std::vector<float> sw = float_list(c, "w_scale");
+  check_scales(c, sw, "w_scale");
+  if (sw.size() != 1 && int64_t(sw.size()) != p.n)
+    c.fail("w_scale has " + std::to_string(sw.size()) + " entries; expected 1 or N = " + std::to_string(p.n));
+  const std::string act = c.string_attr("activation", "none");
+  if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
+  p.relu = act == "relu";
+  if (p.b * p.n == 0) return no_op(c);
+  if (p.k == 0) c.unsupported("an empty reduction dim (K = 0) is not implemented");
+  for (float s : sw) p.m.push_back(sx * s);  // f32(sx·sw[n]), one rounding, as the catalog says
+
+  std::unique_ptr<PrimKernel> direct = linear_int8_kernel(p, false);
+  if (!cpu_int8_pairs_saturate()) {
+    ws = direct->workspace_bytes();
+    return direct;
+  }
+  auto kernel =
+      std::make_unique<PairSafeInt8Kernel>(std::move(direct), linear_int8_kernel(p, true), p.n * p.k);
+  ws = kernel->workspace_bytes();
+  return kernel;
+}
+
+[[maybe_unused]] const bool registered =
+    sections().enlist([](Registry& r) { r.add("linear_int8", linear_int8); });
+
+}  // namespace
+
+}  // namespace tandem::onednn

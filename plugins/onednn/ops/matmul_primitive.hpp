@@ -1,0 +1,26 @@
+// oneDNN backend — dnnl::matmul plumbing shared by matmul.cpp and linear.cpp.
+//
+// Transposes never move data: a transposed operand is described by a memory
+// descriptor whose last two strides are swapped, and oneDNN's brgemm reads it
+// in place.
+#ifndef TANDEM_ONEDNN_OPS_MATMUL_PRIMITIVE_HPP
+#define TANDEM_ONEDNN_OPS_MATMUL_PRIMITIVE_HPP
+
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+// [batch..., rows, cols] view of a dense tensor stored as [batch..., rows, cols]
+// (transposed = false) or as [batch..., cols, rows] (transposed = true).
+dnnl::memory::desc view_md(const Dims& batch, int64_t rows, int64_t cols, bool transposed, tdm_dtype dt);
+
+// A kernel of one dnnl::matmul y = a·b (+ bias) with post-ops; sets the
+// workspace its scratchpad needs.
+std::unique_ptr<Kernel> matmul_kernel(std::string name, const dnnl::memory::desc& a, Slot sa,
+                                      const dnnl::memory::desc& b, Slot sb, const dnnl::memory::desc& y,
+                                      Slot sy, const dnnl::memory::desc* bias, Slot sbias,
+                                      const dnnl::post_ops& post, size_t& workspace);
+
+}  // namespace tandem::onednn
+
+#endif  // TANDEM_ONEDNN_OPS_MATMUL_PRIMITIVE_HPP

@@ -1,0 +1,55 @@
+// oneDNN backend — reduce_sum / reduce_mean: the dnnl reduction primitive
+// (f32 accumulation); a copy when nothing is reduced.
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  const Dims& x = c.in(0).dims;
+  const std::vector<int64_t> axes_attr = c.ints_attr("axes", {});
+  std::vector<bool> reduced(x.size(), axes_attr.empty());
+  for (int64_t a : axes_attr) {
+    const size_t k = c.axis(a, x.size(), "axis");
+    if (reduced[k]) c.fail("axis " + std::to_string(a) + " is listed twice");
+    reduced[k] = true;
+  }
+  const bool keep = c.int_attr("keepdims", 0) != 0;
+  Dims kept, y;
+  for (size_t k = 0; k < x.size(); ++k) {
+    kept.push_back(reduced[k] ? 1 : x[k]);
+    if (!reduced[k] || keep) y.push_back(reduced[k] ? 1 : x[k]);
+  }
+  c.output(0, dt, y);
+  if (numel(x) == 0) c.unsupported("reducing an empty tensor is not implemented");
+  const bool mean = op.op() == "reduce_mean";
+  if (numel(x) == numel(kept)) {  // nothing to reduce: a copy
+    const size_t bytes = size_t(numel(x)) * dtype_size(dt);
+    return make_fn(c, [bytes](void* const* in, void* const* out, void*) {
+      if (in[0] != out[0]) std::memcpy(out[0], in[0], bytes);
+    });
+  }
+  auto k = std::make_unique<PrimKernel>(op.op());
+  const dnnl::memory::desc src = plain_md(x, dt), dst = plain_md(kept.empty() ? Dims{1} : kept, dt);
+  const dnnl::reduction::primitive_desc pd(
+      dnnl::reduction::desc(mean ? dnnl::algorithm::reduction_mean : dnnl::algorithm::reduction_sum, src, dst,
+                            0.f, 0.f),
+      user_scratchpad_attr(), engine());
+  k->add<dnnl::reduction>(
+      pd, {{DNNL_ARG_SRC, k->bind(src, in_slot(0))}, {DNNL_ARG_DST, k->bind(dst, out_slot(0))}});
+  ws = k->workspace_bytes();
+  return k;
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("reduce_sum", reduce);
+  r.add("reduce_mean", reduce);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

@@ -1,0 +1,86 @@
+// oneDNN backend — softmax, log_softmax and their gradients: dnnl softmax /
+// logsoftmax primitives on an [outer, axis, inner] view.
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+using dnnl::memory;
+
+// [outer, len, inner] view and the axis (always 1).
+memory::desc softmax_md(const Check& c, const TensorShape& t) {
+  if (t.rank() == 0) c.fail("softmax needs rank >= 1");
+  const size_t axis = c.axis(c.int_attr("axis", -1), t.rank(), "axis");
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= t.dims[i];
+  for (size_t i = axis + 1; i < t.rank(); ++i) inner *= t.dims[i];
+  return memory::desc({outer, t.dims[axis], inner}, dnnl_type(t.dtype), memory::format_tag::abc);
+}
+
+std::unique_ptr<Kernel> softmax(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(1, 1, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32);
+  c.output(0, dt, c.in(0).dims);
+  const memory::desc md = softmax_md(c, c.in(0));
+  if (numel(c.in(0).dims) == 0) return no_op(c);
+  auto k = std::make_unique<PrimKernel>(c.op().op());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, k->bind(md, in_slot(0))},
+                                       {DNNL_ARG_DST, k->bind(md, out_slot(0))}};
+  const auto kind = dnnl::prop_kind::forward_inference;
+  if (c.op().op() == "softmax")
+    k->add<dnnl::softmax_forward>(
+        dnnl::softmax_forward::primitive_desc(dnnl::softmax_forward::desc(kind, md, 1),
+                                              user_scratchpad_attr(), engine()),
+        std::move(args));
+  else
+    k->add<dnnl::logsoftmax_forward>(
+        dnnl::logsoftmax_forward::primitive_desc(dnnl::logsoftmax_forward::desc(kind, md, 1),
+                                                 user_scratchpad_attr(), engine()),
+        std::move(args));
+  ws = k->workspace_bytes();
+  return k;
+}
+
+std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32);
+  c.input(1, dt, c.in(0).dims);
+  c.output(0, dt, c.in(0).dims);
+  const memory::desc md = softmax_md(c, c.in(0));
+  if (numel(c.in(0).dims) == 0) return no_op(c);
+  auto k = std::make_unique<PrimKernel>(c.op().op());
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, k->bind(md, in_slot(0))},
+                                       {DNNL_ARG_DST, k->bind(md, in_slot(1))},
+                                       {DNNL_ARG_DIFF_SRC, k->bind(md, out_slot(0))}};
+  const auto kind = dnnl::prop_kind::forward_training;
+  if (c.op().op() == "softmax_grad") {
+    const dnnl::softmax_forward::primitive_desc hint(dnnl::softmax_forward::desc(kind, md, 1), engine());
+    k->add<dnnl::softmax_backward>(
+        dnnl::softmax_backward::primitive_desc(dnnl::softmax_backward::desc(md, md, 1),
+                                               user_scratchpad_attr(), engine(), hint),
+        std::move(args));
+  } else {
+    const dnnl::logsoftmax_forward::primitive_desc hint(dnnl::logsoftmax_forward::desc(kind, md, 1),
+                                                        engine());
+    k->add<dnnl::logsoftmax_backward>(
+        dnnl::logsoftmax_backward::primitive_desc(dnnl::logsoftmax_backward::desc(md, md, 1),
+                                                  user_scratchpad_attr(), engine(), hint),
+        std::move(args));
+  }
+  ws = k->workspace_bytes();
+  return k;
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("softmax", softmax);
+  r.add("log_softmax", softmax);
+  r.add("softmax_grad", softmax_grad);
+  r.add("log_softmax_grad", softmax_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

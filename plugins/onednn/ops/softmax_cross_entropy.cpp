@@ -1,0 +1,129 @@
+// oneDNN backend — softmax_cross_entropy and its gradient: own code. The
+// labels are validated in a short serial pass first (exceptions must not
+// leave an OpenMP region), then the work runs row-parallel.
+#include <cmath>
+
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+struct CE {
+  int64_t n, c, ignore;
+  bool mean;
+  float eps;
+  std::string where;
+};
+
+CE ce_check(const Check& c, size_t first) {
+  c.primary_dtype(first, kF32);
+  if (c.in(first).rank() != 2) c.fail("logits must be [N, C]");
+  CE e{c.in(first).dims[0],
+       c.in(first).dims[1],
+       c.int_attr("ignore_index", -100),
+       true,
+       float(c.float_attr("label_smoothing", 0.0)),
+       c.where()};
+  c.input(first + 1, TDM_S32, {e.n});
+  const std::string red = c.string_attr("reduction", "mean");
+  if (red != "mean" && red != "sum") c.fail("reduction must be mean/sum, got '" + red + "'");
+  e.mean = red == "mean";
+  if (!(e.eps >= 0.f && e.eps <= 1.f)) c.fail("label_smoothing must lie in [0, 1]");
+  return e;
+}
+
+// Checks every label; returns the number of samples that count.
+int64_t count_labels(const CE& e, const int32_t* labels) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < e.n; ++i) {
+    if (labels[i] == e.ignore) continue;
+    if (labels[i] < 0 || labels[i] >= e.c)
+      throw Error(TDM_INVALID_ARGUMENT, "onednn: " + e.where + ": label " + std::to_string(labels[i]) +
+                                            " of sample " + std::to_string(i) + " is outside [0, " +
+                                            std::to_string(e.c) + ")");
+    ++count;
+  }
+  return count;
+}
+
+// max and log-sum-exp of one row.
+inline void row_lse(const float* x, int64_t c, float& mx, double& lse) {
+  mx = x[0];
+  for (int64_t j = 1; j < c; ++j) mx = x[j] > mx ? x[j] : mx;
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < c; ++j) s += std::exp(x[j] - mx);
+  lse = std::log(s) + mx;
+}
+
+std::unique_ptr<Kernel> cross_entropy(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(2, 2, 1, 1);
+  const CE e = ce_check(c, 0);
+  c.output(0, TDM_F32, {});
+  ws = size_t(e.n) * sizeof(double);
+  return make_fn(c, [e](void* const* in, void* const* out, void* w) {
+    const float* x = static_cast<const float*>(in[0]);
+    const int32_t* labels = static_cast<const int32_t*>(in[1]);
+    double* per_row = static_cast<double*>(w);
+    const int64_t count = count_labels(e, labels);
+#pragma omp parallel for schedule(static) if (e.n * e.c > kParallelGrain)
+    for (int64_t i = 0; i < e.n; ++i) {
+      per_row[i] = 0;
+      if (labels[i] == e.ignore) continue;
+      const float* r = x + i * e.c;
+      float mx;
+      double lse, sum = 0;
+      row_lse(r, e.c, mx, lse);
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < e.c; ++j) sum += r[j];
+      per_row[i] = (1.0 - e.eps) * (lse - r[labels[i]]) + e.eps * (lse - sum / double(e.c));
+    }
+    double total = 0;
+    for (int64_t i = 0; i < e.n; ++i) total += per_row[i];  // fixed order: reproducible
+    *static_cast<float*>(out[0]) = float(e.mean ? (count ? total / double(count) : 0.0) : total);
+  });
+}
+
+std::unique_ptr<Kernel> cross_entropy_grad(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(3, 3, 1, 1);
+  c.input(0, TDM_F32, {});
+  const CE e = ce_check(c, 1);
+  c.output(0, TDM_F32, {e.n, e.c});
+  return make_fn(c, [e](void* const* in, void* const* out, void*) {
+    const float dloss = *static_cast<const float*>(in[0]);
+    const float* x = static_cast<const float*>(in[1]);
+    const int32_t* labels = static_cast<const int32_t*>(in[2]);
+    float* dx = static_cast<float*>(out[0]);
+    const int64_t count = count_labels(e, labels);
+    const float s = e.mean ? (count ? float(double(dloss) / double(count)) : 0.f) : dloss;
+    const float off = e.eps / float(e.c), hit = 1.f - e.eps;
+#pragma omp parallel for schedule(static) if (e.n * e.c > kParallelGrain)
+    for (int64_t i = 0; i < e.n; ++i) {
+      float* d = dx + i * e.c;
+      if (labels[i] == e.ignore) {
+        for (int64_t j = 0; j < e.c; ++j) d[j] = 0.f;
+        continue;
+      }
+      const float* r = x + i * e.c;
+      float mx;
+      double lse;
+      row_lse(r, e.c, mx, lse);
+      const float l = float(lse);
+#pragma omp simd
+      for (int64_t j = 0; j < e.c; ++j) d[j] = s * (std::exp(r[j] - l) - off);
+      d[labels[i]] -= s * hit;
+    }
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("softmax_cross_entropy", cross_entropy);
+  r.add("softmax_cross_entropy_grad", cross_entropy_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

@@ -1,0 +1,144 @@
+// Reference backend — linear (forward with fused activation) and its
+// gradients with respect to input and to weight and bias.
+//
+// Plain triple loops; dot products accumulate in double.
+#include <cmath>
+
+#include "common.hpp"
+
+namespace tandem::reference {
+namespace {
+
+enum class Act { None, Relu, Tanh, Sigmoid };
+
+Act parse_activation(const Check& c) {
+  const std::string a = c.string_attr("activation", "none");
+  if (a == "none") return Act::None;
+  if (a == "relu") return Act::Relu;
+  if (a == "tanh") return Act::Tanh;
+  if (a == "sigmoid") return Act::Sigmoid;
+  c.fail("unknown activation '" + a + "' (expected none, relu, tanh or sigmoid)");
+}
+
+// ---- linear: y = act(x · wᵀ + bias)
+std::unique_ptr<Kernel> linear(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 3, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  c.input_rank(0, 2);
+  const int64_t N = c.in(0).dims[0], I = c.in(0).dims[1];
+  c.input_dtype(1, {dt});
+  c.input_rank(1, 2);
+  const int64_t O = c.in(1).dims[0];
+  c.input_shape(1, {O, I});
+  const bool has_bias = c.has_input(2);
+  if (has_bias) {
+    c.input_dtype(2, {dt});
+    c.input_shape(2, {O});
+  }
+  c.output(0, dt, {N, O});
+  const Act act = parse_activation(c);
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const std::vector<T> x = load<T>(in[0], dt, N * I), w = load<T>(in[1], dt, O * I);
+      const std::vector<T> bias = has_bias ? load<T>(in[2], dt, O) : std::vector<T>(size_t(O), T(0));
+      std::vector<T> y(size_t(N * O));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t o = 0; o < O; ++o) {
+          double acc = 0;
+          for (int64_t i = 0; i < I; ++i) acc += double(x[size_t(n * I + i)]) * double(w[size_t(o * I + i)]);
+          T v = T(T(acc) + bias[size_t(o)]);
+          switch (act) {
+            case Act::None:
+              break;
+            case Act::Relu:
+              v = v > T(0) ? v : T(0);
+              break;
+            case Act::Tanh:
+              v = std::tanh(v);
+              break;
+            case Act::Sigmoid:
+              v = T(1) / (T(1) + std::exp(-v));
+              break;
+          }
+          y[size_t(n * O + o)] = v;
+        }
+      store(out[0], dt, y);
+    });
+  });
+}
+
+// ---- linear_grad_input: dx[N,I] = dy[N,O] · w[O,I]
+std::unique_ptr<Kernel> linear_grad_input(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  c.input_rank(0, 2);
+  c.input_dtype(1, {dt});
+  c.input_rank(1, 2);
+  const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
+  c.input_shape(1, {O, I});
+  c.output(0, dt, {N, I});
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const std::vector<T> dy = load<T>(in[0], dt, N * O), w = load<T>(in[1], dt, O * I);
+      std::vector<T> dx(size_t(N * I));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < I; ++i) {
+          double acc = 0;
+          for (int64_t o = 0; o < O; ++o) acc += double(dy[size_t(n * O + o)]) * double(w[size_t(o * I + i)]);
+          dx[size_t(n * I + i)] = T(acc);
+        }
+      store(out[0], dt, dx);
+    });
+  });
+}
+
+// ---- linear_grad_weight: dw[O,I] = dyᵀ · x, dbias[O] = Σ_n dy
+std::unique_ptr<Kernel> linear_grad_weight(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 2, 1, 2);
+  const tdm_dtype dt = c.primary_dtype(0, kFloat);
+  c.input_rank(0, 2);
+  c.input_dtype(1, {dt});
+  c.input_rank(1, 2);
+  const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
+  c.input_shape(1, {N, I});
+  c.output(0, dt, {O, I});
+  const bool has_bias = c.int_attr("has_bias", 1) != 0;
+  if (has_bias != c.has_output(1))
+    c.fail(std::string("has_bias=") + (has_bias ? "1" : "0") + " but output 1 (dbias) is " +
+           (c.has_output(1) ? "present" : "absent"));
+  if (has_bias) c.output(1, dt, {O});
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    with_compute_type(dt, [&](auto tag) {
+      using T = decltype(tag);
+      const std::vector<T> dy = load<T>(in[0], dt, N * O), x = load<T>(in[1], dt, N * I);
+      std::vector<T> dw(size_t(O * I)), db(static_cast<size_t>(O));
+      for (int64_t o = 0; o < O; ++o) {
+        for (int64_t i = 0; i < I; ++i) {
+          double acc = 0;
+          for (int64_t n = 0; n < N; ++n) acc += double(dy[size_t(n * O + o)]) * double(x[size_t(n * I + i)]);
+          dw[size_t(o * I + i)] = T(acc);
+        }
+        double acc = 0;
+        for (int64_t n = 0; n < N; ++n) acc += double(dy[size_t(n * O + o)]);
+        db[size_t(o)] = T(acc);
+      }
+      store(out[0], dt, dw);
+      if (has_bias) store(out[1], dt, db);
+    });
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("linear", linear);
+  r.add("linear_grad_input", linear_grad_input);
+  r.add("linear_grad_weight", linear_grad_weight);
+});
+
+}  // namespace
+
+}  // namespace tandem::reference

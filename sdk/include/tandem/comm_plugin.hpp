@@ -1,0 +1,69 @@
+// Tandem SDK — comm plugins: tandem::Communicator, its C table, and
+// comm_entry. Part of the header-only C++ helper; tandem.hpp includes it, so
+// include either.
+#ifndef TANDEM_COMM_PLUGIN_HPP
+#define TANDEM_COMM_PLUGIN_HPP
+
+#include <string>
+#include <utility>
+
+#include "tandem/tandem.hpp"
+
+namespace tandem {
+
+// ---------------------------------------------------------------------------
+// Comm plugins: C is constructed from the init info.
+// ---------------------------------------------------------------------------
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual void allreduce(const void* send, void* recv, size_t count, tdm_dtype, tdm_reduce_op,
+                         void* stream) = 0;
+  virtual void allgather(const void* send, void* recv, size_t send_count, tdm_dtype, void* stream) = 0;
+  virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, tdm_dtype, tdm_reduce_op,
+                              void* stream) = 0;
+  virtual void broadcast(void* buffer, size_t count, tdm_dtype, int32_t root, void* stream) = 0;
+  virtual void barrier() = 0;
+};
+
+template <class C>
+const tdm_plugin* comm_entry(const tdm_host_api* host, uint32_t major, uint32_t minor, PluginInfo info,
+                             tdm_status (*unique_id)(void*, size_t*) = nullptr) noexcept {
+  static detail::DescriptorStorage storage;
+  static tdm_comm_api api{};
+  try {
+    if (!detail::accept_host(host, major, minor, info.name)) return nullptr;
+    storage.fill(std::move(info), TDM_PLUGIN_COMM);
+    api = tdm_comm_api{};
+    api.struct_size = sizeof api;
+    api.comm_unique_id = unique_id;
+    api.comm_create = [](const tdm_comm_init_info* i, tdm_comm** out) {
+      return guard([&] { *out = reinterpret_cast<tdm_comm*>(static_cast<Communicator*>(new C(*i))); });
+    };
+    api.comm_destroy = [](tdm_comm* c) { delete reinterpret_cast<Communicator*>(c); };
+    api.allreduce = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op,
+                       void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->allreduce(s, r, n, t, op, st); });
+    };
+    api.allgather = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->allgather(s, r, n, t, st); });
+    };
+    api.reduce_scatter = [](tdm_comm* c, const void* s, void* r, size_t n, tdm_dtype t, tdm_reduce_op op,
+                            void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->reduce_scatter(s, r, n, t, op, st); });
+    };
+    api.broadcast = [](tdm_comm* c, void* b, size_t n, tdm_dtype t, int32_t root, void* st) {
+      return guard([&] { reinterpret_cast<Communicator*>(c)->broadcast(b, n, t, root, st); });
+    };
+    api.barrier = [](tdm_comm* c) { return guard([&] { reinterpret_cast<Communicator*>(c)->barrier(); }); };
+    storage.plugin.comm = &api;
+    return &storage.plugin;
+  } catch (...) {
+    Host::error(TDM_INTERNAL, "plugin entry failed while building its descriptor");
+    return nullptr;
+  }
+}
+
+}  // namespace tandem
+
+#endif  // TANDEM_COMM_PLUGIN_HPP
