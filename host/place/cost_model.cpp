@@ -77,6 +77,10 @@ class Scratch {
     if (p) buffers_.push_back(*p);
     return p;
   }
+  void give_back(void* p) {
+    device_.allocator().free(p);
+    buffers_.erase(std::find(buffers_.begin(), buffers_.end(), p));
+  }
 
  private:
   const DeviceHandle& device_;
@@ -272,11 +276,19 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
     if (!sb) return sb.error();
     Scratch scratch_a(a), scratch_b(b);
     // Two sizes: the small one gives the latency, the large one the bandwidth.
-    const size_t small = 4096, large = size_t(8) << 20;
-    auto src = scratch_a.get(large, what);
-    auto dst = scratch_b.get(large, what);
-    if (!src) return src.error();
-    if (!dst) return dst.error();
+    // A re-plan measures while the run holds most of a device, so the large
+    // size shrinks to what the devices can spare, down to twice the small.
+    const size_t small = 4096;
+    size_t large = size_t(8) << 20;
+    Result<void*> src = nullptr, dst = nullptr;
+    for (;; large /= 2) {
+      src = scratch_a.get(large, what);
+      dst = src ? scratch_b.get(large, what) : Result<void*>(src.error());
+      if (src && dst) break;
+      if (src) scratch_a.give_back(*src);
+      const tdm_status why = src ? dst.error().status : src.error().status;
+      if (why != TDM_OUT_OF_MEMORY || large / 2 < 2 * small) return src ? dst.error() : src.error();
+    }
     std::vector<unsigned char> staging(large, 1);
     const tdm_backend_api& api_a = *a.backend().backend;
     const tdm_backend_api& api_b = *b.backend().backend;
