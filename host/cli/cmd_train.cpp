@@ -40,10 +40,21 @@ po::options_description train_options() {
       "run-dir", po::value<std::string>(),
       "directory for metrics.jsonl and checkpoints (default: runs/<model name>)")(
       "resume", po::value<std::string>(), "continue a run from its run directory (or a checkpoint file)")(
+      "checkpoint-every", po::value<std::string>(),
+      "also save a checkpoint every N optimizer steps and/or every so long: 500, \"15min\", \"500 steps, "
+      "15min\" (besides each epoch's end and a stop; overrides [train] checkpoint_every)")(
+      "keep-checkpoints", po::value<int64_t>(),
+      "checkpoints kept in <run-dir>/checkpoints, the newest (default: [train] keep_checkpoints, 3)")(
       "init-from", po::value<std::string>(),
       "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
       "memory-report", po::bool_switch(), "print planned and measured memory after training")(
+      "check-numerics", po::bool_switch(),
+      "debugging: after every node, stop at the first whose output holds nan or inf, naming it, its "
+      "layer and its backend (slow; the loss is always checked)")(
+      "poison-outputs", po::bool_switch(),
+      "debugging: fill every node's outputs with NaN before it runs, so an output a kernel leaves unwritten "
+      "shows (with --check-numerics: at that node)")(
       "recalibrate", po::bool_switch(),
       "automatic placement: measure the op and copy costs again instead of reading the cache")(
       "no-prefetch", po::bool_switch(),
@@ -65,6 +76,29 @@ po::options_description train_options() {
       "data parallelism on GPUs: how the ranks exchange NCCL's id: mpi (under mpirun/srun) or "
       "file:///path (a new file on a file system every rank sees)");
   return options;
+}
+
+// --checkpoint-every and --keep-checkpoints over [train]'s; false after
+// printing why.
+bool apply_checkpoint_options(const po::variables_map& vm, host::model::ModelSpec& spec) {
+  if (vm.count("checkpoint-every")) {
+    const std::string text = vm["checkpoint-every"].as<std::string>();
+    auto every = host::model::parse_checkpoint_every(text);
+    if (!every) {
+      print_error("--checkpoint-every: " + every.error().message);
+      return false;
+    }
+    spec.train.checkpoint_every = *every;
+  }
+  if (vm.count("keep-checkpoints")) {
+    const int64_t keep = vm["keep-checkpoints"].as<int64_t>();
+    if (keep < 1) {
+      print_error("--keep-checkpoints " + std::to_string(keep) + ": keep at least 1");
+      return false;
+    }
+    spec.train.keep_checkpoints = keep;
+  }
+  return true;
 }
 
 // The model file with --set and --feature applied; nullopt after printing
@@ -99,6 +133,10 @@ std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, in
     exit_code = kExitInput;
     return std::nullopt;
   }
+  if (!apply_checkpoint_options(vm, *spec)) {
+    exit_code = kExitUsage;
+    return std::nullopt;
+  }
   return std::move(*spec);
 }
 
@@ -124,6 +162,8 @@ std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm
   }
   train.profile = vm.count("profile") ? vm["profile"].as<std::string>() : "";
   train.memory_report = vm["memory-report"].as<bool>();
+  train.check_numerics = vm["check-numerics"].as<bool>();
+  train.poison_outputs = vm["poison-outputs"].as<bool>();
   train.prefetch = !vm["no-prefetch"].as<bool>();
   train.live_progress = ::isatty(STDOUT_FILENO) != 0;
   train.loader_threads =
@@ -143,7 +183,11 @@ void print_start(const host::model::ModelSpec& spec, const std::string& device,
             << (tensor_parallel   ? ", parallel layers split over " + ranks
                 : group.world > 1 ? " per rank x " + ranks
                                   : std::string())
-            << ", run directory " << run_dir << std::endl;
+            << ", run directory " << run_dir;
+  if (spec.train.checkpoint_every.any())
+    std::cout << ", checkpoints " << describe(spec.train.checkpoint_every) << " (last "
+              << spec.train.keep_checkpoints << " kept)";
+  std::cout << std::endl;
 }
 
 void print_result(const host::train::TrainResult& result) {

@@ -190,9 +190,22 @@ Result<void> Executor::bind_nodes(const Graph& graph, std::vector<std::optional<
     for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
     run.reads = node.inputs;
     run.writes = node.outputs;
+    run.phase = node.phase;
+    if (options_.numerics.any()) guard_outputs(graph, run);
     nodes_.push_back(std::move(run));
   }
   return {};
+}
+
+void Executor::guard_outputs(const Graph& graph, NodeRun& run) {
+  if (!numerics_) numerics_.emplace(*device_, options_.numerics);
+  for (size_t j = 0; j < run.writes.size(); ++j) {
+    const Value& v = *graph.value(run.writes[j]);
+    const ValueStorage* storage = plan_.find(v.id);
+    if (!is_floating(v.type.dtype) || storage == nullptr) continue;
+    const bool in_place = std::find(run.inputs.begin(), run.inputs.end(), run.outputs[j]) != run.inputs.end();
+    run.guarded.push_back({run.outputs[j], storage->bytes, v.type.dtype, v.name, in_place});
+  }
 }
 
 std::string Executor::node_text(size_t position) const {
@@ -244,13 +257,20 @@ Result<void> Executor::communicate(size_t position) {
 
 Result<void> Executor::launch(size_t position) {
   NodeRun& node = nodes_[position];
-  if (!node.kernel) return communicate(position);
+  if (!node.kernel) {
+    auto done = communicate(position);
+    if (!done || !numerics_) return done;
+    return numerics_->check(stream_.get(), node.guarded, node_text(position), node.phase);
+  }
+  if (numerics_)
+    if (auto r = numerics_->poison(stream_.get(), node.guarded); !r) return r;
   clear_last_error();
   tdm_status status = api().kernel_launch(node.kernel->get(), stream_.get(), node.inputs.data(),
                                           node.outputs.data(), workspace_);
   if (status != TDM_OK)
     return make_error(node_text(position) + " failed on " + device_->id() + ": " + plugin_reason(status),
                       status);
+  if (numerics_) return numerics_->check(stream_.get(), node.guarded, node_text(position), node.phase);
   return {};
 }
 

@@ -36,6 +36,7 @@
 #include "exec/collectives.hpp"
 #include "exec/copy_engine.hpp"
 #include "exec/kernel_binding.hpp"
+#include "exec/numerics_guard.hpp"
 #include "exec/planner.hpp"
 #include "exec/staged_inputs.hpp"
 #include "exec/transfer_schedule.hpp"
@@ -60,6 +61,8 @@ struct ExecutorOptions {
   // Bytes this executor may allocate on its device (0: no limit). A plan
   // over it is refused before anything is allocated, with the breakdown.
   uint64_t memory_budget = 0;
+  // Debug checks around every node (exec/numerics_guard.hpp).
+  NumericsOptions numerics;
 };
 
 class Executor;
@@ -219,6 +222,8 @@ class Executor {
     std::vector<void*> inputs;  // nullptr for an absent optional input
     std::vector<void*> outputs;
     std::vector<ValueId> reads, writes;  // the values of inputs and outputs
+    tdm_phase phase = TDM_PHASE_FORWARD;
+    std::vector<GuardedOutput> guarded;  // floating outputs, with ExecutorOptions::numerics
   };
 
   Executor(const DeviceHandle& device, ExecutorOptions options);
@@ -255,6 +260,8 @@ class Executor {
   Result<void> communicate(size_t position);
   Result<const ValueStorage*> checked(ValueId value, size_t bytes, const char* action) const;
   std::string node_text(size_t position) const;
+  // The node's floating outputs for the numerics guard.
+  void guard_outputs(const Graph& graph, NodeRun& run);
   const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
 
   const DeviceHandle* device_ = nullptr;
@@ -273,11 +280,12 @@ class Executor {
   std::optional<StagedInputs> staged_;                // single-device; created by the first allow_staging
   Plan plan_;
   std::unique_ptr<tdm_stream, StreamDeleter> stream_;
-  std::vector<Buffer> buffers_;    // everything this executor allocated
-  void* arena_ = nullptr;          // within buffers_
-  void* workspace_ = nullptr;      // within buffers_
-  std::vector<void*> persistent_;  // by Plan::persistent index
-  std::vector<NodeRun> nodes_;     // schedule order; kernels released before buffers
+  std::vector<Buffer> buffers_;            // everything this executor allocated
+  void* arena_ = nullptr;                  // within buffers_
+  void* workspace_ = nullptr;              // within buffers_
+  std::vector<void*> persistent_;          // by Plan::persistent index
+  std::vector<NodeRun> nodes_;             // schedule order; kernels released before buffers
+  std::optional<NumericsGuard> numerics_;  // with ExecutorOptions::numerics
   uint64_t allocated_ = 0;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   std::vector<double> node_time_us_;

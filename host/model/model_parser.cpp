@@ -44,7 +44,8 @@ std::string hex64(uint64_t v) {
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "placement"})
+    for (const char* key :
+         {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every", "placement"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -79,13 +80,29 @@ void read_loss(Reader& r, const toml::table& t, LossSpec& loss) {
 
 void check_train(Reader& r, const toml::table& t, const TrainSpec& s);
 
+// checkpoint_every = 500 (steps) or a text: "15min", "500 steps, 15min".
+void read_checkpoint_every(Reader& r, const toml::table& t, CheckpointEvery& every) {
+  const toml::node* node = t.get("checkpoint_every");
+  if (node == nullptr) return;
+  std::string text;
+  if (const auto* steps = node->as_integer()) {
+    text = std::to_string(steps->get());
+  } else if (!r.get(t, "checkpoint_every", text)) {
+    return;
+  }
+  auto parsed = parse_checkpoint_every(text);
+  r.check(t, "checkpoint_every", parsed.ok(),
+          "[train] checkpoint_every: " + (parsed ? std::string() : parsed.error().message));
+  if (parsed) every = *parsed;
+}
+
 void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.check_keys(
       t, "[train]",
       {"optimizer", "lr",        "momentum",         "dampening",        "nesterov",     "weight_decay",
        "beta1",     "beta2",     "epsilon",          "schedule",         "warmup_steps", "step_size",
        "gamma",     "min_lr",    "batch_size",       "epochs",           "steps",        "clip_grad_norm",
-       "seed",      "log_every", "keep_checkpoints", "optimizer_device", "placement"});
+       "seed",      "log_every", "keep_checkpoints", "optimizer_device", "placement",    "checkpoint_every"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -109,6 +126,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   s.seed = static_cast<uint64_t>(seed);
   r.get(t, "log_every", s.log_every);
   r.get(t, "keep_checkpoints", s.keep_checkpoints);
+  read_checkpoint_every(r, t, s.checkpoint_every);
   r.get(t, "optimizer_device", s.optimizer_device);
   r.get_choice(t, "placement", s.placement, {"auto", "pinned", "strict"});
   check_train(r, t, s);

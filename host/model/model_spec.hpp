@@ -18,6 +18,8 @@
 #include <variant>
 #include <vector>
 
+#include "model/checkpoint_every.hpp"
+
 namespace tandem::host::model {
 
 // Where something was written, for error messages ("model.toml:12:3").
@@ -70,6 +72,8 @@ struct TrainSpec {
   uint64_t seed = 0;
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;
+  // Checkpoints besides epoch ends and stops (model/checkpoint_every.hpp).
+  CheckpointEvery checkpoint_every;
   // Where the optimizer updates run and its state and the parameters' master
   // copy live ("cpu": ZeRO-Offload style); "" = next to the parameters.
   std::string optimizer_device;

@@ -19,6 +19,7 @@ Result<std::unique_ptr<exec::Executor>> make_placed_executor(
   for (DeviceGraph& d : split->devices) {
     exec::ExecutorOptions sub;
     sub.profile = options.profile;
+    sub.numerics = options.numerics;
     for (const std::string& name : options.outputs)
       if (d.graph.value_by_name(name) != nullptr) sub.outputs.push_back(name);
     for (const std::string& name : d.exported)

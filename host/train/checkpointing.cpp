@@ -83,7 +83,8 @@ Result<RunPosition> checkpoint_position(const checkpoint::Checkpoint& cp, const 
   for (auto [key, out, low] : {std::tuple<const char*, int64_t*, int64_t>{"tandem.step", &p.step, 0},
                                {"tandem.epoch", &p.epoch, 0},
                                {"tandem.next_batch", &p.next_batch, 0},
-                               {"tandem.world_size", &p.world_size, 1}}) {
+                               {"tandem.world_size", &p.world_size, 1},
+                               {"tandem.total_steps", &p.total_steps, 0}}) {
     auto it = cp.metadata.find(key);
     if (it == cp.metadata.end()) continue;
     const std::string& text = it->second;

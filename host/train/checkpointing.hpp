@@ -28,10 +28,11 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
 
 // Where a checkpoint left its run: the metadata a resume continues from.
 struct RunPosition {
-  int64_t step = 0;        // optimizer steps done
-  int64_t epoch = 0;       // epochs done
-  int64_t next_batch = 0;  // the next batch of the current epoch
-  int64_t world_size = 1;  // ranks that split the data
+  int64_t step = 0;         // optimizer steps done
+  int64_t epoch = 0;        // epochs done
+  int64_t next_batch = 0;   // the next batch of the current epoch
+  int64_t world_size = 1;   // ranks that split the data
+  int64_t total_steps = 0;  // the optimizer steps the run was planned for (0: not recorded)
 };
 // Read from `cp`'s metadata (absent keys: a run's start); a value that is
 // not a non-negative integer (world_size: positive) is an error naming the

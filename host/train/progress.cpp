@@ -1,6 +1,8 @@
 #include "train/progress.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -36,8 +38,19 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(bool live, int64_t log_every, const std::string& metrics_path, bool silent)
-    : live_(live && !silent), log_every_(log_every > 0 ? log_every : 50), silent_(silent) {
-  if (!metrics_path.empty()) metrics_.open(metrics_path, std::ios::app);
+    : live_(live && !silent),
+      log_every_(log_every > 0 ? log_every : 50),
+      silent_(silent),
+      metrics_path_(metrics_path) {
+  if (metrics_path.empty()) return;
+  errno = 0;
+  metrics_.open(metrics_path, std::ios::app);
+  if (!metrics_) metrics_failure_ = std::string("cannot open it (") + std::strerror(errno) + ")";
+}
+
+std::optional<std::string> Progress::metrics_error() const {
+  if (metrics_failure_.empty()) return std::nullopt;
+  return metrics_path_ + ": " + metrics_failure_;
 }
 
 Progress::~Progress() {
@@ -50,7 +63,12 @@ void Progress::clear_live() {
 }
 
 void Progress::record(const std::string& json_object) {
-  if (metrics_) metrics_ << json_object << '\n' << std::flush;
+  if (!metrics_) return;
+  errno = 0;
+  metrics_ << json_object << '\n' << std::flush;
+  if (!metrics_ && metrics_failure_.empty())
+    metrics_failure_ =
+        std::string("a write failed (") + (errno != 0 ? std::strerror(errno) : "stream error") + ")";
 }
 
 void Progress::memory(const std::string& device, uint64_t planned, uint64_t training_peak, uint64_t peak) {

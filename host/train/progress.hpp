@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 namespace tandem::host::train {
@@ -40,6 +41,8 @@ class Progress {
   // what its allocator held at most during the training steps, and with
   // evaluation (for tools: the terminal report rounds to 0.1 MiB).
   void memory(const std::string& device, uint64_t planned, uint64_t training_peak, uint64_t peak);
+  // Why metrics.jsonl could not be opened or written (nothing: all well).
+  std::optional<std::string> metrics_error() const;
 
  private:
   void clear_live();
@@ -47,7 +50,9 @@ class Progress {
   bool live_;
   int64_t log_every_;
   bool silent_;
+  std::string metrics_path_;
   std::ofstream metrics_;
+  std::string metrics_failure_;  // the first failure, with errno's words
   bool live_shown_ = false;
   std::chrono::steady_clock::time_point last_draw_{};
 };

@@ -40,6 +40,15 @@ Trainer::~Trainer() = default;
 Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, const DeviceHandle& device,
                                                  const PluginRegistry& registry, TrainOptions options) {
   std::unique_ptr<Trainer> t(new Trainer(spec, device, registry, std::move(options)));
+  // What would only fail late fails now: the run directory is taken (and
+  // writable), the profile can be written.
+  if (!t->options_.run_dir.empty() && program::detect_process_group().rank == 0) {
+    auto run_directory = RunDirectory::acquire(t->options_.run_dir);
+    if (!run_directory) return run_directory.error();
+    t->run_directory_.emplace(std::move(*run_directory));
+  }
+  if (!t->options_.profile.empty())
+    if (auto r = check_writable_file(t->options_.profile, "--profile"); !r) return r.error();
   if (auto r = t->load_data(); !r) return r.error();
   auto built = program::Program::build(spec, device, registry, program_options(t->options_));
   if (!built) return built.error();
@@ -47,11 +56,31 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model().graph.value(t->model().logits)->name};
+  exec_options.numerics = t->numerics_options();
   if (auto r = t->connect(exec_options); !r) return r.error();
   if (auto r = t->program_->allocate(exec_options); !r) return r.error();
   t->options_.prefetch = t->program_->options().prefetch;  // off when a re-plan left no room for it
   if (auto r = t->prepare_run(); !r) return r.error();
   return t;
+}
+
+exec::NumericsOptions Trainer::numerics_options() const {
+  exec::NumericsOptions o{options_.check_numerics, true, options_.poison_outputs};
+  // Loss scaling lets gradients overflow and skips those steps by design.
+  const auto amp = spec_.features.find("amp");
+  if (o.check && amp != spec_.features.end()) {
+    const auto scale = amp->second.find("loss_scale");
+    const auto dtype = amp->second.find("dtype");
+    const bool f16 = dtype != amp->second.end() && dtype->second == "f16";
+    const bool scaling = scale != amp->second.end() ? scale->second != "none" : f16;
+    if (scaling) {
+      o.check_backward = false;
+      log_info(
+          "--check-numerics: backward nodes are not checked: [features.amp] loss scaling lets gradients "
+          "overflow and skips those steps itself");
+    }
+  }
+  return o;
 }
 
 Result<void> Trainer::load_data() {
@@ -127,6 +156,8 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
                         TDM_INVALID_ARGUMENT);
     auto position = checkpoint_position(*cp, file);
     if (!position) return position.error();
+    resumed_file_ = file;
+    resumed_total_ = position->total_steps;
     start_step_ = position->step;
     start_epoch_ = position->epoch;
     start_batch_ = position->next_batch;
@@ -160,6 +191,7 @@ std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch
           {"tandem.step", std::to_string(step)},
           {"tandem.epoch", std::to_string(epoch)},
           {"tandem.next_batch", std::to_string(next_batch)},
+          {"tandem.total_steps", std::to_string(total_steps_)},
           {"tandem.seed", std::to_string(spec_.train.seed)},
           {"tandem.device", device_.id()},
           {"tandem.plugins", plugins},
@@ -218,7 +250,8 @@ Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const 
   if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
   if (!std::isfinite(loss))
     return make_error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-                          ": training diverged; lower [train] lr, add clip_grad_norm, or check the data",
+                          ": training diverged; lower [train] lr, add clip_grad_norm, or check the data "
+                          "(--check-numerics names the first node whose output is not finite)",
                       TDM_ABORTED);
   const int64_t classes = m.graph.value(m.logits)->type.dims[1];
   logits_.resize(static_cast<size_t>(batch.size * classes));
@@ -248,14 +281,6 @@ Result<void> Trainer::forward_backward(bool last_micro_batch) {
     profiler_->all_reduce(s.begin, s.end, s.bytes, backward_done);
   if (!ran) return ran;
   return reduced;
-}
-
-Result<bool> Trainer::stop_requested() {
-  int32_t stop = options_.stop != nullptr && options_.stop->load() ? 1 : 0;
-  if (!comm_) return stop != 0;
-  auto agreed = comm_->max(stop);  // every rank stops after the same step, or the collectives would mismatch
-  if (!agreed) return agreed.error();
-  return *agreed != 0;
 }
 
 }  // namespace tandem::host::train

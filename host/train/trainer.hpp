@@ -28,6 +28,7 @@
 #include "train/overlapped_allreduce.hpp"
 #include "train/profile_report.hpp"
 #include "train/progress.hpp"
+#include "train/run_directory.hpp"
 #include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
@@ -37,6 +38,10 @@ struct TrainOptions {
   std::string resume;     // a run directory or a checkpoint file to continue from
   std::string init_from;  // a checkpoint to take weights from (not optimizer state)
   std::string profile;    // Chrome/Perfetto trace file to write
+  // Debugging: every node's floating outputs checked for values that are
+  // not finite, and/or filled with NaN before it runs (exec/numerics_guard.hpp).
+  bool check_numerics = false;
+  bool poison_outputs = false;
   bool memory_report = false;
   // Within an epoch, the next micro-batch's input and labels are copied to
   // the device (Executor::stage) while the current one runs; off: each is
@@ -113,6 +118,7 @@ class Trainer {
   Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
           TrainOptions options);
   Result<void> load_data();
+  exec::NumericsOptions numerics_options() const;
   // The communicator of a run of several ranks; tensor parallelism's
   // collectives for the executors.
   Result<void> connect(exec::ExecutorOptions& exec_options);
@@ -136,8 +142,13 @@ class Trainer {
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
   // bucket's all-reduce started once backward has finished it.
   Result<void> forward_backward(bool last_micro_batch);
-  // Every rank stops after the same step: true when one was asked to stop.
-  Result<bool> stop_requested();
+  // What every rank does after this step, agreed between them: a rank asked
+  // to stop stops all, a checkpoint due on one is saved by all.
+  enum class AfterStep { Continue = 0, Save = 1, Stop = 2 };
+  Result<AfterStep> after_step(const Loop& loop);
+  // Before the first step: what the run continues (a finished run, a
+  // changed schedule), said once.
+  Result<void> explain_resume(Loop& loop);
   Result<void> end_epoch(Loop& loop, bool epoch_done);
 
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
@@ -158,7 +169,12 @@ class Trainer {
   std::unique_ptr<OverlappedAllReduce> allreduce_;  // with comm_, for data parallelism
   std::map<std::string, lowering::Shard> shards_;   // tensors split by tensor parallelism, by name
   std::unique_ptr<ProfileRecorder> profiler_;
+  std::optional<RunDirectory> run_directory_;  // locked for the run's life (rank 0)
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
+  std::string resumed_file_;  // the checkpoint --resume continued from
+  int64_t resumed_total_ = 0;
+  int64_t total_steps_ = 0;  // this run's optimizer steps, recorded in its checkpoints  // the optimizer
+                             // steps that run was planned for (0: not recorded)
   std::vector<float> logits_;
   std::map<std::string, uint64_t> training_peaks_;
 };

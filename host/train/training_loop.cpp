@@ -4,10 +4,12 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "train/evaluator.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -31,6 +33,8 @@ struct Trainer::Loop {
   int64_t step = 0, epoch = 0, first_batch = 0;
   int64_t index = 0;  // the epoch's next batch
   Clock::time_point epoch_start;
+  int64_t saved_step = 0;  // the last checkpoint's step, and when it was saved
+  Clock::time_point saved_at = Clock::now();
   StepReport report;
   TrainResult result;
 };
@@ -55,17 +59,21 @@ Result<TrainResult> Trainer::run() {
                           " batches, fewer than the " + std::to_string(micro) +
                           " micro-batches of one accumulated step",
                       TDM_INVALID_ARGUMENT);
-  std::filesystem::create_directories(options_.run_dir);
   const bool leader = program_->group().rank == 0;  // only rank 0 reports
   Progress progress(options_.live_progress, spec_.train.log_every,
                     leader ? (std::filesystem::path(options_.run_dir) / "metrics.jsonl").string() : "",
                     !leader);
+  if (auto why = progress.metrics_error())
+    return make_error(*why + "; give another --run-dir", TDM_INVALID_ARGUMENT);
   Evaluator evaluator = make_evaluator();
   Loop loop{loader, progress, evaluator};
   loop.per_epoch = per_epoch;
   loop.total = spec_.train.steps > 0 ? spec_.train.steps : spec_.train.epochs * steps_per_epoch;
   loop.epochs = (loop.total + steps_per_epoch - 1) / steps_per_epoch;
   loop.step = start_step_, loop.epoch = start_epoch_, loop.first_batch = start_batch_;
+  loop.saved_step = start_step_;
+  total_steps_ = loop.total;
+  if (auto r = explain_resume(loop); !r) return r.error();
   const auto run_start = Clock::now();
   while (loop.step < loop.total) {
     auto finished = train_epoch(loop);
@@ -112,9 +120,22 @@ Result<bool> Trainer::train_epoch(Loop& loop) {
     ++loop.step;
     report_step(loop, totals);
     loop.result.last_loss = *step_loss;
-    auto stop = stop_requested();
-    if (!stop) return stop.error();
-    if (*stop) {
+    if (auto why = loop.progress.metrics_error())
+      return make_error(
+          *why + " at step " + std::to_string(loop.step) + "; the last checkpoint " +
+              (loop.result.last_checkpoint.empty() ? "(none yet)" : loop.result.last_checkpoint) +
+              " continues the run (--resume) once the disk has room",
+          TDM_UNAVAILABLE);
+    auto after = after_step(loop);
+    if (!after) return after.error();
+    if (*after == AfterStep::Save) {
+      auto saved = save(loop.step, loop.epoch, loop.index);
+      if (!saved) return saved.error();
+      loop.result.last_checkpoint = *saved;
+      loop.saved_step = loop.step;
+      loop.saved_at = Clock::now();
+    }
+    if (*after == AfterStep::Stop) {
       auto saved = save(loop.step, loop.epoch, loop.index);
       if (!saved) return saved.error();
       loop.progress.line("interrupted: checkpoint saved to " + *saved + "; continue with: tandem train " +
@@ -202,6 +223,37 @@ Result<void> Trainer::end_epoch(Loop& loop, bool epoch_done) {
   auto saved = save(loop.step, loop.epoch, loop.first_batch);
   if (!saved) return saved.error();
   loop.result.last_checkpoint = *saved;
+  loop.saved_step = loop.step;
+  loop.saved_at = Clock::now();
+  return {};
+}
+
+Result<void> Trainer::explain_resume(Loop& loop) {
+  if (resumed_file_.empty()) return {};
+  loop.result.last_checkpoint = resumed_file_;
+  if (loop.step >= loop.total) {
+    loop.progress.line(resumed_file_ + " is at step " + std::to_string(loop.step) + " of " +
+                       std::to_string(loop.total) +
+                       ": the run is finished, nothing to train (to train longer, "
+                       "raise [train] steps or epochs, e.g. --set train.epochs=...)");
+    return {};
+  }
+  loop.progress.line("resuming from " + resumed_file_ + " at step " + std::to_string(loop.step) + " of " +
+                     std::to_string(loop.total));
+  // The schedule follows the run's length: another length changes the rate
+  // from this step on (cosine decays to its end; warm-up is unchanged).
+  if (resumed_total_ > 0 && resumed_total_ != loop.total) {
+    const double before = learning_rate(spec_.train, loop.step, resumed_total_);
+    const double now = learning_rate(spec_.train, loop.step, loop.total);
+    std::ostringstream text;
+    text << "resuming a run planned for " << resumed_total_ << " steps as one of " << loop.total
+         << " steps (its [train] steps or epochs changed)";
+    if (before != now)
+      text << ": the " << spec_.train.schedule << " learning-rate schedule is now spread over " << loop.total
+           << " steps, so the rate at step " << loop.step + 1 << " is " << now << " where it would have been "
+           << before;
+    log_warning(text.str());
+  }
   return {};
 }
 
@@ -221,6 +273,24 @@ Result<void> Trainer::finish_run(Loop& loop, std::chrono::steady_clock::time_poi
     profiler_->print_summary(std::cout, model().graph, executor());
   }
   return {};
+}
+
+Result<Trainer::AfterStep> Trainer::after_step(const Loop& loop) {
+  AfterStep wanted = AfterStep::Continue;
+  if (options_.stop != nullptr && options_.stop->load()) {
+    wanted = AfterStep::Stop;
+  } else if (const model::CheckpointEvery& every = spec_.train.checkpoint_every; every.any()) {
+    const bool by_steps = every.steps > 0 && loop.step - loop.saved_step >= every.steps;
+    const bool by_time = every.seconds > 0 &&
+                         std::chrono::duration<double>(Clock::now() - loop.saved_at).count() >= every.seconds;
+    if (by_steps || by_time) wanted = AfterStep::Save;
+  }
+  if (!comm_) return wanted;
+  // Every rank does the same after the same step, or the collectives of a
+  // save or of the next step would mismatch.
+  auto agreed = comm_->max(static_cast<int32_t>(wanted));
+  if (!agreed) return agreed.error();
+  return static_cast<AfterStep>(*agreed);
 }
 
 }  // namespace tandem::host::train

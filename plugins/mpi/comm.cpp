@@ -175,6 +175,20 @@ std::string MpiComm::describe(const Call& c) const {
   return s;
 }
 
+namespace {
+
+void pause_between_polls(std::chrono::steady_clock::duration waited) {
+  using namespace std::chrono_literals;
+  if (waited < 5ms)
+    std::this_thread::yield();
+  else if (waited < 1s)
+    std::this_thread::sleep_for(50us);
+  else
+    std::this_thread::sleep_for(1ms);
+}
+
+}  // namespace
+
 template <class Blocking, class Start>
 void MpiComm::run(const Call& call, Blocking blocking, Start start) {
   if (timeout_ <= 0) {
@@ -198,8 +212,10 @@ void MpiComm::wait(MPI_Request& request, const Call& call) {
   const Clock::time_point started = Clock::now();
   const auto deadline =
       started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
-  // A tight MPI_Test loop: Open MPI progresses non-blocking collectives only
-  // inside MPI calls, so sleeping here would slow every collective down.
+  // Open MPI progresses non-blocking collectives only inside MPI calls: a
+  // tight MPI_Test loop while a collective is young (most finish within
+  // milliseconds), then short sleeps, so that a rank waiting out the timeout
+  // for a dead peer does not hold a core at 100%.
   for (uint64_t spin = 0;; ++spin) {
     int done = 0;
     {
@@ -212,7 +228,7 @@ void MpiComm::wait(MPI_Request& request, const Call& call) {
     }
     // Let a compute thread of this rank run between polls: the data-parallel
     // trainer all-reduces on its own thread while backward continues.
-    std::this_thread::yield();
+    pause_between_polls(Clock::now() - started);
     if ((spin & 255) == 0 && Clock::now() > deadline) {
       stranded_ = request;
       fail_timeout(call, started);
@@ -275,7 +291,10 @@ void MpiComm::fail_timeout(const Call& call, Clock::time_point started) {
       answer_queries();
       int flag = 0;
       MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kTagReply, probe_, &flag, &status) != MPI_SUCCESS || !flag) continue;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kTagReply, probe_, &flag, &status) != MPI_SUCCESS || !flag) {
+        pause_between_polls(Clock::now() - started);
+        continue;
+      }
       int64_t reply[2] = {0, 0};
       MPI_Recv(reply, 2, MPI_INT64_T, status.MPI_SOURCE, kTagReply, probe_, MPI_STATUS_IGNORE);
       if (reply[0] != query) continue;  // stale answer to an older question

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,13 @@ int run_collectives(int r, int n) {
   return 0;
 }
 
+// This process's CPU time (every thread), in seconds.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 int run_peer_failure(int r, int n) {
   tdm_comm* comm = create(r, n, 3.0);
   if (comm == nullptr) return 1;
@@ -228,10 +236,12 @@ int run_peer_failure(int r, int n) {
   }
   std::vector<float> send(256, 1.0f), recv(256);
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = cpu_seconds();
   g_error.clear();
   const tdm_status s =
       g_api->allreduce(comm, send.data(), recv.data(), send.size(), TDM_F32, TDM_REDUCE_SUM, nullptr);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double busy = cpu_seconds() - cpu0;
   std::fprintf(stderr, "[rank %d] allreduce returned %d after %.2f s: %s\n", r, int(s), waited,
                g_error.c_str());
   check(s == TDM_TIMEOUT, "allreduce returns TDM_TIMEOUT when rank 1 is dead");
@@ -240,6 +250,8 @@ int run_peer_failure(int r, int n) {
   check(g_error.find("do not answer (dead, hung or busy): 1") != std::string::npos,
         "the message names rank 1");
   check(waited >= 3.0 && waited < 10.0, "the timeout fired after 3 s and before 10 s");
+  std::fprintf(stderr, "[rank %d] used %.2f s of CPU while waiting %.2f s\n", r, busy, waited);
+  check(busy < 0.5 * waited, "waiting for a dead peer does not hold a core (less than half the wait on CPU)");
   check(g_api->barrier(comm) == TDM_ABORTED, "the communicator is unusable afterwards");
   (void)n;
   return 0;

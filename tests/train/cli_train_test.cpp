@@ -18,54 +18,12 @@
 #include <sstream>
 #include <thread>
 
-#include "shell.hpp"
-#include "temp_dir.hpp"
+#include "cli_support.hpp"
 
 namespace tandem::test {
 namespace {
 
-// `env`: more VAR=value words for the environment of the run.
-CliRun tandem(const std::string& args, const std::string& env = "") {
-  return shell("env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR=tandem-cost-cache " + env +
-               " '" TANDEM_EXE "' --allow-insecure-plugins " + args);
-}
-
-#define EXPECT_HAS(text, part) \
-  EXPECT_NE((text).find(part), std::string::npos) << "missing '" << (part) << "' in:\n" << (text)
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const char* kSynthetic = R"([model]
-name = "tiny"
-input = [8]
-classes = 4
-[[layers]]
-name = "fc1"
-op = "linear"
-out_features = 16
-activation = "relu"
-[[layers]]
-name = "fc2"
-op = "linear"
-out_features = 4
-[train]
-lr = 0.05
-momentum = 0.9
-batch_size = 8
-epochs = 2
-seed = 3
-[data]
-format = "synthetic"
-synthetic_samples = 256
-synthetic_test_samples = 64
-)";
-
-class TrainCli : public ::testing::Test {
+class TrainCli : public CliTest {
  protected:
   // A run's memory record for `device` (metrics.jsonl, "event": "memory"):
   // the allocator's peak during the training steps, and with evaluation.
@@ -80,11 +38,6 @@ class TrainCli : public ::testing::Test {
     ADD_FAILURE() << run_dir << "/metrics.jsonl has no memory record for " << device;
     return {0, 0};
   }
-  std::string model(const std::string& text, const std::string& name = "m.toml") {
-    std::ofstream(dir.file(name)) << text;
-    return dir.file(name);
-  }
-  TempDir dir;
 };
 
 TEST_F(TrainCli, TrainsAndEvaluates) {
