@@ -1,8 +1,10 @@
 #include "data/csv_reader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <string_view>
 
@@ -32,7 +34,7 @@ std::string_view trim(std::string_view s) {
 
 Result<Dataset> load_csv(const std::string& path, const CsvOptions& options) {
   std::ifstream in(path);
-  if (!in) return make_error(path + ": cannot open", TDM_NOT_FOUND);
+  if (!in) return make_error(path + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND);
   Dataset set;
   set.source = path;
   std::string line;
@@ -79,6 +81,12 @@ Result<Dataset> load_csv(const std::string& path, const CsvOptions& options) {
         if (value < 0 || value != static_cast<int32_t>(value))
           return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": label '" +
                                 std::string(text) + "' is not a class index (0, 1, 2, ...)",
+                            TDM_INVALID_ARGUMENT);
+        if (options.classes > 0 && value >= double(options.classes))
+          return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": label " +
+                                std::string(text) + " but the model has " + std::to_string(options.classes) +
+                                " classes (labels 0 to " + std::to_string(options.classes - 1) +
+                                "); fix the label or [model] classes",
                             TDM_INVALID_ARGUMENT);
         set.labels.push_back(static_cast<int32_t>(value));
         max_label = std::max(max_label, set.labels.back());

@@ -2,6 +2,7 @@
 // index, every other column a feature. An optional header line is skipped.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "data/dataset.hpp"
@@ -13,6 +14,7 @@ struct CsvOptions {
   int label_column = 0;  // negative counts from the end (-1 = last)
   bool has_header = false;
   char delimiter = ',';
+  int64_t classes = 0;  // > 0: a label at or above it is an error at its line
 };
 
 // Errors name the file, the line and column, and the text that failed.

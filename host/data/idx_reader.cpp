@@ -8,7 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "util/host_memory.hpp"
 
@@ -102,6 +106,18 @@ double decode(uint8_t type, const unsigned char* p) {
   }
 }
 
+// The size of `path` when it is not gzip-compressed (IDX files may be either).
+std::optional<uint64_t> plain_file_size(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  unsigned char magic[2] = {};
+  if (!file.read(reinterpret_cast<char*>(magic), 2) || (magic[0] == 0x1f && magic[1] == 0x8b))
+    return std::nullopt;
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return std::nullopt;
+  return size;
+}
+
 }  // namespace
 
 Result<IdxArray> read_idx(const std::string& path) {
@@ -126,7 +142,20 @@ Result<IdxArray> read_idx(const std::string& path) {
     if (auto r = in.read(d, 4, "a dimension"); !r) return r.error();
     const uint32_t dim = from_big_endian<uint32_t>(d);
     array.dims.push_back(dim);
-    count *= dim;
+    // Saturates: a header whose product overflows claims more than any file holds.
+    if (__builtin_mul_overflow(count, uint64_t(dim), &count)) count = UINT64_MAX;
+  }
+  // A plain file holds exactly its header and the data: a header that
+  // claims more is damage, whatever the machine's memory.
+  const double end = double(in.offset()) + double(count) * double(esize);
+  if (auto size = plain_file_size(path); size && double(*size) < end) {
+    std::ostringstream claimed;
+    claimed << std::setprecision(20) << end;
+    return make_error(path + ": truncated at offset " + std::to_string(*size) + ": its header says " +
+                          std::to_string(count) + " elements of " + std::to_string(esize) +
+                          (esize == 1 ? " byte" : " bytes") + ", which end at offset " + claimed.str() +
+                          "; the file is cut short or damaged: re-download it",
+                      TDM_INVALID_ARGUMENT);
   }
   // Raw bytes, then each value as a double: what loading holds at its peak.
   const double bytes = double(count) * double(esize + sizeof(double));
@@ -151,6 +180,8 @@ Result<Dataset> load_idx_images(const std::string& images_path, const std::strin
     return make_error(images_path + ": expected images of shape [N, H, W], found rank " +
                           std::to_string(images->dims.size()),
                       TDM_INVALID_ARGUMENT);
+  if (images->dims[0] == 0)
+    return make_error(images_path + ": holds no samples (its header says 0 images)", TDM_INVALID_ARGUMENT);
   if (labels->dims.size() != 1 || labels->dims[0] != images->dims[0])
     return make_error(
         labels_path + ": expected " + std::to_string(images->dims[0]) + " labels to match " + images_path,

@@ -349,6 +349,8 @@ Result<ModelSpec> parse_model_text(const std::string& text, const std::string& p
 }
 
 Result<ModelSpec> parse_model_file(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty())
+    return make_error("the model file name is empty: give the path of a .toml file", TDM_INVALID_ARGUMENT);
   if (std::filesystem::is_directory(path))
     return make_error(
         path + " is a directory, not a model file: name the .toml file (e.g. " + path + "/model.toml)",

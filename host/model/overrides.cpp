@@ -61,7 +61,10 @@ Result<void> apply_one(toml::table& doc, const std::string& assignment,
   }
   for (; i + 1 < path.size(); ++i) {
     toml::node* next = table->get(path[i]);
-    if (next == nullptr) next = &table->insert_or_assign(path[i], toml::table{}).first->second;
+    if (next == nullptr) {  // a section the override creates is the override's
+      next = &table->insert_or_assign(path[i], toml::table{}).first->second;
+      origins[next] = assignment;
+    }
     if (!next->is_table())
       return make_error("--set " + assignment + ": '" + path[i] + "' is not a section", TDM_INVALID_ARGUMENT);
     table = next->as_table();

@@ -8,7 +8,7 @@ Result<Method> parse_method(const std::string& name) {
   if (name == "minmax") return Method::MinMax;
   if (name == "percentile") return Method::Percentile;
   if (name == "entropy") return Method::Entropy;
-  return make_error("unknown calibrator '" + name + "' (expected minmax, percentile or entropy)",
+  return make_error("--calibrator " + name + ": unknown calibrator (expected minmax, percentile or entropy)",
                     TDM_INVALID_ARGUMENT);
 }
 

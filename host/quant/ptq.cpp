@@ -211,7 +211,10 @@ Result<PtqResult> quantize_model(const model::ModelSpec& spec, const DeviceHandl
   if (!out) return out.error();
   std::error_code ec;
   fs::create_directories(o.output_dir, ec);
-  if (ec) return make_error(o.output_dir + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
+  if (ec)
+    return make_error("--output " + o.output_dir + ": cannot create the directory (" + ec.message() +
+                          "); give another --output",
+                      TDM_INVALID_ARGUMENT);
   result.checkpoint_path = (fs::path(o.output_dir) / kInt8Checkpoint).string();
   result.calibration_path = (fs::path(o.output_dir) / kCalibrationFile).string();
   // The checkpoint first: a calibration file is only ever beside the

@@ -16,8 +16,9 @@ Result<data::Dataset> load_one(const model::ModelSpec& spec, bool test) {
     return test ? data::load_idx_images(d.test_images, d.test_labels)
                 : data::load_idx_images(d.train_images, d.train_labels);
   if (d.format == "csv")
-    return data::load_csv(test ? d.test_csv : d.train_csv,
-                          {.label_column = static_cast<int>(d.label_column), .has_header = d.csv_header});
+    return data::load_csv(test ? d.test_csv : d.train_csv, {.label_column = static_cast<int>(d.label_column),
+                                                            .has_header = d.csv_header,
+                                                            .classes = spec.classes});
   data::SyntheticSpec s;
   s.samples = test ? d.synthetic_test_samples : d.synthetic_samples;
   const double bytes = double(s.samples) * double(ops::numel(spec.input_shape)) * sizeof(float);

@@ -62,6 +62,21 @@ TEST(IdxReader, TruncatedFileNamesFileAndOffset) {
   EXPECT_NE(a.error().message.find("truncated at offset 105"), std::string::npos) << a.error().message;
 }
 
+// Dimensions whose product overflows 64 bits must not wrap to a small
+// element count that the file then seems to hold.
+TEST(IdxReader, DimensionsWhoseProductOverflowsAreRefused) {
+  test::TempDir dir;
+  Bytes file = {0, 0, 0x08, 3};
+  for (int d = 0; d < 3; ++d) file.insert(file.end(), {0x00, 0x00, 0x00, 0x00});
+  file[4] = 0x01;                    // 2^24
+  file[8] = 0x01;                    // 2^24
+  file[12] = 0x00, file[14] = 0x01;  // 2^16: 2^64 in all, 0 when wrapped
+  write_plain(dir.file("wrap.idx"), file);
+  auto a = read_idx(dir.file("wrap.idx"));
+  ASSERT_FALSE(a.ok()) << "read " << a->values.size() << " values";
+  EXPECT_NE(a.error().message.find("wrap.idx: truncated"), std::string::npos) << a.error().message;
+}
+
 TEST(IdxReader, BadMagicIsRefused) {
   test::TempDir dir;
   write_plain(dir.file("text.idx"), Bytes{'h', 'e', 'l', 'l', 'o', '\n'});
