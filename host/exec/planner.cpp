@@ -142,6 +142,43 @@ uint64_t rounding(uint64_t bytes) {
   return (b + g - 1) / g * g - bytes;
 }
 
+// What a placed plan needs on its device, by category, with the
+// allocator's rounding of every allocation the executor will make.
+MemoryEstimate estimate_of(const Plan& plan) {
+  MemoryEstimate e;
+  for (const PersistentBuffer& buffer : plan.persistent) {
+    switch (buffer.category) {
+      case MemoryCategory::Parameters:
+        e.parameters += buffer.bytes;
+        break;
+      case MemoryCategory::Gradients:
+        e.gradients += buffer.bytes;
+        break;
+      case MemoryCategory::OptimizerState:
+        e.optimizer_state += buffer.bytes;
+        break;
+      case MemoryCategory::Inputs:
+        e.inputs += buffer.bytes;
+        break;
+      default:
+        e.other_state += buffer.bytes;
+        break;
+    }
+  }
+  e.activations = plan.arena_bytes;
+  e.workspace = plan.workspace_bytes;
+  // Every allocation the executor makes is a block of the device allocator's granule.
+  for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(buffer.bytes);
+  const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
+    return v.second.kind == ValueStorage::Kind::Arena;
+  });
+  if (any_transient) e.allocator_rounding += rounding(e.activations);
+  if (e.workspace > 0) e.allocator_rounding += rounding(e.workspace);
+  e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations +
+            e.workspace + e.allocator_rounding;
+  return e;
+}
+
 }  // namespace
 
 const char* category_name(MemoryCategory category) {
@@ -238,37 +275,7 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
 
   for (size_t bytes : workspace_per_node) plan.workspace_bytes = std::max(plan.workspace_bytes, bytes);
 
-  MemoryEstimate& e = plan.estimate;
-  for (const PersistentBuffer& buffer : plan.persistent) {
-    switch (buffer.category) {
-      case MemoryCategory::Parameters:
-        e.parameters += buffer.bytes;
-        break;
-      case MemoryCategory::Gradients:
-        e.gradients += buffer.bytes;
-        break;
-      case MemoryCategory::OptimizerState:
-        e.optimizer_state += buffer.bytes;
-        break;
-      case MemoryCategory::Inputs:
-        e.inputs += buffer.bytes;
-        break;
-      default:
-        e.other_state += buffer.bytes;
-        break;
-    }
-  }
-  e.activations = plan.arena_bytes;
-  e.workspace = plan.workspace_bytes;
-  // Every allocation the executor makes is a block of the device allocator's granule.
-  for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(buffer.bytes);
-  const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
-    return v.second.kind == ValueStorage::Kind::Arena;
-  });
-  if (any_transient) e.allocator_rounding += rounding(e.activations);
-  if (e.workspace > 0) e.allocator_rounding += rounding(e.workspace);
-  e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations +
-            e.workspace + e.allocator_rounding;
+  plan.estimate = estimate_of(plan);
   return plan;
 }
 
