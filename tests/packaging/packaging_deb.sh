@@ -107,6 +107,11 @@ contents=$(dpkg-deb --contents "${runtime_deb[0]}")  # (not piped into grep -q: 
 grep -q "\./usr/bin/tandem$" <<<"$contents" || fail "tandem deb lacks /usr/bin/tandem"
 grep -q "\.$plugin_dir/libtandem-reference.so$" <<<"$contents" ||
   fail "tandem deb lacks $plugin_dir/libtandem-reference.so"
+dev_contents=$(dpkg-deb --contents "${dev_deb[0]}")
+for doc in ABI.md ops.md CHANGELOG.md; do
+  grep -q "\./usr/share/doc/tandem-dev/$doc$" <<<"$dev_contents" ||
+    fail "tandem-dev deb lacks /usr/share/doc/tandem-dev/$doc"
+done
 
 # ---- 2. install and run --------------------------------------------------------
 step "dpkg -i tandem tandem-dev"
