@@ -1,5 +1,5 @@
-// `tandem plugins [-v]`: the loaded plugins and their metadata (ABI.md
-// rule 11); with -v also the search path and every candidate tried.
+// `tandem plugins [-v]`: the loaded plugins and their metadata (sdk/ABI.md
+// rule 13); with -v also the search path and every candidate tried.
 #include <iostream>
 
 #include "cli/cli_common.hpp"

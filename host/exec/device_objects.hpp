@@ -1,5 +1,5 @@
 // Owned streams, events and host staging buffers of one device, released
-// through the backend that made them (ABI.md rule 7). Each keeps a pointer
+// through the backend that made them (sdk/ABI.md rule 16). Each keeps a pointer
 // to its DeviceHandle, which must outlive it.
 #pragma once
 

@@ -27,7 +27,7 @@ tdm_status from_result(const Result<void>& r) {
   return r ? TDM_OK : fail(r.error().status, r.error().message);
 }
 
-// Writes the fields of `full` that fit the receiver's struct_size (rule 4).
+// Writes the fields of `full` that fit the receiver's struct_size (sdk/ABI.md rule 4).
 template <class T>
 tdm_status copy_fitting(const T& full, T* out) {
   if (out == nullptr) return fail(TDM_INVALID_ARGUMENT, "output pointer is NULL");

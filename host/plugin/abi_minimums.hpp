@@ -1,5 +1,5 @@
 // The smallest struct_size a plugin built against SDK 1.0 writes, for every
-// table the host receives (ABI.md rule 4: accept any size >= the minimum,
+// table the host receives (sdk/ABI.md rule 4: accept any size >= the minimum,
 // read only the fields that fit). Each is the size up to the last field
 // that ABI 1.0 had; fields marked "since ABI 1.1" come after it.
 #pragma once

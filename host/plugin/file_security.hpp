@@ -1,4 +1,4 @@
-// Refuses plugin files other users could replace (ABI.md rule 10): a plugin
+// Refuses plugin files other users could replace (sdk/ABI.md rule 11): a plugin
 // runs with the user's rights, so a file or directory writable by group or
 // others is a way for someone else to run code as this user.
 #pragma once

@@ -105,7 +105,7 @@ tdm_status api_run_scalar_set_impl(void* ctx, tdm_run* run, const char* name, do
   return TDM_OK;
 }
 
-// The C entry points: nothing may propagate into plugin code (ABI.md rule 2).
+// The C entry points: nothing may propagate into plugin code (sdk/ABI.md rule 14).
 void api_log(void* ctx, tdm_log_level level, const char* message) {
   try {
     api_log_impl(ctx, level, message);

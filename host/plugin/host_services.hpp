@@ -1,4 +1,4 @@
-// The tdm_host_api implementation (ABI.md rule 8).
+// The tdm_host_api implementation (sdk/ABI.md rule 15).
 //
 // Each loaded plugin gets its own table whose ctx is a PluginContext naming
 // the plugin and its file, so every log line and error is attributed.

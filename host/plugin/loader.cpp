@@ -23,7 +23,7 @@ namespace {
 const std::string kHostAbi = std::to_string(TDM_ABI_MAJOR) + "." + std::to_string(TDM_ABI_MINOR);
 constexpr std::string_view kCannotOpen = ": cannot open shared object file";
 
-// Libraries are never unloaded (ABI.md rule 9: CUDA and NCCL start threads).
+// Libraries are never unloaded (sdk/ABI.md rule 12: CUDA and NCCL start threads).
 // RTLD_NODELETE makes dlclose a no-op, and the handles are kept here for the
 // whole process anyway; the holder is leaked on purpose.
 struct LibraryKeeper {

@@ -1,4 +1,4 @@
-// Opening one plugin file and checking it, stage by stage (ABI.md rule 9):
+// Opening one plugin file and checking it, stage by stage (sdk/ABI.md rules 8-12):
 // file permissions, dlopen (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE, never
 // unloaded), the entry symbol, the descriptor, versions, the kind's table.
 // Every refusal is an Error whose message names the file and says what to do.

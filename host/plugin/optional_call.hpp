@@ -1,4 +1,4 @@
-// Calling an optional table function (ABI.md rule 5): the field must fit the
+// Calling an optional table function (sdk/ABI.md rules 3 and 23): the field must fit the
 // table's struct_size (the plugin was built with an SDK that has it), the
 // negotiated minor must include it, and the pointer must be non-NULL.
 // Callers always have a fallback for the nullptr case.

@@ -1,4 +1,4 @@
-// Where plugins are looked for, in order (ABI.md rule 10):
+// Where plugins are looked for, in order (sdk/ABI.md rule 10):
 //   1. --plugin-path directories (each ':'-separated, several allowed);
 //   2. TANDEM_PLUGIN_PATH (':'-separated);
 //   3. the install directory fixed at configure time;

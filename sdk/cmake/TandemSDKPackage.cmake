@@ -29,7 +29,7 @@ configure_package_config_file(
   "${PROJECT_BINARY_DIR}/sdk/TandemSDKConfig.cmake"
   INSTALL_DESTINATION "${TANDEM_SDK_CMAKE_INSTALL_DIR}"
   PATH_VARS TANDEM_PLUGIN_INSTALL_DIR)
-# SameMajorVersion: the ABI major is the compatibility line (ABI.md rule 3).
+# SameMajorVersion: the ABI major is the compatibility line (sdk/ABI.md rules 1-2).
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/sdk/TandemSDKConfigVersion.cmake"
   VERSION "${TANDEM_SDK_VERSION}"

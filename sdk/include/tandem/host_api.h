@@ -1,4 +1,4 @@
-/* Tandem SDK — services the host passes to every plugin (ABI.md rule 8).
+/* Tandem SDK — services the host passes to every plugin (sdk/ABI.md rule 15).
  *
  * Plugins never link the host: logging, error reporting, configuration
  * lookup, host scratch memory and the graph API all come from this table,
@@ -48,9 +48,9 @@ typedef struct tdm_host_api {
   tdm_status (*config_get)(void* ctx, const char* key, char* buffer, size_t* size);
 
   /* Host-visible scratch memory, 64-byte aligned unless `alignment` asks for
-   * more (a power of two). Freed with scratch_free by the plugin (rule 7:
-   * the host allocated, the host frees, called by whoever holds it).
-   * NULL on exhaustion. Thread-safe. */
+   * more (a power of two). Freed with scratch_free by the plugin
+   * (sdk/ABI.md rule 16: the host allocated, the host frees, called by
+   * whoever holds it). NULL on exhaustion. Thread-safe. */
   void* (*scratch_alloc)(void* ctx, size_t bytes, size_t alignment);
   void (*scratch_free)(void* ctx, void* pointer);
 

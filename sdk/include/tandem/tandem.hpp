@@ -2,9 +2,9 @@
 //
 // Implement a C++ class, get the C table. Exceptions never cross the plugin
 // boundary: every trampoline here catches everything, reports the message
-// through host->set_error and returns a status (ABI.md rule 2). The C ABI in
-// tandem.h stays the contract; this file is a convenience compiled into the
-// plugin, so its C++ types never travel between libraries.
+// through host->set_error and returns a status (sdk/ABI.md rule 14). The C
+// ABI in tandem.h stays the contract; this file is a convenience compiled
+// into the plugin, so its C++ types never travel between libraries.
 //
 //   class MyDevice : public tandem::Device { ... };
 //   class MyBackend : public tandem::Backend { ... };

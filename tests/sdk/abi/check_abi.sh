@@ -4,7 +4,7 @@
 #
 #   check_abi.sh <probe.so> <baseline.xml> <current ABI version, e.g. 1.1>
 #
-# Policy (ABI.md rules 4 and 5: append only):
+# Policy (sdk/ABI.md rules 4 and 5: append only):
 #   compatible    fields appended at the end of a struct or table, new
 #                 structs/tables (new probe functions);
 #   incompatible  anything else: a field removed, moved, renamed to another
@@ -91,7 +91,7 @@ if [[ -n "$bad" ]]; then
   printf '%s\n' "$bad" >&2
   echo "---- full abidiff report ----" >&2
   cat "$work/report.txt" >&2
-  echo "Fields may only be appended (ABI.md rules 4-5). If the break is deliberate, it needs a new ABI major," >&2
+  echo "Fields may only be appended (sdk/ABI.md rules 4-5). If the break is deliberate, it needs a new ABI major," >&2
   echo "a CHANGELOG entry and scripts/update-abi-baseline.sh." >&2
   exit 1
 fi

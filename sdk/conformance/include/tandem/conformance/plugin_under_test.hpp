@@ -2,7 +2,7 @@
 //
 // The kit's own tiny loader (the host's loader is not part of the SDK):
 // dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) — a plugin is never unloaded
-// (ABI.md rule 9) — resolve tdm_plugin_entry, check the ABI major, init once,
+// (sdk/ABI.md rule 12) — resolve tdm_plugin_entry, check the ABI major, init once,
 // open a device and create a stream. Opening the same file twice shares one
 // initialised library (the reference run against itself does that): the
 // first opener's configuration is the one init sees.

@@ -1,9 +1,10 @@
 /* Tandem SDK — backend plugins: devices, memory, streams, copies, kernels.
  *
  * A backend exposes one or more devices. All memory a backend hands out is
- * freed through the same backend (ABI.md rule 7). Unless stated otherwise a
- * function may be called from any thread, but a stream is used by one thread
- * at a time, and a device handle is used from any thread concurrently.
+ * freed through the same backend (sdk/ABI.md rule 16). Unless stated
+ * otherwise a function may be called from any thread, but a stream is used
+ * by one thread at a time, and a device handle is used from any thread
+ * concurrently.
  *
  * Streams order work: operations enqueued on one stream run in order; work on
  * different streams of a device may overlap; events order work across

@@ -1,6 +1,6 @@
 /* Tandem SDK — the plugin descriptor and the one exported entry point.
  *
- * Lifecycle (ABI.md rule 9):
+ * Lifecycle (sdk/ABI.md rule 12):
  *   load   the host opens libtandem-<name>.so and resolves TDM_PLUGIN_ENTRY;
  *   entry  tdm_plugin_entry(host, major, minor) checks versions and returns
  *          the descriptor (static storage, valid until the process exits);

@@ -2,9 +2,9 @@
  *
  * Depends only on the C standard headers and compiles as C99.
  * Every struct that crosses the plugin boundary begins with
- * `uint32_t struct_size` (ABI.md rule 4): the writer sets it to the size it
- * knows, a reader accepts any size >= the minimum it knows and reads only the
- * fields that fit (see TDM_STRUCT_HAS).
+ * `uint32_t struct_size` (sdk/ABI.md rule 4): the writer sets it to the size
+ * it knows, a reader accepts any size >= the minimum it knows and reads only
+ * the fields that fit (see TDM_STRUCT_HAS).
  */
 #ifndef TANDEM_TYPES_H
 #define TANDEM_TYPES_H
@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* Symbol visibility for the one exported entry point (ABI.md rule 1). */
+/* Symbol visibility for the one exported entry point (sdk/ABI.md rule 6). */
 #if defined(_WIN32)
 #define TDM_EXPORT __declspec(dllexport)
 #else
@@ -31,9 +31,10 @@ extern "C" {
 #define TDM_STRUCT_HAS(PTR, TYPE, FIELD) ((PTR)->struct_size >= TDM_STRUCT_SIZE(TYPE, FIELD))
 
 /* ---------------------------------------------------------------------------
- * Status codes. Errors are values (ABI.md rule 6): every fallible function
- * returns a tdm_status; the human-readable message travels separately through
- * tdm_host_api.set_error. Fixed-width so the ABI never depends on enum size.
+ * Status codes. Errors are values (sdk/ABI.md rules 18-20): every fallible
+ * function returns a tdm_status; the human-readable message travels
+ * separately through tdm_host_api.set_error. Fixed-width so the ABI never
+ * depends on enum size.
  * ------------------------------------------------------------------------- */
 typedef int32_t tdm_status;
 enum {

@@ -1,6 +1,6 @@
 /* Tandem SDK — ABI and SDK version numbers.
  *
- * The ABI has two levels (ABI.md rule 3):
+ * The ABI has two levels (sdk/ABI.md rules 1-3):
  *   - TDM_ABI_MAJOR must match exactly between host and plugin;
  *   - TDM_ABI_MINOR only appends fields and functions; each side uses
  *     min(host minor, plugin minor).
