@@ -1,6 +1,9 @@
-// Flat key/value configuration ("features.amp.dtype" = "bf16") that the
-// host fills from the model file and command line; plugins read it through
-// tdm_host_api.config_get and receive their own section in init.
+// Flat key/value configuration that plugins read through
+// tdm_host_api.config_get, and whose "plugins.<name>." / "features.<name>."
+// entries are a plugin's section in init. The CLI fills it with one key
+// today, "threads" (--threads N, N > 0; cli/cli_common.cpp); a feature's
+// [features.NAME] table goes to its create, not here (sdk/ABI.md rules
+// 38-40).
 #pragma once
 
 #include <map>

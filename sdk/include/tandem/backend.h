@@ -4,7 +4,7 @@
  * freed through the same backend (sdk/ABI.md rule 16). Unless stated
  * otherwise a function may be called from any thread, but a stream is used
  * by one thread at a time, and a device handle is used from any thread
- * concurrently.
+ * concurrently (rule 17). Which functions are required: rules 21-23.
  *
  * Streams order work: operations enqueued on one stream run in order; work on
  * different streams of a device may overlap; events order work across
@@ -87,7 +87,10 @@ typedef struct tdm_backend_api {
   tdm_status (*host_alloc_pinned)(tdm_device* device, size_t bytes, void** out);
   void (*host_free_pinned)(tdm_device* device, void* pointer);
 
-  /* ---- streams and events ---- */
+  /* ---- streams and events ----
+   * All eight are required: the loader checks the three stream functions,
+   * and the host calls the event functions without a NULL check (every
+   * training run that prefetches its next batch does; sdk/ABI.md rule 22). */
   tdm_status (*stream_create)(tdm_device* device, tdm_stream** out);
   void (*stream_destroy)(tdm_stream* stream);
   /* Blocks until all work enqueued on the stream has finished; returns the

@@ -40,11 +40,15 @@ typedef struct tdm_host_api {
 #endif
       ;
 
-  /* Looks up `key` in the configuration: "features.amp.dtype",
-   * "train.batch_size". On entry *size is the capacity of `buffer`; on
-   * return it is the length the value needs including the terminating NUL.
-   * Returns TDM_NOT_FOUND when the key is absent, TDM_INVALID_ARGUMENT when
-   * the buffer is too small (nothing written but *size). Thread-safe. */
+  /* Looks up `key` in the host's configuration. The one key it holds today
+   * is "threads" (set by --threads N, N > 0); every other key, model-file
+   * ones such as "train.batch_size" and feature options such as
+   * "features.amp.dtype" included, answers TDM_NOT_FOUND (sdk/ABI.md
+   * rule 40; a feature gets its options in create's section). On entry
+   * *size is the capacity of `buffer`; on return it is the length the value
+   * needs including the terminating NUL. Returns TDM_NOT_FOUND when the key
+   * is absent, TDM_INVALID_ARGUMENT when the buffer is too small (nothing
+   * written but *size). Thread-safe. */
   tdm_status (*config_get)(void* ctx, const char* key, char* buffer, size_t* size);
 
   /* Host-visible scratch memory, 64-byte aligned unless `alignment` asks for

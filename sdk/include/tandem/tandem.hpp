@@ -68,7 +68,8 @@ class Host {
     const tdm_host_api* h = slot();
     if (h != nullptr && h->set_error != nullptr) h->set_error(h->ctx, status, "%s", message.c_str());
   }
-  // Value of a configuration key ("features.amp.dtype"), if present.
+  // Value of a host configuration key ("threads"; sdk/ABI.md rule 40 lists
+  // them all), if present. A feature's own options come in its section.
   static std::optional<std::string> config(const std::string& key) {
     const tdm_host_api* h = slot();
     if (h == nullptr || h->config_get == nullptr) return std::nullopt;

@@ -40,7 +40,9 @@ typedef int32_t tdm_status;
 enum {
   TDM_OK = 0,
   /* A normal answer, not a failure: "this plugin does not implement that op,
-   * dtype, layout or attribute combination". The planner places it elsewhere. */
+   * dtype, layout or attribute combination". Automatic placement puts the
+   * layer on another device; where the device is fixed, the run stops naming
+   * the node (sdk/ABI.md rule 28). */
   TDM_UNSUPPORTED = 1,
   TDM_INVALID_ARGUMENT = 2,
   TDM_OUT_OF_MEMORY = 3,
@@ -142,9 +144,12 @@ typedef struct tdm_op_desc {
  * nChw16c). The host never reads or writes native bytes itself. */
 enum { TDM_LAYOUT_PLAIN = 0, TDM_LAYOUT_NATIVE = 1 };
 
-/* Key/value configuration: a plugin's `[features.NAME]` or `[plugins.NAME]`
- * section, flattened to strings ("segments" = "4"). Owned by the host; valid
- * for the duration of the call that receives it. */
+/* Key/value configuration, flattened to strings ("segments" = "4"): for a
+ * feature's create, its `[features.NAME]` table of the model file; for init,
+ * the host's "plugins.NAME." or "features.NAME." keys, of which there are
+ * none today, so init's section is empty (the model file has no [plugins]
+ * table; sdk/ABI.md rules 38-39). Owned by the host; valid for the duration
+ * of the call that receives it. */
 typedef struct tdm_config_entry {
   uint32_t struct_size;
   const char* key;
