@@ -372,6 +372,8 @@ Result<ValueId> expand_unary(Context& ctx, const std::vector<ValueId>& in) {
   const std::string& op = ctx.layer->op;
   if (op == "gelu")
     return unary(ctx, in[0], op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
+  if (op == "leaky_relu")
+    return unary(ctx, in[0], op, {{"negative_slope", ctx.layer->float_attr("negative_slope", 0.01)}});
   if (op == "softmax") return unary(ctx, in[0], op, {{"axis", int64_t{-1}}});
   return unary(ctx, in[0], op);
 }
@@ -383,6 +385,7 @@ const std::vector<LayerKind>& layer_kinds() {
       {"max_pool2d", [](Context& c, const std::vector<ValueId>& in) { return pool(c, in[0]); }},
       {"avg_pool2d", [](Context& c, const std::vector<ValueId>& in) { return pool(c, in[0]); }},
       {"relu", expand_unary},
+      {"leaky_relu", expand_unary},
       {"gelu", expand_unary},
       {"tanh", expand_unary},
       {"sigmoid", expand_unary},
@@ -408,10 +411,11 @@ Result<ValueId> expand_on_slice(Context& ctx, const std::vector<ValueId>& inputs
   const bool elementwise = ops::is(op, ops::kElementwise);
   const bool row = op == "linear" && ctx.layer->string_attr("parallel", "none") == "row";
   if (inputs.size() != 1 || !(elementwise || row))
-    return ctx.error("reads '" + ctx.value(inputs[0]).name +
-                     "', of which each rank holds a slice (a column-parallel linear with gather_output = "
-                     "false): only elementwise layers (relu, gelu, tanh, sigmoid, dropout) or a row-parallel "
-                     "linear may follow it");
+    return ctx.error(
+        "reads '" + ctx.value(inputs[0]).name +
+        "', of which each rank holds a slice (a column-parallel linear with gather_output = "
+        "false): only elementwise layers (relu, leaky_relu, gelu, tanh, sigmoid, dropout) or a row-parallel "
+        "linear may follow it");
   auto y = expand_layer_whole(ctx, inputs);
   if (y && elementwise) ctx.out.split_activations.insert(*y);
   return y;

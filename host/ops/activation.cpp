@@ -1,6 +1,7 @@
-// relu, gelu, tanh, sigmoid and their gradients (sdk/ops.md): elementwise,
-// y has x's shape. relu and gelu differentiate from x, tanh and sigmoid
-// from y (their derivative is cheapest in terms of the output).
+// relu, leaky_relu, gelu, tanh, sigmoid and their gradients (sdk/ops.md):
+// elementwise, y has x's shape. relu, leaky_relu and gelu differentiate
+// from x, tanh and sigmoid from y (their derivative is cheapest in terms of
+// the output).
 #include "ops/rules.hpp"
 
 namespace tandem::host::ops {
@@ -25,6 +26,9 @@ Outputs binary_grad_shape(const ShapeQuery& q) {
 
 Result<void> relu_grad(GradContext& g) {
   return g.grad_to_input0("relu_grad", {g.dy(), g.in(0)}, g.node().attrs);
+}
+Result<void> leaky_relu_grad(GradContext& g) {
+  return g.grad_to_input0("leaky_relu_grad", {g.dy(), g.in(0)}, g.node().attrs);
 }
 Result<void> gelu_grad(GradContext& g) {
   return g.grad_to_input0("gelu_grad", {g.dy(), g.in(0)}, g.node().attrs);
@@ -61,10 +65,12 @@ OpInfo backward(std::string_view name, std::string_view second) {
 
 std::vector<OpInfo> activation_ops() {
   return {forward("relu", relu_grad, "relu_grad"),
+          forward("leaky_relu", leaky_relu_grad, "leaky_relu_grad"),
           forward("gelu", gelu_grad, "gelu_grad"),
           forward("tanh", tanh_grad, "tanh_grad"),
           forward("sigmoid", sigmoid_grad, "sigmoid_grad"),
           backward("relu_grad", "x"),
+          backward("leaky_relu_grad", "x"),
           backward("gelu_grad", "x"),
           backward("tanh_grad", "y"),
           backward("sigmoid_grad", "y")};

@@ -10,7 +10,7 @@
 // and without touching the host.
 //
 // The low-precision list (everything else stays f32):
-//   linear, matmul, conv2d and their grad_input ops; relu, gelu, tanh,
+//   linear, matmul, conv2d and their grad_input ops; relu, leaky_relu, gelu, tanh,
 //   sigmoid and their gradients; max/avg_pool2d and gradients (bf16 only:
 //   the catalog has no f16 pooling); dropout and dropout_grad; reshape and
 //   transpose (free in any dtype, they avoid cast pairs around a flatten).
@@ -40,10 +40,25 @@ namespace amp {
 namespace {
 
 bool on_list(const std::string& op, tdm_dtype dtype) {
-  static const std::set<std::string> any = {
-      "linear",       "matmul",  "conv2d",       "linear_grad_input", "conv2d_grad_input", "relu",
-      "gelu",         "tanh",    "sigmoid",      "relu_grad",         "gelu_grad",         "tanh_grad",
-      "sigmoid_grad", "dropout", "dropout_grad", "reshape",           "transpose"};
+  static const std::set<std::string> any = {"linear",
+                                            "matmul",
+                                            "conv2d",
+                                            "linear_grad_input",
+                                            "conv2d_grad_input",
+                                            "relu",
+                                            "leaky_relu",
+                                            "leaky_relu_grad",
+                                            "gelu",
+                                            "tanh",
+                                            "sigmoid",
+                                            "relu_grad",
+                                            "gelu_grad",
+                                            "tanh_grad",
+                                            "sigmoid_grad",
+                                            "dropout",
+                                            "dropout_grad",
+                                            "reshape",
+                                            "transpose"};
   static const std::set<std::string> bf16_only = {"max_pool2d", "max_pool2d_grad", "avg_pool2d",
                                                   "avg_pool2d_grad"};
   return any.count(op) > 0 || (dtype == TDM_BF16 && bf16_only.count(op) > 0);

@@ -87,6 +87,8 @@ TEST(F16, RoundTripsEveryHalfAndMatchesExactRounding) {
 TEST(Activation, ForwardClosedForms) {
   for (float x : {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f}) {
     EXPECT_FLOAT_EQ(m::relu(x), x > 0 ? x : 0.0f);
+    EXPECT_FLOAT_EQ(m::leaky_relu(x, 0.2f), x > 0 ? x : 0.2f * x);
+    EXPECT_FLOAT_EQ(m::activate(m::Act::LeakyRelu, x, 0.2f), m::leaky_relu(x, 0.2f));
     EXPECT_NEAR(m::sigmoid(x), 1.0 / (1.0 + std::exp(-double(x))), 1e-7);
     EXPECT_NEAR(m::gelu(x), 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))), 1e-6);
     const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
@@ -110,6 +112,11 @@ TEST(Activation, GradientsMatchCentralDifferences) {
     EXPECT_NEAR(m::tanh_grad(1.0f, m::tanh_act(x)), fd(m::tanh_act), 2e-3);
     EXPECT_NEAR(m::sigmoid_grad(1.0f, m::sigmoid(x)), fd(m::sigmoid), 2e-3);
     EXPECT_FLOAT_EQ(m::relu_grad(2.0f, x), x > 0 ? 2.0f : 0.0f);
+    EXPECT_NEAR(
+        m::leaky_relu_grad(1.0f, x, 0.2f),
+        (double(m::leaky_relu(x + float(h), 0.2f)) - double(m::leaky_relu(x - float(h), 0.2f))) / (2 * h),
+        2e-3);
+    EXPECT_FLOAT_EQ(m::activate_grad(m::Act::LeakyRelu, 2.0f, x, 0.2f), x > 0 ? 2.0f : 0.4f);
   }
   EXPECT_FLOAT_EQ(m::relu_grad(1.0f, 0.0f), 0.0f);  // relu'(0) = 0
   EXPECT_FLOAT_EQ(m::activate_grad(m::Act::Sigmoid, 3.0f, 0.5f), 0.75f);

@@ -38,19 +38,20 @@ TEST_F(Grad, Activations) {
   const Dims s{3, 7};
   struct A {
     std::string op, approximate;
-    bool from_y;  // tanh_grad and sigmoid_grad take y, the others x
+    bool from_y;        // tanh_grad and sigmoid_grad take y, the others x
+    double slope = -1;  // leaky_relu's negative_slope, when >= 0
   };
-  for (const A& act : {A{"relu", "", false}, A{"gelu", "none", false}, A{"gelu", "tanh", false},
-                       A{"tanh", "", true}, A{"sigmoid", "", true}}) {
-    SCOPED_TRACE(act.op + " " + act.approximate);
+  for (const A& act :
+       {A{"relu", "", false}, A{"leaky_relu", "", false, 0.01}, A{"leaky_relu", "", false, 0.3},
+        A{"gelu", "none", false}, A{"gelu", "tanh", false}, A{"tanh", "", true}, A{"sigmoid", "", true}}) {
+    SCOPED_TRACE(act.op + " " + act.approximate + " " + std::to_string(act.slope));
     Attrs a;
     if (!act.approximate.empty()) a.string("approximate", act.approximate);
-    // relu: keep x at least 0.05 away from its kink at 0.
-    Forward f{act.op,
-              a,
-              {act.op == "relu" ? away_from_zero(s, 0.05, 3) : random(s, Fill::range(-3, 3))},
-              {{F64, s}},
-              {}};
+    if (act.slope >= 0) a.number("negative_slope", act.slope);
+    // relu, leaky_relu: keep x at least 0.05 away from their kink at 0.
+    const bool kinked = act.op == "relu" || act.op == "leaky_relu";
+    Forward f{
+        act.op, a, {kinked ? away_from_zero(s, 0.05, 3) : random(s, Fill::range(-3, 3))}, {{F64, s}}, {}};
     draw_cotangents(f, {0});
     const HostTensor y = run1(act.op, a, f.inputs, f.outputs[0]);
     const HostTensor dx =

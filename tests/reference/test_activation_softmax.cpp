@@ -14,6 +14,20 @@ TEST(Activation, ReluAndGrad) {
   expect_f32(y[0], {0, 0, 5});
 }
 
+TEST(Activation, LeakyReluAndGrad) {
+  std::vector<Tensor> y = {out(TDM_F32, {4})};
+  EXPECT_RUN_OK(run("leaky_relu", {f32({4}, {-2, -0.5f, 0, 3})}, y));  // default slope 0.01
+  expect_f32(y[0], {-0.02, -0.005, 0, 3});
+  EXPECT_RUN_OK(run("leaky_relu", {f32({4}, {-2, -0.5f, 0, 3})}, y, {attr("negative_slope", 0.25)}));
+  expect_f32(y[0], {-0.5, -0.125, 0, 3});
+  // The derivative at 0 is taken as the slope.
+  EXPECT_RUN_OK(run("leaky_relu_grad", {f32({4}, {4, 4, 4, 4}), f32({4}, {-2, -0.5f, 0, 3})}, y,
+                    {attr("negative_slope", 0.25)}));
+  expect_f32(y[0], {1, 1, 1, 4});
+  EXPECT_EQ(run("leaky_relu", {f32({4}, {1, 2, 3, 4})}, y, {attr("negative_slope", std::nan(""))}).status,
+            TDM_INVALID_ARGUMENT);
+}
+
 TEST(Activation, GeluExactAndTanh) {
   // exact: 0.5·(1 + erf(1/√2)) = 0.8413447; tanh: 0.5·(1 + tanh(√(2/π)·1.044715)) = 0.8411920
   std::vector<Tensor> y = {out(TDM_F32, {2})};

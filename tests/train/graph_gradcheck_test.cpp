@@ -106,6 +106,10 @@ name = "gate"
 op = "mul"
 inputs = ["skip", "stem"]
 [[layers]]
+name = "leaky"
+op = "leaky_relu"
+negative_slope = 0.2
+[[layers]]
 name = "act"
 op = "gelu"
 [[layers]]

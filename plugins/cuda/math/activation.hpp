@@ -2,7 +2,8 @@
 // Forward and backward side by side (llm.c style). The formulas are the
 // catalog's (sdk/ops.md): gelu "none" is x·Φ(x) with the error function,
 // gelu "tanh" is the usual tanh approximation; tanh_grad and sigmoid_grad
-// take the forward output y, relu_grad and gelu_grad take the input x.
+// take the forward output y, relu_grad, leaky_relu_grad and gelu_grad take
+// the input x. leaky_relu's slope is an argument: only it has one.
 #ifndef TANDEM_CUDA_MATH_ACTIVATION_HPP
 #define TANDEM_CUDA_MATH_ACTIVATION_HPP
 
@@ -12,7 +13,7 @@
 
 namespace tandem::cuda::math {
 
-enum class Act : int { None = 0, Relu = 1, Tanh = 2, Sigmoid = 3, Gelu = 4, GeluTanh = 5 };
+enum class Act : int { None = 0, Relu = 1, Tanh = 2, Sigmoid = 3, Gelu = 4, GeluTanh = 5, LeakyRelu = 6 };
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
@@ -25,6 +26,14 @@ TDM_HD inline float relu(float x) {
 // The catalog takes relu'(0) = 0.
 TDM_HD inline float relu_grad(float dy, float x) {
   return x > 0.0f ? dy : 0.0f;
+}
+
+TDM_HD inline float leaky_relu(float x, float slope) {
+  return x > 0.0f ? x : slope * x;
+}
+// The catalog takes the slope at x = 0, as for relu'(0) = 0.
+TDM_HD inline float leaky_relu_grad(float dy, float x, float slope) {
+  return x > 0.0f ? dy : slope * dy;
 }
 
 TDM_HD inline float sigmoid(float x) {
@@ -65,10 +74,12 @@ TDM_HD inline float gelu_tanh_grad(float dy, float x) {
 }
 
 // Forward by code, for the fused linear/conv epilogue and the unary kernel.
-TDM_HD inline float activate(Act a, float x) {
+TDM_HD inline float activate(Act a, float x, float slope = 0.0f) {
   switch (a) {
     case Act::Relu:
       return relu(x);
+    case Act::LeakyRelu:
+      return leaky_relu(x, slope);
     case Act::Tanh:
       return tanh_act(x);
     case Act::Sigmoid:
@@ -82,11 +93,13 @@ TDM_HD inline float activate(Act a, float x) {
   }
 }
 
-// Backward by code; `v` is x for relu/gelu and y for tanh/sigmoid.
-TDM_HD inline float activate_grad(Act a, float dy, float v) {
+// Backward by code; `v` is x for relu/leaky_relu/gelu and y for tanh/sigmoid.
+TDM_HD inline float activate_grad(Act a, float dy, float v, float slope = 0.0f) {
   switch (a) {
     case Act::Relu:
       return relu_grad(dy, v);
+    case Act::LeakyRelu:
+      return leaky_relu_grad(dy, v, slope);
     case Act::Tanh:
       return tanh_grad(dy, v);
     case Act::Sigmoid:

@@ -1,6 +1,8 @@
 // CUDA backend — activations and their gradients, and the bias + activation
 // epilogue used after cuBLAS/cuDNN (ops/launchers.hpp). The per-element math
 // lives in math/activation.hpp (tested on the CPU).
+#include <cmath>
+
 #include "math/activation.hpp"
 #include "ops/kernels.cuh"
 #include "ops/launchers.hpp"
@@ -11,17 +13,18 @@ namespace {
 using math::Act;
 
 template <class T>
-__global__ void unary_kernel(const T* x, T* y, int64_t n, Act act) {
-  TDM_GRID_STRIDE(i, n) st(y, i, math::activate(act, ld(x, i)));
+__global__ void unary_kernel(const T* x, T* y, int64_t n, Act act, float slope) {
+  TDM_GRID_STRIDE(i, n) st(y, i, math::activate(act, ld(x, i), slope));
 }
 
 template <class T>
-__global__ void unary_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, Act act) {
-  TDM_GRID_STRIDE(i, n) st(dx, i, math::activate_grad(act, ld(dy, i), ld(v, i)));
+__global__ void unary_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, Act act, float slope) {
+  TDM_GRID_STRIDE(i, n) st(dx, i, math::activate_grad(act, ld(dy, i), ld(v, i), slope));
 }
 
 Act act_of(const OpView& v, const std::string& base) {
   if (base == "relu") return Act::Relu;
+  if (base == "leaky_relu") return Act::LeakyRelu;
   if (base == "tanh") return Act::Tanh;
   if (base == "sigmoid") return Act::Sigmoid;
   const std::string approx = v.string_attr("approximate", "none");
@@ -30,12 +33,21 @@ Act act_of(const OpView& v, const std::string& base) {
   throw Error(TDM_INVALID_ARGUMENT, "cuda plugin: gelu: approximate must be none or tanh, got " + approx);
 }
 
+// leaky_relu's negative_slope; 0 for the other activations.
+float slope_of(const Check& c, Act act) {
+  if (act != Act::LeakyRelu) return 0.0f;
+  const double slope = c.float_attr("negative_slope", 0.01);
+  if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
+  return static_cast<float>(slope);
+}
+
 std::unique_ptr<Kernel> prepare_unary(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.counts(1, 1, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   c.output(0, t, c.in(0).dims);
   const Act act = act_of(v, v.op());
+  const float slope = slope_of(c, act);
   const int64_t n = numel(c.in(0).dims);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
@@ -43,7 +55,7 @@ std::unique_ptr<Kernel> prepare_unary(CudaDevice&, const OpView& v, size_t&) {
     k = make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (n == 0) return;
       unary_kernel<T><<<grid_for(n), kThreads, 0, s.get()>>>(static_cast<const T*>(in[0]),
-                                                             static_cast<T*>(o[0]), n, act);
+                                                             static_cast<T*>(o[0]), n, act, slope);
     });
   });
   return k;
@@ -57,6 +69,7 @@ std::unique_ptr<Kernel> prepare_unary_grad(CudaDevice&, const OpView& v, size_t&
   c.output(0, t, c.in(0).dims);
   const std::string name = v.op();
   const Act act = act_of(v, name.substr(0, name.size() - 5));  // strip "_grad"
+  const float slope = slope_of(c, act);
   const int64_t n = numel(c.in(0).dims);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
@@ -64,7 +77,7 @@ std::unique_ptr<Kernel> prepare_unary_grad(CudaDevice&, const OpView& v, size_t&
     k = make_kernel(name, [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (n == 0) return;
       unary_grad_kernel<T><<<grid_for(n), kThreads, 0, s.get()>>>(
-          static_cast<const T*>(in[0]), static_cast<const T*>(in[1]), static_cast<T*>(o[0]), n, act);
+          static_cast<const T*>(in[0]), static_cast<const T*>(in[1]), static_cast<T*>(o[0]), n, act, slope);
     });
   });
   return k;
@@ -96,8 +109,8 @@ __global__ void channel_sum_kernel(const T* dy, T* dbias, int64_t outer, int64_t
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  for (const char* name : {"relu", "gelu", "tanh", "sigmoid"}) r.add(name, prepare_unary);
-  for (const char* name : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+  for (const char* name : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid"}) r.add(name, prepare_unary);
+  for (const char* name : {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
     r.add(name, prepare_unary_grad);
 });
 

@@ -1,8 +1,12 @@
-// oneDNN backend — relu, gelu (erf/tanh), tanh, sigmoid and their
-// gradients: dnnl eltwise primitives over the flat tensor
-// (eltwise_primitive.hpp), in either layout (native or plain). Gradients that
-// the catalog defines on the forward output (tanh_grad, sigmoid_grad) use the
-// *_use_dst_for_bwd algorithms; relu_grad and gelu_grad read x.
+// oneDNN backend — relu, leaky_relu, gelu (erf/tanh), tanh, sigmoid and
+// their gradients: dnnl eltwise primitives over the flat tensor
+// (eltwise_primitive.hpp), in either layout (native or plain). leaky_relu is
+// dnnl's relu with alpha = negative_slope (its backward also takes the slope
+// at x == 0, as the catalog does). Gradients that the catalog defines on the
+// forward output (tanh_grad, sigmoid_grad) use the *_use_dst_for_bwd
+// algorithms; relu_grad, leaky_relu_grad and gelu_grad read x.
+#include <cmath>
+
 #include "eltwise_primitive.hpp"
 #include "layout.hpp"
 
@@ -15,7 +19,8 @@ using dnnl::memory;
 
 algorithm forward_algorithm(const Check& c) {
   const std::string op = c.op().op();
-  if (op == "relu" || op == "relu_grad") return algorithm::eltwise_relu;
+  if (op == "relu" || op == "relu_grad" || op == "leaky_relu" || op == "leaky_relu_grad")
+    return algorithm::eltwise_relu;
   if (op == "tanh") return algorithm::eltwise_tanh;
   if (op == "tanh_grad") return algorithm::eltwise_tanh_use_dst_for_bwd;
   if (op == "sigmoid") return algorithm::eltwise_logistic;
@@ -26,10 +31,19 @@ algorithm forward_algorithm(const Check& c) {
   c.fail("approximate must be none/tanh, got '" + approx + "'");
 }
 
+// dnnl's alpha: leaky_relu's negative slope, 0 for every other op here.
+float alpha_of(const Check& c) {
+  const std::string op = c.op().op();
+  if (op != "leaky_relu" && op != "leaky_relu_grad") return 0.f;
+  const double slope = c.float_attr("negative_slope", 0.01);
+  if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
+  return static_cast<float>(slope);
+}
+
 std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
   Check c(op);
   c.counts(1, 1, 1, 1);
-  return eltwise_forward(c, forward_algorithm(c), 0.f, 0.f, ws);
+  return eltwise_forward(c, forward_algorithm(c), alpha_of(c), 0.f, ws);
 }
 
 std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
@@ -40,13 +54,14 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
   c.output(0, dt, c.in(0).dims);
   if (numel(c.in(0).dims) == 0) return no_op(c);
   const algorithm algo = forward_algorithm(c);
+  const float alpha = alpha_of(c);
   const bool use_dst =
       algo == algorithm::eltwise_tanh_use_dst_for_bwd || algo == algorithm::eltwise_logistic_use_dst_for_bwd;
   auto k = std::make_unique<PrimKernel>(c.op().op());
   const memory::desc md = flat_md(c.in(0));
   const dnnl::eltwise_forward::primitive_desc hint(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, md, 0.f, 0.f), engine());
-  const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(algo, md, md, 0.f, 0.f),
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, md, alpha, 0.f), engine());
+  const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(algo, md, md, alpha, 0.f),
                                                   user_scratchpad_attr(), engine(), hint);
   const Slot dy = input_in_layout(*k, c, 0, c.op().output_native(0));
   const Slot x_or_y = input_in_layout(*k, c, 1, c.op().output_native(0));
@@ -63,8 +78,9 @@ void activation_layouts(const OpView& op, const LayoutAnswer& a) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  for (const char* op : {"relu", "gelu", "tanh", "sigmoid"}) r.add(op, {activation, activation_layouts});
-  for (const char* op : {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+  for (const char* op : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid"})
+    r.add(op, {activation, activation_layouts});
+  for (const char* op : {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
     r.add(op, {activation_grad, activation_layouts});
 });
 

@@ -1,6 +1,8 @@
 // Reference backend — elementwise activations and their gradients.
 //
 // relu(x) = max(x, 0); relu_grad = dy where x > 0, else 0 (also 0 at x == 0).
+// leaky_relu(x) = x where x > 0, else negative_slope·x; its gradient is dy
+// where x > 0, else negative_slope·dy (the slope also at x == 0).
 // gelu exact: 0.5·x·(1 + erf(x/√2)); tanh approximation:
 //   0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 // tanh_grad and sigmoid_grad take the forward output y.
@@ -12,14 +14,22 @@
 namespace tandem::reference {
 namespace {
 
-enum class Fn { Relu, Gelu, GeluTanh, Tanh, Sigmoid };
+enum class Fn { Relu, LeakyRelu, Gelu, GeluTanh, Tanh, Sigmoid };
+
+// A function and its parameter (leaky_relu's negative_slope).
+struct Act {
+  Fn fn;
+  double slope = 0;
+};
 
 template <class T>
-T forward(Fn f, T x) {
+T forward(Act a, T x) {
   const T half(0.5), one(1);
-  switch (f) {
+  switch (a.fn) {
     case Fn::Relu:
       return x > T(0) ? x : T(0);
+    case Fn::LeakyRelu:
+      return x > T(0) ? x : T(a.slope) * x;
     case Fn::Gelu:
       return half * x * (one + std::erf(x / std::numbers::sqrt2_v<T>));
     case Fn::GeluTanh: {
@@ -34,13 +44,16 @@ T forward(Fn f, T x) {
   return x;
 }
 
-// d forward / d(the op's second input): x for relu/gelu, y for tanh/sigmoid.
+// d forward / d(the op's second input): x for relu/leaky_relu/gelu, y for
+// tanh/sigmoid.
 template <class T>
-T derivative(Fn f, T v) {
+T derivative(Act a, T v) {
   const T half(0.5), one(1);
-  switch (f) {
+  switch (a.fn) {
     case Fn::Relu:
       return v > T(0) ? one : T(0);
+    case Fn::LeakyRelu:
+      return v > T(0) ? one : T(a.slope);
     case Fn::Gelu: {
       const T pdf = std::exp(-half * v * v) / std::sqrt(T(2) * std::numbers::pi_v<T>);
       return half * (one + std::erf(v / std::numbers::sqrt2_v<T>)) + v * pdf;
@@ -58,10 +71,17 @@ T derivative(Fn f, T v) {
   return one;
 }
 
-Fn gelu_kind(const Check& c) {
+// The attributes complete the function: gelu's approximation, leaky_relu's slope.
+Act with_attributes(const Check& c, Fn fn) {
+  if (fn == Fn::LeakyRelu) {
+    const double slope = c.float_attr("negative_slope", 0.01);
+    if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
+    return {fn, slope};
+  }
+  if (fn != Fn::Gelu) return {fn};
   const std::string a = c.string_attr("approximate", "none");
-  if (a == "none") return Fn::Gelu;
-  if (a == "tanh") return Fn::GeluTanh;
+  if (a == "none") return {Fn::Gelu};
+  if (a == "tanh") return {Fn::GeluTanh};
   c.fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + a + "\"");
 }
 
@@ -69,14 +89,14 @@ std::unique_ptr<Kernel> unary(const OpView& view, Fn fn) {
   Check c(view);
   c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
-  if (fn == Fn::Gelu) fn = gelu_kind(c);
+  const Act act = with_attributes(c, fn);
   const Dims shape = c.in(0).dims;
   c.output(0, dt, shape);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
       std::vector<T> v = load<T>(in[0], dt, numel(shape));
-      for (T& e : v) e = forward(fn, e);
+      for (T& e : v) e = forward(act, e);
       store(out[0], dt, v);
     });
   });
@@ -88,7 +108,7 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_dtype(1, {dt});
-  if (fn == Fn::Gelu) fn = gelu_kind(c);
+  const Act act = with_attributes(c, fn);
   const Dims shape = c.in(0).dims;
   c.input_shape(1, shape);
   c.output(0, dt, shape);
@@ -97,7 +117,7 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
       using T = decltype(tag);
       const std::vector<T> dy = load<T>(in[0], dt, numel(shape)), v = load<T>(in[1], dt, numel(shape));
       std::vector<T> dx(dy.size());
-      for (size_t i = 0; i < dx.size(); ++i) dx[i] = dy[i] * derivative(fn, v[i]);
+      for (size_t i = 0; i < dx.size(); ++i) dx[i] = dy[i] * derivative(act, v[i]);
       store(out[0], dt, dx);
     });
   });
@@ -105,10 +125,12 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
+  r.add("leaky_relu", [](const OpView& v, size_t&) { return unary(v, Fn::LeakyRelu); });
   r.add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
   r.add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
   r.add("sigmoid", [](const OpView& v, size_t&) { return unary(v, Fn::Sigmoid); });
   r.add("relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Relu); });
+  r.add("leaky_relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::LeakyRelu); });
   r.add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
   r.add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
   r.add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });

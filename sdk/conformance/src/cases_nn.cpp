@@ -96,6 +96,14 @@ void add_activations(std::vector<Case>& v) {
         v.push_back(g.in(dt, s, Fill::range(-4, 4)).out(dt, s));
         v.push_back(gg.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
       }
+      // The default slope, a common larger one, and 0 (relu itself).
+      for (const double slope : {0.01, 0.2, 0.0}) {
+        Case l("leaky_relu", dt), lg("leaky_relu_grad", dt);
+        l.attrs.number("negative_slope", slope);
+        lg.attrs.number("negative_slope", slope);
+        v.push_back(l.in(dt, s, Fill::range(-4, 4)).out(dt, s));
+        v.push_back(lg.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
+      }
       Case r("relu_grad", dt), t("tanh_grad", dt), sg("sigmoid_grad", dt);
       v.push_back(r.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
       v.push_back(t.in(dt, s).in(dt, s, Fill::range(-0.99, 0.99)).out(dt, s));  // y = tanh(x)

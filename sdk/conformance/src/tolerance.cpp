@@ -58,8 +58,8 @@ const std::map<std::string, OpClass>& classes() {
          {"reshape", "transpose", "concat", "copy", "fill", "cast", "embedding", "max_pool2d", "relu",
           "relu_grad", "quantize", "dequantize", "fake_quant", "fake_quant_grad"})
       r[op] = OpClass::exact;
-    for (const char* op : {"add", "sub", "mul", "scale", "dropout", "dropout_grad", "tanh_grad",
-                           "sigmoid_grad", "linear_int8", "conv2d_int8"})
+    for (const char* op : {"add", "sub", "mul", "scale", "dropout", "dropout_grad", "leaky_relu",
+                           "leaky_relu_grad", "tanh_grad", "sigmoid_grad", "linear_int8", "conv2d_int8"})
       r[op] = OpClass::elementwise;
     for (const char* op : {"gelu", "gelu_grad", "tanh", "sigmoid", "softmax", "log_softmax", "softmax_grad",
                            "log_softmax_grad"})
