@@ -1,4 +1,4 @@
-// The copies between the parts of a composed executor (executor_parts.cpp),
+// The copies between the parts of a composed executor (composed_executor.hpp),
 // issued early and waited for late so they overlap compute (issue #5,
 // point 5).
 //

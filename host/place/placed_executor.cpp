@@ -5,7 +5,7 @@
 
 namespace tandem::host::place {
 
-Result<std::unique_ptr<exec::Executor>> make_placed_executor(
+Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
     const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
     const Placement& placement, const exec::ExecutorOptions& options,
     const std::map<std::string, uint64_t>& budgets) {
@@ -31,7 +31,7 @@ Result<std::unique_ptr<exec::Executor>> make_placed_executor(
     if (device == devices.end())
       return make_error("placement uses " + d.device + ", which this run did not open (internal)",
                         TDM_INTERNAL);
-    auto executor = exec::Executor::create(*device->second, d.graph, std::move(sub));
+    auto executor = exec::DeviceExecutor::create(*device->second, d.graph, std::move(sub));
     if (!executor) return executor.error();
     index[d.device] = parts.size();
     parts.push_back(exec::ExecutorPart{std::move(*executor), d.device, d.positions, d.local_of});

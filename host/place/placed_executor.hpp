@@ -1,6 +1,6 @@
 // The executor of a graph placed on several devices: one executor per
 // device over its part (split.hpp), composed into one that runs the global
-// schedule with the copies between devices (exec/executor_parts.cpp).
+// schedule with the copies between devices (exec/composed_executor.hpp).
 #pragma once
 
 #include <map>
@@ -8,15 +8,16 @@
 #include <string>
 
 #include "device/device.hpp"
-#include "exec/executor.hpp"
+#include "exec/composed_executor.hpp"
 #include "place/placement.hpp"
 
 namespace tandem::host::place {
 
 // `devices`: every device of the placement, by id. `options` apply to every
 // part (outputs and external values go to the part that holds them);
-// `budgets` are bytes per device id (absent: no limit).
-Result<std::unique_ptr<exec::Executor>> make_placed_executor(
+// `budgets` are bytes per device id (absent: no limit). The composed type,
+// so whoever placed the graph can still set how its copies run.
+Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
     const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
     const Placement& placement, const exec::ExecutorOptions& options,
     const std::map<std::string, uint64_t>& budgets);

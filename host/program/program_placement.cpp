@@ -283,7 +283,11 @@ Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOpt
   }
   Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
   if (placement && !placement->only_on(device_.id())) {
-    executor = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
+    auto placed = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
+    if (placed)
+      executor = std::unique_ptr<exec::Executor>(std::move(*placed));
+    else
+      executor = placed.error();
   } else {
     if (auto b = options_.memory_budgets.find(device_.id()); b != options_.memory_budgets.end())
       options.memory_budget = b->second;

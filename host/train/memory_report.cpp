@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "exec/device_executor.hpp"
 #include "train/trainer.hpp"
 #include "util/format.hpp"
 

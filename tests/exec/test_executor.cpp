@@ -1,5 +1,6 @@
 // The executor on the real reference backend: a small network's loss by
-// hand, parameters shared between executors, an unsupported node, memory.
+// hand, parameters shared between executors, an unsupported node, memory,
+// and what one device answers to the questions of several.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "device/device.hpp"
+#include "exec/composed_executor.hpp"
+#include "exec/device_executor.hpp"
 #include "exec/executor.hpp"
 #include "plugin/registry.hpp"
 #include "reference_device.hpp"
@@ -154,6 +157,30 @@ TEST_F(ExecutorTest, MemoryEstimateAndMeasuredPeak) {
   EXPECT_GE((*e)->measured_peak(), (*e)->allocated_bytes());
   EXPECT_EQ((*e)->measured_peak(), m.total) << "the executor allocates exactly what it planned";
 }
+
+TEST_F(ExecutorTest, OneDeviceHasNoPartsAndNoCopies) {
+  Net n = make_net();
+  auto e = Executor::create(*device_, n.graph, {});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  write_inputs(**e, n);
+  ASSERT_TRUE((*e)->run().ok());
+  EXPECT_TRUE((*e)->parts().empty());
+  EXPECT_TRUE((*e)->transfers().empty());
+  EXPECT_EQ((*e)->transfers_run(), 0u);
+  EXPECT_EQ((*e)->transferred_bytes(), 0u);
+  EXPECT_EQ((*e)->transfer_busy_us(), 0.0);
+  EXPECT_EQ((*e)->hidden_transfer_fraction(), 0.0);
+}
+
+// One device has no copies to configure: the type says so (a run-time
+// refusal while both kinds were one class).
+template <class E>
+concept HasTransferOptions = requires(E& e) {
+  e.set_transfer_options(host::exec::TransferOptions{});
+};
+static_assert(!HasTransferOptions<Executor>);
+static_assert(!HasTransferOptions<host::exec::DeviceExecutor>);
+static_assert(HasTransferOptions<host::exec::ComposedExecutor>);
 
 }  // namespace
 }  // namespace tandem::test

@@ -15,7 +15,7 @@
 
 #include "build_plugins.hpp"
 #include "device/device.hpp"
-#include "exec/executor.hpp"
+#include "exec/composed_executor.hpp"
 #include "exec/tensor_text.hpp"
 #include "lowering/autodiff.hpp"
 #include "lowering/model_graph.hpp"
@@ -30,6 +30,7 @@ namespace tandem::test {
 namespace {
 
 using host::ValueId;
+using host::exec::ComposedExecutor;
 using host::exec::Executor;
 using host::exec::TransferOptions;
 
@@ -66,7 +67,7 @@ class OverlappedCopies : public ::testing::Test {
     placement_.emplace(std::move(*placement));
   }
 
-  std::unique_ptr<Executor> make(const TransferOptions& transfer) {
+  std::unique_ptr<ComposedExecutor> make(const TransferOptions& transfer) {
     std::map<std::string, const host::DeviceHandle*> devices;
     for (const auto& d : devices_) devices[d->id()] = d.get();
     host::exec::ExecutorOptions options;

@@ -162,13 +162,5 @@ TEST_F(StagedInputs, ASecondBufferOverTheBudgetIsRefused) {
   EXPECT_EQ((*e)->plan().estimate.total, probe->plan().estimate.total);  // unchanged on refusal
 }
 
-TEST_F(StagedInputs, TransferOptionsAreOnlyForComposedExecutors) {
-  const Net n = make_net();
-  auto e = make(*device_, n);
-  auto r = e->set_transfer_options({});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("composed of several devices"), std::string::npos) << r.error().message;
-}
-
 }  // namespace
 }  // namespace tandem::test

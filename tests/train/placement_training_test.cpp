@@ -18,6 +18,7 @@
 
 #include "build_plugins.hpp"
 #include "device/device.hpp"
+#include "exec/device_executor.hpp"
 #include "model/model_parser.hpp"
 #include "plugin/registry.hpp"
 #include "temp_dir.hpp"

@@ -1,0 +1,222 @@
+// A DeviceExecutor's creation: kernels prepared for the layouts decided,
+// the memory plan checked against the budget, then every buffer allocated
+// and every node bound to its addresses.
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "exec/device_executor.hpp"
+#include "exec/native_layouts.hpp"
+#include "exec/tensor_text.hpp"
+#include "util/format.hpp"
+#include "util/last_error.hpp"
+
+namespace tandem::host::exec {
+namespace {
+
+Result<std::set<ValueId>> output_ids(const Graph& graph, const std::vector<std::string>& names) {
+  std::set<ValueId> outputs;
+  for (const std::string& name : names) {
+    const Value* v = graph.value_by_name(name);
+    if (v == nullptr)
+      return make_error("output value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    outputs.insert(v->id);
+  }
+  return outputs;
+}
+
+// One kernel per node, none for a "comm.*" node (the host runs it with the
+// collectives); `workspace` gets each node's workspace bytes.
+Result<std::vector<std::optional<KernelBinding>>> prepare_kernels(const DeviceHandle& device,
+                                                                  const Graph& graph,
+                                                                  const LayoutPlan& layouts,
+                                                                  bool has_collectives,
+                                                                  std::vector<size_t>& workspace) {
+  std::vector<std::optional<KernelBinding>> kernels;
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& node = *graph.node_at(i);
+    if (ops::is(node.op, ops::kCollective)) {
+      if (!has_collectives)
+        return make_error("node '" + node.name + "' (layer '" + node.layer + "', " + node.op +
+                              ") exchanges data with the other ranks of a tensor-parallel run, but this run "
+                              "has none: launch it with mpirun, or remove `parallel` from the layer",
+                          TDM_INVALID_ARGUMENT);
+      workspace.push_back(0);
+      kernels.emplace_back(std::nullopt);
+      continue;
+    }
+    auto spec = op_spec_of(graph, node);
+    if (!spec) return spec.error();
+    spec->layouts = layouts.node_layouts(node);
+    auto kernel = KernelBinding::prepare(device, *spec);
+    if (!kernel) return kernel.error();
+    workspace.push_back(kernel->workspace_bytes());
+    kernels.push_back(std::move(kernel.value()));
+  }
+  return kernels;
+}
+
+}  // namespace
+
+DeviceExecutor::Buffer::Buffer(Buffer&& other) noexcept
+    : device(other.device), pointer(std::exchange(other.pointer, nullptr)) {}
+
+DeviceExecutor::Buffer::~Buffer() {
+  if (pointer != nullptr) device->allocator().free(pointer);
+}
+
+void DeviceExecutor::StreamDeleter::operator()(tdm_stream* stream) const noexcept {
+  if (stream != nullptr) api->stream_destroy(stream);
+}
+
+DeviceExecutor::DeviceExecutor(const DeviceHandle& device, ExecutorOptions options)
+    : device_(&device),
+      options_(std::move(options)),
+      stream_(nullptr, StreamDeleter{device.backend().backend}) {}
+
+DeviceExecutor::~DeviceExecutor() {
+  // Staged copies in flight write the spare input buffers: they finish
+  // first. Nothing may be released while a stream still uses it.
+  staged_.reset();
+  if (stream_) (void)api().stream_synchronize(stream_.get());
+}
+
+Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(const DeviceHandle& device, const Graph& graph,
+                                                               ExecutorOptions options) {
+  std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor(device, std::move(options)));
+  auto outputs = output_ids(graph, executor->options_.outputs);
+  if (!outputs) return outputs.error();
+  // Layouts are decided before prepare: a kernel is built for them (ABI 1.3).
+  const LayoutPlan layouts = decide_layouts(device, graph, *outputs);
+  std::vector<size_t> workspace;
+  auto kernels =
+      prepare_kernels(device, graph, layouts, executor->options_.collectives != nullptr, workspace);
+  if (!kernels) return kernels.error();
+  auto plan = make_plan(graph, workspace, *outputs, layouts.native);
+  if (!plan) return plan.error();
+  executor->plan_ = std::move(plan.value());
+  if (auto r = executor->check_budget(executor->plan_.estimate); !r) return r.error();
+  if (auto r = executor->create_stream(); !r) return r.error();
+  if (auto allocated = executor->allocate(graph); !allocated) return allocated.error();
+  if (auto bound = executor->bind_nodes(graph, std::move(*kernels)); !bound) return bound.error();
+  executor->profile_.time_us.assign(executor->nodes_.size(), 0.0);
+  return executor;
+}
+
+Result<void> DeviceExecutor::check_budget(const MemoryEstimate& e) const {
+  const uint64_t budget = options_.memory_budget;
+  if (budget == 0 || e.total <= budget) return {};
+  return make_error(
+      device_->id() + " needs " + human_bytes(e.total) + " (parameters " + human_bytes(e.parameters) +
+          ", gradients " + human_bytes(e.gradients) + ", optimizer state " + human_bytes(e.optimizer_state) +
+          ", activations " + human_bytes(e.activations) + ", workspace " + human_bytes(e.workspace) +
+          ", other " + human_bytes(e.other_state + e.inputs + e.allocator_rounding) +
+          ") but its memory budget is " + human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
+      TDM_OUT_OF_MEMORY);
+}
+
+Result<void> DeviceExecutor::create_stream() {
+  tdm_stream* stream = nullptr;
+  clear_last_error();
+  tdm_status status = api().stream_create(device_->get(), &stream);
+  if (status != TDM_OK || stream == nullptr)
+    return make_error("cannot create a stream on " + device_->id() + ": " + plugin_reason(status),
+                      status != TDM_OK ? status : TDM_INTERNAL);
+  stream_.reset(stream);
+  return {};
+}
+
+Result<void*> DeviceExecutor::alloc(size_t bytes, const std::string& what) {
+  auto pointer = device_->allocator().allocate(bytes, what);
+  if (!pointer) return pointer.error();
+  buffers_.emplace_back(*device_, *pointer);
+  allocated_ += bytes;
+  return pointer;
+}
+
+Result<void> DeviceExecutor::allocate(const Graph& graph) {
+  persistent_.assign(plan_.persistent.size(), nullptr);
+  for (const auto& [name, pointer] : options_.external) {
+    const Value* value = graph.value_by_name(name);
+    const ValueStorage* storage = value != nullptr ? plan_.find(value->id) : nullptr;
+    if (storage == nullptr)
+      return make_error("external value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    if (storage->kind != ValueStorage::Kind::Persistent || storage->owner != value->id)
+      return make_error("external value '" + name +
+                            "' is not a persistent value of the graph (only parameters, "
+                            "state, gradients and inputs can be shared)",
+                        TDM_INVALID_ARGUMENT);
+    if (pointer == nullptr)
+      return make_error("external value '" + name + "' is bound to a null pointer", TDM_INVALID_ARGUMENT);
+    persistent_[storage->persistent] = pointer;
+  }
+  for (size_t i = 0; i < plan_.persistent.size(); ++i) {
+    if (persistent_[i] != nullptr) continue;
+    auto pointer = alloc(plan_.persistent[i].bytes, "'" + plan_.persistent[i].name + "'");
+    if (!pointer) return pointer.error();
+    persistent_[i] = *pointer;
+  }
+  bool any_transient = std::any_of(plan_.values.begin(), plan_.values.end(),
+                                   [](const auto& v) { return v.second.kind == ValueStorage::Kind::Arena; });
+  if (any_transient) {
+    auto arena = alloc(plan_.arena_bytes, "the activation arena");
+    if (!arena) return arena.error();
+    arena_ = *arena;
+  }
+  if (plan_.workspace_bytes > 0) {
+    auto workspace = alloc(plan_.workspace_bytes, "the kernel workspace");
+    if (!workspace) return workspace.error();
+    workspace_ = *workspace;
+  }
+  return {};
+}
+
+void* DeviceExecutor::device_pointer(ValueId value) const {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr) return nullptr;
+  if (storage->kind == ValueStorage::Kind::Persistent) return persistent_[storage->persistent];
+  return static_cast<char*>(arena_) + storage->offset;
+}
+
+Result<void> DeviceExecutor::bind_nodes(const Graph& graph,
+                                        std::vector<std::optional<KernelBinding>> kernels) {
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& node = *graph.node_at(i);
+    const TensorType& out = graph.value(node.outputs[0])->type;
+    const ops::OpInfo* info = ops::find(node.op);
+    NodeRun run{node.name,
+                node.layer,
+                node.op,
+                info != nullptr ? info->host : ops::HostKind::None,
+                std::move(kernels[i]),
+                tensor_bytes(out),
+                out.dtype,
+                {},
+                {}};
+    for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : device_pointer(id));
+    for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
+    run.reads = node.inputs;
+    run.writes = node.outputs;
+    run.phase = node.phase;
+    if (options_.numerics.any()) guard_outputs(graph, run);
+    nodes_.push_back(std::move(run));
+  }
+  return {};
+}
+
+void DeviceExecutor::guard_outputs(const Graph& graph, NodeRun& run) {
+  if (!numerics_) numerics_.emplace(*device_, options_.numerics);
+  for (size_t j = 0; j < run.writes.size(); ++j) {
+    const Value& v = *graph.value(run.writes[j]);
+    const ValueStorage* storage = plan_.find(v.id);
+    if (!is_floating(v.type.dtype) || storage == nullptr) continue;
+    const bool in_place = std::find(run.inputs.begin(), run.inputs.end(), run.outputs[j]) != run.inputs.end();
+    run.guarded.push_back({run.outputs[j], storage->bytes, v.type.dtype, v.name, in_place});
+  }
+}
+
+uint64_t DeviceExecutor::measured_peak() const {
+  return device_->allocator().stats().peak;
+}
+
+}  // namespace tandem::host::exec

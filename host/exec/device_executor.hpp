@@ -1,0 +1,130 @@
+// Runs a planned graph on one device: prepared kernels, one arena for the
+// transient values, one workspace, one allocation per persistent value, and
+// one stream on which nodes run in schedule order. An input may be staged:
+// the next batch's copy into a second device buffer runs while the current
+// step does (staged_inputs.hpp); the second buffer is part of the plan's
+// estimate.
+//
+// A ComposedExecutor drives several of these as its parts: it launches
+// their nodes without waiting (launch_range) and orders its copies with
+// their streams, so those few internals are public (the "As a part" block).
+//
+// Files: device_executor.cpp (creation, memory), device_executor_run.cpp
+// (launching nodes), device_executor_values.cpp (the host's access to
+// values: copies, fill, staged inputs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/executor.hpp"
+#include "exec/kernel_binding.hpp"
+#include "exec/staged_inputs.hpp"
+#include "ops/op_table.hpp"
+
+namespace tandem::host::exec {
+
+class DeviceExecutor final : public Executor {
+ public:
+  static Result<std::unique_ptr<DeviceExecutor>> create(const DeviceHandle& device, const Graph& graph,
+                                                        ExecutorOptions options = {});
+  // Waits for the stream, then releases kernels, frees buffers, destroys it.
+  ~DeviceExecutor() override;
+
+  Result<void> write(ValueId value, const void* host, size_t bytes) override;
+  Result<void> read(ValueId value, void* host, size_t bytes) override;
+  Result<void> fill(ValueId value, double number) override;
+  void* device_pointer(ValueId value) const override;
+
+  using Executor::run;
+  Result<void> run(size_t first, size_t end) override;
+  Result<void> synchronize() override;
+
+  Result<void> allow_staging(ValueId value) override;
+  Result<void> stage(ValueId value, const void* host, size_t bytes) override;
+  Result<void> use_staged() override;
+
+  const Plan& plan() const noexcept override { return plan_; }
+  size_t node_count() const noexcept override { return nodes_.size(); }
+  uint64_t allocated_bytes() const noexcept override { return allocated_; }
+  uint64_t measured_peak() const override;
+  void clear_profile() override { profile_.clear(); }
+
+  // As a part of a ComposedExecutor.
+  const DeviceHandle& device() const noexcept { return *device_; }
+  // Where the nodes run: copies to and from this part are ordered with it.
+  tdm_stream* stream() const noexcept { return stream_.get(); }
+  // Nodes [first, end) launched, without waiting for them (profile: each is).
+  Result<void> launch_range(size_t first, size_t end);
+  // The values node `position` (in this executor's schedule) reads and
+  // writes, kNoValue for an absent optional input.
+  const std::vector<ValueId>& reads(size_t position) const { return nodes_[position].reads; }
+  const std::vector<ValueId>& writes(size_t position) const { return nodes_[position].writes; }
+
+ protected:
+  const NodeProfile& profile() const noexcept override { return profile_; }
+
+ private:
+  struct Buffer {
+    const DeviceHandle* device = nullptr;
+    void* pointer = nullptr;
+    Buffer() = default;
+    Buffer(const DeviceHandle& d, void* p) : device(&d), pointer(p) {}
+    Buffer(Buffer&& other) noexcept;
+    Buffer& operator=(Buffer&&) = delete;
+    ~Buffer();
+  };
+  struct StreamDeleter {
+    const tdm_backend_api* api = nullptr;
+    void operator()(tdm_stream* stream) const noexcept;
+  };
+  struct NodeRun {
+    std::string name;
+    std::string layer;
+    std::string op;
+    ops::HostKind host = ops::HostKind::None;  // what a host-run node (comm.*) does
+    std::optional<KernelBinding> kernel;       // none for a "comm.*" node
+    size_t bytes = 0;                          // "comm.*": of the (first) output
+    tdm_dtype dtype = TDM_F32;
+    std::vector<void*> inputs;  // nullptr for an absent optional input
+    std::vector<void*> outputs;
+    std::vector<ValueId> reads, writes;  // the values of inputs and outputs
+    tdm_phase phase = TDM_PHASE_FORWARD;
+    std::vector<GuardedOutput> guarded;  // floating outputs, with ExecutorOptions::numerics
+  };
+
+  DeviceExecutor(const DeviceHandle& device, ExecutorOptions options);
+  // A plan over the memory budget is refused before anything is allocated.
+  Result<void> check_budget(const MemoryEstimate& estimate) const;
+  Result<void> create_stream();
+  Result<void> allocate(const Graph& graph);
+  Result<void*> alloc(size_t bytes, const std::string& what);
+  Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
+  // The node's floating outputs for the numerics guard.
+  void guard_outputs(const Graph& graph, NodeRun& run);
+  Result<void> launch(size_t position);
+  Result<void> communicate(size_t position);
+  Result<const ValueStorage*> checked(ValueId value, size_t bytes, const char* action) const;
+  std::string node_text(size_t position) const;
+  const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
+
+  const DeviceHandle* device_ = nullptr;
+  ExecutorOptions options_;
+  std::optional<StagedInputs> staged_;  // created by the first allow_staging
+  Plan plan_;
+  std::unique_ptr<tdm_stream, StreamDeleter> stream_;
+  std::vector<Buffer> buffers_;            // everything this executor allocated
+  void* arena_ = nullptr;                  // within buffers_
+  void* workspace_ = nullptr;              // within buffers_
+  std::vector<void*> persistent_;          // by Plan::persistent index
+  std::vector<NodeRun> nodes_;             // schedule order; kernels released before buffers
+  std::optional<NumericsGuard> numerics_;  // with ExecutorOptions::numerics
+  uint64_t allocated_ = 0;
+  NodeProfile profile_;
+};
+
+}  // namespace tandem::host::exec

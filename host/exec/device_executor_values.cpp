@@ -1,0 +1,139 @@
+// The host's access to a DeviceExecutor's values: whole-value copies in and
+// out, fill, and the staged inputs (a second buffer per input, so the next
+// batch's copy overlaps the current step).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/device_executor.hpp"
+#include "util/last_error.hpp"
+
+namespace tandem::host::exec {
+
+Result<const ValueStorage*> DeviceExecutor::checked(ValueId value, size_t bytes, const char* action) const {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr)
+    return make_error(
+        std::string("cannot ") + action + " value " + std::to_string(value) + ": not in the plan",
+        TDM_INVALID_ARGUMENT);
+  if (storage->native)
+    return make_error(std::string("cannot ") + action + " value " + std::to_string(value) +
+                          ": it is in the backend's native layout, private to its kernels; list it in "
+                          "ExecutorOptions::outputs to keep it plain",
+                      TDM_INVALID_ARGUMENT);
+  if (bytes != storage->bytes)
+    return make_error(std::string("cannot ") + action + " value " + std::to_string(value) + ": " +
+                          std::to_string(bytes) + " bytes given, it holds " + std::to_string(storage->bytes),
+                      TDM_INVALID_ARGUMENT);
+  return storage;
+}
+
+Result<void> DeviceExecutor::write(ValueId value, const void* host, size_t bytes) {
+  auto storage = checked(value, bytes, "write");
+  if (!storage) return storage.error();
+  if (staged_) staged_->discard(value);
+  clear_last_error();
+  tdm_status status = api().copy_h2d(stream_.get(), device_pointer(value), host, bytes);
+  if (status != TDM_OK)
+    return make_error("copy to " + device_->id() + " failed: " + plugin_reason(status), status);
+  return synchronize();
+}
+
+Result<void> DeviceExecutor::read(ValueId value, void* host, size_t bytes) {
+  auto storage = checked(value, bytes, "read");
+  if (!storage) return storage.error();
+  clear_last_error();
+  tdm_status status = api().copy_d2h(stream_.get(), host, device_pointer(value), bytes);
+  if (status != TDM_OK)
+    return make_error("copy from " + device_->id() + " failed: " + plugin_reason(status), status);
+  return synchronize();
+}
+
+Result<void> DeviceExecutor::fill(ValueId value, double number) {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr)
+    return make_error("cannot fill value " + std::to_string(value) + ": not in the plan",
+                      TDM_INVALID_ARGUMENT);
+  if (storage->native)  // the fill kernel writes plain bytes
+    return make_error("cannot fill value " + std::to_string(value) + ": it is in the backend's native layout",
+                      TDM_INVALID_ARGUMENT);
+  OpSpec spec;
+  spec.op = "fill";
+  spec.node_name = "fill." + std::to_string(value);
+  spec.attrs.push_back({"value", number});
+  spec.outputs.push_back(storage->type);
+  auto kernel = KernelBinding::prepare(*device_, spec);
+  if (!kernel) return kernel.error();
+  void* workspace = workspace_;
+  if (kernel->workspace_bytes() > plan_.workspace_bytes) {
+    auto extra = alloc(kernel->workspace_bytes(), "the fill workspace");
+    if (!extra) return extra.error();
+    workspace = *extra;
+  }
+  void* outputs[1] = {device_pointer(value)};
+  clear_last_error();
+  tdm_status status = api().kernel_launch(kernel->get(), stream_.get(), nullptr, outputs, workspace);
+  if (status != TDM_OK)
+    return make_error("fill of value " + std::to_string(value) + " failed on " + device_->id() + ": " +
+                          plugin_reason(status),
+                      status);
+  return synchronize();  // before the kernel is released
+}
+
+Result<void> DeviceExecutor::allow_staging(ValueId value) {
+  if (staged_ && staged_->contains(value)) return {};
+  const ValueStorage* storage = plan_.find(value);
+  if (storage != nullptr && storage->kind == ValueStorage::Kind::Persistent) {
+    const std::string& name = plan_.persistent[storage->persistent].name;
+    if (options_.external.count(name) > 0)
+      return make_error("cannot stage '" + name + "': its buffer belongs to another executor (external)",
+                        TDM_INVALID_ARGUMENT);
+  }
+  Plan planned = plan_;
+  if (auto r = plan_staged_input(planned, value); !r) return r;
+  if (auto r = check_budget(planned.estimate); !r) return r;
+  if (!staged_) {
+    auto created = StagedInputs::create(*device_);
+    if (!created) return created.error();
+    staged_.emplace(std::move(*created));
+  }
+  const PersistentBuffer& buffer = planned.persistent[storage->persistent];
+  auto spare = alloc(buffer.bytes, "the second buffer of '" + buffer.name + "' (staged input)");
+  if (!spare) return spare.error();
+  plan_ = std::move(planned);
+  // Every place that holds the value's address; arena values never share a
+  // persistent value's address, so equal pointers are exactly its readers
+  // and in-place writers.
+  void* current = persistent_[storage->persistent];
+  std::vector<void**> references = {&persistent_[storage->persistent]};
+  for (NodeRun& node : nodes_) {
+    for (void*& pointer : node.inputs)
+      if (pointer == current) references.push_back(&pointer);
+    for (void*& pointer : node.outputs)
+      if (pointer == current) references.push_back(&pointer);
+  }
+  staged_->add(value, buffer.name, buffer.bytes, *spare, std::move(references));
+  return {};
+}
+
+Result<void> DeviceExecutor::stage(ValueId value, const void* host, size_t bytes) {
+  auto storage = checked(value, bytes, "stage");
+  if (!storage) return storage.error();
+  if (!staged_ || !staged_->contains(value)) {
+    const bool named = (*storage)->kind == ValueStorage::Kind::Persistent;
+    return make_error(
+        "cannot stage " +
+            (named ? "'" + plan_.persistent[(*storage)->persistent].name + "'"
+                   : "value " + std::to_string(value)) +
+            ": it has no second buffer; call allow_staging for it first (only inputs can be staged)",
+        TDM_INVALID_ARGUMENT);
+  }
+  return staged_->stage(value, host, bytes);
+}
+
+Result<void> DeviceExecutor::use_staged() {
+  if (!staged_) return {};
+  return staged_->use(stream_.get());
+}
+
+}  // namespace tandem::host::exec
