@@ -98,6 +98,13 @@ std::string missing_required(const LoadedPlugin& p) {
     need(reinterpret_cast<const void*>(b->kernel_prepare), "kernel_prepare");
     need(reinterpret_cast<const void*>(b->kernel_launch), "kernel_launch");
     need(reinterpret_cast<const void*>(b->kernel_release), "kernel_release");
+    // Called without a check by prefetching (the default) and by runs over
+    // several devices: a table without them would crash there, not here.
+    need(reinterpret_cast<const void*>(b->event_create), "event_create");
+    need(reinterpret_cast<const void*>(b->event_destroy), "event_destroy");
+    need(reinterpret_cast<const void*>(b->event_record), "event_record");
+    need(reinterpret_cast<const void*>(b->stream_wait_event), "stream_wait_event");
+    need(reinterpret_cast<const void*>(b->event_synchronize), "event_synchronize");
   }
   if (const tdm_feature_api* f = p.feature) {
     need(reinterpret_cast<const void*>(f->create), "create");

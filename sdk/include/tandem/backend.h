@@ -88,9 +88,9 @@ typedef struct tdm_backend_api {
   void (*host_free_pinned)(tdm_device* device, void* pointer);
 
   /* ---- streams and events ----
-   * All eight are required: the loader checks the three stream functions,
-   * and the host calls the event functions without a NULL check (every
-   * training run that prefetches its next batch does; sdk/ABI.md rule 22). */
+   * All eight are required, and the loader checks them: the host orders
+   * prefetching and cross-device copies with events (sdk/ABI.md rules
+   * 21-22). */
   tdm_status (*stream_create)(tdm_device* device, tdm_stream** out);
   void (*stream_destroy)(tdm_stream* stream);
   /* Blocks until all work enqueued on the stream has finished; returns the
