@@ -66,11 +66,8 @@ TEST(IdxReader, TruncatedFileNamesFileAndOffset) {
 // element count that the file then seems to hold.
 TEST(IdxReader, DimensionsWhoseProductOverflowsAreRefused) {
   test::TempDir dir;
-  Bytes file = {0, 0, 0x08, 3};
-  for (int d = 0; d < 3; ++d) file.insert(file.end(), {0x00, 0x00, 0x00, 0x00});
-  file[4] = 0x01;                    // 2^24
-  file[8] = 0x01;                    // 2^24
-  file[12] = 0x00, file[14] = 0x01;  // 2^16: 2^64 in all, 0 when wrapped
+  // 2^24 x 2^24 x 2^16 = 2^64 elements in all: 0 when wrapped.
+  const Bytes file = {0, 0, 0x08, 3, 0x01, 0, 0, 0, 0x01, 0, 0, 0, 0, 0x01, 0, 0};
   write_plain(dir.file("wrap.idx"), file);
   auto a = read_idx(dir.file("wrap.idx"));
   ASSERT_FALSE(a.ok()) << "read " << a->values.size() << " values";
