@@ -109,12 +109,7 @@ Result<void> write_safetensors(const std::string& path, const Checkpoint& checkp
   return write_file_atomically(path, parts);
 }
 
-Result<Checkpoint> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path) {
   const auto corrupt = [&](const std::string& why) {
     return make_error(path + ": not a valid safetensors checkpoint (" + why + "); nothing was loaded",
                       TDM_INVALID_ARGUMENT);
@@ -167,6 +162,14 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
                         TDM_INVALID_ARGUMENT);
   }
   return cp;
+}
+
+Result<Checkpoint> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_safetensors(buffer.str(), path);
 }
 
 }  // namespace tandem::host::checkpoint

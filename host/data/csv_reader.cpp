@@ -35,6 +35,10 @@ std::string_view trim(std::string_view s) {
 Result<Dataset> load_csv(const std::string& path, const CsvOptions& options) {
   std::ifstream in(path);
   if (!in) return make_error(path + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND);
+  return parse_csv(in, path, options);
+}
+
+Result<Dataset> parse_csv(std::istream& in, const std::string& path, const CsvOptions& options) {
   Dataset set;
   set.source = path;
   std::string line;

@@ -38,21 +38,29 @@ Result<void> write_calibration(const std::string& path, const Calibration& c) {
   return checkpoint::write_file_atomically(path, {text});
 }
 
+namespace {
+const char* const kRerun =
+    "; rerun `tandem quantize MODEL.toml --weights CKPT --output DIR` to write it again";
+}  // namespace
+
 Result<Calibration> read_calibration(const std::string& path) {
-  const std::string rerun =
-      "; rerun `tandem quantize MODEL.toml --weights CKPT --output DIR` to write it again";
   std::ifstream in(path);
   if (!in)
     return make_error(path +
                           ": cannot open the calibration file (an INT8 model needs the calibration.json that "
                           "`tandem quantize` writes beside its checkpoint)" +
-                          rerun,
+                          kRerun,
                       TDM_INVALID_ARGUMENT);
   std::stringstream buffer;
   buffer << in.rdbuf();
+  return parse_calibration(buffer.str(), path);
+}
+
+Result<Calibration> parse_calibration(const std::string& text, const std::string& path) {
+  const std::string rerun = kRerun;
   Calibration c;
   try {
-    const json j = json::parse(buffer.str());
+    const json j = json::parse(text);
     if (j.value("format", "") != "tandem-int8-calibration")
       return make_error(
           path + ": not a Tandem calibration file (\"format\" is not \"tandem-int8-calibration\")" + rerun,
