@@ -82,9 +82,12 @@ Result<Dataset> parse_csv(std::istream& in, const std::string& path, const CsvOp
                               std::string(text) + "' is not a finite number (f32); fix or drop this row",
                           TDM_INVALID_ARGUMENT);
       if (static_cast<int>(c) == label_col) {
-        if (value < 0 || value != static_cast<int32_t>(value))
+        // Range first: the cast of a value beyond int32 is undefined.
+        if (value < 0 || value > kMaxLabel || value != static_cast<int32_t>(value))
           return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": label '" +
-                                std::string(text) + "' is not a class index (0, 1, 2, ...)",
+                                std::string(text) + "' is not a class index (0, 1, 2, ... up to " +
+                                std::to_string(kMaxLabel) + "); is column " + std::to_string(c + 1) +
+                                " the label column?",
                             TDM_INVALID_ARGUMENT);
         if (options.classes > 0 && value >= double(options.classes))
           return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": label " +
