@@ -16,6 +16,9 @@ packages=(
   rpm dpkg-dev file
   # SDK ABI guard (abidw/abidiff) and formatting check
   abigail-tools clang-format
+  # fuzzers (tests/fuzz): clang, and libFuzzer with the sanitizer runtimes
+  # (only recommended by clang, and apt here installs no recommendations)
+  clang libclang-rt-dev
   # model files (TOML), JSON reports and checkpoints, compressed data sets
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev
   # onednn plugin (CPU kernels)

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,13 @@ std::string crc_hex(const std::vector<std::byte>& data) {
   char text[9];
   std::snprintf(text, sizeof text, "%08lx", static_cast<unsigned long>(crc));
   return text;
+}
+
+// A list of JSON integers. nlohmann converts a float to an integer with a
+// plain cast, undefined beyond the integer's range (1e300).
+bool integers(const json& list) {
+  return list.is_array() &&
+         std::all_of(list.begin(), list.end(), [](const json& e) { return e.is_number_integer(); });
 }
 
 uint64_t load_le64(const unsigned char* p) {
@@ -109,12 +117,7 @@ Result<void> write_safetensors(const std::string& path, const Checkpoint& checkp
   return write_file_atomically(path, parts);
 }
 
-Result<Checkpoint> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path) {
   const auto corrupt = [&](const std::string& why) {
     return make_error(path + ": not a valid safetensors checkpoint (" + why + "); nothing was loaded",
                       TDM_INVALID_ARGUMENT);
@@ -139,14 +142,24 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
       TensorRecord t;
       t.name = name;
       t.dtype = dtype_from_safetensors(entry.at("dtype").get<std::string>());
+      if (!integers(entry.at("shape")) || !integers(entry.at("data_offsets")))
+        return corrupt("tensor '" + name + "' has a shape or data_offsets that is not a list of integers");
       t.shape = entry.at("shape").get<std::vector<int64_t>>();
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
       if (t.dtype == TDM_DTYPE_INVALID) return corrupt("tensor '" + name + "' has an unsupported dtype");
-      if (offsets.size() != 2 || offsets[0] > offsets[1] || data_start + offsets[1] > bytes.size())
+      // Against the data's size, not data_start + offset: an offset near
+      // 2^64 would wrap the sum back inside the file.
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > bytes.size() - data_start)
         return corrupt("tensor '" + name + "' points outside the file (truncated?)");
-      int64_t numel = 1;
-      for (int64_t d : t.shape) numel *= d;
-      if (offsets[1] - offsets[0] != static_cast<uint64_t>(numel) * dtype_bytes(t.dtype))
+      // Without overflow, and no negative dimensions: [-1] or [-2, -3]
+      // would otherwise pass for some byte count and load a nonsense shape.
+      uint64_t size = dtype_bytes(t.dtype);
+      bool fits = true;
+      for (int64_t d : t.shape) {
+        if (d < 0) return corrupt("tensor '" + name + "' has a negative dimension " + std::to_string(d));
+        fits = fits && !__builtin_mul_overflow(size, uint64_t(d), &size);
+      }
+      if (!fits || offsets[1] - offsets[0] != size)
         return corrupt("tensor '" + name + "' has a size that does not match its shape");
       const auto* begin = reinterpret_cast<const std::byte*>(bytes.data() + data_start + offsets[0]);
       t.data.assign(begin, begin + (offsets[1] - offsets[0]));
@@ -167,6 +180,14 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
                         TDM_INVALID_ARGUMENT);
   }
   return cp;
+}
+
+Result<Checkpoint> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_safetensors(buffer.str(), path);
 }
 
 }  // namespace tandem::host::checkpoint

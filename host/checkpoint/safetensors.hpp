@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tandem/types.h"
@@ -39,6 +40,9 @@ struct Checkpoint {
 Result<void> write_safetensors(const std::string& path, const Checkpoint& checkpoint);
 // Reads and verifies every tensor's checksum (when present).
 Result<Checkpoint> read_safetensors(const std::string& path);
+// The same from the file's bytes in memory; `path` only names it in errors
+// (the fuzzer, tests/fuzz, calls this one).
+Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path);
 
 // The safetensors dtype string ("F32") of a Tandem dtype, and back.
 const char* safetensors_dtype(tdm_dtype dtype);

@@ -35,6 +35,10 @@ std::string_view trim(std::string_view s) {
 Result<Dataset> load_csv(const std::string& path, const CsvOptions& options) {
   std::ifstream in(path);
   if (!in) return make_error(path + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND);
+  return parse_csv(in, path, options);
+}
+
+Result<Dataset> parse_csv(std::istream& in, const std::string& path, const CsvOptions& options) {
   Dataset set;
   set.source = path;
   std::string line;
@@ -78,9 +82,12 @@ Result<Dataset> load_csv(const std::string& path, const CsvOptions& options) {
                               std::string(text) + "' is not a finite number (f32); fix or drop this row",
                           TDM_INVALID_ARGUMENT);
       if (static_cast<int>(c) == label_col) {
-        if (value < 0 || value != static_cast<int32_t>(value))
+        // Range first: the cast of a value beyond int32 is undefined.
+        if (value < 0 || value > kMaxLabel || value != static_cast<int32_t>(value))
           return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": label '" +
-                                std::string(text) + "' is not a class index (0, 1, 2, ...)",
+                                std::string(text) + "' is not a class index (0, 1, 2, ... up to " +
+                                std::to_string(kMaxLabel) + "); is column " + std::to_string(c + 1) +
+                                " the label column?",
                             TDM_INVALID_ARGUMENT);
         if (options.classes > 0 && value >= double(options.classes))
           return make_error(path + ":" + std::to_string(line_no) + ":" + std::to_string(c + 1) + ": label " +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 
 #include "data/dataset.hpp"
@@ -19,5 +20,8 @@ struct CsvOptions {
 
 // Errors name the file, the line and column, and the text that failed.
 Result<Dataset> load_csv(const std::string& path, const CsvOptions& options);
+// The same from a stream; `path` only names it in errors (the fuzzer,
+// tests/fuzz, calls this one).
+Result<Dataset> parse_csv(std::istream& in, const std::string& path, const CsvOptions& options);
 
 }  // namespace tandem::host::data

@@ -9,6 +9,11 @@
 
 namespace tandem::host::data {
 
+// The largest class index a data file may hold. A label beyond it is a
+// damaged file or a column that is not the label, and bounding it keeps
+// num_classes (largest label + 1) and the casts to int32 well defined.
+inline constexpr int32_t kMaxLabel = 1'000'000;
+
 struct Dataset {
   std::string source;                 // file or generator it came from, for messages
   std::string labels_source;          // where the labels came from (IDX: a file of their own)

@@ -61,6 +61,8 @@ class CountingReader {
   uint64_t offset_ = 0;
 };
 
+constexpr uint64_t kFirstReadBytes = 64 << 10;
+
 size_t element_size(uint8_t type) {
   switch (type) {
     case 0x08:
@@ -164,8 +166,22 @@ Result<IdxArray> read_idx(const std::string& path) {
                                  "the header is damaged or the file is not for this machine: re-download it");
       !r)
     return r.error();
-  std::vector<unsigned char> raw(count * esize);
-  if (auto r = in.read(raw.data(), raw.size(), "the data"); !r) return r.error();
+  // The data grows as it is read, each read as large as all before it: a
+  // gzip file whose header promises more than it holds (the size check
+  // above sees only plain files) fails at its end having allocated about
+  // what was there, not what the header claims.
+  uint64_t total = 0;  // a saturated count (above) would wrap here
+  if (__builtin_mul_overflow(count, esize, &total))
+    return make_error(path + ": its header says " + std::to_string(count) +
+                          " elements, more than any file holds; the header is damaged: re-download the file",
+                      TDM_INVALID_ARGUMENT);
+  std::vector<unsigned char> raw;
+  for (uint64_t done = 0; done < total;) {
+    const uint64_t n = std::min(total - done, std::max(done, kFirstReadBytes));
+    raw.resize(done + n);
+    if (auto r = in.read(raw.data() + done, n, "the data"); !r) return r.error();
+    done += n;
+  }
   array.values.resize(count);
   for (uint64_t i = 0; i < count; ++i) array.values[i] = decode(header[2], raw.data() + i * esize);
   return array;
@@ -197,7 +213,7 @@ Result<Dataset> load_idx_images(const std::string& images_path, const std::strin
   int32_t max_label = -1;
   for (size_t i = 0; i < labels->values.size(); ++i) {
     const double v = labels->values[i];
-    if (v < 0 || v > 1e6 || v != static_cast<int32_t>(v))
+    if (v < 0 || v > kMaxLabel || v != static_cast<int32_t>(v))
       return make_error(labels_path + ": label " + std::to_string(v) + " of sample " + std::to_string(i) +
                             " is not a class index",
                         TDM_INVALID_ARGUMENT);

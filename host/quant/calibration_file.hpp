@@ -52,5 +52,8 @@ struct Calibration {
 Result<void> write_calibration(const std::string& path, const Calibration& c);
 // Errors name the file, what is wrong, and what to do.
 Result<Calibration> read_calibration(const std::string& path);
+// The same from the file's text; `path` only names it in errors (the
+// fuzzer, tests/fuzz, calls this one).
+Result<Calibration> parse_calibration(const std::string& text, const std::string& path);
 
 }  // namespace tandem::host::quant

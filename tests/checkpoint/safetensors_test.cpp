@@ -105,5 +105,51 @@ TEST(Safetensors, UnwritableDirectoryIsAClearError) {
       << r.error().message;
 }
 
+// A file of one tensor "w" whose header entry is `entry` (JSON), then
+// `data_bytes` zero bytes of data.
+std::string one_tensor_file(const std::string& entry, size_t data_bytes) {
+  std::string header = "{\"w\":" + entry + "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string file(8, '\0');
+  for (size_t i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return file + header + std::string(data_bytes, '\0');
+}
+
+std::string error_of(const std::string& file) {
+  auto cp = parse_safetensors(file, "x.safetensors");
+  return cp.ok() ? "(loaded)" : cp.error().message;
+}
+
+// Found while writing tests/fuzz/safetensors_fuzzer.cpp (its promise "the
+// bytes match the shape and dtype"; corpus/safetensors/regression_negative_*):
+// a shape of [-1] passed the size check for an end offset near 2^64, whose
+// sum with the data start wrapped inside the file, and the reader copied
+// 2^64 - 4 bytes; [-2, -1] loaded as a tensor of a negative shape.
+TEST(Safetensors, NegativeDimensionsAndWrappingOffsetsAreRefused) {
+  EXPECT_NE(
+      error_of(one_tensor_file(R"({"dtype":"F32","shape":[-1],"data_offsets":[0,18446744073709551612]})", 8))
+          .find("tensor 'w' points outside the file"),
+      std::string::npos);
+  EXPECT_NE(error_of(one_tensor_file(R"({"dtype":"F32","shape":[-2,-1],"data_offsets":[0,8]})", 8))
+                .find("tensor 'w' has a negative dimension -2"),
+            std::string::npos);
+}
+
+// A shape whose element count overflows (signed overflow, undefined; it
+// wrapped to 0 and matched an empty tensor; regression_shape_overflow), and
+// numbers that are not integers: nlohmann's cast of 1e300 to an integer is
+// undefined (the fuzzer found a float data_offsets; regression_float_offset).
+TEST(Safetensors, ShapesThatOverflowOrAreNotIntegersAreRefused) {
+  EXPECT_NE(
+      error_of(one_tensor_file(R"({"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]})", 0))
+          .find("tensor 'w' has a size that does not match its shape"),
+      std::string::npos);
+  EXPECT_NE(error_of(one_tensor_file(R"({"dtype":"F32","shape":[1e300],"data_offsets":[0,4]})", 4))
+                .find("tensor 'w' has a shape or data_offsets that is not a list of integers"),
+            std::string::npos);
+  EXPECT_EQ(error_of(one_tensor_file(R"({"dtype":"F32","shape":[0,7],"data_offsets":[0,0]})", 0)),
+            "(loaded)");
+}
+
 }  // namespace
 }  // namespace tandem::host::checkpoint

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "temp_dir.hpp"
 
@@ -45,6 +46,25 @@ TEST(CsvReader, FractionalLabelIsAnError) {
   auto set = load_csv(dir.file("l.csv"), {});
   ASSERT_FALSE(set.ok());
   EXPECT_NE(set.error().message.find("is not a class index"), std::string::npos) << set.error().message;
+}
+
+// Found by tests/fuzz (csv_fuzzer): the label was cast to int32 before its
+// range was checked (undefined beyond int32), and the largest int32 label
+// made num_classes overflow.
+TEST(CsvReader, LabelBeyondTheClassLimitIsAnErrorNotUndefined) {
+  for (const char* label : {"2744183646", "2147483647", "1e10", "1000001"}) {
+    std::istringstream in(std::string(label) + ",1,2\n");
+    auto set = parse_csv(in, "big.csv", {});
+    ASSERT_FALSE(set.ok()) << label;
+    EXPECT_NE(
+        set.error().message.find("big.csv:1:1: label '" + std::string(label) + "' is not a class index"),
+        std::string::npos)
+        << set.error().message;
+  }
+  std::istringstream largest("1000000,1,2\n");
+  auto set = parse_csv(largest, "largest.csv", {});
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  EXPECT_EQ(set->num_classes, kMaxLabel + 1);
 }
 
 }  // namespace

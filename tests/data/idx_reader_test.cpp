@@ -116,5 +116,22 @@ TEST(IdxReader, LoadsFashionMnistFromDebianPackage) {
   for (float v : set->features) ASSERT_TRUE(v >= 0.f && v <= 1.f);
 }
 
+// Found by tests/fuzz (idx_fuzzer, corpus/idx/regression_oom_header.idx):
+// a 31-byte file whose header says 2^31 s16 values made the reader
+// allocate 4 GiB before finding that the data is not there. The size check
+// of plain files now refuses that file first; a gzip file cannot be sized
+// up front, so its data grows with what is read and the error is the
+// truncation. (Here 64 Mi u8 values, so that the host-memory check passes
+// on any machine.)
+TEST(IdxReader, GzipHeaderPromisingMoreThanTheFileHoldsIsTruncation) {
+  test::TempDir dir;
+  write_gzip(dir.file("liar.idx.gz"), Bytes{0, 0, 0x08, 1, 0x04, 0x00, 0x00, 0x00, 1, 2, 3});
+  auto a = read_idx(dir.file("liar.idx.gz"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message.find("liar.idx.gz: truncated at offset 11 while reading the data"),
+            std::string::npos)
+      << a.error().message;
+}
+
 }  // namespace
 }  // namespace tandem::host::data

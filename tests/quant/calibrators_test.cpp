@@ -150,5 +150,36 @@ TEST(CalibrationFile, RoundTripAndErrors) {
   EXPECT_NE(missing.error().message.find("tandem quantize"), std::string::npos);
 }
 
+// Found by tests/fuzz (calibration_fuzzer: "version": 1.4e35;
+// corpus/calibration/regression_*): nlohmann converts a float to an integer
+// with a plain cast, undefined beyond the integer's range, so version,
+// samples, weight_qmax and zero_point given as 1e300 were undefined
+// behaviour; now an error naming the key.
+TEST(CalibrationFile, IntegersGivenAsHugeFloatsAreErrors) {
+  const std::string head = R"({"format": "tandem-int8-calibration", "calibrator": "minmax", )";
+  const std::string layers =
+      R"("layers": {"fc": {"input": {"scale": 1, "zero_point": 3}, "weight": {"scales": [1]}}})";
+  const auto error_of = [](const std::string& text) {
+    auto c = parse_calibration(text, "c.json");
+    return c.ok() ? std::string("(read)") : c.error().message;
+  };
+  EXPECT_EQ(error_of(head + R"("version": 1, )" + layers + "}"), "(read)");
+  EXPECT_NE(error_of(head + R"("version": 1e300, )" + layers + "}")
+                .find("c.json: calibration file version 1e+300 is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + R"("version": 1, "samples": -1e300, )" + layers + "}")
+                .find("c.json: samples -1e+300 is not a count"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + R"("version": 1, "weight_qmax": 1e300, )" + layers + "}")
+                .find("c.json: weight_qmax 1e+300 is outside 1..127"),
+            std::string::npos);
+  std::string huge_zero_point = layers;
+  huge_zero_point.replace(huge_zero_point.find("\"zero_point\": 3"), 15, "\"zero_point\": 1e300");
+  EXPECT_NE(
+      error_of(head + R"("version": 1, )" + huge_zero_point + "}")
+          .find("c.json: layer 'fc': input scale must be positive and finite and zero_point within 0..255"),
+      std::string::npos);
+}
+
 }  // namespace
 }  // namespace tandem::host::quant
