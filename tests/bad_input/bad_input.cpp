@@ -224,7 +224,9 @@ void run_bad_input(const BadInput& c) {
   EXPECT_EQ(o.signal, 0) << "killed by signal " << o.signal;
   EXPECT_TRUE(o.exited);
   EXPECT_NE(o.code, 0) << "accepted silently";
-  if (c.code != 0) EXPECT_EQ(o.code, c.code);
+  if (c.code != 0) {
+    EXPECT_EQ(o.code, c.code);
+  }
   EXPECT_NE(o.output.find("tandem: error: "), std::string::npos) << "no error line";
   for (const std::string& part : c.says) {
     const std::string wanted = replaced(part, "{d}", dir);
@@ -235,7 +237,9 @@ void run_bad_input(const BadInput& c) {
   for (const auto& [path, bytes] : before) {
     auto it = after.find(path);
     EXPECT_TRUE(it != after.end()) << path << " was removed";
-    if (it != after.end()) EXPECT_TRUE(it->second == bytes) << path << " was changed";
+    if (it != after.end()) {
+      EXPECT_TRUE(it->second == bytes) << path << " was changed";
+    }
   }
 }
 
