@@ -1,4 +1,4 @@
-// Errors as values inside the host (STYLE.md rule 6).
+// Errors as values inside the host.
 //
 // A tiny std::expected stand-in (g++ 12 has none): a Result<T> holds either a
 // T or an Error, whose message is written for the user (what failed, which

@@ -3,9 +3,9 @@
 // tests/CMakeLists.txt sets TANDEM_TEST_ISA_LIMIT=<limit> for those runs,
 // and this file, before main and so before any plugin loads oneDNN, turns
 // it into ONEDNN_MAX_CPU_ISA=<limit> for the process and the programs it
-// starts. Where the limit changes nothing — the CPU has no more than the
-// limit allows — the limited run would repeat the unlimited one to the bit,
-// so it is skipped with that reason instead of spending CI time twice.
+// starts. The limited run always runs: where the limit changes nothing (the
+// CPU has no more than it allows) it says so, and still proves that the
+// tests pass with the limit set, as they must on any CPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -38,13 +38,8 @@ class IsaLimitEnvironment : public ::testing::Environment {
   void SetUp() override {
     const char* limit = requested_limit();
     if (limit == nullptr || limit_takes_something_away(limit)) return;
-    // gtest counts tests skipped by an environment as passed in its summary;
-    // the line ctest's SKIP_REGULAR_EXPRESSION looks for says what happened.
-    std::cout << "[  SKIPPED ] ONEDNN_MAX_CPU_ISA=" << limit
-              << " changes nothing on this CPU (it has no instruction set above the limit): the unlimited "
-                 "run of the same test covers it"
-              << std::endl;
-    GTEST_SKIP();
+    std::cout << "note: ONEDNN_MAX_CPU_ISA=" << limit
+              << " takes nothing away on this CPU (it has no instruction set above the limit)" << std::endl;
   }
 };
 
