@@ -25,8 +25,9 @@ packages=(
   libdnnl-dev
   # mpi plugin (CPU collectives) and its launcher
   libopenmpi-dev openmpi-bin
-  # data set for the example training run
-  dataset-fashion-mnist
+  # data sets for the example training runs: images, and the text of the
+  # fortune cookies for the byte-level GPT (examples/gpt_fortunes.toml)
+  dataset-fashion-mnist fortunes
 )
 
 missing=()

@@ -1,5 +1,5 @@
-// relu, leaky_relu, gelu, tanh, sigmoid and their gradients (sdk/ops.md):
-// elementwise, y has x's shape. relu, leaky_relu and gelu differentiate
+// relu, leaky_relu, gelu, tanh, sigmoid, silu and their gradients
+// (sdk/ops.md): elementwise, y has x's shape. relu, leaky_relu, gelu and silu differentiate
 // from x, tanh and sigmoid from y (their derivative is cheapest in terms of
 // the output).
 #include "ops/rules.hpp"
@@ -32,6 +32,9 @@ Result<void> leaky_relu_grad(GradContext& g) {
 }
 Result<void> gelu_grad(GradContext& g) {
   return g.grad_to_input0("gelu_grad", {g.dy(), g.in(0)}, g.node().attrs);
+}
+Result<void> silu_grad(GradContext& g) {
+  return g.grad_to_input0("silu_grad", {g.dy(), g.in(0)}, g.node().attrs);
 }
 Result<void> tanh_grad(GradContext& g) {
   return g.grad_to_input0("tanh_grad", {g.dy(), g.out(0)}, g.node().attrs);
@@ -69,11 +72,13 @@ std::vector<OpInfo> activation_ops() {
           forward("gelu", gelu_grad, "gelu_grad"),
           forward("tanh", tanh_grad, "tanh_grad"),
           forward("sigmoid", sigmoid_grad, "sigmoid_grad"),
+          forward("silu", silu_grad, "silu_grad"),
           backward("relu_grad", "x"),
           backward("leaky_relu_grad", "x"),
           backward("gelu_grad", "x"),
           backward("tanh_grad", "y"),
-          backward("sigmoid_grad", "y")};
+          backward("sigmoid_grad", "y"),
+          backward("silu_grad", "x")};
 }
 
 }  // namespace tandem::host::ops

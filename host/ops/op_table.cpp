@@ -35,6 +35,9 @@ std::vector<OpInfo> build_table() {
                       linear_int8_ops,
                       conv2d_int8_ops,
                       fake_quant_ops,
+                      rms_norm_ops,
+                      rope_ops,
+                      attention_ops,
                       host_run_ops})
     for (OpInfo& info : family()) all.push_back(std::move(info));
   return all;

@@ -33,6 +33,9 @@ std::vector<OpInfo> quantize_ops();
 std::vector<OpInfo> linear_int8_ops();
 std::vector<OpInfo> conv2d_int8_ops();
 std::vector<OpInfo> fake_quant_ops();
+std::vector<OpInfo> rms_norm_ops();
+std::vector<OpInfo> rope_ops();
+std::vector<OpInfo> attention_ops();
 std::vector<OpInfo> host_run_ops();  // comm.*, tandem.copy (host_run.cpp): not catalog ops
 
 namespace rules {

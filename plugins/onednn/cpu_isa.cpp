@@ -80,4 +80,12 @@ bool cpu_int8_pairs_saturate() {
   return !has_vnni(effective());
 }
 
+VectorLevel cpu_vector_level() {
+  const std::string& f = cpu_features();
+  const bool fma = f.find(" fma") != std::string::npos;
+  if (fma && f.rfind("avx512_core", 0) == 0) return VectorLevel::avx512;
+  if (fma && f.rfind("avx2", 0) == 0) return VectorLevel::avx2_fma;
+  return VectorLevel::baseline;
+}
+
 }  // namespace tandem::onednn

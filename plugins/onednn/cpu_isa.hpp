@@ -30,6 +30,13 @@ std::string cpu_bf16_missing_reason();
 // every weight lies within [-64, 64] (see ops/quant_int8_exact.hpp).
 bool cpu_int8_pairs_saturate();
 
+// The vector width the backend's own loops may use (ops/attention_tiles.cpp
+// compiles them once per level), from the same effective ISA: an
+// ONEDNN_MAX_CPU_ISA limit caps them too, so the AVX2 path is testable on
+// an AVX-512 machine.
+enum class VectorLevel { baseline, avx2_fma, avx512 };
+VectorLevel cpu_vector_level();
+
 }  // namespace tandem::onednn
 
 #endif  // TANDEM_ONEDNN_CPU_ISA_HPP

@@ -41,9 +41,9 @@ TEST_F(Grad, Activations) {
     bool from_y;        // tanh_grad and sigmoid_grad take y, the others x
     double slope = -1;  // leaky_relu's negative_slope, when >= 0
   };
-  for (const A& act :
-       {A{"relu", "", false}, A{"leaky_relu", "", false, 0.01}, A{"leaky_relu", "", false, 0.3},
-        A{"gelu", "none", false}, A{"gelu", "tanh", false}, A{"tanh", "", true}, A{"sigmoid", "", true}}) {
+  for (const A& act : {A{"relu", "", false}, A{"leaky_relu", "", false, 0.01},
+                       A{"leaky_relu", "", false, 0.3}, A{"gelu", "none", false}, A{"gelu", "tanh", false},
+                       A{"tanh", "", true}, A{"sigmoid", "", true}, A{"silu", "", false}}) {
     SCOPED_TRACE(act.op + " " + act.approximate + " " + std::to_string(act.slope));
     Attrs a;
     if (!act.approximate.empty()) a.string("approximate", act.approximate);

@@ -1,8 +1,9 @@
-// oneDNN backend — relu, leaky_relu, gelu (erf/tanh), tanh, sigmoid and
-// their gradients: dnnl eltwise primitives over the flat tensor
+// oneDNN backend — relu, leaky_relu, gelu (erf/tanh), tanh, sigmoid, silu
+// and their gradients: dnnl eltwise primitives over the flat tensor
 // (eltwise_primitive.hpp), in either layout (native or plain). leaky_relu is
 // dnnl's relu with alpha = negative_slope (its backward also takes the slope
-// at x == 0, as the catalog does). Gradients that the catalog defines on the
+// at x == 0, as the catalog does); silu is dnnl's swish x·sigmoid(alpha·x)
+// with alpha = 1. Gradients that the catalog defines on the
 // forward output (tanh_grad, sigmoid_grad) use the *_use_dst_for_bwd
 // algorithms; relu_grad, leaky_relu_grad and gelu_grad read x.
 #include <cmath>
@@ -25,15 +26,18 @@ algorithm forward_algorithm(const Check& c) {
   if (op == "tanh_grad") return algorithm::eltwise_tanh_use_dst_for_bwd;
   if (op == "sigmoid") return algorithm::eltwise_logistic;
   if (op == "sigmoid_grad") return algorithm::eltwise_logistic_use_dst_for_bwd;
+  if (op == "silu" || op == "silu_grad") return algorithm::eltwise_swish;
   const std::string approx = c.string_attr("approximate", "none");
   if (approx == "none") return algorithm::eltwise_gelu_erf;
   if (approx == "tanh") return algorithm::eltwise_gelu_tanh;
   c.fail("approximate must be none/tanh, got '" + approx + "'");
 }
 
-// dnnl's alpha: leaky_relu's negative slope, 0 for every other op here.
+// dnnl's alpha: leaky_relu's negative slope, swish's 1 (silu), 0 for every
+// other op here.
 float alpha_of(const Check& c) {
   const std::string op = c.op().op();
+  if (op == "silu" || op == "silu_grad") return 1.f;
   if (op != "leaky_relu" && op != "leaky_relu_grad") return 0.f;
   const double slope = c.float_attr("negative_slope", 0.01);
   if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
@@ -78,9 +82,10 @@ void activation_layouts(const OpView& op, const LayoutAnswer& a) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  for (const char* op : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid"})
+  for (const char* op : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"})
     r.add(op, {activation, activation_layouts});
-  for (const char* op : {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+  for (const char* op :
+       {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "silu_grad"})
     r.add(op, {activation_grad, activation_layouts});
 });
 

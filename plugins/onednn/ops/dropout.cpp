@@ -2,6 +2,7 @@
 // catalog's counter-based hash (sdk/ops.md, dropout), so it is bit-identical
 // to reference whatever the thread layout.
 #include "common.hpp"
+#include "tandem/dropout_mask.hpp"
 
 namespace tandem::onednn {
 
@@ -11,14 +12,6 @@ double dropout_p(const Check& c) {
   const double p = c.float_attr("p", 0.5);
   if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
   return p;
-}
-
-inline bool dropout_keep(uint64_t seed, uint64_t i, double p) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = z ^ (z >> 31);
-  return double(z >> 40) * 0x1p-24 >= p;
 }
 
 std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
@@ -43,7 +36,7 @@ std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
       const float scale = float(1.0 - p);
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
       for (int64_t i = 0; i < n; ++i) {
-        const bool keep = p == 0.0 || dropout_keep(seed, uint64_t(i), p);
+        const bool keep = p == 0.0 || dropout_uniform(seed, uint64_t(i)) >= p;
         st(y, i, keep ? ld(x, i) / scale : 0.f);
         mask[i] = keep ? 1 : 0;
       }

@@ -5,6 +5,7 @@
 // where x > 0, else negative_slope·dy (the slope also at x == 0).
 // gelu exact: 0.5·x·(1 + erf(x/√2)); tanh approximation:
 //   0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// silu(x) = x·sigmoid(x); its derivative is s·(1 + x·(1 − s)), s = sigmoid(x).
 // tanh_grad and sigmoid_grad take the forward output y.
 #include <cmath>
 #include <numbers>
@@ -14,7 +15,7 @@
 namespace tandem::reference {
 namespace {
 
-enum class Fn { Relu, LeakyRelu, Gelu, GeluTanh, Tanh, Sigmoid };
+enum class Fn { Relu, LeakyRelu, Gelu, GeluTanh, Tanh, Sigmoid, Silu };
 
 // A function and its parameter (leaky_relu's negative_slope).
 struct Act {
@@ -40,11 +41,13 @@ T forward(Act a, T x) {
       return std::tanh(x);
     case Fn::Sigmoid:
       return one / (one + std::exp(-x));
+    case Fn::Silu:
+      return x / (one + std::exp(-x));
   }
   return x;
 }
 
-// d forward / d(the op's second input): x for relu/leaky_relu/gelu, y for
+// d forward / d(the op's second input): x for relu/leaky_relu/gelu/silu, y for
 // tanh/sigmoid.
 template <class T>
 T derivative(Act a, T v) {
@@ -67,6 +70,10 @@ T derivative(Act a, T v) {
       return one - v * v;
     case Fn::Sigmoid:
       return v * (one - v);
+    case Fn::Silu: {
+      const T s = one / (one + std::exp(-v));
+      return s * (one + v * (one - s));
+    }
   }
   return one;
 }
@@ -129,11 +136,13 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   r.add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
   r.add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
   r.add("sigmoid", [](const OpView& v, size_t&) { return unary(v, Fn::Sigmoid); });
+  r.add("silu", [](const OpView& v, size_t&) { return unary(v, Fn::Silu); });
   r.add("relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Relu); });
   r.add("leaky_relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::LeakyRelu); });
   r.add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
   r.add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
   r.add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
+  r.add("silu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Silu); });
 });
 
 }  // namespace

@@ -7,18 +7,10 @@
 #include <cstdint>
 
 #include "common.hpp"
+#include "tandem/dropout_mask.hpp"
 
 namespace tandem::reference {
 namespace {
-
-// u in [0, 1) for element i; 24 bits so that f32 holds it exactly.
-double dropout_uniform(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // wraps modulo 2^64
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = z ^ (z >> 31);
-  return static_cast<double>(z >> 40) * 0x1p-24;
-}
 
 double probability(const Check& c) {
   const double p = c.float_attr("p", 0.5);

@@ -68,6 +68,7 @@ const std::vector<Case>& catalogue() {
     add_nn_cases(v);
     add_tensor_cases(v);
     add_quant_cases(v);
+    add_transformer_cases(v);
     return v;
   }();
   return all;
@@ -90,11 +91,13 @@ const std::vector<std::string>& catalog_ops() {
                                                "gelu",
                                                "tanh",
                                                "sigmoid",
+                                               "silu",
                                                "relu_grad",
                                                "leaky_relu_grad",
                                                "gelu_grad",
                                                "tanh_grad",
                                                "sigmoid_grad",
+                                               "silu_grad",
                                                "softmax",
                                                "log_softmax",
                                                "softmax_grad",
@@ -129,7 +132,13 @@ const std::vector<std::string>& catalog_ops() {
                                                "linear_int8",
                                                "conv2d_int8",
                                                "fake_quant",
-                                               "fake_quant_grad"};
+                                               "fake_quant_grad",
+                                               "rms_norm",
+                                               "rms_norm_grad",
+                                               "rope",
+                                               "rope_grad",
+                                               "attention",
+                                               "attention_grad"};
   return ops;
 }
 

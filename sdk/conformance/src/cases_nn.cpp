@@ -85,7 +85,7 @@ const Dims kEltShapes[] = {{1}, {7}, {3, 5}, {2, 3, 17}, {4, 1, 9, 8}};
 void add_activations(std::vector<Case>& v) {
   for (tdm_dtype dt : kF32Bf16F16)
     for (const Dims& s : kEltShapes) {
-      for (const char* op : {"relu", "tanh", "sigmoid"}) {
+      for (const char* op : {"relu", "tanh", "sigmoid", "silu"}) {
         Case c(op, dt);
         v.push_back(c.in(dt, s, Fill::range(-4, 4)).out(dt, s));
       }
@@ -104,8 +104,9 @@ void add_activations(std::vector<Case>& v) {
         v.push_back(l.in(dt, s, Fill::range(-4, 4)).out(dt, s));
         v.push_back(lg.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
       }
-      Case r("relu_grad", dt), t("tanh_grad", dt), sg("sigmoid_grad", dt);
+      Case r("relu_grad", dt), t("tanh_grad", dt), sg("sigmoid_grad", dt), si("silu_grad", dt);
       v.push_back(r.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
+      v.push_back(si.in(dt, s).in(dt, s, Fill::range(-6, 6)).out(dt, s));
       v.push_back(t.in(dt, s).in(dt, s, Fill::range(-0.99, 0.99)).out(dt, s));  // y = tanh(x)
       v.push_back(sg.in(dt, s).in(dt, s, Fill::range(0.01, 0.99)).out(dt, s));  // y = sigmoid(x)
     }

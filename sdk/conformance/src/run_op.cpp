@@ -20,6 +20,12 @@ Attrs& Attrs::number(const std::string& n, double v) {
   it.f = v;
   return *this;
 }
+double Attrs::number_or(const std::string& n, double fallback) const {
+  for (const Item& it : items_)
+    if (it.name == n && (it.type == TDM_ATTR_INT || it.type == TDM_ATTR_FLOAT))
+      return it.type == TDM_ATTR_INT ? double(it.i) : it.f;
+  return fallback;
+}
 Attrs& Attrs::string(const std::string& n, const std::string& v) {
   Item& it = items_.emplace_back();
   it.name = n;

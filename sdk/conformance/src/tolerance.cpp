@@ -38,14 +38,14 @@ const Row kTable[] = {
      "one or two roundings per element (x*alpha+beta with or without FMA, x/(1-p) vs x*(1/(1-p))): "
      "f32 1e-6 ~ 8 ulp; bf16/f16 allow 2 spacings of the 8-/11-bit significand (1.6e-2, 2e-3)"},
     {OpClass::transcendental, "transcendental", 1e-12, 1e-5, 1.6e-2, 4e-3, 0, 0,
-     "exp/tanh/erf from different math libraries (libm, SVML, CUDA intrinsics) differ by a few "
+     "exp/tanh/erf/sin/cos from different math libraries (libm, SVML, CUDA intrinsics) differ by a few "
      "ulp and compose (gelu, softmax): f32 1e-5 ~ 80 ulp; f16 4 spacings"},
     {OpClass::accumulate, "accumulate", 1e-14, 2e-6, 1.6e-2, 2e-3, 1e-15, 1e-6,
      "sums of k products or terms (matmul, linear, conv, pooling, reductions, scatter-add): "
      "summation order is free, so the bound grows with sqrt(k); 16-bit outputs add one final rounding"},
     {OpClass::normalization, "normalization", 1e-12, 1e-5, 3e-2, 5e-3, 1e-15, 1e-6,
      "mean, variance, rsqrt and a division, amplified by 1/std (inputs have std ~0.6), and the "
-     "cross-entropy's log-sum-exp: f32 1e-5; bf16 allows ~4 spacings, f16 ~5"},
+     "cross-entropy's and attention's log-sum-exp: f32 1e-5; bf16 allows ~4 spacings, f16 ~5"},
     {OpClass::optimizer, "optimizer", 1e-12, 1e-5, 1.6e-2, 4e-3, 0, 0,
      "AdamW's sqrt, division and pow(beta, step) bias correction come from different math "
      "libraries; SGD is plain elementwise but shares the row"},
@@ -61,15 +61,16 @@ const std::map<std::string, OpClass>& classes() {
     for (const char* op : {"add", "sub", "mul", "scale", "dropout", "dropout_grad", "leaky_relu",
                            "leaky_relu_grad", "tanh_grad", "sigmoid_grad", "linear_int8", "conv2d_int8"})
       r[op] = OpClass::elementwise;
-    for (const char* op : {"gelu", "gelu_grad", "tanh", "sigmoid", "softmax", "log_softmax", "softmax_grad",
-                           "log_softmax_grad"})
+    for (const char* op : {"gelu", "gelu_grad", "tanh", "sigmoid", "silu", "silu_grad", "softmax",
+                           "log_softmax", "softmax_grad", "log_softmax_grad", "rope", "rope_grad"})
       r[op] = OpClass::transcendental;
     for (const char* op : {"matmul", "linear", "linear_grad_input", "linear_grad_weight", "conv2d",
                            "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad", "avg_pool2d",
                            "avg_pool2d_grad", "embedding_grad", "reduce_sum", "reduce_mean"})
       r[op] = OpClass::accumulate;
     for (const char* op : {"layer_norm", "layer_norm_grad", "batch_norm_train", "batch_norm_inference",
-                           "batch_norm_grad", "softmax_cross_entropy", "softmax_cross_entropy_grad"})
+                           "batch_norm_grad", "softmax_cross_entropy", "softmax_cross_entropy_grad",
+                           "rms_norm", "rms_norm_grad", "attention", "attention_grad"})
       r[op] = OpClass::normalization;
     for (const char* op : {"sgd_update", "adamw_update"}) r[op] = OpClass::optimizer;
     return r;

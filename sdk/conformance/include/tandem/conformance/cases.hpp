@@ -63,6 +63,7 @@ void add_dense_cases(std::vector<Case>& out);   // matmul, linear, conv2d
 void add_nn_cases(std::vector<Case>& out);      // pools, activations, losses, norms, embedding, dropout
 void add_tensor_cases(std::vector<Case>& out);  // elementwise, reductions, shape ops, cast, fill, optimizers
 void add_quant_cases(std::vector<Case>& out);   // quantize, dequantize, linear_int8, fake_quant (SDK 1.3)
+void add_transformer_cases(std::vector<Case>& out);  // rms_norm, rope, attention (SDK 1.5)
 
 // The dtypes the catalog lists for floating ops, by column.
 inline const std::vector<tdm_dtype> kF32Bf16F16 = {TDM_F32, TDM_BF16, TDM_F16};

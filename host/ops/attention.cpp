@@ -1,0 +1,127 @@
+// attention, attention_grad (sdk/ops.md): scaled dot-product attention over
+// q [B,H,T,D], k [B,G,S,D], v [B,G,S,E] with G dividing H (grouped /
+// multi-query heads), an optional u8 key-padding mask [B,S] and the
+// dropout's s64 seed_offset; the forward saves the log-sum-exp [B,H,T] so
+// the gradient recomputes probabilities instead of keeping T x S of them.
+#include <tuple>
+
+#include "ops/rules.hpp"
+
+namespace tandem::host::ops {
+namespace {
+
+using namespace rules;
+
+tdm_dtype stats_dtype(tdm_dtype data) {
+  return data == TDM_F64 ? TDM_F64 : TDM_F32;
+}
+
+// The operands every attention op shares: q, k, v at `first`, and the
+// optional mask and seed_offset at `extras` and `extras + 1`.
+Result<void> check_operands(const ShapeQuery& q, size_t first, size_t extras, TensorType& qt, TensorType& kt,
+                            TensorType& vt) {
+  auto qr = input(q, first, "q");
+  auto kr = input(q, first + 1, "k");
+  auto vr = input(q, first + 2, "v");
+  if (!qr) return qr.error();
+  if (!kr) return kr.error();
+  if (!vr) return vr.error();
+  qt = *qr, kt = *kr, vt = *vr;
+  if (qt.dims.size() != 4 || kt.dims.size() != 4 || vt.dims.size() != 4)
+    return bad("q " + str(qt) + ", k " + str(kt) + " and v " + str(vt) +
+               " must be [B,H,T,D], [B,G,S,D], [B,G,S,E]");
+  if (kt.dtype != qt.dtype || vt.dtype != qt.dtype) return bad("q, k and v must have one dtype");
+  const int64_t B = qt.dims[0], H = qt.dims[1], G = kt.dims[1], S = kt.dims[2];
+  if (kt.dims[0] != B || vt.dims[0] != B || vt.dims[1] != G || vt.dims[2] != S || kt.dims[3] != qt.dims[3])
+    return bad("k " + str(kt) + " and v " + str(vt) + " do not match q " + str(qt) +
+               " (k [B,G,S,D], v [B,G,S,E])");
+  if (G < 1 || H % G != 0)
+    return bad("the key/value heads (" + std::to_string(G) + ") must divide the query heads (" +
+               std::to_string(H) + ")");
+  if (present(q, extras) && (q.inputs[extras]->dtype != TDM_U8 || q.inputs[extras]->dims != Dims{B, S}))
+    return bad("key_padding_mask " + str(*q.inputs[extras]) + " must be u8[" + std::to_string(B) + "," +
+               std::to_string(S) + "]");
+  if (present(q, extras + 1) &&
+      (q.inputs[extras + 1]->dtype != TDM_S64 || !q.inputs[extras + 1]->dims.empty()))
+    return bad("seed_offset " + str(*q.inputs[extras + 1]) + " must be an s64 scalar");
+  return {};
+}
+
+Outputs attention_shape(const ShapeQuery& q) {
+  TensorType qt, kt, vt;
+  if (auto r = check_operands(q, 0, 3, qt, kt, vt); !r) return r.error();
+  const Dims& d = qt.dims;
+  return std::vector<TensorType>{{qt.dtype, {d[0], d[1], d[2], vt.dims[3]}},
+                                 {stats_dtype(qt.dtype), {d[0], d[1], d[2]}}};
+}
+
+Outputs attention_grad_shape(const ShapeQuery& q) {
+  TensorType qt, kt, vt;
+  if (auto r = check_operands(q, 1, 6, qt, kt, vt); !r) return r.error();
+  const Dims& d = qt.dims;
+  const TensorType o{qt.dtype, {d[0], d[1], d[2], vt.dims[3]}},
+      lse{stats_dtype(qt.dtype), {d[0], d[1], d[2]}};
+  for (auto [i, name, want] :
+       {std::tuple{size_t(0), "do", o}, {size_t(4), "o", o}, {size_t(5), "lse", lse}}) {
+    auto t = input(q, i, name);
+    if (!t) return t.error();
+    if (t->dtype != want.dtype || t->dims != want.dims)
+      return bad(std::string(name) + " " + str(*t) + " must be " + str(want));
+  }
+  return std::vector<TensorType>{qt, kt, vt};
+}
+
+// dq, dk, dv from one attention_grad node; the mask and seed_offset are
+// passed on so the gradient replays the forward's masks.
+Result<void> attention_grad(GradContext& g) {
+  auto r = g.emit("attention_grad", "grad",
+                  {g.dy(), g.in(0), g.in(1), g.in(2), g.out(0), g.out(1), g.in(3), g.in(4)}, g.node().attrs,
+                  {g.type(g.in(0)), g.type(g.in(1)), g.type(g.in(2))});
+  if (!r) return r.error();
+  for (size_t i = 0; i < 3; ++i)
+    if (auto a = g.accumulate(g.in(i), (*r)[i]); !a) return a;
+  return {};
+}
+
+// Multiply-adds x 2 of q·kᵀ and p·v (causal: about half of them), with
+// q, k, v at inputs first..first+2.
+double product_flops(const Graph& g, const Node& n, size_t first) {
+  const Dims& q = g.value(n.inputs[first])->type.dims;
+  const Dims& k = g.value(n.inputs[first + 1])->type.dims;
+  const Dims& v = g.value(n.inputs[first + 2])->type.dims;
+  const double pairs = double(q[0]) * double(q[1]) * double(q[2]) * double(k[2]);
+  const double causal = int_attr(n.attrs, "causal", 0) != 0 ? 0.5 : 1.0;
+  return 2.0 * pairs * double(q[3] + v[3]) * causal;
+}
+double attention_flops(const Graph& g, const Node& n) {
+  return product_flops(g, n, 0);
+}
+// The gradient recomputes q·kᵀ and forms dp = do·vᵀ, dv, dq and dk.
+double attention_grad_flops(const Graph& g, const Node& n) {
+  return 2.5 * product_flops(g, n, 1);
+}
+
+}  // namespace
+
+std::vector<OpInfo> attention_ops() {
+  return {
+      {.name = "attention",
+       .section = "attention",
+       .inputs = {{"q"}, {"k"}, {"v"}, {"key_padding_mask", true}, {"seed_offset", true}},
+       .outputs = {{"o"}, {"lse"}},
+       .shape = attention_shape,
+       .grad = attention_grad,
+       .grad_ops = {"attention_grad"},
+       .flops = attention_flops},
+      {.name = "attention_grad",
+       .section = "attention",
+       .inputs =
+           {{"do"}, {"q"}, {"k"}, {"v"}, {"o"}, {"lse"}, {"key_padding_mask", true}, {"seed_offset", true}},
+       .outputs = {{"dq"}, {"dk"}, {"dv"}},
+       .flags = kGradient,
+       .shape = attention_grad_shape,
+       .no_grad = "a gradient op",
+       .flops = attention_grad_flops}};
+}
+
+}  // namespace tandem::host::ops

@@ -1,0 +1,62 @@
+// rms_norm, rms_norm_grad (sdk/ops.md): over the last dim D, without
+// centring; rstd is f32 [...] (f64 in f64) whatever x's dtype.
+#include "ops/rules.hpp"
+
+namespace tandem::host::ops {
+namespace {
+
+using namespace rules;
+
+Outputs rms_norm_shape(const ShapeQuery& q) {
+  auto x = input(q, 0, "x");
+  auto gamma = input(q, 1, "gamma");
+  if (!x) return x.error();
+  if (!gamma) return gamma.error();
+  if (x->dims.empty()) return bad("x must have rank >= 1");
+  if (gamma->dims != Dims{x->dims.back()} || gamma->dtype != x->dtype)
+    return bad("gamma " + str(*gamma) + " must be " + str({x->dtype, {x->dims.back()}}));
+  const TensorType rstd{x->dtype == TDM_F64 ? TDM_F64 : TDM_F32, Dims(x->dims.begin(), x->dims.end() - 1)};
+  return std::vector<TensorType>{*x, rstd};
+}
+
+Outputs rms_norm_grad_shape(const ShapeQuery& q) {
+  auto dy = input(q, 0, "dy");
+  auto x = input(q, 1, "x");
+  auto gamma = input(q, 2, "gamma");
+  if (!dy) return dy.error();
+  if (!x) return x.error();
+  if (!gamma) return gamma.error();
+  if (dy->dims != x->dims) return bad("dy " + str(*dy) + " and x " + str(*x) + " must have one shape");
+  return std::vector<TensorType>{*x, *gamma};
+}
+
+// dx and dgamma from (dy, x, gamma, rstd = output 1 of the forward node).
+Result<void> rms_norm_grad(GradContext& g) {
+  auto r = g.emit("rms_norm_grad", "grad", {g.dy(), g.in(0), g.in(1), g.out(1)}, g.node().attrs,
+                  {g.type(g.in(0)), g.type(g.in(1))});
+  if (!r) return r.error();
+  for (size_t i = 0; i < 2; ++i)
+    if (auto a = g.accumulate(g.in(i), (*r)[i]); !a) return a;
+  return {};
+}
+
+}  // namespace
+
+std::vector<OpInfo> rms_norm_ops() {
+  return {{.name = "rms_norm",
+           .section = "rms_norm",
+           .inputs = {{"x"}, {"gamma"}},
+           .outputs = {{"y"}, {"rstd"}},
+           .shape = rms_norm_shape,
+           .grad = rms_norm_grad,
+           .grad_ops = {"rms_norm_grad"}},
+          {.name = "rms_norm_grad",
+           .section = "rms_norm",
+           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"rstd"}},
+           .outputs = {{"dx"}, {"dgamma"}},
+           .flags = kGradient,
+           .shape = rms_norm_grad_shape,
+           .no_grad = "a gradient op"}};
+}
+
+}  // namespace tandem::host::ops

@@ -1,0 +1,342 @@
+// oneDNN backend — fused attention and its gradient (sdk/ops.md,
+// attention): own code over 64 x 64 tiles, flash-attention style, so no
+// thread holds more than one tile of the T x S scores.
+//
+// Forward, one task per (batch, head, tile of 64 queries): for each tile of
+// keys up to the causal limit, scores = (q·scale)·kᵀ, masked to −inf; the
+// running row maximum m and sum l rescale the accumulated p·v (online
+// softmax); at the end o = acc / l and lse = m + log l. Dropout multiplies p
+// by the catalog's counter mask after l has counted it.
+// Backward, two passes that each own what they write: (1) per (batch, head,
+// query tile) Δ = rowsum(do·o) into the workspace, and dq from every key
+// tile; (2) per (batch, kv head, key tile) dk and dv from every query tile of
+// every head of the group. Scores and probabilities are recomputed from lse.
+// f32 arithmetic for f32 and bf16 data (bf16 tiles are widened on load).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attention_tiles.hpp"
+#include "common.hpp"
+#include "tandem/dropout_mask.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+constexpr int64_t kTile = 64;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Geometry {
+  int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0, E = 0;
+  bool causal = false, has_mask = false, has_offset = false;
+  float scale = 0, dropout = 0;
+  uint64_t seed = 0;
+  size_t mask_slot = 0, offset_slot = 0;
+
+  int64_t tiles(int64_t n) const { return (n + kTile - 1) / kTile; }
+  // One past the last key any query of [t0, t1) may attend.
+  int64_t key_end(int64_t t1) const { return causal ? std::clamp<int64_t>(t1 + S - T, 0, S) : S; }
+  // The first query that may attend key s.
+  int64_t query_begin(int64_t s) const { return causal ? std::clamp<int64_t>(s - (S - T), 0, T) : 0; }
+};
+
+Geometry check_operands(Check& c, size_t first, size_t extras, tdm_dtype& dt) {
+  Geometry g;
+  dt = c.primary_dtype(first, kF32Bf16);
+  for (size_t i = first; i < first + 3; ++i) {
+    c.input_dtype(i, {dt});
+    c.input_rank(i, 4);
+  }
+  const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
+  g.B = q[0], g.H = q[1], g.T = q[2], g.D = q[3], g.G = k[1], g.S = k[2], g.E = v[3];
+  c.input_shape(first + 1, {g.B, g.G, g.S, g.D});
+  c.input_shape(first + 2, {g.B, g.G, g.S, g.E});
+  if (g.G < 1 || g.H % g.G != 0)
+    c.fail("the key/value heads (" + std::to_string(g.G) + ") must divide the query heads (" +
+           std::to_string(g.H) + ")");
+  g.mask_slot = extras, g.offset_slot = extras + 1;
+  g.has_mask = c.has_input(g.mask_slot);
+  if (g.has_mask) c.input(g.mask_slot, TDM_U8, {g.B, g.S});
+  g.has_offset = c.has_input(g.offset_slot);
+  if (g.has_offset) c.input(g.offset_slot, TDM_S64, {});
+  g.causal = c.int_attr("causal", 0) != 0;
+  const double scale = c.float_attr("scale", 0.0);
+  if (!std::isfinite(scale)) c.fail("attribute 'scale' must be finite");
+  g.scale = float(scale != 0 ? scale : 1 / std::sqrt(double(g.D ? g.D : 1)));
+  const double p = c.float_attr("dropout", 0.0);
+  if (!(p >= 0 && p < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
+  g.dropout = float(p);
+  g.seed = uint64_t(c.int_attr("seed", 0));
+  return g;
+}
+
+// What one launch reads besides q, k, v.
+struct LaunchState {
+  const uint8_t* mask = nullptr;
+  uint64_t seed = 0;
+};
+
+LaunchState launch_state(const Geometry& g, void* const* in) {
+  LaunchState s;
+  if (g.has_mask) s.mask = static_cast<const uint8_t*>(in[g.mask_slot]);
+  s.seed = g.seed + (g.has_offset ? uint64_t(*static_cast<const int64_t*>(in[g.offset_slot])) : 0);
+  return s;
+}
+
+// rows x cols of a [.., rows_total, cols] tensor from row r0, widened to f32.
+template <class T>
+void load_tile(const T* src, int64_t r0, int64_t rows, int64_t cols, float* dst, float mul = 1.f) {
+  for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = ld(src, (r0 + r) * cols + c) * mul;
+}
+
+// Thread-private tile buffers, kept between launches (no allocation once warm).
+float* scratch(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+// The scores of query rows [t0, t0+bq) against keys [s0, s0+bk) for
+// (b, h): sc = qs·ktᵀ with masked entries −inf; qs is pre-scaled.
+void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t t0, int64_t bq, int64_t s0,
+            int64_t bk, const float* qs, const float* kt, float* sc) {
+  tiles::gemm(bq, bk, g.D, qs, g.D, kt, bk, sc, bk, false);
+  for (int64_t i = 0; i < bq; ++i)
+    for (int64_t j = 0; j < bk; ++j) {
+      const int64_t t = t0 + i, s = s0 + j;
+      const bool padded = ls.mask != nullptr && ls.mask[b * g.S + s] != 0;
+      if (padded || (g.causal && s > t + g.S - g.T)) sc[i * bk + j] = kNegInf;
+    }
+}
+
+// d_s of the catalog: the dropout factor of (b, h, t, s).
+inline float keep(const Geometry& g, const LaunchState& ls, int64_t b, int64_t h, int64_t t, int64_t s) {
+  const uint64_t i = uint64_t(((b * g.H + h) * g.T + t) * g.S + s);
+  return dropout_keep(ls.seed, i, g.dropout) ? 1.f / (1.f - g.dropout) : 0.f;
+}
+
+// The forward of one (b, h, query tile).
+template <class T>
+void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, void* const* out, int64_t b,
+                  int64_t h, int64_t t0) {
+  const int64_t bq = std::min(kTile, g.T - t0), kv = b * g.G + h / (g.H / g.G);
+  const int64_t wide = std::max(g.D, g.E);
+  float* qs = scratch(size_t(kTile * (2 * g.D + wide + kTile + g.E + 2)));
+  float *kt = qs + kTile * g.D, *stage = kt + kTile * g.D, *sc = stage + kTile * wide;
+  float *acc = sc + kTile * kTile, *m = acc + kTile * g.E, *l = m + kTile;
+  const T* q = static_cast<const T*>(in[0]);
+  const T* k = static_cast<const T*>(in[1]);
+  const T* v = static_cast<const T*>(in[2]);
+  load_tile(q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, qs, g.scale);
+  std::fill(m, m + bq, kNegInf);
+  std::fill(l, l + bq, 0.f);
+  std::fill(acc, acc + bq * g.E, 0.f);
+  const int64_t end = g.key_end(t0 + bq);
+  for (int64_t s0 = 0; s0 < end; s0 += kTile) {
+    const int64_t bk = std::min(kTile, end - s0);
+    load_tile(k + kv * g.S * g.D, s0, bk, g.D, stage);
+    tiles::transpose(bk, g.D, stage, g.D, kt);
+    scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
+    for (int64_t i = 0; i < bq; ++i) {
+      float* row = sc + i * bk;
+      const float mnew = std::max(m[i], *std::max_element(row, row + bk));
+      if (mnew == kNegInf) {  // nothing allowed yet: this tile adds nothing
+        std::fill(row, row + bk, 0.f);
+        continue;
+      }
+      const float alpha = m[i] == kNegInf ? 0.f : std::exp(m[i] - mnew);
+      for (int64_t j = 0; j < bk; ++j) row[j] -= mnew;
+      tiles::exp_inplace(row, bk);
+      float sum = 0;
+      for (int64_t j = 0; j < bk; ++j) sum += row[j];
+      l[i] = l[i] * alpha + sum;
+      m[i] = mnew;
+      for (int64_t e = 0; e < g.E; ++e) acc[i * g.E + e] *= alpha;
+      if (g.dropout > 0)
+        for (int64_t j = 0; j < bk; ++j) row[j] *= keep(g, ls, b, h, t0 + i, s0 + j);
+    }
+    load_tile(v + kv * g.S * g.E, s0, bk, g.E, stage);
+    tiles::gemm(bq, g.E, bk, sc, bk, stage, g.E, acc, g.E, true);
+  }
+  T* o = static_cast<T*>(out[0]) + ((b * g.H + h) * g.T + t0) * g.E;
+  float* lse = static_cast<float*>(out[1]) + (b * g.H + h) * g.T + t0;
+  for (int64_t i = 0; i < bq; ++i) {
+    const float inv = l[i] > 0 ? 1.f / l[i] : 0.f;
+    for (int64_t e = 0; e < g.E; ++e) st(o, i * g.E + e, acc[i * g.E + e] * inv);
+    lse[i] = l[i] > 0 ? m[i] + std::log(l[i]) : kNegInf;
+  }
+}
+
+std::unique_ptr<Kernel> attention(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(3, 5, 2, 2);
+  tdm_dtype dt;
+  const Geometry g = check_operands(c, 0, 3, dt);
+  c.output(0, dt, {g.B, g.H, g.T, g.E});
+  c.output(1, TDM_F32, {g.B, g.H, g.T});
+  return with_f32_bf16(dt, [&](auto tag) {
+    using T = decltype(tag);
+    return make_fn(c, [g](void* const* in, void* const* out, void*) {
+      const LaunchState ls = launch_state(g, in);
+      const int64_t heads = g.B * g.H, qt = g.tiles(g.T);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+      for (int64_t bh = 0; bh < heads; ++bh)
+        for (int64_t t = 0; t < qt; ++t) forward_tile<T>(g, ls, in, out, bh / g.H, bh % g.H, t * kTile);
+    });
+  });
+}
+
+// ---- the gradient
+
+// Probabilities of a score tile from the saved lse (rows with lse = −inf,
+// which attended nothing, give 0), and ds = p·(d·dp − Δ) in place of dp;
+// p becomes d·p, what dv needs.
+void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, int64_t h, int64_t t0,
+                          int64_t bq, int64_t s0, int64_t bk, const float* lse, const float* delta, float* p,
+                          float* dp) {
+  for (int64_t i = 0; i < bq; ++i) {
+    float* row = p + i * bk;
+    if (lse[i] == kNegInf) {
+      std::fill(row, row + bk, 0.f);
+    } else {
+      for (int64_t j = 0; j < bk; ++j) row[j] -= lse[i];
+      tiles::exp_inplace(row, bk);
+    }
+    for (int64_t j = 0; j < bk; ++j) {
+      const float d = g.dropout > 0 ? keep(g, ls, b, h, t0 + i, s0 + j) : 1.f;
+      dp[i * bk + j] = row[j] * (d * dp[i * bk + j] - delta[i]);
+      row[j] *= d;
+    }
+  }
+}
+
+// The tiles both passes read, in one thread's scratch.
+struct GradTiles {
+  float *qs, *dout, *kst, *kt, *vst, *vt, *p, *ds, *acc, *acc2, *tr;
+  static GradTiles make(const Geometry& g) {
+    const int64_t n = kTile;
+    float* f = scratch(size_t(n * (4 * g.D + 4 * g.E + 3 * n)));
+    GradTiles t;
+    t.qs = f, t.dout = t.qs + n * g.D, t.kst = t.dout + n * g.E, t.kt = t.kst + n * g.D;
+    t.vst = t.kt + n * g.D, t.vt = t.vst + n * g.E, t.p = t.vt + n * g.E, t.ds = t.p + n * n;
+    t.acc = t.ds + n * n, t.acc2 = t.acc + n * g.D, t.tr = t.acc2 + n * g.E;
+    return t;
+  }
+};
+
+template <class T>
+struct GradIo {
+  const T *dout, *q, *k, *v, *o;
+  const float* lse;
+  float* delta;  // [B, H, T] in the workspace
+};
+
+// Key tile s0 of kv head kv: kst, kᵀ, vst and vᵀ.
+template <class T>
+void load_keys(const Geometry& g, const GradIo<T>& io, int64_t kv, int64_t s0, int64_t bk, GradTiles& w) {
+  load_tile(io.k + kv * g.S * g.D, s0, bk, g.D, w.kst);
+  tiles::transpose(bk, g.D, w.kst, g.D, w.kt);
+  load_tile(io.v + kv * g.S * g.E, s0, bk, g.E, w.vst);
+  tiles::transpose(bk, g.E, w.vst, g.E, w.vt);
+}
+
+// Pass 1: Δ and dq of one (b, h, query tile).
+template <class T>
+void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dq, int64_t b, int64_t h,
+             int64_t t0) {
+  GradTiles w = GradTiles::make(g);
+  const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0,
+                kv = b * g.G + h / (g.H / g.G);
+  load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
+  load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
+  load_tile(io.o + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.acc2);
+  for (int64_t i = 0; i < bq; ++i) {
+    float sum = 0;
+    for (int64_t e = 0; e < g.E; ++e) sum += w.dout[i * g.E + e] * w.acc2[i * g.E + e];
+    io.delta[row0 + i] = sum;
+  }
+  std::fill(w.acc, w.acc + bq * g.D, 0.f);
+  const int64_t end = g.key_end(t0 + bq);
+  for (int64_t s0 = 0; s0 < end; s0 += kTile) {
+    const int64_t bk = std::min(kTile, end - s0);
+    load_keys(g, io, kv, s0, bk, w);
+    scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+    tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
+    probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
+    tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, w.acc, g.D, true);
+  }
+  for (int64_t i = 0; i < bq * g.D; ++i) st(dq + row0 * g.D, i, w.acc[i] * g.scale);
+}
+
+// Pass 2: dk and dv of one (b, kv head, key tile), from every query tile of
+// every head in the group that can see it.
+template <class T>
+void dkv_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dk, T* dv, int64_t b,
+              int64_t kvh, int64_t s0) {
+  GradTiles w = GradTiles::make(g);
+  const int64_t bk = std::min(kTile, g.S - s0), kv = b * g.G + kvh, group = g.H / g.G;
+  load_keys(g, io, kv, s0, bk, w);
+  std::fill(w.acc, w.acc + bk * g.D, 0.f);
+  std::fill(w.acc2, w.acc2 + bk * g.E, 0.f);
+  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
+    for (int64_t t0 = g.query_begin(s0) / kTile * kTile; t0 < g.T; t0 += kTile) {
+      const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
+      load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
+      load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
+      scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+      tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
+      probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
+      tiles::transpose(bq, bk, w.p, bk, w.tr);
+      tiles::gemm(bk, g.E, bq, w.tr, bq, w.dout, g.E, w.acc2, g.E, true);
+      tiles::transpose(bq, bk, w.ds, bk, w.tr);
+      tiles::gemm(bk, g.D, bq, w.tr, bq, w.qs, g.D, w.acc, g.D, true);  // qs = scale·q: dk's scale
+    }
+  for (int64_t i = 0; i < bk * g.D; ++i) st(dk + (kv * g.S + s0) * g.D, i, w.acc[i]);
+  for (int64_t i = 0; i < bk * g.E; ++i) st(dv + (kv * g.S + s0) * g.E, i, w.acc2[i]);
+}
+
+std::unique_ptr<Kernel> attention_grad(const OpView& op, size_t& ws) {
+  Check c(op);
+  c.counts(6, 8, 3, 3);
+  tdm_dtype dt;
+  const Geometry g = check_operands(c, 1, 6, dt);
+  c.input(0, dt, {g.B, g.H, g.T, g.E});
+  c.input(4, dt, {g.B, g.H, g.T, g.E});
+  c.input(5, TDM_F32, {g.B, g.H, g.T});
+  c.output(0, dt, {g.B, g.H, g.T, g.D});
+  c.output(1, dt, {g.B, g.G, g.S, g.D});
+  c.output(2, dt, {g.B, g.G, g.S, g.E});
+  ws = size_t(g.B * g.H * g.T) * sizeof(float);  // Δ
+  return with_f32_bf16(dt, [&](auto tag) {
+    using T = decltype(tag);
+    return make_fn(c, [g](void* const* in, void* const* out, void* workspace) {
+      const LaunchState ls = launch_state(g, in);
+      const GradIo<T> io{static_cast<const T*>(in[0]),  static_cast<const T*>(in[1]),
+                         static_cast<const T*>(in[2]),  static_cast<const T*>(in[3]),
+                         static_cast<const T*>(in[4]),  static_cast<const float*>(in[5]),
+                         static_cast<float*>(workspace)};
+      T* dq = static_cast<T*>(out[0]);
+      T* dk = static_cast<T*>(out[1]);
+      T* dv = static_cast<T*>(out[2]);
+      const int64_t heads = g.B * g.H, kv_heads = g.B * g.G, qt = g.tiles(g.T), kt = g.tiles(g.S);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+      for (int64_t bh = 0; bh < heads; ++bh)
+        for (int64_t t = 0; t < qt; ++t) dq_tile<T>(g, ls, io, dq, bh / g.H, bh % g.H, t * kTile);
+#pragma omp parallel for collapse(2) schedule(dynamic)
+      for (int64_t bg = 0; bg < kv_heads; ++bg)
+        for (int64_t s = 0; s < kt; ++s) dkv_tile<T>(g, ls, io, dk, dv, bg / g.G, bg % g.G, s * kTile);
+    });
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("attention", attention);
+  r.add("attention_grad", attention_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

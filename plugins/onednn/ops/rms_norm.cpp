@@ -1,0 +1,113 @@
+// oneDNN backend — rms_norm and its gradient: own code (oneDNN 2.x's layer
+// normalisation always centres). Rows in parallel, each row's sums in
+// `omp simd` reductions with f32 accumulators, as the catalog allows.
+#include <cmath>
+
+#include "common.hpp"
+
+namespace tandem::onednn {
+
+namespace {
+
+double rms_epsilon(const Check& c) {
+  const double eps = c.float_attr("epsilon", 1e-6);
+  if (!(eps >= 0) || !std::isfinite(eps)) c.fail("epsilon must be finite and >= 0");
+  return eps;
+}
+
+struct Rows {
+  int64_t rows = 0, d = 0;
+};
+
+Rows check_rows(Check& c, size_t x_slot) {
+  c.input_rank_at_least(x_slot, 1);
+  const Dims& shape = c.in(x_slot).dims;
+  const int64_t d = shape.back();
+  return {d ? numel(shape) / d : 0, d};
+}
+
+std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(2, 2, 2, 2);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  const Rows r = check_rows(c, 0);
+  const Dims shape = c.in(0).dims;
+  c.input(1, dt, {r.d});
+  c.output(0, dt, shape);
+  c.output(1, TDM_F32, Dims(shape.begin(), shape.end() - 1));
+  const float eps = float(rms_epsilon(c));
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+      const T* x = static_cast<const T*>(in[0]);
+      const T* gamma = static_cast<const T*>(in[1]);
+      T* y = static_cast<T*>(out[0]);
+      float* rstd = static_cast<float*>(out[1]);
+#pragma omp parallel for schedule(static) if (r.rows * r.d > kParallelGrain)
+      for (int64_t row = 0; row < r.rows; ++row) {
+        const int64_t base = row * r.d;
+        float sq = 0;
+#pragma omp simd reduction(+ : sq)
+        for (int64_t i = 0; i < r.d; ++i) sq += ld(x, base + i) * ld(x, base + i);
+        const float rs = 1.f / std::sqrt(sq / float(r.d) + eps);
+#pragma omp simd
+        for (int64_t i = 0; i < r.d; ++i) st(y, base + i, ld(x, base + i) * rs * ld(gamma, i));
+        rstd[row] = rs;
+      }
+    });
+  });
+}
+
+// dx per row in parallel; dgamma = Σ_rows dy·x̂ by columns in parallel, so
+// no two threads add to one element.
+std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t&) {
+  Check c(op);
+  c.counts(4, 4, 2, 2);
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  const Rows r = check_rows(c, 0);
+  const Dims shape = c.in(0).dims;
+  c.input(1, dt, shape);
+  c.input(2, dt, {r.d});
+  c.input(3, TDM_F32, Dims(shape.begin(), shape.end() - 1));
+  c.output(0, dt, shape);
+  c.output(1, dt, {r.d});
+  return with_f32_bf16(dt, [&](auto t) {
+    using T = decltype(t);
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+      const T* dy = static_cast<const T*>(in[0]);
+      const T* x = static_cast<const T*>(in[1]);
+      const T* gamma = static_cast<const T*>(in[2]);
+      const float* rstd = static_cast<const float*>(in[3]);
+      T* dx = static_cast<T*>(out[0]);
+      T* dgamma = static_cast<T*>(out[1]);
+#pragma omp parallel for schedule(static) if (r.rows * r.d > kParallelGrain)
+      for (int64_t row = 0; row < r.rows; ++row) {
+        const int64_t base = row * r.d;
+        const float rs = rstd[row];
+        float mean_gx = 0;
+#pragma omp simd reduction(+ : mean_gx)
+        for (int64_t i = 0; i < r.d; ++i) mean_gx += ld(dy, base + i) * ld(gamma, i) * ld(x, base + i) * rs;
+        mean_gx /= float(r.d);
+#pragma omp simd
+        for (int64_t i = 0; i < r.d; ++i)
+          st(dx, base + i, rs * (ld(dy, base + i) * ld(gamma, i) - ld(x, base + i) * rs * mean_gx));
+      }
+#pragma omp parallel for schedule(static) if (r.rows * r.d > kParallelGrain)
+      for (int64_t i = 0; i < r.d; ++i) {
+        float sum = 0;
+        for (int64_t row = 0; row < r.rows; ++row)
+          sum += ld(dy, row * r.d + i) * ld(x, row * r.d + i) * rstd[row];
+        st(dgamma, i, sum);
+      }
+    });
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("rms_norm", rms_norm);
+  r.add("rms_norm_grad", rms_norm_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::onednn

@@ -1,0 +1,183 @@
+// Reference backend — scaled dot-product attention and its gradient.
+//
+// For query row (b, h, t) and key s of kv head g = h / (H/G):
+//   score_s = scale · q·k_s, over the keys s that are allowed (not padding,
+//   and s ≤ t + S − T when causal);
+//   lse = log Σ_s exp(score_s), p_s = exp(score_s − lse);
+//   o = Σ_s d_s·p_s·v_s, with d_s = keep_s/(1 − dropout) the dropout of the
+//   catalog's counter mask at flat index ((b·H + h)·T + t)·S + s.
+// A row with no allowed key gives o = 0 and lse = −inf. The gradient
+// recomputes p from lse (never storing T x S), with D_t = do·o:
+//   dv_s += d_s·p_s·do,  ds = p_s·(d_s·(do·v_s) − D_t),
+//   dq += scale·ds·k_s,  dk_s += scale·ds·q.
+// Everything in double; each (b, h, t) row is independent.
+#include <cmath>
+#include <limits>
+
+#include "common.hpp"
+#include "tandem/dropout_mask.hpp"
+
+namespace tandem::reference {
+namespace {
+
+struct Geometry {
+  tdm_dtype dt = TDM_F32, stats = TDM_F32;
+  int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0, E = 0;
+  bool causal = false, has_mask = false, has_offset = false;
+  double scale = 0, dropout = 0;
+  uint64_t seed = 0;
+  size_t mask_slot = 0, offset_slot = 0;
+
+  int64_t group(int64_t h) const { return h / (H / G); }
+  // Whether query t of batch b may attend key s.
+  bool allowed(const uint8_t* mask, int64_t b, int64_t t, int64_t s) const {
+    if (has_mask && mask[b * S + s] != 0) return false;
+    return !causal || s <= t + S - T;
+  }
+  // The dropout factor d_s of element (b, h, t, s).
+  double keep(uint64_t seed_now, int64_t b, int64_t h, int64_t t, int64_t s) const {
+    if (dropout == 0) return 1;
+    const uint64_t i = uint64_t(((b * H + h) * T + t) * S + s);
+    return dropout_keep(seed_now, i, float(dropout)) ? 1 / (1 - dropout) : 0;
+  }
+};
+
+// q, k, v at inputs first..first+2; the optional mask and seed_offset at
+// `extras` and `extras + 1`.
+Geometry check_operands(Check& c, size_t first, size_t extras) {
+  Geometry g;
+  g.dt = c.primary_dtype(first, kFloat);
+  g.stats = g.dt == TDM_F64 ? TDM_F64 : TDM_F32;
+  for (size_t i = first; i < first + 3; ++i) {
+    c.input_dtype(i, {g.dt});
+    c.input_rank(i, 4);
+  }
+  const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
+  g.B = q[0], g.H = q[1], g.T = q[2], g.D = q[3], g.G = k[1], g.S = k[2], g.E = v[3];
+  c.input_shape(first + 1, {g.B, g.G, g.S, g.D});
+  c.input_shape(first + 2, {g.B, g.G, g.S, g.E});
+  if (g.G < 1 || g.H % g.G != 0)
+    c.fail("the key/value heads (" + std::to_string(g.G) + ") must divide the query heads (" +
+           std::to_string(g.H) + ")");
+  g.mask_slot = extras, g.offset_slot = extras + 1;
+  g.has_mask = c.has_input(g.mask_slot);
+  if (g.has_mask) c.input(g.mask_slot, TDM_U8, {g.B, g.S});
+  g.has_offset = c.has_input(g.offset_slot);
+  if (g.has_offset) c.input(g.offset_slot, TDM_S64, {});
+  g.causal = c.int_attr("causal", 0) != 0;
+  g.scale = c.float_attr("scale", 0.0);
+  if (!std::isfinite(g.scale)) c.fail("attribute 'scale' must be finite");
+  if (g.scale == 0) g.scale = 1 / std::sqrt(double(g.D ? g.D : 1));
+  g.dropout = c.float_attr("dropout", 0.0);
+  if (!(g.dropout >= 0 && g.dropout < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
+  g.seed = uint64_t(c.int_attr("seed", 0));
+  return g;
+}
+
+uint64_t seed_now(const Geometry& g, void* const* in) {
+  return g.seed + (g.has_offset ? uint64_t(*static_cast<const int64_t*>(in[g.offset_slot])) : 0);
+}
+
+double dot(const double* a, const double* b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+std::unique_ptr<Kernel> attention(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(3, 5, 2, 2);
+  const Geometry g = check_operands(c, 0, 3);
+  c.output(0, g.dt, {g.B, g.H, g.T, g.E});
+  c.output(1, g.stats, {g.B, g.H, g.T});
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    const auto q = load<double>(in[0], g.dt, g.B * g.H * g.T * g.D);
+    const auto k = load<double>(in[1], g.dt, g.B * g.G * g.S * g.D);
+    const auto v = load<double>(in[2], g.dt, g.B * g.G * g.S * g.E);
+    const auto* mask = static_cast<const uint8_t*>(g.has_mask ? in[g.mask_slot] : nullptr);
+    const uint64_t seed = seed_now(g, in);
+    std::vector<double> o(size_t(g.B * g.H * g.T * g.E), 0.0), lse(size_t(g.B * g.H * g.T));
+    std::vector<double> score(size_t(g.S));
+    for (int64_t b = 0; b < g.B; ++b)
+      for (int64_t h = 0; h < g.H; ++h)
+        for (int64_t t = 0; t < g.T; ++t) {
+          const int64_t row = (b * g.H + h) * g.T + t, kv = b * g.G + g.group(h);
+          double m = -std::numeric_limits<double>::infinity();
+          for (int64_t s = 0; s < g.S; ++s) {
+            score[size_t(s)] = g.allowed(mask, b, t, s) ? g.scale * dot(&q[size_t(row * g.D)],
+                                                                        &k[size_t((kv * g.S + s) * g.D)], g.D)
+                                                        : -std::numeric_limits<double>::infinity();
+            m = std::max(m, score[size_t(s)]);
+          }
+          if (std::isinf(m)) {  // no key allowed: o stays 0
+            lse[size_t(row)] = m;
+            continue;
+          }
+          double sum = 0;
+          for (int64_t s = 0; s < g.S; ++s) sum += std::exp(score[size_t(s)] - m);
+          lse[size_t(row)] = m + std::log(sum);
+          for (int64_t s = 0; s < g.S; ++s) {
+            const double p = std::exp(score[size_t(s)] - lse[size_t(row)]) * g.keep(seed, b, h, t, s);
+            if (p == 0) continue;
+            for (int64_t e = 0; e < g.E; ++e)
+              o[size_t(row * g.E + e)] += p * v[size_t((kv * g.S + s) * g.E + e)];
+          }
+        }
+    store(out[0], g.dt, o);
+    store(out[1], g.stats, lse);
+  });
+}
+
+std::unique_ptr<Kernel> attention_grad(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(6, 8, 3, 3);
+  const Geometry g = check_operands(c, 1, 6);
+  c.input(0, g.dt, {g.B, g.H, g.T, g.E});
+  c.input(4, g.dt, {g.B, g.H, g.T, g.E});
+  c.input(5, g.stats, {g.B, g.H, g.T});
+  c.output(0, g.dt, {g.B, g.H, g.T, g.D});
+  c.output(1, g.dt, {g.B, g.G, g.S, g.D});
+  c.output(2, g.dt, {g.B, g.G, g.S, g.E});
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    const int64_t nq = g.B * g.H * g.T, nkv = g.B * g.G * g.S;
+    const auto dout = load<double>(in[0], g.dt, nq * g.E), q = load<double>(in[1], g.dt, nq * g.D);
+    const auto k = load<double>(in[2], g.dt, nkv * g.D), v = load<double>(in[3], g.dt, nkv * g.E);
+    const auto o = load<double>(in[4], g.dt, nq * g.E), lse = load<double>(in[5], g.stats, nq);
+    const auto* mask = static_cast<const uint8_t*>(g.has_mask ? in[g.mask_slot] : nullptr);
+    const uint64_t seed = seed_now(g, in);
+    std::vector<double> dq(q.size(), 0.0), dk(k.size(), 0.0), dv(v.size(), 0.0);
+    for (int64_t b = 0; b < g.B; ++b)
+      for (int64_t h = 0; h < g.H; ++h)
+        for (int64_t t = 0; t < g.T; ++t) {
+          const int64_t row = (b * g.H + h) * g.T + t, kv = b * g.G + g.group(h);
+          if (std::isinf(lse[size_t(row)])) continue;
+          const double* qr = &q[size_t(row * g.D)];
+          const double* dor = &dout[size_t(row * g.E)];
+          const double rowsum = dot(dor, &o[size_t(row * g.E)], g.E);
+          for (int64_t s = 0; s < g.S; ++s) {
+            if (!g.allowed(mask, b, t, s)) continue;
+            const size_t ks = size_t((kv * g.S + s) * g.D), vs = size_t((kv * g.S + s) * g.E);
+            const double p = std::exp(g.scale * dot(qr, &k[ks], g.D) - lse[size_t(row)]);
+            const double d = g.keep(seed, b, h, t, s);
+            const double ds = p * (d * dot(dor, &v[vs], g.E) - rowsum);
+            for (int64_t e = 0; e < g.E; ++e) dv[vs + size_t(e)] += d * p * dor[e];
+            for (int64_t i = 0; i < g.D; ++i) {
+              dq[size_t(row * g.D + i)] += g.scale * ds * k[ks + size_t(i)];
+              dk[ks + size_t(i)] += g.scale * ds * qr[i];
+            }
+          }
+        }
+    store(out[0], g.dt, dq);
+    store(out[1], g.dt, dk);
+    store(out[2], g.dt, dv);
+  });
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("attention", attention);
+  r.add("attention_grad", attention_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::reference
