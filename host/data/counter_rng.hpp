@@ -40,6 +40,7 @@ enum RngStream : uint64_t {
   kCropStream = 3,
   kFlipStream = 4,
   kSyntheticStream = 5,
+  kWindowStream = 6,  // where a language model's training windows start
 };
 
 }  // namespace tandem::host::data

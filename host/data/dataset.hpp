@@ -1,11 +1,16 @@
 // An in-memory labelled data set: what every reader produces and the loader
 // consumes. Features are f32, one contiguous row per sample, in the sample
 // shape (e.g. [1, 28, 28] for an MNIST image); labels are class indices.
+// A language model's data set is a token stream instead (token_stream.hpp):
+// its samples are windows of context + 1 tokens, kept in the stored width.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "data/token_stream.hpp"
 
 namespace tandem::host::data {
 
@@ -21,8 +26,15 @@ struct Dataset {
   std::vector<float> features;        // size() * sample_numel() values
   std::vector<int32_t> labels;        // size() entries
   int32_t num_classes = 0;
+  // Token data (features and labels empty): `windows` samples per epoch, each
+  // `context` tokens and the `context` tokens after them; random starts
+  // (training) or consecutive non-overlapping windows (evaluation).
+  std::shared_ptr<const TokenStream> tokens;
+  int64_t context = 0;
+  int64_t windows = 0;
+  bool random_windows = true;
 
-  int64_t size() const noexcept { return static_cast<int64_t>(labels.size()); }
+  int64_t size() const noexcept { return tokens ? windows : static_cast<int64_t>(labels.size()); }
   int64_t sample_numel() const noexcept {
     int64_t n = 1;
     for (int64_t d : sample_shape) n *= d;

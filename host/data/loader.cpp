@@ -49,7 +49,37 @@ void DataLoader::start_epoch(uint64_t epoch, int64_t first_batch) {
   for (int w = 0; w < options_.threads; ++w) workers_.emplace_back([this, w, first] { work(w, first); });
 }
 
+// Token data: sample k of the epoch is a window of context + 1 tokens —
+// inputs the first context, labels the last context. Training windows start
+// at a point drawn from (seed, epoch, k), so an epoch is reproducible and a
+// resumed run sees the same windows; evaluation windows are consecutive.
+std::shared_ptr<Batch> DataLoader::assemble_windows(int64_t index) const {
+  const int64_t global = options_.batch_size * options_.shard_count, T = data_.context;
+  const int64_t begin = std::min(data_.size(), index * global + options_.shard_rank * options_.batch_size);
+  const int64_t end = std::min(data_.size(), begin + options_.batch_size);
+  const TokenStream& stream = *data_.tokens;
+  auto batch = std::make_shared<Batch>();
+  batch->index = index;
+  batch->size = end - begin;
+  batch->tokens.resize(static_cast<size_t>(batch->size * T));
+  batch->labels.resize(static_cast<size_t>(batch->size * T));
+  const uint64_t starts = uint64_t(stream.size() - T);  // windows of T + 1 tokens
+  for (int64_t i = 0; i < batch->size; ++i) {
+    const uint64_t k = uint64_t(begin + i);
+    const int64_t start = data_.random_windows
+                              ? int64_t(random_below(options_.seed, kWindowStream,
+                                                     epoch_ * uint64_t(data_.windows) + k, starts))
+                              : int64_t(k) * T;
+    for (int64_t t = 0; t < T; ++t) {
+      batch->tokens[size_t(i * T + t)] = int32_t(stream.at(start + t));
+      batch->labels[size_t(i * T + t)] = int32_t(stream.at(start + t + 1));
+    }
+  }
+  return batch;
+}
+
 std::shared_ptr<Batch> DataLoader::assemble(int64_t index, std::vector<float>& scratch) const {
+  if (data_.tokens) return assemble_windows(index);
   const int64_t global = options_.batch_size * options_.shard_count;
   const int64_t begin = std::min(data_.size(), index * global + options_.shard_rank * options_.batch_size);
   const int64_t end = std::min(data_.size(), begin + options_.batch_size);

@@ -42,7 +42,16 @@ struct Batch {
   int64_t index = 0;            // position within the epoch
   int64_t size = 0;             // samples (the last batch may be short unless drop_last)
   std::vector<float> features;  // size * sample_numel
-  std::vector<int32_t> labels;
+  std::vector<int32_t> labels;  // size, or size * context for token data
+  std::vector<int32_t> tokens;  // token data: size * context input ids
+
+  // The model's input: token ids (s32) for token data, else the features (f32).
+  const void* input_data() const noexcept {
+    return tokens.empty() ? static_cast<const void*>(features.data()) : tokens.data();
+  }
+  size_t input_bytes() const noexcept {
+    return tokens.empty() ? features.size() * sizeof(float) : tokens.size() * sizeof(int32_t);
+  }
 };
 
 class DataLoader {
@@ -67,6 +76,7 @@ class DataLoader {
  private:
   void stop_workers();
   void work(int worker, int64_t first);
+  std::shared_ptr<Batch> assemble_windows(int64_t index) const;
   std::shared_ptr<Batch> assemble(int64_t index, std::vector<float>& scratch) const;
 
   const Dataset& data_;

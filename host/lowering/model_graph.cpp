@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
+#include "data/counter_rng.hpp"
 #include "lowering/model_graph_layers.hpp"
 #include "ops/op_table.hpp"
 
@@ -62,6 +64,19 @@ Result<ValueId> Context::state(const std::string& suffix, Dims dims, double fill
   return id;
 }
 
+int64_t Context::dropout_seed() const {
+  return static_cast<int64_t>(data::random_u64(spec.train.seed, 0xD80, out.dropout_nodes.size()) >> 1);
+}
+
+Result<ValueId> Context::dropout_step() {
+  if (out.dropout_step == kNoValue) {
+    auto step = out.graph.add_state("dropout.step", TensorType{TDM_S64, {}}, 0.0);
+    if (!step) return step.error();
+    out.dropout_step = *step;
+  }
+  return out.dropout_step;
+}
+
 }  // namespace detail
 
 namespace {
@@ -82,8 +97,43 @@ Result<std::vector<ValueId>> resolve_inputs(const detail::Context& ctx,
   return ids;
 }
 
+// A language model's loss: the logits [B, T, V] and the next tokens [B, T]
+// as [B·T, V] and [B·T] (reshapes move no bytes), so softmax_cross_entropy's
+// mean is the mean over tokens.
+Result<std::pair<ValueId, ValueId>> token_rows(ModelGraph& g, const model::ModelSpec& spec, ValueId logits) {
+  const Dims dims = g.graph.value(logits)->type.dims;
+  const std::string last = g.graph.value(logits)->name;
+  if (dims.size() != 3 || dims[2] != spec.classes)
+    return make_error(spec.path + ": the last layer '" + last + "' gives " + dims_str(dims) +
+                          ", but a language model needs logits [batch, context, vocab_size = " +
+                          std::to_string(spec.classes) + "]: end the model with a linear layer of " +
+                          std::to_string(spec.classes) + " out_features",
+                      TDM_INVALID_ARGUMENT);
+  const int64_t rows = dims[0] * dims[1];
+  std::pair<ValueId, ValueId> out;
+  for (auto [value, name, shape] : {std::tuple{logits, "loss.logits", Dims{rows, dims[2]}},
+                                    std::tuple{g.labels, "loss.labels", Dims{rows}}}) {
+    NodeSpec r;
+    r.op = "reshape";
+    r.name = name;
+    r.layer = "loss";
+    r.inputs = {value};
+    r.outputs = {TensorType{g.graph.value(value)->type.dtype, shape}};
+    auto id = g.graph.insert_node(std::move(r));
+    if (!id) return id.error();
+    (value == logits ? out.first : out.second) = g.graph.node(*id)->outputs[0];
+  }
+  return out;
+}
+
 Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logits) {
-  const auto& dims = g.graph.value(logits)->type.dims;
+  ValueId labels = g.labels, scores = logits;
+  if (spec.language_model()) {
+    auto rows = token_rows(g, spec, logits);
+    if (!rows) return rows.error();
+    std::tie(scores, labels) = *rows;
+  }
+  const auto& dims = g.graph.value(scores)->type.dims;
   const std::string last = g.graph.value(logits)->name;
   if (dims.size() != 2)
     return make_error(spec.path + ": the last layer '" + last + "' gives " + dims_str(dims) + ", but " +
@@ -98,7 +148,7 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
   loss.name = "loss";
   loss.layer = "loss";
   loss.attrs = {{"reduction", std::string("mean")}, {"label_smoothing", spec.loss.label_smoothing}};
-  loss.inputs = {logits, g.labels};
+  loss.inputs = {scores, labels};
   loss.outputs = {TensorType{g.dtype, {}}};
   loss.output_names = {"loss"};
   auto id = g.graph.insert_node(std::move(loss));
@@ -136,8 +186,11 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
   g.batch = batch;
   Dims input_dims = {batch};
   input_dims.insert(input_dims.end(), spec.input_shape.begin(), spec.input_shape.end());
-  auto input = g.graph.add_value("input", TDM_VALUE_INPUT, TensorType{dtype, input_dims});
-  auto labels = g.graph.add_value("labels", TDM_VALUE_INPUT, TensorType{TDM_S32, {batch}});
+  // A language model reads token ids and predicts one label per position.
+  const bool tokens = spec.language_model();
+  auto input = g.graph.add_value("input", TDM_VALUE_INPUT, TensorType{tokens ? TDM_S32 : dtype, input_dims});
+  auto labels =
+      g.graph.add_value("labels", TDM_VALUE_INPUT, TensorType{TDM_S32, tokens ? input_dims : Dims{batch}});
   if (!input) return input.error();
   if (!labels) return labels.error();
   g.input = *input;

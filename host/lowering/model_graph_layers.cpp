@@ -3,8 +3,8 @@
 
 #include "lowering/model_graph_layers.hpp"
 
-#include "data/counter_rng.hpp"
 #include "lowering/int8_layers.hpp"
+#include "lowering/transformer_layers.hpp"
 #include "ops/op_table.hpp"
 
 namespace tandem::host::lowering::detail {
@@ -124,6 +124,24 @@ Result<ValueId> row_linear(Context& ctx, ValueId x) {
   return (*act)[0];
 }
 
+// The weight [out, in] of a linear layer: its own, or with tie_weight =
+// "<embedding layer>" that layer's table [V, C] (GPT-2's tied output head),
+// one tensor that both layers train.
+Result<ValueId> linear_weight(Context& ctx, int64_t in, int64_t out) {
+  const LayerSpec& l = *ctx.layer;
+  const std::string tied = l.string_attr("tie_weight", "");
+  if (tied.empty()) return ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
+  const Value* found = ctx.out.graph.value_by_name(tied + ".weight");
+  const ValueId table = found != nullptr && found->kind == TDM_VALUE_PARAMETER ? found->id : kNoValue;
+  if (table == kNoValue)
+    return ctx.error("tie_weight = \"" + tied + "\" names no earlier embedding layer with a weight");
+  if (ctx.dims(table) != Dims{out, in})
+    return ctx.error("tie_weight: '" + tied + ".weight' is " + dims_str(ctx.dims(table)) +
+                     " but this layer's weight is [" + std::to_string(out) + "," + std::to_string(in) +
+                     "] (out_features, input features)");
+  return table;
+}
+
 Result<ValueId> linear(Context& ctx, ValueId x_in) {
   const LayerSpec& l = *ctx.layer;
   const std::string parallel =
@@ -134,14 +152,20 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
     if (!x) return x.error();
     return row_linear(ctx, *x);
   }
-  auto x = flatten(ctx, x_in, l.name + ".flatten");
+  // In a language model a linear layer acts on each token (over the last
+  // dim), as torch.nn.Linear does; elsewhere it flattens [B, ...] first.
+  const bool per_token = ctx.spec.language_model() && ctx.dims(x_in).size() == 3;
+  if (per_token && parallel != "none")
+    return ctx.error(
+        "tensor parallelism of per-token linear layers is not supported yet: leave out parallel");
+  auto x = per_token ? token_rows(ctx, x_in, l.name + ".tokens") : flatten(ctx, x_in, l.name + ".flatten");
   if (!x) return x.error();
   if (parallel == "column") return column_linear(ctx, *x);
   if (ctx.int8 != nullptr)
     if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end()) return linear_int8(ctx, *x, q->second);
   const int64_t in = ctx.dims(*x)[1], out = l.int_attr("out_features", 0);
   if (out <= 0) return ctx.error("out_features must be positive");
-  auto w = ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
+  auto w = linear_weight(ctx, in, out);
   if (!w) return w.error();
   std::vector<ValueId> inputs = {*x, *w};
   if (l.bool_attr("bias", true)) {
@@ -149,10 +173,12 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
     if (!b) return b.error();
     inputs.push_back(*b);
   }
-  auto y = ctx.emit("linear", l.name, inputs, {{"activation", l.string_attr("activation", "none")}},
-                    {ctx.tensor({ctx.dims(*x)[0], out})}, {l.name});
+  const std::string name = per_token ? l.name + ".rows" : l.name;
+  auto y = ctx.emit("linear", name, inputs, {{"activation", l.string_attr("activation", "none")}},
+                    {ctx.tensor({ctx.dims(*x)[0], out})}, {name});
   if (!y) return y.error();
-  return (*y)[0];
+  if (!per_token) return (*y)[0];
+  return back_to_tokens(ctx, (*y)[0], ctx.dims(x_in)[0], ctx.dims(x_in)[1], l.name);
 }
 
 Result<ValueId> conv2d(Context& ctx, ValueId x) {
@@ -222,13 +248,8 @@ Result<ValueId> dropout(Context& ctx, ValueId x) {
   if (ctx.out.mode == Mode::Eval || p == 0) return x;  // identity at evaluation
   // Each dropout layer gets its own stream of masks (its seed attribute); the
   // host feeds the step as seed_offset, so every step draws new masks.
-  const auto seed =
-      static_cast<int64_t>(data::random_u64(ctx.spec.train.seed, 0xD80, ctx.out.dropout_nodes.size()) >> 1);
-  if (ctx.out.dropout_step == kNoValue) {
-    auto step = ctx.out.graph.add_state("dropout.step", TensorType{TDM_S64, {}}, 0.0);
-    if (!step) return step.error();
-    ctx.out.dropout_step = *step;
-  }
+  const int64_t seed = ctx.dropout_seed();
+  if (auto step = ctx.dropout_step(); !step) return step.error();
   auto y = ctx.emit("dropout", l.name, {x, ctx.out.dropout_step}, {{"p", p}, {"seed", seed}},
                     {ctx.value(x).type, TensorType{TDM_U8, ctx.dims(x)}}, {l.name, l.name + ".mask"});
   if (!y) return y.error();
@@ -395,6 +416,11 @@ const std::vector<LayerKind>& layer_kinds() {
       {"dropout", [](Context& c, const std::vector<ValueId>& in) { return dropout(c, in[0]); }},
       {"batch_norm", [](Context& c, const std::vector<ValueId>& in) { return batch_norm(c, in[0]); }},
       {"layer_norm", [](Context& c, const std::vector<ValueId>& in) { return layer_norm(c, in[0]); }},
+      {"rms_norm", [](Context& c, const std::vector<ValueId>& in) { return rms_norm(c, in[0]); }},
+      {"silu", expand_unary},
+      {"position_embedding",
+       [](Context& c, const std::vector<ValueId>& in) { return position_embedding(c, in[0]); }},
+      {"attention", [](Context& c, const std::vector<ValueId>& in) { return attention(c, in[0]); }},
       {"embedding", [](Context& c, const std::vector<ValueId>& in) { return embedding(c, in[0]); }},
       {"add", binary_chain},
       {"mul", binary_chain},

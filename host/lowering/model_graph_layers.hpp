@@ -35,6 +35,11 @@ struct Context {
   // parameter when tensor parallelism is off); `init` describes the whole.
   Result<ValueId> sharded_parameter(const std::string& suffix, Dims full, int axis, Initializer init);
   Result<ValueId> state(const std::string& suffix, Dims dims, double fill);
+  // For a node that draws dropout masks (dropout, attention): its own seed,
+  // and the s64 step the host feeds as every such node's seed_offset so each
+  // step draws new masks. Push the node onto out.dropout_nodes once emitted.
+  int64_t dropout_seed() const;
+  Result<ValueId> dropout_step();
 };
 
 // Expands one layer whose inputs are already resolved; returns its output.

@@ -36,7 +36,10 @@ std::vector<LayerSchema> build() {
         // Tensor parallelism (Megatron-LM): the weight split by output rows
         // (column) or input columns (row) over the ranks of the run.
         {"parallel", AttrKind::String, {"none", "column", "row"}},
-        {"gather_output", AttrKind::Bool}}},
+        {"gather_output", AttrKind::Bool},
+        // Share an embedding layer's table as this layer's weight (GPT-2's
+        // output head): out_features = its rows, input features = its width.
+        {"tie_weight", AttrKind::String}}},
       {"conv2d",
        "2-D convolution over NCHW",
        {{"out_channels", AttrKind::Int, {}, true, kAtLeast1},
@@ -68,6 +71,24 @@ std::vector<LayerSchema> build() {
        "batch normalisation over the channel dim (dim 1)",
        {epsilon, {"momentum", AttrKind::Float, {}, false, kProbability}}},
       {"layer_norm", "normalisation over the last dim", {epsilon}},
+      {"rms_norm", "root-mean-square normalisation over the last dim (Llama)", {epsilon}},
+      {"silu", "x sigmoid(x) (swish)", {}},
+      {"position_embedding",
+       "adds a learned vector per position to token vectors [batch, context, features] (GPT-2)",
+       {{"max_positions", AttrKind::Int, {}, false, kAtLeast1}, init_attr("init"), init_std}},
+      {"attention",
+       "multi-head self-attention over token vectors [batch, context, features], with its q/k/v and "
+       "output projections",
+       {{"heads", AttrKind::Int, {}, true, kAtLeast1},
+        {"kv_heads", AttrKind::Int, {}, false, kAtLeast1},
+        {"head_dim", AttrKind::Int, {}, false, kAtLeast1},
+        {"causal", AttrKind::Bool},
+        {"dropout", AttrKind::Float, {}, false, kProbability},
+        {"rope", AttrKind::Bool},
+        {"rope_base", AttrKind::Float, {}, false, kPositive},
+        bias,
+        init_attr("init"),
+        init_std}},
       {"embedding",
        "row lookup: integer indices -> vectors",
        {{"num_embeddings", AttrKind::Int, {}, true, kAtLeast1},

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -55,9 +56,34 @@ std::string model_hash(const toml::table& doc) {
   return hex64(fnv1a64(canonical.str()));
 }
 
+// A language model: [model] task = "language_model", context, vocab_size.
+void read_language_model(Reader& r, const toml::table& t, ModelSpec& spec) {
+  for (const char* key : {"input", "classes"})
+    if (t.contains(key))
+      r.fail(*t.get(key), std::string("[model] ") + key +
+                              " does not apply to a language model: its input is `context` token ids and its "
+                              "classes are the `vocab_size` tokens");
+  int64_t context = 0, vocab = 0;
+  if (!r.get(t, "context", context) || !r.get(t, "vocab_size", vocab)) {
+    r.fail(t, "[model] task = \"language_model\" needs context = N (tokens per sample) and vocab_size = V");
+    return;
+  }
+  r.check(t, "context", context >= 1, "[model] context = " + std::to_string(context) + " must be at least 1");
+  r.check(t, "vocab_size", vocab >= 2,
+          "[model] vocab_size = " + std::to_string(vocab) + " must be at least 2");
+  spec.input_shape = {context};
+  spec.classes = vocab;
+}
+
 void read_model(Reader& r, const toml::table& t, ModelSpec& spec) {
-  r.check_keys(t, "[model]", {"name", "input", "classes"});
+  r.check_keys(t, "[model]", {"name", "task", "input", "classes", "context", "vocab_size"});
   r.get(t, "name", spec.name);
+  r.get_choice(t, "task", spec.task, {"classify", "language_model"});
+  if (spec.language_model()) return read_language_model(r, t, spec);
+  for (const char* key : {"context", "vocab_size"})
+    if (t.contains(key))
+      r.fail(*t.get(key), std::string("[model] ") + key +
+                              " is for task = \"language_model\"; a classifier has input and classes");
   r.get(t, "input", spec.input_shape);
   r.get(t, "classes", spec.classes);
   if (spec.input_shape.empty())
@@ -185,8 +211,23 @@ void read_data(Reader& r, const toml::table& t, DataSpec& d) {
                 "random_crop_padding",
                 "horizontal_flip",
                 "threads",
-                "prefetch"});
-  r.get_choice(t, "format", d.format, {"idx", "csv", "synthetic"});
+                "prefetch",
+                "train_tokens",
+                "val_tokens",
+                "token_dtype",
+                "windows_per_epoch"});
+  r.get_choice(t, "format", d.format, {"idx", "csv", "synthetic", "tokens"});
+  r.get(t, "train_tokens", d.train_tokens);
+  r.get(t, "val_tokens", d.val_tokens);
+  r.get_choice(t, "token_dtype", d.token_dtype, {"u8", "u16", "u32"});
+  r.get(t, "windows_per_epoch", d.windows_per_epoch);
+  r.check(t, "windows_per_epoch", d.windows_per_epoch >= 0,
+          "[data] windows_per_epoch = " + std::to_string(d.windows_per_epoch) +
+              " must be 0 (tokens / context) or more");
+  if (d.format == "tokens" && d.train_tokens.empty())
+    r.fail(t,
+           "[data] format = \"tokens\" needs train_tokens = \"file\" (raw text with token_dtype = \"u8\", or "
+           "uint16 token ids with \"u16\")");
   r.get(t, "train_images", d.train_images);
   r.get(t, "train_labels", d.train_labels);
   r.get(t, "test_images", d.test_images);
@@ -241,6 +282,9 @@ void check_data(Reader& r, const toml::table& t, const DataSpec& d, const std::v
           "[data] random_crop_padding needs an image input [C, H, W] in [model] input");
   r.check(t, "horizontal_flip", image || d.horizontal_flip == 0,
           "[data] horizontal_flip needs an image input [C, H, W] in [model] input");
+  for (const char* key : {"normalize_mean", "normalize_std"})
+    r.check(t, key, d.format != "tokens" || (d.normalize_mean.empty() && d.normalize_std.empty()),
+            std::string("[data] ") + key + " does not apply to token ids: leave it out");
   r.check(t, "threads", d.threads >= 1,
           "[data] threads = " + count(d.threads) + ": at least 1 loader thread");
   r.check(t, "prefetch", d.prefetch >= 1, "[data] prefetch = " + count(d.prefetch) + ": at least 1 batch");
@@ -286,6 +330,73 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
   (void)label;
 }
 
+// [[layers]] op = "repeat": `count` copies of the layers in its
+// [[layers.body]] tables, named "<block>.<i>.<layer>". Inside the body the
+// block's own name means the block's input (the previous copy's last layer,
+// or the layer before the block), a body layer's name its copy in the same
+// iteration; after the block, the block's name means its last layer.
+void read_repeat(Reader& r, const toml::table& t, std::set<std::string>& names, std::vector<LayerSpec>& out,
+                 std::map<std::string, std::string>& aliases) {
+  std::string block;
+  int64_t count = 0;
+  r.check_keys(t, "[[layers]] op = \"repeat\"", {"name", "op", "count", "body"});
+  if (!r.require(t, "name", block, "a repeat block")) return;
+  const std::string who = "repeat block '" + block + "'";
+  if (!r.get(t, "count", count) || count < 1) {
+    r.fail(t, who + ": needs count = N (at least 1), the number of copies");
+    return;
+  }
+  const toml::array* body = t["body"].as_array();
+  if (body == nullptr || body->empty()) {
+    r.fail(t, who + ": needs its layers as [[layers.body]] tables after it");
+    return;
+  }
+  if (!names.insert(block).second) r.fail(t, who + ": the name '" + block + "' is used twice");
+  std::vector<LayerSpec> layers;
+  std::set<std::string> local;
+  for (size_t i = 0; i < body->size(); ++i) {
+    const toml::table* b = (*body)[i].as_table();
+    if (b == nullptr || (*b)["op"].value_or(std::string()) == "repeat") {
+      r.fail((*body)[i], who + ": body entries must be [[layers.body]] tables of layers (no nested repeat)");
+      return;
+    }
+    layers.emplace_back();
+    read_layer(r, *b, i, local, layers.back());
+  }
+  std::string input = out.empty() ? "input" : out.back().name;
+  for (int64_t i = 0; i < count && !r.error(); ++i) {
+    const std::string prefix = block + "." + std::to_string(i) + ".";
+    for (LayerSpec copy : layers) {
+      copy.name = prefix + copy.name;
+      for (std::string& in : copy.inputs) in = in == block ? input : local.count(in) ? prefix + in : in;
+      if (!names.insert(copy.name).second) r.fail(t, who + ": the name '" + copy.name + "' is used twice");
+      out.push_back(std::move(copy));
+    }
+    input = out.back().name;
+  }
+  aliases[block] = input;
+}
+
+void read_layers(Reader& r, const toml::array& layers, std::vector<LayerSpec>& out) {
+  std::set<std::string> names;
+  std::map<std::string, std::string> aliases;  // repeat block -> its last layer
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const toml::table* t = layers[i].as_table();
+    if (t == nullptr) {
+      r.fail(layers[i], "layers must be written as [[layers]] tables");
+      continue;
+    }
+    if ((*t)["op"].value_or(std::string()) == "repeat") {
+      read_repeat(r, *t, names, out, aliases);
+      continue;
+    }
+    out.emplace_back();
+    read_layer(r, *t, i, names, out.back());
+    for (std::string& in : out.back().inputs)
+      if (auto a = aliases.find(in); a != aliases.end()) in = a->second;
+  }
+}
+
 void read_features(Reader& r, const toml::table& t, ModelSpec& spec) {
   for (const auto& [name, node] : t) {
     const toml::table* section = node.as_table();
@@ -327,22 +438,20 @@ Result<ModelSpec> parse_model_text(const std::string& text, const std::string& p
     spec.data.given = true;
     read_data(r, *d, spec.data);
     check_data(r, *d, spec.data, spec.input_shape);
+    if ((spec.data.format == "tokens") != spec.language_model())
+      r.fail(
+          *d,
+          spec.language_model()
+              ? "a language model ([model] task = \"language_model\") reads [data] format = \"tokens\""
+              : "[data] format = \"tokens\" is for a language model: set [model] task = \"language_model\", "
+                "context and vocab_size");
   }
   if (const toml::table* f = r.table(doc, "features", false)) read_features(r, *f, spec);
   const toml::array* layers = doc["layers"].as_array();
   if (layers == nullptr || layers->empty()) {
     r.fail(doc, "the model has no layers: add [[layers]] entries with op = \"...\"");
   } else {
-    std::set<std::string> names;
-    for (size_t i = 0; i < layers->size(); ++i) {
-      const toml::table* t = (*layers)[i].as_table();
-      if (t == nullptr) {
-        r.fail((*layers)[i], "layers must be written as [[layers]] tables");
-        continue;
-      }
-      spec.layers.emplace_back();
-      read_layer(r, *t, i, names, spec.layers.back());
-    }
+    read_layers(r, *layers, spec.layers);
   }
   if (r.error()) return make_error(*r.error(), TDM_INVALID_ARGUMENT);
   return spec;

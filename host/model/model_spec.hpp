@@ -87,7 +87,7 @@ struct TrainSpec {
 
 struct DataSpec {
   bool given = false;                                                // the file has a [data] section
-  std::string format = "idx";                                        // idx | csv | synthetic
+  std::string format = "idx";                                        // idx | csv | synthetic | tokens
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train_csv, test_csv;                                   // csv
   int64_t label_column = 0;
@@ -96,6 +96,11 @@ struct DataSpec {
   int64_t synthetic_test_samples = 256;
   double synthetic_noise = 0.5;
   int64_t synthetic_vocab = 0;  // > 0: token ids for embedding models
+  // tokens (a language model's): a file of token ids (raw bytes of text for
+  // u8, or nanoGPT's train.bin/val.bin for u16), the validation file, and
+  // how many random windows one training epoch draws (0: tokens / context).
+  std::string train_tokens, val_tokens, token_dtype = "u8";
+  int64_t windows_per_epoch = 0;
   double validation_split = 0.0;
   std::vector<double> normalize_mean, normalize_std;
   int64_t random_crop_padding = 0;
@@ -107,8 +112,14 @@ struct DataSpec {
 struct ModelSpec {
   std::string path;  // the model file
   std::string name;
+  // "classify": one label per sample; "language_model": the input is
+  // `context` token ids per sample, the labels the next token at every
+  // position, the loss the mean over tokens (input_shape = [context],
+  // classes = vocab_size).
+  std::string task = "classify";
   std::vector<int64_t> input_shape;  // one sample, e.g. [1, 28, 28]
   int64_t classes = 0;
+  bool language_model() const { return task == "language_model"; }
   std::vector<LayerSpec> layers;
   LossSpec loss;
   TrainSpec train;

@@ -93,9 +93,14 @@ Result<void> checked(tdm_status status, const std::string& what) {
 }
 
 // Inputs hold small valid numbers: 0.01 in f32 (no denormals, no overflow in
-// exp or log), zero bytes otherwise (index 0 is valid for every lookup).
+// exp or log), zero bytes otherwise (index 0 is valid for every lookup),
+// except an s32 scalar, which is a step or count: 1 (adamw_update's first).
 std::vector<unsigned char> input_bytes(const TensorType& type) {
   std::vector<unsigned char> bytes(exec::tensor_bytes(type), 0);
+  if (type.dtype == TDM_S32 && type.dims.empty()) {
+    const int32_t one = 1;
+    std::memcpy(bytes.data(), &one, sizeof one);
+  }
   if (type.dtype == TDM_F32) {
     const float value = 0.01f;
     for (size_t i = 0; i + sizeof value <= bytes.size(); i += sizeof value)

@@ -5,6 +5,7 @@
 #include "data/split.hpp"
 #include "data/synthetic.hpp"
 #include "ops/shapes.hpp"
+#include "train/token_datasets.hpp"
 #include "util/host_memory.hpp"
 
 namespace tandem::host::train {
@@ -66,6 +67,7 @@ Result<RunData> load_run_data(const model::ModelSpec& spec) {
                           "with format = \"idx\", \"csv\" or \"synthetic\" and its files "
                           "(examples/fmnist_mlp.toml has one)",
                       TDM_INVALID_ARGUMENT);
+  if (spec.data.format == "tokens") return load_token_data(spec);
   RunData out;
   auto train = load_one(spec, false);
   if (!train) return train.error();

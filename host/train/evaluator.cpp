@@ -82,7 +82,7 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
   loader.start_epoch(0);
   EvalResult result;
   double loss_sum = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, predictions = 0;
   std::vector<float> logits;
   while (auto batch = loader.next()) {
     auto p = for_batch(batch->size);
@@ -90,13 +90,13 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
     const lowering::ModelGraph& m = (*p)->model();
     exec::Executor& ex = (*p)->executor();
     const auto start = std::chrono::steady_clock::now();
-    if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)
-      return r.error();
+    if (auto r = ex.write(m.input, batch->input_data(), batch->input_bytes()); !r) return r.error();
     if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r)
       return r.error();
     if (auto r = ex.run(); !r) return r.error();
-    const int64_t classes = m.graph.value(m.logits)->type.dims[1];
-    logits.resize(static_cast<size_t>(batch->size * classes));
+    // One label per sample, or per token of a language model.
+    const int64_t classes = m.graph.value(m.logits)->type.dims.back(), rows = int64_t(batch->labels.size());
+    logits.resize(static_cast<size_t>(rows * classes));
     float loss = 0;
     if (auto r = ex.read(m.logits, logits.data(), logits.size() * sizeof(float)); !r) return r.error();
     if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
@@ -104,12 +104,13 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
     result.compute_seconds += seconds;
     result.batch_seconds.push_back(seconds);
     loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size);
-    correct += count_correct(logits, batch->labels, batch->size, classes);
+    correct += count_correct(logits, batch->labels, rows, classes);
+    predictions += rows;
     result.samples += batch->size;
   }
   if (result.samples > 0) {
     result.loss = loss_sum / static_cast<double>(result.samples);
-    result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
+    result.accuracy = static_cast<double>(correct) / static_cast<double>(predictions);
   }
   return result;
 }

@@ -227,13 +227,12 @@ Result<void> Trainer::write_batch(const data::Batch& batch, bool staged, const d
   if (staged) {  // its copy ran during the previous micro-batch
     if (auto r = ex.use_staged(); !r) return r;
   } else {
-    if (auto r = ex.write(m.input, batch.features.data(), batch.features.size() * sizeof(float)); !r)
-      return r;
+    if (auto r = ex.write(m.input, batch.input_data(), batch.input_bytes()); !r) return r;
     if (auto r = ex.write(m.labels, batch.labels.data(), batch.labels.size() * sizeof(int32_t)); !r) return r;
   }
   if (next == nullptr) return {};
   // Into the buffers this micro-batch does not read; copied while it runs.
-  if (auto r = ex.stage(m.input, next->features.data(), next->features.size() * sizeof(float)); !r) return r;
+  if (auto r = ex.stage(m.input, next->input_data(), next->input_bytes()); !r) return r;
   return ex.stage(m.labels, next->labels.data(), next->labels.size() * sizeof(int32_t));
 }
 
@@ -253,10 +252,11 @@ Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const 
                           ": training diverged; lower [train] lr, add clip_grad_norm, or check the data "
                           "(--check-numerics names the first node whose output is not finite)",
                       TDM_ABORTED);
-  const int64_t classes = m.graph.value(m.logits)->type.dims[1];
-  logits_.resize(static_cast<size_t>(batch.size * classes));
+  // One label per sample, or per token of a language model.
+  const int64_t classes = m.graph.value(m.logits)->type.dims.back(), rows = int64_t(batch.labels.size());
+  logits_.resize(static_cast<size_t>(rows * classes));
   if (auto r = ex.read(m.logits, logits_.data(), logits_.size() * sizeof(float)); !r) return r.error();
-  correct += count_correct(logits_, batch.labels, batch.size, classes);
+  correct += count_correct(logits_, batch.labels, rows, classes);
   return static_cast<double>(loss);
 }
 

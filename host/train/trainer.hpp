@@ -112,7 +112,7 @@ class Trainer {
   struct Loop;  // what one run() keeps between epochs (training_loop.cpp)
   struct EpochTotals {
     double loss_sum = 0;
-    int64_t seen = 0, correct = 0;
+    int64_t seen = 0, correct = 0, predictions = 0;  // predictions: labels (tokens of a language model)
   };
 
   Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,

@@ -177,6 +177,7 @@ Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
     if (!loss) return loss.error();
     ++loop.index;
     totals.seen += b->size;
+    totals.predictions += int64_t(b->labels.size());
     totals.loss_sum += *loss * static_cast<double>(b->size);
     step_loss += *loss / micro_batches;
   }
@@ -189,7 +190,7 @@ void Trainer::report_step(Loop& loop, const EpochTotals& totals) {
   report.batch = loop.index;
   report.step = loop.step;
   report.loss = totals.loss_sum / static_cast<double>(totals.seen);
-  report.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.seen);
+  report.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.predictions);
   report.lr = learning_rate(spec_.train, loop.step - 1, loop.total);
   report.samples_per_second = static_cast<double>(totals.seen) / elapsed;
   report.data_wait_fraction = loop.loader.wait_seconds() / elapsed;

@@ -1,0 +1,153 @@
+// Transformer layers (transformer_layers.hpp). The attention layer owns its
+// q/k/v and output projections: per token, x [B·T, C] · W_qᵀ gives the H
+// query heads and W_k, W_v the G key/value heads (G = kv_heads divides H);
+// heads move next to the batch ([B, H, T, head_dim]) for the catalog's
+// attention op, optionally after rotary position embedding, and come back
+// the same way through the output projection.
+#include "lowering/transformer_layers.hpp"
+
+namespace tandem::host::lowering::detail {
+
+namespace {
+
+using model::LayerSpec;
+
+Initializer projection_init(const LayerSpec& l, int64_t in, int64_t out) {
+  // GPT-2's normal(0, 0.02) unless the model file says otherwise.
+  return Initializer{l.string_attr("init", "normal"), in, out, l.float_attr("init_std", 0.02)};
+}
+
+Result<ValueId> reshape(Context& ctx, ValueId x, Dims to, const std::string& name) {
+  auto y = ctx.emit("reshape", name, {x}, {}, {TensorType{ctx.value(x).type.dtype, std::move(to)}});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+// y = x·Wᵀ (+ b) on token rows x [N, in], with parameters "<layer>.<what>.weight/bias".
+Result<ValueId> projection(Context& ctx, ValueId x, const std::string& what, int64_t out, bool bias) {
+  const LayerSpec& l = *ctx.layer;
+  const int64_t in = ctx.dims(x)[1];
+  auto w = ctx.parameter(what + ".weight", {out, in}, projection_init(l, in, out));
+  if (!w) return w.error();
+  std::vector<ValueId> inputs = {x, *w};
+  if (bias) {
+    auto b = ctx.parameter(what + ".bias", {out}, {"zeros"});
+    if (!b) return b.error();
+    inputs.push_back(*b);
+  }
+  auto y = ctx.emit("linear", l.name + "." + what, inputs, {}, {ctx.tensor({ctx.dims(x)[0], out})});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+// Token rows [B·T, heads·hd] -> [B, heads, T, hd] (and rope when asked).
+Result<ValueId> to_heads(Context& ctx, ValueId rows, int64_t B, int64_t T, int64_t heads, int64_t hd,
+                         const std::string& what, bool rope) {
+  const std::string base = ctx.layer->name + "." + what;
+  auto split = reshape(ctx, rows, {B, T, heads, hd}, base + ".split");
+  if (!split) return split;
+  auto t = ctx.emit("transpose", base + ".heads", {*split}, {{"perm", Dims{0, 2, 1, 3}}},
+                    {ctx.tensor({B, heads, T, hd})});
+  if (!t) return t.error();
+  if (!rope) return (*t)[0];
+  auto r = ctx.emit("rope", base + ".rope", {(*t)[0], kNoValue},
+                    {{"base", ctx.layer->float_attr("rope_base", 10000.0)}}, {ctx.tensor({B, heads, T, hd})});
+  if (!r) return r.error();
+  return (*r)[0];
+}
+
+}  // namespace
+
+Result<ValueId> token_rows(Context& ctx, ValueId x, const std::string& node_name) {
+  const Dims& d = ctx.dims(x);
+  return reshape(ctx, x, {d[0] * d[1], d[2]}, node_name);
+}
+
+Result<ValueId> back_to_tokens(Context& ctx, ValueId rows, int64_t batch, int64_t context,
+                               const std::string& node_name) {
+  auto y = ctx.emit("reshape", node_name, {rows}, {}, {ctx.tensor({batch, context, ctx.dims(rows)[1]})},
+                    {node_name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> rms_norm(Context& ctx, ValueId x) {
+  const Dims& d = ctx.dims(x);
+  auto gamma = ctx.parameter("gamma", {d.back()}, {"ones"});
+  if (!gamma) return gamma.error();
+  const std::string& n = ctx.layer->name;
+  auto y = ctx.emit("rms_norm", n, {x, *gamma}, {{"epsilon", ctx.layer->float_attr("epsilon", 1e-6)}},
+                    {ctx.value(x).type, ctx.tensor(Dims(d.begin(), d.end() - 1))}, {n, n + ".rstd"});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+// Learned absolute positions (GPT-2): y[b, t] = x[b, t] + table[t].
+Result<ValueId> position_embedding(Context& ctx, ValueId x) {
+  const Dims& d = ctx.dims(x);
+  if (d.size() != 3)
+    return ctx.error("needs token vectors [batch, context, features], got " + dims_str(d) +
+                     ": put it after the token embedding");
+  const int64_t most = ctx.layer->int_attr("max_positions", d[1]);
+  if (most < d[1])
+    return ctx.error("max_positions = " + std::to_string(most) + " is less than the context " +
+                     std::to_string(d[1]));
+  auto table = ctx.parameter("weight", {d[1], d[2]},
+                             Initializer{ctx.layer->string_attr("init", "normal"), d[1], d[2],
+                                         ctx.layer->float_attr("init_std", 0.02)});
+  if (!table) return table.error();
+  auto y = ctx.emit("add", ctx.layer->name, {x, *table}, {}, {ctx.value(x).type}, {ctx.layer->name});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
+Result<ValueId> attention(Context& ctx, ValueId x) {
+  const LayerSpec& l = *ctx.layer;
+  const Dims d = ctx.dims(x);
+  if (d.size() != 3) return ctx.error("needs token vectors [batch, context, features], got " + dims_str(d));
+  const int64_t B = d[0], T = d[1], C = d[2], H = l.int_attr("heads", 1), G = l.int_attr("kv_heads", H);
+  if (H < 1 || G < 1 || H % G != 0)
+    return ctx.error("kv_heads = " + std::to_string(G) + " must divide heads = " + std::to_string(H));
+  if (!l.attrs.count("head_dim") && C % H != 0)
+    return ctx.error("the " + std::to_string(C) + " features do not split into " + std::to_string(H) +
+                     " heads: choose heads dividing them, or give head_dim");
+  const int64_t hd = l.int_attr("head_dim", C / H);
+  const bool bias = l.bool_attr("bias", true), rope = l.bool_attr("rope", false);
+  if (rope && hd % 2 != 0) return ctx.error("rope needs an even head_dim, got " + std::to_string(hd));
+  auto rows = token_rows(ctx, x, l.name + ".tokens");
+  if (!rows) return rows;
+  auto q = projection(ctx, *rows, "q", H * hd, bias);
+  auto k = projection(ctx, *rows, "k", G * hd, bias);
+  auto v = projection(ctx, *rows, "v", G * hd, bias);
+  if (!q || !k || !v) return !q ? q : !k ? k : v;
+  auto qh = to_heads(ctx, *q, B, T, H, hd, "q", rope);
+  auto kh = to_heads(ctx, *k, B, T, G, hd, "k", rope);
+  auto vh = to_heads(ctx, *v, B, T, G, hd, "v", false);
+  if (!qh || !kh || !vh) return !qh ? qh : !kh ? kh : vh;
+  const double p = ctx.out.mode == Mode::Train ? l.float_attr("dropout", 0.0) : 0.0;
+  if (!(p < 1)) return ctx.error("dropout must be in [0, 1)");
+  std::vector<Attr> attrs = {{"causal", int64_t(l.bool_attr("causal", true))}};
+  ValueId step = kNoValue;
+  if (p > 0) {
+    auto s = ctx.dropout_step();
+    if (!s) return s;
+    step = *s;
+    attrs.push_back({"dropout", p});
+    attrs.push_back({"seed", ctx.dropout_seed()});
+  }
+  auto o = ctx.emit(
+      "attention", l.name + ".attention", {*qh, *kh, *vh, kNoValue, step}, attrs,
+      {ctx.tensor({B, H, T, hd}), TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, H, T}}});
+  if (!o) return o.error();
+  if (p > 0) ctx.out.dropout_nodes.push_back(ctx.value((*o)[0]).producer);
+  auto back = ctx.emit("transpose", l.name + ".merge", {(*o)[0]}, {{"perm", Dims{0, 2, 1, 3}}},
+                       {ctx.tensor({B, T, H, hd})});
+  if (!back) return back.error();
+  auto merged = reshape(ctx, (*back)[0], {B * T, H * hd}, l.name + ".concat_heads");
+  if (!merged) return merged;
+  auto y = projection(ctx, *merged, "out", C, bias);
+  if (!y) return y;
+  return back_to_tokens(ctx, *y, B, T, l.name);
+}
+
+}  // namespace tandem::host::lowering::detail
