@@ -50,7 +50,12 @@ std::string model_hash(const toml::table& doc) {
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
-      if (toml::table* t = layer.as_table()) t->erase("device");
+      if (toml::table* t = layer.as_table()) {
+        t->erase("device");
+        if (toml::array* body = (*t)["body"].as_array())  // a repeat block's layers
+          for (toml::node& inner : *body)
+            if (toml::table* b = inner.as_table()) b->erase("device");
+      }
   std::ostringstream canonical;
   canonical << copy;
   return hex64(fnv1a64(canonical.str()));

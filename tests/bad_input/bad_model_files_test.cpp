@@ -2,6 +2,8 @@
 // file:line:column (or at the --set that made it) naming the key or layer.
 #include "bad_input.hpp"
 
+#include <stdexcept>
+
 namespace tandem::test {
 namespace {
 
@@ -183,6 +185,94 @@ INSTANTIATE_TEST_SUITE_P(
         edit("amp_dtype_unknown", "[data]", "[features.amp]\ndtype = \"f8\"\n\n[data]", {"amp", "f8"}),
         edit("grad_accum_zero", "[data]", "[features.grad_accum]\nsteps = 0\n\n[data]",
              {"grad_accum", "steps"})),
+    CaseName());
+
+// A small byte-level language model on text.txt, and its mistakes.
+const char* const kLanguageModel = R"([model]
+name = "lm"
+task = "language_model"
+context = 8
+vocab_size = 256
+
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+
+[[layers]]
+name = "h"
+op = "repeat"
+count = 2
+
+  [[layers.body]]
+  name = "attn"
+  op = "attention"
+  heads = 4
+
+  [[layers.body]]
+  name = "res"
+  op = "add"
+  inputs = ["h", "attn"]
+
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+tie_weight = "tok"
+
+[train]
+batch_size = 4
+steps = 2
+
+[data]
+format = "tokens"
+train_tokens = "text.txt"
+)";
+
+std::string lm_with(const std::string& from, const std::string& to) {
+  std::string text = kLanguageModel;
+  const size_t at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("the language model has no '" + from + "'");
+  return text.replace(at, from.size(), to);
+}
+
+BadInput lm(const std::string& name, const std::string& from, const std::string& to,
+            std::vector<std::string> says, const std::string& tokens = std::string(200, 'a')) {
+  return {name, kTrain, std::move(says), 4, [from, to, tokens](const std::string& dir) {
+            write_file(dir + "/model.toml", lm_with(from, to));
+            write_file(dir + "/text.txt", tokens);
+          }};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LanguageModel, ModelFile,
+    ::testing::Values(
+        lm("lm_context_missing", "context = 8\n", "", {"model.toml:", "context"}),
+        lm("lm_with_classes", "vocab_size = 256", "vocab_size = 256\nclasses = 3",
+           {"model.toml:6:", "classes does not apply to a language model"}),
+        lm("lm_on_idx_data", "format = \"tokens\"",
+           "format = \"idx\"\ntrain_images = \"a\"\ntrain_labels = \"b\"",
+           {"model.toml:", "format = \"tokens\""}),
+        lm("lm_tokens_missing", "train_tokens = \"text.txt\"", "train_tokens = \"nosuch.txt\"",
+           {"nosuch.txt", "cannot open"}),
+        lm("lm_tokens_a_directory", "train_tokens = \"text.txt\"", "train_tokens = \".\"",
+           {"is a directory"}),
+        lm("lm_text_shorter_than_context", "context = 8", "context = 512",
+           {"text.txt", "fewer than one window"}),
+        lm("lm_odd_bytes_as_u16", "train_tokens = \"text.txt\"",
+           "train_tokens = \"text.txt\"\ntoken_dtype = \"u16\"", {"text.txt", "token_dtype"}, "odd"),
+        lm("lm_token_beyond_vocab", "vocab_size = 256", "vocab_size = 90", {"text.txt", "vocab_size = 90"}),
+        lm("lm_repeat_count_zero", "count = 2", "count = 0", {"model.toml:", "repeat block 'h'", "count"}),
+        lm("lm_heads_do_not_split", "heads = 4", "heads = 5", {"h.0.attn", "heads"}),
+        lm("lm_kv_heads_do_not_divide", "heads = 4", "heads = 4\n  kv_heads = 3", {"h.0.attn", "kv_heads"}),
+        lm("lm_tie_to_nothing", "tie_weight = \"tok\"", "tie_weight = \"nosuch\"",
+           {"head", "tie_weight", "nosuch"}),
+        lm("lm_tie_wrong_shape", "out_features = 256", "out_features = 100", {"head", "tie_weight"}),
+        lm("lm_head_not_vocab", "out_features = 256\ntie_weight = \"tok\"", "out_features = 10",
+           {"head", "vocab_size = 256"}),
+        lm("lm_token_dtype_unknown", "format = \"tokens\"", "format = \"tokens\"\ntoken_dtype = \"f32\"",
+           {"model.toml:", "token_dtype"})),
     CaseName());
 
 INSTANTIATE_TEST_SUITE_P(

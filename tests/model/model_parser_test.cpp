@@ -151,3 +151,83 @@ TEST(ModelParser, MissingFile) {
 
 }  // namespace
 }  // namespace tandem::host::model
+
+namespace tandem::host::model {
+namespace {
+
+const char* kRepeated = R"([model]
+task = "language_model"
+context = 8
+vocab_size = 16
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 16
+embedding_dim = 4
+[[layers]]
+name = "h"
+op = "repeat"
+count = 3
+[[layers.body]]
+name = "norm"
+op = "rms_norm"
+[[layers.body]]
+name = "attn"
+op = "attention"
+heads = 2
+[[layers.body]]
+name = "res"
+op = "add"
+inputs = ["h", "attn"]
+[[layers]]
+name = "out"
+op = "linear"
+out_features = 16
+inputs = ["h"]
+[data]
+format = "tokens"
+train_tokens = "t.txt"
+)";
+
+TEST(ModelParser, RepeatBlocksAreNumberedCopiesWithTheirInputsRewired) {
+  auto r = parse_model_text(kRepeated, "m.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->layers.size(), 1u + 3 * 3 + 1);
+  EXPECT_EQ(r->layers[1].name, "h.0.norm");
+  EXPECT_EQ(r->layers[3].inputs, (std::vector<std::string>{"tok", "h.0.attn"}))
+      << "block 0 reads the layer before";
+  EXPECT_EQ(r->layers[6].inputs, (std::vector<std::string>{"h.0.res", "h.1.attn"}))
+      << "block 1 reads block 0";
+  EXPECT_EQ(r->layers[9].name, "h.2.res");
+  EXPECT_EQ(r->layers[10].inputs, (std::vector<std::string>{"h.2.res"}))
+      << "after the block, its name is its last layer";
+  EXPECT_TRUE(r->language_model());
+  EXPECT_EQ(r->input_shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(r->classes, 16);
+}
+
+TEST(ModelParser, RepeatAndLanguageModelMistakesAreErrorsAtTheirPlace) {
+  auto replaced = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::string text = kRepeated;
+  EXPECT_NE(
+      error_of(replaced(text, "count = 3", "count = 0")).find("m.toml:10:1: repeat block 'h': needs count"),
+      std::string::npos)
+      << error_of(replaced(text, "count = 3", "count = 0"));
+  EXPECT_NE(error_of(replaced(text, "op = \"rms_norm\"", "op = \"repeat\"")).find("no nested repeat"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(text, "vocab_size = 16", "vocab_size = 16\nclasses = 3"))
+                .find("[model] classes does not apply to a language model"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(text, "format = \"tokens\"", "format = \"synthetic\""))
+                .find("reads [data] format = \"tokens\""),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(text, "context = 8\n", "")).find("needs context = N"), std::string::npos);
+  EXPECT_NE(error_of(replaced(text, "name = \"res\"", "name = \"norm\"")).find("'norm' is used twice"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem::host::model

@@ -135,6 +135,65 @@ op = "linear"
 out_features = 3
 )";
 
+// A small Llama-style language model: token and position embeddings, two
+// repeated blocks of rms_norm, causal attention with grouped heads and
+// rotary embeddings, a SiLU MLP, residuals, and an output head tied to the
+// token embedding (its gradient sums both uses).
+const char* kLanguageModel = R"([model]
+task = "language_model"
+context = 5
+vocab_size = 11
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 11
+embedding_dim = 8
+[[layers]]
+name = "pos"
+op = "position_embedding"
+[[layers]]
+name = "h"
+op = "repeat"
+count = 2
+[[layers.body]]
+name = "norm"
+op = "rms_norm"
+[[layers.body]]
+name = "attn"
+op = "attention"
+heads = 4
+kv_heads = 2
+rope = true
+[[layers.body]]
+name = "res1"
+op = "add"
+inputs = ["h", "attn"]
+[[layers.body]]
+name = "up"
+op = "linear"
+out_features = 12
+[[layers.body]]
+name = "act"
+op = "silu"
+[[layers.body]]
+name = "down"
+op = "linear"
+out_features = 8
+[[layers.body]]
+name = "res2"
+op = "add"
+inputs = ["res1", "down"]
+[[layers]]
+name = "final"
+op = "layer_norm"
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 11
+bias = false
+tie_weight = "tok"
+)";
+
 class GraphGradcheck : public ReferenceDevice {
  protected:
   void check(const char* text, bool integer_inputs = false) {
@@ -157,9 +216,15 @@ class GraphGradcheck : public ReferenceDevice {
     for (int64_t d : in_dims) n_in *= d;
     std::vector<double> input(static_cast<size_t>(n_in));
     for (auto& x : input) x = integer_inputs ? double(rng() % 7) : uni(rng);
-    std::vector<int32_t> labels(static_cast<size_t>(batch));
+    // A language model reads token ids and has a label per position.
+    const bool tokens = spec->language_model();
+    std::vector<int32_t> ids(static_cast<size_t>(n_in));
+    for (auto& t : ids) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(spec->classes));
+    std::vector<int32_t> labels(static_cast<size_t>(tokens ? n_in : batch));
     for (auto& l : labels) l = static_cast<int32_t>(rng() % static_cast<uint64_t>(spec->classes));
-    ASSERT_TRUE(e.write(m->input, input.data(), input.size() * 8).ok());
+    ASSERT_TRUE((tokens ? e.write(m->input, ids.data(), ids.size() * 4)
+                        : e.write(m->input, input.data(), input.size() * 8))
+                    .ok());
     ASSERT_TRUE(e.write(m->labels, labels.data(), labels.size() * 4).ok());
     std::map<ValueId, std::vector<double>> params;
     for (const auto& [id, init] : m->initializers) {
@@ -216,6 +281,10 @@ TEST_F(GraphGradcheck, ResidualBlockWithSharedValues) {
 }
 TEST_F(GraphGradcheck, EmbeddingAndLayerNorm) {
   check(kEmbedding, true);
+}
+
+TEST_F(GraphGradcheck, LanguageModelWithAttentionRepeatAndTiedHead) {
+  check(kLanguageModel);
 }
 
 }  // namespace
