@@ -41,6 +41,7 @@ enum RngStream : uint64_t {
   kFlipStream = 4,
   kSyntheticStream = 5,
   kWindowStream = 6,  // where a language model's training windows start
+  kSampleStream = 7,  // `tandem generate`'s draws
 };
 
 }  // namespace tandem::host::data

@@ -24,7 +24,7 @@ namespace tandem::host::lowering::detail {
 
 Result<ValueId> linear_int8(Context& ctx, ValueId x, const Int8Layer& q) {
   const model::LayerSpec& l = *ctx.layer;
-  if (ctx.out.mode != Mode::Eval)
+  if (ctx.out.mode == Mode::Train)
     return ctx.error(
         "an INT8 model can only be evaluated; train the f32 model (or use [features.quantize] "
         "mode = \"qat\") and quantize it with `tandem quantize`");
@@ -68,7 +68,7 @@ Result<ValueId> linear_int8(Context& ctx, ValueId x, const Int8Layer& q) {
 Result<ValueId> conv2d_int8(Context& ctx, ValueId x, const Int8Layer& q, std::vector<Attr> conv_attrs,
                             const Dims& w_dims, const Dims& y_dims) {
   const model::LayerSpec& l = *ctx.layer;
-  if (ctx.out.mode != Mode::Eval) return ctx.error("an INT8 model can only be evaluated");
+  if (ctx.out.mode == Mode::Train) return ctx.error("an INT8 model can only be evaluated");
   if (q.w_scale.size() != 1 && int64_t(q.w_scale.size()) != w_dims[0])
     return ctx.error("the INT8 checkpoint has " + std::to_string(q.w_scale.size()) +
                      " weight scales; expected 1 or out_channels = " + std::to_string(w_dims[0]));

@@ -158,6 +158,20 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
   return {};
 }
 
+Result<void> add_decode_inputs(ModelGraph& g, const model::ModelSpec& spec) {
+  const int64_t context = spec.input_shape.at(0);
+  auto position = g.graph.add_value("decode.position", TDM_VALUE_INPUT, TensorType{TDM_S64, {}});
+  auto index = g.graph.add_value("decode.position_index", TDM_VALUE_INPUT, TensorType{TDM_S32, {1}});
+  auto mask = g.graph.add_value("decode.mask", TDM_VALUE_INPUT, TensorType{TDM_U8, {1, context}});
+  if (!position) return position.error();
+  if (!index) return index.error();
+  if (!mask) return mask.error();
+  g.decode_position = *position;
+  g.decode_position_index = *index;
+  g.decode_mask = *mask;
+  return {};
+}
+
 }  // namespace
 
 bool uses_tensor_parallelism(const model::ModelSpec& spec) {
@@ -186,6 +200,13 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
   g.batch = batch;
   Dims input_dims = {batch};
   input_dims.insert(input_dims.end(), spec.input_shape.begin(), spec.input_shape.end());
+  if (mode == Mode::Decode) {
+    if (!spec.language_model() || batch != 1)
+      return make_error(spec.path + ": only a language model decodes, one sequence at a time",
+                        TDM_INVALID_ARGUMENT);
+    input_dims = {1, 1};
+    if (auto r = add_decode_inputs(g, spec); !r) return r.error();
+  }
   // A language model reads token ids and predicts one label per position.
   const bool tokens = spec.language_model();
   auto input = g.graph.add_value("input", TDM_VALUE_INPUT, TensorType{tokens ? TDM_S32 : dtype, input_dims});

@@ -28,7 +28,10 @@ using ops::dims_str;
 using ops::numel;
 using ops::window_out;
 
-enum class Mode { Train, Eval };
+// Decode: a language model's graph for `tandem generate`, one new token per
+// run attending to the cached keys and values of the tokens before it (an
+// evaluation graph otherwise: no dropout, no gradients).
+enum class Mode { Train, Eval, Decode };
 
 // How a parameter or state tensor starts (host-side, seeded).
 struct Initializer {
@@ -70,6 +73,17 @@ struct ModelGraph {
   // column-parallel linear without gather_output, and elementwise layers on it).
   std::set<ValueId> split_activations;
   std::vector<NodeId> dropout_nodes;
+  // Mode::Decode: the new token's position p (s64 [] for rope, s32 [1] for
+  // a position table), the mask of the attended slots (u8 [1, context]: the
+  // context - 1 cache slots, right-aligned, then the new token; 1 = empty),
+  // and per attention layer its cache inputs [1, G, context - 1, head_dim]
+  // and the new token's key and value [1, G, 1, head_dim] to append to them.
+  struct KvCache {
+    std::string layer;
+    ValueId k_cache = kNoValue, v_cache = kNoValue, k_new = kNoValue, v_new = kNoValue;
+  };
+  ValueId decode_position = kNoValue, decode_position_index = kNoValue, decode_mask = kNoValue;
+  std::vector<KvCache> caches;
   ValueId dropout_step = kNoValue;  // "dropout.step" [] s64: every dropout node's seed_offset,
                                     // written by the host each step so masks change per step
 

@@ -245,7 +245,7 @@ Result<ValueId> dropout(Context& ctx, ValueId x) {
   const LayerSpec& l = *ctx.layer;
   const double p = l.float_attr("p", 0.5);
   if (!(p >= 0 && p < 1)) return ctx.error("p must be in [0, 1)");
-  if (ctx.out.mode == Mode::Eval || p == 0) return x;  // identity at evaluation
+  if (ctx.out.mode != Mode::Train || p == 0) return x;  // identity at evaluation and decoding
   // Each dropout layer gets its own stream of masks (its seed attribute); the
   // host feeds the step as seed_offset, so every step draws new masks.
   const int64_t seed = ctx.dropout_seed();
@@ -269,7 +269,7 @@ Result<ValueId> batch_norm(Context& ctx, ValueId x) {
   if (!gamma || !beta || !mean || !var)
     return make_error(ctx.who() + ": could not add its tensors", TDM_INTERNAL);
   const double eps = l.float_attr("epsilon", 1e-5);
-  if (ctx.out.mode == Mode::Eval) {
+  if (ctx.out.mode != Mode::Train) {
     auto y = ctx.emit("batch_norm_inference", l.name, {x, *gamma, *beta, *mean, *var}, {{"epsilon", eps}},
                       {ctx.value(x).type}, {l.name});
     if (!y) return y.error();

@@ -50,10 +50,55 @@ Result<ValueId> to_heads(Context& ctx, ValueId rows, int64_t B, int64_t T, int64
                     {ctx.tensor({B, heads, T, hd})});
   if (!t) return t.error();
   if (!rope) return (*t)[0];
-  auto r = ctx.emit("rope", base + ".rope", {(*t)[0], kNoValue},
+  // Decoding, the one row is at the new token's position (kNoValue otherwise:
+  // rows are positions 0, 1, ...).
+  auto r = ctx.emit("rope", base + ".rope", {(*t)[0], ctx.out.decode_position},
                     {{"base", ctx.layer->float_attr("rope_base", 10000.0)}}, {ctx.tensor({B, heads, T, hd})});
   if (!r) return r.error();
   return (*r)[0];
+}
+
+// The heads [B, H, T, hd] back to token vectors [B, T, C] through the
+// output projection.
+Result<ValueId> merge_heads(Context& ctx, ValueId o, int64_t B, int64_t T, int64_t H, int64_t hd, int64_t C,
+                            bool bias) {
+  const std::string& name = ctx.layer->name;
+  auto back =
+      ctx.emit("transpose", name + ".merge", {o}, {{"perm", Dims{0, 2, 1, 3}}}, {ctx.tensor({B, T, H, hd})});
+  if (!back) return back.error();
+  auto merged = reshape(ctx, (*back)[0], {B * T, H * hd}, name + ".concat_heads");
+  if (!merged) return merged;
+  auto y = projection(ctx, *merged, "out", C, bias);
+  if (!y) return y;
+  return back_to_tokens(ctx, *y, B, T, name);
+}
+
+// Decoding: the new token's key and value follow the cached ones (inputs
+// "<layer>.k_cache", "<layer>.v_cache" [1, G, context - 1, hd]), and the
+// query attends to every slot the mask leaves open.
+Result<ValueId> attend_cached(Context& ctx, ValueId q, ValueId k, ValueId v, int64_t G, int64_t hd) {
+  const std::string& name = ctx.layer->name;
+  const int64_t slots = ctx.spec.input_shape.at(0), H = ctx.dims(q)[1];
+  ModelGraph::KvCache cache{name, kNoValue, kNoValue, k, v};
+  std::vector<ValueId> all = {k, v};
+  if (slots > 1)
+    for (int i = 0; i < 2; ++i) {
+      const std::string what = i == 0 ? ".k_cache" : ".v_cache";
+      auto c = ctx.out.graph.add_value(name + what, TDM_VALUE_INPUT, ctx.tensor({1, G, slots - 1, hd}));
+      if (!c) return c.error();
+      (i == 0 ? cache.k_cache : cache.v_cache) = *c;
+      auto joined = ctx.emit("concat", name + what + ".append", {*c, all[size_t(i)]}, {{"axis", int64_t{2}}},
+                             {ctx.tensor({1, G, slots, hd})});
+      if (!joined) return joined.error();
+      all[size_t(i)] = (*joined)[0];
+    }
+  ctx.out.caches.push_back(cache);
+  auto o = ctx.emit(
+      "attention", name + ".attention", {q, all[0], all[1], ctx.out.decode_mask, kNoValue},
+      {{"causal", int64_t{0}}},
+      {ctx.tensor({1, H, 1, hd}), TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {1, H, 1}}});
+  if (!o) return o.error();
+  return (*o)[0];
 }
 
 }  // namespace
@@ -92,10 +137,20 @@ Result<ValueId> position_embedding(Context& ctx, ValueId x) {
   if (most < d[1])
     return ctx.error("max_positions = " + std::to_string(most) + " is less than the context " +
                      std::to_string(d[1]));
-  auto table = ctx.parameter("weight", {d[1], d[2]},
-                             Initializer{ctx.layer->string_attr("init", "normal"), d[1], d[2],
+  const bool decode = ctx.out.mode == Mode::Decode;
+  const int64_t positions = decode ? ctx.spec.input_shape.at(0) : d[1];
+  auto table = ctx.parameter("weight", {positions, d[2]},
+                             Initializer{ctx.layer->string_attr("init", "normal"), positions, d[2],
                                          ctx.layer->float_attr("init_std", 0.02)});
   if (!table) return table.error();
+  if (decode) {  // the new token's row of the table, [1, C], broadcast over [1, 1, C]
+    auto row = ctx.emit("embedding", ctx.layer->name + ".row", {*table, ctx.out.decode_position_index}, {},
+                        {ctx.tensor({1, d[2]})});
+    if (!row) return row.error();
+    auto y = ctx.emit("add", ctx.layer->name, {x, (*row)[0]}, {}, {ctx.value(x).type}, {ctx.layer->name});
+    if (!y) return y.error();
+    return (*y)[0];
+  }
   auto y = ctx.emit("add", ctx.layer->name, {x, *table}, {}, {ctx.value(x).type}, {ctx.layer->name});
   if (!y) return y.error();
   return (*y)[0];
@@ -124,6 +179,11 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   auto kh = to_heads(ctx, *k, B, T, G, hd, "k", rope);
   auto vh = to_heads(ctx, *v, B, T, G, hd, "v", false);
   if (!qh || !kh || !vh) return !qh ? qh : !kh ? kh : vh;
+  if (ctx.out.mode == Mode::Decode) {
+    auto o = attend_cached(ctx, *qh, *kh, *vh, G, hd);
+    if (!o) return o;
+    return merge_heads(ctx, *o, B, T, H, hd, C, bias);
+  }
   const double p = ctx.out.mode == Mode::Train ? l.float_attr("dropout", 0.0) : 0.0;
   if (!(p < 1)) return ctx.error("dropout must be in [0, 1)");
   std::vector<Attr> attrs = {{"causal", int64_t(l.bool_attr("causal", true))}};
@@ -140,14 +200,7 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
       {ctx.tensor({B, H, T, hd}), TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, H, T}}});
   if (!o) return o.error();
   if (p > 0) ctx.out.dropout_nodes.push_back(ctx.value((*o)[0]).producer);
-  auto back = ctx.emit("transpose", l.name + ".merge", {(*o)[0]}, {{"perm", Dims{0, 2, 1, 3}}},
-                       {ctx.tensor({B, T, H, hd})});
-  if (!back) return back.error();
-  auto merged = reshape(ctx, (*back)[0], {B * T, H * hd}, l.name + ".concat_heads");
-  if (!merged) return merged;
-  auto y = projection(ctx, *merged, "out", C, bias);
-  if (!y) return y;
-  return back_to_tokens(ctx, *y, B, T, l.name);
+  return merge_heads(ctx, (*o)[0], B, T, H, hd, C, bias);
 }
 
 }  // namespace tandem::host::lowering::detail

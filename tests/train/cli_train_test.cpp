@@ -365,6 +365,20 @@ windows_per_epoch = 320
   const size_t at = r.output.rfind("eval loss ");  // after the last epoch
   ASSERT_NE(at, std::string::npos) << r.output;
   EXPECT_LT(std::stod(r.output.substr(at + 10)), 1.0) << r.output;
+  // Greedy decoding continues the text it learned; sampling with a seed
+  // repeats itself; the speed goes to stderr.
+  CliRun greedy = tandem("generate " + m + " --weights " + dir.file("run") +
+                         " --device onednn --prompt \"the cat \" --tokens 30 --temperature 0");
+  ASSERT_EQ(greedy.code, 0) << greedy.output;
+  EXPECT_HAS(greedy.output, "the cat sat ");  // words of the text, not random bytes
+  EXPECT_HAS(greedy.output, "tokens/s");
+  const std::string sample =
+      "generate " + m + " --weights " + dir.file("run") + " --device onednn --prompt t --tokens 40 --seed 5";
+  const auto words = [](const std::string& out) { return out.substr(0, out.find("generated ")); };
+  EXPECT_EQ(words(tandem(sample).output), words(tandem(sample).output));
+  CliRun none = tandem("generate " + m + " --weights " + dir.file("run") + " --tokens 0");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_HAS(none.output, "--tokens");
 }
 
 }  // namespace
