@@ -184,8 +184,8 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
     if (!o) return o;
     return merge_heads(ctx, *o, B, T, H, hd, C, bias);
   }
+  if (!(l.float_attr("dropout", 0.0) < 1)) return ctx.error("dropout must be in [0, 1)");
   const double p = ctx.out.mode == Mode::Train ? l.float_attr("dropout", 0.0) : 0.0;
-  if (!(p < 1)) return ctx.error("dropout must be in [0, 1)");
   std::vector<Attr> attrs = {{"causal", int64_t(l.bool_attr("causal", true))}};
   ValueId step = kNoValue;
   if (p > 0) {

@@ -107,6 +107,7 @@ class Checkpointing final : public tandem::Feature {
       return split_evenly(layers, static_cast<size_t>(std::lround(std::sqrt(double(layers.size())))));
     }
     if (!segments_.empty() && segments_.front() == '[') return split_after(layers, parse_list(segments_));
+    if (segments_ == "blocks") return split_by_blocks(layers);
     size_t used = 0;
     long n = 0;
     try {
@@ -117,8 +118,8 @@ class Checkpointing final : public tandem::Feature {
     if (used == 0 || used != segments_.size() || n < 1)
       throw Error(
           TDM_INVALID_ARGUMENT,
-          "[features.checkpointing] segments must be \"auto\", a number of segments >= 1, or a list of "
-          "layer names, got '" +
+          "[features.checkpointing] segments must be \"auto\", \"blocks\" (one per repeated block), a number "
+          "of segments >= 1, or a list of layer names, got '" +
               segments_ + "'");
     return split_evenly(layers, static_cast<size_t>(n));
   }

@@ -64,6 +64,40 @@ Segments split_after(const std::vector<std::string>& layers, const std::vector<s
   return segments;
 }
 
+namespace {
+
+// "h.3" for "h.3.attn" (a copy of a repeat block: a middle component of
+// digits), "" for a layer outside any block.
+std::string block_copy(const std::string& layer) {
+  const size_t first = layer.find('.');
+  if (first == std::string::npos) return "";
+  const size_t second = layer.find('.', first + 1);
+  if (second == std::string::npos || second == first + 1) return "";
+  for (size_t i = first + 1; i < second; ++i)
+    if (layer[i] < '0' || layer[i] > '9') return "";
+  return layer.substr(0, second);
+}
+
+}  // namespace
+
+Segments split_by_blocks(const std::vector<std::string>& layers) {
+  std::vector<std::string> ends;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string copy = block_copy(layers[i]);
+    const bool last_of_copy = !copy.empty() && (i + 1 == layers.size() || block_copy(layers[i + 1]) != copy);
+    if (last_of_copy) ends.push_back(layers[i]);
+  }
+  if (ends.empty())
+    throw Error(
+        TDM_INVALID_ARGUMENT,
+        "[features.checkpointing] segments = \"blocks\" needs repeated blocks ([[layers]] op = \"repeat\", "
+        "layers named <block>.<i>.<layer>); this model has none: use \"auto\" or a number");
+  // Layers after the last block (a final norm, the head) join its segment.
+  const std::vector<std::string> tail(std::find(layers.begin(), layers.end(), ends.back()) + 1, layers.end());
+  if (!tail.empty()) ends.back() = tail.back();
+  return split_after(layers, ends);
+}
+
 size_t estimated_peak(const Segments& segments, const std::map<std::string, size_t>& saved,
                       const std::map<std::string, size_t>& outputs) {
   const auto get = [](const std::map<std::string, size_t>& m, const std::string& k) {

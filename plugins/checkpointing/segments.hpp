@@ -30,6 +30,10 @@ Segments split_evenly(const std::vector<std::string>& layers, size_t n);
 // A segment ends after each named layer; unknown names are an error naming them.
 Segments split_after(const std::vector<std::string>& layers, const std::vector<std::string>& ends);
 
+// One segment per copy of a repeat block ("h.0.*", "h.1.*", ...): layers
+// before the first copy join it, layers after the last join the last.
+Segments split_by_blocks(const std::vector<std::string>& layers);
+
 // Activations kept at backward's start with these segments (an estimate
 // from the layers' saved and output bytes): the checkpoints, the last
 // segment's activations, and the largest recomputed segment's.

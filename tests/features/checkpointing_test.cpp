@@ -4,6 +4,7 @@
 // by at least half.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -87,6 +88,76 @@ TEST_F(Checkpointing, NamedSegmentEndsAndAMemoryBudget) {
   ASSERT_TRUE(tight.ok()) << tight.error().message;
   EXPECT_LT((*tight)->executor().plan().estimate.activations,
             (*roomy)->executor().plan().estimate.activations);
+}
+
+// A language model of three repeated blocks, with attention dropout.
+std::string language_model(const std::string& text_file) {
+  return R"([model]
+task = "language_model"
+context = 8
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+[[layers]]
+name = "h"
+op = "repeat"
+count = 3
+[[layers.body]]
+name = "norm"
+op = "layer_norm"
+[[layers.body]]
+name = "attn"
+op = "attention"
+heads = 2
+dropout = 0.2
+[[layers.body]]
+name = "res"
+op = "add"
+inputs = ["h", "attn"]
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+tie_weight = "tok"
+[train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 4
+steps = 3
+seed = 2
+[data]
+format = "tokens"
+train_tokens = ")" +
+         text_file + R"("
+)";
+}
+
+// segments = "blocks": one segment per copy of the repeated block; training
+// is bit-identical (attention's dropout replays its mask when recomputed).
+TEST_F(Checkpointing, OneSegmentPerRepeatedBlock) {
+  const std::string text = ::testing::TempDir() + "/checkpointing_lm.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 40; ++i) out << "to be or not to be. ";
+  }
+  auto plain = trainer(language_model(text), {});
+  auto blocks = trainer(language_model(text), {"features.checkpointing.segments=\"blocks\""});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_TRUE(blocks.ok()) << blocks.error().message;
+  const host::Graph& g = (*blocks)->model().graph;
+  EXPECT_NE(g.node_by_name("h.0.attn.attention.recompute"), nullptr);
+  EXPECT_NE(g.node_by_name("h.1.attn.attention.recompute"), nullptr);
+  EXPECT_EQ(g.node_by_name("h.2.attn.attention.recompute"), nullptr) << "the last segment is kept";
+  ASSERT_TRUE((*plain)->run().ok());
+  ASSERT_TRUE((*blocks)->run().ok());
+  for (const char* w : {"tok.weight", "h.0.attn.q.weight", "h.2.attn.out.weight", "h.1.norm.gamma"})
+    EXPECT_EQ(read(**plain, w), read(**blocks, w)) << w;
+  auto none = trainer(mlp16(), {"features.checkpointing.segments=\"blocks\""});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("needs repeated blocks"), std::string::npos) << none.error().message;
 }
 
 TEST_F(Checkpointing, BadConfigurationIsNamed) {
