@@ -162,7 +162,11 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
   if (!x) return x.error();
   if (parallel == "column") return column_linear(ctx, *x);
   if (ctx.int8 != nullptr)
-    if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end()) return linear_int8(ctx, *x, q->second);
+    if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end()) {
+      auto y = linear_int8(ctx, *x, q->second);
+      if (!y || !per_token) return y;
+      return back_to_tokens(ctx, *y, ctx.dims(x_in)[0], ctx.dims(x_in)[1], l.name + ".per_token");
+    }
   const int64_t in = ctx.dims(*x)[1], out = l.int_attr("out_features", 0);
   if (out <= 0) return ctx.error("out_features must be positive");
   auto w = linear_weight(ctx, in, out);

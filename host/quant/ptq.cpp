@@ -27,21 +27,26 @@ struct Target {
 Result<std::vector<Target>> find_targets(const model::ModelSpec& spec, const lowering::ModelGraph& m) {
   std::vector<Target> targets;
   for (const auto& layer : spec.layers) {
-    if (!lowering::has_int8_form(layer.op)) continue;
+    // A tied output head shares the embedding's f32 table, which the
+    // embedding still reads: it stays f32.
+    if (!lowering::has_int8_form(layer.op) || !layer.string_attr("tie_weight", "").empty()) continue;
     if (layer.string_attr("parallel", "none") != "none")
       return make_error(spec.path + ": layer '" + layer.name +
                             "' is tensor-parallel; quantize the model in one process without `parallel`",
                         TDM_INVALID_ARGUMENT);
     const Node* node = m.graph.node_by_name(layer.name);
+    if (node != nullptr && node->op != layer.op)  // a language model's per-token linear: rows, then a reshape
+      node = m.graph.node_by_name(layer.name + ".rows");
     if (node == nullptr || node->op != layer.op || node->inputs.empty())
       return make_error("internal: no " + layer.op + " node for layer '" + layer.name + "'", TDM_INTERNAL);
     Target t;
     t.layer = layer.name;
     t.op = layer.op;
     t.input = node->inputs[0];
-    t.features = 1;
-    const auto& dims = m.graph.value(t.input)->type.dims;
-    for (size_t i = 1; i < dims.size(); ++i) t.features *= dims[i];
+    // Values per sample: a language model's token rows [B·T, C] hold T·C.
+    int64_t values = 1;
+    for (int64_t d : m.graph.value(t.input)->type.dims) values *= d;
+    t.features = values / m.batch;
     targets.push_back(std::move(t));
   }
   if (targets.empty())
@@ -66,7 +71,7 @@ Result<int64_t> calibration_pass(exec::Executor& ex, const lowering::ModelGraph&
   while (seen < o.samples) {
     auto batch = loader.next();
     if (!batch) break;
-    if (auto r = ex.write(m.input, batch->features.data(), batch->features.size() * sizeof(float)); !r)
+    if (auto r = ex.write(m.input, batch->input_data(), batch->input_bytes()); !r)
       return r.error();
     if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r)
       return r.error();
