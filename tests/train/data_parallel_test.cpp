@@ -103,6 +103,67 @@ TEST_F(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// A language model (attention, a tied head) on token windows: two ranks at
+// half the batch draw the same windows as one process and end with its
+// weights.
+TEST_F(DataParallel, ALanguageModelOnTwoRanksMatchesOneRank) {
+  TempDir dir;
+  {
+    std::ofstream text(dir.file("text.txt"));
+    for (int i = 0; i < 100; ++i) text << "a stitch in time saves nine. ";
+  }
+  std::ofstream(dir.file("lm.toml")) << R"([model]
+name = "lm"
+task = "language_model"
+context = 12
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+init_std = 0.02
+[[layers]]
+name = "pos"
+op = "position_embedding"
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 2
+[[layers]]
+name = "res"
+op = "add"
+inputs = ["pos", "attn"]
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+tie_weight = "tok"
+[train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 16
+steps = 10
+seed = 3
+[data]
+format = "tokens"
+train_tokens = ")" + dir.file("text.txt") + R"("
+windows_per_epoch = 160
+)";
+  const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
+                             dir.file("lm.toml") + " --device reference";
+  CliRun one = shell("env -u TANDEM_PLUGIN_PATH " + tandem + " --run-dir " + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
+            tandem + " --set train.batch_size=8 --run-dir " + dir.file("two"));
+  ASSERT_EQ(two.code, 0) << two.output;
+  const double worst = largest_difference(dir.file("one"), dir.file("two"));
+  std::cout << "largest weight difference of a language model, 1 rank x 16 vs 2 ranks x 8, after 10 steps: "
+            << worst << "\n";
+  EXPECT_LE(worst, 1e-5);
+}
+
 TEST_F(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;
