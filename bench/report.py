@@ -22,7 +22,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--workloads", default="fmnist_mlp cnn gemm_mlp tiny_mlp")
+    ap.add_argument("--workloads", default="fmnist_mlp cnn gemm_mlp tiny_mlp gpt")
     a = ap.parse_args()
     peak = None
     try:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tandem vs PyTorch on identical training work — the one command.
 #
-#   bench/run.sh [--threads N] [--repeats N] [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp"] [--no-setup]
+#   bench/run.sh [--threads N] [--repeats N] [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp gpt"] [--no-setup]
 #
 # 1. Sets up the PyTorch peers (idempotent): Debian's python3-torch with
 #    OpenBLAS (libopenblas0-pthread), and PyPI's current `torch` wheel in a
@@ -17,7 +17,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 threads=2
 repeats=5
-workloads="fmnist_mlp cnn gemm_mlp tiny_mlp"
+workloads="fmnist_mlp cnn gemm_mlp tiny_mlp gpt"
 setup=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,8 +37,8 @@ venv=$cache/venv
 mkdir -p "$cache" "$out"
 
 # Steps per timed repeat, chosen so one repeat takes roughly a second here.
-declare -A steps=([fmnist_mlp]=200 [cnn]=20 [gemm_mlp]=40 [tiny_mlp]=3000)
-declare -A warmup=([fmnist_mlp]=20 [cnn]=5 [gemm_mlp]=5 [tiny_mlp]=200)
+declare -A steps=([fmnist_mlp]=200 [cnn]=20 [gemm_mlp]=40 [tiny_mlp]=3000 [gpt]=5)
+declare -A warmup=([fmnist_mlp]=20 [cnn]=5 [gemm_mlp]=5 [tiny_mlp]=200 [gpt]=2)
 
 log() { echo "== $*" >&2; }
 

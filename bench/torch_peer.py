@@ -3,9 +3,11 @@
 
 Reads the same model file (tomllib), builds the same layers (linear with its
 activation, conv2d, relu, max_pool2d; flattening before a linear as Tandem
-does), CrossEntropyLoss, SGD with the file's momentum / nesterov /
-weight_decay and a constant lr. One batch of N(0,1) features and uniform
-labels is created once as tensors (pre-loaded); `warmup` untimed steps, then
+does; a language model's layers from bench/torch_gpt.py), CrossEntropyLoss
+(over every token of a language model), SGD with the file's momentum /
+nesterov / weight_decay or AdamW with its betas, epsilon and weight decay,
+and a constant lr. One batch of N(0,1) features (uniform token ids) and
+uniform labels is created once as tensors (pre-loaded); `warmup` untimed steps, then
 `repeats` timed runs of `steps` steps (zero_grad(set_to_none) + forward +
 backward + step), the loss read once at the end of each repeat (.item(),
 inside the timed span, as Tandem reads it). Writes the same JSON keys as
@@ -100,20 +102,33 @@ def main():
     with open(a.model, "rb") as f:
         spec = tomllib.load(f)
     train = spec["train"]
-    if train.get("optimizer", "sgd") != "sgd" or spec["loss"]["op"] != "softmax_cross_entropy":
-        sys.exit("torch_peer: only sgd + softmax_cross_entropy models")
+    if spec.get("loss", {}).get("op", "softmax_cross_entropy") != "softmax_cross_entropy":
+        sys.exit("torch_peer: only softmax_cross_entropy models")
     batch = train["batch_size"]
-    net = build(spec)
+    language = spec["model"].get("task") == "language_model"
+    if language:  # tokens in, the next token at every position out
+        from torch_gpt import LanguageModel
+        net = LanguageModel(spec)
+        vocab, context = spec["model"]["vocab_size"], spec["model"]["context"]
+        x = torch.randint(0, vocab, (batch, context))
+        y = torch.randint(0, vocab, (batch, context))
+    else:
+        net = build(spec)
+        x = torch.randn(batch, *spec["model"]["input"])
+        y = torch.randint(0, spec["model"]["classes"], (batch,))
     params = sum(p.numel() for p in net.parameters())
-    opt = torch.optim.SGD(net.parameters(), lr=train["lr"], momentum=train.get("momentum", 0.0),
-                          nesterov=train.get("nesterov", False), weight_decay=train.get("weight_decay", 0.0))
+    if train.get("optimizer", "sgd") == "adamw":
+        opt = torch.optim.AdamW(net.parameters(), lr=train["lr"], betas=(train.get("beta1", 0.9), train.get("beta2", 0.999)),
+                                eps=train.get("epsilon", 1e-8), weight_decay=train.get("weight_decay", 0.01))
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=train["lr"], momentum=train.get("momentum", 0.0),
+                              nesterov=train.get("nesterov", False), weight_decay=train.get("weight_decay", 0.0))
     loss_fn = nn.CrossEntropyLoss()
-    x = torch.randn(batch, *spec["model"]["input"])
-    y = torch.randint(0, spec["model"]["classes"], (batch,))
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
+        out = net(x)
+        loss = loss_fn(out.reshape(-1, out.shape[-1]), y.reshape(-1)) if language else loss_fn(out, y)
         loss.backward()
         opt.step()
         return loss
@@ -138,6 +153,7 @@ def main():
         "model": spec["model"]["name"],
         "threads": torch.get_num_threads(),
         "batch": batch,
+        "tokens_per_sample": spec["model"]["context"] if language else 1,
         "parameters": params,
         "steps": a.steps,
         "warmup": a.warmup,
@@ -147,7 +163,7 @@ def main():
         "min_samples_per_second": min(rates),
         "max_samples_per_second": max(rates),
         "step_ms": 1e3 * batch / median,
-        "effective_gflops": 6.0 * params * median * 1e-9,
+        "effective_gflops": 6.0 * params * median * (spec["model"]["context"] if language else 1) * 1e-9,
         "last_loss": last,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")},

@@ -87,7 +87,8 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
             << "  samples/s   median " << fixed(r.median, 1) << "  min " << fixed(r.min, 1) << "  max "
             << fixed(r.max, 1) << "\n"
             << "  step        " << fixed(r.step_ms, 3) << " ms\n"
-            << "  effective   " << fixed(r.effective_gflops(), 1) << " GFLOP/s (6 x parameters x samples/s)\n"
+            << "  effective   " << fixed(r.effective_gflops(), 1)
+            << (r.tokens_per_sample > 1 ? " GFLOP/s (6 x parameters x tokens/s)\n" : " GFLOP/s (6 x parameters x samples/s)\n")
             << "  peak RSS    " << host::human_bytes(r.peak_rss_bytes) << " (device peak "
             << host::human_bytes(r.device_peak_bytes) << ", planned " << host::human_bytes(r.planned_bytes)
             << ")\n"

@@ -22,19 +22,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One batch of N(0, 1) features and uniform labels, written once.
+// One batch of N(0, 1) features and uniform labels, written once; for a
+// language model, uniform token ids and next-token labels at every position.
 Result<void> preload_batch(const lowering::ModelGraph& model, const model::ModelSpec& spec,
                            exec::Executor& ex) {
   std::mt19937_64 rng(spec.train.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(spec.classes) - 1);
-  std::vector<float> features(static_cast<size_t>(ops::numel(model.graph.value(model.input)->type.dims)));
-  for (float& f : features) f = normal(rng);
-  std::vector<int32_t> labels(static_cast<size_t>(model.batch));
+  const size_t inputs = static_cast<size_t>(ops::numel(model.graph.value(model.input)->type.dims));
+  std::vector<int32_t> labels(static_cast<size_t>(ops::numel(model.graph.value(model.labels)->type.dims)));
   for (int32_t& l : labels) l = label(rng);
-  if (auto r = ex.write(model.input, features.data(), features.size() * sizeof(float)); !r) return r;
-  if (auto r = ex.write(model.labels, labels.data(), labels.size() * sizeof(int32_t)); !r) return r;
-  return {};
+  if (spec.language_model()) {
+    std::vector<int32_t> tokens(inputs);
+    for (int32_t& t : tokens) t = label(rng);
+    if (auto r = ex.write(model.input, tokens.data(), tokens.size() * sizeof(int32_t)); !r) return r;
+  } else {
+    std::vector<float> features(inputs);
+    for (float& f : features) f = normal(rng);
+    if (auto r = ex.write(model.input, features.data(), features.size() * sizeof(float)); !r) return r;
+  }
+  return ex.write(model.labels, labels.data(), labels.size() * sizeof(int32_t));
 }
 
 // One training step as `tandem train` runs it (program/step_runner.hpp),
@@ -113,6 +120,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.device = device.id();
   const int64_t batch = p.micro_batch_samples() * p.micro_batches();  // samples per optimizer step
   result.batch = batch;
+  if (spec.language_model()) result.tokens_per_sample = spec.input_shape.at(0);
   result.steps = options.steps;
   result.warmup = options.warmup;
   for (ValueId p : model.parameters) result.parameters += ops::numel(model.graph.value(p)->type.dims);
@@ -155,6 +163,7 @@ std::string bench_json(const BenchResult& r, int threads) {
   j["device"] = r.device;
   j["threads"] = threads;
   j["batch"] = r.batch;
+  j["tokens_per_sample"] = r.tokens_per_sample;
   j["parameters"] = r.parameters;
   j["steps"] = r.steps;
   j["warmup"] = r.warmup;

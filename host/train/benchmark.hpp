@@ -45,6 +45,7 @@ struct BenchResult {
   std::string device;
   int64_t batch = 0;
   int64_t parameters = 0;  // trained elements
+  int64_t tokens_per_sample = 1;  // a language model's context: each sample is that many tokens
   int64_t steps = 0;
   int64_t warmup = 0;
   std::vector<double> samples_per_second;  // one per repeat
@@ -61,8 +62,11 @@ struct BenchResult {
   double gemm_gflops = 0;
   double gemm_ms_per_step = 0;
   // 6 x parameters x samples/s (the usual training FLOP count of dense
-  // layers: 2 forward + 4 backward per weight and sample), in GFLOP/s.
-  double effective_gflops() const { return 6.0 * static_cast<double>(parameters) * median * 1e-9; }
+  // layers: 2 forward + 4 backward per weight and sample, or per token of a
+  // language model's sample), in GFLOP/s.
+  double effective_gflops() const {
+    return 6.0 * static_cast<double>(parameters) * median * static_cast<double>(tokens_per_sample) * 1e-9;
+  }
 };
 
 Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHandle& device,

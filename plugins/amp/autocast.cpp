@@ -24,7 +24,8 @@
 //     clipping, data-parallel all-reduce and grad_accum read by identity,
 //     so it must stay the f32 value autodiff made; it also keeps dW summed
 //     over the batch in f32 rather than rounded to bf16.
-//   - the node producing the loss's input (the logits): the trainer reports
+//   - the node producing the loss's input (the logits), also behind the
+//     reshapes of a language model's per-token loss: the trainer reports
 //     those values, and the classifier head is the usual f32 exception.
 // bf16 kernels: sdk/ops.md lists bf16 for every op above on reference;
 // onednn implements bf16 for all of them (plugins/onednn/README.md) and
@@ -40,28 +41,28 @@ namespace amp {
 namespace {
 
 bool on_list(const std::string& op, tdm_dtype dtype) {
-  static const std::set<std::string> any = {"linear",
-                                            "matmul",
-                                            "conv2d",
-                                            "linear_grad_input",
-                                            "conv2d_grad_input",
-                                            "relu",
-                                            "leaky_relu",
-                                            "leaky_relu_grad",
-                                            "gelu",
-                                            "tanh",
-                                            "sigmoid",
-                                            "relu_grad",
-                                            "gelu_grad",
-                                            "tanh_grad",
-                                            "sigmoid_grad",
-                                            "dropout",
-                                            "dropout_grad",
-                                            "reshape",
-                                            "transpose"};
+  static const std::set<std::string> any = {
+      "linear", "matmul", "conv2d", "linear_grad_input", "conv2d_grad_input", "relu", "leaky_relu",
+      "leaky_relu_grad", "gelu", "tanh", "sigmoid", "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad",
+      "dropout", "dropout_grad", "reshape", "transpose", "silu", "silu_grad", "rope", "rope_grad",
+      // softmax and its sums stay f32 inside the kernel
+      "attention", "attention_grad"};
   static const std::set<std::string> bf16_only = {"max_pool2d", "max_pool2d_grad", "avg_pool2d",
                                                   "avg_pool2d_grad"};
   return any.count(op) > 0 || (dtype == TDM_BF16 && bf16_only.count(op) > 0);
+}
+
+// Slots the catalog types f32 whatever the data dtype (attention's saved
+// log-sum-exp), which a converted node keeps in f32.
+struct F32Slots {
+  std::set<size_t> inputs, outputs;
+};
+const F32Slots& f32_slots(const std::string& op) {
+  static const std::map<std::string, F32Slots> slots = {{"attention", {{}, {1}}},
+                                                        {"attention_grad", {{5}, {}}}};
+  static const F32Slots none;
+  const auto it = slots.find(op);
+  return it == slots.end() ? none : it->second;
 }
 
 bool is_float(tdm_dtype t) {
@@ -93,8 +94,18 @@ class Autocast {
     std::map<tdm_value_id, int> readers;
     for (const NodeView& n : nodes)
       for (tdm_value_id v : n.inputs) ++readers[v];
+    std::map<tdm_value_id, const NodeView*> producer;
+    for (const NodeView& n : nodes)
+      for (tdm_value_id v : n.outputs) producer[v] = &n;
     for (const NodeView& n : nodes) {
-      if (n.op == "softmax_cross_entropy") protected_.insert(n.inputs.at(0));
+      // The logits, also through the reshapes of a per-token loss ([B, T, V]
+      // as [B·T, V]), back to the head that computes them.
+      if (n.op == "softmax_cross_entropy")
+        for (tdm_value_id v = n.inputs.at(0); v != TDM_NO_VALUE;) {
+          protected_.insert(v);
+          const auto p = producer.find(v);
+          v = p != producer.end() && p->second->op == "reshape" ? p->second->inputs.at(0) : TDM_NO_VALUE;
+        }
       for (tdm_value_id v : n.outputs) {
         const ValueView value = g_.value(v);
         if (value.kind == TDM_VALUE_GRADIENT) protected_.insert(v);
@@ -148,13 +159,15 @@ class Autocast {
     low.phase = n.phase;
     low.attrs = g_.attrs(n.id);
     low.anchor = n.id;
-    for (tdm_value_id v : n.inputs) {
-      const bool f32 = v != TDM_NO_VALUE && g_.value(v).dtype == TDM_F32;
+    const F32Slots& keep = f32_slots(n.op);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const tdm_value_id v = n.inputs[i];
+      const bool f32 = v != TDM_NO_VALUE && g_.value(v).dtype == TDM_F32 && keep.inputs.count(i) == 0;
       low.inputs.push_back(f32 ? lowered(v, n) : v);
     }
-    for (tdm_value_id v : n.outputs) {
-      ValueView out = g_.value(v);
-      if (out.dtype == TDM_F32) out.dtype = dtype_;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      ValueView out = g_.value(n.outputs[i]);
+      if (out.dtype == TDM_F32 && keep.outputs.count(i) == 0) out.dtype = dtype_;
       low.outputs.push_back(out);
     }
     const char* inplace = g_.annotation(n.id, "tandem.inplace");
@@ -163,7 +176,7 @@ class Autocast {
     if (!inplace_copy.empty()) g_.annotate(id, "tandem.inplace", inplace_copy.c_str());
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const tdm_value_id produced = g_.output(id, i);
-      if (g_.value(n.outputs[i]).dtype != TDM_F32) {
+      if (g_.value(n.outputs[i]).dtype != TDM_F32 || keep.outputs.count(i) > 0) {
         g_.replace_uses(n.outputs[i], produced, -1);
         continue;
       }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <vector>
@@ -135,6 +136,71 @@ TEST_F(Amp, Bf16TrainsLikeF32OnReference) {
   ASSERT_TRUE(a.ok() && b.ok());
   expect_close_losses(*this, a->last_loss, b->last_loss, "reference bf16");
   EXPECT_EQ(scalar(*bf16, "amp.loss_scale"), 65536.0f) << "no overflow, no growth within 12 steps";
+}
+
+// A language model: attention, rope and the MLP run in bf16; the logits
+// (behind the per-token loss's reshapes) and the tied head stay f32.
+TEST_F(Amp, Bf16TrainsALanguageModelLikeF32) {
+  const std::string text = ::testing::TempDir() + "/amp_lm.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 60; ++i) out << "all that glitters is not gold. ";
+  }
+  const std::string lm = std::string(R"([model]
+task = "language_model"
+context = 16
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+init_std = 0.02
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 2
+rope = true
+[[layers]]
+name = "res"
+op = "add"
+inputs = ["tok", "attn"]
+[[layers]]
+name = "fc"
+op = "linear"
+out_features = 16
+[[layers]]
+name = "act"
+op = "silu"
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+tie_weight = "tok"
+[train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 8
+steps = 12
+seed = 5
+[data]
+format = "tokens"
+train_tokens = ")") + text +
+                         "\"\n";
+  auto f32 = trainer_on("reference", lm, {});
+  auto bf16 = trainer_on("reference", lm, {"features.amp.dtype=\"bf16\""});
+  ASSERT_TRUE(f32.ok()) << f32.error().message;
+  ASSERT_TRUE(bf16.ok()) << bf16.error().message;
+  const host::Graph& g = (*bf16)->model().graph;
+  const host::Node* attention = g.node_by_name("attn.attention.bf16");
+  ASSERT_NE(attention, nullptr) << "the attention node was not converted";
+  EXPECT_EQ(g.value(attention->outputs[0])->type.dtype, TDM_BF16);
+  EXPECT_EQ(g.value(attention->outputs[1])->type.dtype, TDM_F32) << "the log-sum-exp stays f32";
+  EXPECT_EQ(g.value((*bf16)->model().logits)->type.dtype, TDM_F32) << "the logits stay f32";
+  auto a = (*f32)->run();
+  auto b = (*bf16)->run();
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_close_losses(*this, a->last_loss, b->last_loss, "language model, reference bf16");
 }
 
 TEST_F(Amp, Bf16TrainsLikeF32OnOnednn) {
