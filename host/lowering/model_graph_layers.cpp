@@ -146,21 +146,28 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
   const LayerSpec& l = *ctx.layer;
   const std::string parallel =
       ctx.out.tensor_parallel.size > 1 ? l.string_attr("parallel", "none") : std::string("none");
-  if (parallel == "row") {
-    if (ctx.out.split_activations.count(x_in) > 0) return row_linear(ctx, x_in);
-    auto x = flatten(ctx, x_in, l.name + ".flatten");
-    if (!x) return x.error();
-    return row_linear(ctx, *x);
-  }
   // In a language model a linear layer acts on each token (over the last
   // dim), as torch.nn.Linear does; elsewhere it flattens [B, ...] first.
   const bool per_token = ctx.spec.language_model() && ctx.dims(x_in).size() == 3;
-  if (per_token && parallel != "none")
+  if (parallel == "row" && ctx.out.split_activations.count(x_in) > 0) {
+    auto y = row_linear(ctx, x_in);
+    // A language model's token rows [B·T, F/n] (after a column-parallel
+    // linear without gather) come back whole, as tokens.
+    if (!y || !ctx.spec.language_model()) return y;
+    return back_to_tokens(ctx, *y, ctx.out.batch, ctx.dims(*y)[0] / ctx.out.batch, l.name + ".per_token");
+  }
+  if (parallel != "none" && !l.string_attr("tie_weight", "").empty())
     return ctx.error(
-        "tensor parallelism of per-token linear layers is not supported yet: leave out parallel");
+        "a tied weight (tie_weight) cannot be split over ranks: leave out parallel on this layer");
+  if (parallel != "none") {
+    auto x = per_token ? token_rows(ctx, x_in, l.name + ".tokens") : flatten(ctx, x_in, l.name + ".flatten");
+    if (!x) return x.error();
+    auto y = parallel == "row" ? row_linear(ctx, *x) : column_linear(ctx, *x);
+    if (!y || !per_token || ctx.out.split_activations.count(*y) > 0) return y;  // a slice of rows stays rows
+    return back_to_tokens(ctx, *y, ctx.dims(x_in)[0], ctx.dims(x_in)[1], l.name + ".per_token");
+  }
   auto x = per_token ? token_rows(ctx, x_in, l.name + ".tokens") : flatten(ctx, x_in, l.name + ".flatten");
   if (!x) return x.error();
-  if (parallel == "column") return column_linear(ctx, *x);
   if (ctx.int8 != nullptr)
     if (const auto q = ctx.int8->find(l.name); q != ctx.int8->end()) {
       auto y = linear_int8(ctx, *x, q->second);
@@ -321,7 +328,11 @@ Result<ValueId> embedding(Context& ctx, ValueId x) {
   if (vocab_parallel && v % n != 0)
     return ctx.error("vocabulary-parallel: num_embeddings = " + std::to_string(v) +
                      " must be a multiple of the " + std::to_string(n) + " ranks");
-  auto table = ctx.sharded_parameter("weight", {v, dim}, 0, weight_init(l, "init", "normal", v, dim));
+  // Whole on every rank unless vocabulary-parallel (a tensor-parallel run
+  // may split other layers only).
+  auto table = vocab_parallel
+                   ? ctx.sharded_parameter("weight", {v, dim}, 0, weight_init(l, "init", "normal", v, dim))
+                   : ctx.parameter("weight", {v, dim}, weight_init(l, "init", "normal", v, dim));
   if (!table) return table.error();
   if (!l.attrs.count("init_std")) ctx.out.initializers[*table].std = 1.0;  // as torch.nn.Embedding
   Dims out = ctx.dims(x);

@@ -6,6 +6,8 @@
 // the same way through the output projection.
 #include "lowering/transformer_layers.hpp"
 
+#include "ops/op_table.hpp"
+
 namespace tandem::host::lowering::detail {
 
 namespace {
@@ -23,19 +25,27 @@ Result<ValueId> reshape(Context& ctx, ValueId x, Dims to, const std::string& nam
   return (*y)[0];
 }
 
-// y = x·Wᵀ (+ b) on token rows x [N, in], with parameters "<layer>.<what>.weight/bias".
+// Whether this attention layer's heads are split over the tensor-parallel ranks.
+bool heads_split(const Context& ctx) {
+  return ctx.out.tensor_parallel.size > 1 && ctx.layer->string_attr("parallel", "none") == "heads";
+}
+
+// y = x·Wᵀ (+ b) on token rows x [N, in], with parameters "<layer>.<what>.weight/bias"
+// of `out` rows; with heads split, this rank's slice of them (column-parallel).
 Result<ValueId> projection(Context& ctx, ValueId x, const std::string& what, int64_t out, bool bias) {
   const LayerSpec& l = *ctx.layer;
-  const int64_t in = ctx.dims(x)[1];
-  auto w = ctx.parameter(what + ".weight", {out, in}, projection_init(l, in, out));
+  const int64_t in = ctx.dims(x)[1], ranks = heads_split(ctx) ? ctx.out.tensor_parallel.size : 1;
+  auto w = ranks > 1 ? ctx.sharded_parameter(what + ".weight", {out, in}, 0, projection_init(l, in, out))
+                     : ctx.parameter(what + ".weight", {out, in}, projection_init(l, in, out));
   if (!w) return w.error();
   std::vector<ValueId> inputs = {x, *w};
   if (bias) {
-    auto b = ctx.parameter(what + ".bias", {out}, {"zeros"});
+    auto b = ranks > 1 ? ctx.sharded_parameter(what + ".bias", {out}, 0, {"zeros"})
+                       : ctx.parameter(what + ".bias", {out}, {"zeros"});
     if (!b) return b.error();
     inputs.push_back(*b);
   }
-  auto y = ctx.emit("linear", l.name + "." + what, inputs, {}, {ctx.tensor({ctx.dims(x)[0], out})});
+  auto y = ctx.emit("linear", l.name + "." + what, inputs, {}, {ctx.tensor({ctx.dims(x)[0], out / ranks})});
   if (!y) return y.error();
   return (*y)[0];
 }
@@ -58,6 +68,27 @@ Result<ValueId> to_heads(Context& ctx, ValueId rows, int64_t B, int64_t T, int64
   return (*r)[0];
 }
 
+// The output projection when this rank holds H/n heads: its columns of W_out
+// [C, H·hd] give a partial product, summed over the ranks, then the bias.
+Result<ValueId> row_parallel_out(Context& ctx, ValueId merged, int64_t C, bool bias) {
+  const std::string& name = ctx.layer->name;
+  const int n = ctx.out.tensor_parallel.size;
+  const int64_t rows = ctx.dims(merged)[0], local = ctx.dims(merged)[1];
+  auto w = ctx.sharded_parameter("out.weight", {C, local * n}, 1, projection_init(*ctx.layer, local * n, C));
+  if (!w) return w.error();
+  auto partial = ctx.emit("linear", name + ".out.partial", {merged, *w}, {}, {ctx.tensor({rows, C})});
+  if (!partial) return partial.error();
+  auto sum =
+      ctx.emit(ops::kAllReduce, name + ".out.all_reduce", {(*partial)[0]}, {}, {ctx.tensor({rows, C})});
+  if (!sum) return sum.error();
+  if (!bias) return (*sum)[0];
+  auto b = ctx.parameter("out.bias", {C}, {"zeros"});
+  if (!b) return b.error();
+  auto y = ctx.emit("add", name + ".out", {(*sum)[0], *b}, {}, {ctx.tensor({rows, C})});
+  if (!y) return y.error();
+  return (*y)[0];
+}
+
 // The heads [B, H, T, hd] back to token vectors [B, T, C] through the
 // output projection.
 Result<ValueId> merge_heads(Context& ctx, ValueId o, int64_t B, int64_t T, int64_t H, int64_t hd, int64_t C,
@@ -68,7 +99,8 @@ Result<ValueId> merge_heads(Context& ctx, ValueId o, int64_t B, int64_t T, int64
   if (!back) return back.error();
   auto merged = reshape(ctx, (*back)[0], {B * T, H * hd}, name + ".concat_heads");
   if (!merged) return merged;
-  auto y = projection(ctx, *merged, "out", C, bias);
+  auto y =
+      heads_split(ctx) ? row_parallel_out(ctx, *merged, C, bias) : projection(ctx, *merged, "out", C, bias);
   if (!y) return y;
   return back_to_tokens(ctx, *y, B, T, name);
 }
@@ -169,20 +201,31 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   const int64_t hd = l.int_attr("head_dim", C / H);
   const bool bias = l.bool_attr("bias", true), rope = l.bool_attr("rope", false);
   if (rope && hd % 2 != 0) return ctx.error("rope needs an even head_dim, got " + std::to_string(hd));
+  const int n = heads_split(ctx) ? ctx.out.tensor_parallel.size : 1;
+  if (H % n != 0 || G % n != 0)
+    return ctx.error("parallel = \"heads\": heads = " + std::to_string(H) + " and kv_heads = " +
+                     std::to_string(G) + " must be multiples of the " + std::to_string(n) + " ranks");
   auto rows = token_rows(ctx, x, l.name + ".tokens");
   if (!rows) return rows;
+  if (n > 1) {  // every rank reads all of x; its gradient sums over the ranks' heads
+    auto copy =
+        ctx.emit(ops::kCopyToParallel, l.name + ".copy_to_parallel", {*rows}, {}, {ctx.value(*rows).type});
+    if (!copy) return copy.error();
+    rows = (*copy)[0];
+  }
   auto q = projection(ctx, *rows, "q", H * hd, bias);
   auto k = projection(ctx, *rows, "k", G * hd, bias);
   auto v = projection(ctx, *rows, "v", G * hd, bias);
   if (!q || !k || !v) return !q ? q : !k ? k : v;
-  auto qh = to_heads(ctx, *q, B, T, H, hd, "q", rope);
-  auto kh = to_heads(ctx, *k, B, T, G, hd, "k", rope);
-  auto vh = to_heads(ctx, *v, B, T, G, hd, "v", false);
+  const int64_t Hl = H / n, Gl = G / n;  // this rank's heads
+  auto qh = to_heads(ctx, *q, B, T, Hl, hd, "q", rope);
+  auto kh = to_heads(ctx, *k, B, T, Gl, hd, "k", rope);
+  auto vh = to_heads(ctx, *v, B, T, Gl, hd, "v", false);
   if (!qh || !kh || !vh) return !qh ? qh : !kh ? kh : vh;
   if (ctx.out.mode == Mode::Decode) {
-    auto o = attend_cached(ctx, *qh, *kh, *vh, G, hd);
+    auto o = attend_cached(ctx, *qh, *kh, *vh, Gl, hd);
     if (!o) return o;
-    return merge_heads(ctx, *o, B, T, H, hd, C, bias);
+    return merge_heads(ctx, *o, B, T, Hl, hd, C, bias);
   }
   if (!(l.float_attr("dropout", 0.0) < 1)) return ctx.error("dropout must be in [0, 1)");
   const double p = ctx.out.mode == Mode::Train ? l.float_attr("dropout", 0.0) : 0.0;
@@ -197,10 +240,10 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   }
   auto o = ctx.emit(
       "attention", l.name + ".attention", {*qh, *kh, *vh, kNoValue, step}, attrs,
-      {ctx.tensor({B, H, T, hd}), TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, H, T}}});
+      {ctx.tensor({B, Hl, T, hd}), TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, Hl, T}}});
   if (!o) return o.error();
   if (p > 0) ctx.out.dropout_nodes.push_back(ctx.value((*o)[0]).producer);
-  return merge_heads(ctx, (*o)[0], B, T, H, hd, C, bias);
+  return merge_heads(ctx, (*o)[0], B, T, Hl, hd, C, bias);
 }
 
 }  // namespace tandem::host::lowering::detail

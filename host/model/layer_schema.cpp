@@ -86,6 +86,9 @@ std::vector<LayerSchema> build() {
         {"dropout", AttrKind::Float, {}, false, kProbability},
         {"rope", AttrKind::Bool},
         {"rope_base", AttrKind::Float, {}, false, kPositive},
+        // Tensor parallelism (Megatron-LM): each rank holds heads/N query
+        // heads and kv_heads/N key/value heads, the output projection row-parallel.
+        {"parallel", AttrKind::String, {"none", "heads"}},
         bias,
         init_attr("init"),
         init_std}},
