@@ -88,7 +88,8 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
             << fixed(r.max, 1) << "\n"
             << "  step        " << fixed(r.step_ms, 3) << " ms\n"
             << "  effective   " << fixed(r.effective_gflops(), 1)
-            << (r.tokens_per_sample > 1 ? " GFLOP/s (6 x parameters x tokens/s)\n" : " GFLOP/s (6 x parameters x samples/s)\n")
+            << (r.tokens_per_sample > 1 ? " GFLOP/s (6 x parameters x tokens/s)\n"
+                                        : " GFLOP/s (6 x parameters x samples/s)\n")
             << "  peak RSS    " << host::human_bytes(r.peak_rss_bytes) << " (device peak "
             << host::human_bytes(r.device_peak_bytes) << ", planned " << host::human_bytes(r.planned_bytes)
             << ")\n"

@@ -84,9 +84,10 @@ Result<void> Program::lower() {
   // Training reads the loss and the logits back every step: a pass that
   // removed either broke the graph (a plugin bug, not a user's mistake).
   if (graph.value(model_.logits) == nullptr || graph.value(model_.loss) == nullptr)
-    return make_error("a feature plugin's graph pass removed the model's logits or loss, which training reads "
-                      "back: run without the features one at a time to find it, and report it to its authors",
-                      TDM_INTERNAL);
+    return make_error(
+        "a feature plugin's graph pass removed the model's logits or loss, which training reads "
+        "back: run without the features one at a time to find it, and report it to its authors",
+        TDM_INTERNAL);
   auto micro = features_->micro_batches();
   if (!micro) return micro.error();
   micro_batches_ = *micro;

@@ -71,8 +71,7 @@ Result<int64_t> calibration_pass(exec::Executor& ex, const lowering::ModelGraph&
   while (seen < o.samples) {
     auto batch = loader.next();
     if (!batch) break;
-    if (auto r = ex.write(m.input, batch->input_data(), batch->input_bytes()); !r)
-      return r.error();
+    if (auto r = ex.write(m.input, batch->input_data(), batch->input_bytes()); !r) return r.error();
     if (auto r = ex.write(m.labels, batch->labels.data(), batch->labels.size() * sizeof(int32_t)); !r)
       return r.error();
     if (auto r = ex.run(); !r) return r.error();

@@ -44,7 +44,7 @@ struct BenchResult {
   std::string model;
   std::string device;
   int64_t batch = 0;
-  int64_t parameters = 0;  // trained elements
+  int64_t parameters = 0;         // trained elements
   int64_t tokens_per_sample = 1;  // a language model's context: each sample is that many tokens
   int64_t steps = 0;
   int64_t warmup = 0;
