@@ -1,5 +1,7 @@
 #include "model/overrides.hpp"
 
+#include <algorithm>
+
 #include <sstream>
 
 namespace tandem::host::model {
@@ -50,6 +52,14 @@ Result<void> apply_one(toml::table& doc, const std::string& assignment,
     return make_error("--set " + assignment + ": expected KEY=VALUE, e.g. --set train.lr=0.1",
                       TDM_INVALID_ARGUMENT);
   const std::vector<std::string> path = split_dots(assignment.substr(0, eq));
+  // A model file's keys are at most three deep (train.lr,
+  // features.amp.dtype, layers.fc1.out_features); a longer path names
+  // nothing, and building its empty sections only costs time.
+  if (path.size() > 3 || std::find(path.begin(), path.end(), std::string()) != path.end())
+    return make_error("--set " + assignment.substr(0, std::min<size_t>(eq, 80)) + (eq > 80 ? "...=" : "=") +
+                          ": not a key of a model file (SECTION.KEY, features.NAME.KEY or "
+                          "layers.NAME.KEY, e.g. --set train.lr=0.1)",
+                      TDM_INVALID_ARGUMENT);
   toml::table* table = &doc;
   size_t i = 0;
   if (path.size() >= 3 && path[0] == "layers") {

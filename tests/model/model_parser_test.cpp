@@ -231,3 +231,24 @@ TEST(ModelParser, RepeatAndLanguageModelMistakesAreErrorsAtTheirPlace) {
 
 }  // namespace
 }  // namespace tandem::host::model
+
+namespace tandem::host::model {
+namespace {
+
+// Found by the model-file fuzzer: a --set path thousands of parts deep
+// built as many nested sections before anything checked it (10 s under
+// ASan). A path longer than a model file's keys, or with an empty part, is
+// refused at once.
+TEST(ModelParser, SetPathsDeeperThanAnyKeyOrWithEmptyPartsAreRefused) {
+  for (const std::string& bad : {std::string(3000, '.') + "x=1", std::string("a.b.c.d=1"),
+                                 std::string("train..lr=1"), std::string(".lr=1")}) {
+    const std::string message = error_of(kMlp, {bad});
+    EXPECT_NE(message.find("not a key of a model file"), std::string::npos) << message;
+    EXPECT_LT(message.size(), 300u) << "the message quotes at most the start of a long path";
+  }
+  EXPECT_EQ(error_of(kMlp, {"features.amp.dtype=\"f16\""}), "(parsed)");
+  EXPECT_EQ(error_of(kMlp, {"layers.fc1.out_features=64"}), "(parsed)");
+}
+
+}  // namespace
+}  // namespace tandem::host::model
