@@ -13,6 +13,9 @@ po::options_description global_options_description() {
   po::options_description desc("Global options");
   desc.add_options()("plugin-path", po::value<std::vector<std::string>>()->composing()->value_name("DIRS"),
                      "search these ':'-separated directories for plugins first (may be repeated)")(
+      "plugin-option", po::value<std::vector<std::string>>()->composing()->value_name("NAME.KEY=VALUE"),
+      "an option for backend or comm plugin NAME, e.g. cuda.tf32=true (may be repeated; the plugin's "
+      "README lists its options)")(
       "allow-insecure-plugins", po::bool_switch(),
       "load plugin files even when they or their directory are writable by other users")(
       "log-level", po::value<std::string>()->value_name("LEVEL"), "error, warning (default), info or debug");
@@ -24,6 +27,16 @@ bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals) {
     const auto& paths = vm["plugin-path"].as<std::vector<std::string>>();
     globals.plugin_paths.insert(globals.plugin_paths.end(), paths.begin(), paths.end());
   }
+  if (vm.count("plugin-option") != 0)
+    for (const std::string& option : vm["plugin-option"].as<std::vector<std::string>>()) {
+      const size_t eq = option.find('='), dot = option.find('.');
+      if (eq == std::string::npos || dot == 0 || dot == std::string::npos || dot + 1 >= eq) {
+        print_error("--plugin-option " + option +
+                    ": expected NAME.KEY=VALUE, e.g. --plugin-option cuda.tf32=true");
+        return false;
+      }
+      globals.plugin_options.emplace_back(option.substr(0, eq), option.substr(eq + 1));
+    }
   if (vm.count("allow-insecure-plugins") != 0 && vm["allow-insecure-plugins"].as<bool>())
     globals.allow_insecure = true;
   if (vm.count("log-level") != 0) {
@@ -133,6 +146,8 @@ std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
                                             const std::map<std::string, std::string>& config) {
   auto session = std::make_unique<PluginSession>();
   for (const auto& [key, value] : config) session->services.config().set(key, value);
+  for (const auto& [key, value] : globals.plugin_options)
+    session->services.config().set("plugins." + key, value);
   host::DiscoveryOptions options;
   options.plugin_paths = globals.plugin_paths;
   options.allow_insecure = globals.allow_insecure;

@@ -21,7 +21,7 @@ std::map<std::string, CommandSpec>& table() {
 }
 
 bool takes_value(const std::string& option) {
-  return option == "--plugin-path" || option == "--log-level";
+  return option == "--plugin-path" || option == "--log-level" || option == "--plugin-option";
 }
 
 void print_usage(std::ostream& out, const po::options_description& top) {

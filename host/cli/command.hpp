@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/logger.hpp"
@@ -17,6 +18,9 @@ namespace tandem::cli {
 
 struct GlobalOptions {
   std::vector<std::string> plugin_paths;
+  // --plugin-option NAME.KEY=VALUE: host configuration "plugins.NAME.KEY",
+  // which backend and comm plugin NAME receives in init and by config_get.
+  std::vector<std::pair<std::string, std::string>> plugin_options;
   bool allow_insecure = false;
   host::LogLevel log_level = host::LogLevel::warning;
 };

@@ -11,7 +11,13 @@ std::optional<LastError>& slot() {
 }  // namespace
 
 void record_last_error(tdm_status code, std::string source, std::string message) {
-  slot() = LastError{code, std::move(source), std::move(message)};
+  // A plugin reporting the failure of a graph call it made (a feature pass's
+  // insert) keeps the host's reason for it: "[amp] graph edit: inserting
+  // node 'x' failed: attention: lse must be f32[...]".
+  std::optional<LastError>& last = slot();
+  if (last && last->source == "graph" && source != "graph" && !last->message.empty())
+    message += ": " + last->message;
+  last = LastError{code, std::move(source), std::move(message)};
 }
 
 std::optional<LastError> take_last_error() {

@@ -205,7 +205,7 @@ bool truthy(const std::string& v) {
 
 CudaBackend::CudaBackend() {
   // TF32 tensor cores for f32 GEMMs and convolutions: faster, ~10-bit
-  // mantissa products. Off by default so f32 stays f32 ([plugins.cuda] tf32).
+  // mantissa products. Off by default so f32 stays f32 (--plugin-option cuda.tf32=true).
   if (auto v = Host::config("plugins.cuda.tf32")) tf32_ = truthy(*v);
 }
 

@@ -77,6 +77,12 @@ TEST(Cli, UsageErrorsExitTwo) {
   CliRun level = tandem("--log-level loud plugins");
   EXPECT_EQ(level.code, 2);
   EXPECT_HAS(level.output, "unknown log level 'loud'");
+  for (const char* bad : {"tf32", "cuda=1", ".tf32=1", "cuda.=1"}) {
+    CliRun option = tandem(std::string("--plugin-option ") + bad + " plugins");
+    EXPECT_EQ(option.code, 2) << bad;
+    EXPECT_HAS(option.output, "expected NAME.KEY=VALUE");
+  }
+  EXPECT_EQ(tandem("--plugin-option cuda.tf32=true --plugin-option onednn.x=1 plugins").code, 0);
 }
 
 // A missing --plugin-path directory is not an error: the rest of the search

@@ -98,6 +98,18 @@ TEST(HostServices, SetErrorIsAttributedAndThreadLocal) {
   EXPECT_EQ(host::last_error_text("none"), "none");
 }
 
+// A feature pass whose graph insert the host refused reports its own
+// failure; the host's reason for refusing stays in the message.
+TEST(HostServices, APluginsErrorKeepsTheReasonTheGraphGaveIt) {
+  host::clear_last_error();
+  host::record_last_error(TDM_INVALID_ARGUMENT, "graph", "node name 'fc1.bf16' is used twice");
+  host::record_last_error(TDM_INVALID_ARGUMENT, "amp", "graph edit: inserting node 'fc1.bf16' failed");
+  EXPECT_EQ(host::last_error_text(""),
+            "[amp] graph edit: inserting node 'fc1.bf16' failed: node name 'fc1.bf16' is used twice");
+  host::record_last_error(TDM_INVALID_ARGUMENT, "amp", "bad config");
+  EXPECT_EQ(host::last_error_text(""), "[amp] bad config") << "nothing from the graph: nothing added";
+}
+
 TEST(HostServices, LogLinesNamePlugin) {
   HostServices services;
   const tdm_host_api& api = services.create_context("onednn", "").api;

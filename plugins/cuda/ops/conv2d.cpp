@@ -3,7 +3,7 @@
 // algorithm is chosen once in prepare by cudnnGet*Algorithm_v7 (first
 // heuristic answer whose workspace query succeeds) and its workspace is
 // reported through prepare's workspace_bytes. f16/bf16 accumulate in f32.
-// f32 uses FMA math (no TF32) unless [plugins.cuda] tf32 is set. Bias and
+// f32 uses FMA math (no TF32) unless --plugin-option cuda.tf32=true. Bias and
 // dbias use our own kernels (ops/activation.cu), like linear.
 #include <cudnn.h>
 

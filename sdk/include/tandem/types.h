@@ -145,11 +145,11 @@ typedef struct tdm_op_desc {
 enum { TDM_LAYOUT_PLAIN = 0, TDM_LAYOUT_NATIVE = 1 };
 
 /* Key/value configuration, flattened to strings ("segments" = "4"): for a
- * feature's create, its `[features.NAME]` table of the model file; for init,
- * the host's "plugins.NAME." or "features.NAME." keys, of which there are
- * none today, so init's section is empty (the model file has no [plugins]
- * table; sdk/ABI.md rules 38-39). Owned by the host; valid for the duration
- * of the call that receives it. */
+ * feature's create, its `[features.NAME]` table of the model file; for a
+ * backend's or comm plugin's init, the host's "plugins.NAME." keys with the
+ * prefix removed, which the user sets with `--plugin-option NAME.KEY=VALUE`
+ * (empty without; sdk/ABI.md rules 38-40). Owned by the host; valid for the
+ * duration of the call that receives it. */
 typedef struct tdm_config_entry {
   uint32_t struct_size;
   const char* key;
