@@ -78,6 +78,8 @@ struct ModelGraph {
   // context - 1 cache slots, right-aligned, then the new token; 1 = empty),
   // and per attention layer its cache inputs [1, G, context - 1, head_dim]
   // and the new token's key and value [1, G, 1, head_dim] to append to them.
+  // Mode::Eval: per attention layer the keys and values [B, G, T, head_dim]
+  // (k_new, v_new; no cache inputs), from which a decoder's cache is filled.
   struct KvCache {
     std::string layer;
     ValueId k_cache = kNoValue, v_cache = kNoValue, k_new = kNoValue, v_new = kNoValue;

@@ -228,6 +228,9 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
     return merge_heads(ctx, *o, B, T, Hl, hd, C, bias);
   }
   if (!(l.float_attr("dropout", 0.0) < 1)) return ctx.error("dropout must be in [0, 1)");
+  // Evaluation graphs name each layer's keys and values, for `tandem
+  // generate` to fill its cache from a whole window at once.
+  if (ctx.out.mode == Mode::Eval) ctx.out.caches.push_back({l.name, kNoValue, kNoValue, *kh, *vh});
   const double p = ctx.out.mode == Mode::Train ? l.float_attr("dropout", 0.0) : 0.0;
   std::vector<Attr> attrs = {{"causal", int64_t(l.bool_attr("causal", true))}};
   ValueId step = kNoValue;

@@ -36,11 +36,38 @@ Result<std::unique_ptr<Generator>> Generator::create(const model::ModelSpec& spe
   }
   if (auto r = (*program)->allocate(std::move(options)); !r) return r.error();
   if (auto r = restore_tensors(m.graph, (*program)->executor(), cp, true, source); !r) return r.error();
-  return std::unique_ptr<Generator>(new Generator(spec, std::move(*program)));
+  // The whole-window program reads the decode program's parameters.
+  program::ProgramOptions w;
+  w.mode = lowering::Mode::Eval;
+  w.batch = 1;
+  w.int8 = int8;
+  w.prefetch = false;
+  auto window = program::Program::build(spec, device, registry, std::move(w));
+  if (!window) return window.error();
+  const lowering::ModelGraph& wm = (*window)->model();
+  exec::ExecutorOptions shared;
+  for (size_t i = 0; i < m.graph.value_count(); ++i) {
+    const Value& v = *m.graph.value_at(i);
+    if ((v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE) &&
+        wm.graph.value_by_name(v.name) != nullptr)
+      shared.external[v.name] = (*program)->executor().device_pointer(v.id);
+  }
+  shared.outputs = {wm.graph.value(wm.logits)->name};
+  for (const auto& c : wm.caches) {
+    shared.outputs.push_back(wm.graph.value(c.k_new)->name);
+    shared.outputs.push_back(wm.graph.value(c.v_new)->name);
+  }
+  if (auto r = (*window)->allocate(std::move(shared)); !r) return r.error();
+  return std::unique_ptr<Generator>(new Generator(spec, std::move(*program), std::move(*window)));
 }
 
-Generator::Generator(const model::ModelSpec& spec, std::unique_ptr<program::Program> program)
-    : spec_(spec), program_(std::move(program)), context_(spec.input_shape.at(0)), vocab_(spec.classes) {
+Generator::Generator(const model::ModelSpec& spec, std::unique_ptr<program::Program> program,
+                     std::unique_ptr<program::Program> window)
+    : spec_(spec),
+      program_(std::move(program)),
+      window_program_(std::move(window)),
+      context_(spec.input_shape.at(0)),
+      vocab_(spec.classes) {
   const lowering::ModelGraph& m = program_->model();
   for (const auto& c : m.caches) {
     const auto& d = m.graph.value(c.k_new)->type.dims;  // [1, G, 1, head_dim]
@@ -98,16 +125,44 @@ Result<const std::vector<float>*> Generator::step(int32_t token) {
   return &logits_;
 }
 
+Result<void> Generator::encode(const std::vector<int32_t>& tokens) {
+  const lowering::ModelGraph& m = window_program_->model();
+  exec::Executor& ex = window_program_->executor();
+  const int64_t n = int64_t(tokens.size()), slots = context_ - 1;
+  // Causal attention: the padding after the n tokens changes none of them.
+  std::vector<int32_t> ids(size_t(context_), 0), labels(size_t(context_), 0);
+  std::copy(tokens.begin(), tokens.end(), ids.begin());
+  if (auto r = ex.write(m.input, ids.data(), ids.size() * sizeof(int32_t)); !r) return r.error();
+  if (auto r = ex.write(m.labels, labels.data(), labels.size() * sizeof(int32_t)); !r) return r.error();
+  if (auto r = ex.run(); !r) return r.error();
+  std::vector<float> all(size_t(context_ * vocab_));
+  if (auto r = ex.read(m.logits, all.data(), all.size() * sizeof(float)); !r) return r.error();
+  std::copy(all.begin() + (n - 1) * vocab_, all.begin() + n * vocab_, logits_.begin());
+  // Token j's key and value go to cache slot slots - n + j (right-aligned).
+  for (size_t l = 0; l < m.caches.size() && slots > 0; ++l) {
+    const auto& d = m.graph.value(m.caches[l].k_new)->type.dims;  // [1, G, context, head_dim]
+    const int64_t heads = d[1], hd = d[3];
+    std::vector<float> full(size_t(heads * context_ * hd));
+    for (int kv = 0; kv < 2; ++kv) {
+      std::vector<float>& cache = kv == 0 ? keys_[l] : values_[l];
+      if (auto r = ex.read(kv == 0 ? m.caches[l].k_new : m.caches[l].v_new, full.data(),
+                           full.size() * sizeof(float));
+          !r)
+        return r.error();
+      std::fill(cache.begin(), cache.end(), 0.f);
+      for (int64_t g = 0; g < heads; ++g)
+        std::copy(full.begin() + g * context_ * hd, full.begin() + (g * context_ + std::min(n, slots)) * hd,
+                  cache.begin() + (g * slots + slots - std::min(n, slots)) * hd);
+    }
+  }
+  window_ = tokens;
+  position_ = n;
+  return {};
+}
+
 // The window is full: encode its newest half again from position 0.
 Result<void> Generator::restart_window() {
-  const std::vector<int32_t> keep(window_.end() - context_ / 2, window_.end());
-  window_.clear();
-  position_ = 0;
-  for (auto& k : keys_) std::fill(k.begin(), k.end(), 0.f);
-  for (auto& v : values_) std::fill(v.begin(), v.end(), 0.f);
-  for (int32_t t : keep)
-    if (auto r = step(t); !r) return r.error();
-  return {};
+  return encode(std::vector<int32_t>(window_.end() - context_ / 2, window_.end()));
 }
 
 int32_t Generator::sample(const SamplingOptions& o, uint64_t draw) const {
@@ -136,8 +191,9 @@ Result<void> Generator::generate(const std::vector<int32_t>& prompt, int64_t cou
       return make_error("the prompt has token " + std::to_string(t) + ", outside the model's vocabulary of " +
                             std::to_string(vocab_),
                         TDM_INVALID_ARGUMENT);
-  for (int32_t t : prompt)
-    if (auto r = step(t); !r) return r.error();
+  // The prompt's last `context` tokens in one run of the window program.
+  const size_t keep = std::min(prompt.size(), size_t(context_));
+  if (auto r = encode(std::vector<int32_t>(prompt.end() - keep, prompt.end())); !r) return r.error();
   for (int64_t i = 0; i < count; ++i) {
     const int32_t next = sample(sampling, uint64_t(i));
     emit(next);

@@ -2,9 +2,10 @@
 // model's decode program (lowering Mode::Decode) runs once per token, and
 // the keys and values of the tokens before it come from a cache kept here,
 // so a token costs the same however long the text has grown. The window
-// is the model's context: when it is full, the newest half is encoded again
+// is the model's context: when it is full, its newest half is encoded again
 // at positions from 0 (a learned position table has no rows past the
-// context) and generation goes on from there.
+// context) by one run of the whole-window evaluation program, which also
+// reads the prompt, and generation goes on from there.
 #pragma once
 
 #include <cstdint>
@@ -48,12 +49,17 @@ class Generator {
   const std::vector<double>& token_seconds() const noexcept { return token_seconds_; }
 
  private:
-  Generator(const model::ModelSpec& spec, std::unique_ptr<program::Program> program);
+  Generator(const model::ModelSpec& spec, std::unique_ptr<program::Program> program,
+            std::unique_ptr<program::Program> window);
+  // Encodes `tokens` (at most the context) at positions 0, 1, ... in one
+  // run: the cache holds their keys and values, logits_ the last one's.
+  Result<void> encode(const std::vector<int32_t>& tokens);
   Result<void> restart_window();
   int32_t sample(const SamplingOptions& o, uint64_t draw) const;
 
   const model::ModelSpec& spec_;
-  std::unique_ptr<program::Program> program_;
+  std::unique_ptr<program::Program> program_;         // decode: one token
+  std::unique_ptr<program::Program> window_program_;  // evaluation of a whole window, sharing the parameters
   int64_t context_ = 0, vocab_ = 0;
   int64_t position_ = 0;                  // of the next token within the window
   std::vector<int32_t> window_;           // the tokens fed since the window began
