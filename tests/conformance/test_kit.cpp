@@ -114,6 +114,23 @@ TEST(Driver, UnavailableDeviceExits77) {
   EXPECT_NE(out.find("no accelerator"), std::string::npos) << out;
 }
 
+#ifdef TANDEM_REFERENCE_PLUGIN
+// The summary says, per op, whether every case passed; a candidate that
+// declines a dtype is listed with its counts per dtype instead.
+TEST(Driver, SummaryCountsOpsThatPassedEveryCase) {
+  const std::string cmd = std::string(TANDEM_CONFORMANCE_DRIVER) + " --plugin " + TANDEM_REFERENCE_PLUGIN +
+                          " --reference " + TANDEM_REFERENCE_PLUGIN + " --op silu --op rms_norm 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << out;
+  EXPECT_NE(out.find("ops that passed every case: 2 of 2"), std::string::npos) << out;
+  EXPECT_EQ(out.find("the others, by dtype"), std::string::npos) << out;
+}
+#endif
+
 TEST(RunOp, UnwrittenOutputIsPoisoned) {
   auto faulty = open_or_skip(TANDEM_STANDIN_FAULTY);
   ASSERT_TRUE(faulty);

@@ -402,6 +402,18 @@ windows_per_epoch = 320
   CliRun q_text = tandem("generate " + m + " --weights " + dir.file("q8") + " --device onednn --tokens 10");
   ASSERT_EQ(q_text.code, 0) << q_text.output;
   EXPECT_HAS(q_text.output, "(int8)");
+  // The token embedding and the tied head pinned to one device, the blocks
+  // placed on the other: plan counts the copies between them, and it trains.
+  std::string pinned = read_file(m);
+  pinned.replace(pinned.find("embedding_dim = 32"), 18, "embedding_dim = 32\ndevice = \"reference\"");
+  pinned.replace(pinned.find("tie_weight = \"tok\""), 18, "tie_weight = \"tok\"\ndevice = \"reference\"");
+  const std::string pm = model(pinned, "pinned.toml");
+  CliRun plan2 = tandem("plan " + pm + " --device onednn:0,reference:0");
+  ASSERT_EQ(plan2.code, 0) << plan2.output;
+  EXPECT_HAS(plan2.output, "(layer 'tok' -> 'pos', forward)");
+  EXPECT_HAS(plan2.output, "-> 'head', forward)");
+  CliRun placed = tandem("train " + pm + " --device onednn:0,reference:0 --run-dir " + dir.file("placed"));
+  EXPECT_EQ(placed.code, 0) << placed.output;
   CliRun none = tandem("generate " + m + " --weights " + dir.file("run") + " --tokens 0");
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_HAS(none.output, "--tokens");

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -98,6 +100,33 @@ bool selected(const Options& o, const tc::Case& c) {
   return (o.ops.empty() || o.ops.count(c.op)) && (o.dtype.empty() || o.dtype == tandem::dtype_name(c.dtype));
 }
 
+// Which ops passed every case, and for the others, per dtype, how many cases
+// passed / failed / were declined: a backend that declines f16 but passes
+// every f32 case reads as exactly that.
+void print_op_summary(const std::vector<std::string>& ops,
+                      const std::map<std::string, std::map<std::string, std::array<int, 3>>>& tally) {
+  int complete = 0;
+  std::string lines;
+  for (const std::string& op : ops) {
+    bool clean = true;
+    std::string row = "  " + op + ":";
+    for (const auto& [dtype, t] : tally.at(op)) {
+      clean = clean && t[1] == 0 && t[2] == 0;
+      row += " " + dtype + " " +
+             (t[1] == 0 && t[2] == 0 ? "passed " + std::to_string(t[0])
+                                     : std::to_string(t[0]) + " passed " + std::to_string(t[1]) + " failed " +
+                                           std::to_string(t[2]) + " declined") +
+             ";";
+    }
+    if (clean)
+      ++complete;
+    else
+      lines += row.substr(0, row.size() - 1) + "\n";
+  }
+  std::printf("ops that passed every case: %d of %zu\n", complete, ops.size());
+  if (!lines.empty()) std::printf("the others, by dtype (cases):\n%s", lines.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,7 +161,10 @@ int main(int argc, char** argv) {
               candidate->device_name().c_str(), reference->description().c_str(), ref_path.c_str());
 
   int passed = 0, failed = 0, unsupported = 0;
-  std::set<std::string> unsupported_ops, failed_required;
+  std::set<std::string> failed_required;
+  // Per op and dtype: cases passed, failed, declined (catalog order of ops).
+  std::vector<std::string> op_order;
+  std::map<std::string, std::map<std::string, std::array<int, 3>>> tally;
   for (const tc::Case& c : tc::catalogue()) {
     if (!selected(o, c)) continue;
     tc::CaseResult r = tc::run_case(*candidate, *reference, c);
@@ -143,19 +175,17 @@ int main(int argc, char** argv) {
     std::string line = tc::report_line(c, r);
     if (tc::verbose() && !r.implementation.empty()) line += "  [" + r.implementation + "]";
     std::printf("%s\n", line.c_str());
+    if (!tally.count(c.op)) op_order.push_back(c.op);
+    std::array<int, 3>& t = tally[c.op][tandem::dtype_name(c.dtype)];
     if (r.status == tc::Status::ok)
-      ++passed;
+      ++passed, ++t[0];
     else if (r.status == tc::Status::unsupported)
-      ++unsupported, unsupported_ops.insert(c.op);
+      ++unsupported, ++t[2];
     else
-      ++failed;
+      ++failed, ++t[1];
   }
   std::printf("\n%d passed, %d failed, %d unsupported\n", passed, failed, unsupported);
-  if (!unsupported_ops.empty()) {
-    std::string list;
-    for (const std::string& op : unsupported_ops) list += " " + op;
-    std::printf("unsupported ops (at least one case):%s\n", list.c_str());
-  }
+  print_op_summary(op_order, tally);
   std::fflush(stdout);
   return failed == 0 ? 0 : 1;
 }
