@@ -119,8 +119,11 @@ void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, 
                      format_duration(epoch_seconds) + ": train loss " + fixed(r.loss, 4) + " acc " +
                      fixed(100 * r.accuracy, 2) + "%, " + fixed(r.samples_per_second, 0) +
                      " samples/s, data wait " + fixed(100 * r.data_wait_fraction, 1) + "% of step time";
-  if (val_accuracy >= 0)
+  if (val_accuracy >= 0) {
     text += "; eval loss " + fixed(val_loss, 4) + " acc " + fixed(100 * val_accuracy, 2) + "%";
+    if (perplexity_) text += ", perplexity " + fixed(std::exp(val_loss), 2);
+    if (bits_per_byte_) text += ", " + fixed(val_loss / std::log(2.0), 3) + " bits/byte";
+  }
   std::cout << text << std::endl;
   nlohmann::json j{{"event", "epoch"},
                    {"epoch", r.epoch},
@@ -133,6 +136,8 @@ void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, 
   if (val_accuracy >= 0) {
     j["eval_loss"] = val_loss;
     j["eval_accuracy"] = val_accuracy;
+    if (perplexity_) j["eval_perplexity"] = std::exp(val_loss);
+    if (bits_per_byte_) j["eval_bits_per_byte"] = val_loss / std::log(2.0);
   }
   record(j.dump());
 }

@@ -35,6 +35,12 @@ class Progress {
   void status(const StepReport& r);
   // An epoch ended: its training figures plus evaluation results (< 0 = none).
   void epoch(const StepReport& r, double val_loss, double val_accuracy, double epoch_seconds);
+  // A language model's evaluation also reports perplexity (exp of the mean
+  // loss per token), and bits per byte when each token is a byte.
+  void report_perplexity(bool bytes) {
+    perplexity_ = true;
+    bits_per_byte_ = bytes;
+  }
   void line(const std::string& text);  // a plain message, never overwritten
   void record(const std::string& json_object);
   // One device's memory after training, in bytes: what the plan promised,
@@ -55,6 +61,7 @@ class Progress {
   std::string metrics_failure_;  // the first failure, with errno's words
   bool live_shown_ = false;
   std::chrono::steady_clock::time_point last_draw_{};
+  bool perplexity_ = false, bits_per_byte_ = false;
 };
 
 std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"

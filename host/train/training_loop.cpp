@@ -65,6 +65,8 @@ Result<TrainResult> Trainer::run() {
                     !leader);
   if (auto why = progress.metrics_error())
     return make_error(*why + "; give another --run-dir", TDM_INVALID_ARGUMENT);
+  if (spec_.language_model())
+    progress.report_perplexity(spec_.data.token_dtype == "u8" && spec_.classes == 256);
   Evaluator evaluator = make_evaluator();
   Loop loop{loader, progress, evaluator};
   loop.per_epoch = per_epoch;

@@ -374,6 +374,8 @@ windows_per_epoch = 320
   if (r.output.find("no device matches") != std::string::npos)
     GTEST_SKIP() << "no onednn plugin: " << r.output;
   ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "perplexity ");  // and, for bytes, bits per byte
+  EXPECT_HAS(r.output, " bits/byte");
   // 9 distinct bytes: guessing uniformly among them gives ln 9 = 2.20.
   const size_t at = r.output.rfind("eval loss ");  // after the last epoch
   ASSERT_NE(at, std::string::npos) << r.output;
