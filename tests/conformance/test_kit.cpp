@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -128,6 +129,28 @@ TEST(Driver, SummaryCountsOpsThatPassedEveryCase) {
   EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << out;
   EXPECT_NE(out.find("ops that passed every case: 2 of 2"), std::string::npos) << out;
   EXPECT_EQ(out.find("the others, by dtype"), std::string::npos) << out;
+}
+
+// A file named libtandem-reference.so beside the candidate is not the
+// oracle (it could be anything, the candidate renamed): the driver uses the
+// reference backend that came with it.
+TEST(Driver, TheOracleIsNeverTakenFromTheCandidatesDirectory) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "kit-oracle";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(TANDEM_REFERENCE_PLUGIN, dir / "libtandem-candidate.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(TANDEM_STANDIN_FAULTY, dir / "libtandem-reference.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string cmd = std::string(TANDEM_CONFORMANCE_DRIVER) + " --plugin " +
+                          (dir / "libtandem-candidate.so").string() + " --op relu 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 0) << out;
+  EXPECT_EQ(out.find((dir / "libtandem-reference.so").string()), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
 }
 #endif
 

@@ -76,11 +76,13 @@ bool parse(int argc, char** argv, Options& o) {
   return true;
 }
 
-// --reference, else next to the candidate, else relative to this program
-// (build tree and install tree share the layout), else the install dir.
+// The oracle: --reference, else the reference backend that came with this
+// program (its build tree or its installed plugin directory) — never one
+// found beside the candidate, where a file of that name could be anything
+// (the candidate itself, renamed).
 std::string find_reference(const Options& o) {
   if (!o.reference.empty()) return o.reference;
-  std::vector<fs::path> candidates{fs::path(o.plugin).parent_path() / kReferenceFile};
+  std::vector<fs::path> candidates;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) candidates.push_back(self.parent_path() / TANDEM_CONFORMANCE_RELATIVE_PLUGIN_DIR / kReferenceFile);
