@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "math/activation.hpp"
+#include "math/attention.hpp"
 #include "math/common.hpp"
 #include "math/dropout.hpp"
 #include "math/optim.hpp"
+#include "math/rope.hpp"
 #include "math/softmax.hpp"
 
 namespace m = tandem::cuda::math;
@@ -120,6 +123,164 @@ TEST(Activation, GradientsMatchCentralDifferences) {
   }
   EXPECT_FLOAT_EQ(m::relu_grad(1.0f, 0.0f), 0.0f);  // relu'(0) = 0
   EXPECT_FLOAT_EQ(m::activate_grad(m::Act::Sigmoid, 3.0f, 0.5f), 0.75f);
+}
+
+TEST(Activation, SiluAndItsGradientMatchTheCatalogInDouble) {
+  for (float x : {-30.0f, -4.0f, -1.3f, -0.2f, 0.0f, 0.4f, 2.2f, 9.0f, 30.0f}) {
+    const double s = 1.0 / (1.0 + std::exp(-double(x)));
+    EXPECT_NEAR(m::silu(x), x * s, 1e-6 * (1 + std::fabs(x))) << x;
+    EXPECT_NEAR(m::silu_grad(0.7f, x), 0.7 * s * (1 + x * (1 - s)), 1e-6) << x;
+    EXPECT_FLOAT_EQ(m::activate(m::Act::Silu, x), m::silu(x));
+    EXPECT_FLOAT_EQ(m::activate_grad(m::Act::Silu, 0.7f, x), m::silu_grad(0.7f, x));
+  }
+  const double h = 1e-3;
+  for (float x : {-2.5f, -0.7f, 0.3f, 1.9f})
+    EXPECT_NEAR(m::silu_grad(1.0f, x),
+                (double(m::silu(x + float(h))) - double(m::silu(x - float(h)))) / (2 * h), 2e-3);
+  // No overflow far out: silu(-1000) is -0 (x times a zero sigmoid), not NaN.
+  EXPECT_EQ(m::silu(-1000.0f), 0.0f);
+  EXPECT_FLOAT_EQ(m::silu(1000.0f), 1000.0f);
+  EXPECT_EQ(m::silu_grad(1.0f, -1000.0f), 0.0f);
+}
+
+TEST(Rope, AnglesStayAccurateAtLongPositions) {
+  // The catalog's angle, p·base^(−2i/D), in double; f32 sin/cos of the
+  // reduced angle must stay within a few f32 ulps of the exact values even
+  // where p·freq in f32 would be off by ~p·6e-8 rad.
+  for (double base : {10000.0, 500.0})
+    for (int64_t D : {2, 64, 128}) {
+      const int64_t half = D / 2;
+      const double coef = m::rope_coef(base, half);
+      for (int64_t p : {int64_t(0), int64_t(1), int64_t(7), int64_t(2047), int64_t(65537), int64_t(1) << 20,
+                        (int64_t(1) << 20) + 12345, int64_t(-300)})
+        for (int64_t i = 0; i < half; i += (half > 8 ? 5 : 1)) {
+          const double theta = double(p) * std::pow(base, -2.0 * double(i) / double(D));
+          EXPECT_NEAR(m::rope_angle(p, i, coef), theta, 1e-13 * (1 + std::fabs(theta)));
+          float c = 0, s = 0;
+          m::rope_cos_sin(m::rope_angle(p, i, coef), c, s);
+          EXPECT_NEAR(c, std::cos(theta), 2e-7) << p << " " << i;
+          EXPECT_NEAR(s, std::sin(theta), 2e-7) << p << " " << i;
+        }
+    }
+}
+
+TEST(Rope, RotationIsTheCatalogsAndTheGradientInvertsIt) {
+  const double theta = 0.83;
+  const float c = float(std::cos(theta)), s = float(std::sin(theta));
+  float lo = 0, hi = 0;
+  m::rope_rotate(1.5f, -0.25f, c, s, lo, hi);
+  EXPECT_NEAR(lo, 1.5 * std::cos(theta) + 0.25 * std::sin(theta), 1e-6);
+  EXPECT_NEAR(hi, -0.25 * std::cos(theta) + 1.5 * std::sin(theta), 1e-6);
+  float back_lo = 0, back_hi = 0;
+  m::rope_rotate(lo, hi, c, -s, back_lo, back_hi);  // rope_grad: the rotation by −θ
+  EXPECT_NEAR(back_lo, 1.5, 1e-6);
+  EXPECT_NEAR(back_hi, -0.25, 1e-6);
+}
+
+TEST(Attention, AllowedKeysFollowPaddingAndBottomRightCausality) {
+  for (int64_t T : {1, 3, 5})
+    for (int64_t S : {1, 3, 5})
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t s = 0; s < S; ++s) {
+          EXPECT_TRUE(m::attention_allowed(false, false, t, s, T, S));
+          EXPECT_FALSE(m::attention_allowed(true, false, t, s, T, S));
+          EXPECT_FALSE(m::attention_allowed(true, true, t, s, T, S));
+          // The last query sees every key; each earlier one a key less.
+          EXPECT_EQ(m::attention_allowed(false, true, t, s, T, S), S - 1 - s >= T - 1 - t)
+              << T << S << t << s;
+        }
+  EXPECT_EQ(m::attention_flat_index(1, 2, 3, 4, 5, 6, 7), uint64_t(((1 * 5 + 2) * 6 + 3) * 7 + 4));
+}
+
+TEST(Attention, DropoutFactorIsTheCatalogMask) {
+  // Seed 0, element 0 draws u = 0.8833108 (sdk/ops.md, dropout).
+  EXPECT_EQ(m::attention_dropout(0, 0, 0.88f, 8.0f), 8.0f);
+  EXPECT_EQ(m::attention_dropout(0, 0, 0.89f, 9.0f), 0.0f);
+  const float p = 0.2f, inv = float(1 / (1 - 0.2));
+  int kept = 0;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    const float d = m::attention_dropout(977, i, p, inv);
+    EXPECT_EQ(d, tandem::dropout_keep(977, i, p) ? inv : 0.0f);
+    kept += d != 0 ? 1 : 0;
+  }
+  EXPECT_NEAR(kept / 20000.0, 0.8, 0.01);
+  EXPECT_EQ(m::attention_dropout(5, 17, 0.0f, 1.0f), 1.0f);  // p = 0 keeps everything
+}
+
+namespace {
+
+// A row of scores (−inf = a key not allowed) fed to the online softmax in
+// tiles of `tile`, as a kernel does: returns lse and Σ p·v.
+void online_row(const std::vector<float>& score, const std::vector<float>& v, size_t tile, float& lse,
+                float& o) {
+  float mx = -INFINITY, l = 0, acc = 0;
+  for (size_t s0 = 0; s0 < score.size(); s0 += tile) {
+    const size_t end = std::min(score.size(), s0 + tile);
+    float tile_max = -INFINITY;
+    for (size_t s = s0; s < end; ++s) tile_max = std::fmax(tile_max, score[s]);
+    const float m_new = std::fmax(mx, tile_max), alpha = m::online_rescale(mx, m_new);
+    float sum = 0, pv = 0;
+    for (size_t s = s0; s < end; ++s) {
+      const float p = m::online_prob(score[s], m_new);
+      sum += p, pv += p * v[s];
+    }
+    l = l * alpha + sum, acc = acc * alpha + pv, mx = m_new;
+  }
+  lse = m::online_lse(mx, l);
+  o = l > 0 ? acc / l : 0.0f;
+}
+
+}  // namespace
+
+TEST(Attention, OnlineSoftmaxMatchesTheDirectFormulaInDouble) {
+  const float ninf = -INFINITY;
+  const std::vector<std::vector<float>> rows = {
+      {0.5f, -1.0f, 2.0f, 0.0f, 3.5f, -2.0f, 1.0f},
+      {ninf, ninf, ninf, 1.0f, -3.0f, 8.0f, 0.25f},     // a leading tile with nothing allowed
+      {-20.0f, ninf, 40.0f, ninf, 39.0f, -5.0f, ninf},  // the maximum grows by a lot between tiles
+      {7.0f},
+  };
+  for (const auto& score : rows)
+    for (size_t tile : {size_t(1), size_t(2), size_t(3), size_t(32)}) {
+      std::vector<float> v(score.size());
+      for (size_t s = 0; s < v.size(); ++s) v[s] = std::sin(1.7f * float(s)) * 2;
+      double mx = -INFINITY;
+      for (float x : score) mx = std::fmax(mx, x);
+      double sum = 0, pv = 0;
+      for (size_t s = 0; s < score.size(); ++s)
+        sum += std::exp(score[s] - mx), pv += std::exp(score[s] - mx) * v[s];
+      float lse = 0, o = 0;
+      online_row(score, v, tile, lse, o);
+      EXPECT_NEAR(lse, mx + std::log(sum), 1e-5 * (1 + std::fabs(mx)));
+      EXPECT_NEAR(o, pv / sum, 1e-5);
+      // The gradient's probabilities from the saved lse sum to one.
+      double total = 0;
+      for (float x : score) total += m::attention_prob(x, lse, x != ninf);
+      EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+  // No allowed key at all: lse = −inf and o = 0, never NaN.
+  float lse = 0, o = 1;
+  online_row({ninf, ninf, ninf}, {1.0f, 2.0f, 3.0f}, 2, lse, o);
+  EXPECT_EQ(lse, ninf);
+  EXPECT_EQ(o, 0.0f);
+  EXPECT_EQ(m::attention_prob(ninf, ninf, false), 0.0f);
+  EXPECT_EQ(m::attention_prob(0.5f, ninf, true), 0.0f);  // a row that attended nothing
+}
+
+TEST(Attention, DsOfARowWithoutDropoutSumsToZero) {
+  // ds_s = p_s·(dp_s − Δ) with Δ = Σ p·dp: the softmax Jacobian, whose
+  // rows sum to zero.
+  const double p[4] = {0.1, 0.2, 0.3, 0.4}, dp[4] = {1.0, -2.0, 0.5, 3.0};
+  double delta = 0;
+  for (int s = 0; s < 4; ++s) delta += p[s] * dp[s];
+  double total = 0;
+  for (int s = 0; s < 4; ++s) {
+    const float ds = m::attention_ds(float(p[s]), 1.0f, float(dp[s]), float(delta));
+    EXPECT_NEAR(ds, p[s] * (dp[s] - delta), 1e-6);
+    total += ds;
+  }
+  EXPECT_NEAR(total, 0.0, 1e-6);
+  EXPECT_NEAR(m::attention_ds(0.25f, 1.25f, 2.0f, 0.5f), 0.25 * (1.25 * 2.0 - 0.5), 1e-6);
 }
 
 TEST(Dropout, HashMatchesTheFormulaAndKnownValues) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "gpu_harness.hpp"
@@ -276,6 +277,35 @@ TEST_F(Gpu, EmbeddingGradientAccumulatesRepeatedIndices) {
             TDM_OK)
       << Plugin::last_error();
   EXPECT_EQ(out[0].floats(), (std::vector<float>{0, 0, 4, 6, 7, 8}));
+}
+
+TEST_F(Gpu, RopeAnglesStayExactFarAlongTheContext) {
+  // At position 2^20 an angle formed in f32 would be off by ~0.06 rad.
+  const int64_t T = 2, D = 8, offset = (int64_t(1) << 20) + 3;
+  const auto x = ramp(T * D);
+  Tensor pos{TDM_S64, {}, std::vector<uint8_t>(sizeof offset)};
+  std::memcpy(pos.bytes.data(), &offset, sizeof offset);
+  std::vector<Tensor> out = {Tensor::empty(TDM_F32, {T, D})};
+  ASSERT_EQ(p_->run("rope", {}, {Tensor::f32({T, D}, x), pos}, out), TDM_OK) << Plugin::last_error();
+  const auto y = out[0].floats();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double theta = double(offset + t) * std::pow(10000.0, -2.0 * double(i) / double(D));
+      const double lo = x[size_t(t * D + i)], hi = x[size_t(t * D + i + D / 2)];
+      EXPECT_NEAR(y[size_t(t * D + i)], lo * std::cos(theta) - hi * std::sin(theta), 1e-5) << t << " " << i;
+      EXPECT_NEAR(y[size_t(t * D + i + D / 2)], hi * std::cos(theta) + lo * std::sin(theta), 1e-5);
+    }
+}
+
+TEST_F(Gpu, AttentionDeclinesHeadDimsAbove128) {
+  const int64_t D = 136;
+  std::vector<Tensor> out = {Tensor::empty(TDM_F32, {1, 1, 2, 8}), Tensor::empty(TDM_F32, {1, 1, 2})};
+  EXPECT_EQ(p_->run("attention", {},
+                    {Tensor::f32({1, 1, 2, D}, ramp(2 * D)), Tensor::f32({1, 1, 2, D}, ramp(2 * D)),
+                     Tensor::f32({1, 1, 2, 8}, ramp(16))},
+                    out),
+            TDM_UNSUPPORTED);
+  EXPECT_NE(Plugin::last_error().find("128"), std::string::npos) << Plugin::last_error();
 }
 
 TEST_F(Gpu, DeclinesF64AsANormalAnswer) {

@@ -2,8 +2,9 @@
 // Forward and backward side by side (llm.c style). The formulas are the
 // catalog's (sdk/ops.md): gelu "none" is x·Φ(x) with the error function,
 // gelu "tanh" is the usual tanh approximation; tanh_grad and sigmoid_grad
-// take the forward output y, relu_grad, leaky_relu_grad and gelu_grad take
-// the input x. leaky_relu's slope is an argument: only it has one.
+// take the forward output y, relu_grad, leaky_relu_grad, gelu_grad and
+// silu_grad take the input x. leaky_relu's slope is an argument: only it has
+// one.
 #ifndef TANDEM_CUDA_MATH_ACTIVATION_HPP
 #define TANDEM_CUDA_MATH_ACTIVATION_HPP
 
@@ -13,7 +14,16 @@
 
 namespace tandem::cuda::math {
 
-enum class Act : int { None = 0, Relu = 1, Tanh = 2, Sigmoid = 3, Gelu = 4, GeluTanh = 5, LeakyRelu = 6 };
+enum class Act : int {
+  None = 0,
+  Relu = 1,
+  Tanh = 2,
+  Sigmoid = 3,
+  Gelu = 4,
+  GeluTanh = 5,
+  LeakyRelu = 6,
+  Silu = 7
+};
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
@@ -44,6 +54,17 @@ TDM_HD inline float sigmoid(float x) {
 }
 TDM_HD inline float sigmoid_grad(float dy, float y) {
   return dy * y * (1.0f - y);
+}
+
+// silu(x) = x·sigmoid(x); the overflow-safe sigmoid above keeps it finite
+// for large |x| (x·0 for x → −∞, x·1 for x → +∞).
+TDM_HD inline float silu(float x) {
+  return x * sigmoid(x);
+}
+// d/dx x·s(x) = s + x·s·(1 − s) = s·(1 + x·(1 − s)), the catalog's form.
+TDM_HD inline float silu_grad(float dy, float x) {
+  const float s = sigmoid(x);
+  return dy * s * (1.0f + x * (1.0f - s));
 }
 
 TDM_HD inline float tanh_act(float x) {
@@ -88,12 +109,15 @@ TDM_HD inline float activate(Act a, float x, float slope = 0.0f) {
       return gelu(x);
     case Act::GeluTanh:
       return gelu_tanh(x);
+    case Act::Silu:
+      return silu(x);
     default:
       return x;
   }
 }
 
-// Backward by code; `v` is x for relu/leaky_relu/gelu and y for tanh/sigmoid.
+// Backward by code; `v` is x for relu/leaky_relu/gelu/silu and y for
+// tanh/sigmoid.
 TDM_HD inline float activate_grad(Act a, float dy, float v, float slope = 0.0f) {
   switch (a) {
     case Act::Relu:
@@ -108,6 +132,8 @@ TDM_HD inline float activate_grad(Act a, float dy, float v, float slope = 0.0f) 
       return gelu_grad(dy, v);
     case Act::GeluTanh:
       return gelu_tanh_grad(dy, v);
+    case Act::Silu:
+      return silu_grad(dy, v);
     default:
       return dy;
   }

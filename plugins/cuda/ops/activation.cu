@@ -27,6 +27,7 @@ Act act_of(const OpView& v, const std::string& base) {
   if (base == "leaky_relu") return Act::LeakyRelu;
   if (base == "tanh") return Act::Tanh;
   if (base == "sigmoid") return Act::Sigmoid;
+  if (base == "silu") return Act::Silu;
   const std::string approx = v.string_attr("approximate", "none");
   if (approx == "none") return Act::Gelu;
   if (approx == "tanh") return Act::GeluTanh;
@@ -109,8 +110,10 @@ __global__ void channel_sum_kernel(const T* dy, T* dbias, int64_t outer, int64_t
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  for (const char* name : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid"}) r.add(name, prepare_unary);
-  for (const char* name : {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"})
+  for (const char* name : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"})
+    r.add(name, prepare_unary);
+  for (const char* name :
+       {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "silu_grad"})
     r.add(name, prepare_unary_grad);
 });
 

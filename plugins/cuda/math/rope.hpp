@@ -1,0 +1,48 @@
+// CUDA backend — rotary position embedding per pair (sdk/ops.md, "rope").
+// Element i < D/2 of a row at position p pairs with element i + D/2 and
+// turns by θ_i = p·base^(−2i/D). In f32, p·freq alone is off by about
+// p·6e-8 rad, far too much at long contexts, so the angle is formed and
+// reduced to [−π, π] in double; only the reduced angle goes to f32
+// sin/cos, and the part of it that f32 cannot hold (< 1.2e-7 rad) is put
+// back by a first-order correction, so the angle error stays near 1e-16·p.
+#ifndef TANDEM_CUDA_MATH_ROPE_HPP
+#define TANDEM_CUDA_MATH_ROPE_HPP
+
+#include <cmath>
+#include <cstdint>
+
+#include "math/common.hpp"
+
+namespace tandem::cuda::math {
+
+// −ln(base)/(D/2), computed once on the host: base^(−2i/D) = exp(i·coef).
+inline double rope_coef(double base, int64_t half) {
+  return -std::log(base) / static_cast<double>(half);
+}
+
+TDM_HD inline double rope_angle(int64_t position, int64_t i, double coef) {
+  return static_cast<double>(position) * exp(static_cast<double>(i) * coef);
+}
+
+// cos θ and sin θ in f32 for an angle given in double.
+TDM_HD inline void rope_cos_sin(double theta, float& c, float& s) {
+  constexpr double kTwoPi = 6.283185307179586;
+  const double r = theta - rint(theta / kTwoPi) * kTwoPi;
+  const float rf = static_cast<float>(r);
+  const float lost = static_cast<float>(r - static_cast<double>(rf));
+  const float cf = cosf(rf), sf = sinf(rf);
+  // cos(rf + δ) ≈ cos rf − δ·sin rf, sin(rf + δ) ≈ sin rf + δ·cos rf; δ² < 1.5e-14.
+  c = cf - lost * sf;
+  s = sf + lost * cf;
+}
+
+// The rotation of one pair (lo = x_i, hi = x_{i+D/2}) by the angle whose
+// cosine and sine are c and s; rope_grad passes −s (the transpose).
+TDM_HD inline void rope_rotate(float lo, float hi, float c, float s, float& y_lo, float& y_hi) {
+  y_lo = lo * c - hi * s;
+  y_hi = hi * c + lo * s;
+}
+
+}  // namespace tandem::cuda::math
+
+#endif  // TANDEM_CUDA_MATH_ROPE_HPP

@@ -1,0 +1,494 @@
+// CUDA backend — attention and its gradient: own flash-attention-style
+// kernels, so no more than one tile of the T x S scores exists at a time
+// (in shared memory), f32 arithmetic whatever the storage dtype.
+//
+// Blocks of 256 threads as a 16 x 16 grid over a tile, per-row accumulators
+// over the head dim in registers (head dims up to 128): ops/attention_tiles.cuh.
+// Tiles are 64 x 32 in the forward (more queries per block: each key tile
+// loaded is used twice as often), 32 x 32 in the backward (more operands per
+// tile); all fit the 99 KiB of shared memory of the smallest sm_8x block at
+// head dims of 128.
+//
+// Forward: a block per (b, h, 64 queries) streams the keys in tiles of 32
+// (online softmax: running maximum m, sum l, o rescaled when m grows; the
+// counter-mask dropout multiplies p after l has counted it); o = acc / l,
+// lse = m + log l. Backward, recomputing p from lse: (1) Δ = rowsum(do·o),
+// a warp per row, into the workspace; (2) dq per (b, h, 32 queries) from
+// every key tile; (3) dk, dv per (b, kv head, 32 keys) from every query tile
+// of every head of its group. Each kernel owns what it writes: no atomics,
+// the same bits on every run. The per-element rules are math/attention.hpp.
+#include <algorithm>
+#include <cmath>
+
+#include "device.hpp"
+#include "math/attention.hpp"
+#include "ops/attention_tiles.cuh"
+#include "ops/kernels.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+using namespace tiles;
+
+// Rows per thread (tile rows / 16) and columns per thread (tile columns / 16).
+constexpr int kFwdR = 4, kFwdC = 2;  // forward: 64 queries x 32 keys
+constexpr int kDqR = 2, kDqC = 2;    // dq: 32 queries x 32 keys
+constexpr int kKvR = 2, kKvC = 2;    // dk, dv: 32 keys x 32 queries
+
+struct Attn {
+  int64_t B = 0, H = 0, G = 0, T = 0, S = 0;
+  int D = 0, E = 0;
+  bool causal = false;
+  float scale = 0.0f, dropout = 0.0f, inv_keep = 1.0f;
+  uint64_t seed = 0;
+
+  __host__ __device__ int64_t group() const { return H / G; }
+  // One past the last key that a query before t_end may see.
+  __host__ __device__ int64_t key_end(int64_t t_end) const {
+    if (!causal) return S;
+    const int64_t e = t_end + S - T;
+    return e < 0 ? 0 : (e > S ? S : e);
+  }
+  // The first query that may see key s.
+  __host__ __device__ int64_t query_begin(int64_t s) const {
+    if (!causal) return 0;
+    const int64_t t = s - (S - T);
+    return t < 0 ? 0 : (t > T ? T : t);
+  }
+};
+
+// Every pointer one launch uses (the forward leaves the gradient's null).
+template <class T>
+struct AttnIo {
+  const T *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;
+  const uint8_t* mask = nullptr;
+  const int64_t* seed_offset = nullptr;
+  const float* lse = nullptr;
+  float* delta = nullptr;  // Δ, the gradient's workspace
+  T *out = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  float* lse_out = nullptr;
+};
+
+__device__ __forceinline__ uint64_t seed_of(const Attn& a, const int64_t* offset) {
+  return a.seed + (offset != nullptr ? static_cast<uint64_t>(*offset) : 0);
+}
+
+// Whether query t may see key s of batch b; `in_tile` guards the mask read.
+__device__ __forceinline__ bool allowed(const Attn& a, const uint8_t* mask, int64_t b, int64_t t, int64_t s,
+                                        bool in_tile) {
+  if (!in_tile) return false;
+  const bool padded = mask != nullptr && mask[b * a.S + s] != 0;
+  return math::attention_allowed(padded, a.causal, t, s, a.T, a.S);
+}
+
+// ---- forward -----------------------------------------------------------
+
+// Folds the score tile of queries t0 + row and keys s0 + col (bk of them
+// real) into the running m, l and acc, and leaves d·p in ps.
+template <int R, int C>
+__device__ void softmax_tile(const Attn& a, const uint8_t* mask, uint64_t seed, int64_t b, int64_t h,
+                             int64_t t0, int64_t s0, int bk, float (&sc)[R][C], float (&m)[R], float (&l)[R],
+                             float (&acc)[R][kHeadCols], float* ps) {
+  const int ty = tid_y(), tx = tid_x(), ldp = kSide * C + 1;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t t = t0 + ty + kSide * r;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = tx + kSide * c;
+      if (!allowed(a, mask, b, t, s0 + j, j < bk)) sc[r][c] = -INFINITY;
+      mx = fmaxf(mx, sc[r][c]);
+    }
+    const float m_new = fmaxf(m[r], row_max(mx));
+    const float alpha = math::online_rescale(m[r], m_new);
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      sc[r][c] = math::online_prob(sc[r][c], m_new);
+      sum += sc[r][c];
+    }
+    l[r] = l[r] * alpha + row_sum(sum);
+    m[r] = m_new;
+#pragma unroll
+    for (int e = 0; e < kHeadCols; ++e) acc[r][e] *= alpha;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const int j = tx + kSide * c;
+      float d = 1.0f;
+      if (a.dropout > 0.0f && sc[r][c] != 0.0f)
+        d = math::attention_dropout(seed, math::attention_flat_index(b, h, t, s0 + j, a.H, a.T, a.S),
+                                    a.dropout, a.inv_keep);
+      ps[(ty + kSide * r) * ldp + j] = sc[r][c] * d;
+    }
+  }
+}
+
+constexpr size_t forward_smem(int D, int E) {
+  constexpr int BQ = kSide * kFwdR, BK = kSide * kFwdC;
+  return sizeof(float) * size_t(BQ * (D + 1) + D * (BK + 1) + BK * E + BQ * (BK + 1));
+}
+
+template <class T>
+__global__ void __launch_bounds__(kAttnThreads) attention_kernel(Attn a, AttnIo<T> io) {
+  constexpr int R = kFwdR, C = kFwdC, BQ = kSide * R, BK = kSide * C;
+  extern __shared__ float smem[];
+  float* qs = smem;                 // [BQ][D+1]: q·scale
+  float* kt = qs + BQ * (a.D + 1);  // [D][BK+1]: kᵀ
+  float* vs = kt + a.D * (BK + 1);  // [BK][E]
+  float* ps = vs + BK * a.E;        // [BQ][BK+1]: d·p
+  const int64_t tiles = (a.T + BQ - 1) / BQ, bh = blockIdx.x / tiles;
+  const int64_t t0 = (tiles - 1 - blockIdx.x % tiles) * BQ;  // late tiles first: under causal they see most
+  const int64_t b = bh / a.H, h = bh % a.H, kv = b * a.G + h / a.group();
+  const int bq = tile_len(BQ, a.T - t0);
+  const uint64_t seed = seed_of(a, io.seed_offset);
+  load_rows(io.q + bh * a.T * a.D, t0, bq, BQ, a.D, a.scale, qs, a.D + 1);
+  float m[R], l[R], acc[R][kHeadCols];
+#pragma unroll
+  for (int r = 0; r < R; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+  zero(acc);
+  const int64_t end = a.key_end(t0 + bq);
+  for (int64_t s0 = 0; s0 < end; s0 += BK) {
+    const int bk = tile_len(BK, end - s0);
+    __syncthreads();  // every thread is done with the previous tile (and qs is written)
+    load_rows_t(io.k + kv * a.S * a.D, s0, bk, BK, a.D, 1.0f, kt, BK + 1);
+    load_rows(io.v + kv * a.S * a.E, s0, bk, BK, a.E, 1.0f, vs, a.E);
+    __syncthreads();
+    float sc[R][C];
+    tile_dot(qs, a.D + 1, kt, BK + 1, a.D, sc);
+    softmax_tile(a, io.mask, seed, b, h, t0, s0, bk, sc, m, l, acc, ps);
+    __syncthreads();
+    tile_accumulate(ps, BK + 1, bk, vs, a.E, 1, a.E, acc);
+  }
+  const int ty = tid_y(), tx = tid_x();
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int i = ty + kSide * r;
+    if (i >= bq) continue;
+    const int64_t row = bh * a.T + t0 + i;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+#pragma unroll
+    for (int c = 0; c < kHeadCols; ++c)
+      if (tx + kSide * c < a.E) st(io.out, row * a.E + tx + kSide * c, acc[r][c] * inv);
+    if (tx == 0) io.lse_out[row] = math::online_lse(m[r], l[r]);
+  }
+}
+
+// ---- backward ----------------------------------------------------------
+
+// Δ_t = do·o of each (b, h, t) row, a warp per row.
+template <class T>
+__global__ void attention_delta_kernel(const T* dout, const T* o, float* delta, int64_t rows, int E) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    float s = 0.0f;
+    for (int e = lane; e < E; e += 32) s += ld(dout, row * E + e) * ld(o, row * E + e);
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) delta[row] = s;
+  }
+}
+
+// For one (t, s): pd = d·p (what dv needs) and ds = p·(d·dp − Δ).
+__device__ __forceinline__ void grad_element(const Attn& a, const uint8_t* mask, uint64_t seed, int64_t b,
+                                             int64_t h, int64_t t, int64_t s, bool in_tile, float score,
+                                             float dp, float lse, float delta, float& pd, float& ds) {
+  const float p = math::attention_prob(score, lse, allowed(a, mask, b, t, s, in_tile));
+  float d = 1.0f;
+  if (a.dropout > 0.0f && p != 0.0f)
+    d = math::attention_dropout(seed, math::attention_flat_index(b, h, t, s, a.H, a.T, a.S), a.dropout,
+                                a.inv_keep);
+  pd = d * p;
+  ds = math::attention_ds(p, d, dp, delta);
+}
+
+constexpr size_t dq_smem(int D, int E) {
+  constexpr int BQ = kSide * kDqR, BK = kSide * kDqC;
+  return sizeof(float) * size_t(BQ * (D + 1) + BQ * (E + 1) + D * (BK + 1) + E * (BK + 1) + BQ * (BK + 1));
+}
+
+template <class T>
+__global__ void __launch_bounds__(kAttnThreads) attention_dq_kernel(Attn a, AttnIo<T> io) {
+  constexpr int R = kDqR, C = kDqC, BQ = kSide * R, BK = kSide * C;
+  extern __shared__ float smem[];
+  float* qs = smem;                  // [BQ][D+1]: q·scale
+  float* dos = qs + BQ * (a.D + 1);  // [BQ][E+1]: do
+  float* kt = dos + BQ * (a.E + 1);  // [D][BK+1]: kᵀ
+  float* vt = kt + a.D * (BK + 1);   // [E][BK+1]: vᵀ
+  float* dss = vt + a.E * (BK + 1);  // [BQ][BK+1]: ds
+  const int64_t tiles = (a.T + BQ - 1) / BQ, bh = blockIdx.x / tiles;
+  const int64_t t0 = (tiles - 1 - blockIdx.x % tiles) * BQ;
+  const int64_t b = bh / a.H, h = bh % a.H, kv = b * a.G + h / a.group();
+  const int bq = tile_len(BQ, a.T - t0);
+  const int ty = tid_y(), tx = tid_x();
+  const uint64_t seed = seed_of(a, io.seed_offset);
+  load_rows(io.q + bh * a.T * a.D, t0, bq, BQ, a.D, a.scale, qs, a.D + 1);
+  load_rows(io.dout + bh * a.T * a.E, t0, bq, BQ, a.E, 1.0f, dos, a.E + 1);
+  float lse[R], delta[R], acc[R][kHeadCols];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int i = ty + kSide * r;
+    lse[r] = i < bq ? io.lse[bh * a.T + t0 + i] : -INFINITY;
+    delta[r] = i < bq ? io.delta[bh * a.T + t0 + i] : 0.0f;
+  }
+  zero(acc);
+  const int64_t end = a.key_end(t0 + bq);
+  for (int64_t s0 = 0; s0 < end; s0 += BK) {
+    const int bk = tile_len(BK, end - s0);
+    __syncthreads();
+    load_rows_t(io.k + kv * a.S * a.D, s0, bk, BK, a.D, 1.0f, kt, BK + 1);
+    load_rows_t(io.v + kv * a.S * a.E, s0, bk, BK, a.E, 1.0f, vt, BK + 1);
+    __syncthreads();
+    float sc[R][C], dp[R][C];
+    tile_dot(qs, a.D + 1, kt, BK + 1, a.D, sc);
+    tile_dot(dos, a.E + 1, vt, BK + 1, a.E, dp);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int i = ty + kSide * r, j = tx + kSide * c;
+        float pd;
+        grad_element(a, io.mask, seed, b, h, t0 + i, s0 + j, i < bq && j < bk, sc[r][c], dp[r][c], lse[r],
+                     delta[r], pd, dss[i * (BK + 1) + j]);
+      }
+    __syncthreads();
+    tile_accumulate(dss, BK + 1, bk, kt, 1, BK + 1, a.D, acc);  // dq += ds·k, k read from kᵀ
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int i = ty + kSide * r;
+    if (i >= bq) continue;
+#pragma unroll
+    for (int c = 0; c < kHeadCols; ++c)
+      if (tx + kSide * c < a.D) st(io.dq, (bh * a.T + t0 + i) * a.D + tx + kSide * c, acc[r][c] * a.scale);
+  }
+}
+
+constexpr size_t dkv_smem(int D, int E) {
+  constexpr int BK = kSide * kKvR, BQ = kSide * kKvC;
+  return sizeof(float) *
+         size_t(BK * (D + 1) + BK * (E + 1) + D * (BQ + 1) + E * (BQ + 1) + 2 * BK * (BQ + 1) + 2 * BQ);
+}
+
+// Query rows [t0, t0 + bq) of head bh: (q·scale)ᵀ, doᵀ, and their lse and Δ.
+template <class T>
+__device__ void load_query_tile(const Attn& a, const AttnIo<T>& io, int64_t bh, int64_t t0, int bq, float* qt,
+                                float* dot, float* stats) {
+  constexpr int BQ = kSide * kKvC;
+  load_rows_t(io.q + bh * a.T * a.D, t0, bq, BQ, a.D, a.scale, qt, BQ + 1);
+  load_rows_t(io.dout + bh * a.T * a.E, t0, bq, BQ, a.E, 1.0f, dot, BQ + 1);
+  for (int i = threadIdx.x; i < BQ; i += blockDim.x) {
+    stats[i] = i < bq ? io.lse[bh * a.T + t0 + i] : -INFINITY;
+    stats[BQ + i] = i < bq ? io.delta[bh * a.T + t0 + i] : 0.0f;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kAttnThreads) attention_dkv_kernel(Attn a, AttnIo<T> io) {
+  constexpr int R = kKvR, C = kKvC, BK = kSide * R, BQ = kSide * C;
+  extern __shared__ float smem[];
+  float* ks = smem;                    // [BK][D+1]: k
+  float* vs = ks + BK * (a.D + 1);     // [BK][E+1]: v
+  float* qt = vs + BK * (a.E + 1);     // [D][BQ+1]: (q·scale)ᵀ
+  float* dot = qt + a.D * (BQ + 1);    // [E][BQ+1]: doᵀ
+  float* pt = dot + a.E * (BQ + 1);    // [BK][BQ+1]: (d·p)ᵀ
+  float* dst = pt + BK * (BQ + 1);     // [BK][BQ+1]: dsᵀ
+  float* stats = dst + BK * (BQ + 1);  // lse [BQ], Δ [BQ]
+  const int64_t tiles = (a.S + BK - 1) / BK, kv = blockIdx.x / tiles, s0 = (blockIdx.x % tiles) * BK;
+  const int64_t b = kv / a.G, g = kv % a.G;
+  const int bk = tile_len(BK, a.S - s0);
+  const int ty = tid_y(), tx = tid_x();
+  const uint64_t seed = seed_of(a, io.seed_offset);
+  load_rows(io.k + kv * a.S * a.D, s0, bk, BK, a.D, 1.0f, ks, a.D + 1);
+  load_rows(io.v + kv * a.S * a.E, s0, bk, BK, a.E, 1.0f, vs, a.E + 1);
+  float dk[R][kHeadCols], dv[R][kHeadCols];
+  zero(dk);
+  zero(dv);
+  for (int64_t h = g * a.group(); h < (g + 1) * a.group(); ++h)
+    for (int64_t t0 = a.query_begin(s0); t0 < a.T; t0 += BQ) {
+      const int bq = tile_len(BQ, a.T - t0);
+      __syncthreads();  // the previous query tile is no longer read (and ks, vs are written)
+      load_query_tile(a, io, b * a.H + h, t0, bq, qt, dot, stats);
+      __syncthreads();
+      float sc[R][C], dp[R][C];
+      tile_dot(ks, a.D + 1, qt, BQ + 1, a.D, sc);
+      tile_dot(vs, a.E + 1, dot, BQ + 1, a.E, dp);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const int j = ty + kSide * r, i = tx + kSide * c;
+          grad_element(a, io.mask, seed, b, h, t0 + i, s0 + j, i < bq && j < bk, sc[r][c], dp[r][c], stats[i],
+                       stats[BQ + i], pt[j * (BQ + 1) + i], dst[j * (BQ + 1) + i]);
+        }
+      __syncthreads();
+      tile_accumulate(pt, BQ + 1, bq, dot, 1, BQ + 1, a.E, dv);  // dv += (d·p)ᵀ·do
+      tile_accumulate(dst, BQ + 1, bq, qt, 1, BQ + 1, a.D, dk);  // dk += dsᵀ·(q·scale)
+    }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int j = ty + kSide * r;
+    if (j >= bk) continue;
+    const int64_t row = kv * a.S + s0 + j;
+#pragma unroll
+    for (int c = 0; c < kHeadCols; ++c) {
+      const int col = tx + kSide * c;
+      if (col < a.D) st(io.dk, row * a.D + col, dk[r][c]);
+      if (col < a.E) st(io.dv, row * a.E + col, dv[r][c]);
+    }
+  }
+}
+
+// ---- prepare -----------------------------------------------------------
+
+struct Slots {
+  bool has_mask = false, has_offset = false;
+  size_t mask = 0, offset = 0;
+};
+
+// q, k, v at inputs first..first+2; the optional mask and seed_offset at
+// `extras` and `extras + 1`.
+Attn check_operands(const Check& c, size_t first, size_t extras, tdm_dtype& dt, Slots& slots) {
+  Attn a;
+  dt = c.primary_dtype(first, kFloat);
+  for (size_t i = first; i < first + 3; ++i) {
+    c.input_dtype(i, {dt});
+    c.input_rank(i, 4);
+  }
+  const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
+  a.B = q[0], a.H = q[1], a.T = q[2], a.G = k[1], a.S = k[2];
+  c.input_shape(first + 1, {a.B, a.G, a.S, q[3]});
+  c.input_shape(first + 2, {a.B, a.G, a.S, v[3]});
+  if (a.G < 1 || a.H % a.G != 0)
+    c.fail("the key/value heads (" + std::to_string(a.G) + ") must divide the query heads (" +
+           std::to_string(a.H) + ")");
+  slots.mask = extras, slots.offset = extras + 1;
+  slots.has_mask = c.has_input(slots.mask);
+  if (slots.has_mask) c.input(slots.mask, TDM_U8, {a.B, a.S});
+  slots.has_offset = c.has_input(slots.offset);
+  if (slots.has_offset) c.input(slots.offset, TDM_S64, {});
+  a.causal = c.int_attr("causal", 0) != 0;
+  const double scale = c.float_attr("scale", 0.0);
+  if (!std::isfinite(scale)) c.fail("attribute 'scale' must be finite");
+  const double p = c.float_attr("dropout", 0.0);
+  if (!(p >= 0 && p < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
+  if (q[3] > kMaxHead || v[3] > kMaxHead)
+    c.unsupported("head dims above " + std::to_string(kMaxHead) +
+                  " are not implemented (D = " + std::to_string(q[3]) + ", E = " + std::to_string(v[3]) +
+                  "): a row of the head dim is kept in registers, 8 columns in each of 16 threads");
+  a.D = static_cast<int>(q[3]), a.E = static_cast<int>(v[3]);
+  a.scale = static_cast<float>(scale != 0 ? scale : 1 / std::sqrt(double(a.D ? a.D : 1)));
+  a.dropout = static_cast<float>(p);
+  a.inv_keep = static_cast<float>(1 / (1 - p));
+  a.seed = static_cast<uint64_t>(c.int_attr("seed", 0));
+  return a;
+}
+
+// Blocks of a flattened grid: heads x tiles of `tile` along n; declined past
+// what gridDim.x holds.
+unsigned grid_of(const Check& c, int64_t heads, int64_t n, int tile) {
+  const int64_t blocks = heads * ((n + tile - 1) / tile);
+  if (blocks > 0x7fffffff)
+    c.unsupported("too many tiles for one launch (" + std::to_string(blocks) + " blocks)");
+  return static_cast<unsigned>(blocks);
+}
+
+// Checks that `bytes` of dynamic shared memory fit a block of this device
+// and lets `kernel` use up to what the largest head dims need (the same
+// value for every prepare, so no prepare lowers another's limit).
+template <class K>
+void reserve_smem(const Check& c, const CudaDevice& device, K* kernel, size_t bytes, size_t most) {
+  int limit = 0;
+  TDM_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
+  if (bytes > size_t(limit))
+    c.unsupported("these head dims need " + std::to_string(bytes) +
+                  " bytes of shared memory per block, the device allows " + std::to_string(limit));
+  TDM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(std::min(most, size_t(limit)))));
+}
+
+template <class T>
+AttnIo<T> common_io(const Slots& slots, void* const* in, size_t first) {
+  AttnIo<T> io;
+  io.q = static_cast<const T*>(in[first]);
+  io.k = static_cast<const T*>(in[first + 1]);
+  io.v = static_cast<const T*>(in[first + 2]);
+  if (slots.has_mask) io.mask = static_cast<const uint8_t*>(in[slots.mask]);
+  if (slots.has_offset) io.seed_offset = static_cast<const int64_t*>(in[slots.offset]);
+  return io;
+}
+
+std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(3, 5, 2, 2);
+  tdm_dtype dt;
+  Slots slots;
+  const Attn a = check_operands(c, 0, 3, dt, slots);
+  c.output(0, dt, {a.B, a.H, a.T, a.E});
+  c.output(1, TDM_F32, {a.B, a.H, a.T});
+  const unsigned blocks = grid_of(c, a.B * a.H, a.T, kSide * kFwdR);
+  const size_t smem = forward_smem(a.D, a.E);
+  std::unique_ptr<Kernel> k;
+  dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    reserve_smem(c, device, attention_kernel<T>, smem, forward_smem(kMaxHead, kMaxHead));
+    k = make_kernel("attention", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+      if (blocks == 0) return;
+      AttnIo<T> io = common_io<T>(slots, in, 0);
+      io.out = static_cast<T*>(o[0]);
+      io.lse_out = static_cast<float*>(o[1]);
+      attention_kernel<T><<<blocks, kAttnThreads, smem, s.get()>>>(a, io);
+    });
+  });
+  return k;
+}
+
+std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView& v, size_t& workspace) {
+  Check c(v);
+  c.counts(6, 8, 3, 3);
+  tdm_dtype dt;
+  Slots slots;
+  const Attn a = check_operands(c, 1, 6, dt, slots);
+  c.input(0, dt, {a.B, a.H, a.T, a.E});
+  c.input(4, dt, {a.B, a.H, a.T, a.E});
+  c.input(5, TDM_F32, {a.B, a.H, a.T});
+  c.output(0, dt, {a.B, a.H, a.T, a.D});
+  c.output(1, dt, {a.B, a.G, a.S, a.D});
+  c.output(2, dt, {a.B, a.G, a.S, a.E});
+  const int64_t rows = a.B * a.H * a.T;
+  workspace = static_cast<size_t>(rows) * sizeof(float);  // Δ
+  const unsigned dq_blocks = grid_of(c, a.B * a.H, a.T, kSide * kDqR);
+  const unsigned kv_blocks = grid_of(c, a.B * a.G, a.S, kSide * kKvR);
+  const unsigned delta_blocks = static_cast<unsigned>(std::min<int64_t>((rows + 7) / 8, 65535 * 8));
+  const size_t dq_bytes = dq_smem(a.D, a.E), kv_bytes = dkv_smem(a.D, a.E);
+  std::unique_ptr<Kernel> k;
+  dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    reserve_smem(c, device, attention_dq_kernel<T>, dq_bytes, dq_smem(kMaxHead, kMaxHead));
+    reserve_smem(c, device, attention_dkv_kernel<T>, kv_bytes, dkv_smem(kMaxHead, kMaxHead));
+    k = make_kernel("attention_grad", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+      AttnIo<T> io = common_io<T>(slots, in, 1);
+      io.dout = static_cast<const T*>(in[0]);
+      io.o = static_cast<const T*>(in[4]);
+      io.lse = static_cast<const float*>(in[5]);
+      io.delta = static_cast<float*>(ws);
+      io.dq = static_cast<T*>(o[0]);
+      io.dk = static_cast<T*>(o[1]);
+      io.dv = static_cast<T*>(o[2]);
+      if (rows > 0)
+        attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(io.dout, io.o, io.delta, rows, a.E);
+      if (dq_blocks > 0) attention_dq_kernel<T><<<dq_blocks, kAttnThreads, dq_bytes, s.get()>>>(a, io);
+      if (kv_blocks > 0) attention_dkv_kernel<T><<<kv_blocks, kAttnThreads, kv_bytes, s.get()>>>(a, io);
+    });
+  });
+  return k;
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("attention", prepare_attention);
+  r.add("attention_grad", prepare_attention_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda

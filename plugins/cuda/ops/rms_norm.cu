@@ -1,0 +1,132 @@
+// CUDA backend — rms_norm and its gradient. One block per row, sums in f32
+// through block_sum (kernels.cuh); rstd = 1/sqrt(mean(x²) + eps) is saved in
+// f32 whatever the data dtype. dgamma is a column sum over all rows: each
+// block owns 32 columns and splits the rows among 8 thread rows, then adds
+// the 8 partial sums in a fixed order (no atomics: reproducible bits).
+#include <cmath>
+
+#include "ops/kernels.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+template <class T>
+__global__ void rms_norm_kernel(const T* x, const T* gamma, T* y, float* rstd_out, int64_t D, float eps) {
+  __shared__ float scratch[32];
+  const int64_t base = blockIdx.x * D;
+  float sq = 0.0f;
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+    const float v = ld(x, base + j);
+    sq += v * v;
+  }
+  sq = block_sum(sq, scratch);
+  const float rs = rsqrtf(sq / static_cast<float>(D) + eps);
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x) st(y, base + j, ld(x, base + j) * rs * ld(gamma, j));
+  if (threadIdx.x == 0) rstd_out[blockIdx.x] = rs;
+}
+
+// dx = rstd·(g − x̂·mean_D(g·x̂)), g = dy·gamma, x̂ = x·rstd.
+template <class T>
+__global__ void rms_norm_dx_kernel(const T* dy, const T* x, const T* gamma, const float* rstd, T* dx,
+                                   int64_t D) {
+  __shared__ float scratch[32];
+  const int64_t base = blockIdx.x * D;
+  const float rs = rstd[blockIdx.x];
+  float sgx = 0.0f;
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x)
+    sgx += ld(dy, base + j) * ld(gamma, j) * ld(x, base + j) * rs;
+  const float mean_gx = block_sum(sgx, scratch) / static_cast<float>(D);
+  for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
+    const float g = ld(dy, base + j) * ld(gamma, j), xh = ld(x, base + j) * rs;
+    st(dx, base + j, rs * (g - xh * mean_gx));
+  }
+}
+
+// dgamma columns in blocks of kCols; kRowSplit thread rows stride over the
+// rows, so the loads of one warp row stay coalesced along D.
+constexpr int kCols = 32, kRowSplit = 8;
+
+template <class T>
+__global__ void rms_norm_dgamma_kernel(const T* dy, const T* x, const float* rstd, T* dgamma, int64_t rows,
+                                       int64_t D) {
+  __shared__ float partial[kRowSplit][kCols + 1];
+  const int64_t j = blockIdx.x * int64_t(kCols) + threadIdx.x;
+  float acc = 0.0f;
+  if (j < D)
+    for (int64_t r = threadIdx.y; r < rows; r += kRowSplit)
+      acc += ld(dy, r * D + j) * ld(x, r * D + j) * rstd[r];
+  partial[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= D) return;
+  float sum = 0.0f;
+  for (int k = 0; k < kRowSplit; ++k) sum += partial[k][threadIdx.x];
+  st(dgamma, j, sum);
+}
+
+double rms_epsilon(const Check& c) {
+  const double eps = c.float_attr("epsilon", 1e-6);
+  if (!(eps >= 0) || !std::isfinite(eps)) c.fail("epsilon must be finite and >= 0");
+  return eps;
+}
+
+std::unique_ptr<Kernel> prepare_rms_norm(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(2, 2, 2, 2);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
+  c.input_rank_at_least(0, 1);
+  const Dims x = c.in(0).dims;
+  const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  c.input(1, t, {D});
+  c.output(0, t, x);
+  c.output(1, TDM_F32, Dims(x.begin(), x.end() - 1));
+  const float eps = static_cast<float>(rms_epsilon(c));
+  std::unique_ptr<Kernel> k;
+  dispatch_float(t, [&](auto tag) {
+    using T = decltype(tag);
+    k = make_kernel("rms_norm", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+      if (rows == 0) return;
+      rms_norm_kernel<T>
+          <<<unsigned(rows), kBlock, 0, s.get()>>>(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
+                                                   static_cast<T*>(o[0]), static_cast<float*>(o[1]), D, eps);
+    });
+  });
+  return k;
+}
+
+std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size_t&) {
+  Check c(v);
+  c.counts(4, 4, 2, 2);
+  const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
+  c.input_rank_at_least(0, 1);
+  const Dims x = c.in(0).dims;
+  const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  c.input(1, t, x);
+  c.input(2, t, {D});
+  c.input(3, TDM_F32, Dims(x.begin(), x.end() - 1));
+  c.output(0, t, x);
+  c.output(1, t, {D});
+  std::unique_ptr<Kernel> k;
+  dispatch_float(t, [&](auto tag) {
+    using T = decltype(tag);
+    k = make_kernel("rms_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+      const auto *dy = static_cast<const T*>(in[0]), *xx = static_cast<const T*>(in[1]);
+      const auto* rstd = static_cast<const float*>(in[3]);
+      if (rows > 0)
+        rms_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(dy, xx, static_cast<const T*>(in[2]),
+                                                                      rstd, static_cast<T*>(o[0]), D);
+      if (D > 0)
+        rms_norm_dgamma_kernel<T><<<unsigned((D + kCols - 1) / kCols), dim3(kCols, kRowSplit), 0, s.get()>>>(
+            dy, xx, rstd, static_cast<T*>(o[1]), rows, D);
+    });
+  });
+  return k;
+}
+
+[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
+  r.add("rms_norm", prepare_rms_norm);
+  r.add("rms_norm_grad", prepare_rms_norm_grad);
+});
+
+}  // namespace
+
+}  // namespace tandem::cuda
