@@ -410,11 +410,13 @@ windows_per_epoch = 320
   pinned.replace(pinned.find("embedding_dim = 32"), 18, "embedding_dim = 32\ndevice = \"reference\"");
   pinned.replace(pinned.find("tie_weight = \"tok\""), 18, "tie_weight = \"tok\"\ndevice = \"reference\"");
   const std::string pm = model(pinned, "pinned.toml");
-  CliRun plan2 = tandem("plan " + pm + " --device onednn:0,reference:0");
+  // Pinned placement: the unpinned blocks go to the run's device (onednn:0).
+  CliRun plan2 = tandem("plan " + pm + " --device onednn:0,reference:0 --placement pinned");
   ASSERT_EQ(plan2.code, 0) << plan2.output;
   EXPECT_HAS(plan2.output, "(layer 'tok' -> 'pos', forward)");
   EXPECT_HAS(plan2.output, "-> 'head', forward)");
-  CliRun placed = tandem("train " + pm + " --device onednn:0,reference:0 --run-dir " + dir.file("placed"));
+  CliRun placed = tandem("train " + pm + " --device onednn:0,reference:0 --placement pinned --run-dir " +
+                         dir.file("placed"));
   EXPECT_EQ(placed.code, 0) << placed.output;
   CliRun none = tandem("generate " + m + " --weights " + dir.file("run") + " --tokens 0");
   EXPECT_EQ(none.code, 2) << none.output;

@@ -85,7 +85,12 @@ std::string find_reference(const Options& o) {
   std::vector<fs::path> candidates;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back(self.parent_path() / TANDEM_CONFORMANCE_RELATIVE_PLUGIN_DIR / kReferenceFile);
+  if (!ec) {
+    candidates.push_back(self.parent_path() / TANDEM_CONFORMANCE_RELATIVE_PLUGIN_DIR / kReferenceFile);
+    // The build tree's layout (bin/ beside lib/tandem/plugins/), which the
+    // install layout's libdir (lib/x86_64-linux-gnu) may not match.
+    candidates.push_back(self.parent_path() / "../lib/tandem/plugins" / kReferenceFile);
+  }
   candidates.push_back(fs::path(TANDEM_CONFORMANCE_INSTALL_PLUGIN_DIR) / kReferenceFile);
   for (const fs::path& p : candidates)
     if (fs::exists(p, ec)) return p.lexically_normal().string();
