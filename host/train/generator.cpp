@@ -20,6 +20,10 @@ Result<std::unique_ptr<Generator>> Generator::create(const model::ModelSpec& spe
                           " is not a language model ([model] task = \"language_model\"): it has no text "
                           "to generate",
                       TDM_INVALID_ARGUMENT);
+  if (spec.input_shape.at(0) < 2)
+    return make_error(spec.path + ": [model] context = " + std::to_string(spec.input_shape.at(0)) +
+                          ": generating needs a context of at least 2 tokens (one to read, one to write)",
+                      TDM_INVALID_ARGUMENT);
   program::ProgramOptions o;
   o.mode = lowering::Mode::Decode;
   o.batch = 1;
