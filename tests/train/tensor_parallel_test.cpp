@@ -285,3 +285,68 @@ windows_per_epoch = 80
 
 }  // namespace
 }  // namespace tandem::test
+
+namespace tandem::test {
+namespace {
+
+// Megatron's vocabulary-parallel ends of a language model: the token
+// embedding split by vocabulary and an untied head split by vocabulary
+// (column-parallel, its logits gathered), around attention split by heads.
+TEST_F(TensorParallel, AVocabularyParallelEmbeddingAndHeadMatchOneProcess) {
+  {
+    std::ofstream text(dir.file("text.txt"));
+    for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
+  }
+  std::ofstream(dir.file("tp.toml")) << R"([model]
+name = "tp"
+task = "language_model"
+context = 8
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+init_std = 0.02
+parallel = "vocab"
+[[layers]]
+name = "pos"
+op = "position_embedding"
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 4
+parallel = "heads"
+[[layers]]
+name = "res"
+op = "add"
+inputs = ["pos", "attn"]
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+parallel = "column"
+[train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 8
+steps = 10
+seed = 4
+[data]
+format = "tokens"
+train_tokens = ")" + dir.file("text.txt") + R"("
+windows_per_epoch = 80
+)";
+  CliRun one = shell(tandem() + " --run-dir " + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two = shell(two_ranks() + " --run-dir " + dir.file("two"));
+  ASSERT_EQ(two.code, 0) << two.output;
+  const double worst = largest_difference(dir.file("one"), dir.file("two"));
+  std::cout
+      << "largest weight difference, vocabulary-parallel embedding and head over 2 ranks vs one process: "
+      << worst << "\n";
+  EXPECT_LE(worst, 1e-5);
+}
+
+}  // namespace
+}  // namespace tandem::test
