@@ -120,6 +120,9 @@ class Signals : public ::testing::Test {
   std::string model_;
 };
 
+// Epochs of a run that a signal is meant to interrupt.
+constexpr int kInterruptedEpochs = 2000;
+
 bool onednn_missing() {
   return !fs::exists(std::string(TANDEM_BUILD_PLUGIN_DIR) + "/libtandem-onednn.so");
 }
@@ -132,7 +135,9 @@ TEST_F(Signals, CtrlCAtAnyMomentOfTrainingSavesACheckpointAndExits130) {
   int saved = 0;
   for (int t = 0; t < kTries; ++t) {
     const std::string run = "ctrl-c-" + std::to_string(t);
-    const pid_t pid = start(run);
+    // Long enough that no CPU finishes it before the signal (a fast AVX-512
+    // machine did 60 epochs within the 0.4 s window); the signal ends it.
+    const pid_t pid = start(run, kInterruptedEpochs);
     ASSERT_TRUE(wait_for_training(pid, run)) << read_file(dir_.file(run + ".log"));
     std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
     ::kill(pid, SIGINT);
@@ -155,7 +160,7 @@ TEST_F(Signals, SigtermAndSighupSaveACheckpointToo) {
   if (onednn_missing()) GTEST_SKIP() << "the onednn plugin is not part of this build";
   for (const int sig : {SIGTERM, SIGHUP}) {
     const std::string run = "signal-" + std::to_string(sig);
-    const pid_t pid = start(run);
+    const pid_t pid = start(run, kInterruptedEpochs);
     ASSERT_TRUE(wait_for_training(pid, run)) << read_file(dir_.file(run + ".log"));
     ::kill(pid, sig);
     int status = 0;
