@@ -67,8 +67,7 @@ Result<std::unique_ptr<Generator>> Generator::create(const model::ModelSpec& spe
 
 Generator::Generator(const model::ModelSpec& spec, std::unique_ptr<program::Program> program,
                      std::unique_ptr<program::Program> window)
-    : spec_(spec),
-      program_(std::move(program)),
+    : program_(std::move(program)),
       window_program_(std::move(window)),
       context_(spec.input_shape.at(0)),
       vocab_(spec.classes) {

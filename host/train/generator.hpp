@@ -57,7 +57,6 @@ class Generator {
   Result<void> restart_window();
   int32_t sample(const SamplingOptions& o, uint64_t draw) const;
 
-  const model::ModelSpec& spec_;
   std::unique_ptr<program::Program> program_;         // decode: one token
   std::unique_ptr<program::Program> window_program_;  // evaluation of a whole window, sharing the parameters
   int64_t context_ = 0, vocab_ = 0;

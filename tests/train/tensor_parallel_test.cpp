@@ -84,6 +84,50 @@ class TensorParallel : public ::testing::Test {
     return std::string("env -u TANDEM_PLUGIN_PATH '") + TANDEM_EXE + "' --allow-insecure-plugins train " +
            dir.file("tp.toml") + " --device reference";
   }
+  // A small language model on a repeated sentence (into tp.toml): a token
+  // embedding (+ `embedding`), positions, attention split by heads
+  // (+ `attention`), a residual, then `rest` (the MLP and the head).
+  void write_language_model(const std::string& embedding, const std::string& attention,
+                            const std::string& rest) {
+    {
+      std::ofstream text(dir.file("text.txt"));
+      for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
+    }
+    std::ofstream(dir.file("tp.toml")) << R"([model]
+name = "tp"
+task = "language_model"
+context = 8
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+init_std = 0.02
+)" + embedding + R"([[layers]]
+name = "pos"
+op = "position_embedding"
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 4
+parallel = "heads"
+)" + attention + R"([[layers]]
+name = "res"
+op = "add"
+inputs = ["pos", "attn"]
+)" + rest + R"([train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 8
+steps = 10
+seed = 4
+[data]
+format = "tokens"
+train_tokens = ")" + dir.file("text.txt") + R"("
+windows_per_epoch = 80
+)";
+  }
   std::string two_ranks() const {
     return "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
            tandem();
@@ -204,36 +248,7 @@ namespace {
 // column then row — trains like one process: the same weights after 10
 // steps within 1e-5, checkpoints of whole tensors.
 TEST_F(TensorParallel, ATransformerBlockSplitByHeadsMatchesOneProcess) {
-  {
-    std::ofstream text(dir.file("text.txt"));
-    for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
-  }
-  std::ofstream(dir.file("tp.toml")) << R"([model]
-name = "tp"
-task = "language_model"
-context = 8
-vocab_size = 256
-[[layers]]
-name = "tok"
-op = "embedding"
-num_embeddings = 256
-embedding_dim = 16
-init_std = 0.02
-[[layers]]
-name = "pos"
-op = "position_embedding"
-[[layers]]
-name = "attn"
-op = "attention"
-heads = 4
-kv_heads = 2
-rope = true
-parallel = "heads"
-[[layers]]
-name = "res"
-op = "add"
-inputs = ["pos", "attn"]
-[[layers]]
+  write_language_model("", "kv_heads = 2\nrope = true\n", R"([[layers]]
 name = "fc"
 op = "linear"
 out_features = 32
@@ -256,17 +271,7 @@ name = "head"
 op = "linear"
 out_features = 256
 tie_weight = "tok"
-[train]
-optimizer = "adamw"
-lr = 0.01
-batch_size = 8
-steps = 10
-seed = 4
-[data]
-format = "tokens"
-train_tokens = ")" + dir.file("text.txt") + R"("
-windows_per_epoch = 80
-)";
+)");
   CliRun one = shell(tandem() + " --run-dir " + dir.file("one"));
   ASSERT_EQ(one.code, 0) << one.output;
   CliRun two = shell(two_ranks() + " --run-dir " + dir.file("two"));
@@ -293,50 +298,12 @@ namespace {
 // embedding split by vocabulary and an untied head split by vocabulary
 // (column-parallel, its logits gathered), around attention split by heads.
 TEST_F(TensorParallel, AVocabularyParallelEmbeddingAndHeadMatchOneProcess) {
-  {
-    std::ofstream text(dir.file("text.txt"));
-    for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
-  }
-  std::ofstream(dir.file("tp.toml")) << R"([model]
-name = "tp"
-task = "language_model"
-context = 8
-vocab_size = 256
-[[layers]]
-name = "tok"
-op = "embedding"
-num_embeddings = 256
-embedding_dim = 16
-init_std = 0.02
-parallel = "vocab"
-[[layers]]
-name = "pos"
-op = "position_embedding"
-[[layers]]
-name = "attn"
-op = "attention"
-heads = 4
-parallel = "heads"
-[[layers]]
-name = "res"
-op = "add"
-inputs = ["pos", "attn"]
-[[layers]]
+  write_language_model("parallel = \"vocab\"\n", "", R"([[layers]]
 name = "head"
 op = "linear"
 out_features = 256
 parallel = "column"
-[train]
-optimizer = "adamw"
-lr = 0.01
-batch_size = 8
-steps = 10
-seed = 4
-[data]
-format = "tokens"
-train_tokens = ")" + dir.file("text.txt") + R"("
-windows_per_epoch = 80
-)";
+)");
   CliRun one = shell(tandem() + " --run-dir " + dir.file("one"));
   ASSERT_EQ(one.code, 0) << one.output;
   CliRun two = shell(two_ranks() + " --run-dir " + dir.file("two"));
