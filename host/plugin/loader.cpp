@@ -7,10 +7,8 @@
 #include <deque>
 #include <mutex>
 
-#include "plugin/abi_minimums.hpp"
-#include "plugin/elf_check.hpp"
-#include "plugin/file_security.hpp"
 #include "plugin/search_path.hpp"
+#include "tandem/plugin_check.hpp"
 #include "tandem/version.h"
 #include "util/last_error.hpp"
 #include "util/logger.hpp"
@@ -20,7 +18,6 @@ namespace fs = std::filesystem;
 namespace tandem::host {
 namespace {
 
-const std::string kHostAbi = std::to_string(TDM_ABI_MAJOR) + "." + std::to_string(TDM_ABI_MINOR);
 constexpr std::string_view kCannotOpen = ": cannot open shared object file";
 
 // Libraries are never unloaded (sdk/ABI.md rule 12: CUDA and NCCL start threads).
@@ -76,108 +73,11 @@ std::string str(const char* s) {
   return s != nullptr ? s : "";
 }
 
-// Which required 1.0 functions of the kind's table are missing (NULL).
-std::string missing_required(const LoadedPlugin& p) {
-  std::vector<const char*> missing;
-  auto need = [&](const void* fn, const char* name) {
-    if (fn == nullptr) missing.push_back(name);
-  };
-  if (const tdm_backend_api* b = p.backend) {
-    need(reinterpret_cast<const void*>(b->device_count), "device_count");
-    need(reinterpret_cast<const void*>(b->device_open), "device_open");
-    need(reinterpret_cast<const void*>(b->device_close), "device_close");
-    need(reinterpret_cast<const void*>(b->device_info), "device_info");
-    need(reinterpret_cast<const void*>(b->mem_alloc), "mem_alloc");
-    need(reinterpret_cast<const void*>(b->mem_free), "mem_free");
-    need(reinterpret_cast<const void*>(b->stream_create), "stream_create");
-    need(reinterpret_cast<const void*>(b->stream_destroy), "stream_destroy");
-    need(reinterpret_cast<const void*>(b->stream_synchronize), "stream_synchronize");
-    need(reinterpret_cast<const void*>(b->copy_h2d), "copy_h2d");
-    need(reinterpret_cast<const void*>(b->copy_d2h), "copy_d2h");
-    need(reinterpret_cast<const void*>(b->copy_d2d), "copy_d2d");
-    need(reinterpret_cast<const void*>(b->kernel_prepare), "kernel_prepare");
-    need(reinterpret_cast<const void*>(b->kernel_launch), "kernel_launch");
-    need(reinterpret_cast<const void*>(b->kernel_release), "kernel_release");
-    // Called without a check by prefetching (the default) and by runs over
-    // several devices: a table without them would crash there, not here.
-    need(reinterpret_cast<const void*>(b->event_create), "event_create");
-    need(reinterpret_cast<const void*>(b->event_destroy), "event_destroy");
-    need(reinterpret_cast<const void*>(b->event_record), "event_record");
-    need(reinterpret_cast<const void*>(b->stream_wait_event), "stream_wait_event");
-    need(reinterpret_cast<const void*>(b->event_synchronize), "event_synchronize");
-  }
-  if (const tdm_feature_api* f = p.feature) {
-    need(reinterpret_cast<const void*>(f->create), "create");
-    need(reinterpret_cast<const void*>(f->destroy), "destroy");
-  }
-  if (const tdm_comm_api* c = p.comm) {
-    need(reinterpret_cast<const void*>(c->comm_create), "comm_create");
-    need(reinterpret_cast<const void*>(c->comm_destroy), "comm_destroy");
-    need(reinterpret_cast<const void*>(c->allreduce), "allreduce");
-    need(reinterpret_cast<const void*>(c->barrier), "barrier");
-  }
-  std::string text;
-  for (const char* m : missing) text += (text.empty() ? "" : ", ") + std::string(m);
-  return text;
-}
-
-// The kind's table must be present and at least as large as in ABI 1.0.
-Result<void> check_kind_table(LoadedPlugin& p, const tdm_plugin& d) {
-  const std::string who = "plugin " + p.name + " (" + p.path.string() + ")";
-  const void* table = nullptr;
-  uint32_t size = 0;
-  size_t minimum = 0;
-  switch (d.kind) {
-    case TDM_PLUGIN_BACKEND:
-      p.backend = d.backend;
-      table = d.backend;
-      size = d.backend != nullptr ? d.backend->struct_size : 0;
-      minimum = abi10::kBackendApiSize;
-      break;
-    case TDM_PLUGIN_FEATURE:
-      p.feature = d.feature;
-      table = d.feature;
-      size = d.feature != nullptr ? d.feature->struct_size : 0;
-      minimum = abi10::kFeatureApiSize;
-      break;
-    case TDM_PLUGIN_COMM:
-      p.comm = d.comm;
-      table = d.comm;
-      size = d.comm != nullptr ? d.comm->struct_size : 0;
-      minimum = abi10::kCommApiSize;
-      break;
-    default:
-      return refuse(
-          who + " reports unknown plugin kind " + std::to_string(d.kind) +
-          "; this host knows backend, feature and comm plugins (is the plugin newer than the host?)");
-  }
-  const std::string kind = plugin_kind_name(d.kind);
-  if (table == nullptr) return refuse(who + " is a " + kind + " plugin but its " + kind + " table is NULL");
-  if (size < minimum)
-    return refuse(who + ": its " + kind + " table is " + std::to_string(size) +
-                  " bytes, smaller than the ABI 1.0 minimum of " + std::to_string(minimum) +
-                  " bytes; the file is damaged or was built against a pre-release SDK");
-  std::string missing = missing_required(p);
-  if (!missing.empty())
-    return refuse(who + ": its " + kind + " table lacks required functions: " + missing + "; fix the plugin");
-  return {};
-}
-
+// The shared checks of rule 8 (tandem/plugin_check.hpp), then what the host
+// keeps of the descriptor.
 Result<void> check_descriptor(LoadedPlugin& p, const tdm_plugin& d) {
-  const std::string file = p.path.string();
-  if (d.struct_size < abi10::kPluginSize)
-    return refuse("plugin file " + file + " returned a descriptor of " + std::to_string(d.struct_size) +
-                  " bytes, smaller than the ABI 1.0 minimum of " + std::to_string(abi10::kPluginSize) +
-                  " bytes; the file is damaged or was not built with the Tandem SDK");
-  if (d.abi_major != TDM_ABI_MAJOR)
-    return refuse("plugin " + (d.name != nullptr ? std::string(d.name) : p.name) + " (" + file +
-                      ") was built for Tandem ABI " + std::to_string(d.abi_major) + "." +
-                      std::to_string(d.abi_minor) + "; this host speaks ABI " + kHostAbi +
-                      "; rebuild the plugin against SDK " + std::to_string(TDM_ABI_MAJOR) +
-                      ".x or use a matching host",
-                  TDM_VERSION_MISMATCH);
-  if (d.name == nullptr || d.name[0] == '\0')
-    return refuse("plugin file " + file + " returned a descriptor without a name; fix the plugin");
+  if (plugin_check::Verdict refused = plugin_check::check_descriptor(d, p.path))
+    return refuse(std::move(refused->message), refused->status);
   p.name = d.name;
   p.kind = d.kind;
   p.version = str(d.version);
@@ -188,25 +88,19 @@ Result<void> check_descriptor(LoadedPlugin& p, const tdm_plugin& d) {
   p.abi_minor_effective = std::min<uint32_t>(TDM_ABI_MINOR, d.abi_minor);
   for (size_t i = 0; d.vendors != nullptr && i < d.n_vendors; ++i) {
     const tdm_vendor_version& v = d.vendors[i];
-    if (v.struct_size < abi10::kVendorVersionSize) continue;
+    if (v.struct_size < plugin_check::abi10::kVendorVersionSize) continue;
     p.vendors.push_back({str(v.name), str(v.version)});
   }
-  return check_kind_table(p, d);
+  p.backend = d.kind == TDM_PLUGIN_BACKEND ? d.backend : nullptr;
+  p.feature = d.kind == TDM_PLUGIN_FEATURE ? d.feature : nullptr;
+  p.comm = d.kind == TDM_PLUGIN_COMM ? d.comm : nullptr;
+  return {};
 }
 
 }  // namespace
 
 const char* plugin_kind_name(tdm_plugin_kind kind) {
-  switch (kind) {
-    case TDM_PLUGIN_BACKEND:
-      return "backend";
-    case TDM_PLUGIN_FEATURE:
-      return "feature";
-    case TDM_PLUGIN_COMM:
-      return "comm";
-    default:
-      return "unknown";
-  }
+  return plugin_check::kind_name(kind);
 }
 
 std::string plugin_config_section(const LoadedPlugin& plugin) {
@@ -220,15 +114,15 @@ Result<LoadedPlugin> load_plugin_file(const fs::path& file, HostServices& servic
   p.name = plugin_name_from_file(file);
   if (p.name.empty()) p.name = file.stem().string();
 
-  Result<void> secure = check_not_writable_by_others(file);
-  if (!secure) {
-    if (!options.allow_insecure) return secure.error();
-    log_warning("loading anyway (--allow-insecure-plugins): " + secure.error().message);
+  if (plugin_check::Verdict insecure = plugin_check::check_not_writable_by_others(file)) {
+    if (!options.allow_insecure) return refuse(std::move(insecure->message), insecure->status);
+    log_warning("loading anyway (--allow-insecure-plugins): " + insecure->message);
   }
 
   // Before dlopen: a file cut short would kill the process with SIGBUS
-  // inside the dynamic loader (elf_check.hpp).
-  if (Result<void> intact = check_plugin_file(file); !intact) return intact.error();
+  // inside the dynamic loader (plugin_check.hpp).
+  if (plugin_check::Verdict damaged = plugin_check::check_plugin_file(file))
+    return refuse(std::move(damaged->message), damaged->status);
   Result<boost::dll::shared_library> library = open_library(file);
   if (!library) return library.error();
   if (!library->has(TDM_PLUGIN_ENTRY_SYMBOL))

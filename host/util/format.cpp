@@ -44,10 +44,4 @@ std::vector<std::string> split_path_list(std::string_view list) {
   return parts;
 }
 
-std::string octal_mode(unsigned mode) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%04o", mode & 07777u);
-  return text;
-}
-
 }  // namespace tandem::host

@@ -14,7 +14,5 @@ std::string human_bytes(uint64_t bytes);
 std::string human_duration_us(double micros);
 // Splits "a:b::c" on ':' dropping empty entries (PATH-style lists).
 std::vector<std::string> split_path_list(std::string_view list);
-// File mode bits as "0755".
-std::string octal_mode(unsigned mode);
 
 }  // namespace tandem::host

@@ -10,14 +10,14 @@
 #include <iterator>
 #include <vector>
 
-#include "plugin/elf_check.hpp"
 #include "plugin/registry.hpp"
+#include "tandem/plugin_check.hpp"
 #include "test_support.hpp"
 
 namespace tandem::test {
 namespace {
 
-using host::check_elf_image;
+using plugin_check::check_elf_image;
 
 #define EXPECT_HAS(text, part) \
   EXPECT_NE((text).find(part), std::string::npos) << "missing '" << (part) << "' in: " << (text)
@@ -29,7 +29,7 @@ std::vector<uint8_t> bytes_of(const fs::path& file) {
 
 std::string why(const std::vector<uint8_t>& bytes, uint64_t size) {
   auto r = check_elf_image(bytes, size);
-  return r ? "" : r.error().message;
+  return r ? r->message : "";
 }
 
 Elf64_Ehdr header(const std::vector<uint8_t>& bytes) {

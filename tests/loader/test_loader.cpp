@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "plugin/abi_minimums.hpp"
+#include "tandem/plugin_check.hpp"
 #include "plugin/registry.hpp"
 #include "test_support.hpp"
 #include "util/logger.hpp"
@@ -58,7 +58,7 @@ TEST(Loader, Abi10PluginNegotiatesMinorZero) {
   EXPECT_EQ(p->abi_minor_effective, 0u);
   EXPECT_EQ(p->sdk_version, "1.0.0");
   // The table is the ABI 1.0 size exactly: smaller than this host's.
-  EXPECT_EQ(p->backend->struct_size, host::abi10::kBackendApiSize);
+  EXPECT_EQ(p->backend->struct_size, plugin_check::abi10::kBackendApiSize);
   EXPECT_LT(p->backend->struct_size, sizeof(tdm_backend_api));
 }
 

@@ -123,7 +123,7 @@ TEST(LoaderErrors, NotAnElfFile) {
   ScratchDir::chmod(file, 0755);
   HostServices services;
   std::string why = refusal(file, services);
-  // Refused by the host's own ELF check, before dlopen (elf_check.hpp).
+  // Refused by the ELF check of tandem/plugin_check.hpp, before dlopen.
   EXPECT_HAS(why, file.string() + " is damaged or not a plugin for this machine: it is too short");
   EXPECT_HAS(why, "remove the file");
 }

@@ -1,15 +1,17 @@
-#include "plugin/elf_check.hpp"
+// The ELF check of rule 11: a plugin file's headers read before dlopen.
+#include "tandem/plugin_check.hpp"
 
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
-namespace tandem::host {
+namespace tandem::plugin_check {
 namespace {
 
 #if defined(__x86_64__)
@@ -22,8 +24,8 @@ constexpr const char* kMachineName = "aarch64";
 #error "elf_check.cpp: add this machine's ELF e_machine"
 #endif
 
-Error damaged(const std::string& what) {
-  return Error{what, TDM_INVALID_ARGUMENT};
+Refusal damaged(const std::string& what) {
+  return Refusal{what, TDM_INVALID_ARGUMENT};
 }
 
 // a + b <= limit, without overflow.
@@ -38,7 +40,7 @@ bool table_fits(uint64_t offset, uint64_t count, uint64_t entry_size, uint64_t s
   return fits(offset, count * entry_size, size);
 }
 
-Result<void> check_header(const Elf64_Ehdr& h, uint64_t size) {
+Verdict check_header(const Elf64_Ehdr& h, uint64_t size) {
   if (std::memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) return damaged("it is not an ELF file (no ELF magic)");
   if (h.e_ident[EI_CLASS] != ELFCLASS64) return damaged("it is not a 64-bit ELF file");
   if (h.e_ident[EI_DATA] != ELFDATA2LSB) return damaged("it is not a little-endian ELF file");
@@ -56,10 +58,10 @@ Result<void> check_header(const Elf64_Ehdr& h, uint64_t size) {
   if (h.e_shoff != 0 && !table_fits(h.e_shoff, h.e_shnum, h.e_shentsize, size))
     return damaged("it is cut short: its section header table at byte " + std::to_string(h.e_shoff) +
                    " ends past the end of the file (" + std::to_string(size) + " bytes)");
-  return {};
+  return std::nullopt;
 }
 
-Result<void> check_segments(std::span<const Elf64_Phdr> phdrs, uint64_t size) {
+Verdict check_segments(std::span<const Elf64_Phdr> phdrs, uint64_t size) {
   bool dynamic = false, loadable = false;
   for (size_t i = 0; i < phdrs.size(); ++i) {
     const Elf64_Phdr& p = phdrs[i];
@@ -75,17 +77,17 @@ Result<void> check_segments(std::span<const Elf64_Phdr> phdrs, uint64_t size) {
   }
   if (!loadable) return damaged("it has no loadable segment");
   if (!dynamic) return damaged("it has no dynamic section (not a shared library)");
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace
 
-Result<void> check_elf_image(std::span<const uint8_t> head, uint64_t file_size) {
+Verdict check_elf_image(std::span<const uint8_t> head, uint64_t file_size) {
   if (head.size() < sizeof(Elf64_Ehdr) || file_size < sizeof(Elf64_Ehdr))
     return damaged("it is too short to be a shared library (" + std::to_string(file_size) + " bytes)");
   Elf64_Ehdr h;
   std::memcpy(&h, head.data(), sizeof h);
-  if (auto r = check_header(h, file_size); !r) return r;
+  if (Verdict r = check_header(h, file_size)) return r;
   if (!fits(h.e_phoff, uint64_t(h.e_phnum) * sizeof(Elf64_Phdr), head.size()))
     return damaged("its program header table lies beyond the bytes read");
   std::vector<Elf64_Phdr> phdrs(h.e_phnum);
@@ -93,11 +95,11 @@ Result<void> check_elf_image(std::span<const uint8_t> head, uint64_t file_size) 
   return check_segments(phdrs, file_size);
 }
 
-Result<void> check_plugin_file(const std::filesystem::path& file) {
+Verdict check_plugin_file(const std::filesystem::path& file) {
   const std::string remedy = "; reinstall the plugin's package (or rebuild it), or remove the file";
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return make_error(file.string() + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND);
+    return Refusal{file.string() + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND};
   struct stat st {};
   std::vector<uint8_t> head;
   bool read_ok = ::fstat(fd, &st) == 0;
@@ -119,13 +121,12 @@ Result<void> check_plugin_file(const std::filesystem::path& file) {
   const int saved_errno = errno;
   ::close(fd);
   if (!read_ok)
-    return make_error(file.string() + ": cannot read (" + std::strerror(saved_errno) + ")" + remedy,
-                      TDM_INVALID_ARGUMENT);
-  if (auto r = check_elf_image(head, uint64_t(st.st_size)); !r)
-    return make_error(
-        file.string() + " is damaged or not a plugin for this machine: " + r.error().message + remedy,
-        TDM_INVALID_ARGUMENT);
-  return {};
+    return Refusal{file.string() + ": cannot read (" + std::strerror(saved_errno) + ")" + remedy,
+                   TDM_INVALID_ARGUMENT};
+  if (Verdict r = check_elf_image(head, uint64_t(st.st_size)))
+    return Refusal{file.string() + " is damaged or not a plugin for this machine: " + r->message + remedy,
+                   TDM_INVALID_ARGUMENT};
+  return std::nullopt;
 }
 
-}  // namespace tandem::host
+}  // namespace tandem::plugin_check
