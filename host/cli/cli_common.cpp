@@ -16,6 +16,9 @@ po::options_description global_options_description() {
       "plugin-option", po::value<std::vector<std::string>>()->composing()->value_name("NAME.KEY=VALUE"),
       "an option for backend or comm plugin NAME, e.g. cuda.tf32=true (may be repeated; the plugin's "
       "README lists its options)")(
+      "override-plugin", po::value<std::vector<std::string>>()->composing()->value_name("NAME"),
+      "use plugin NAME from --plugin-path or TANDEM_PLUGIN_PATH although an installed plugin has that "
+      "name (refused otherwise; warns on every command; may be repeated)")(
       "allow-insecure-plugins", po::bool_switch(),
       "load plugin files even when they or their directory are writable by other users")(
       "log-level", po::value<std::string>()->value_name("LEVEL"), "error, warning (default), info or debug");
@@ -37,6 +40,9 @@ bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals) {
       }
       globals.plugin_options.emplace_back(option.substr(0, eq), option.substr(eq + 1));
     }
+  if (vm.count("override-plugin") != 0)
+    for (const std::string& name : vm["override-plugin"].as<std::vector<std::string>>())
+      globals.override_plugins.insert(name);
   if (vm.count("allow-insecure-plugins") != 0 && vm["allow-insecure-plugins"].as<bool>())
     globals.allow_insecure = true;
   if (vm.count("log-level") != 0) {
@@ -151,6 +157,7 @@ std::unique_ptr<PluginSession> load_plugins(const GlobalOptions& globals,
   host::DiscoveryOptions options;
   options.plugin_paths = globals.plugin_paths;
   options.allow_insecure = globals.allow_insecure;
+  options.override_plugins = globals.override_plugins;
   session->registry.emplace(host::PluginRegistry::discover(options, session->services));
   return session;
 }
@@ -180,6 +187,7 @@ void print_error(const std::string& message) {
 }
 
 int exit_code_for(const host::Error& e) {
+  if (e.plugin_failure) return kExitPlugin;
   return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;
 }
 

@@ -54,8 +54,9 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
 
 void print_error(const std::string& message);
 
-// The exit code of a failed run: an input error (bad model file, data,
-// configuration) or a runtime failure.
+// The exit code of a failed run: a plugin failure (a kernel failed or broke
+// its contract), an input error (bad model file, data, configuration) or a
+// runtime failure.
 int exit_code_for(const host::Error& e);
 
 }  // namespace tandem::cli

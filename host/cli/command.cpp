@@ -21,7 +21,8 @@ std::map<std::string, CommandSpec>& table() {
 }
 
 bool takes_value(const std::string& option) {
-  return option == "--plugin-path" || option == "--log-level" || option == "--plugin-option";
+  return option == "--plugin-path" || option == "--log-level" || option == "--plugin-option" ||
+         option == "--override-plugin";
 }
 
 void print_usage(std::ostream& out, const po::options_description& top) {

@@ -8,6 +8,7 @@
 // before it; it parses its options with parse_command_options (cli_common).
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@ struct GlobalOptions {
   // which backend and comm plugin NAME receives in init and by config_get.
   std::vector<std::pair<std::string, std::string>> plugin_options;
   bool allow_insecure = false;
+  std::set<std::string> override_plugins;  // --override-plugin NAME
   host::LogLevel log_level = host::LogLevel::warning;
 };
 

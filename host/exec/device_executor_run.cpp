@@ -8,6 +8,7 @@
 #include "exec/device_executor.hpp"
 #include "exec/tensor_text.hpp"
 #include "plugin/optional_call.hpp"
+#include "plugin/plugin_call.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -76,11 +77,13 @@ Result<void> DeviceExecutor::launch(size_t position) {
   if (numerics_)
     if (auto r = numerics_->poison(stream_.get(), node.guarded); !r) return r;
   clear_last_error();
-  tdm_status status = api().kernel_launch(node.kernel->get(), stream_.get(), node.inputs.data(),
-                                          node.outputs.data(), workspace_);
+  tdm_status status = call_plugin(device_->backend(), "kernel_launch", [&] {
+    return api().kernel_launch(node.kernel->get(), stream_.get(), node.inputs.data(), node.outputs.data(),
+                               workspace_);
+  });
   if (status != TDM_OK)
-    return make_error(node_text(position) + " failed on " + device_->id() + ": " + plugin_reason(status),
-                      status);
+    return plugin_failure(node_text(position) + " failed on " + device_->id() + ": " + plugin_reason(status),
+                          status);
   if (numerics_) return numerics_->check(stream_.get(), node.guarded, node_text(position), node.phase);
   return {};
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exec/device_executor.hpp"
+#include "plugin/plugin_call.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -72,11 +73,13 @@ Result<void> DeviceExecutor::fill(ValueId value, double number) {
   }
   void* outputs[1] = {device_pointer(value)};
   clear_last_error();
-  tdm_status status = api().kernel_launch(kernel->get(), stream_.get(), nullptr, outputs, workspace);
+  tdm_status status = call_plugin(device_->backend(), "kernel_launch", [&] {
+    return api().kernel_launch(kernel->get(), stream_.get(), nullptr, outputs, workspace);
+  });
   if (status != TDM_OK)
-    return make_error("fill of value " + std::to_string(value) + " failed on " + device_->id() + ": " +
-                          plugin_reason(status),
-                      status);
+    return plugin_failure("fill of value " + std::to_string(value) + " failed on " + device_->id() + ": " +
+                              plugin_reason(status),
+                          status);
   return synchronize();  // before the kernel is released
 }
 

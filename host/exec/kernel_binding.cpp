@@ -4,6 +4,7 @@
 
 #include "exec/tensor_text.hpp"
 #include "plugin/optional_call.hpp"
+#include "plugin/plugin_call.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -116,7 +117,9 @@ Result<KernelBinding> KernelBinding::prepare(const DeviceHandle& device, const O
   tdm_kernel* kernel = nullptr;
   size_t workspace = 0;
   clear_last_error();
-  tdm_status status = backend.backend->kernel_prepare(device.get(), &desc, &kernel, &workspace);
+  tdm_status status = call_plugin(backend, "kernel_prepare", [&] {
+    return backend.backend->kernel_prepare(device.get(), &desc, &kernel, &workspace);
+  });
   if (status == TDM_OK && kernel != nullptr) return KernelBinding(backend, kernel, workspace);
 
   std::optional<LastError> why = take_last_error();
@@ -126,9 +129,12 @@ Result<KernelBinding> KernelBinding::prepare(const DeviceHandle& device, const O
     reason = "kernel_prepare returned OK but no kernel";
     status = TDM_INTERNAL;
   }
-  return make_error("backend " + backend.name + " " + verb + " " + node_text(spec) + " (" +
-                        op_signature(spec) + "): " + reason,
-                    status);
+  // Declining is a normal answer (sdk/ABI.md rule 28); anything else is the
+  // backend failing on a description the host built.
+  Error error{"backend " + backend.name + " " + verb + " " + node_text(spec) + " (" + op_signature(spec) +
+                  "): " + reason,
+              status, status != TDM_UNSUPPORTED};
+  return error;
 }
 
 KernelBinding::KernelBinding(KernelBinding&& other) noexcept
@@ -151,7 +157,8 @@ KernelBinding::~KernelBinding() {
 }
 
 void KernelBinding::release() noexcept {
-  if (kernel_ != nullptr) backend_->backend->kernel_release(kernel_);
+  if (kernel_ != nullptr)
+    call_plugin(*backend_, "kernel_release", [&] { backend_->backend->kernel_release(kernel_); });
   kernel_ = nullptr;
 }
 

@@ -14,6 +14,7 @@
 #include "checkpoint/atomic_file.hpp"
 #include "exec/device_objects.hpp"
 #include "exec/tensor_text.hpp"
+#include "plugin/plugin_call.hpp"
 #include "util/format.hpp"
 #include "util/host_memory.hpp"
 #include "util/last_error.hpp"
@@ -158,10 +159,10 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
   const auto launch = [&]() -> Result<double> {
     const auto start = Clock::now();
     clear_last_error();
-    if (auto r = checked(
-            api.kernel_launch(kernel->get(), stream->get(), inputs.data(), outputs.data(), workspace), what);
-        !r)
-      return r.error();
+    const tdm_status launched = call_plugin(device.backend(), "kernel_launch", [&] {
+      return api.kernel_launch(kernel->get(), stream->get(), inputs.data(), outputs.data(), workspace);
+    });
+    if (auto r = checked(launched, what); !r) return plugin_failure(r.error().message, r.error().status);
     if (auto r = checked(api.stream_synchronize(stream->get()), what); !r) return r.error();
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   };

@@ -44,9 +44,9 @@ std::vector<SearchDir> plugin_search_dirs(const DiscoveryOptions& options) {
   for (const std::string& d : split_path_list(env)) dirs.push_back({d, "TANDEM_PLUGIN_PATH", ""});
 
   fs::path install = options.install_dir ? *options.install_dir : default_install_dir();
-  if (!install.empty()) dirs.push_back({install, "install directory", ""});
+  if (!install.empty()) dirs.push_back({install, "install directory", "", true});
   fs::path build = options.exe_relative_dir ? *options.exe_relative_dir : default_exe_relative_dir();
-  if (!build.empty()) dirs.push_back({build, "build tree", ""});
+  if (!build.empty()) dirs.push_back({build, "build tree", "", true});
 
   std::set<fs::path> seen;
   for (SearchDir& d : dirs) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,18 @@ struct DiscoveryOptions {
   std::optional<std::filesystem::path> install_dir;       // empty path disables
   std::optional<std::filesystem::path> exe_relative_dir;  // empty path disables
   bool allow_insecure = false;                            // --allow-insecure-plugins
+  // --override-plugin NAME: a plugin of this name from --plugin-path or
+  // TANDEM_PLUGIN_PATH may replace the installed one (refused otherwise).
+  std::set<std::string> override_plugins;
 };
 
 struct SearchDir {
   std::filesystem::path path;
   std::string origin;  // "--plugin-path", "TANDEM_PLUGIN_PATH", "install directory", "build tree"
   std::string note;    // why it is not searched ("does not exist"), empty when searched
+  // The install directory or the build tree's: the plugins that came with
+  // this host, which a user's directory may not shadow (sdk/ABI.md rule 10).
+  bool system = false;
 };
 
 // The configured install directory (absolute; from CMake).

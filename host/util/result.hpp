@@ -18,10 +18,16 @@ namespace tandem::host {
 struct Error {
   std::string message;
   tdm_status status = TDM_INTERNAL;  // the ABI status it maps to
+  // A plugin failed where the host's input was valid: a kernel that failed
+  // at launch or broke its contract (`tandem` exits 3, not 4 or 1).
+  bool plugin_failure = false;
 };
 
 inline Error make_error(std::string message, tdm_status status = TDM_INTERNAL) {
   return Error{std::move(message), status};
+}
+inline Error plugin_failure(std::string message, tdm_status status) {
+  return Error{std::move(message), status, true};
 }
 
 template <class T>

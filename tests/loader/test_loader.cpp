@@ -3,8 +3,8 @@
 
 #include <cstdlib>
 
-#include "tandem/plugin_check.hpp"
 #include "plugin/registry.hpp"
+#include "tandem/plugin_check.hpp"
 #include "test_support.hpp"
 #include "util/logger.hpp"
 
@@ -117,7 +117,9 @@ TEST(Loader, NameMismatchIsAWarningOnly) {
   EXPECT_TRUE(warned);
 }
 
-// --plugin-path beats TANDEM_PLUGIN_PATH beats the build-tree default.
+// --plugin-path beats TANDEM_PLUGIN_PATH beats the build tree (a system
+// directory, as the install directory): a user's directory adds plugins,
+// and replaces one of the system directories' only with --override-plugin.
 TEST(Loader, DiscoveryOrder) {
   ScratchDir scratch;
   fs::path cli = scratch.dir("cli");
@@ -132,11 +134,21 @@ TEST(Loader, DiscoveryOrder) {
   options.plugin_paths = {cli.string()};
   options.env_path = env.string();
   options.exe_relative_dir = build;
+  {  // without the override, both user copies are refused by name
+    PluginRegistry r = PluginRegistry::discover(options, services);
+    ASSERT_NE(r.find("testgood"), nullptr);
+    EXPECT_EQ(r.find("testgood")->path, from_build);
+    ASSERT_EQ(r.skipped().size(), 2u);
+    for (const host::Candidate& c : r.skipped())
+      EXPECT_NE(c.reason.find("like the installed plugin " + from_build.string()), std::string::npos)
+          << c.reason;
+  }
+  options.override_plugins = {"testgood"};
   {
     PluginRegistry r = PluginRegistry::discover(options, services);
     ASSERT_NE(r.find("testgood"), nullptr);
     EXPECT_EQ(r.find("testgood")->path, from_cli);
-    EXPECT_EQ(r.skipped().size(), 2u);
+    EXPECT_EQ(r.skipped().size(), 2u);  // duplicates of the first
   }
   options.plugin_paths.clear();
   {
@@ -162,6 +174,21 @@ TEST(Loader, DiscoveryOrder) {
     EXPECT_EQ(r.find("testgood")->path, from_env);
   }
   ::unsetenv("TANDEM_PLUGIN_PATH");
+}
+
+// The same directory given as --plugin-path and found as the build tree
+// holds the system's own files: nothing is shadowed, nothing refused.
+TEST(Loader, APluginPathThatIsTheBuildTreeShadowsNothing) {
+  ScratchDir scratch;
+  fs::path build = scratch.dir("build");
+  ScratchDir::copy(built_plugin("good", "testgood"), build, "libtandem-testgood.so");
+  HostServices services;
+  DiscoveryOptions options = isolated_options();
+  options.plugin_paths = {build.string()};
+  options.exe_relative_dir = build;
+  PluginRegistry r = PluginRegistry::discover(options, services);
+  ASSERT_NE(r.find("testgood"), nullptr);
+  EXPECT_TRUE(r.skipped().empty());
 }
 
 TEST(SearchPath, OrderNotesAndDefaults) {

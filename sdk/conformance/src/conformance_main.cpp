@@ -3,7 +3,8 @@
 //
 //   tandem-conformance --plugin build/lib/tandem/plugins/libtandem-mine.so
 //       [--reference <libtandem-reference.so>] [--op <name>]... [--dtype f32]
-//       [--require-op <name>]... [--require-all] [--list] [--verbose]
+//       [--require-op <name>]... [--require-all] [--override-plugin <name>]
+//       [--allow-insecure-plugins] [--list] [--verbose]
 //
 // Exit status: 0 when nothing failed (UNSUPPORTED is fine, except for ops
 // named by --require-op or, with --require-all, any catalog op), 1 when a case failed, 2 on a usage or load
@@ -33,6 +34,7 @@ struct Options {
   std::set<std::string> ops, required;
   std::string dtype;
   bool list = false;
+  tc::OpenOptions open;  // --override-plugin, --allow-insecure-plugins
 };
 
 void usage(std::FILE* out) {
@@ -40,8 +42,11 @@ void usage(std::FILE* out) {
       out,
       "usage: tandem-conformance --plugin <libtandem-X.so> [--reference <path>] [--op <name>]...\n"
       "                          [--dtype <f32|bf16|f16|...>] [--require-op <name>]... [--require-all]\n"
-      "                          [--list] [--verbose]\n"
-      "Runs every case of the op catalogue on the plugin and compares it with the reference backend.\n");
+      "                          [--override-plugin <name>] [--allow-insecure-plugins] [--list] [--verbose]\n"
+      "Runs every case of the op catalogue on the plugin and compares it with the reference backend.\n"
+      "The plugin is first checked as the tandem host checks it: a plugin the host would refuse\n"
+      "(file permissions, damaged file, descriptor, missing functions, the name of an installed\n"
+      "plugin without --override-plugin) fails here with the host's message.\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -58,6 +63,10 @@ bool parse(int argc, char** argv, Options& o) {
     if (a == "--dtype" && value(o.dtype)) continue;
     if (a == "--op" && value(v))
       o.ops.insert(v);
+    else if (a == "--override-plugin" && value(v))
+      o.open.override_plugins.push_back(v);
+    else if (a == "--allow-insecure-plugins")
+      o.open.allow_insecure = true;
     else if (a == "--require-op" && value(v))
       o.required.insert(v);
     else if (a == "--require-all")
@@ -76,30 +85,38 @@ bool parse(int argc, char** argv, Options& o) {
   return true;
 }
 
-// The oracle: --reference, else the reference backend that came with this
-// program (its build tree or its installed plugin directory) — never one
-// found beside the candidate, where a file of that name could be anything
-// (the candidate itself, renamed).
-std::string find_reference(const Options& o) {
-  if (!o.reference.empty()) return o.reference;
-  std::vector<fs::path> candidates;
+// The plugin directories that came with this program: its build tree's or
+// its installed host's (relative to itself, whatever the install libdir),
+// then the install prefix's; those that exist.
+std::vector<fs::path> system_plugin_dirs() {
+  std::vector<fs::path> dirs;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    candidates.push_back(self.parent_path() / TANDEM_CONFORMANCE_RELATIVE_PLUGIN_DIR / kReferenceFile);
+    dirs.push_back(self.parent_path() / TANDEM_CONFORMANCE_RELATIVE_PLUGIN_DIR);
     // The build tree's layout (bin/ beside lib/tandem/plugins/), which the
     // install layout's libdir (lib/x86_64-linux-gnu) may not match.
-    candidates.push_back(self.parent_path() / "../lib/tandem/plugins" / kReferenceFile);
+    dirs.push_back(self.parent_path() / "../lib/tandem/plugins");
   }
-  candidates.push_back(fs::path(TANDEM_CONFORMANCE_INSTALL_PLUGIN_DIR) / kReferenceFile);
-  for (const fs::path& p : candidates)
-    if (fs::exists(p, ec)) return p.lexically_normal().string();
-  std::string tried;
-  for (const fs::path& p : candidates) tried += "\n  " + p.string();
+  dirs.push_back(TANDEM_CONFORMANCE_INSTALL_PLUGIN_DIR);
+  std::vector<fs::path> existing;
+  for (const fs::path& d : dirs)
+    if (fs::is_directory(d, ec)) existing.push_back(d.lexically_normal());
+  return existing;
+}
+
+// The oracle: --reference, else the reference backend that came with this
+// program — never one found beside the candidate, where a file of that
+// name could be anything (the candidate itself, renamed).
+std::string find_reference(const Options& o) {
+  if (!o.reference.empty()) return o.reference;
+  std::error_code ec;
+  for (const fs::path& dir : o.open.system_dirs)
+    if (fs::exists(dir / kReferenceFile, ec)) return (dir / kReferenceFile).string();
   std::fprintf(stderr,
-               "tandem-conformance: cannot find the reference backend; tried:%s\n"
-               "pass --reference <path to %s>\n",
-               tried.c_str(), kReferenceFile);
+               "tandem-conformance: cannot find the reference backend in the plugin directories of this "
+               "installation (%zu found); pass --reference <path to %s>\n",
+               o.open.system_dirs.size(), kReferenceFile);
   return "";
 }
 
@@ -152,8 +169,9 @@ int main(int argc, char** argv) {
   }
   if (o.plugin.empty()) return usage(stderr), 2;
 
+  o.open.system_dirs = system_plugin_dirs();
   tc::Outcome outcome;
-  auto candidate = tc::PluginUnderTest::open(o.plugin, outcome);
+  auto candidate = tc::PluginUnderTest::open(o.plugin, outcome, o.open);
   if (outcome.status == tc::Status::skipped) {
     std::printf("SKIPPED: %s: %s\n", o.plugin.c_str(), outcome.message.c_str());
     return 77;

@@ -7,9 +7,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
+
+#include "tandem/plugin_check.hpp"
 
 namespace tandem::conformance {
 
@@ -93,6 +98,10 @@ std::string message_or(const std::string& fallback) {
 
 }  // namespace
 
+void record_plugin_error(std::string message) {
+  t_last_error = std::move(message);
+}
+
 void set_verbose(bool v) noexcept {
   g_verbose = v;
 }
@@ -135,26 +144,48 @@ void fill_host(LoadedLibrary& lib) {
   h.run_scalar_set = host_scalar_set;
 }
 
-// The descriptor the entry point returns, checked; nullptr and the outcome
-// when the plugin refuses or is not a backend of this ABI.
+// The descriptor the entry point returns, checked exactly as the host
+// checks it (tandem/plugin_check.hpp); nullptr and the outcome when the
+// plugin refuses, fails a check, or is not a backend.
+// Check 5 of plugin_check.hpp for `name`: false and the outcome when the
+// plugin would shadow an installed one without the user's override.
+bool not_shadowing(const std::string& path, const std::string& name, const OpenOptions& options,
+                   Outcome& outcome) {
+  const std::optional<std::filesystem::path> installed =
+      plugin_check::shadowed_plugin(path, name, options.system_dirs);
+  if (!installed) return true;
+  for (const std::string& allowed : options.override_plugins)
+    if (allowed == name) {
+      std::fprintf(stderr, "warning: %s\n", plugin_check::override_warning(path, name, *installed).c_str());
+      return true;
+    }
+  outcome = Outcome::fail(plugin_check::shadow_refusal(path, name, *installed).message);
+  return false;
+}
+
 const tdm_plugin* enter(tdm_plugin_entry_fn entry, LoadedLibrary& lib, const std::string& path,
                         Outcome& outcome) {
   clear_plugin_error();
-  const tdm_plugin* plugin = entry(&lib.host, TDM_ABI_MAJOR, TDM_ABI_MINOR);
+  const tdm_plugin* plugin = nullptr;
+  const tdm_status entered = call_plugin(TDM_PLUGIN_ENTRY_SYMBOL, [&] {
+    plugin = entry(&lib.host, TDM_ABI_MAJOR, TDM_ABI_MINOR);
+    return TDM_OK;
+  });
+  if (entered != TDM_OK) {
+    outcome = Outcome::fail("plugin '" + path + "': " + last_plugin_error());
+    return nullptr;
+  }
   if (plugin == nullptr) {
     outcome = Outcome::fail("plugin '" + path + "' refused to load: " + message_or("no reason given"));
     return nullptr;
   }
-  if (plugin->abi_major != TDM_ABI_MAJOR) {
-    outcome = Outcome::fail("plugin '" + path + "' was built for ABI " + std::to_string(plugin->abi_major) +
-                            "." + std::to_string(plugin->abi_minor) + " but this kit speaks ABI " +
-                            std::to_string(TDM_ABI_MAJOR) + "." + std::to_string(TDM_ABI_MINOR) +
-                            "; rebuild it against this SDK");
+  if (plugin_check::Verdict refused = plugin_check::check_descriptor(*plugin, path)) {
+    outcome = Outcome::fail(refused->message);
     return nullptr;
   }
-  if (plugin->kind != TDM_PLUGIN_BACKEND || plugin->backend == nullptr) {
-    outcome =
-        Outcome::fail("plugin '" + path + "' is not a backend plugin; the conformance kit tests backends");
+  if (plugin->kind != TDM_PLUGIN_BACKEND) {
+    outcome = Outcome::fail("plugin '" + path + "' is a " + plugin_check::kind_name(plugin->kind) +
+                            " plugin; the conformance kit tests backends");
     return nullptr;
   }
   return plugin;
@@ -166,7 +197,7 @@ bool initialise(const tdm_plugin& plugin, const std::string& path, Outcome& outc
   tdm_config config{};
   config.struct_size = sizeof config;
   clear_plugin_error();
-  const tdm_status status = plugin.init(&config);
+  const tdm_status status = call_plugin("init", [&] { return plugin.init(&config); });
   if (status == TDM_UNAVAILABLE) {
     outcome = {Status::skipped, message_or("init reported the device unavailable")};
     return false;
@@ -184,7 +215,28 @@ std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& ou
   static std::mutex mutex;
   static std::map<void*, std::weak_ptr<LoadedLibrary>> loaded;
   std::lock_guard<std::mutex> lock(mutex);
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  // The host's file checks, before dlopen (a file cut short would kill this
+  // process inside the dynamic loader).
+  if (plugin_check::Verdict insecure = plugin_check::check_not_writable_by_others(path)) {
+    if (!options.allow_insecure) {
+      outcome = Outcome::fail(insecure->message);
+      return nullptr;
+    }
+    if (verbose()) std::fprintf(stderr, "loading anyway: %s\n", insecure->message.c_str());
+  }
+  if (plugin_check::Verdict damaged = plugin_check::check_plugin_file(path)) {
+    outcome = Outcome::fail(damaged->message);
+    return nullptr;
+  }
+  const std::string stem = std::filesystem::path(path).stem().string();  // "libtandem-<name>"
+  if (stem.rfind("libtandem-", 0) == 0 && !not_shadowing(path, stem.substr(10), options, outcome))
+    return nullptr;
+  // By path, as the host loads: a bare file name would make dlopen search
+  // the library path instead of opening the file just checked.
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  const std::string file = ec ? path : absolute.string();
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* why = dlerror();
     outcome = Outcome::fail("cannot load plugin '" + path + "': " + (why ? why : "unknown dlopen error") +
@@ -203,7 +255,9 @@ std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& ou
   lib->context.config = options.config;
   fill_host(*lib);
   const tdm_plugin* plugin = enter(entry, *lib, path, outcome);
-  if (plugin == nullptr || !initialise(*plugin, path, outcome)) return nullptr;
+  if (plugin == nullptr || !not_shadowing(path, plugin->name, options, outcome) ||
+      !initialise(*plugin, path, outcome))
+    return nullptr;
   lib->plugin = plugin;
   loaded[handle] = lib;
   return lib;
@@ -234,28 +288,30 @@ Outcome PluginUnderTest::open_device(uint32_t index) {
   const tdm_backend_api& api = *api_;
   uint32_t count = 0;
   clear_plugin_error();
-  tdm_status status = api.device_count(&count);
+  tdm_status status = call_plugin("device_count", [&] { return api.device_count(&count); });
   if (status == TDM_UNAVAILABLE || (status == TDM_OK && count <= index))
     return {Status::skipped, message_or("the plugin reports no usable device")};
   if (status != TDM_OK)
     return Outcome::fail("device_count failed (status " + std::to_string(status) + "): " + message_or("?"));
   clear_plugin_error();
-  status = api.device_open(index, &device_);
+  status = call_plugin("device_open", [&] { return api.device_open(index, &device_); });
   if (status == TDM_UNAVAILABLE)
     return {Status::skipped, message_or("device " + std::to_string(index) + " is unavailable")};
   if (status != TDM_OK || device_ == nullptr)
     return Outcome::fail("device_open(" + std::to_string(index) + ") failed (status " +
                          std::to_string(status) + "): " + message_or("?"));
   clear_plugin_error();
-  status = api.stream_create(device_, &stream_);
+  status = call_plugin("stream_create", [&] { return api.stream_create(device_, &stream_); });
   if (status != TDM_OK || stream_ == nullptr)
     return Outcome::fail("stream_create failed (status " + std::to_string(status) + "): " + message_or("?"));
   return Outcome::success();
 }
 
 PluginUnderTest::~PluginUnderTest() {
-  if (api_ != nullptr && stream_ != nullptr) api_->stream_destroy(stream_);
-  if (api_ != nullptr && device_ != nullptr && api_->device_close != nullptr) api_->device_close(device_);
+  if (api_ != nullptr && stream_ != nullptr)
+    call_plugin("stream_destroy", [&] { api_->stream_destroy(stream_); });
+  if (api_ != nullptr && device_ != nullptr)
+    call_plugin("device_close", [&] { api_->device_close(device_); });
 }
 
 const tdm_plugin& PluginUnderTest::descriptor() const noexcept {

@@ -2,7 +2,10 @@
 #include "tandem/conformance/run_op.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <utility>
+
+#include "guarded_buffers.hpp"
 
 namespace tandem::conformance {
 
@@ -144,28 +147,11 @@ struct OpDesc {
   }
 };
 
-// Device allocations of one run, freed on every path.
-struct DeviceBuffers {
-  PluginUnderTest& plugin;
-  std::vector<void*> owned;
-  ~DeviceBuffers() {
-    plugin.api().stream_synchronize(plugin.stream());  // no copy or kernel may still use them
-    for (void* p : owned)
-      if (p != nullptr) plugin.api().mem_free(plugin.device(), p);
-  }
-  tdm_status allocate(size_t bytes, void** out) {
-    // Zero-sized tensors still get a distinct, valid pointer.
-    tdm_status s = plugin.api().mem_alloc(plugin.device(), bytes == 0 ? 64 : bytes, out);
-    if (s == TDM_OK) owned.push_back(*out);
-    return s;
-  }
-};
-
 struct KernelHolder {
   const tdm_backend_api& api;
   tdm_kernel* kernel = nullptr;
   ~KernelHolder() {
-    if (kernel != nullptr) api.kernel_release(kernel);
+    if (kernel != nullptr) call_plugin("kernel_release", [&] { api.kernel_release(kernel); });
   }
 };
 
@@ -182,7 +168,9 @@ bool stop(RunResult& r, RunStep step, tdm_status status, Outcome outcome) {
 bool prepare(PluginUnderTest& plugin, const tdm_op_desc& desc, KernelHolder& kernel, RunResult& r) {
   const tdm_backend_api& api = plugin.api();
   clear_plugin_error();
-  const tdm_status status = api.kernel_prepare(plugin.device(), &desc, &kernel.kernel, &r.workspace_bytes);
+  const tdm_status status = call_plugin("kernel_prepare", [&] {
+    return api.kernel_prepare(plugin.device(), &desc, &kernel.kernel, &r.workspace_bytes);
+  });
   if (status == TDM_UNSUPPORTED) {
     const std::string& reason = last_plugin_error();
     return stop(r, RunStep::prepare, status,
@@ -192,20 +180,23 @@ bool prepare(PluginUnderTest& plugin, const tdm_op_desc& desc, KernelHolder& ker
     return stop(r, RunStep::prepare, status == TDM_OK ? TDM_INTERNAL : status,
                 Outcome::fail(why("kernel_prepare", status)));
   if (TDM_STRUCT_HAS(&api, tdm_backend_api, kernel_describe) && api.kernel_describe != nullptr) {
-    const char* d = api.kernel_describe(kernel.kernel);
+    const char* d = nullptr;
+    call_plugin("kernel_describe", [&] { d = api.kernel_describe(kernel.kernel); });
     if (d != nullptr) r.implementation = d;
   }
   return true;
 }
 
 // Device copies of the inputs, in `in_ptr` (nullptr for an absent one).
-bool stage_inputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::vector<HostTensor>& inputs,
+bool stage_inputs(PluginUnderTest& plugin, GuardedBuffers& buffers, const std::vector<HostTensor>& inputs,
                   std::vector<void*>& in_ptr, RunResult& r) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].present()) continue;
-    tdm_status status = buffers.allocate(inputs[i].size_bytes(), &in_ptr[i]);
+    tdm_status status = buffers.allocate(inputs[i].size_bytes(), "input " + std::to_string(i), &in_ptr[i]);
     if (status == TDM_OK)
-      status = plugin.api().copy_h2d(plugin.stream(), in_ptr[i], inputs[i].data(), inputs[i].size_bytes());
+      status = call_plugin("copy_h2d", [&] {
+        return plugin.api().copy_h2d(plugin.stream(), in_ptr[i], inputs[i].data(), inputs[i].size_bytes());
+      });
     if (status != TDM_OK)
       return stop(r, RunStep::buffers, status,
                   Outcome::fail(why("input " + std::to_string(i) + " allocation/copy", status)));
@@ -215,7 +206,7 @@ bool stage_inputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::ve
 
 // Output buffers (an in-place output gets its input's), poisoned; `poison`
 // holds the host bytes until the copies are done.
-bool stage_outputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::vector<TensorShape>& outputs,
+bool stage_outputs(PluginUnderTest& plugin, GuardedBuffers& buffers, const std::vector<TensorShape>& outputs,
                    const RunOptions& options, const std::vector<void*>& in_ptr, std::vector<void*>& out_ptr,
                    std::vector<std::vector<uint8_t>>& poison, RunResult& r) {
   for (size_t o = 0; o < outputs.size(); ++o) {
@@ -224,13 +215,15 @@ bool stage_outputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::v
     for (auto [out, in] : options.in_place)
       if (out == o && in < in_ptr.size()) out_ptr[o] = in_ptr[in], aliased = true;
     if (aliased) continue;
-    tdm_status status = buffers.allocate(outputs[o].bytes(), &out_ptr[o]);
+    tdm_status status = buffers.allocate(outputs[o].bytes(), "output " + std::to_string(o), &out_ptr[o]);
     if (status != TDM_OK)
       return stop(r, RunStep::buffers, status,
                   Outcome::fail(why("output " + std::to_string(o) + " allocation", status)));
     if (!options.poison_outputs || outputs[o].bytes() == 0) continue;
     poison[o].assign(outputs[o].bytes(), 0xFF);
-    status = plugin.api().copy_h2d(plugin.stream(), out_ptr[o], poison[o].data(), poison[o].size());
+    status = call_plugin("copy_h2d", [&] {
+      return plugin.api().copy_h2d(plugin.stream(), out_ptr[o], poison[o].data(), poison[o].size());
+    });
     if (status != TDM_OK)
       return stop(r, RunStep::buffers, status,
                   Outcome::fail(why("poisoning output " + std::to_string(o), status)));
@@ -242,21 +235,52 @@ bool stage_outputs(PluginUnderTest& plugin, DeviceBuffers& buffers, const std::v
 bool read_back(PluginUnderTest& plugin, const std::vector<TensorShape>& outputs,
                const std::vector<void*>& out_ptr, RunResult& r) {
   const tdm_backend_api& api = plugin.api();
+  auto synchronize = [&] {
+    return call_plugin("stream_synchronize", [&] { return api.stream_synchronize(plugin.stream()); });
+  };
   for (size_t o = 0; o < outputs.size(); ++o) {
     r.outputs.emplace_back(outputs[o].dtype == TDM_DTYPE_INVALID ? HostTensor() : HostTensor(outputs[o]));
     HostTensor& t = r.outputs.back();
     if (!t.present() || t.size_bytes() == 0) continue;
-    const tdm_status status = api.copy_d2h(plugin.stream(), t.data(), out_ptr[o], t.size_bytes());
+    const tdm_status status = call_plugin(
+        "copy_d2h", [&] { return api.copy_d2h(plugin.stream(), t.data(), out_ptr[o], t.size_bytes()); });
     if (status != TDM_OK) {
-      api.stream_synchronize(plugin.stream());
+      synchronize();
       return stop(r, RunStep::readback, status,
                   Outcome::fail(why("copy of output " + std::to_string(o) + " to the host", status)));
     }
   }
-  const tdm_status status = api.stream_synchronize(plugin.stream());
+  const tdm_status status = synchronize();
   if (status != TDM_OK)
     return stop(r, RunStep::readback, status,
                 Outcome::fail(why("stream_synchronize after the launch", status)));
+  return true;
+}
+
+// The inputs a kernel must only read (sdk/ABI.md rule 31: all but those
+// bound in place to an output) still hold what was copied in.
+bool inputs_unchanged(PluginUnderTest& plugin, const std::vector<HostTensor>& inputs,
+                      const std::vector<void*>& in_ptr, const RunOptions& options, RunResult& r) {
+  const tdm_backend_api& api = plugin.api();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool in_place = false;
+    for (auto [out, in] : options.in_place) in_place = in_place || in == i;
+    if (in_place || !inputs[i].present() || inputs[i].size_bytes() == 0) continue;
+    HostTensor after(inputs[i].shape());
+    tdm_status status = call_plugin("copy_d2h", [&] {
+      return api.copy_d2h(plugin.stream(), after.data(), in_ptr[i], after.size_bytes());
+    });
+    if (status == TDM_OK)
+      status = call_plugin("stream_synchronize", [&] { return api.stream_synchronize(plugin.stream()); });
+    if (status != TDM_OK)
+      return stop(r, RunStep::readback, status,
+                  Outcome::fail(why("copy of input " + std::to_string(i) + " to the host", status)));
+    if (std::memcmp(after.data(), inputs[i].data(), after.size_bytes()) != 0)
+      return stop(r, RunStep::launch, TDM_OK,
+                  Outcome::fail("the kernel wrote into input " + std::to_string(i) +
+                                ", which it must only read (sdk/ABI.md rule 31: only the in-place pairs of "
+                                "ops.md share an input's buffer)"));
+  }
   return true;
 }
 
@@ -271,30 +295,37 @@ RunResult run_op(PluginUnderTest& plugin, const std::string& op, const Attrs& at
   if (!prepare(plugin, desc.desc, kernel, result)) return result;
 
   // Declared before the buffers: host memory a pending copy reads must
-  // outlive the synchronize in ~DeviceBuffers.
+  // outlive the synchronize in ~GuardedBuffers.
   std::vector<std::vector<uint8_t>> poison(outputs.size());
-  DeviceBuffers buffers{plugin, {}};
+  GuardedBuffers buffers(plugin);
   std::vector<void*> in_ptr(inputs.size(), nullptr), out_ptr(outputs.size(), nullptr);
   if (!stage_inputs(plugin, buffers, inputs, in_ptr, result) ||
       !stage_outputs(plugin, buffers, outputs, options, in_ptr, out_ptr, poison, result))
     return result;
   void* workspace = nullptr;
   const size_t ws_bytes = result.workspace_bytes;
-  tdm_status status = ws_bytes > 0 ? buffers.allocate(ws_bytes, &workspace) : TDM_OK;
+  tdm_status status = ws_bytes > 0 ? buffers.allocate(ws_bytes, "the workspace", &workspace) : TDM_OK;
   if (status != TDM_OK) {
     stop(result, RunStep::buffers, status,
          Outcome::fail(why("workspace allocation (" + std::to_string(ws_bytes) + " bytes)", status)));
     return result;
   }
   clear_plugin_error();
-  status =
-      plugin.api().kernel_launch(kernel.kernel, plugin.stream(), in_ptr.data(), out_ptr.data(), workspace);
+  status = call_plugin("kernel_launch", [&] {
+    return plugin.api().kernel_launch(kernel.kernel, plugin.stream(), in_ptr.data(), out_ptr.data(),
+                                      workspace);
+  });
   if (status != TDM_OK) {
     stop(result, RunStep::launch, status, Outcome::fail(why("kernel_launch", status)));
-    plugin.api().stream_synchronize(plugin.stream());
+    call_plugin("stream_synchronize", [&] { return plugin.api().stream_synchronize(plugin.stream()); });
     return result;
   }
-  read_back(plugin, outputs, out_ptr, result);
+  if (!read_back(plugin, outputs, out_ptr, result)) return result;
+  if (std::string outside = buffers.check_guards(); !outside.empty()) {
+    stop(result, RunStep::launch, TDM_OK, Outcome::fail(outside));
+    return result;
+  }
+  inputs_unchanged(plugin, inputs, in_ptr, options, result);
   return result;
 }
 

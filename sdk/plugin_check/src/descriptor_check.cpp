@@ -48,6 +48,13 @@ const char* kind_name(tdm_plugin_kind kind) noexcept {
   }
 }
 
+std::string escaped_exception_text(const char* function, const std::exception* e) {
+  return std::string("a C++ exception escaped from ") + function +
+         (e != nullptr ? std::string(": ") + e->what() : std::string()) +
+         " (sdk/ABI.md rule 14: every function a plugin gives the host catches everything and returns a "
+         "status; fix the plugin)";
+}
+
 std::string missing_required_functions(const tdm_plugin& d) {
   std::vector<const char*> missing;
   auto need = [&](const void* fn, const char* name) {
@@ -102,8 +109,8 @@ Verdict check_descriptor(const tdm_plugin& d, const std::filesystem::path& file,
                    " bytes, smaller than the ABI 1.0 minimum of " + std::to_string(abi10::kPluginSize) +
                    " bytes; the file is damaged or was not built with the Tandem SDK"};
   if (d.abi_major != host_abi_major)
-    return Refusal{"plugin " + (d.name != nullptr ? std::string(d.name) : file.stem().string()) + " (" + path +
-                       ") was built for Tandem ABI " + version_text(d.abi_major, d.abi_minor) +
+    return Refusal{"plugin " + (d.name != nullptr ? std::string(d.name) : file.stem().string()) + " (" +
+                       path + ") was built for Tandem ABI " + version_text(d.abi_major, d.abi_minor) +
                        "; this host speaks ABI " + version_text(host_abi_major, host_abi_minor) +
                        "; rebuild the plugin against SDK " + std::to_string(host_abi_major) +
                        ".x or use a matching host",
@@ -114,10 +121,12 @@ Verdict check_descriptor(const tdm_plugin& d, const std::filesystem::path& file,
   const std::string who = "plugin " + std::string(d.name) + " (" + path + ")";
   const KindTable t = kind_table(d);
   if (t.minimum == 0)
-    return Refusal{who + " reports unknown plugin kind " + std::to_string(d.kind) +
-                   "; this host knows backend, feature and comm plugins (is the plugin newer than the host?)"};
+    return Refusal{
+        who + " reports unknown plugin kind " + std::to_string(d.kind) +
+        "; this host knows backend, feature and comm plugins (is the plugin newer than the host?)"};
   const std::string kind = kind_name(d.kind);
-  if (t.table == nullptr) return Refusal{who + " is a " + kind + " plugin but its " + kind + " table is NULL"};
+  if (t.table == nullptr)
+    return Refusal{who + " is a " + kind + " plugin but its " + kind + " table is NULL"};
   if (t.size < t.minimum)
     return Refusal{who + ": its " + kind + " table is " + std::to_string(t.size) +
                    " bytes, smaller than the ABI 1.0 minimum of " + std::to_string(t.minimum) +
@@ -125,7 +134,9 @@ Verdict check_descriptor(const tdm_plugin& d, const std::filesystem::path& file,
   if (std::string missing = missing_required_functions(d); !missing.empty())
     return Refusal{who + ": its " + kind + " table lacks required functions: " + missing +
                    "; fix the plugin (sdk/ABI.md rule " +
-                   (d.kind == TDM_PLUGIN_BACKEND ? "21" : d.kind == TDM_PLUGIN_FEATURE ? "42" : "46") +
+                   (d.kind == TDM_PLUGIN_BACKEND   ? "21"
+                    : d.kind == TDM_PLUGIN_FEATURE ? "42"
+                                                   : "46") +
                    " lists them)"};
   return std::nullopt;
 }

@@ -98,8 +98,7 @@ Verdict check_elf_image(std::span<const uint8_t> head, uint64_t file_size) {
 Verdict check_plugin_file(const std::filesystem::path& file) {
   const std::string remedy = "; reinstall the plugin's package (or rebuild it), or remove the file";
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Refusal{file.string() + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND};
+  if (fd < 0) return Refusal{file.string() + ": cannot open (" + std::strerror(errno) + ")", TDM_NOT_FOUND};
   struct stat st {};
   std::vector<uint8_t> head;
   bool read_ok = ::fstat(fd, &st) == 0;

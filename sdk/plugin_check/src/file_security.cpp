@@ -23,7 +23,7 @@ std::string octal_mode(unsigned mode) {
 Verdict check_one(const fs::path& file, const fs::path& path, const std::string& allow_option) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    return Refusal{"cannot check plugin " + file.string() + ": stat " + path.string() + ": " + std::strerror(errno),
+    return Refusal{"cannot load plugin " + file.string() + ": " + path.string() + ": " + std::strerror(errno),
                    TDM_NOT_FOUND};
   const bool group = (st.st_mode & S_IWGRP) != 0;
   const bool others = (st.st_mode & S_IWOTH) != 0;

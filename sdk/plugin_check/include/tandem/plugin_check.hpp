@@ -13,18 +13,24 @@
 //   3. (dlopen, resolve tdm_plugin_entry, call it)
 //   4. check_descriptor              sizes, ABI major, name, the kind's table
 //                                    and every required function (rules 8,
-//                                    21, 42, 46).
+//                                    21, 42, 46);
+//   5. shadowed_plugin               a plugin from a user's directory may not
+//                                    take the name of an installed one
+//                                    unless the user asks (rule 10).
 // Each returns no Refusal when the plugin passes; a Refusal's message names
-// the file and says what to do.
+// the file and says what to do. call_catching is how both then call into
+// a plugin.
 #ifndef TANDEM_PLUGIN_CHECK_HPP
 #define TANDEM_PLUGIN_CHECK_HPP
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "tandem/plugin.h"
 
@@ -70,6 +76,47 @@ Verdict check_plugin_file(const std::filesystem::path& file);
 // kind whose table is present, large enough and has every required function.
 Verdict check_descriptor(const tdm_plugin& descriptor, const std::filesystem::path& file,
                          uint32_t host_abi_major = TDM_ABI_MAJOR, uint32_t host_abi_minor = TDM_ABI_MINOR);
+
+// 5. Names. A plugin file outside the system plugin directories (the
+// installed host's, or a build tree's own) named like a plugin inside one
+// would silently replace it: the installed file it shadows, found by `name`
+// (from the file name before loading, from the descriptor after), or
+// nullopt when it shadows nothing (`file` is itself that installed file, or
+// no installed plugin has the name). A loader refuses a shadowing plugin
+// (shadow_refusal) unless the user named it in `override_option` (then it
+// warns, on every command).
+std::optional<std::filesystem::path> shadowed_plugin(const std::filesystem::path& file,
+                                                     const std::string& name,
+                                                     std::span<const std::filesystem::path> system_dirs);
+Refusal shadow_refusal(const std::filesystem::path& file, const std::string& name,
+                       const std::filesystem::path& installed,
+                       const std::string& override_option = "--override-plugin");
+std::string override_warning(const std::filesystem::path& file, const std::string& name,
+                             const std::filesystem::path& installed,
+                             const std::string& override_option = "--override-plugin");
+
+// Calls `fn`, one call into a plugin (returning a tdm_status, or void for
+// TDM_OK). A C++ exception escaping it, which rule 14 forbids, stops here:
+// the call returns TDM_INTERNAL and `escaped` says which function let what
+// escape, so the caller reports it like any failed call, naming its node or
+// case, instead of the process ending in std::terminate or a generic error.
+std::string escaped_exception_text(const char* function, const std::exception* e);
+template <class Fn>
+tdm_status call_catching(const char* function, std::string& escaped, Fn&& fn) noexcept {
+  try {
+    if constexpr (std::is_void_v<decltype(fn())>) {
+      fn();
+      return TDM_OK;
+    } else {
+      return fn();
+    }
+  } catch (const std::exception& e) {
+    escaped = escaped_exception_text(function, &e);
+  } catch (...) {
+    escaped = escaped_exception_text(function, nullptr);
+  }
+  return TDM_INTERNAL;
+}
 
 // The required functions of the kind's table that are NULL, comma-separated
 // ("kernel_launch, event_create"); empty when none is missing.

@@ -1,9 +1,12 @@
 // Tandem conformance kit — a backend plugin opened for testing.
 //
-// The kit's own tiny loader (the host's loader is not part of the SDK):
+// The kit's own small loader, with the host's checks (tandem/plugin_check.hpp,
+// one implementation for both): file permissions and ELF headers, then
 // dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) — a plugin is never unloaded
-// (sdk/ABI.md rule 12) — resolve tdm_plugin_entry, check the ABI major, init once,
-// open a device and create a stream. Opening the same file twice shares one
+// (sdk/ABI.md rule 12) — resolve tdm_plugin_entry, check the descriptor and
+// the backend table's required functions, init once, open a device and
+// create a stream. A C++ exception escaping any of these calls is a failure
+// naming the function, never a crash of the kit. Opening the same file twice shares one
 // initialised library (the reference run against itself does that): the
 // first opener's configuration is the one init sees.
 //
@@ -12,12 +15,14 @@
 #ifndef TANDEM_CONFORMANCE_PLUGIN_UNDER_TEST_HPP
 #define TANDEM_CONFORMANCE_PLUGIN_UNDER_TEST_HPP
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tandem/conformance/outcome.hpp"
+#include "tandem/plugin_check.hpp"
 #include "tandem/tandem.h"
 
 namespace tandem::conformance {
@@ -31,12 +36,35 @@ bool verbose() noexcept;
 const std::string& last_plugin_error() noexcept;
 void clear_plugin_error() noexcept;
 
+// Calls `fn`, a call into the plugin returning a tdm_status or void
+// (plugin_check::call_catching). A C++ exception escaping it (sdk/ABI.md
+// rule 14 forbids that) becomes TDM_INTERNAL, with last_plugin_error()
+// naming the function and the exception: a failure of the case, never a
+// crash of the kit.
+void record_plugin_error(std::string message);
+template <class Fn>
+tdm_status call_plugin(const char* function, Fn&& fn) noexcept {
+  std::string escaped;
+  const tdm_status status = plugin_check::call_catching(function, escaped, std::forward<Fn>(fn));
+  if (!escaped.empty()) record_plugin_error(std::move(escaped));
+  return status;
+}
+
 struct LoadedLibrary;  // one per plugin file; shared, never unloaded
 
 struct OpenOptions {
   // What the host's config_get answers ("threads" -> "1"); every other key
   // is TDM_NOT_FOUND.
   std::vector<std::pair<std::string, std::string>> config;
+  // Load a file (or directory) that group or others may write, as the
+  // host's --allow-insecure-plugins does; refused otherwise, as by the host.
+  bool allow_insecure = false;
+  // The plugin directories of the installed host (or build tree): a plugin
+  // elsewhere named like one of theirs (by file or descriptor) is refused
+  // as the host refuses it, unless its name is in `override_plugins` (the
+  // host's --override-plugin). Empty: no such check.
+  std::vector<std::filesystem::path> system_dirs;
+  std::vector<std::string> override_plugins;
 };
 
 class PluginUnderTest {
