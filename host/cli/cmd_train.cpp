@@ -55,6 +55,9 @@ po::options_description train_options() {
       "poison-outputs", po::bool_switch(),
       "debugging: fill every node's outputs with NaN before it runs, so an output a kernel leaves unwritten "
       "shows (with --check-numerics: at that node)")(
+      "check-bounds", po::bool_switch(),
+      "debugging: keep a guard after every tensor and stop at the first node that writes past the end of "
+      "an output, naming it and its backend (slow)")(
       "recalibrate", po::bool_switch(),
       "automatic placement: measure the op and copy costs again instead of reading the cache")(
       "no-prefetch", po::bool_switch(),
@@ -164,6 +167,7 @@ std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm
   train.memory_report = vm["memory-report"].as<bool>();
   train.check_numerics = vm["check-numerics"].as<bool>();
   train.poison_outputs = vm["poison-outputs"].as<bool>();
+  train.check_bounds = vm["check-bounds"].as<bool>();
   train.prefetch = !vm["no-prefetch"].as<bool>();
   train.live_progress = ::isatty(STDOUT_FILENO) != 0;
   train.loader_threads =

@@ -92,7 +92,8 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(const DeviceHandl
   auto kernels =
       prepare_kernels(device, graph, layouts, executor->options_.collectives != nullptr, workspace);
   if (!kernels) return kernels.error();
-  auto plan = make_plan(graph, workspace, *outputs, layouts.native);
+  const size_t guard = executor->options_.numerics.bounds ? kBoundsGuardBytes : 0;
+  auto plan = make_plan(graph, workspace, *outputs, layouts.native, guard);
   if (!plan) return plan.error();
   executor->plan_ = std::move(plan.value());
   if (auto r = executor->check_budget(executor->plan_.estimate); !r) return r.error();
@@ -150,9 +151,13 @@ Result<void> DeviceExecutor::allocate(const Graph& graph) {
       return make_error("external value '" + name + "' is bound to a null pointer", TDM_INVALID_ARGUMENT);
     persistent_[storage->persistent] = pointer;
   }
+  external_.assign(plan_.persistent.size(), false);
   for (size_t i = 0; i < plan_.persistent.size(); ++i) {
-    if (persistent_[i] != nullptr) continue;
-    auto pointer = alloc(plan_.persistent[i].bytes, "'" + plan_.persistent[i].name + "'");
+    if (persistent_[i] != nullptr) {
+      external_[i] = true;  // another executor's buffer: no guard after it
+      continue;
+    }
+    auto pointer = alloc(plan_.persistent[i].bytes + plan_.guard_bytes, "'" + plan_.persistent[i].name + "'");
     if (!pointer) return pointer.error();
     persistent_[i] = *pointer;
   }
@@ -209,9 +214,12 @@ void DeviceExecutor::guard_outputs(const Graph& graph, NodeRun& run) {
   for (size_t j = 0; j < run.writes.size(); ++j) {
     const Value& v = *graph.value(run.writes[j]);
     const ValueStorage* storage = plan_.find(v.id);
-    if (!is_floating(v.type.dtype) || storage == nullptr) continue;
+    if (storage == nullptr) continue;
     const bool in_place = std::find(run.inputs.begin(), run.inputs.end(), run.outputs[j]) != run.inputs.end();
-    run.guarded.push_back({run.outputs[j], storage->bytes, v.type.dtype, v.name, in_place});
+    const ValueStorage& owner = *plan_.find(storage->owner);
+    const bool external = owner.kind == ValueStorage::Kind::Persistent && external_[owner.persistent];
+    run.guarded.push_back({run.outputs[j], storage->bytes, owner.arena_bytes(), v.type.dtype, v.name,
+                           in_place, external ? 0 : plan_.guard_bytes});
   }
 }
 

@@ -94,7 +94,7 @@ class DeviceExecutor final : public Executor {
     std::vector<void*> outputs;
     std::vector<ValueId> reads, writes;  // the values of inputs and outputs
     tdm_phase phase = TDM_PHASE_FORWARD;
-    std::vector<GuardedOutput> guarded;  // floating outputs, with ExecutorOptions::numerics
+    std::vector<GuardedOutput> guarded;  // outputs, with ExecutorOptions::numerics
   };
 
   DeviceExecutor(const DeviceHandle& device, ExecutorOptions options);
@@ -121,6 +121,7 @@ class DeviceExecutor final : public Executor {
   void* arena_ = nullptr;                  // within buffers_
   void* workspace_ = nullptr;              // within buffers_
   std::vector<void*> persistent_;          // by Plan::persistent index
+  std::vector<bool> external_;             // by Plan::persistent index: ExecutorOptions::external
   std::vector<NodeRun> nodes_;             // schedule order; kernels released before buffers
   std::optional<NumericsGuard> numerics_;  // with ExecutorOptions::numerics
   uint64_t allocated_ = 0;

@@ -101,7 +101,8 @@ Result<void> DeviceExecutor::allow_staging(ValueId value) {
     staged_.emplace(std::move(*created));
   }
   const PersistentBuffer& buffer = planned.persistent[storage->persistent];
-  auto spare = alloc(buffer.bytes, "the second buffer of '" + buffer.name + "' (staged input)");
+  auto spare =
+      alloc(buffer.bytes + plan_.guard_bytes, "the second buffer of '" + buffer.name + "' (staged input)");
   if (!spare) return spare.error();
   plan_ = std::move(planned);
   // Every place that holds the value's address; arena values never share a

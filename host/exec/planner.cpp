@@ -227,10 +227,12 @@ const ValueStorage* Plan::find(ValueId id) const {
 }
 
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
-                       const std::set<ValueId>& outputs, const std::map<ValueId, uint64_t>& native) {
+                       const std::set<ValueId>& outputs, const std::map<ValueId, uint64_t>& native,
+                       size_t guard_bytes) {
   auto described = describe_values(graph, outputs);
   if (!described) return described.error();
   Plan plan;
+  plan.guard_bytes = guard_bytes;
   plan.values = std::move(described.value());
   for (const auto& [id, bytes] : native) {
     auto it = plan.values.find(id);
@@ -257,8 +259,8 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
       plan.persistent.push_back({value.id, value.name, storage.bytes, category_of(graph, value)});
     } else {
       block_of[value.id] = blocks.size();
-      blocks.push_back(
-          {value.id, align_up(storage.arena_bytes()), storage.first, block_last.at(value.id), 0});
+      blocks.push_back({value.id, align_up(storage.arena_bytes() + guard_bytes), storage.first,
+                        block_last.at(value.id), 0});
     }
   }
   plan.arena_bytes = place_blocks(blocks);

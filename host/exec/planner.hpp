@@ -90,6 +90,10 @@ struct Plan {
   size_t arena_bytes = 0;
   size_t workspace_bytes = 0;
   uint64_t activations_unshared = 0;  // sum of transient values, for comparison
+  // Bytes kept free after every value for --check-bounds (0: none): each
+  // arena block is that much larger, and each persistent buffer is
+  // allocated that much larger (not counted in `estimate`: a debug mode).
+  size_t guard_bytes = 0;
   MemoryEstimate estimate;
 
   const ValueStorage* find(ValueId id) const;
@@ -101,8 +105,10 @@ struct Plan {
 // the schedule, so no later value reuses their bytes. `native`: values in the
 // backend's native layout and their native byte sizes (their arena slots are
 // that big; an in-place pair never mixes a native and a plain value).
+// `guard_bytes`: Plan::guard_bytes.
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
-                       const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {});
+                       const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {},
+                       size_t guard_bytes = 0);
 
 // Accounts a second buffer of the input value `id` (its bytes added to
 // estimate.inputs and estimate.total); already staged: nothing changes.

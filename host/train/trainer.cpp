@@ -65,7 +65,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
 }
 
 exec::NumericsOptions Trainer::numerics_options() const {
-  exec::NumericsOptions o{options_.check_numerics, true, options_.poison_outputs};
+  exec::NumericsOptions o{options_.check_numerics, true, options_.poison_outputs, options_.check_bounds};
   // Loss scaling lets gradients overflow and skips those steps by design.
   const auto amp = spec_.features.find("amp");
   if (o.check && amp != spec_.features.end()) {

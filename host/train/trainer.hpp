@@ -39,9 +39,11 @@ struct TrainOptions {
   std::string init_from;  // a checkpoint to take weights from (not optimizer state)
   std::string profile;    // Chrome/Perfetto trace file to write
   // Debugging: every node's floating outputs checked for values that are
-  // not finite, and/or filled with NaN before it runs (exec/numerics_guard.hpp).
+  // not finite, and/or filled with NaN before it runs; a guard after every
+  // output checked for writes past its end (exec/numerics_guard.hpp).
   bool check_numerics = false;
   bool poison_outputs = false;
+  bool check_bounds = false;
   bool memory_report = false;
   // Within an epoch, the next micro-batch's input and labels are copied to
   // the device (Executor::stage) while the current one runs; off: each is

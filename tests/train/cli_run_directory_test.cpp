@@ -190,15 +190,19 @@ TEST_F(RunDirectory, CheckNumericsNamesTheFirstNodeWhoseOutputIsNotFinite) {
   EXPECT_HAS(checked.output, "(layer 'fc2', linear)");
   EXPECT_EQ(checked.output.find("training diverged"), std::string::npos) << checked.output;
 
-  // Every kernel writes all of its outputs: poisoning them first changes nothing.
+  // Every kernel writes all of its outputs and nothing past them: poisoning
+  // them and guarding what follows them changes nothing.
   CliRun poisoned = tandem("train " + model(kSynthetic) + " --run-dir " + dir.file("poisoned") +
-                           " --check-numerics --poison-outputs --set train.epochs=1");
+                           " --check-numerics --poison-outputs --check-bounds --set train.epochs=1");
   CliRun clean =
       tandem("train " + model(kSynthetic) + " --run-dir " + dir.file("clean") + " --set train.epochs=1");
   ASSERT_EQ(poisoned.code, 0) << poisoned.output;
   ASSERT_EQ(clean.code, 0) << clean.output;
   EXPECT_EQ(tensor_bytes(dir.file("poisoned/checkpoints/step-000000032.safetensors")),
             tensor_bytes(dir.file("clean/checkpoints/step-000000032.safetensors")));
+  CliRun guarded = tandem("train " + model(kSynthetic) + " --run-dir " + dir.file("guarded") +
+                          " --device reference --check-bounds --set train.epochs=1");
+  EXPECT_EQ(guarded.code, 0) << guarded.output;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "guarded_buffers.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace tandem::conformance {
@@ -16,23 +17,25 @@ const std::array<uint8_t, kGuardBytes>& guard_pattern() {
   return pattern;
 }
 
-// The changed bytes of one guard as "bytes 0..15 after its end" (`after`)
-// or "bytes 1..4 before its start"; "" when intact.
+// "16 bytes changed, +0..+15 after it" (`after`: the guard after the
+// buffer, byte i at distance i from its end) or "3 bytes changed, -4..-2
+// before it" (byte i at distance kGuardBytes - i before its start); "" when
+// intact.
 std::string changed_range(const std::vector<uint8_t>& guard, bool after) {
   const auto& pattern = guard_pattern();
-  size_t first = kGuardBytes, last = 0, count = 0;
+  size_t near = kGuardBytes, far = 0, count = 0;
   for (size_t i = 0; i < kGuardBytes; ++i) {
     if (guard[i] == pattern[i]) continue;
-    // Distance from the buffer: after its end byte i is i bytes past it;
-    // before its start byte i is kGuardBytes - i bytes before it.
     const size_t distance = after ? i : kGuardBytes - i;
-    first = std::min(first, distance);
-    last = std::max(last, distance);
+    near = std::min(near, distance);
+    far = std::max(far, distance);
     ++count;
   }
   if (count == 0) return "";
-  return std::to_string(count) + " byte" + (count == 1 ? "" : "s") + " changed " + std::to_string(first) +
-         ".." + std::to_string(last) + (after ? " past its end" : " before its start");
+  const std::string sign = after ? "+" : "-";
+  return std::to_string(count) + " byte" + (count == 1 ? "" : "s") + " changed, " + sign +
+         std::to_string(after ? near : far) + ".." + sign + std::to_string(after ? far : near) +
+         (after ? " after it" : " before it");
 }
 
 }  // namespace
@@ -81,10 +84,11 @@ std::string GuardedBuffers::check_guards() {
     for (int side = 0; side < 2; ++side) {
       const std::string changed = changed_range(guards[2 * i + side], side == 1);
       if (changed.empty()) continue;
-      report += (report.empty() ? "" : "; ") + buffers_[i].what + " (" + std::to_string(buffers_[i].bytes) +
-                " bytes): " + changed;
+      report += std::string(report.empty() ? "the kernel wrote " : "; ") +
+                (side == 1 ? "past the end of " : "before the start of ") + buffers_[i].what + " (" +
+                std::to_string(buffers_[i].bytes) + " bytes): " + changed;
     }
-  return report.empty() ? "" : "the kernel wrote outside its buffers: " + report;
+  return report;
 }
 
 }  // namespace tandem::conformance

@@ -34,7 +34,9 @@ class GuardedBuffers {
   // reports, its guards written (queued on the stream).
   tdm_status allocate(size_t bytes, std::string what, void** out);
   // After the stream is synchronized: "" when every guard is intact, else
-  // which buffer the kernel wrote outside of, on which side, how far.
+  // which buffer the kernel wrote outside of, on which side, how far
+  // ("the kernel wrote past the end of output 0 (32 bytes): 16 bytes
+  // changed, +0..+15 after it").
   // Reads the guards back (and synchronizes again); a failing copy is
   // reported as such.
   std::string check_guards();

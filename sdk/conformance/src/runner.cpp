@@ -58,6 +58,7 @@ CaseResult run_case(PluginUnderTest& candidate, PluginUnderTest& reference, cons
 
   CaseResult r;
   r.implementation = first.implementation;
+  r.compared = true;
   double worst_ratio = -1;
   for (size_t o = 0; o < c.outputs.size(); ++o) {
     if (!expected.outputs[o].present()) continue;
@@ -89,7 +90,7 @@ CaseResult run_case(PluginUnderTest& candidate, PluginUnderTest& reference, cons
 std::string report_line(const Case& c, const CaseResult& r) {
   char buf[96];
   std::string s = std::string(verdict(r.status)) + " " + c.op + " " + dtype_name(c.dtype) + " " + c.label();
-  if (r.status == Status::ok || r.status == Status::error) {
+  if (r.compared) {
     std::snprintf(buf, sizeof buf, "  max_err=%.3g tol=%.3g", r.max_err, r.tol);
     s += buf;
   }

@@ -16,6 +16,7 @@ namespace tandem::conformance {
 
 struct CaseResult {
   Status status = Status::ok;  // ok = PASS, error = FAIL, unsupported
+  bool compared = false;       // the outputs were compared (not a failure before that)
   double max_err = 0;          // of the output closest to failing
   double tol = 0;
   std::string message;         // FAIL: what and where; UNSUPPORTED: the plugin's reason
