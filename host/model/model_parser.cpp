@@ -13,27 +13,14 @@
 #include "model/layer_schema.hpp"
 #include "model/overrides.hpp"
 #include "model/section_reader.hpp"
+#include "util/fnv1a.hpp"
 
 namespace tandem::host::model {
 namespace {
 
-uint64_t fnv1a64(const std::string& text, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 // A number as a user wrote it: 0.001, -5, 1e-08.
 std::string number_text(double v) {
   std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-std::string hex64(uint64_t v) {
-  std::ostringstream s;
-  s << std::hex;
-  s.width(16);
-  s.fill('0');
   s << v;
   return s.str();
 }

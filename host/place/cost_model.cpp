@@ -15,6 +15,7 @@
 #include "exec/device_objects.hpp"
 #include "exec/tensor_text.hpp"
 #include "plugin/plugin_call.hpp"
+#include "util/fnv1a.hpp"
 #include "util/format.hpp"
 #include "util/host_memory.hpp"
 #include "util/last_error.hpp"
@@ -27,6 +28,57 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr int kCacheFormat = 1;
+
+// Which build of a plugin the figures were measured with: its file's size
+// and modification time (the fast path: unchanged, no reading), and a
+// fingerprint of its bytes, read only when the stamp differs — a rebuild
+// without a version bump changes the bytes, a reinstall of the same file
+// only the stamp.
+struct PluginBuild {
+  std::string file;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  std::string fingerprint;  // FNV-1a 64 of the bytes; empty until needed
+};
+
+PluginBuild stamp_of(const std::filesystem::path& file) {
+  PluginBuild b;
+  b.file = file.string();
+  std::error_code ec;
+  b.size = std::filesystem::file_size(file, ec);
+  const auto mtime = std::filesystem::last_write_time(file, ec);
+  if (!ec)
+    b.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
+  return b;
+}
+
+// "" when the file cannot be read (then no cache can vouch for it).
+std::string fingerprint_of(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "";
+  uint64_t h = kFnv1aBasis;
+  std::vector<char> chunk(1 << 20);
+  while (in.read(chunk.data(), std::streamsize(chunk.size())) || in.gcount() > 0)
+    h = fnv1a64(std::string_view(chunk.data(), size_t(in.gcount())), h);
+  return hex64(h);
+}
+
+json build_json(const PluginBuild& b) {
+  return {{"file", b.file}, {"size", b.size}, {"mtime_ns", b.mtime_ns}, {"fnv1a64", b.fingerprint}};
+}
+
+// Whether `cached` (a cache's "plugin_build") is the build in `current`;
+// fills current.fingerprint when it had to read the file.
+bool same_build(const json& cached, PluginBuild& current) {
+  if (!cached.is_object()) return false;
+  if (cached.value("file", "") == current.file && cached.value("size", uint64_t(0)) == current.size &&
+      cached.value("mtime_ns", int64_t(0)) == current.mtime_ns) {
+    current.fingerprint = cached.value("fnv1a64", "");
+    return !current.fingerprint.empty();
+  }
+  current.fingerprint = fingerprint_of(current.file);
+  return !current.fingerprint.empty() && cached.value("fnv1a64", "") == current.fingerprint;
+}
 
 std::string attr_text(const AttrValue& value) {
   std::ostringstream out;
@@ -190,7 +242,8 @@ std::string op_cost_key(const exec::OpSpec& spec) {
 
 struct CostModel::DeviceCosts {
   std::string file;
-  json identity;  // what the figures are valid for
+  json identity;  // what the figures are valid for, besides the plugin's build
+  PluginBuild build;
   std::map<std::string, OpCost> ops;
   std::map<std::string, CopyCost> copies;  // to another device, by id
   bool changed = false;
@@ -222,16 +275,25 @@ Result<CostModel::DeviceCosts*> CostModel::costs_of(const std::string& device) {
                      {"device_name", info ? info->name : std::string()},
                      {"plugin_version", handle->second->backend().version},
                      {"context", options_.context}};
+  costs->build = stamp_of(handle->second->backend().path);
   std::ifstream in(costs->file);
   if (options_.read_cache && in) {
     try {
       const json cache = json::parse(in);
-      if (cache.at("identity") == costs->identity) {
+      const bool same_identity = cache.at("identity") == costs->identity;
+      const bool same = same_identity && same_build(cache.value("plugin_build", json()), costs->build);
+      // The same bytes under a new stamp (a reinstall): keep the figures,
+      // write the new stamp so the next run takes the fast path.
+      costs->changed = same && cache.value("plugin_build", json()) != build_json(costs->build);
+      if (same) {
         for (const auto& [key, c] : cache.at("ops").items())
           costs->ops[key] = OpCost{c.at("supported").get<bool>(), c.at("us").get<double>(),
                                    c.at("workspace").get<size_t>(), c.value("why", std::string())};
         for (const auto& [to, c] : cache.at("copies").items())
           costs->copies[to] = CopyCost{c.at("latency_us").get<double>(), c.at("bytes_per_us").get<double>()};
+      } else if (same_identity) {
+        log_info(costs->file + " was measured with another build of " +
+                 handle->second->backend().path.string() + " (the file's bytes changed): recalibrating");
       } else {
         log_info(costs->file + " was measured for another plugin version, device or setting: recalibrating");
       }
@@ -352,7 +414,11 @@ Result<void> CostModel::save() {
     }
     for (const auto& [to, c] : costs->copies)
       copies[to] = {{"latency_us", c.latency_us}, {"bytes_per_us", c.bytes_per_us}};
-    const json cache = {{"identity", costs->identity}, {"ops", ops}, {"copies", copies}};
+    if (costs->build.fingerprint.empty()) costs->build.fingerprint = fingerprint_of(costs->build.file);
+    const json cache = {{"identity", costs->identity},
+                        {"plugin_build", build_json(costs->build)},
+                        {"ops", ops},
+                        {"copies", copies}};
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(costs->file).parent_path(), ec);
     if (ec)

@@ -4,8 +4,11 @@
 // Nothing is guessed from FLOP counts: an op is timed on the device the
 // first time it is asked for (a short calibration: one warm-up launch, then
 // launches until about a millisecond has passed, the median kept), and the
-// figures are cached on disk per machine, backend plugin version, device and
-// thread setting, so later runs and `tandem plan` start at once. The cache is
+// figures are cached on disk per machine, backend plugin version and build
+// (a fingerprint of the plugin file's bytes, checked by its size and
+// modification time first), device and thread setting, so later runs and
+// `tandem plan` start at once, and a rebuilt plugin is measured anew even
+// when its version did not change. The cache is
 // a JSON file per device under $TANDEM_CACHE_DIR (default
 // $XDG_CACHE_HOME/tandem, else ~/.cache/tandem)/costs/, written atomically;
 // a file that cannot be read is recalibrated, never trusted half-way.

@@ -1,11 +1,13 @@
 // The measured cost model of automatic placement: ops are timed once and
-// cached on disk, an op a backend declines is remembered as unsupported, a
+// cached on disk for one build of the plugin, an op a backend declines is
+// remembered as unsupported, a
 // corrupted cache is measured again rather than trusted, and copies between
 // two devices cost more the more bytes they move.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -64,6 +66,48 @@ TEST_F(CostModelTest, AnOpIsTimedOnceAndThenReadFromTheCache) {
   host::place::CostModel fresh({{"reference:0", &*device_}}, {dir_.file("cache"), "threads=1", false});
   ASSERT_TRUE(fresh.op("reference:0", relu(256)).ok());
   EXPECT_EQ(fresh.calibrated(), 1u);
+}
+
+// The figures belong to one build of the plugin, whatever its version says:
+// the cache records the file's size, modification time and a fingerprint
+// of its bytes. A new stamp over the same bytes (a reinstall) keeps them; new
+// bytes (a rebuild without a version bump) are measured again.
+TEST_F(CostModelTest, ARebuiltPluginIsMeasuredAgainAReinstalledOneIsNot) {
+  std::string file;
+  {
+    auto costs = model();
+    ASSERT_TRUE(costs.op("reference:0", relu(256)).ok());
+    ASSERT_TRUE(costs.save().ok());
+    file = costs.cache_file("reference:0");
+  }
+  auto edit_build = [&](const std::function<void(nlohmann::json&)>& change) {
+    std::ifstream in(file);
+    nlohmann::json cache = nlohmann::json::parse(in);
+    in.close();
+    change(cache.at("plugin_build"));
+    std::ofstream(file) << cache.dump(1);
+  };
+  nlohmann::json recorded;
+  edit_build([&](nlohmann::json& build) {
+    recorded = build;
+    EXPECT_EQ(build.at("file"), device_->backend().path.string());
+    EXPECT_EQ(build.at("fnv1a64").get<std::string>().size(), 16u);
+    build["mtime_ns"] = build.at("mtime_ns").get<int64_t>() - 1000;  // same bytes, another stamp
+  });
+  {
+    auto costs = model();
+    ASSERT_TRUE(costs.op("reference:0", relu(256)).ok());
+    EXPECT_EQ(costs.calibrated(), 0u) << "the same bytes: the figures stand";
+    ASSERT_TRUE(costs.save().ok());
+  }
+  edit_build([&](nlohmann::json& build) {
+    EXPECT_EQ(build, recorded) << "the new stamp was written back";
+    build["mtime_ns"] = build.at("mtime_ns").get<int64_t>() - 1000;
+    build["fnv1a64"] = "0123456789abcdef";  // another build
+  });
+  auto costs = model();
+  ASSERT_TRUE(costs.op("reference:0", relu(256)).ok());
+  EXPECT_EQ(costs.calibrated(), 1u) << "another build: measured again";
 }
 
 TEST_F(CostModelTest, AnOpTheBackendDeclinesIsUnsupportedWithItsReason) {
