@@ -68,6 +68,10 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(r.error().message);
     return exit_code_for(r.error());
   }
+  if (auto r = (*program)->check_evaluation(); !r) {
+    print_error(r.error().message);
+    return exit_code_for(r.error());
+  }
   return kExitOk;
 }
 

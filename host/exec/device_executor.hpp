@@ -38,6 +38,8 @@ class DeviceExecutor final : public Executor {
   Result<void> write(ValueId value, const void* host, size_t bytes) override;
   Result<void> read(ValueId value, void* host, size_t bytes) override;
   Result<void> fill(ValueId value, double number) override;
+  // fill for a backend without a "fill" kernel: copies from host memory.
+  Result<void> fill_by_copies(ValueId value, double number);
   void* device_pointer(ValueId value) const override;
 
   using Executor::run;

@@ -1,12 +1,16 @@
 // The host's access to a DeviceExecutor's values: whole-value copies in and
 // out, fill, and the staged inputs (a second buffer per input, so the next
 // batch's copy overlaps the current step).
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "exec/device_executor.hpp"
+#include "exec/tensor_text.hpp"
 #include "plugin/plugin_call.hpp"
+#include "tandem/half.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -64,6 +68,7 @@ Result<void> DeviceExecutor::fill(ValueId value, double number) {
   spec.attrs.push_back({"value", number});
   spec.outputs.push_back(storage->type);
   auto kernel = KernelBinding::prepare(*device_, spec);
+  if (!kernel && kernel.error().status == TDM_UNSUPPORTED) return fill_by_copies(value, number);
   if (!kernel) return kernel.error();
   void* workspace = workspace_;
   if (kernel->workspace_bytes() > plan_.workspace_bytes) {
@@ -81,6 +86,73 @@ Result<void> DeviceExecutor::fill(ValueId value, double number) {
                               plugin_reason(status),
                           status);
   return synchronize();  // before the kernel is released
+}
+
+namespace {
+
+// `number` in `dtype`, as the bytes of one element.
+std::vector<unsigned char> element_bytes(tdm_dtype dtype, double number) {
+  std::vector<unsigned char> bytes(dtype_size(dtype));
+  auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
+  switch (dtype) {
+    case TDM_F32:
+      put(static_cast<float>(number));
+      break;
+    case TDM_F64:
+      put(number);
+      break;
+    case TDM_BF16:
+      put(f64_to_bf16(number));
+      break;
+    case TDM_F16:
+      put(f64_to_f16(number));
+      break;
+    case TDM_S8:
+      put(static_cast<int8_t>(number));
+      break;
+    case TDM_U8:
+      put(static_cast<uint8_t>(number));
+      break;
+    case TDM_S32:
+      put(static_cast<int32_t>(number));
+      break;
+    case TDM_S64:
+      put(static_cast<int64_t>(number));
+      break;
+    default:
+      break;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+// A backend need not implement "fill" (sdk/ABI.md rule 36): the value is
+// then written from host memory, a chunk of repeated elements at a time, so
+// whatever `tandem plan` accepted, training can start.
+Result<void> DeviceExecutor::fill_by_copies(ValueId value, double number) {
+  const ValueStorage& storage = *plan_.find(value);
+  const std::vector<unsigned char> element = element_bytes(storage.type.dtype, number);
+  if (element.empty())
+    return make_error("cannot fill value " + std::to_string(value) + ": its dtype has no elements to write",
+                      TDM_INVALID_ARGUMENT);
+  constexpr size_t kChunk = size_t(1) << 20;
+  const size_t bytes = storage.bytes;
+  std::vector<unsigned char> chunk(std::min(bytes, kChunk / element.size() * element.size()));
+  for (size_t i = 0; i < chunk.size(); i += element.size())
+    std::memcpy(chunk.data() + i, element.data(), element.size());
+  auto* target = static_cast<unsigned char*>(device_pointer(value));
+  for (size_t done = 0; done < bytes; done += chunk.size()) {
+    const size_t n = std::min(chunk.size(), bytes - done);
+    clear_last_error();
+    const tdm_status status = api().copy_h2d(stream_.get(), target + done, chunk.data(), n);
+    if (status != TDM_OK)
+      return make_error("filling value " + std::to_string(value) + " on " + device_->id() +
+                            " by copies failed: " + plugin_reason(status),
+                        status);
+    if (auto r = synchronize(); !r) return r;  // the chunk is reused
+  }
+  return {};
 }
 
 Result<void> DeviceExecutor::allow_staging(ValueId value) {

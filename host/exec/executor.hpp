@@ -114,7 +114,8 @@ class Executor {
   virtual Result<void> write(ValueId value, const void* host, size_t bytes) = 0;
   virtual Result<void> read(ValueId value, void* host, size_t bytes) = 0;
   // Every element of `value` set to `number` with the backend's "fill" op
-  // (any dtype), then synchronised.
+  // (any dtype), or by copies from host memory when the backend has none;
+  // then synchronised.
   virtual Result<void> fill(ValueId value, double number) = 0;
   // Device address of a value (arena values are only meaningful while live
   // within a run); nullptr for an unknown id.

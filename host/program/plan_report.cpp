@@ -95,6 +95,28 @@ Result<void> Program::write_plan(std::ostream& out) const {
   return {};
 }
 
+Result<void> Program::check_evaluation() const {
+  ProgramOptions o;
+  o.mode = lowering::Mode::Eval;
+  o.group = options_.group;
+  if (placement_) {  // as Trainer::make_evaluator places it
+    o.placement = placement_options_;
+    o.open_devices = devices_;
+  }
+  auto eval = Program::build(spec_, device_, registry_, std::move(o));
+  if (!eval) return eval.error();
+  const Program& e = **eval;
+  const bool placed = e.placement_ && !e.placement_->only_on(device_.id());
+  auto estimate = place::estimate_plan(e.model_.graph, placed ? &*e.placement_ : nullptr,
+                                       e.estimate_inputs(nullptr, nullptr, false));
+  if (!estimate) {
+    Error error = estimate.error();
+    error.message = "the evaluation at each epoch's end cannot run as placed: " + error.message;
+    return error;
+  }
+  return {};
+}
+
 // Each layer, its device (the first of its nodes that has one) and the
 // bytes of its parameters.
 void Program::write_layers(std::ostream& out) const {

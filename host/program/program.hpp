@@ -83,6 +83,12 @@ class Program {
   // against its budget, the copies per step, the estimated step time. An
   // error when a device's plan is over its budget, after the table.
   Result<void> write_plan(std::ostream& out) const;
+  // A training program's evaluation graph (run at each epoch's end:
+  // batch_norm in inference form, no dropout), placed as this program
+  // places its layers, with every node's kernel prepared on its device, so
+  // `tandem plan` refuses what the first evaluation of `train` would.
+  // Allocates nothing on a device.
+  Result<void> check_evaluation() const;
 
   const model::ModelSpec& spec() const noexcept { return spec_; }
   const DeviceHandle& device() const noexcept { return device_; }

@@ -53,6 +53,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   auto built = program::Program::build(spec, device, registry, program_options(t->options_));
   if (!built) return built.error();
   t->program_ = std::move(*built);
+  // The evaluation at each epoch's end has a graph of its own: a node of
+  // it no device of the run can take fails now, not after an epoch.
+  if (auto r = t->program_->check_evaluation(); !r) return r.error();
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = {"loss", t->model().graph.value(t->model().logits)->name};

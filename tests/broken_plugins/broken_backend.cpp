@@ -17,6 +17,11 @@
 //   throws       kernel_launch lets a C++ exception escape
 //   writes_input relu also zeroes its input
 //   shadow       correct, but calls itself "reference"
+//   no_bn_eval   also accepts batch_norm_train, batch_norm_grad and
+//                sgd_update, not batch_norm_inference: a pinned batch_norm
+//                layer trains on it but cannot be evaluated there, which
+//                `tandem plan` must say. For plan only: those launches
+//                compute nothing (plan times them, never reads a result)
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -39,7 +44,7 @@ struct tdm_event {
   int unused;
 };
 struct tdm_kernel {
-  enum { Relu, ReluGrad, Copy } op;
+  enum { Relu, ReluGrad, Copy, Unimplemented } op;
   size_t count;  // elements (bytes for Copy)
 };
 
@@ -135,6 +140,9 @@ tdm_status kernel_prepare(tdm_device*, const tdm_op_desc* op, tdm_kernel** out, 
       if (op->inputs[i].dtype != TDM_F32) return refuse(TDM_UNSUPPORTED, "broken: f32 only");
     k.op = name == "relu" ? tdm_kernel::Relu : tdm_kernel::ReluGrad;
     k.count = numel(op->outputs[0]);
+  } else if (BROKEN_IS("no_bn_eval") &&
+             (name == "batch_norm_train" || name == "batch_norm_grad" || name == "sgd_update")) {
+    k.op = tdm_kernel::Unimplemented;
   } else {
     return refuse(TDM_UNSUPPORTED, "broken: no " + name);
   }
@@ -145,6 +153,7 @@ tdm_status kernel_prepare(tdm_device*, const tdm_op_desc* op, tdm_kernel** out, 
 tdm_status kernel_launch(tdm_kernel* k, tdm_stream*, void* const* in, void* const* out, void*) {
   if (BROKEN_IS("throws")) throw std::runtime_error("broken: the kernel threw");
   if (k->op == tdm_kernel::Copy) return copy_any(nullptr, out[0], in[0], k->count);
+  if (k->op == tdm_kernel::Unimplemented) return TDM_OK;
   auto* y = static_cast<float*>(out[0]);
   const size_t end = k->count + (BROKEN_IS("overrun") ? 4 : 0);
   if (k->op == tdm_kernel::Relu) {

@@ -186,5 +186,24 @@ TEST_F(Verdict, AKernelThatWritesItsInputFailsConformance) {
   EXPECT_HAS(k.output, "the kernel wrote into input 0, which it must only read");
 }
 
+// `tandem plan` checks every node `tandem train` will run, the evaluation
+// at each epoch's end included: a batch_norm layer pinned to a backend that
+// trains it but has no batch_norm_inference is refused by plan, and by
+// train before its first step, not after an epoch of training.
+TEST_F(Verdict, PlanRefusesWhatTheFirstEvaluationWouldFail) {
+  std::string model = kModel;
+  model.replace(model.find("op = \"relu\""), 11, "op = \"batch_norm\"");
+  std::ofstream(dir.file("bn.toml")) << model;
+  const CliRun plan = tandem("no_bn_eval", "", "plan bn.toml --device reference:0");
+  EXPECT_NE(plan.code, 0) << plan.output;
+  EXPECT_HAS(plan.output, "the evaluation at each epoch's end cannot run as placed");
+  EXPECT_HAS(plan.output, "batch_norm_inference");
+  EXPECT_HAS(plan.output, "broken: no batch_norm_inference");
+  const CliRun train = tandem("no_bn_eval", "", "train bn.toml --run-dir run --device reference:0");
+  EXPECT_NE(train.code, 0) << train.output;
+  EXPECT_HAS(train.output, "the evaluation at each epoch's end cannot run as placed");
+  EXPECT_EQ(train.output.find("epoch 1/"), std::string::npos) << train.output;
+}
+
 }  // namespace
 }  // namespace tandem::test

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -90,6 +91,48 @@ TEST_F(ExecutorTest, FillAndProfile) {
   EXPECT_GE((*e)->node_time_us()[0], 0.0);
   EXPECT_FALSE((*e)->run(2, 4).ok());
 }
+
+#ifdef TANDEM_BROKEN_GOOD_DIR
+// A backend without a "fill" kernel (this one runs relu, relu_grad and
+// copy): the state values training fills at its start are written by
+// copies from host memory, in every dtype, larger than one copy chunk too.
+TEST(ExecutorFill, ABackendWithoutAFillKernelIsFilledByCopies) {
+  host::HostServices services;
+  host::DiscoveryOptions options;
+  options.plugin_paths = {TANDEM_BROKEN_GOOD_DIR};
+  options.env_path = "";
+  options.install_dir = std::filesystem::path();
+  options.exe_relative_dir = std::filesystem::path();
+  options.allow_insecure = true;
+  host::PluginRegistry registry = host::PluginRegistry::discover(options, services);
+  ASSERT_NE(registry.find("broken"), nullptr);
+  auto device = host::DeviceHandle::open(*registry.find("broken"), 0);
+  ASSERT_TRUE(device.ok()) << device.error().message;
+
+  Graph g;
+  const ValueId x = *g.add_value("x", TDM_VALUE_INPUT, {TDM_F32, {4}});
+  NodeSpec act{"relu", "act", "act", TDM_PHASE_FORWARD, {}, {x}, {{TDM_F32, {4}}}, {"act"}};
+  ASSERT_TRUE(g.insert_node(act).ok());
+  const ValueId big = *g.add_value("state.big", TDM_VALUE_STATE, {TDM_F32, {600000}});  // 2.4 MB
+  const ValueId half = *g.add_value("state.bf16", TDM_VALUE_STATE, {TDM_BF16, {5}});
+  const ValueId step = *g.add_value("state.step", TDM_VALUE_STATE, {TDM_S32, {}});
+  auto e = Executor::create(*device, g, ExecutorOptions{});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+
+  ASSERT_TRUE((*e)->fill(big, 0.25).ok());
+  std::vector<float> values(600000);
+  ASSERT_TRUE((*e)->read(big, values.data(), values.size() * 4).ok());
+  for (float v : values) ASSERT_EQ(v, 0.25f);
+  ASSERT_TRUE((*e)->fill(half, -2.0).ok());
+  std::vector<uint16_t> bf16(5);
+  ASSERT_TRUE((*e)->read(half, bf16.data(), 10).ok());
+  for (uint16_t v : bf16) EXPECT_EQ(v, 0xC000);  // -2 in bf16
+  ASSERT_TRUE((*e)->fill(step, 7).ok());
+  int32_t s = 0;
+  ASSERT_TRUE((*e)->read(step, &s, 4).ok());
+  EXPECT_EQ(s, 7);
+}
+#endif
 
 TEST_F(ExecutorTest, SharesParametersThroughExternal) {
   Net train = make_net();
