@@ -178,6 +178,16 @@ void ComposedExecutor::clear_profile() {
   profile_.clear();
 }
 
+Executor::NodeKernel ComposedExecutor::node_kernel(size_t position) const {
+  if (position >= slots_.size()) return {};
+  const Slot& slot = slots_[position];
+  if (slot.transfer) {
+    const ExecutorTransfer& t = transfers_[slot.part];
+    return {parts_[t.from_part].device + " -> " + parts_[t.to_part].device, ""};
+  }
+  return parts_[slot.part].executor->node_kernel(slot.local);
+}
+
 void ComposedExecutor::collect_profile(size_t part, size_t first, size_t end) {
   const DeviceExecutor& e = *parts_[part].executor;
   const std::vector<size_t>& positions = parts_[part].positions;

@@ -72,6 +72,7 @@ class ComposedExecutor final : public Executor {
   uint64_t allocated_bytes() const noexcept override { return allocated_; }
   uint64_t measured_peak() const override;
   void clear_profile() override;
+  NodeKernel node_kernel(size_t position) const override;
 
   const std::vector<ExecutorPart>& parts() const noexcept override { return parts_; }
   const std::vector<ExecutorTransfer>& transfers() const noexcept override { return transfers_; }

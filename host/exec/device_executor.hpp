@@ -55,6 +55,7 @@ class DeviceExecutor final : public Executor {
   uint64_t allocated_bytes() const noexcept override { return allocated_; }
   uint64_t measured_peak() const override;
   void clear_profile() override { profile_.clear(); }
+  NodeKernel node_kernel(size_t position) const override;
 
   // As a part of a ComposedExecutor.
   const DeviceHandle& device() const noexcept { return *device_; }

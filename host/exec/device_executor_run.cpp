@@ -27,6 +27,12 @@ std::string DeviceExecutor::node_text(size_t position) const {
   return text + node.op + ")";
 }
 
+Executor::NodeKernel DeviceExecutor::node_kernel(size_t position) const {
+  if (position >= nodes_.size()) return {};
+  const NodeRun& node = nodes_[position];
+  return {device_->id(), node.kernel ? node.kernel->describe() : std::string()};
+}
+
 Result<void> DeviceExecutor::communicate(size_t position) {
   NodeRun& node = nodes_[position];
   if (auto r = synchronize(); !r) return r;  // the inputs are complete

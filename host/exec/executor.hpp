@@ -176,6 +176,14 @@ class Executor {
   const std::vector<double>& node_time_us() const noexcept { return profile().time_us; }
   const std::vector<ProfileEvent>& profile_events() const noexcept { return profile().events; }
   virtual void clear_profile() = 0;
+  // Where the node at a schedule position runs: its device ("onednn:0";
+  // "a -> b" for a copy between devices) and its kernel's own description
+  // (tdm_backend_api.kernel_describe, "" when the backend has none).
+  struct NodeKernel {
+    std::string device;
+    std::string kernel;
+  };
+  virtual NodeKernel node_kernel(size_t position) const = 0;
   // The instant ProfileEvent times count from (lets callers align their own spans).
   std::chrono::steady_clock::time_point profile_epoch() const noexcept { return profile().epoch; }
 

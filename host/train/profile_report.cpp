@@ -47,23 +47,35 @@ Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
   events.push_back({{"ph", "M"},
                     {"name", "thread_name"},
                     {"pid", 1},
-                    {"tid", 1},
-                    {"args", {{"name", device + " stream 0"}}}});
-  events.push_back({{"ph", "M"},
-                    {"name", "thread_name"},
-                    {"pid", 1},
                     {"tid", 2},
                     {"args", {{"name", "data loader wait"}}}});
+  // One track per device a node ran on (copies between devices on theirs),
+  // after the data and all-reduce tracks; in order of first appearance.
+  std::map<std::string, int> tracks;
+  auto track_of = [&](const std::string& where) {
+    auto [it, added] = tracks.emplace(where.empty() ? device : where, int(tracks.size()) + 4);
+    if (added)
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", 1},
+                        {"tid", it->second},
+                        {"args", {{"name", it->first + " stream 0"}}}});
+    return it->second;
+  };
   for (const exec::ProfileEvent& e : executor.profile_events()) {
     const Node& n = *graph.node_at(e.node);
+    const exec::Executor::NodeKernel where = executor.node_kernel(e.node);
+    json args = {
+        {"node", n.name}, {"layer", n.layer}, {"device", where.device.empty() ? device : where.device}};
+    if (!where.kernel.empty()) args["kernel"] = where.kernel;
     events.push_back({{"ph", "X"},
                       {"pid", 1},
-                      {"tid", 1},
+                      {"tid", track_of(where.device)},
                       {"name", n.op},
                       {"cat", phase_name(n.phase)},
                       {"ts", e.start_us},
                       {"dur", e.dur_us},
-                      {"args", {{"node", n.name}, {"layer", n.layer}}}});
+                      {"args", args}});
   }
   const auto base = executor.profile_epoch();
   for (const Span& s : waits_)

@@ -1,5 +1,7 @@
 // `--profile trace.json`: a Chrome/Perfetto trace of the run (every op
-// launch on its device stream, and the time the step waited for data), and
+// launch on the stream of the device that ran it, with its node, layer and
+// the backend's description of its kernel, and the time the step waited
+// for data), and
 // the end-of-run summary in the spirit of `caffe time`: time per op type,
 // and forward / backward / optimizer / data wait.
 #pragma once
@@ -25,6 +27,7 @@ class ProfileRecorder {
   // span before it was hidden behind computation.
   void all_reduce(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end,
                   size_t bytes, std::chrono::steady_clock::time_point backward_done);
+  // `device`: the run's device, the track of nodes no placement moved.
   Result<void> write(const std::string& path, const Graph& graph, const exec::Executor& executor,
                      const std::string& device) const;
   void print_summary(std::ostream& out, const Graph& graph, const exec::Executor& executor) const;

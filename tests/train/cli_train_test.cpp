@@ -14,6 +14,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -145,6 +148,35 @@ TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
   CliRun strict = tandem("plan " + m + " --device onednn --placement strict");
   EXPECT_EQ(strict.code, 4) << strict.output;
   EXPECT_HAS(strict.output, "placement = \"strict\": layer 'fc2' on onednn:0 reads 'fc1'");
+}
+
+// --profile on two devices: each device's nodes on a track of its own,
+// copies between them on theirs, and each node with its backend's own
+// description of the kernel that ran it (onednn's implementation names).
+TEST_F(TrainCli, ProfileTraceShowsEachDeviceAndItsKernels) {
+  std::string text = kSynthetic;
+  text.replace(text.find("activation = \"relu\""), 19, "activation = \"relu\"\ndevice = \"reference\"");
+  CliRun r = tandem("train " + model(text) + " --device onednn --run-dir " + dir.file("run") +
+                    " --set train.epochs=1 --profile " + dir.file("trace.json"));
+  if (r.output.find("no device matches 'onednn'") != std::string::npos) GTEST_SKIP() << "no onednn plugin";
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto trace = nlohmann::json::parse(read_file(dir.file("trace.json")));
+  std::map<int, std::string> tracks;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks[e.at("tid")] = e.at("args").at("name");
+  std::map<std::string, std::set<std::string>> layers_on;  // track -> layers
+  bool described = false;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X" || !e.contains("args") || !e.at("args").contains("layer")) continue;
+    const std::string track = tracks.at(e.at("tid"));
+    layers_on[track].insert(e.at("args").at("layer").get<std::string>());
+    EXPECT_EQ(track, e.at("args").at("device").get<std::string>() + " stream 0");
+    described |= track == "onednn:0 stream 0" && e.at("args").contains("kernel");
+  }
+  EXPECT_TRUE(layers_on["reference:0 stream 0"].count("fc1")) << trace.dump(1).substr(0, 2000);
+  EXPECT_TRUE(layers_on["onednn:0 stream 0"].count("fc2"));
+  EXPECT_FALSE(layers_on["onednn:0 stream 0"].count("fc1"));
+  EXPECT_TRUE(described) << "onednn nodes carry their kernel_describe text";
 }
 
 // Placed on two devices: --memory-report says how much of the copy time
