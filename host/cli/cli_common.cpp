@@ -186,6 +186,10 @@ void print_error(const std::string& message) {
   std::cerr << "tandem: error: " << message << "\n";
 }
 
+int exit_code_or(const host::Error& e, int otherwise) {
+  return e.plugin_failure ? kExitPlugin : otherwise;
+}
+
 int exit_code_for(const host::Error& e) {
   if (e.plugin_failure) return kExitPlugin;
   return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;

@@ -58,5 +58,8 @@ void print_error(const std::string& message);
 // its contract), an input error (bad model file, data, configuration) or a
 // runtime failure.
 int exit_code_for(const host::Error& e);
+// kExitPlugin for a plugin failure, else `otherwise` (the command's code
+// for what failed at that point).
+int exit_code_or(const host::Error& e, int otherwise);
 
 }  // namespace tandem::cli

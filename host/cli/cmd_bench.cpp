@@ -74,7 +74,8 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
   auto result = host::train::run_benchmark(*spec, *device, *session->registry, bench);
   if (!result) {
     print_error(result.error().message);
-    return result.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;
+    return exit_code_or(result.error(),
+                        result.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure);
   }
   const auto& r = *result;
   const std::string thread_text =

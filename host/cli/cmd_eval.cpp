@@ -125,7 +125,7 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   if (auto r = evaluator.load(*cp, weights); !r) {
     print_error(r.error().message);
-    return kExitInput;
+    return exit_code_or(r.error(), kExitInput);
   }
   const int threads = static_cast<int>(spec->data.threads);
   auto result = evaluator.evaluate(*set, data->transforms, threads);
@@ -133,7 +133,7 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
                         : host::Result<double>(result.error());
   if (!seconds) {
     print_error(seconds.error().message);
-    return kExitRuntimeFailure;
+    return exit_code_or(seconds.error(), kExitRuntimeFailure);
   }
   std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
             << result->accuracy << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")"

@@ -111,7 +111,8 @@ int run_generate(const std::vector<std::string>& args, GlobalOptions globals) {
                                                   read->path, int8 ? &*int8 : nullptr);
   if (!generator) {
     print_error(generator.error().message);
-    return generator.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;
+    return exit_code_or(generator.error(),
+                        generator.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure);
   }
   const std::string prompt = vm["prompt"].as<std::string>();
   std::vector<int32_t> ids;
@@ -125,7 +126,7 @@ int run_generate(const std::vector<std::string>& args, GlobalOptions globals) {
   std::cout << std::endl;
   if (!done) {
     print_error(done.error().message);
-    return kExitRuntimeFailure;
+    return exit_code_or(done.error(), kExitRuntimeFailure);
   }
   const auto& seconds = (*generator)->token_seconds();
   const double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);

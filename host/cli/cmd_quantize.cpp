@@ -118,7 +118,8 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
                                        data->train, data->transforms, o);
   if (!r) {
     print_error(r.error().message);
-    return r.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure;
+    return exit_code_or(r.error(),
+                        r.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure);
   }
   print_quantized(*r);
   return kExitOk;

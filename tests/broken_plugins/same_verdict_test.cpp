@@ -186,6 +186,18 @@ TEST_F(Verdict, AKernelThatWritesItsInputFailsConformance) {
   EXPECT_HAS(k.output, "the kernel wrote into input 0, which it must only read");
 }
 
+// `tandem eval` runs a pinned layer where the model file pins it: trained
+// with the correct plugin, evaluated with the one that throws, the failure
+// names the pinned node on broken:0.
+TEST_F(Verdict, EvalHonoursTheModelFilesPinsAndExitsThreeOnAPluginFailure) {
+  ASSERT_EQ(host("good").code, 0);
+  const CliRun good = tandem("good", "", "eval model.toml --weights run --device reference:0");
+  EXPECT_EQ(good.code, 0) << good.output;
+  const CliRun eval = tandem("throws", "", "eval model.toml --weights run --device reference:0");
+  EXPECT_EQ(eval.code, 3) << eval.output;
+  EXPECT_HAS(eval.output, "node 'act' (layer 'act', relu) failed on broken:0");
+}
+
 // `tandem plan` checks every node `tandem train` will run, the evaluation
 // at each epoch's end included: a batch_norm layer pinned to a backend that
 // trains it but has no batch_norm_inference is refused by plan, and by
