@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "cli/cli_common.hpp"
@@ -110,6 +111,7 @@ std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, in
   const std::string model_path = vm["model"].as<std::string>();
   auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   std::vector<std::string> bare_features;
+  std::map<std::string, std::string> flag_of;  // override -> the --feature flag that made it
   for (const std::string& text :
        vm.count("feature") ? vm["feature"].as<std::vector<std::string>>() : std::vector<std::string>{}) {
     auto flag = parse_feature_flag(text);
@@ -120,6 +122,8 @@ std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, in
     }
     if (flag->overrides.empty()) bare_features.push_back(flag->name);
     overrides.insert(overrides.end(), flag->overrides.begin(), flag->overrides.end());
+    for (const std::string& o : flag->overrides) flag_of[o] = text;
+    if (flag->overrides.empty()) flag_of[empty_section_override(flag->name)] = text;
   }
   auto spec = host::model::parse_model_file(model_path, overrides);
   // A bare --feature NAME adds an empty section, but never replaces the
@@ -136,6 +140,12 @@ std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, in
     exit_code = kExitInput;
     return std::nullopt;
   }
+  // A feature's settings from --feature are named as the user wrote them.
+  for (auto& [name, origins] : spec->feature_origins)
+    for (std::string& where : origins)
+      if (auto it = flag_of.find(where.substr(std::min<size_t>(where.size(), 6)));
+          where.rfind("--set ", 0) == 0 && it != flag_of.end())
+        where = "--feature " + it->second;
   if (!apply_checkpoint_options(vm, *spec)) {
     exit_code = kExitUsage;
     return std::nullopt;

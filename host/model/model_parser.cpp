@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -397,7 +398,16 @@ void read_features(Reader& r, const toml::table& t, ModelSpec& spec) {
       continue;
     }
     auto& out = spec.features[std::string(name.str())];
-    for (const auto& [key, value] : *section) out[std::string(key.str())] = r.scalar_text(value);
+    auto& origins = spec.feature_origins[std::string(name.str())];
+    auto note = [&](const toml::node& n) {
+      const std::string where = r.location(n).str();
+      if (std::find(origins.begin(), origins.end(), where) == origins.end()) origins.push_back(where);
+    };
+    note(*section);
+    for (const auto& [key, value] : *section) {
+      out[std::string(key.str())] = r.scalar_text(value);
+      if (r.location(value).line == 0) note(value);  // an override's key; the file's are in its section
+    }
   }
 }
 

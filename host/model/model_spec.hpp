@@ -125,6 +125,11 @@ struct ModelSpec {
   TrainSpec train;
   DataSpec data;
   std::map<std::string, std::map<std::string, std::string>> features;  // [features.NAME] flattened
+  // Where each feature's settings came from, for its messages: the model
+  // file ("model.toml:14:1", the section), and each override that set a key
+  // or made the section ("--set features.amp.dtype=f16"; the CLI renames
+  // those a --feature flag made to "--feature amp:dtype=f16").
+  std::map<std::string, std::vector<std::string>> feature_origins;
   std::string source_hash;  // FNV-1a 64 of the model after overrides (run length excluded), for checkpoints
 };
 

@@ -20,6 +20,17 @@ Error failure(const std::string& feature, const std::string& what, tdm_status st
       "feature '" + feature + "' failed in " + what + ": " + last_error_text("it gave no reason"), status);
 }
 
+// Where [features.NAME]'s settings came from: "model.toml:14:1",
+// "--feature amp:dtype=f16", or both joined.
+std::string origins_of(const model::ModelSpec& spec, const std::string& name) {
+  auto it = spec.feature_origins.find(name);
+  if (it == spec.feature_origins.end() || it->second.empty())
+    return "[features." + name + "] in " + spec.path;
+  std::string text;
+  for (const std::string& where : it->second) text += (text.empty() ? "" : " and ") + where;
+  return text;
+}
+
 }  // namespace
 
 FeatureSet::~FeatureSet() {
@@ -33,8 +44,8 @@ Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& reg
   for (const auto& [name, section] : spec.features) {
     const LoadedPlugin* plugin = registry.find(name);
     if (plugin == nullptr || plugin->kind != TDM_PLUGIN_FEATURE || plugin->feature == nullptr)
-      return make_error(spec.path + ": [features." + name + "] needs a feature plugin named '" + name +
-                            "', but none was loaded (install tandem-plugin-" + name +
+      return make_error(origins_of(spec, name) + ": [features." + name + "] needs a feature plugin named '" +
+                            name + "', but none was loaded (install tandem-plugin-" + name +
                             ", or see where Tandem looked with 'tandem plugins -v')",
                         TDM_NOT_FOUND);
     for (const std::string& needed : names(plugin->feature->requires_features))
@@ -54,8 +65,7 @@ Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& reg
     ConfigSectionView config(std::move(entries));
     tdm_feature* instance = nullptr;
     if (plugin->feature->create(config.get(), &instance) != TDM_OK || instance == nullptr)
-      return failure(name, "create (check [features." + name + "] in " + spec.path + ")",
-                     TDM_INVALID_ARGUMENT);
+      return failure(name, "create (check " + origins_of(spec, name) + ")", TDM_INVALID_ARGUMENT);
     set->active_.push_back({plugin, instance});
   }
   return set;
