@@ -1,11 +1,20 @@
 # tandem_add_plugin(<name> SOURCES <files...> [LIBRARIES <targets...>] [COMPONENT <component>]
-#                   [NO_INSTALL])
+#                   [OUTPUT_DIRECTORY <dir>] [NO_INSTALL])
 #
-# Builds libtandem-<name>.so the way every Tandem plugin must be built:
-# hidden visibility plus a version script, so only tdm_plugin_entry is
-# exported; no undefined symbols left for the host to satisfy (plugins never
-# link the host); output in the shared plugin directory of the build tree;
-# installed under TANDEM_PLUGIN_INSTALL_DIR in its own package component.
+# Builds libtandem-<name>.so (target tandem-plugin-<name>) the way every
+# Tandem plugin must be built: hidden visibility plus a version script, so
+# only tdm_plugin_entry is exported; no undefined symbols left for the host
+# to satisfy (plugins never link the host).
+#   SOURCES           the plugin's sources
+#   LIBRARIES         what it links (its vendor libraries), privately
+#   OUTPUT_DIRECTORY  where the build puts the file; default
+#                     TANDEM_BUILD_PLUGIN_DIR: the top of an out-of-tree
+#                     build tree (`tandem --plugin-path <build dir>` finds it),
+#                     lib/tandem/plugins in Tandem's own build. Give each
+#                     variant of a plugin a directory of its own.
+#   COMPONENT         the install component (package); default plugin-<name>
+#   NO_INSTALL        build only (test doubles, examples)
+# Installed under TANDEM_PLUGIN_INSTALL_DIR, where the installed host looks.
 set(TANDEM_PLUGIN_VERSION_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/plugin.map")
 
 function(tandem_add_plugin name)

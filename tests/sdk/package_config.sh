@@ -73,9 +73,14 @@ driver="$prefix/bin/tandem-conformance"
 if [[ -x "$driver" && -n "$reference" ]]; then
   step "tandem-conformance --plugin libtandem-hello.so (what it implements must pass)"
   # Exit 0 = no case failed; declined cases (other ops, dtypes, broadcasts) are UNSUPPORTED.
-  conf=$("$driver" --plugin "$plugin" --reference "$reference" 2>&1) || { echo "$conf" >&2; exit 1; }
+  # The build's copy shadows the one just installed beside this driver: as
+  # with the host, testing it takes --override-plugin, and says so.
+  conf=$("$driver" --plugin "$plugin" --reference "$reference" --override-plugin hello 2>&1) ||
+    { echo "$conf" >&2; exit 1; }
+  grep -q "warning: plugin 'hello' is $plugin, not the installed" <<<"$conf" ||
+    { echo "$conf" >&2; echo "no warning about the installed hello" >&2; exit 1; }
   tail -n 2 <<<"$conf"
-  for op in fill copy add; do
+  for op in fill copy add relu relu_grad; do
     grep -q "^PASS $op f32" <<<"$conf" || { echo "$conf" >&2; echo "no passing f32 case of '$op'" >&2; exit 1; }
   done
 fi

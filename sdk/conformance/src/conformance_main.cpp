@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "skeleton.hpp"
 #include "tandem/conformance/runner.hpp"
 
 namespace fs = std::filesystem;
@@ -34,7 +35,8 @@ struct Options {
   std::set<std::string> ops, required;
   std::string dtype;
   bool list = false;
-  tc::OpenOptions open;  // --override-plugin, --allow-insecure-plugins
+  tc::OpenOptions open;                      // --override-plugin, --allow-insecure-plugins
+  std::string new_backend, new_backend_dir;  // --new-backend NAME DIR
 };
 
 void usage(std::FILE* out) {
@@ -43,10 +45,13 @@ void usage(std::FILE* out) {
       "usage: tandem-conformance --plugin <libtandem-X.so> [--reference <path>] [--op <name>]...\n"
       "                          [--dtype <f32|bf16|f16|...>] [--require-op <name>]... [--require-all]\n"
       "                          [--override-plugin <name>] [--allow-insecure-plugins] [--list] [--verbose]\n"
+      "       tandem-conformance --new-backend <name> <dir>\n"
       "Runs every case of the op catalogue on the plugin and compares it with the reference backend.\n"
       "The plugin is first checked as the tandem host checks it: a plugin the host would refuse\n"
       "(file permissions, damaged file, descriptor, missing functions, the name of an installed\n"
-      "plugin without --override-plugin) fails here with the host's message.\n");
+      "plugin without --override-plugin) fails here with the host's message.\n"
+      "--new-backend writes a new backend plugin project named <name> into the new directory <dir>:\n"
+      "the SDK's example backend, renamed, which builds, loads, passes and hosts a pinned layer.\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -59,6 +64,7 @@ bool parse(int argc, char** argv, Options& o) {
     };
     std::string v;
     if (a == "--plugin" && value(o.plugin)) continue;
+    if (a == "--new-backend" && value(o.new_backend) && value(o.new_backend_dir)) continue;
     if (a == "--reference" && value(o.reference)) continue;
     if (a == "--dtype" && value(o.dtype)) continue;
     if (a == "--op" && value(v))
@@ -130,25 +136,48 @@ bool selected(const Options& o, const tc::Case& c) {
 void print_op_summary(const std::vector<std::string>& ops,
                       const std::map<std::string, std::map<std::string, std::array<int, 3>>>& tally) {
   int complete = 0;
-  std::string lines;
+  std::string lines, declined;
+  int declined_count = 0;
   for (const std::string& op : ops) {
-    bool clean = true;
+    bool clean = true, none_ran = true;
     std::string row = "  " + op + ":";
     for (const auto& [dtype, t] : tally.at(op)) {
       clean = clean && t[1] == 0 && t[2] == 0;
+      none_ran = none_ran && t[0] == 0 && t[1] == 0;
       row += " " + dtype + " " +
              (t[1] == 0 && t[2] == 0 ? "passed " + std::to_string(t[0])
                                      : std::to_string(t[0]) + " passed " + std::to_string(t[1]) + " failed " +
                                            std::to_string(t[2]) + " declined") +
              ";";
     }
-    if (clean)
+    if (clean) {
       ++complete;
-    else
+    } else if (none_ran) {  // not implemented at all: one list, not a row each
+      declined += (declined.empty() ? "" : ", ") + op;
+      ++declined_count;
+    } else {
       lines += row.substr(0, row.size() - 1) + "\n";
+    }
   }
   std::printf("ops that passed every case: %d of %zu\n", complete, ops.size());
   if (!lines.empty()) std::printf("the others, by dtype (cases):\n%s", lines.c_str());
+  if (!declined.empty()) std::printf("declined in every case (%d): %s\n", declined_count, declined.c_str());
+}
+
+int new_backend(const Options& o) {
+  const std::string error = tc::write_skeleton(o.new_backend, o.new_backend_dir, o.open.system_dirs);
+  if (!error.empty()) return std::fprintf(stderr, "tandem-conformance: --new-backend %s\n", error.c_str()), 2;
+  const std::string& d = o.new_backend_dir;
+  const std::string& n = o.new_backend;
+  std::printf(
+      "wrote backend '%s' into %s (README.md says what is there). Next:\n"
+      "  cmake -S %s -B %s/build -DCMAKE_BUILD_TYPE=Release && cmake --build %s/build\n"
+      "  tandem plugins --plugin-path %s/build\n"
+      "  tandem-conformance --plugin %s/build/libtandem-%s.so\n"
+      "  tandem train %s/pinned_layer.toml --plugin-path %s/build --device cpu --run-dir %s/run\n",
+      n.c_str(), d.c_str(), d.c_str(), d.c_str(), d.c_str(), d.c_str(), d.c_str(), n.c_str(), d.c_str(),
+      d.c_str(), d.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -167,9 +196,10 @@ int main(int argc, char** argv) {
     std::printf("\n%s", tc::tolerance_table().c_str());
     return 0;
   }
+  o.open.system_dirs = system_plugin_dirs();
+  if (!o.new_backend.empty()) return new_backend(o);
   if (o.plugin.empty()) return usage(stderr), 2;
 
-  o.open.system_dirs = system_plugin_dirs();
   tc::Outcome outcome;
   auto candidate = tc::PluginUnderTest::open(o.plugin, outcome, o.open);
   if (outcome.status == tc::Status::skipped) {

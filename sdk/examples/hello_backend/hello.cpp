@@ -1,7 +1,8 @@
-// hello — a minimal Tandem backend: one CPU device and three catalog ops
-// (fill, copy, add), f32 only, same shapes only. Everything else is answered
-// with TDM_UNSUPPORTED, which is a normal answer: the host places those ops
-// on another backend (sdk/ops.md).
+// hello — a minimal Tandem backend: one CPU device and five catalog ops
+// (fill, copy, add, relu, relu_grad), f32 only, same shapes only: enough to
+// host a pinned relu layer in training (pinned_layer.toml). Everything else
+// is answered with TDM_UNSUPPORTED, which is a normal answer: the host
+// places those ops on another backend (sdk/ops.md).
 //
 // Built with the header-only C++ helper: tandem/tandem.hpp turns our classes
 // into the C table and catches every exception before it can cross the
@@ -76,6 +77,34 @@ std::unique_ptr<tandem::Kernel> add(const OpView& op, size_t&) {
   });
 }
 
+// relu: y = max(x, 0); relu_grad: dx = dy where x > 0, else 0. A relu
+// layer pinned here runs both: its forward, and its backward when a layer
+// before it has parameters (sdk/ABI.md rule 36).
+std::unique_ptr<tandem::Kernel> relu(const OpView& op, size_t&) {
+  Check c(op, "hello");
+  c.counts(1, 1, 1, 1);
+  require_f32_same_shape(c);
+  const int64_t n = c.out(0).numel();
+  return tandem::make_fn_kernel("hello:relu_f32", [n](void* const* inputs, void* const* outputs) {
+    const float* x = static_cast<const float*>(inputs[0]);
+    float* y = static_cast<float*>(outputs[0]);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+  });
+}
+
+std::unique_ptr<tandem::Kernel> relu_grad(const OpView& op, size_t&) {
+  Check c(op, "hello");
+  c.counts(2, 2, 1, 1);  // dy, x -> dx
+  require_f32_same_shape(c);
+  const int64_t n = c.out(0).numel();
+  return tandem::make_fn_kernel("hello:relu_grad_f32", [n](void* const* inputs, void* const* outputs) {
+    const float* dy = static_cast<const float*>(inputs[0]);
+    const float* x = static_cast<const float*>(inputs[1]);
+    float* dx = static_cast<float*>(outputs[0]);
+    for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+  });
+}
+
 // Catalog name -> factory; built once, looked up by every prepare.
 const tandem::KernelRegistry<>& registry() {
   static const tandem::KernelRegistry<> r = [] {
@@ -83,6 +112,8 @@ const tandem::KernelRegistry<>& registry() {
     ops.add("fill", fill);
     ops.add("copy", copy);
     ops.add("add", add);
+    ops.add("relu", relu);
+    ops.add("relu_grad", relu_grad);
     return ops;
   }();
   return r;
@@ -138,7 +169,7 @@ extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* hos
   try {  // the descriptor's strings allocate; nothing may escape a C entry point
     return tandem::backend_entry<HelloBackend>(
         host, host_abi_major, host_abi_minor,
-        {"hello", "0.1.0", "Example backend: fill, copy, add on f32 (SDK example).", {}});
+        {"hello", "0.1.0", "Example backend: fill, copy, add, relu, relu_grad on f32.", {}});
   } catch (...) {
     return nullptr;
   }
