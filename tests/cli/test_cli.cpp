@@ -39,7 +39,7 @@ TEST(Cli, Version) {
   CliRun r = tandem("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_HAS(r.output, "tandem ");
-  EXPECT_HAS(r.output, "SDK 1.5.0, ABI 1.4");
+  EXPECT_HAS(r.output, "SDK 1.6.0, ABI 1.4");
 }
 
 TEST(Cli, TopLevelHelpListsCommandsAndExitCodes) {
