@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "vendor/vendor_libraries.hpp"
+
 namespace tandem::cuda {
 
 void check_cuda(cudaError_t status, const char* what) {
@@ -230,6 +232,7 @@ Device& CudaBackend::device(uint32_t index) {
   if (index >= count)
     throw Error(TDM_INVALID_ARGUMENT, "cuda plugin: device " + std::to_string(index) + " does not exist (" +
                                           std::to_string(count) + " GPU(s))");
+  load_vendor_libraries();  // the first open pays for cuBLAS and cuDNN, not every command
   std::lock_guard<std::mutex> lock(mutex_);
   if (devices_.size() < count) devices_.resize(count);
   if (!devices_[index]) devices_[index] = std::make_unique<CudaDevice>(static_cast<int>(index), tf32_);

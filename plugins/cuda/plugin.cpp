@@ -1,7 +1,7 @@
 // CUDA backend — the plugin entry point (the one exported symbol) and the
 // vendor library versions shown by `tandem plugins`.
 #include <cublas_api.h>
-#include <cudnn.h>
+#include <cudnn_version.h>
 
 #include <string>
 
@@ -16,19 +16,16 @@ std::string dotted(int v, int major_div, int minor_div) {
 tandem::PluginInfo info() {
   tandem::PluginInfo i{
       "cuda", "0.1.0", "NVIDIA GPUs: cuBLAS GEMMs, cuDNN convolutions, own CUDA kernels for the rest", {}};
-  // None of these calls needs the driver: they work on a machine without one.
+  // The runtime is linked statically (asking its version needs no driver);
+  // cuBLAS and cuDNN are opened only when a GPU is (vendor/): these are the
+  // versions the plugin was built against, whose sonames it opens.
   int runtime = 0;
   i.vendors.emplace_back(
       "CUDA runtime", cudaRuntimeGetVersion(&runtime) == cudaSuccess ? dotted(runtime, 1000, 10) : "unknown");
-  int blas_major = 0, blas_minor = 0, blas_patch = 0;
-  cublasGetProperty(MAJOR_VERSION, &blas_major);
-  cublasGetProperty(MINOR_VERSION, &blas_minor);
-  cublasGetProperty(PATCH_LEVEL, &blas_patch);
-  i.vendors.emplace_back("cuBLAS", std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." +
-                                       std::to_string(blas_patch));
-  const size_t dnn = cudnnGetVersion();  // e.g. 91900 = 9.19.0
-  i.vendors.emplace_back("cuDNN", std::to_string(dnn / 10000) + "." + std::to_string((dnn % 10000) / 100) +
-                                      "." + std::to_string(dnn % 100));
+  i.vendors.emplace_back("cuBLAS", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) +
+                                       "." + std::to_string(CUBLAS_VER_PATCH));
+  i.vendors.emplace_back("cuDNN", std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) + "." +
+                                      std::to_string(CUDNN_PATCHLEVEL));
   return i;
 }
 

@@ -13,7 +13,6 @@
 #define TANDEM_NCCL_COMM_HPP
 
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "nccl_library.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::nccl {

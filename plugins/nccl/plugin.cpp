@@ -10,15 +10,11 @@ namespace {
 tandem::PluginInfo info() {
   tandem::PluginInfo i{
       "nccl", "0.1.0", "Collectives between NVIDIA GPUs over NCCL (NVLink, InfiniBand, sockets)", {}};
-  // Neither call needs the driver: they work on a machine without one.
-  int code = 0, major = 0, minor = 0, patch = 0;
-  if (ncclGetVersion(&code) == ncclSuccess) {
-    tandem::nccl::version_parts(code, major, minor, patch);
-    i.vendors.emplace_back("NCCL",
-                           std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch));
-  } else {
-    i.vendors.emplace_back("NCCL", "unknown");
-  }
+  // NCCL is opened when a communicator is created (nccl_library.hpp): the
+  // version it was built against, whose soname it opens. The runtime is
+  // linked statically; asking its version needs no driver.
+  i.vendors.emplace_back("NCCL", std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+                                     std::to_string(NCCL_PATCH));
   int runtime = 0;
   i.vendors.emplace_back("CUDA runtime",
                          cudaRuntimeGetVersion(&runtime) == cudaSuccess

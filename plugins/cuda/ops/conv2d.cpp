@@ -5,12 +5,11 @@
 // reported through prepare's workspace_bytes. f16/bf16 accumulate in f32.
 // f32 uses FMA math (no TF32) unless --plugin-option cuda.tf32=true. Bias and
 // dbias use our own kernels (ops/activation.cu), like linear.
-#include <cudnn.h>
-
 #include <memory>
 
 #include "device.hpp"
 #include "ops/launchers.hpp"
+#include "vendor/cudnn.hpp"
 
 namespace tandem::cuda {
 namespace {

@@ -7,12 +7,11 @@
 #ifndef TANDEM_CUDA_OPS_GEMM_HPP
 #define TANDEM_CUDA_OPS_GEMM_HPP
 
-#include <cublas_v2.h>
-
 #include <utility>
 #include <vector>
 
 #include "device.hpp"
+#include "vendor/cublas.hpp"
 
 namespace tandem::cuda {
 
