@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the deb and rpm packages: configures build-package/ with
 # CMAKE_INSTALL_PREFIX=/usr (the host compiles its plugin directory in, so
-# packages must be built for the prefix they install to) and without tests,
-# builds, and runs CPack. Packages land in build-package/packages/.
+# packages must be built for the prefix they install to), without tests and
+# without a fallback directory for the CUDA libraries (a package finds them
+# through the system's library paths), builds, and runs CPack. Packages land in build-package/packages/.
 #
 #   scripts/package.sh [<build dir>]     (default: build-package)
 #   TANDEM_PACKAGE_GENERATORS="DEB"  scripts/package.sh   # only the deb
@@ -17,7 +18,8 @@ scripts/install-deps.sh
 cmake -S . -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_INSTALL_PREFIX=/usr \
-  -DTANDEM_BUILD_TESTS=OFF
+  -DTANDEM_BUILD_TESTS=OFF \
+  -DTANDEM_CUDA_FALLBACK_LIBRARY_DIR=
 cmake --build "$build" -j "$jobs"
 rm -rf "$build/packages"
 (cd "$build" && cpack -G "$generators" -B "$PWD/packages")
