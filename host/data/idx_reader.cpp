@@ -122,6 +122,15 @@ std::optional<uint64_t> plain_file_size(const std::string& path) {
 
 }  // namespace
 
+size_t IdxArray::count() const noexcept {
+  const size_t size = element_size(type);
+  return size == 0 ? 0 : data.size() / size;
+}
+
+double IdxArray::value(size_t i) const noexcept {
+  return decode(type, data.data() + i * element_size(type));
+}
+
 Result<IdxArray> read_idx(const std::string& path) {
   if (std::filesystem::is_directory(path))
     return make_error(path +
@@ -138,6 +147,7 @@ Result<IdxArray> read_idx(const std::string& path) {
                       TDM_INVALID_ARGUMENT);
   }
   IdxArray array;
+  array.type = header[2];
   uint64_t count = 1;
   for (int i = 0; i < header[3]; ++i) {
     unsigned char d[4];
@@ -159,8 +169,9 @@ Result<IdxArray> read_idx(const std::string& path) {
                           "; the file is cut short or damaged: re-download it",
                       TDM_INVALID_ARGUMENT);
   }
-  // Raw bytes, then each value as a double: what loading holds at its peak.
-  const double bytes = double(count) * double(esize + sizeof(double));
+  // The elements as stored, and a u8 image's or a label's copy as a data
+  // set keeps it: what loading holds at its peak (wider elements become f32).
+  const double bytes = double(count) * double(esize + (esize == 1 ? 1 : sizeof(float)));
   if (auto r = check_host_memory(bytes >= 1.8e19 ? UINT64_MAX : uint64_t(bytes),
                                  path + " (its header says " + std::to_string(count) + " elements)",
                                  "the header is damaged or the file is not for this machine: re-download it");
@@ -175,15 +186,13 @@ Result<IdxArray> read_idx(const std::string& path) {
     return make_error(path + ": its header says " + std::to_string(count) +
                           " elements, more than any file holds; the header is damaged: re-download the file",
                       TDM_INVALID_ARGUMENT);
-  std::vector<unsigned char> raw;
+  std::vector<unsigned char>& raw = array.data;
   for (uint64_t done = 0; done < total;) {
     const uint64_t n = std::min(total - done, std::max(done, kFirstReadBytes));
     raw.resize(done + n);
     if (auto r = in.read(raw.data() + done, n, "the data"); !r) return r.error();
     done += n;
   }
-  array.values.resize(count);
-  for (uint64_t i = 0; i < count; ++i) array.values[i] = decode(header[2], raw.data() + i * esize);
   return array;
 }
 
@@ -206,13 +215,18 @@ Result<Dataset> load_idx_images(const std::string& images_path, const std::strin
   set.source = images_path;
   set.labels_source = labels_path;
   set.sample_shape = {1, images->dims[1], images->dims[2]};
-  set.features.resize(images->values.size());
-  std::transform(images->values.begin(), images->values.end(), set.features.begin(),
-                 [](double v) { return static_cast<float>(v / 255.0); });
-  set.labels.resize(labels->values.size());
+  if (images->type == 0x08) {  // u8 pixels stay bytes; the loader widens them per batch
+    set.pixels = std::move(images->data);
+    set.pixel_value = scaled_bytes(255.0);
+  } else {
+    set.features.resize(images->count());
+    for (size_t i = 0; i < set.features.size(); ++i)
+      set.features[i] = static_cast<float>(images->value(i) / 255.0);
+  }
+  set.labels.resize(labels->count());
   int32_t max_label = -1;
-  for (size_t i = 0; i < labels->values.size(); ++i) {
-    const double v = labels->values[i];
+  for (size_t i = 0; i < set.labels.size(); ++i) {
+    const double v = labels->value(i);
     if (v < 0 || v > kMaxLabel || v != static_cast<int32_t>(v))
       return make_error(labels_path + ": label " + std::to_string(v) + " of sample " + std::to_string(i) +
                             " is not a class index",

@@ -18,7 +18,10 @@ namespace tandem::host::data {
 
 struct IdxArray {
   std::vector<int64_t> dims;
-  std::vector<double> values;  // converted from the file's element type
+  uint8_t type = 0x08;                    // the file's element type
+  std::vector<unsigned char> data;        // the elements as stored (big-endian when wider than a byte)
+  size_t count() const noexcept;          // elements
+  double value(size_t i) const noexcept;  // element i, converted
 };
 
 // Reads a whole IDX file. Errors name the file and the (uncompressed) byte
@@ -26,8 +29,9 @@ struct IdxArray {
 // corrupted gzip stream.
 Result<IdxArray> read_idx(const std::string& path);
 
-// Images [N, H, W] (u8) and labels [N] into a data set with sample shape
-// [1, H, W] and pixel values scaled to [0, 1].
+// Images [N, H, W] and labels [N] into a data set with sample shape
+// [1, H, W] and pixel values scaled by 1/255 ([0, 1] for u8 images, which
+// stay bytes in memory: Dataset::pixels).
 Result<Dataset> load_idx_images(const std::string& images_path, const std::string& labels_path);
 
 }  // namespace tandem::host::data

@@ -92,7 +92,7 @@ std::shared_ptr<Batch> DataLoader::assemble(int64_t index, std::vector<float>& s
   for (int64_t i = 0; i < batch->size; ++i) {
     const int64_t sample = order_[static_cast<size_t>(begin + i)];
     float* dst = batch->features.data() + i * numel;
-    std::copy(data_.sample(sample), data_.sample(sample) + numel, dst);
+    data_.copy_sample(sample, dst);  // widened from the stored dtype here, per batch
     apply_transforms(options_.transforms, data_.sample_shape,
                      std::span<float>(dst, static_cast<size_t>(numel)), options_.augment, options_.seed,
                      epoch_, static_cast<uint64_t>(sample), scratch);

@@ -46,8 +46,8 @@ TEST(IdxReader, ReadsPlainAndGzipIdentically) {
     auto a = read_idx(dir.file(name));
     ASSERT_TRUE(a.ok()) << a.error().message;
     EXPECT_EQ(a->dims, (std::vector<int64_t>{3, 4, 5}));
-    ASSERT_EQ(a->values.size(), 60u);
-    EXPECT_EQ(a->values[59], 59.0);
+    ASSERT_EQ(a->count(), 60u);
+    EXPECT_EQ(a->value(59), 59.0);
   }
 }
 
@@ -70,7 +70,7 @@ TEST(IdxReader, DimensionsWhoseProductOverflowsAreRefused) {
   const Bytes file = {0, 0, 0x08, 3, 0x01, 0, 0, 0, 0x01, 0, 0, 0, 0, 0x01, 0, 0};
   write_plain(dir.file("wrap.idx"), file);
   auto a = read_idx(dir.file("wrap.idx"));
-  ASSERT_FALSE(a.ok()) << "read " << a->values.size() << " values";
+  ASSERT_FALSE(a.ok()) << "read " << a->count() << " values";
   EXPECT_NE(a.error().message.find("wrap.idx: truncated"), std::string::npos) << a.error().message;
 }
 

@@ -109,8 +109,8 @@ TEST(Split, ValidationPartIsDisjointAndSeeded) {
   EXPECT_EQ(train.size(), 80);
   EXPECT_EQ(val.size(), 20);
   std::set<float> t, v;
-  for (int64_t i = 0; i < train.size(); ++i) t.insert(train.sample(i)[0]);
-  for (int64_t i = 0; i < val.size(); ++i) v.insert(val.sample(i)[0]);
+  for (int64_t i = 0; i < train.size(); ++i) t.insert(train.value(i, 0));
+  for (int64_t i = 0; i < val.size(); ++i) v.insert(val.value(i, 0));
   for (float x : v) EXPECT_EQ(t.count(x), 0u);
   auto [train2, val2] = split_validation(set, 0.2, 9);
   EXPECT_EQ(val.features, val2.features);

@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expect(count <= std::numeric_limits<uint64_t>::max() / uint64_t(d), "the element count fits 64 bits");
     count *= uint64_t(d);
   }
-  expect(count == array->values.size(), "the values match the dimensions");
+  expect(count == array->count(), "the values match the dimensions");
+  if (count > 0) (void)array->value(count - 1);  // the last element is inside the data
   return 0;
 }
