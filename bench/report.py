@@ -38,7 +38,7 @@ def main():
         return f"{r['peak_rss_bytes'] / 2**20:.0f}" if r else "-"
 
     header = ["workload", "batch", "thr", "tandem/s", "pt-debian/s", "pt-pypi/s", "ratio",
-              "RSS tandem MiB", "RSS pt-deb MiB", "RSS pt-pypi MiB", "GFLOP/s tandem", "GFLOP/s best-pt"]
+              "RSS tandem MiB", "RSS pt-deb MiB", "RSS pt-pypi MiB", "RSS/pt", "GFLOP/s tandem", "GFLOP/s best-pt"]
     rows = []
     versions = set()
     for w in a.workloads.split():
@@ -58,18 +58,20 @@ def main():
         if w == "gemm_mlp" and peak and best:
             gf_p += f" ({100 * best['effective_gflops'] / peak:.0f}%)"
         batch = str((t or best or {}).get("batch", "-"))
+        rss_ratio = (f"{t['peak_rss_bytes'] / min(r['peak_rss_bytes'] for r in peers):.2f}"
+                     if t and peers else "-")
         rows.append([w, batch, str(a.threads), sps(t), sps(d), sps(p), ratio, mib(t), mib(d), mib(p),
-                     gf_t, gf_p])
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    print("  ".join(h.rjust(widths[i]) for i, h in enumerate(header)))
-    for r in rows:
-        print("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)))
+                     rss_ratio, gf_t, gf_p])
+    for line in read_lines(a.folder, "machine.txt"):
+        print(line)
+    print_table(header, rows)
     print()
     print(f"samples/s: median of the repeats (training steps only, data pre-loaded, warm-up excluded); "
           f"threads: {a.threads} on every side")
-    print("ratio: Tandem over the faster PyTorch; RSS: getrusage ru_maxrss of each process")
+    print("ratio: Tandem over the faster PyTorch; RSS: getrusage ru_maxrss of each process; "
+          "RSS/pt: Tandem's over the smaller PyTorch's")
     if peak:
-        print(f"measured f32 peak (AVX-512 FMA loop, {a.threads} threads): {peak:.1f} GFLOP/s; "
+        print(f"measured f32 peak ({peak_unit(a.folder)}, {a.threads} threads): {peak:.1f} GFLOP/s; "
               "GFLOP/s = 6 x parameters x samples/s (% of that peak for gemm_mlp)")
     prof = load(a.folder, "gemm_mlp.profile.json")
     if prof and prof.get("gemm_gflops"):
@@ -81,6 +83,62 @@ def main():
         print(line + f"; they are {100 * share:.0f}% of the profiled step")
     for v in sorted(versions):
         print(v)
+    print_footprint(a.folder)
+    for line in read_lines(a.folder, "quiet.txt"):
+        print(line)
+
+
+def read_lines(folder, name):
+    try:
+        with open(os.path.join(folder, name)) as f:
+            return [line.rstrip("\n") for line in f]
+    except OSError:
+        return []
+
+
+def peak_unit(folder):
+    for line in read_lines(folder, "machine.txt"):
+        if line.startswith("vector ISA:"):
+            isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
+            capped = isa and not isa.upper().startswith("AVX512") and isa.upper() != "ALL"
+            return "AVX2+FMA loop" if capped or "avx512f" not in line else "AVX-512 FMA loop"
+    return "FMA loop"
+
+
+def print_table(header, rows):
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    print("  ".join(h.rjust(widths[i]) for i, h in enumerate(header)))
+    for r in rows:
+        print("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)))
+
+
+def print_footprint(folder):
+    mib = lambda b: f"{b / 2**20:.0f}"
+    startup = load(folder, "startup.json")
+    if startup:
+        print("\nstartup, every plugin of the build loaded (best of 5 runs, peak RSS):")
+        print_table(["command", "ms", "RSS MiB"],
+                    [[c, f"{r['ms']:.0f}", mib(r["peak_rss_bytes"])] for c, r in startup.items()])
+    t = load(folder, "train.tandem.json")
+    peers = [r for r in (load(folder, "train.debian.json"), load(folder, "train.pypi.json")) if r]
+    if t:
+        print(f"\ntraining {t['model']} for {t['epochs']} epochs on its real data, {t['threads']} threads "
+              "(samples/s of the training loops; seconds and peak RSS of the whole process):")
+        rows = [["tandem", f"{t['samples_per_second']:.0f}", f"{t['seconds']:.1f}", f"{t['test_accuracy']:.4f}",
+                 mib(t["peak_rss_bytes"])]]
+        rows += [[r["framework"], f"{r['samples_per_second']:.0f}", f"{r['seconds']:.1f}",
+                  f"{r['test_accuracy']:.4f}", mib(r["peak_rss_bytes"])] for r in peers]
+        print_table(["", "samples/s", "seconds", "test acc", "RSS MiB"], rows)
+        if peers:
+            fast = max(peers, key=lambda r: r["samples_per_second"])
+            small = min(r["peak_rss_bytes"] for r in peers)
+            print(f"ratio {t['samples_per_second'] / fast['samples_per_second']:.2f} (over {fast['framework']}); "
+                  f"RSS {t['peak_rss_bytes'] / small:.2f}x the smaller PyTorch's")
+    e = load(folder, "epochs.json")
+    if e:
+        print(f"\nper-epoch overhead: 100 epochs of 1 batch {e['100_epochs_of_1_batch']['seconds']:.2f} s, "
+              f"1 epoch of 100 batches {e['1_epoch_of_100_batches']['seconds']:.2f} s (whole runs, "
+              f"synthetic data, same steps): {e['overhead_ms']:.1f} ms per extra epoch")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,20 @@
 #    OpenBLAS (libopenblas0-pthread), and PyPI's current `torch` wheel in a
 #    venv under $TANDEM_BENCH_CACHE (default ~/.cache/tandem-bench), installed
 #    with --no-deps plus its CPU-side dependencies only (see README.md).
-# 2. Builds `tandem` and the onednn plugin in $TANDEM_BENCH_BUILD (default
-#    build-bench; a no-op when up to date) and bench/peak_flops.
-# 3. Runs each workload on Tandem, PyTorch-Debian and PyTorch-PyPI, one after
-#    another, same thread count, and prints the table (bench/report.py).
-#    Raw JSON per run goes to $TANDEM_BENCH_OUT (default bench/results/).
+# 2. Builds `tandem` and every plugin in $TANDEM_BENCH_BUILD (default
+#    build-bench; a no-op when up to date; the cuda and nccl plugins too where
+#    the toolkit is, so the footprint is that of a full install) and
+#    bench/peak_flops.
+# 3. Prints the CPU, its vector ISA and oneDNN's (ONEDNN_MAX_CPU_ISA caps it),
+#    then runs each workload on Tandem, PyTorch-Debian and PyTorch-PyPI, one
+#    after another, same thread count; then the footprint rows
+#    (bench/footprint.py: startup commands, training the Fashion-MNIST
+#    example on its real data against bench/torch_train.py, per-epoch
+#    overhead), and prints the tables (bench/report.py). Raw JSON per run goes
+#    to $TANDEM_BENCH_OUT (default bench/results/).
+# 4. Says how busy the rest of the machine was while it measured
+#    (bench/quiet.py): above half a core the figures are flagged not
+#    reportable and run.sh exits 3.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -83,16 +92,27 @@ fi
 
 # ---- 2. Builds --------------------------------------------------------------
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON -DTANDEM_BUILD_CUDA=OFF >&2
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_WERROR=ON -DTANDEM_BUILD_TESTS=OFF >&2
 fi
-cmake --build "$build" -j"$(nproc)" --target tandem tandem-plugin-onednn >&2
+cmake --build "$build" -j"$(nproc)" >&2
 tandem=$build/bin/tandem
 [ -x "$tandem" ] || tandem=$(find "$build" -name tandem -type f -perm -u+x | head -1)
 if [ ! -x "$cache/peak_flops" ] || [ "$repo/bench/peak_flops.cpp" -nt "$cache/peak_flops" ]; then
   g++ -O3 -fopenmp "$repo/bench/peak_flops.cpp" -o "$cache/peak_flops"
 fi
+if [ ! -x "$cache/rusage" ] || [ "$repo/bench/rusage.c" -nt "$cache/rusage" ]; then
+  cc -O2 "$repo/bench/rusage.c" -o "$cache/rusage"
+fi
 
 # ---- 3. Runs ----------------------------------------------------------------
+rm -f "$out"/*.json
+{
+  echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores"
+  isa=$(grep -m1 -ow -e avx512f /proc/cpuinfo || grep -m1 -ow -e avx2 /proc/cpuinfo || echo "no AVX2")
+  echo "vector ISA: $isa; ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset}; onednn:0 uses:" \
+    "$("$tandem" devices 2>/dev/null | awk '$1 == "onednn:0" { for (i = 6; i < NF; ++i) printf "%s ", $i }')"
+} | tee "$out/machine.txt" >&2
+/usr/bin/python3 "$repo/bench/quiet.py" start "$out/quiet.json" $$
 log "load before measuring: $(uptime)"
 "$cache/peak_flops" "$threads" > "$out/peak_flops.txt"
 for w in $workloads; do
@@ -117,5 +137,28 @@ case " $workloads " in
       --steps "${steps[gemm_mlp]}" --warmup "${warmup[gemm_mlp]}" --repeats 3 --profile \
       --json "$out/gemm_mlp.profile.json" >&2 ;;
 esac
+
+# ---- footprint: what a user pays besides the steps -------------------------
+log "startup: tandem plugins / devices / --help, every plugin of $build"
+/usr/bin/python3 "$repo/bench/footprint.py" startup "$tandem" --rusage "$cache/rusage" --json "$out/startup.json" >&2
+example=$repo/examples/fmnist_mlp.toml
+log "training $example for 3 epochs on its data: tandem"
+/usr/bin/python3 "$repo/bench/footprint.py" train "$tandem" "$example" --threads "$threads" --epochs 3 --rusage "$cache/rusage" \
+  --json "$out/train.tandem.json" >&2
+log "training it: pytorch-debian"
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads" /usr/bin/python3 \
+  "$repo/bench/torch_train.py" "$example" --threads "$threads" --label pytorch-debian \
+  --json "$out/train.debian.json" >&2 || rm -f "$out/train.debian.json"
+if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+  log "training it: pytorch-pypi"
+  OMP_NUM_THREADS="$threads" "$venv/bin/python" "$repo/bench/torch_train.py" "$example" --threads "$threads" \
+    --label pytorch-pypi --json "$out/train.pypi.json" >&2 || rm -f "$out/train.pypi.json"
+fi
+log "per-epoch overhead: 100 epochs of 1 batch against 1 epoch of 100"
+/usr/bin/python3 "$repo/bench/footprint.py" epochs "$tandem" --threads "$threads" --rusage "$cache/rusage" --json "$out/epochs.json" >&2
+
 log "load after measuring: $(uptime)"
+quiet=0
+/usr/bin/python3 "$repo/bench/quiet.py" stop "$out/quiet.json" $$ | tee "$out/quiet.txt" >&2 || quiet=$?
 /usr/bin/python3 "$repo/bench/report.py" "$out" --threads "$threads" --workloads "$workloads"
+exit "$quiet"
