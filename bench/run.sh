@@ -106,6 +106,17 @@ fi
 
 # ---- 3. Runs ----------------------------------------------------------------
 rm -f "$out"/*.json
+# The peers' environment. ONEDNN_MAX_CPU_ISA below AVX-512 stands in for an
+# AVX2 machine: it caps oneDNN (Tandem's and PyPI torch's own), and the
+# peers' BLAS is capped the same way (MKL_ENABLE_INSTRUCTIONS, OpenBLAS's
+# Haswell kernels). Otherwise OpenBLAS detects the CPU itself (its variables
+# removed from the environment so it picks its AVX-512 kernels where it can).
+case "${ONEDNN_MAX_CPU_ISA:-ALL}" in
+  ALL | all | AVX512* | avx512*)
+    peer_env=(-u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads") ;;
+  *)
+    peer_env=(OPENBLAS_CORETYPE=Haswell MKL_ENABLE_INSTRUCTIONS=AVX2 OMP_NUM_THREADS="$threads") ;;
+esac
 {
   echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores"
   isa=$(grep -m1 -ow -e avx512f /proc/cpuinfo || grep -m1 -ow -e avx2 /proc/cpuinfo || echo "no AVX2")
@@ -120,13 +131,13 @@ for w in $workloads; do
   common=(--threads "$threads" --steps "${steps[$w]}" --warmup "${warmup[$w]}" --repeats "$repeats")
   log "$w: tandem"
   "$tandem" bench "$model" --device onednn:0 "${common[@]}" --json "$out/$w.tandem.json" >&2
-  log "$w: pytorch-debian (OpenBLAS; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset)"
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads" /usr/bin/python3 \
+  log "$w: pytorch-debian (OpenBLAS; ${peer_env[*]})"
+  env "${peer_env[@]}" /usr/bin/python3 \
     "$repo/bench/torch_peer.py" "$model" "${common[@]}" --label pytorch-debian --json "$out/$w.debian.json" >&2 ||
     rm -f "$out/$w.debian.json"
   if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
     log "$w: pytorch-pypi"
-    OMP_NUM_THREADS="$threads" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+    env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
       --label pytorch-pypi --json "$out/$w.pypi.json" >&2 || rm -f "$out/$w.pypi.json"
   fi
 done
@@ -146,12 +157,12 @@ log "training $example for 3 epochs on its data: tandem"
 /usr/bin/python3 "$repo/bench/footprint.py" train "$tandem" "$example" --threads "$threads" --epochs 3 --rusage "$cache/rusage" \
   --json "$out/train.tandem.json" >&2
 log "training it: pytorch-debian"
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads" /usr/bin/python3 \
+env "${peer_env[@]}" /usr/bin/python3 \
   "$repo/bench/torch_train.py" "$example" --threads "$threads" --label pytorch-debian \
   --json "$out/train.debian.json" >&2 || rm -f "$out/train.debian.json"
 if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
   log "training it: pytorch-pypi"
-  OMP_NUM_THREADS="$threads" "$venv/bin/python" "$repo/bench/torch_train.py" "$example" --threads "$threads" \
+  env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_train.py" "$example" --threads "$threads" \
     --label pytorch-pypi --json "$out/train.pypi.json" >&2 || rm -f "$out/train.pypi.json"
 fi
 log "per-epoch overhead: 100 epochs of 1 batch against 1 epoch of 100"
