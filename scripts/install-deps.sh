@@ -21,6 +21,8 @@ packages=(
   clang libclang-rt-dev
   # model files (TOML), JSON reports and checkpoints, compressed data sets
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev
+  # `tandem export --format onnx` (ONNX's protobuf classes and checker)
+  libonnx-dev libprotobuf-dev
   # onednn plugin (CPU kernels)
   libdnnl-dev
   # mpi plugin (CPU collectives) and its launcher

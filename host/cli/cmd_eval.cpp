@@ -3,6 +3,7 @@
 // (`tandem quantize`: metadata tandem.quantized = int8) runs its linear and
 // conv layers as quantize + linear_int8 / conv2d_int8.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -32,7 +33,11 @@ po::options_description eval_options() {
       "device: cuda:0, onednn:0, reference:0, cpu, gpu")("threads", po::value<int>()->default_value(0),
                                                          "compute threads for CPU backends")(
       "repeat", po::value<int>()->default_value(1),
-      "evaluate this many times; throughput from each batch's fastest run (benchmarks)");
+      "evaluate this many times; throughput from each batch's fastest run (benchmarks)")(
+      "outputs", po::value<std::string>(),
+      "also write a safetensors file with the tensors \"input\" (every sample as the model received it, "
+      "after "
+      "the [data] normalisation) and \"logits\" (what it computed), to compare with another runtime");
   return options;
 }
 
@@ -65,6 +70,30 @@ host::Result<double> best_seconds(host::train::Evaluator& evaluator, const host:
   double total = 0;
   for (double t : best) total += t;
   return total;
+}
+
+// --outputs: "input" [N, ...] in the graph's input dtype, "logits" [N, ...]
+// (a language model's [N·T, V] when its graph computes them per token).
+host::Result<void> write_outputs(const std::string& path, const host::train::Evaluator::Outputs& o,
+                                 const std::string& weights) {
+  namespace ckpt = host::checkpoint;
+  ckpt::Checkpoint file;
+  file.metadata = {{"tandem.weights", weights}};
+  std::vector<int64_t> input = {o.samples}, logits = {o.samples};
+  input.insert(input.end(), o.input_dims.begin(), o.input_dims.end());
+  int64_t per_sample = 1;
+  for (int64_t d : o.logits_dims) per_sample *= d;
+  if (int64_t(o.logits.size()) == o.samples * per_sample) {
+    logits.insert(logits.end(), o.logits_dims.begin(), o.logits_dims.end());
+  } else {
+    const int64_t classes = o.logits_dims.empty() ? 1 : o.logits_dims.back();
+    logits = {int64_t(o.logits.size()) / classes, classes};
+  }
+  file.tensors.push_back({"input", o.input_dtype, input, o.inputs});
+  std::vector<std::byte> bytes(o.logits.size() * sizeof(float));
+  std::memcpy(bytes.data(), o.logits.data(), bytes.size());
+  file.tensors.push_back({"logits", TDM_F32, logits, std::move(bytes)});
+  return ckpt::write_safetensors(path, file);
 }
 
 int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
@@ -128,13 +157,21 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return exit_code_or(r.error(), kExitInput);
   }
   const int threads = static_cast<int>(spec->data.threads);
+  host::train::Evaluator::Outputs outputs;
+  if (vm.count("outputs")) evaluator.keep_outputs(&outputs);
   auto result = evaluator.evaluate(*set, data->transforms, threads);
+  evaluator.keep_outputs(nullptr);  // --repeat's passes evaluate the same samples again
   auto seconds = result ? best_seconds(evaluator, *set, *data, threads, *result, vm["repeat"].as<int>())
                         : host::Result<double>(result.error());
   if (!seconds) {
     print_error(seconds.error().message);
     return exit_code_or(seconds.error(), kExitRuntimeFailure);
   }
+  if (vm.count("outputs"))
+    if (auto r = write_outputs(vm["outputs"].as<std::string>(), outputs, weights); !r) {
+      print_error(r.error().message);
+      return kExitRuntimeFailure;
+    }
   std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
             << result->accuracy << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")"
             << std::endl;

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "checkpoint/torch_names.hpp"
 #include "exec/tensor_text.hpp"
 #include "ops/shapes.hpp"
 
@@ -60,6 +61,9 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
     const Value& v = *graph.value_at(i);
     if (!persistent(v) || (weights_only && optimizer_state(v))) continue;
     const checkpoint::TensorRecord* t = cp.find(v.name);
+    // Weights exported for PyTorch (or from it) name a norm's gamma and beta
+    // "weight" and "bias" (checkpoint/torch_names.hpp).
+    if (t == nullptr) t = cp.find(checkpoint::torch_name(v.name));
     if (t == nullptr) {
       if (optimizer_state(v) && v.type.dims.empty()) continue;  // lr/step/clip scalars are recomputed
       return make_error(source + ": has no tensor '" + v.name +

@@ -21,6 +21,25 @@ int64_t count_correct(const std::vector<float>& logits, const std::vector<int32_
   return correct;
 }
 
+namespace {
+
+void keep(Evaluator::Outputs& out, const lowering::ModelGraph& m, const data::Batch& batch,
+          const std::vector<float>& logits) {
+  if (out.samples == 0) {
+    const TensorType& input = m.graph.value(m.input)->type;
+    out.input_dtype = input.dtype;
+    out.input_dims.assign(input.dims.begin() + 1, input.dims.end());
+    const std::vector<int64_t>& l = m.graph.value(m.logits)->type.dims;
+    out.logits_dims.assign(l.begin() + 1, l.end());
+  }
+  const auto* bytes = static_cast<const std::byte*>(batch.input_data());
+  out.inputs.insert(out.inputs.end(), bytes, bytes + batch.input_bytes());
+  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
+  out.samples += batch.size;
+}
+
+}  // namespace
+
 Result<program::Program*> Evaluator::for_batch(int64_t batch) {
   auto it = compiled_.find(batch);
   if (it != compiled_.end()) return it->second.get();
@@ -103,6 +122,7 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.compute_seconds += seconds;
     result.batch_seconds.push_back(seconds);
+    if (outputs_ != nullptr) keep(*outputs_, m, *batch, logits);
     loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size);
     correct += count_correct(logits, batch->labels, rows, classes);
     predictions += rows;

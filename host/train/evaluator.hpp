@@ -63,6 +63,19 @@ class Evaluator {
     devices_ = std::move(devices);
   }
 
+  // What the graph received and produced for every evaluated sample
+  // (`tandem eval --outputs`): the inputs after the data pipeline, in the
+  // graph's input dtype, and the logits, each with the per-sample dims.
+  struct Outputs {
+    tdm_dtype input_dtype = TDM_F32;
+    std::vector<int64_t> input_dims, logits_dims;  // one sample's
+    std::vector<std::byte> inputs;
+    std::vector<float> logits;
+    int64_t samples = 0;
+  };
+  // Later evaluate() calls append to `outputs` (nullptr: stop).
+  void keep_outputs(Outputs* outputs) { outputs_ = outputs; }
+
   Result<EvalResult> evaluate(const data::Dataset& set, const data::Transforms& transforms, int threads);
   // Standalone use: loads parameters and running statistics.
   Result<void> load(const checkpoint::Checkpoint& cp, const std::string& source);
@@ -84,6 +97,7 @@ class Evaluator {
   std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
   lowering::Int8Plan int8_;
+  Outputs* outputs_ = nullptr;
 };
 
 // Index of the largest logit per row; ties go to the first.

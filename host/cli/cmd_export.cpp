@@ -1,0 +1,113 @@
+// `tandem export MODEL.toml --weights RUN --format onnx|safetensors --output
+// FILE`: a trained model for other tools — its evaluation graph as ONNX
+// (export/onnx_export.hpp), or its weights under PyTorch's names
+// (export/torch_weights.hpp).
+#include <iostream>
+
+#include "cli/cli_common.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/weights.hpp"
+#include "export/onnx_export.hpp"
+#include "export/torch_weights.hpp"
+#include "model/model_parser.hpp"
+#include "quant/int8_model.hpp"
+#include "util/format.hpp"
+
+namespace tandem::cli {
+namespace {
+
+po::options_description export_options() {
+  po::options_description options("Options");
+  options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
+      "weights", po::value<std::string>(),
+      "checkpoint (.safetensors), run directory (its newest checkpoint) or `tandem quantize` directory")(
+      "format", po::value<std::string>()->default_value("onnx"),
+      "onnx: the evaluation graph (input \"input\", output \"logits\", batch dimension symbolic); "
+      "safetensors: the weights under PyTorch's state_dict names")("output", po::value<std::string>(),
+                                                                   "file to write (replaced atomically)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)");
+  return options;
+}
+
+// --weights as for eval: a `tandem quantize` directory means its INT8 checkpoint.
+host::Result<Weights> export_weights(const std::string& given) {
+  std::string weights = given;
+  if (std::filesystem::is_directory(weights)) {
+    auto int8 = host::quant::int8_checkpoint_in(weights);
+    if (!int8) return int8.error();
+    if (*int8) weights = **int8;
+  }
+  return read_weights(weights);
+}
+
+int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options = export_options();
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (auto stop = parse_command_options("export", "MODEL.toml --weights RUN --output FILE", args, options,
+                                        positional, vm, globals))
+    return *stop;
+  const std::string format = vm["format"].as<std::string>();
+  if (!vm.count("model") || !vm.count("weights") || !vm.count("output")) {
+    print_error(
+        "export needs a model file, --weights and --output: tandem export MODEL.toml --weights runs/NAME "
+        "--output model.onnx");
+    return kExitUsage;
+  }
+  if (format != "onnx" && format != "safetensors") {
+    print_error("--format " + format + ": expected onnx or safetensors");
+    return kExitUsage;
+  }
+  const auto overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
+  if (!spec) {
+    print_error(spec.error().message);
+    return kExitInput;
+  }
+  auto read = export_weights(vm["weights"].as<std::string>());
+  if (!read) {
+    print_error(read.error().message);
+    return kExitInput;
+  }
+  const std::string output = vm["output"].as<std::string>();
+  if (format == "safetensors") {
+    auto written = host::exporting::export_torch_weights(*spec, read->checkpoint, read->path, output);
+    if (!written) {
+      print_error(written.error().message);
+      return exit_code_for(written.error());
+    }
+    std::cout << "wrote " << output << ": " << *written << " tensors of " << read->path
+              << " under PyTorch's state_dict names" << std::endl;
+    return kExitOk;
+  }
+  std::optional<host::lowering::Int8Plan> int8;
+  if (host::quant::is_int8_checkpoint(read->checkpoint)) {
+    auto plan = host::quant::load_int8_plan(read->checkpoint, read->path);
+    if (!plan) {
+      print_error(plan.error().message);
+      return kExitInput;
+    }
+    int8 = std::move(*plan);
+  }
+  auto summary =
+      host::exporting::export_onnx(*spec, read->checkpoint, read->path, int8 ? &*int8 : nullptr, output);
+  if (!summary) {
+    print_error(summary.error().message);
+    return summary.error().status == TDM_UNSUPPORTED ? kExitInput : exit_code_for(summary.error());
+  }
+  std::cout << "wrote " << output << " (" << host::human_bytes(summary->bytes) << "): ONNX opset 17, "
+            << summary->nodes << " nodes, " << summary->initializers << " initializers"
+            << (int8 ? ", INT8 layers as QuantizeLinear/DequantizeLinear" : "")
+            << "; input \"input\", output "
+            << "\"logits\"" << std::endl;
+  return kExitOk;
+}
+
+const bool registered = register_command(
+    {"export", "Write a trained model for other tools: ONNX, or safetensors under PyTorch's names",
+     run_export});
+
+}  // namespace
+}  // namespace tandem::cli
