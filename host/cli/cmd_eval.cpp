@@ -13,7 +13,6 @@
 #include "cli/weights.hpp"
 #include "model/model_parser.hpp"
 #include "program/device_select.hpp"
-#include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
 #include "train/datasets.hpp"
 #include "train/evaluator.hpp"
@@ -39,18 +38,6 @@ po::options_description eval_options() {
       "after "
       "the [data] normalisation) and \"logits\" (what it computed), to compare with another runtime");
   return options;
-}
-
-// --weights as given, a run directory (its newest checkpoint) or a `tandem
-// quantize` directory (calibration.json and the INT8 checkpoint).
-host::Result<Weights> eval_weights(const std::string& given) {
-  std::string weights = given;
-  if (std::filesystem::is_directory(weights)) {
-    auto int8 = host::quant::int8_checkpoint_in(weights);
-    if (!int8) return int8.error();
-    if (*int8) weights = **int8;
-  }
-  return read_weights(weights);
 }
 
 // The seconds of all batches, each at its fastest over `repeat` passes. On
@@ -115,7 +102,7 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  auto read = eval_weights(vm["weights"].as<std::string>());
+  auto read = read_model_weights(vm["weights"].as<std::string>());
   if (!read) {
     print_error(read.error().message);
     return kExitInput;
@@ -143,15 +130,8 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitPlugin;
   }
   host::train::Evaluator evaluator(*spec, *device, *session->registry);
-  const bool int8 = host::quant::is_int8_checkpoint(*cp);
-  if (int8) {
-    auto plan = host::quant::load_int8_plan(*cp, weights);
-    if (!plan) {
-      print_error(plan.error().message);
-      return kExitInput;
-    }
-    evaluator.use_int8(std::move(*plan));
-  }
+  const bool int8 = read->int8.has_value();
+  if (int8) evaluator.use_int8(*read->int8);
   if (auto r = evaluator.load(*cp, weights); !r) {
     print_error(r.error().message);
     return exit_code_or(r.error(), kExitInput);

@@ -10,7 +10,6 @@
 #include "export/onnx_export.hpp"
 #include "export/torch_weights.hpp"
 #include "model/model_parser.hpp"
-#include "quant/int8_model.hpp"
 #include "util/format.hpp"
 
 namespace tandem::cli {
@@ -27,17 +26,6 @@ po::options_description export_options() {
                                                                    "file to write (replaced atomically)")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)");
   return options;
-}
-
-// --weights as for eval: a `tandem quantize` directory means its INT8 checkpoint.
-host::Result<Weights> export_weights(const std::string& given) {
-  std::string weights = given;
-  if (std::filesystem::is_directory(weights)) {
-    auto int8 = host::quant::int8_checkpoint_in(weights);
-    if (!int8) return int8.error();
-    if (*int8) weights = **int8;
-  }
-  return read_weights(weights);
 }
 
 int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
@@ -66,7 +54,7 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  auto read = export_weights(vm["weights"].as<std::string>());
+  auto read = read_model_weights(vm["weights"].as<std::string>());
   if (!read) {
     print_error(read.error().message);
     return kExitInput;
@@ -82,15 +70,7 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
               << " under PyTorch's state_dict names" << std::endl;
     return kExitOk;
   }
-  std::optional<host::lowering::Int8Plan> int8;
-  if (host::quant::is_int8_checkpoint(read->checkpoint)) {
-    auto plan = host::quant::load_int8_plan(read->checkpoint, read->path);
-    if (!plan) {
-      print_error(plan.error().message);
-      return kExitInput;
-    }
-    int8 = std::move(*plan);
-  }
+  const std::optional<host::lowering::Int8Plan>& int8 = read->int8;
   auto summary =
       host::exporting::export_onnx(*spec, read->checkpoint, read->path, int8 ? &*int8 : nullptr, output);
   if (!summary) {
@@ -99,7 +79,7 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
   }
   std::cout << "wrote " << output << " (" << host::human_bytes(summary->bytes) << "): ONNX opset 17, "
             << summary->nodes << " nodes, " << summary->initializers << " initializers"
-            << (int8 ? ", INT8 layers as QuantizeLinear/DequantizeLinear" : "")
+            << (int8 ? ", INT8 layers as QuantizeLinear and MatMulInteger/ConvInteger" : "")
             << "; input \"input\", output "
             << "\"logits\"" << std::endl;
   return kExitOk;

@@ -14,7 +14,6 @@
 #include "cli/weights.hpp"
 #include "model/model_parser.hpp"
 #include "program/device_select.hpp"
-#include "quant/int8_model.hpp"
 #include "train/generator.hpp"
 
 namespace tandem::cli {
@@ -48,16 +47,6 @@ std::optional<std::string> check_settings(const po::variables_map& vm) {
   return std::nullopt;
 }
 
-host::Result<Weights> generate_weights(const std::string& given) {
-  std::string weights = given;
-  if (std::filesystem::is_directory(weights)) {
-    auto int8 = host::quant::int8_checkpoint_in(weights);
-    if (!int8) return int8.error();
-    if (*int8) weights = **int8;
-  }
-  return read_weights(weights);
-}
-
 int run_generate(const std::vector<std::string>& args, GlobalOptions globals) {
   po::options_description options = generate_options();
   po::positional_options_description positional;
@@ -87,7 +76,7 @@ int run_generate(const std::vector<std::string>& args, GlobalOptions globals) {
                 "model's tokens need its own tokenizer");
     return kExitInput;
   }
-  auto read = generate_weights(vm["weights"].as<std::string>());
+  auto read = read_model_weights(vm["weights"].as<std::string>());
   if (!read) {
     print_error(read.error().message);
     return kExitInput;
@@ -98,17 +87,8 @@ int run_generate(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(device.error().message);
     return kExitPlugin;
   }
-  std::optional<host::lowering::Int8Plan> int8;
-  if (host::quant::is_int8_checkpoint(read->checkpoint)) {
-    auto plan = host::quant::load_int8_plan(read->checkpoint, read->path);
-    if (!plan) {
-      print_error(plan.error().message);
-      return kExitInput;
-    }
-    int8 = std::move(*plan);
-  }
   auto generator = host::train::Generator::create(*spec, *device, *session->registry, read->checkpoint,
-                                                  read->path, int8 ? &*int8 : nullptr);
+                                                  read->path, read->int8 ? &*read->int8 : nullptr);
   if (!generator) {
     print_error(generator.error().message);
     return exit_code_or(generator.error(),
@@ -132,7 +112,7 @@ int run_generate(const std::vector<std::string>& args, GlobalOptions globals) {
   const double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
   if (total > 0)
     std::cerr << "generated " << vm["tokens"].as<int64_t>() << " tokens on " << device->id()
-              << (int8 ? " (int8)" : "") << ": " << std::fixed << std::setprecision(1)
+              << (read->int8 ? " (int8)" : "") << ": " << std::fixed << std::setprecision(1)
               << double(seconds.size()) / total << " tokens/s" << std::endl;
   return kExitOk;
 }

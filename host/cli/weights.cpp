@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
 
 namespace tandem::cli {
@@ -18,6 +19,24 @@ host::Result<Weights> read_weights(const std::string& file_or_run_dir) {
   auto cp = host::checkpoint::read_safetensors(path);
   if (!cp) return cp.error();
   return Weights{path, std::move(*cp)};
+}
+
+host::Result<ModelWeights> read_model_weights(const std::string& given) {
+  std::string file = given;
+  if (std::filesystem::is_directory(file)) {
+    auto int8 = host::quant::int8_checkpoint_in(file);
+    if (!int8) return int8.error();
+    if (*int8) file = **int8;
+  }
+  auto read = read_weights(file);
+  if (!read) return read.error();
+  ModelWeights weights{std::move(*read), std::nullopt};
+  if (host::quant::is_int8_checkpoint(weights.checkpoint)) {
+    auto plan = host::quant::load_int8_plan(weights.checkpoint, weights.path);
+    if (!plan) return plan.error();
+    weights.int8 = std::move(*plan);
+  }
+  return weights;
 }
 
 }  // namespace tandem::cli

@@ -1,10 +1,13 @@
-// `--weights PATH` of eval and quantize: a checkpoint file, or a run
-// directory whose newest checkpoint is meant.
+// `--weights PATH`: a checkpoint file, or a run directory whose newest
+// checkpoint is meant; for the commands that run a trained model (eval,
+// generate, export) also a `tandem quantize` directory, its INT8 checkpoint.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
+#include "lowering/int8_plan.hpp"
 #include "util/result.hpp"
 
 namespace tandem::cli {
@@ -16,5 +19,12 @@ struct Weights {
 
 // Errors name the directory without checkpoints or the unreadable file.
 host::Result<Weights> read_weights(const std::string& file_or_run_dir);
+
+// A trained model's weights, and its INT8 plan when the checkpoint is INT8
+// (calibration.json beside it).
+struct ModelWeights : Weights {
+  std::optional<host::lowering::Int8Plan> int8;
+};
+host::Result<ModelWeights> read_model_weights(const std::string& given);
 
 }  // namespace tandem::cli
