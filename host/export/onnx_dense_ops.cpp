@@ -88,20 +88,12 @@ Result<void> avg_pool2d(OnnxBuilder& b, const Node& n) {
   return pool(b, n, "AveragePool");
 }
 
-std::vector<double> weight_scales(const Node& n) {
-  const AttrValue* a = ops::find_attr(n.attrs, "w_scale");
-  if (a == nullptr) return {};
-  if (const auto* list = std::get_if<std::vector<double>>(a)) return *list;
-  if (const auto* one = std::get_if<double>(a)) return {*one};
-  return {};
-}
-
 // The int32 accumulator `acc` as f32, times m[c] = f32(x_scale·w_scale[c])
 // along `channel_dims` ({N} for linear, {1, K, 1, 1} for conv), plus the
 // bias (the same shape), then the activation into the node's output.
 Result<void> rescale(OnnxBuilder& b, const Node& n, const std::string& acc,
                      std::vector<int64_t> channel_dims) {
-  const std::vector<double> ws = weight_scales(n);
+  const std::vector<double> ws = floats_attr(n, "w_scale");
   const double xs = float_attr(n.attrs, "x_scale", 1.0);
   std::vector<float> m;
   for (double w : ws) m.push_back(float(float(xs) * float(w)));

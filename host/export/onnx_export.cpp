@@ -9,6 +9,7 @@
 #include "exec/tensor_text.hpp"
 #include "export/onnx_ops.hpp"
 #include "lowering/model_graph.hpp"
+#include "ops/op_table.hpp"
 #include "ops/shapes.hpp"
 
 namespace tandem::host::exporting {
@@ -182,6 +183,14 @@ Result<void> activation(OnnxBuilder& b, const Node& node, const std::string& kin
   auto it = ops.find(kind);
   if (it == ops.end()) return not_exportable(node, "activation '" + kind + "'");
   b.node(it->second, {from}, {to}, node.name);
+  return {};
+}
+
+std::vector<double> floats_attr(const Node& node, const std::string& name) {
+  const AttrValue* a = ops::find_attr(node.attrs, name);
+  if (a == nullptr) return {};
+  if (const auto* list = std::get_if<std::vector<double>>(a)) return *list;
+  if (const auto* one = std::get_if<double>(a)) return {*one};
   return {};
 }
 

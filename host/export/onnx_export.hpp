@@ -4,10 +4,9 @@
 // The graph is what `tandem eval` runs, from the input to the logits (the
 // loss and its labels are left out): f32, or the INT8 graph of a quantized
 // checkpoint (QuantizeLinear, then MatMulInteger or ConvInteger and the f32
-// rescale: the catalog's arithmetic, so an ONNX runtime gives the same bits). Its input is named "input" (for a language model,
-// the token ids) and takes the samples as the graph does, after the
-// [data] normalisation, which the model's metadata records
-// (tandem.normalize_mean, tandem.normalize_std); its output is "logits".
+// rescale: the catalog's arithmetic, so an ONNX runtime gives the same bits). Its input is named "input" (for
+// a language model, the token ids) and takes the samples as the graph does, after the [data] normalisation,
+// which the model's metadata records (tandem.normalize_mean, tandem.normalize_std); its output is "logits".
 // The batch dimension is symbolic ("batch"). Parameters and state are the
 // checkpoint's, as initializers.
 #pragma once

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "export/onnx_builder.hpp"
 
@@ -26,6 +27,10 @@ const ConverterTable& converters();
 
 // An error for what ONNX (or this exporter) cannot express, naming the node.
 Error not_exportable(const Node& node, const std::string& why);
+
+// A float attribute given as one number or a list (quantization scales),
+// as a list; empty when absent.
+std::vector<double> floats_attr(const Node& node, const std::string& name);
 
 // Appends `activation` ("none", "relu", "tanh", "sigmoid") to `from`, into
 // `to`; "none" is an Identity.

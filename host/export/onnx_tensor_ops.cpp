@@ -199,11 +199,7 @@ Result<void> embedding(OnnxBuilder& b, const Node& n) {
 // quantize / dequantize: QuantizeLinear / DequantizeLinear, with the output
 // dtype (u8 or s8) carried by the zero point's.
 Result<void> quantize_like(OnnxBuilder& b, const Node& n, bool quantize) {
-  std::vector<double> s;
-  if (const AttrValue* a = ops::find_attr(n.attrs, "scale")) {
-    if (const auto* list = std::get_if<std::vector<double>>(a)) s = *list;
-    if (const auto* one = std::get_if<double>(a)) s = {*one};
-  }
+  const std::vector<double> s = floats_attr(n, "scale");
   const std::vector<int64_t> z = ints_attr(n.attrs, "zero_point", {0});
   const tdm_dtype q = b.graph().value(quantize ? n.outputs[0] : n.inputs[0])->type.dtype;
   if (q != TDM_U8 && q != TDM_S8) return not_exportable(n, "quantized data other than u8 or s8");
