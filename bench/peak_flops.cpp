@@ -6,9 +6,9 @@
 // cores), and few enough that they and the two operands stay in registers:
 // 16 of AVX-512's 32 zmm, but 12 of AVX2's 16 ymm (16 chains there spilled
 // to memory and measured 86 instead of ~137 GFLOP/s on a Zen 5 core, which a
-// GEMM then "beat"). So the loop is bound by FMA issue alone. One FMA on L floats = 2L FLOP. The best of several runs
-// is reported, in GFLOP/s, on stdout as a bare number (bench/run.sh reads
-// it) and described on stderr with the vector unit used.
+// GEMM then "beat"). So the loop is bound by FMA issue alone. One FMA on L floats = 2L FLOP. The best of
+// several runs is reported, in GFLOP/s, on stdout as a bare number (bench/run.sh reads it) and described on
+// stderr with the vector unit used.
 //
 // The ISA is chosen at run time (cpuid through __builtin_cpu_supports), so
 // one binary, built without -march, runs on every x86-64 CPU. The widest unit

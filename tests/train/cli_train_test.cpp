@@ -16,8 +16,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
