@@ -8,6 +8,9 @@
 #       also the rpm's %changelog and fixes the package revision
 #   /usr/share/doc/tandem-dev/changelog.gz        sdk/CHANGELOG.md, the
 #       upstream changelog of the SDK, by the name Debian gives one
+#   /usr/share/man/man1/tandem.1.gz               (tandem) and
+#   /usr/share/man/man1/tandem-conformance.1.gz   (dev): generated from the
+#       built programs' --help at build time, so they cannot drift from it
 #
 # Outputs: TANDEM_PACKAGE_REVISION, TANDEM_RPM_CHANGELOG.
 
@@ -27,8 +30,8 @@ if(NOT CMAKE_MATCH_1 STREQUAL PROJECT_VERSION)
                       "${PROJECT_VERSION}: add an entry 'tandem (${PROJECT_VERSION}-1)' at its top")
 endif()
 set(TANDEM_PACKAGE_REVISION "${CMAKE_MATCH_2}")
-# The date of that entry (for what is dated by the release, not the build:
-# the same source gives the same packages).
+# The date of that entry dates the manual pages (not the build: the same
+# source gives the same packages).
 if(NOT tandem_changelog_text MATCHES "\n -- [^\n]*>  [A-Z][a-z][a-z], ([0-9]+) ([A-Z][a-z][a-z]) ([0-9]+) ")
   message(FATAL_ERROR "packaging/changelog: the newest entry has no ' -- Name <mail>  Day, DD Mon YYYY ...' line")
 endif()
@@ -86,3 +89,26 @@ add_custom_command(
   VERBATIM)
 add_custom_target(tandem_sdk_changelog ALL DEPENDS "${tandem_sdk_changelog}")
 install(FILES "${tandem_sdk_changelog}" DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/tandem-dev" COMPONENT dev)
+
+# ---- manual pages --------------------------------------------------------------
+# The build runs the programs it built (their --help), so it cannot be a
+# cross-compile.
+# tandem_man_page(<target> <component> <whatis> [args of help2man.sh...])
+function(tandem_man_page target component whatis)
+  set(page "${tandem_packaging_out}/man/${target}.1")
+  add_custom_command(
+    OUTPUT "${page}.gz"
+    COMMAND sh "${CMAKE_CURRENT_SOURCE_DIR}/man/help2man.sh" --program "$<TARGET_FILE:${target}>"
+            --name "${target}" --whatis "${whatis}" --version "Tandem ${PROJECT_VERSION}"
+            --date "${tandem_release_date}" --output "${page}" ${ARGN}
+    COMMAND "${TANDEM_GZIP}" -9nf "${page}"
+    DEPENDS ${target} "${CMAKE_CURRENT_SOURCE_DIR}/man/help2man.sh" "${CMAKE_CURRENT_SOURCE_DIR}/man/help2man.awk"
+    COMMENT "Manual page ${target}.1 from ${target} --help"
+    VERBATIM)
+  add_custom_target(tandem_man_${target} ALL DEPENDS "${page}.gz")
+  install(FILES "${page}.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1" COMPONENT ${component})
+endfunction()
+tandem_man_page(tandem runtime "train neural networks on GPU and CPU together"
+                --commands --see-also "tandem-conformance(1)")
+tandem_man_page(tandem-conformance dev "check a Tandem backend plugin against the reference backend"
+                --see-also "tandem(1)")
