@@ -12,8 +12,9 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   # tests
   libgtest-dev libgmock-dev
-  # packaging: rpmbuild for CPack RPM, dpkg-shlibdeps for CPack DEB, file(1)
-  rpm dpkg-dev file
+  # packaging: rpmbuild for CPack RPM, dpkg-shlibdeps for CPack DEB, file(1),
+  # and the linters the packaging.lint test runs on the packages
+  rpm dpkg-dev file lintian rpmlint
   # SDK ABI guard (abidw/abidiff) and formatting check
   abigail-tools clang-format
   # fuzzers (tests/fuzz): clang, and libFuzzer with the sanitizer runtimes

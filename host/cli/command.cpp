@@ -7,6 +7,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "tandem/version.h"
+#include "tandem_git_commit.h"  // generated at build time (host/CMakeLists.txt)
 
 #ifndef TANDEM_VERSION
 #error "TANDEM_VERSION must be defined by the build (host/CMakeLists.txt)"
@@ -37,8 +38,12 @@ void print_usage(std::ostream& out, const po::options_description& top) {
       << kExitCodeHelp << "\nRun 'tandem <command> --help' for the options of a command.\n";
 }
 
+// One fact per line, so a bug report can quote it and a script can grep it:
+// the release, the commit it was built from ("unknown" outside a git
+// checkout, "-dirty" with uncommitted changes) and the plugin ABI it speaks.
 void print_version() {
   std::cout << "tandem " << TANDEM_VERSION << "\n"
+            << "commit " << TANDEM_GIT_COMMIT << "\n"
             << "SDK " << TDM_SDK_VERSION << ", ABI " << TDM_ABI_MAJOR << "." << TDM_ABI_MINOR << "\n";
 }
 
@@ -79,7 +84,8 @@ int run_cli(int argc, char** argv) {
   }
 
   po::options_description top("Global options");
-  top.add_options()("help,h", "show this help")("version", "show the tandem, SDK and ABI versions");
+  top.add_options()("help,h", "show this help")(
+      "version", "show the tandem version, its git commit, the SDK and ABI versions");
   const po::options_description globals_desc = global_options_description();
   for (const auto& option : globals_desc.options()) top.add(option);
   po::variables_map vm;
