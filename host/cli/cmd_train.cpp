@@ -240,8 +240,8 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
 
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
   const host::program::ProcessGroup group = host::program::detect_process_group();
-  auto device = host::program::select_device(
-      *session->registry, primary_device(vm["device"].as<std::string>()), group.local_rank);
+  auto device =
+      host::program::select_device(*session->registry, primary_device(vm["device"].as<std::string>()), group);
   if (!device) {
     print_error(device.error().message);
     return kExitPlugin;

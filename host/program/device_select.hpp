@@ -8,13 +8,19 @@
 
 #include "device/device.hpp"
 #include "plugin/registry.hpp"
+#include "program/process_group.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::program {
 
-// `local_rank`: this process's place among the processes of its node; a GPU
-// named without an index ("gpu", "cuda", or nothing) is the local_rank-th.
+// `group`: the run's processes. A GPU named without an index ("gpu",
+// "cuda", or nothing) is the local_rank-th of the node's GPUs. Several
+// processes of a node on one GPU are refused before any communicator is
+// made (NCCL would fail later, or the run would share the GPU): more local
+// ranks than GPUs, or every local rank naming the same indexed GPU. (One
+// visible GPU per process — CUDA_VISIBLE_DEVICES per rank — is each rank's
+// own GPU 0.)
 Result<DeviceHandle> select_device(const PluginRegistry& registry, const std::string& wanted,
-                                   int local_rank = 0);
+                                   const ProcessGroup& group = {});
 
 }  // namespace tandem::host::program

@@ -1,5 +1,6 @@
 #include "program/process_group.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace tandem::host::program {
@@ -17,18 +18,20 @@ int env_int(const char* name, int fallback) {
 
 ProcessGroup detect_process_group() {
   struct Source {
-    const char *rank, *world, *local, *name;
+    const char *rank, *world, *local, *local_world, *name;
   };
   const Source sources[] = {
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "mpirun"},
-      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "mpirun"},
-      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "slurm"},
-      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "env"},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun"},
+      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "mpirun"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "slurm"},
+      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "env"},
   };
   for (const Source& s : sources) {
     const int world = env_int(s.world, 0);
     if (world < 1) continue;
-    return ProcessGroup{env_int(s.rank, 0), world, env_int(s.local, 0), s.name};
+    return ProcessGroup{env_int(s.rank, 0), world, env_int(s.local, 0),
+                        std::max(0, env_int(s.local_world, 0)), s.name};
   }
   return {};
 }

@@ -6,13 +6,14 @@
 #include "util/last_error.hpp"
 
 namespace tandem::host::train {
-tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds) {
+tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device) {
   tdm_comm_init_info init{};
   init.struct_size = sizeof init;
   init.rank = group.rank;
   init.world_size = group.world;
   init.local_rank = group.local_rank;
   init.timeout_seconds = timeout_seconds;
+  init.device = device;
   return init;
 }
 
@@ -27,8 +28,8 @@ GradientCommunicator::~GradientCommunicator() {
 
 Result<tdm_comm*> GradientCommunicator::create_on_gpu(const LoadedPlugin& nccl,
                                                       const PluginRegistry& registry,
-                                                      const ProcessGroup& group, double timeout_seconds,
-                                                      const std::string& how) {
+                                                      const ProcessGroup& group, const DeviceHandle& device,
+                                                      double timeout_seconds, const std::string& how) {
   std::vector<unsigned char> id;
   if (group.rank == 0) {
     if (nccl.comm->comm_unique_id == nullptr)
@@ -41,7 +42,8 @@ Result<tdm_comm*> GradientCommunicator::create_on_gpu(const LoadedPlugin& nccl,
     id.resize(bytes);
   }
   if (auto r = rendezvous(how, registry, group, id, timeout_seconds); !r) return r.error();
-  tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
+  // The communicator goes on the GPU the rank's training runs on.
+  tdm_comm_init_info init = comm_init_info(group, timeout_seconds, int32_t(device.index()));
   init.unique_id = id.data();
   init.unique_id_bytes = id.size();
   tdm_comm* comm = nullptr;
@@ -84,7 +86,7 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
               ", but no comm plugin named 'nccl' was loaded: install tandem-plugin-nccl, or see "
               "'tandem plugins -v'",
           TDM_NOT_FOUND);
-    auto comm = create_on_gpu(*nccl, registry, group, timeout_seconds, rendezvous);
+    auto comm = create_on_gpu(*nccl, registry, group, device, timeout_seconds, rendezvous);
     if (!comm) return comm.error();
     std::unique_ptr<GradientCommunicator> c(new GradientCommunicator(*nccl, *comm, group));
     if (auto r = c->stage_on_device(device); !r) return r.error();

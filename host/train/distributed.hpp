@@ -18,8 +18,9 @@ namespace tandem::host::train {
 
 using program::ProcessGroup;
 
-// What comm_create needs to know about this process (no rendezvous id).
-tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds);
+// What comm_create needs to know about this process (no rendezvous id):
+// `device` is the index of the rank's device (-1: host memory).
+tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device = -1);
 
 // The run's communicator: averages gradients for data parallelism and runs
 // the "comm.*" nodes of tensor parallelism.
@@ -55,8 +56,8 @@ class GradientCommunicator final : public exec::Collectives {
   GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group)
       : plugin_(plugin), comm_(comm), group_(group) {}
   static Result<tdm_comm*> create_on_gpu(const LoadedPlugin& nccl, const PluginRegistry& registry,
-                                         const ProcessGroup& group, double timeout_seconds,
-                                         const std::string& rendezvous);
+                                         const ProcessGroup& group, const DeviceHandle& device,
+                                         double timeout_seconds, const std::string& rendezvous);
   // GPU collectives read device memory: max() stages its value through this.
   Result<void> stage_on_device(const DeviceHandle& device);
   Error failure(const char* what, tdm_status status) const;

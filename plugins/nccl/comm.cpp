@@ -56,14 +56,7 @@ NcclComm::NcclComm(const tdm_comm_init_info& info) {
 
   int count = 0;
   check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  // One visible GPU per process (CUDA_VISIBLE_DEVICES or Slurm's
-  // --gpus-per-task) means device 0; otherwise the node-local rank picks it.
-  const int local = info.local_rank < 0 ? 0 : info.local_rank;
-  device_ = count == 1 ? 0 : local;
-  if (device_ >= count)
-    throw Error(TDM_INVALID_ARGUMENT,
-                "nccl: local rank " + std::to_string(local) + " has no GPU: " + std::to_string(count) +
-                    " visible; start at most " + std::to_string(count) + " processes per node");
+  device_ = communicator_device(info, count);
   check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   check_cuda(cudaStreamCreateWithFlags(&own_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&scratch_), sizeof(float)), "cudaMalloc");

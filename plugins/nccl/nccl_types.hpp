@@ -1,5 +1,6 @@
-// NCCL comm plugin — Tandem dtype and reduce-op codes mapped to NCCL's.
-// Header-only and free of CUDA calls, so tests/nccl checks it without a GPU.
+// NCCL comm plugin — Tandem dtype and reduce-op codes mapped to NCCL's, and
+// the GPU of a rank's communicator. Header-only and free of CUDA calls, so
+// tests/nccl checks it without a GPU.
 #ifndef TANDEM_NCCL_TYPES_HPP
 #define TANDEM_NCCL_TYPES_HPP
 
@@ -8,6 +9,7 @@
 #include <optional>
 
 #include "tandem/comm.h"
+#include "tandem/tandem.hpp"
 
 namespace tandem::nccl {
 
@@ -72,6 +74,29 @@ inline void version_parts(int code, int& major, int& minor, int& patch) noexcept
   } else {  // before 2.9: major*1000 + minor*100 + patch
     major = code / 1000, minor = (code % 1000) / 100, patch = code % 100;
   }
+}
+
+// The GPU a rank's communicator goes on, among `visible` GPUs (see
+// comm_create in comm.hpp).
+inline int communicator_device(const tdm_comm_init_info& info, int visible) {
+  // ABI 1.5: the host says which GPU the rank trains on; the communicator
+  // must be there, or NCCL moves the rank's gradients to another GPU.
+  if (TDM_STRUCT_HAS(&info, tdm_comm_init_info, device) && info.device >= 0) {
+    if (info.device >= visible)
+      throw Error(TDM_INVALID_ARGUMENT, "nccl: rank " + std::to_string(info.rank) + " trains on GPU " +
+                                            std::to_string(info.device) + " but only " +
+                                            std::to_string(visible) + " are visible");
+    return info.device;
+  }
+  // An older host: one visible GPU per process (CUDA_VISIBLE_DEVICES or
+  // Slurm's --gpus-per-task) means device 0; otherwise the node-local rank.
+  const int local = info.local_rank < 0 ? 0 : info.local_rank;
+  const int device = visible == 1 ? 0 : local;
+  if (device >= visible)
+    throw Error(TDM_INVALID_ARGUMENT,
+                "nccl: local rank " + std::to_string(local) + " has no GPU: " + std::to_string(visible) +
+                    " visible; start at most " + std::to_string(visible) + " processes per node");
+  return device;
 }
 
 }  // namespace tandem::nccl

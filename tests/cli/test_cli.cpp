@@ -44,7 +44,7 @@ TEST(Cli, Version) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(^tandem \d+\.\d+\.\d+\n)"))) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\ncommit ([0-9a-f]{12}(-dirty)?|unknown)\n)")))
       << r.output;
-  EXPECT_HAS(r.output, "SDK 1.6.0, ABI 1.4");
+  EXPECT_HAS(r.output, "SDK 1.6.0, ABI 1.5");
 }
 
 TEST(Cli, TopLevelHelpListsCommandsAndExitCodes) {

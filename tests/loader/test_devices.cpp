@@ -17,22 +17,6 @@ using host::HostServices;
 using host::PluginRegistry;
 using host::Result;
 
-struct Loaded {
-  ScratchDir scratch;
-  HostServices services;
-  std::optional<PluginRegistry> registry;
-
-  Loaded(const std::string& dir, const std::string& name,
-         std::vector<std::pair<std::string, std::string>> config = {}) {
-    for (const auto& [k, v] : config) services.config().set(k, v);
-    fs::path d = scratch.dir(dir);
-    ScratchDir::copy(built_plugin(dir, name), d, "libtandem-" + name + ".so");
-    host::DiscoveryOptions options = isolated_options();
-    options.plugin_paths = {d.string()};
-    registry.emplace(PluginRegistry::discover(options, services));
-  }
-};
-
 // Runs "fill" with value 2.5 over 8 floats on device 0.
 void expect_fill_kernel_works(const host::LoadedPlugin& plugin) {
   Result<DeviceHandle> device = DeviceHandle::open(plugin, 0);

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "plugin/registry.hpp"
 
@@ -65,5 +68,23 @@ inline host::DiscoveryOptions isolated_options() {
   o.exe_relative_dir = fs::path();
   return o;
 }
+
+// A registry holding one copy of a built test plugin, with the given
+// configuration entries.
+struct Loaded {
+  ScratchDir scratch;
+  host::HostServices services;
+  std::optional<host::PluginRegistry> registry;
+
+  Loaded(const std::string& dir, const std::string& name,
+         std::vector<std::pair<std::string, std::string>> config = {}) {
+    for (const auto& [k, v] : config) services.config().set(k, v);
+    fs::path d = scratch.dir(dir);
+    ScratchDir::copy(built_plugin(dir, name), d, "libtandem-" + name + ".so");
+    host::DiscoveryOptions options = isolated_options();
+    options.plugin_paths = {d.string()};
+    registry.emplace(host::PluginRegistry::discover(options, services));
+  }
+};
 
 }  // namespace tandem::test

@@ -38,3 +38,37 @@ TEST(NcclMapping, VersionCodes) {
   EXPECT_EQ(minor, 8);
   EXPECT_EQ(patch, 4);
 }
+
+// ABI 1.5: the communicator goes on the GPU the host chose for the rank
+// (--device cuda:1 on rank 0 puts it on GPU 1, not on GPU 0).
+TEST(NcclDevice, TheHostsDeviceWinsAndIsChecked) {
+  tdm_comm_init_info info{};
+  info.struct_size = sizeof info;
+  info.rank = 0;
+  info.world_size = 2;
+  info.local_rank = 0;
+  info.device = 1;
+  EXPECT_EQ(communicator_device(info, 2), 1);
+  info.device = 2;
+  try {
+    communicator_device(info, 2);
+    FAIL() << "GPU 2 of 2 accepted";
+  } catch (const tandem::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trains on GPU 2 but only 2 are visible"), std::string::npos)
+        << e.what();
+  }
+  info.device = -1;  // host memory: the plugin chooses, as for an older host
+  info.local_rank = 1;
+  EXPECT_EQ(communicator_device(info, 2), 1);
+}
+
+TEST(NcclDevice, AnOlderHostLeavesTheChoiceToTheLocalRank) {
+  tdm_comm_init_info info{};
+  info.struct_size = TDM_STRUCT_SIZE(tdm_comm_init_info, timeout_seconds);  // ABI 1.4: no device field
+  info.device = 1;                                                          // beyond struct_size: not read
+  info.local_rank = 0;
+  EXPECT_EQ(communicator_device(info, 2), 0);
+  EXPECT_EQ(communicator_device(info, 1), 0);  // one visible GPU per process
+  info.local_rank = 2;
+  EXPECT_THROW(communicator_device(info, 2), tandem::Error);
+}

@@ -23,11 +23,11 @@ TEST(Rendezvous, AFileCarriesRankZerosBytesToTheOthers) {
   std::vector<unsigned char> received;
   host::Result<void> waited;
   std::thread rank1([&] {
-    waited = host::train::rendezvous(how, registry, ProcessGroup{1, 2, 1, "env"}, received, 10);
+    waited = host::train::rendezvous(how, registry, ProcessGroup{1, 2, 1, 0, "env"}, received, 10);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 1 is waiting by now
   std::vector<unsigned char> id = {0, 1, 2, 255, 0, 7};
-  ASSERT_TRUE(host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, "env"}, id, 10).ok());
+  ASSERT_TRUE(host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, 0, "env"}, id, 10).ok());
   rank1.join();
   ASSERT_TRUE(waited.ok()) << waited.error().message;
   EXPECT_EQ(received, id);
@@ -39,8 +39,8 @@ TEST(Rendezvous, RankZeroRefusesAFileLeftByAnEarlierJob) {
   host::HostServices services;
   host::PluginRegistry registry(services);
   std::vector<unsigned char> id = {1, 2, 3};
-  ASSERT_TRUE(host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, "env"}, id, 1).ok());
-  auto again = host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, "env"}, id, 1);
+  ASSERT_TRUE(host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, 0, "env"}, id, 1).ok());
+  auto again = host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, 0, "env"}, id, 1);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.error().message.find("already exists"), std::string::npos) << again.error().message;
   EXPECT_NE(again.error().message.find(dir.file("id")), std::string::npos) << again.error().message;
@@ -51,12 +51,12 @@ TEST(Rendezvous, AWaitingRankGivesUpWithAReasonAfterTheTimeout) {
   host::HostServices services;
   host::PluginRegistry registry(services);
   std::vector<unsigned char> id;
-  auto r =
-      host::train::rendezvous("file://" + dir.file("never"), registry, ProcessGroup{1, 2, 1, "env"}, id, 0.2);
+  auto r = host::train::rendezvous("file://" + dir.file("never"), registry, ProcessGroup{1, 2, 1, 0, "env"},
+                                   id, 0.2);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().status, TDM_TIMEOUT);
   EXPECT_NE(r.error().message.find("rank 1 waited"), std::string::npos) << r.error().message;
-  auto bad = host::train::rendezvous("tcp://host:1234", registry, ProcessGroup{1, 2, 1, "env"}, id, 0.2);
+  auto bad = host::train::rendezvous("tcp://host:1234", registry, ProcessGroup{1, 2, 1, 0, "env"}, id, 0.2);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("expected 'mpi' or file:///"), std::string::npos) << bad.error().message;
 }

@@ -36,6 +36,12 @@ typedef struct tdm_comm_init_info {
   /* Seconds a collective may block before it fails with TDM_TIMEOUT and
    * names the ranks that did not arrive. 0 = no limit. */
   double timeout_seconds;
+  /* Since ABI 1.5: the rank's device — the index of `<backend>:<index>`
+   * whose memory the collectives' buffers are in (the GPU the host chose
+   * for this rank) — or -1 when the buffers are host memory. A GPU comm
+   * plugin creates its communicator on this device; an older host leaves
+   * the field out (struct_size), and the plugin then chooses itself. */
+  int32_t device;
 } tdm_comm_init_info;
 
 typedef struct tdm_comm_api {

@@ -12,7 +12,7 @@
 #define TANDEM_VERSION_H
 
 #define TDM_ABI_MAJOR 1
-#define TDM_ABI_MINOR 4
+#define TDM_ABI_MINOR 5
 
 #define TDM_SDK_VERSION_MAJOR 1
 #define TDM_SDK_VERSION_MINOR 6

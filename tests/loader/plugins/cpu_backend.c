@@ -7,6 +7,8 @@
  *   plugins.<name>.refuse     = 1  entry returns NULL with a message
  *   plugins.<name>.fail_init  = 1  init fails with a message
  *   plugins.<name>.no_device  = 1  device_count answers TDM_UNAVAILABLE
+ *   plugins.<name>.gpus       = N  N devices of kind GPU (still host memory),
+ *                                  for the choice of a rank's GPU
  */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign: C99 has no aligned_alloc */
 #include <stdlib.h>
@@ -40,6 +42,7 @@ struct tdm_kernel {
 static const tdm_host_api* g_host;
 static struct tdm_device g_device;
 static int g_no_device;
+static uint32_t g_gpus; /* 0: one CPU device */
 
 static int config_flag(const tdm_config* config, const char* key) {
   size_t i;
@@ -50,12 +53,17 @@ static int config_flag(const tdm_config* config, const char* key) {
 }
 
 static tdm_status plugin_init(const tdm_config* config) {
+  size_t i;
   if (config_flag(config, "fail_init")) {
     g_host->set_error(g_host->ctx, TDM_INVALID_ARGUMENT, "init refused: fail_init is set in [plugins.%s]",
                       PLUGIN_NAME);
     return TDM_INVALID_ARGUMENT;
   }
   g_no_device = config_flag(config, "no_device");
+  g_gpus = 0;
+  for (i = 0; config != NULL && i < config->n_entries; ++i)
+    if (strcmp(config->entries[i].key, "gpus") == 0)
+      g_gpus = (uint32_t)strtoul(config->entries[i].value, NULL, 10);
   return TDM_OK;
 }
 
@@ -65,12 +73,12 @@ static tdm_status device_count(uint32_t* count) {
     g_host->set_error(g_host->ctx, TDM_UNAVAILABLE, "driver not found");
     return TDM_UNAVAILABLE;
   }
-  *count = 1;
+  *count = g_gpus > 0 ? g_gpus : 1;
   return TDM_OK;
 }
 
 static tdm_status device_open(uint32_t index, tdm_device** out) {
-  if (index != 0) {
+  if (index >= (g_gpus > 0 ? g_gpus : 1)) {
     g_host->set_error(g_host->ctx, TDM_INVALID_ARGUMENT, "device %u does not exist", index);
     return TDM_INVALID_ARGUMENT;
   }
@@ -88,7 +96,7 @@ static tdm_status device_info(tdm_device* device, tdm_device_info* out) {
   (void)device;
   memset(&full, 0, sizeof full);
   full.name = PLUGIN_NAME " test CPU";
-  full.kind = TDM_DEVICE_CPU;
+  full.kind = g_gpus > 0 ? TDM_DEVICE_GPU : TDM_DEVICE_CPU;
   full.total_memory = (uint64_t)1 << 30;
   full.free_memory = (uint64_t)1 << 29;
   full.host_addressable = 1;
