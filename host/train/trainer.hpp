@@ -38,6 +38,8 @@ struct TrainOptions {
   std::string resume;     // a run directory or a checkpoint file to continue from
   std::string init_from;  // a checkpoint to take weights from (not optimizer state)
   std::string profile;    // Chrome/Perfetto trace file to write
+  // A directory for TensorBoard event files (empty: none).
+  std::string tensorboard;
   // Debugging: every node's floating outputs checked for values that are
   // not finite, and/or filled with NaN before it runs; a guard after every
   // output checked for writes past its end (exec/numerics_guard.hpp).
