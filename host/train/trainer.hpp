@@ -160,6 +160,8 @@ class Trainer {
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;
   void record_memory(Progress& progress) const;
+  // A run of several devices: each layer's device and the copies per step.
+  void record_placement(Progress& progress) const;
   void note_training_peaks();
 
   const model::ModelSpec& spec_;

@@ -69,6 +69,7 @@ Result<TrainResult> Trainer::run() {
     if (auto r = progress.write_tensorboard_to(options_.tensorboard); !r)
       return make_error("--tensorboard " + r.error().message + "; give a directory that can be written",
                         TDM_INVALID_ARGUMENT);
+  record_placement(progress);
   if (spec_.language_model())
     progress.report_perplexity(spec_.data.token_dtype == "u8" && spec_.classes == 256);
   Evaluator evaluator = make_evaluator();
