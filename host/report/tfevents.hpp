@@ -3,8 +3,8 @@
 // messages that carry scalar summaries.
 //
 // A record: uint64 length, masked CRC-32C of those 8 bytes, the data, masked
-// CRC-32C of the data (all little-endian). The messages, from TensorFlow's
-// event.proto and summary.proto, only the fields written here:
+// CRC-32C of the data (all little-endian). The messages as TensorFlow
+// defines them, only the fields written here:
 //   Event   { double wall_time = 1; int64 step = 2; string file_version = 3;
 //             Summary summary = 5; }
 //   Summary { repeated Value value = 1; }
