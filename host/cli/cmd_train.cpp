@@ -49,6 +49,10 @@ po::options_description train_options() {
       "init-from", po::value<std::string>(),
       "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
+      "tensorboard", po::value<std::string>(),
+      "also write the logged figures (train/loss, train/accuracy, lr, samples_per_second, data_wait, "
+      "eval/loss, eval/accuracy, ...) as TensorBoard scalars to a new events.out.tfevents.* file in this "
+      "directory (created if needed): tensorboard --logdir DIR")(
       "memory-report", po::bool_switch(), "print planned and measured memory after training")(
       "check-numerics", po::bool_switch(),
       "debugging: after every node, stop at the first whose output holds nan or inf, naming it, its "
@@ -174,6 +178,7 @@ std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm
     return std::nullopt;
   }
   train.profile = vm.count("profile") ? vm["profile"].as<std::string>() : "";
+  train.tensorboard = vm.count("tensorboard") ? vm["tensorboard"].as<std::string>() : "";
   train.memory_report = vm["memory-report"].as<bool>();
   train.check_numerics = vm["check-numerics"].as<bool>();
   train.poison_outputs = vm["poison-outputs"].as<bool>();

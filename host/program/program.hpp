@@ -106,6 +106,10 @@ class Program {
   const place::PlacementOptions& placement_options() const noexcept { return placement_options_; }
   // What automatic placement chose (none: not automatic).
   const std::optional<place::AutoPlacement>& automatic_placement() const noexcept { return automatic_; }
+  // auto | pinned | strict, as decided; and each layer's device (the first
+  // of its nodes that has one), by layer name.
+  const std::string& placement_mode() const noexcept { return placement_mode_; }
+  std::map<std::string, std::string> layer_devices() const;
   // Every device of the run, by id, device() included.
   const std::map<std::string, const DeviceHandle*>& devices() const noexcept { return devices_; }
 
@@ -152,7 +156,6 @@ class Program {
   place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
                                         bool capacity) const;
   place::CostModelOptions cost_options() const;
-  std::map<std::string, std::string> layer_devices() const;
   Result<void> replan_after_oom(const Error& oom);
   Result<std::unique_ptr<exec::Executor>> make_executor(exec::ExecutorOptions options) const;
 

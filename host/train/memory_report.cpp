@@ -1,8 +1,10 @@
-// `--memory-report` and metrics.jsonl's memory records: what each device's
-// plan promised and what its allocator held, and the copies between devices.
+// `--memory-report` and metrics.jsonl's memory and placement records: what
+// each device's plan promised and what its allocator held, where each layer
+// ran, and the copies between devices.
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "exec/device_executor.hpp"
@@ -65,6 +67,34 @@ void Trainer::record_memory(Progress& progress) const {
   if (ex.parts().empty()) return record(device_, ex);
   for (const exec::ExecutorPart& part : ex.parts())
     record(*program_->devices().at(part.device), *part.executor);
+}
+
+// Recorded when training starts, so that `tandem report` can show where a
+// run of several devices put its layers (a run on one device records none).
+void Trainer::record_placement(Progress& progress) const {
+  const std::optional<place::Placement>& placement = program_->placement();
+  if (!placement || placement->only_on(device_.id())) return;
+  using nlohmann::json;
+  const std::map<std::string, std::string> devices = program_->layer_devices();
+  json layers = json::array(), copies = json::array();
+  for (const model::LayerSpec& layer : spec_.layers)
+    layers.push_back(json{{"layer", layer.name}, {"device", devices.at(layer.name)}});
+  for (const place::Copy& c : placement->copies)
+    copies.push_back(json{{"value", c.value},
+                          {"bytes", c.bytes},
+                          {"from", c.from},
+                          {"to", c.to},
+                          {"producer_layer", c.producer_layer},
+                          {"consumer_layer", c.consumer_layer}});
+  progress.record(json{
+      {"event", "placement"},
+      {"mode", program_->placement_mode()},
+      {"devices", placement->devices},
+      {"layers", layers},
+      {"copies_per_step", placement->copies.size()},
+      {"copy_bytes_per_step", placement->copy_bytes()},
+      {"copies",
+       copies}}.dump());
 }
 
 void Trainer::report_memory(int64_t steps) const {

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "report/series.hpp"
+
 namespace tandem::host::train {
 namespace {
 
@@ -53,6 +55,20 @@ std::optional<std::string> Progress::metrics_error() const {
   return metrics_path_ + ": " + metrics_failure_;
 }
 
+Result<void> Progress::write_tensorboard_to(const std::string& dir) {
+  if (silent_) return {};
+  auto writer = report::TensorBoardWriter::open(dir);
+  if (!writer) return writer.error();
+  tensorboard_ = std::move(*writer);
+  return {};
+}
+
+std::optional<std::string> Progress::output_error() const {
+  if (auto why = metrics_error()) return why;
+  if (tensorboard_) return tensorboard_->error();
+  return std::nullopt;
+}
+
 Progress::~Progress() {
   clear_live();
 }
@@ -94,6 +110,15 @@ void Progress::step(const StepReport& r) {
                           {"samples_per_second", r.samples_per_second},
                           {"data_wait_fraction", r.data_wait_fraction}}
                .dump());
+    if (tensorboard_) {
+      namespace s = report::series;
+      tensorboard_->write(r.step, {{s::kTrainLoss, static_cast<float>(r.loss)},
+                                   {s::kTrainAccuracy, static_cast<float>(r.accuracy)},
+                                   {s::kLearningRate, static_cast<float>(r.lr)},
+                                   {s::kSamplesPerSecond, static_cast<float>(r.samples_per_second)},
+                                   {s::kDataWait, static_cast<float>(r.data_wait_fraction)}});
+      tensorboard_step_ = r.step;
+    }
   }
   if (live_) {
     const auto now = std::chrono::steady_clock::now();
@@ -140,6 +165,29 @@ void Progress::epoch(const StepReport& r, double val_loss, double val_accuracy, 
     if (bits_per_byte_) j["eval_bits_per_byte"] = val_loss / std::log(2.0);
   }
   record(j.dump());
+  tensorboard_epoch(r, val_loss, val_accuracy);
+}
+
+// As `tandem report` reads the epoch record: its training figures only
+// where no logged step gave them already, its evaluation always.
+void Progress::tensorboard_epoch(const StepReport& r, double val_loss, double val_accuracy) {
+  if (!tensorboard_) return;
+  namespace s = report::series;
+  std::vector<report::Scalar> scalars;
+  if (r.step != tensorboard_step_)
+    scalars = {{s::kTrainLoss, static_cast<float>(r.loss)},
+               {s::kTrainAccuracy, static_cast<float>(r.accuracy)},
+               {s::kSamplesPerSecond, static_cast<float>(r.samples_per_second)},
+               {s::kDataWait, static_cast<float>(r.data_wait_fraction)}};
+  if (val_accuracy >= 0) {
+    scalars.push_back({s::kEvalLoss, static_cast<float>(val_loss)});
+    scalars.push_back({s::kEvalAccuracy, static_cast<float>(val_accuracy)});
+    if (perplexity_) scalars.push_back({s::kEvalPerplexity, static_cast<float>(std::exp(val_loss))});
+    if (bits_per_byte_)
+      scalars.push_back({s::kEvalBitsPerByte, static_cast<float>(val_loss / std::log(2.0))});
+  }
+  tensorboard_->write(r.step, scalars);
+  tensorboard_step_ = r.step;
 }
 
 void Progress::line(const std::string& text) {

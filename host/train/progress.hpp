@@ -1,15 +1,20 @@
 // What a person sees while training. On a terminal: one live line,
 // rewritten in place (epoch, step/total, loss, accuracy, samples/s, data-wait
 // share, ETA). In a pipe or a log file: a plain line every `log_every` steps.
-// Also appends machine-readable records to <run-dir>/metrics.jsonl.
+// Also appends machine-readable records to <run-dir>/metrics.jsonl and,
+// with `--tensorboard DIR`, the same figures as TensorBoard scalars.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "report/tensorboard_writer.hpp"
+#include "util/result.hpp"
 
 namespace tandem::host::train {
 
@@ -49,9 +54,16 @@ class Progress {
   void memory(const std::string& device, uint64_t planned, uint64_t training_peak, uint64_t peak);
   // Why metrics.jsonl could not be opened or written (nothing: all well).
   std::optional<std::string> metrics_error() const;
+  // `--tensorboard DIR`: from now on each logged step and each epoch's end
+  // also go to a new event file in DIR (report/series.hpp names the
+  // scalars). An error names DIR and why.
+  Result<void> write_tensorboard_to(const std::string& dir);
+  // The first failure of metrics.jsonl or of the event file, named.
+  std::optional<std::string> output_error() const;
 
  private:
   void clear_live();
+  void tensorboard_epoch(const StepReport& r, double val_loss, double val_accuracy);
 
   bool live_;
   int64_t log_every_;
@@ -62,6 +74,8 @@ class Progress {
   bool live_shown_ = false;
   std::chrono::steady_clock::time_point last_draw_{};
   bool perplexity_ = false, bits_per_byte_ = false;
+  std::unique_ptr<report::TensorBoardWriter> tensorboard_;
+  int64_t tensorboard_step_ = -1;  // the last step whose training figures went to TensorBoard
 };
 
 std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"

@@ -38,6 +38,8 @@ struct TrainOptions {
   std::string resume;     // a run directory or a checkpoint file to continue from
   std::string init_from;  // a checkpoint to take weights from (not optimizer state)
   std::string profile;    // Chrome/Perfetto trace file to write
+  // A directory for TensorBoard event files (empty: none).
+  std::string tensorboard;
   // Debugging: every node's floating outputs checked for values that are
   // not finite, and/or filled with NaN before it runs; a guard after every
   // output checked for writes past its end (exec/numerics_guard.hpp).
@@ -158,6 +160,8 @@ class Trainer {
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;
   void record_memory(Progress& progress) const;
+  // A run of several devices: each layer's device and the copies per step.
+  void record_placement(Progress& progress) const;
   void note_training_peaks();
 
   const model::ModelSpec& spec_;

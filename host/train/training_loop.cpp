@@ -65,6 +65,11 @@ Result<TrainResult> Trainer::run() {
                     !leader);
   if (auto why = progress.metrics_error())
     return make_error(*why + "; give another --run-dir", TDM_INVALID_ARGUMENT);
+  if (!options_.tensorboard.empty())
+    if (auto r = progress.write_tensorboard_to(options_.tensorboard); !r)
+      return make_error("--tensorboard " + r.error().message + "; give a directory that can be written",
+                        TDM_INVALID_ARGUMENT);
+  record_placement(progress);
   if (spec_.language_model())
     progress.report_perplexity(spec_.data.token_dtype == "u8" && spec_.classes == 256);
   Evaluator evaluator = make_evaluator();
@@ -122,7 +127,7 @@ Result<bool> Trainer::train_epoch(Loop& loop) {
     ++loop.step;
     report_step(loop, totals);
     loop.result.last_loss = *step_loss;
-    if (auto why = loop.progress.metrics_error())
+    if (auto why = loop.progress.output_error())
       return make_error(
           *why + " at step " + std::to_string(loop.step) + "; the last checkpoint " +
               (loop.result.last_checkpoint.empty() ? "(none yet)" : loop.result.last_checkpoint) +

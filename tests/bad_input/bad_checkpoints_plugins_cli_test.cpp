@@ -235,7 +235,33 @@ INSTANTIATE_TEST_SUITE_P(
         cli("set_without_equals_on_plan", "plan model.toml --set layers", {"layers"}, 0),
         cli("option_value_missing", "train model.toml --run-dir", {"--run-dir"}),
         cli("device_with_spaces", "train model.toml --run-dir run --device 'reference 0'", {"reference 0"},
-            0)),
+            0),
+        cli("tensorboard_below_a_file",
+            "train model.toml --run-dir run --device reference --tensorboard model.toml/tb",
+            {"--tensorboard model.toml/tb", "cannot create the directory"}, 4),
+        cli("report_without_a_run_dir", "report", {"report needs a run directory"}),
+        cli("report_of_a_missing_run_dir", "report nosuch", {"nosuch: no such directory"}, 4),
+        BadInput{"report_of_a_dir_without_metrics",
+                 "report empty",
+                 {"empty holds no metrics.jsonl"},
+                 4,
+                 [](const std::string& dir) { fs::create_directory(dir + "/empty"); }},
+        BadInput{"report_of_a_torn_metrics_line",
+                 "report run",
+                 {"run/metrics.jsonl:2: not valid JSON", "delete or repair that line"},
+                 4,
+                 [](const std::string& dir) {
+                   fs::create_directory(dir + "/run");
+                   write_file(dir + "/run/metrics.jsonl", "{\"event\":\"step\",\"step\":1}\n{\"event\":\"st");
+                 }},
+        BadInput{"report_output_a_directory",
+                 "report run --output run",
+                 {"--output run: is a directory"},
+                 2,
+                 [](const std::string& dir) {
+                   fs::create_directory(dir + "/run");
+                   write_file(dir + "/run/metrics.jsonl", "{\"event\":\"step\",\"step\":1,\"loss\":1}\n");
+                 }}),
     CaseName());
 
 }  // namespace
