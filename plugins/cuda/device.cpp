@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "gpu_support.hpp"
 #include "vendor/vendor_libraries.hpp"
 
 namespace tandem::cuda {
@@ -10,6 +11,12 @@ namespace tandem::cuda {
 void check_cuda(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // clear a sticky launch error so the next call is judged on its own
+  if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorUnsupportedPtxVersion)
+    throw Error(TDM_UNAVAILABLE, std::string("cuda plugin: ") + what + ": " + cudaGetErrorString(status) +
+                                     ": this plugin is built for CUDA architectures " TANDEM_CUDA_ARCHITECTURES
+                                     " and the GPU is none of them, nor can its driver compile the PTX; "
+                                     "rebuild with -DCMAKE_CUDA_ARCHITECTURES naming the GPU's (nvidia-smi "
+                                     "--query-gpu=compute_cap --format=csv) or update the driver");
   throw Error(status == cudaErrorMemoryAllocation ? TDM_OUT_OF_MEMORY : TDM_INTERNAL,
               std::string("cuda plugin: ") + what + " failed: " + cudaGetErrorName(status) + " (" +
                   cudaGetErrorString(status) + ")");
@@ -81,6 +88,9 @@ CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
   cudaDeviceProp prop{};
   TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   name_ = prop.name;
+  const std::string unsupported =
+      unsupported_gpu_reason(index, name_, prop.major, prop.minor, TANDEM_CUDA_MIN_ARCH, TANDEM_CUDA_ARCHITECTURES);
+  if (!unsupported.empty()) throw Error(TDM_UNAVAILABLE, "cuda plugin: " + unsupported);
   // ABI 1.4 features: the architecture its kernels are built for, and the
   // tensor-core dtypes it has (bf16 from sm_80).
   features_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
