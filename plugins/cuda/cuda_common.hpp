@@ -90,6 +90,12 @@ using Registry = KernelRegistry<Factory>;
 SectionList<Registry>& sections();
 const Registry& registry();
 
+// Declines (Unsupported, with the reason) what launch_limits.hpp says
+// cannot run: `why` empty means it can.
+inline void decline_if(const Check& c, const std::string& why) {
+  if (!why.empty()) c.unsupported(why);
+}
+
 // Threads per block for the simple grid-stride kernels, and the grid for n.
 constexpr int kThreads = 256;
 inline unsigned grid_for(int64_t n) {

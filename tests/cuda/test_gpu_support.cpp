@@ -22,7 +22,8 @@ TEST(GpuSupport, AcceptsNewerThanEveryBuiltArchitectureThroughPtx) {
 TEST(GpuSupport, RefusesOlderGpuNamingItAndWhatToDo) {
   const std::string why = unsupported_gpu_reason(1, "Tesla V100-SXM2-16GB", 7, 0, 75, kBuilt);
   ASSERT_FALSE(why.empty());
-  for (const char* part : {"GPU 1", "Tesla V100-SXM2-16GB", "compute capability 7.0", "7.5", kBuilt, "--device"})
+  for (const char* part :
+       {"GPU 1", "Tesla V100-SXM2-16GB", "compute capability 7.0", "7.5", kBuilt, "--device"})
     EXPECT_NE(why.find(part), std::string::npos) << "missing '" << part << "' in: " << why;
   EXPECT_FALSE(unsupported_gpu_reason(0, "P100", 6, 0, 75, kBuilt).empty());
 }

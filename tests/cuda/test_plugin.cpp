@@ -116,6 +116,14 @@ TEST_F(Gpu, MatmulBatchedAndTransposedMatchesNaiveLoops) {
       }
 }
 
+TEST_F(Gpu, MatmulOverAnEmptySumIsZero) {
+  // K = 0: cuBLAS refuses the leading dimensions, the plugin writes zeros.
+  std::vector<Tensor> out = {Tensor::f32({2, 3}, std::vector<float>(6, 7.0f))};
+  ASSERT_EQ(p_->run("matmul", {}, {Tensor::f32({2, 0}, {}), Tensor::f32({0, 3}, {})}, out), TDM_OK)
+      << Plugin::last_error();
+  for (float y : out[0].floats()) EXPECT_EQ(y, 0.0f);
+}
+
 TEST_F(Gpu, LinearWithBiasAndReluAndItsWeightGradient) {
   const int64_t N = 6, I = 5, O = 3;
   const auto x = ramp(N * I), w = ramp(O * I, 0.07f, 0.5f), bias = ramp(O, 0.1f, 2.0f);

@@ -71,6 +71,7 @@ Bn bn_of(const Check& c, const Dims& x) {
   Bn b{x[0], x[1], 1, static_cast<float>(c.op().float_attr("epsilon", 1e-5)),
        static_cast<float>(c.op().float_attr("momentum", 0.1))};
   for (size_t k = 2; k < x.size(); ++k) b.L *= x[k];
+  decline_if(c, one_block_per_limit(b.C, "channel"));
   return b;
 }
 

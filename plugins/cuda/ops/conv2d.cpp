@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "device.hpp"
+#include "launch_limits.hpp"
 #include "ops/launchers.hpp"
 #include "vendor/cudnn.hpp"
 
@@ -111,6 +112,7 @@ ConvShape conv_shape(const Check& c, Dir dir) {
   g.bias = dir == Dir::Forward ? c.has_input(2)
                                : dir == Dir::GradWeight && c.int_attr("has_bias", 1) != 0 && c.has_output(1);
   if (dir == Dir::GradWeight && g.bias) c.output(1, g.t, {g.K});
+  decline_if(c, cudnn_tensor_limit({g.N * g.C * g.H * g.W, g.N * g.K * g.P * g.Q, g.K * g.Cg * g.R * g.S}));
   return g;
 }
 

@@ -23,15 +23,28 @@ cublasHandle_t blas_handle(CudaStream& s) {
   if (s.blas == nullptr) {
     cublasHandle_t h = nullptr;
     check_blas(cublasCreate(&h), "cublasCreate");
-    cublasSetStream(h, s.get());
     s.blas = h;
     s.blas_destroy = [](void* p) { cublasDestroy(static_cast<cublasHandle_t>(p)); };
+    check_blas(cublasSetStream(h, s.get()), "cublasSetStream");
+    // f16/bf16 GEMMs accumulate in f32 (the compute type) including any
+    // split-K reduction, which cuBLAS may otherwise do in the inputs' dtype.
+    // TF32 stays governed by the compute type make_gemm chose.
+    check_blas(
+        cublasSetMathMode(h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+        "cublasSetMathMode");
   }
   return static_cast<cublasHandle_t>(s.blas);
 }
 
-void Gemm::run(cublasHandle_t h, const void* a, const void* b, void* y) const {
+void Gemm::run(CudaStream& s, const void* a, const void* b, void* y) const {
   if (M == 0 || N == 0 || batch == 0) return;
+  // A sum over nothing: y = 0. cuBLAS rejects K = 0 leading dimensions.
+  if (K == 0) {
+    TDM_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(batch * M * N * elem), s.get()));
+    return;
+  }
+  cublasHandle_t h = blas_handle(s);
   if (offsets.empty()) return call(h, a, b, y, batch);
   for (size_t i = 0; i < offsets.size(); ++i)
     call(h, static_cast<const char*>(a) + offsets[i].first * elem,
@@ -51,8 +64,7 @@ void Gemm::call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t
 
 Gemm make_gemm(CudaDevice& d, tdm_dtype t, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
   const bool tf32 = t == TDM_F32 && d.tf32();
-  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
-    throw Unsupported("cuda plugin: GEMM dimension above 2^31");
+  if (const std::string why = gemm_limit(M, N, K, 1); !why.empty()) throw Unsupported("cuda plugin: " + why);
   Gemm g;
   g.type = data_type(t);
   g.compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;

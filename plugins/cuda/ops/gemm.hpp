@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "launch_limits.hpp"
 #include "vendor/cublas.hpp"
 
 namespace tandem::cuda {
@@ -31,12 +32,13 @@ struct Gemm {
   std::vector<std::pair<int64_t, int64_t>> offsets;
   int64_t elem = 4;  // bytes per element
 
-  void run(cublasHandle_t h, const void* a, const void* b, void* y) const;
+  // On stream s through its cuBLAS handle; y = 0 when K = 0.
+  void run(CudaStream& s, const void* a, const void* b, void* y) const;
   void call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const;
 };
 
 // An unbatched GEMM of dtype t (TF32 for f32 when the device allows it);
-// Unsupported for dimensions of 2^31 or more.
+// Unsupported for dimensions of 2^31 or more (launch_limits.hpp).
 Gemm make_gemm(CudaDevice& d, tdm_dtype t, bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 
 }  // namespace tandem::cuda

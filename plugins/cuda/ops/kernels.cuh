@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_common.hpp"
+#include "launch_limits.hpp"
 #include "math/common.hpp"
 
 namespace tandem::cuda {

@@ -63,6 +63,7 @@ std::unique_ptr<Kernel> prepare_layer_norm(CudaDevice&, const OpView& v, size_t&
   const Dims x = c.in(0).dims;
   if (x.empty()) c.fail("x must have rank >= 1");
   const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  decline_if(c, one_block_per_limit(rows, "row"));
   c.input(1, t, {D});
   c.input(2, t, {D});
   c.output(0, t, x);
@@ -90,6 +91,7 @@ std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, si
   const Dims x = c.in(0).dims;
   if (x.empty()) c.fail("dy must have rank >= 1");
   const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  decline_if(c, one_block_per_limit(rows, "row"));
   const Dims stat(x.begin(), x.end() - 1);
   c.input(1, t, x);
   c.input(2, t, {D});

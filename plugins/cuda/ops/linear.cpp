@@ -34,7 +34,7 @@ std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t&) 
   const Gemm g = make_gemm(d, t, false, true, N, O, I);
   return make_kernel("linear:cublasGemmEx+epilogue",
                      [=](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                       g.run(s, in[0], in[1], o[0]);
                        launch_bias_act(t, o[0], has_bias ? in[2] : nullptr, N, O, 1, act, s.get());
                      });
 }
@@ -51,7 +51,7 @@ std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v
   const Gemm g = make_gemm(d, t, false, false, N, I, O);
   return make_kernel("linear_grad_input:cublasGemmEx",
                      [g](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                       g.run(s, in[0], in[1], o[0]);
                      });
 }
 
@@ -69,7 +69,7 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
   const Gemm g = make_gemm(d, t, true, false, O, I, N);
   return make_kernel("linear_grad_weight:cublasGemmEx+channel_sum",
                      [=](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                       g.run(s, in[0], in[1], o[0]);
                        if (dbias) launch_channel_sum(t, in[0], o[1], N, O, 1, s.get());
                      });
 }

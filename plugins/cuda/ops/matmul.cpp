@@ -34,6 +34,7 @@ std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) 
   const int64_t nb = numel(batch);
   Gemm g = make_gemm(d, t, ta, tb, M, N, K);
   g.batch = nb;
+  decline_if(c, gemm_limit(M, N, K, nb));
   const bool a_all = numel(ba) == nb && Dims(batch.end() - ba.size(), batch.end()) == ba;
   const bool b_all = numel(bb) == nb && Dims(batch.end() - bb.size(), batch.end()) == bb;
   if ((a_all || numel(ba) == 1) && (b_all || numel(bb) == 1)) {
@@ -63,7 +64,7 @@ std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) 
   }
   return make_kernel("matmul:cublasGemmStridedBatchedEx",
                      [g](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(blas_handle(s), in[0], in[1], o[0]);
+                       g.run(s, in[0], in[1], o[0]);
                      });
 }
 

@@ -62,6 +62,7 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
   }
   c.output(0, t, out);
   const int64_t outputs = numel(out), count = numel(x) / std::max<int64_t>(1, outputs);
+  decline_if(c, one_block_per_limit(outputs, "output element"));
   const int64_t real_count = outputs == 0 ? 0 : count;
   int64_t rc = 1;
   for (int d = 0; d < red.rank; ++d) rc *= red.dims[d];

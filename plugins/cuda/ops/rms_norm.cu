@@ -76,6 +76,7 @@ std::unique_ptr<Kernel> prepare_rms_norm(CudaDevice&, const OpView& v, size_t&) 
   c.input_rank_at_least(0, 1);
   const Dims x = c.in(0).dims;
   const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  decline_if(c, one_block_per_limit(rows, "row"));
   c.input(1, t, {D});
   c.output(0, t, x);
   c.output(1, TDM_F32, Dims(x.begin(), x.end() - 1));
@@ -100,6 +101,7 @@ std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size
   c.input_rank_at_least(0, 1);
   const Dims x = c.in(0).dims;
   const int64_t D = x.back(), rows = D == 0 ? 0 : numel(x) / D;
+  decline_if(c, one_block_per_limit(rows, "row"));
   c.input(1, t, x);
   c.input(2, t, {D});
   c.input(3, TDM_F32, Dims(x.begin(), x.end() - 1));

@@ -56,6 +56,7 @@ Rows rows_of(const Check& c, const Dims& d) {
   Rows r{1, d[axis], 1};
   for (size_t k = 0; k < axis; ++k) r.outer *= d[k];
   for (size_t k = axis + 1; k < d.size(); ++k) r.inner *= d[k];
+  decline_if(c, one_block_per_limit(r.outer * r.inner, "row"));
   return r;
 }
 

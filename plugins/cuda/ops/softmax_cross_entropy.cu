@@ -99,6 +99,7 @@ Ce ce_of(const Check& c, size_t first) {
   const double eps = c.op().float_attr("label_smoothing", 0.0);
   if (!(eps >= 0.0 && eps <= 1.0)) c.fail("label_smoothing must be in [0, 1]");
   ce.eps = static_cast<float>(eps);
+  decline_if(c, one_block_per_limit(ce.N, "row"));
   return ce;
 }
 

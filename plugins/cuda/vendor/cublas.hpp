@@ -17,6 +17,8 @@
   TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasDestroy_v2)(__VA_ARGS__)
 #define cublasSetStream_v2(...) \
   TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasSetStream_v2)(__VA_ARGS__)
+#define cublasSetMathMode(...) \
+  TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasSetMathMode)(__VA_ARGS__)
 #define cublasGetStatusString(...) \
   TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasGetStatusString)(__VA_ARGS__)
 // cublas_api.h adds a C++ overload taking a cudaDataType compute type.
