@@ -2,8 +2,10 @@
 #include "device.hpp"
 
 #include <cstdio>
+#include <optional>
 
 #include "gpu_support.hpp"
+#include "vendor/nvml.hpp"
 #include "vendor/vendor_libraries.hpp"
 
 namespace tandem::cuda {
@@ -12,11 +14,12 @@ void check_cuda(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // clear a sticky launch error so the next call is judged on its own
   if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorUnsupportedPtxVersion)
-    throw Error(TDM_UNAVAILABLE, std::string("cuda plugin: ") + what + ": " + cudaGetErrorString(status) +
-                                     ": this plugin is built for CUDA architectures " TANDEM_CUDA_ARCHITECTURES
-                                     " and the GPU is none of them, nor can its driver compile the PTX; "
-                                     "rebuild with -DCMAKE_CUDA_ARCHITECTURES naming the GPU's (nvidia-smi "
-                                     "--query-gpu=compute_cap --format=csv) or update the driver");
+    throw Error(TDM_UNAVAILABLE,
+                std::string("cuda plugin: ") + what + ": " + cudaGetErrorString(status) +
+                    ": this plugin is built for CUDA architectures " TANDEM_CUDA_ARCHITECTURES
+                    " and the GPU is none of them, nor can its driver compile the PTX; "
+                    "rebuild with -DCMAKE_CUDA_ARCHITECTURES naming the GPU's (nvidia-smi "
+                    "--query-gpu=compute_cap --format=csv) or update the driver");
   throw Error(status == cudaErrorMemoryAllocation ? TDM_OUT_OF_MEMORY : TDM_INTERNAL,
               std::string("cuda plugin: ") + what + " failed: " + cudaGetErrorName(status) + " (" +
                   cudaGetErrorString(status) + ")");
@@ -88,8 +91,10 @@ CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
   cudaDeviceProp prop{};
   TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   name_ = prop.name;
-  const std::string unsupported =
-      unsupported_gpu_reason(index, name_, prop.major, prop.minor, TANDEM_CUDA_MIN_ARCH, TANDEM_CUDA_ARCHITECTURES);
+  total_memory_ = prop.totalGlobalMem;
+  pci_bus_id_ = pci_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+  const std::string unsupported = unsupported_gpu_reason(index, name_, prop.major, prop.minor,
+                                                         TANDEM_CUDA_MIN_ARCH, TANDEM_CUDA_ARCHITECTURES);
   if (!unsupported.empty()) throw Error(TDM_UNAVAILABLE, "cuda plugin: " + unsupported);
   // ABI 1.4 features: the architecture its kernels are built for, and the
   // tensor-core dtypes it has (bf16 from sm_80).
@@ -118,10 +123,22 @@ CudaDevice::~CudaDevice() {
   if (prepare_dnn != nullptr && prepare_dnn_destroy != nullptr) prepare_dnn_destroy(prepare_dnn);
 }
 
-tdm_device_info CudaDevice::info() {
+void CudaDevice::engage() {
+  in_use_ = true;
   use_device(index_);
-  size_t free_bytes = 0, total_bytes = 0;
-  TDM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+}
+
+tdm_device_info CudaDevice::info() {
+  size_t free_bytes = 0, total_bytes = total_memory_;
+  std::optional<NvmlMemory> nvml;
+  if (!in_use_ && (nvml = nvml_memory(pci_bus_id_))) {
+    free_bytes = nvml->free;
+  } else {
+    // This process already has its context here (or there is no NVML to
+    // ask without one): CUDA's figure, which also counts this process.
+    engage();
+    TDM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  }
   tdm_device_info i{};
   i.struct_size = sizeof i;
   i.name = name_.c_str();
@@ -135,6 +152,7 @@ tdm_device_info CudaDevice::info() {
 }
 
 void* CudaDevice::allocate(size_t bytes) {
+  in_use_ = true;
   void* p = cache_->allocate(bytes);  // releases the cache and retries once inside
   if (p != nullptr) return p;
   size_t free_bytes = 0, total_bytes = 0;
@@ -152,7 +170,7 @@ void CudaDevice::deallocate(void* pointer) noexcept {
 }
 
 void* CudaDevice::allocate_pinned(size_t bytes) {
-  use_device(index_);
+  engage();
   void* p = nullptr;
   cudaError_t status = cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable);
   if (status != cudaSuccess) {
@@ -168,16 +186,18 @@ void CudaDevice::deallocate_pinned(void* pointer) noexcept {
 }
 
 std::unique_ptr<Stream> CudaDevice::create_stream() {
+  in_use_ = true;
   return std::make_unique<CudaStream>(*this, index_);
 }
 
 std::unique_ptr<Event> CudaDevice::create_event() {
+  in_use_ = true;
   return std::make_unique<CudaEvent>(*this, index_);
 }
 
 void CudaDevice::copy(Stream& stream, void* dst, const void* src, size_t bytes, CopyKind kind) {
   if (bytes == 0) return;
-  use_device(index_);
+  engage();
   const cudaMemcpyKind k = kind == CopyKind::HostToDevice   ? cudaMemcpyHostToDevice
                            : kind == CopyKind::DeviceToHost ? cudaMemcpyDeviceToHost
                                                             : cudaMemcpyDeviceToDevice;
@@ -187,7 +207,7 @@ void CudaDevice::copy(Stream& stream, void* dst, const void* src, size_t bytes, 
 std::unique_ptr<Kernel> CudaDevice::prepare(const OpView& op, size_t& workspace_bytes) {
   workspace_bytes = 0;
   const Factory& factory = registry().resolve(op);  // unknown op, newer version, negative dims
-  use_device(index_);
+  engage();
   return factory(*this, op, workspace_bytes);
 }
 

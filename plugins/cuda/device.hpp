@@ -3,6 +3,7 @@
 #ifndef TANDEM_CUDA_DEVICE_HPP
 #define TANDEM_CUDA_DEVICE_HPP
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,13 @@ class CudaDevice final : public Device {
   bool tf32_;
   std::string name_;
   std::string features_;  // "sm_90 f16 bf16" (tdm_device_info.features)
+  uint64_t total_memory_ = 0;
+  std::string pci_bus_id_;  // how NVML knows it
+  // Set by the first call that needs this process's CUDA context on the
+  // GPU (memory, streams, events, copies, kernels): until then info()
+  // asks NVML, so describing a GPU never creates a context on it.
+  std::atomic<bool> in_use_{false};
+  void engage();  // in_use_ = true, and make it the current device
   std::unique_ptr<CachingAllocator> cache_;
   std::mutex prepare_mutex_;
 };

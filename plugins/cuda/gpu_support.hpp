@@ -15,6 +15,12 @@ namespace tandem::cuda {
 std::string unsupported_gpu_reason(int index, const std::string& name, int major, int minor, int min_arch,
                                    const std::string& architectures);
 
+// The PCI address of a GPU as NVML and nvidia-smi write it
+// ("00000000:17:00.0"), from cudaDeviceProp's pciDomainID, pciBusID and
+// pciDeviceID: how NVML finds the GPU CUDA calls `index`, whatever
+// CUDA_VISIBLE_DEVICES renumbered.
+std::string pci_bus_id(int domain, int bus, int device);
+
 }  // namespace tandem::cuda
 
 #endif

@@ -1,5 +1,6 @@
 // Which GPUs the cuda plugin accepts at device open, decided from the
-// compute capability before any kernel runs (host code, no GPU needed).
+// compute capability before any kernel runs, and the PCI address NVML
+// knows a GPU by (host code, no GPU needed).
 #include <gtest/gtest.h>
 
 #include "gpu_support.hpp"
@@ -35,6 +36,11 @@ TEST(GpuSupport, TheOldestBuiltArchitectureDecides) {
 
 TEST(GpuSupport, UnknownOldestArchitectureRefusesNothing) {
   EXPECT_EQ(unsupported_gpu_reason(0, "old", 5, 0, 0, "native"), "");
+}
+
+TEST(GpuSupport, PciBusIdIsWrittenAsNvmlReadsIt) {
+  EXPECT_EQ(tandem::cuda::pci_bus_id(0, 0x17, 0), "00000000:17:00.0");
+  EXPECT_EQ(tandem::cuda::pci_bus_id(1, 0xb3, 0x1f), "00000001:b3:1f.0");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // "no device" answer are checked on every machine; the GPU tests compare
 // results with naive CPU loops and the shared math headers, and report
 // SKIPPED with the plugin's own reason where no GPU is usable.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,6 +66,43 @@ TEST(CudaPlugin, DeviceCountExplainsAMissingDriver) {
   EXPECT_EQ(count, 0u);
   // The runtime's own reason, worded for a user (the host prefixes "cuda: no device").
   EXPECT_NE(Plugin::last_error().find("CUDA"), std::string::npos) << Plugin::last_error();
+}
+
+// Listing the GPUs (`tandem devices`, choosing a rank's device) opens and
+// describes every one: that must not create this process's CUDA context on
+// any of them, or every rank of a node would hold a context on every GPU.
+// The driver says whether a GPU's primary context is active.
+TEST(CudaPlugin, DescribingEveryGpuCreatesNoContext) {
+  uint32_t count = 0;
+  if (plugin().api().device_count(&count) != TDM_OK || count == 0)
+    GTEST_SKIP() << "no usable GPU: " << Plugin::last_error();
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(driver, nullptr) << dlerror();
+  using Init = int (*)(unsigned);
+  using Get = int (*)(int*, int);
+  using State = int (*)(int, unsigned*, int*);
+  const auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
+  const auto get = reinterpret_cast<Get>(dlsym(driver, "cuDeviceGet"));
+  const auto state = reinterpret_cast<State>(dlsym(driver, "cuDevicePrimaryCtxGetState"));
+  ASSERT_TRUE(init && get && state);
+  ASSERT_EQ(init(0), 0);
+  for (uint32_t i = 0; i < count; ++i) {
+    tdm_device* device = nullptr;
+    ASSERT_EQ(plugin().api().device_open(i, &device), TDM_OK) << Plugin::last_error();
+    tdm_device_info info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(plugin().api().device_info(device, &info), TDM_OK) << Plugin::last_error();
+    EXPECT_GT(info.total_memory, 0u);
+    EXPECT_GT(info.free_memory, 0u) << "GPU " << i << ": free memory not reported";
+    EXPECT_LE(info.free_memory, info.total_memory);
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    int device = -1, active = -1;
+    unsigned flags = 0;
+    ASSERT_EQ(get(&device, int(i)), 0);
+    ASSERT_EQ(state(device, &flags, &active), 0);
+    EXPECT_EQ(active, 0) << "describing GPU " << i << " created a CUDA context on it";
+  }
 }
 
 TEST_F(Gpu, DeviceInfoAndMemoryStatistics) {
