@@ -1,5 +1,6 @@
 #include "device/device.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "plugin/optional_call.hpp"
@@ -92,6 +93,17 @@ Result<DeviceInfo> DeviceHandle::info() const {
   if (TDM_STRUCT_HAS(&raw, tdm_device_info, features) && raw.features != nullptr)
     info.features = raw.features;
   return info;
+}
+
+uint64_t DeviceHandle::allocation_footprint(uint64_t bytes) const {
+  const uint64_t granule = DeviceAllocator::rounded(bytes);
+  auto fn = TANDEM_OPTIONAL_FN(*backend_, backend, tdm_backend_api, mem_footprint, 6);
+  uint64_t backend_bytes = 0;
+  if (fn == nullptr || fn(device_, granule, &backend_bytes) != TDM_OK) {
+    clear_last_error();
+    return granule;
+  }
+  return std::max(granule, backend_bytes);
 }
 
 std::optional<tdm_memory_stats> DeviceHandle::memory_stats() const {

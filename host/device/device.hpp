@@ -45,6 +45,10 @@ class DeviceHandle {
   // Allocator statistics (ABI 1.1, optional): nullopt when the backend does
   // not provide them; callers fall back to device_info's memory figures.
   std::optional<tdm_memory_stats> memory_stats() const;
+  // The device memory one allocation of `bytes` through allocator() takes:
+  // the host allocator's granule, then the backend's rounding (ABI 1.6
+  // mem_footprint; absent or failing: the granule alone). Plans count this.
+  uint64_t allocation_footprint(uint64_t bytes) const;
 
   // The host's allocator of this device: executors allocate through it.
   DeviceAllocator& allocator() const noexcept { return *allocator_; }

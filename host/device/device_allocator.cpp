@@ -13,7 +13,7 @@ DeviceAllocator::~DeviceAllocator() {
 }
 
 Result<void*> DeviceAllocator::allocate(size_t bytes, const std::string& what) {
-  const size_t size = (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
+  const size_t size = rounded(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* pointer = nullptr;
   size_t held = size;

@@ -15,6 +15,7 @@
 // Thread-safe (a communication thread may free while the main thread runs).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -69,6 +70,10 @@ class DeviceAllocator {
 
   // Requests are rounded up to this, so reused blocks line up.
   static constexpr size_t kGranule = 512;
+  // What a request of `bytes` is rounded up to (at least one granule).
+  static size_t rounded(size_t bytes) {
+    return (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
+  }
 
  private:
   void release_cached_locked() noexcept;

@@ -136,10 +136,10 @@ void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
 }
 
 // What an allocation of `bytes` adds beyond them: the device allocator hands
-// out whole blocks of its granule.
-uint64_t rounding(uint64_t bytes) {
-  const uint64_t g = DeviceAllocator::kGranule, b = std::max<uint64_t>(bytes, 1);
-  return (b + g - 1) / g * g - bytes;
+// out whole blocks of its granule, the backend perhaps larger ones.
+uint64_t rounding(const Plan& plan, uint64_t bytes) {
+  const uint64_t granule = DeviceAllocator::rounded(bytes);
+  return std::max(granule, plan.footprint ? plan.footprint(bytes) : granule) - bytes;
 }
 
 // What a placed plan needs on its device, by category, with the
@@ -168,12 +168,12 @@ MemoryEstimate estimate_of(const Plan& plan) {
   e.activations = plan.arena_bytes;
   e.workspace = plan.workspace_bytes;
   // Every allocation the executor makes is a block of the device allocator's granule.
-  for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(buffer.bytes);
+  for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(plan, buffer.bytes);
   const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
     return v.second.kind == ValueStorage::Kind::Arena;
   });
-  if (any_transient) e.allocator_rounding += rounding(e.activations);
-  if (e.workspace > 0) e.allocator_rounding += rounding(e.workspace);
+  if (any_transient) e.allocator_rounding += rounding(plan, e.activations);
+  if (e.workspace > 0) e.allocator_rounding += rounding(plan, e.workspace);
   e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations +
             e.workspace + e.allocator_rounding;
   return e;
@@ -216,8 +216,8 @@ Result<void> plan_staged_input(Plan& plan, ValueId id) {
   if (buffer.staged) return {};
   buffer.staged = true;
   plan.estimate.inputs += buffer.bytes;
-  plan.estimate.allocator_rounding += rounding(buffer.bytes);
-  plan.estimate.total += buffer.bytes + rounding(buffer.bytes);
+  plan.estimate.allocator_rounding += rounding(plan, buffer.bytes);
+  plan.estimate.total += buffer.bytes + rounding(plan, buffer.bytes);
   return {};
 }
 
@@ -228,11 +228,12 @@ const ValueStorage* Plan::find(ValueId id) const {
 
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs, const std::map<ValueId, uint64_t>& native,
-                       size_t guard_bytes) {
+                       size_t guard_bytes, AllocationFootprint footprint) {
   auto described = describe_values(graph, outputs);
   if (!described) return described.error();
   Plan plan;
   plan.guard_bytes = guard_bytes;
+  plan.footprint = std::move(footprint);
   plan.values = std::move(described.value());
   for (const auto& [id, bytes] : native) {
     auto it = plan.values.find(id);

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -79,10 +80,16 @@ struct MemoryEstimate {
   uint64_t activations = 0;  // the arena
   uint64_t workspace = 0;
   // Allocations are whole blocks of the device allocator's granule
-  // (device/device_allocator.hpp): what that adds beyond the bytes above.
+  // (device/device_allocator.hpp) and of the backend's size classes (its
+  // mem_footprint): what that adds beyond the bytes above.
   uint64_t allocator_rounding = 0;
   uint64_t total = 0;
 };
+
+// What one allocation of n bytes takes on the device: the device
+// allocator's granule, then the backend's own rounding (ABI 1.6
+// mem_footprint; DeviceHandle::allocation_footprint). Empty: the granule.
+using AllocationFootprint = std::function<uint64_t(uint64_t)>;
 
 struct Plan {
   std::map<ValueId, ValueStorage> values;  // every value of the graph
@@ -95,6 +102,7 @@ struct Plan {
   // allocated that much larger (not counted in `estimate`: a debug mode).
   size_t guard_bytes = 0;
   MemoryEstimate estimate;
+  AllocationFootprint footprint;  // what make_plan was given
 
   const ValueStorage* find(ValueId id) const;
 };
@@ -105,10 +113,11 @@ struct Plan {
 // the schedule, so no later value reuses their bytes. `native`: values in the
 // backend's native layout and their native byte sizes (their arena slots are
 // that big; an in-place pair never mixes a native and a plain value).
-// `guard_bytes`: Plan::guard_bytes.
+// `guard_bytes`: Plan::guard_bytes. `footprint`: how the device rounds
+// each allocation the executor will make, counted in estimate.
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {},
-                       size_t guard_bytes = 0);
+                       size_t guard_bytes = 0, AllocationFootprint footprint = {});
 
 // Accounts a second buffer of the input value `id` (its bytes added to
 // estimate.inputs and estimate.total); already staged: nothing changes.

@@ -1,6 +1,7 @@
 // CUDA backend — devices, memory, streams, events and copies.
 #include "device.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -92,6 +93,7 @@ CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
   TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   name_ = prop.name;
   total_memory_ = prop.totalGlobalMem;
+  compute_major_ = prop.major;
   pci_bus_id_ = pci_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
   const std::string unsupported = unsupported_gpu_reason(index, name_, prop.major, prop.minor,
                                                          TANDEM_CUDA_MIN_ARCH, TANDEM_CUDA_ARCHITECTURES);
@@ -185,9 +187,18 @@ void CudaDevice::deallocate_pinned(void* pointer) noexcept {
   if (pointer != nullptr) cudaFreeHost(pointer);
 }
 
+void CudaDevice::on_new_stream(void (*set_up)(CudaStream&)) {
+  std::lock_guard<std::mutex> lock(stream_set_up_mutex_);
+  if (std::find(stream_set_ups_.begin(), stream_set_ups_.end(), set_up) == stream_set_ups_.end())
+    stream_set_ups_.push_back(set_up);
+}
+
 std::unique_ptr<Stream> CudaDevice::create_stream() {
   in_use_ = true;
-  return std::make_unique<CudaStream>(*this, index_);
+  auto stream = std::make_unique<CudaStream>(*this, index_);
+  std::lock_guard<std::mutex> lock(stream_set_up_mutex_);
+  for (auto set_up : stream_set_ups_) set_up(*stream);
+  return stream;
 }
 
 std::unique_ptr<Event> CudaDevice::create_event() {

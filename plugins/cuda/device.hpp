@@ -32,7 +32,15 @@ class CudaDevice final : public Device {
   void release_cached() override;
 
   int index() const noexcept { return index_; }
+  int compute_major() const noexcept { return compute_major_; }
+  // What allocate(bytes) takes: the caching allocator's size class.
+  uint64_t footprint(uint64_t bytes) override { return CachingAllocator::round_size(bytes); }
   bool tf32() const noexcept { return tf32_; }
+  // Called by a kernel's prepare for what every stream it may launch on
+  // needs (its cuBLAS or cuDNN handle): create_stream runs each such set-up
+  // on the new stream, so the handles and their memory exist before the
+  // run measures its memory, and launch never creates them.
+  void on_new_stream(void (*set_up)(CudaStream&));
   // A cuDNN handle for prepare-time queries (algorithm choice), guarded by
   // prepare_mutex(); created on first use by ops/conv2d.cpp.
   std::mutex& prepare_mutex() noexcept { return prepare_mutex_; }
@@ -45,6 +53,7 @@ class CudaDevice final : public Device {
   std::string name_;
   std::string features_;  // "sm_90 f16 bf16" (tdm_device_info.features)
   uint64_t total_memory_ = 0;
+  int compute_major_ = 0;
   std::string pci_bus_id_;  // how NVML knows it
   // Set by the first call that needs this process's CUDA context on the
   // GPU (memory, streams, events, copies, kernels): until then info()
@@ -53,6 +62,8 @@ class CudaDevice final : public Device {
   void engage();  // in_use_ = true, and make it the current device
   std::unique_ptr<CachingAllocator> cache_;
   std::mutex prepare_mutex_;
+  std::mutex stream_set_up_mutex_;
+  std::vector<void (*)(CudaStream&)> stream_set_ups_;
 };
 
 class CudaBackend final : public Backend {

@@ -158,3 +158,23 @@ TEST(CachingAllocator, DestructorReturnsEverything) {
   }
   EXPECT_TRUE(raw.live.empty());
 }
+
+// What the plugin reports as each allocation's footprint (mem_footprint,
+// CudaDevice::footprint = round_size) is what the allocator takes from the
+// raw allocator when a run sets up its buffers: the host's plan, which
+// counts footprints, equals the reserved and peak figures the run reports.
+TEST(CachingAllocator, SetUpOfARunTakesExactlyTheFootprintsThePlanCounts) {
+  // A transformer block's buffers, after the host's own 512 B rounding:
+  // 2.25 MiB weights, a 9 MiB MLP weight, small norms, an arena, a workspace.
+  const size_t requests[] = {2359296, 2359296, 9437184, 1536, 1536, 37748736, 33554432, 512, 1048576};
+  RawCounter raw;
+  auto a = raw.make();
+  uint64_t planned = 0;
+  for (size_t bytes : requests) {
+    planned += CachingAllocator::round_size(bytes);
+    ASSERT_NE(a.allocate(bytes), nullptr);
+  }
+  EXPECT_EQ(raw.live_bytes, planned);
+  EXPECT_EQ(a.stats().reserved, planned);
+  EXPECT_EQ(a.stats().peak_allocated, planned);
+}

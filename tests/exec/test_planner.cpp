@@ -136,5 +136,31 @@ TEST(Planner, InplaceUpdatesShareStorage) {
   EXPECT_EQ(e.total % 512, 0u);
 }
 
+// A backend whose allocator rounds like the cuda plugin's (512 B classes
+// below 1 MiB, 2 MiB above: mem_footprint, ABI 1.6): the plan counts each
+// allocation at that size, so its total is what the device will hold.
+TEST(Planner, CountsEachAllocationAtTheBackendsFootprint) {
+  const auto two_mib_pages = [](uint64_t bytes) -> uint64_t {
+    const uint64_t unit = bytes < (1u << 20) ? 512 : 2u << 20;
+    return (std::max<uint64_t>(bytes, 1) + unit - 1) / unit * unit;
+  };
+  Graph g;
+  // 2.25 MiB of parameters: a 4 MiB block.
+  ValueId w = *g.add_value("w", TDM_VALUE_PARAMETER, f32({9 * 65536}));
+  ValueId x = *g.add_value("x", TDM_VALUE_INPUT, f32({100}));  // 400 B: one 512 B block
+  add_node(g, "mul", "n0", {x, x}, {f32({100})});
+  (void)w;
+  auto granule = make_plan(g, {});
+  auto paged = make_plan(g, {}, {}, {}, 0, two_mib_pages);
+  ASSERT_TRUE(granule.ok() && paged.ok());
+  EXPECT_EQ(granule->estimate.parameters, paged->estimate.parameters);
+  const uint64_t arena = paged->estimate.activations;
+  EXPECT_EQ(paged->estimate.total, (4u << 20) + 512 + two_mib_pages(arena));
+  EXPECT_EQ(paged->estimate.total - granule->estimate.total, (4u << 20) - 9 * 65536 * 4);
+  // A staged input's second buffer is counted at the footprint too.
+  ASSERT_TRUE(host::exec::plan_staged_input(*paged, x).ok());
+  EXPECT_EQ(paged->estimate.total, (4u << 20) + 2 * 512 + two_mib_pages(arena));
+}
+
 }  // namespace
 }  // namespace tandem::test

@@ -86,6 +86,9 @@ TEST(Devices, GoodBackendDeviceAndStats) {
   ASSERT_TRUE(stats.has_value());  // a 1.1 plugin provides them
   EXPECT_GE(stats->allocations, 1u);
   EXPECT_FALSE(DeviceHandle::open(*p, 5).ok());
+  // Its allocator takes 64 KiB pages (mem_footprint, ABI 1.6): plans count them.
+  EXPECT_EQ(device->allocation_footprint(1), 65536u);
+  EXPECT_EQ(device->allocation_footprint(65537), 131072u);
 }
 
 TEST(Devices, Abi10PluginKernelWorksAndStatsFallBack) {
@@ -101,6 +104,10 @@ TEST(Devices, Abi10PluginKernelWorksAndStatsFallBack) {
   // Nor kernel_layouts (ABI 1.3): the executor keeps every value plain for it.
   EXPECT_EQ(TANDEM_OPTIONAL_FN(*p, backend, tdm_backend_api, kernel_layouts, 3), nullptr);
   EXPECT_FALSE(device->memory_stats().has_value());
+  // No mem_footprint (ABI 1.6): the host's 512-byte granule.
+  EXPECT_EQ(TANDEM_OPTIONAL_FN(*p, backend, tdm_backend_api, mem_footprint, 6), nullptr);
+  EXPECT_EQ(device->allocation_footprint(1), 512u);
+  EXPECT_EQ(device->allocation_footprint(1000), 1024u);
   Result<host::DeviceInfo> info = device->info();
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->id, "testabi10:0");

@@ -1,8 +1,9 @@
 // CUDA backend — conv2d and its gradients on cuDNN 9's legacy convolution
 // API (cudnnConvolutionForward / BackwardData / BackwardFilter). The
-// algorithm is chosen once in prepare by cudnnGet*Algorithm_v7 (first
-// heuristic answer whose workspace query succeeds) and its workspace is
-// reported through prepare's workspace_bytes. f16/bf16 accumulate in f32.
+// algorithm is chosen once in prepare by cudnnGet*Algorithm_v7 (the first
+// deterministic heuristic answer whose workspace query succeeds, else the
+// first such answer) and its workspace is reported through prepare's
+// workspace_bytes, so the plan holds it. f16/bf16 accumulate in f32.
 // f32 uses FMA math (no TF32) unless --plugin-option cuda.tf32=true. Bias and
 // dbias use our own kernels (ops/activation.cu), like linear.
 #include <memory>
@@ -47,6 +48,7 @@ struct Conv {
   cudnnConvolutionDescriptor_t conv = nullptr;
   int algo = 0;
   size_t workspace = 0;
+  bool deterministic = false;
   ~Conv() {
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
@@ -60,14 +62,21 @@ void choose(Conv& cv, Query query, Size size, const Check& c) {
   Perf perf[16];
   int found = 0;
   check_dnn(query(perf, 16, &found), "cudnnGet*Algorithm_v7");
-  for (int i = 0; i < found; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    size_t bytes = 0;
-    if (size(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
-    cv.algo = static_cast<int>(perf[i].algo);
-    cv.workspace = bytes;
-    return;
-  }
+  // In the heuristic's order, a deterministic algorithm first (the same
+  // inputs give the same bits run after run, as on the CPU backends); a
+  // non-deterministic one (atomics in some backward-filter algorithms) only
+  // when cuDNN has nothing else for this shape.
+  for (bool deterministic : {true, false})
+    for (int i = 0; i < found; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+      size_t bytes = 0;
+      if (size(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+      cv.algo = static_cast<int>(perf[i].algo);
+      cv.workspace = bytes;
+      cv.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+      return;
+    }
   c.unsupported("cuDNN has no algorithm for this convolution and dtype");
 }
 
@@ -185,10 +194,12 @@ std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& wor
   const std::shared_ptr<Conv> cv = descriptors(g, d.tf32());
   choose_algorithm(d, *cv, dir, c);
   workspace = cv->workspace;
+  d.on_new_stream([](CudaStream& s) { dnn_handle(s); });
   const tdm_dtype t = g.t;
   const int64_t N = g.N, K = g.K, inner = g.P * g.Q;
   const bool bias = g.bias;
-  const std::string name = std::string(v.op()) + ":cudnn algo " + std::to_string(cv->algo);
+  const std::string name = std::string(v.op()) + ":cudnn algo " + std::to_string(cv->algo) +
+                           (cv->deterministic ? "" : " (not deterministic)");
   return make_kernel(name, [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
     if (N == 0) return;
     cudnnHandle_t h = dnn_handle(s);

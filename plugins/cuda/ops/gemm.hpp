@@ -31,9 +31,13 @@ struct Gemm {
   // offsets, resolved in prepare, and run issues one GEMM per batch.
   std::vector<std::pair<int64_t, int64_t>> offsets;
   int64_t elem = 4;  // bytes per element
+  // cuBLAS's workspace, taken from the kernel's planned workspace (prepare
+  // reports it) rather than allocated by cuBLAS behind the plan's back.
+  size_t workspace_bytes = 0;
 
-  // On stream s through its cuBLAS handle; y = 0 when K = 0.
-  void run(CudaStream& s, const void* a, const void* b, void* y) const;
+  // On stream s through its cuBLAS handle, with `workspace` (of
+  // workspace_bytes) as cuBLAS's; y = 0 when K = 0.
+  void run(CudaStream& s, const void* a, const void* b, void* y, void* workspace) const;
   void call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const;
 };
 

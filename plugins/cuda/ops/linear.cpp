@@ -20,7 +20,7 @@ math::Act linear_act(const Check& c) {
 }
 
 // y[N,O] = act(x[N,I] · w[O,I]ᵀ + bias)
-std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(2, 3, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
@@ -32,15 +32,16 @@ std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t&) 
   c.output(0, t, {N, O});
   const math::Act act = linear_act(c);
   const Gemm g = make_gemm(d, t, false, true, N, O, I);
+  workspace = g.workspace_bytes;
   return make_kernel("linear:cublasGemmEx+epilogue",
-                     [=](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(s, in[0], in[1], o[0]);
+                     [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+                       g.run(s, in[0], in[1], o[0], ws);
                        launch_bias_act(t, o[0], has_bias ? in[2] : nullptr, N, O, 1, act, s.get());
                      });
 }
 
 // dx[N,I] = dy[N,O] · w[O,I]
-std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(2, 2, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
@@ -49,14 +50,13 @@ std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v
   c.input(1, t, {O, I});
   c.output(0, t, {N, I});
   const Gemm g = make_gemm(d, t, false, false, N, I, O);
-  return make_kernel("linear_grad_input:cublasGemmEx",
-                     [g](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(s, in[0], in[1], o[0]);
-                     });
+  workspace = g.workspace_bytes;
+  return make_kernel("linear_grad_input:cublasGemmEx", [g](CudaStream& s, void* const* in, void* const* o,
+                                                           void* ws) { g.run(s, in[0], in[1], o[0], ws); });
 }
 
 // dw[O,I] = dy[N,O]ᵀ · x[N,I];  dbias[O] = Σ_n dy[n,O]
-std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(2, 2, 1, 2);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
@@ -67,9 +67,10 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
   const bool dbias = v.int_attr("has_bias", 1) != 0 && c.has_output(1);
   if (dbias) c.output(1, t, {O});
   const Gemm g = make_gemm(d, t, true, false, O, I, N);
+  workspace = g.workspace_bytes;
   return make_kernel("linear_grad_weight:cublasGemmEx+channel_sum",
-                     [=](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(s, in[0], in[1], o[0]);
+                     [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+                       g.run(s, in[0], in[1], o[0], ws);
                        if (dbias) launch_channel_sum(t, in[0], o[1], N, O, 1, s.get());
                      });
 }

@@ -6,7 +6,7 @@
 namespace tandem::cuda {
 namespace {
 
-std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(2, 2, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
@@ -33,6 +33,7 @@ std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) 
   c.output(0, t, out);
   const int64_t nb = numel(batch);
   Gemm g = make_gemm(d, t, ta, tb, M, N, K);
+  workspace = g.workspace_bytes;
   g.batch = nb;
   decline_if(c, gemm_limit(M, N, K, nb));
   const bool a_all = numel(ba) == nb && Dims(batch.end() - ba.size(), batch.end()) == ba;
@@ -62,10 +63,9 @@ std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t&) 
       g.offsets.emplace_back(oa, ob);
     }
   }
-  return make_kernel("matmul:cublasGemmStridedBatchedEx",
-                     [g](CudaStream& s, void* const* in, void* const* o, void*) {
-                       g.run(s, in[0], in[1], o[0]);
-                     });
+  return make_kernel(
+      "matmul:cublasGemmStridedBatchedEx",
+      [g](CudaStream& s, void* const* in, void* const* o, void* ws) { g.run(s, in[0], in[1], o[0], ws); });
 }
 
 [[maybe_unused]] const bool registered =

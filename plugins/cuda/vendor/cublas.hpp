@@ -17,6 +17,8 @@
   TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasDestroy_v2)(__VA_ARGS__)
 #define cublasSetStream_v2(...) \
   TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasSetStream_v2)(__VA_ARGS__)
+#define cublasSetWorkspace_v2(...) \
+  TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasSetWorkspace_v2)(__VA_ARGS__)
 #define cublasSetMathMode(...) \
   TANDEM_VENDOR_FN(::tandem::cuda::cublas_library(), cublasSetMathMode)(__VA_ARGS__)
 #define cublasGetStatusString(...) \

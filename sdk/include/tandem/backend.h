@@ -154,6 +154,16 @@ typedef struct tdm_backend_api {
    * TDM_UNSUPPORTED answer means "all plain". */
   tdm_status (*kernel_layouts)(tdm_device* device, const tdm_op_desc* op, uint8_t* input_accepts_native,
                                uint8_t* output_offers_native, uint64_t* output_native_bytes);
+
+  /* ---- since ABI 1.6 (check struct_size, then the pointer) ---- */
+  /* The device memory one mem_alloc of `bytes` takes (*out >= bytes): the
+   * size class or page the backend's allocator rounds the request up to.
+   * The host plans every allocation at this size, so a plan that fits the
+   * device's free memory is one the allocator can serve (ABI.md rule 25).
+   * Pure arithmetic: must not allocate, block or touch the device.
+   * Optional: NULL = the request itself (the host adds its own 512-byte
+   * granule either way). */
+  tdm_status (*mem_footprint)(tdm_device* device, uint64_t bytes, uint64_t* out);
 } tdm_backend_api;
 
 #ifdef __cplusplus

@@ -131,6 +131,9 @@ struct BackendAdapter {
       return guard([&] { detail::as_device(d).release_cached(); });
     };
     t.kernel_describe = [](tdm_kernel* k) -> const char* { return detail::as_kernel(k).describe(); };
+    t.mem_footprint = [](tdm_device* d, uint64_t bytes, uint64_t* out) {
+      return guard([&] { *out = detail::as_device(d).footprint(bytes); });
+    };
     if constexpr (requires { requires B::kNativeLayouts; }) {
       t.kernel_layouts = [](tdm_device* d, const tdm_op_desc* op, uint8_t* accepts, uint8_t* offers,
                             uint64_t* native_bytes) {

@@ -350,6 +350,10 @@ class Device {
   // function NULL, so the host knows they have no native layouts at all.
   virtual void kernel_layouts(const OpView&, uint8_t* /*accepts*/, uint8_t* /*offers*/,
                               uint64_t* /*native_bytes*/) {}
+  // The device memory an allocation of `bytes` takes (ABI 1.6,
+  // backend.h mem_footprint): override when allocate() rounds requests
+  // up (size classes, pages), so the host plans with what it really uses.
+  virtual uint64_t footprint(uint64_t bytes) { return bytes; }
   // Optional statistics; the default reports nothing beyond zeros.
   virtual tdm_memory_stats memory_stats() {
     tdm_memory_stats s{};

@@ -223,6 +223,15 @@ static tdm_status memory_stats(tdm_device* device, tdm_memory_stats* out) {
 }
 #endif
 
+#if TDM_ABI_MINOR >= 6
+/* Pages of 64 KiB, to see the host plan with them. */
+static tdm_status mem_footprint(tdm_device* device, uint64_t bytes, uint64_t* out) {
+  (void)device;
+  *out = (bytes + 65535) / 65536 * 65536;
+  return TDM_OK;
+}
+#endif
+
 static tdm_backend_api g_api;
 static tdm_plugin g_plugin;
 
@@ -266,6 +275,9 @@ TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t
   g_api.kernel_release = kernel_release;
 #if TDM_ABI_MINOR >= 1
   g_api.memory_stats = memory_stats;
+#endif
+#if TDM_ABI_MINOR >= 6
+  g_api.mem_footprint = mem_footprint;
 #endif
 
   memset(&g_plugin, 0, sizeof g_plugin);
