@@ -9,6 +9,7 @@
 #include <string>
 
 #include "shell.hpp"
+#include "tandem/version.h"
 
 namespace {
 
@@ -44,7 +45,8 @@ TEST(Cli, Version) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(^tandem \d+\.\d+\.\d+\n)"))) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\ncommit ([0-9a-f]{12}(-dirty)?|unknown)\n)")))
       << r.output;
-  EXPECT_HAS(r.output, "SDK 1.6.0, ABI 1.5");
+  EXPECT_HAS(r.output, std::string("SDK " TDM_SDK_VERSION ", ABI ") + std::to_string(TDM_ABI_MAJOR) + "." +
+                           std::to_string(TDM_ABI_MINOR));
 }
 
 TEST(Cli, TopLevelHelpListsCommandsAndExitCodes) {
