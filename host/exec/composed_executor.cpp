@@ -94,7 +94,9 @@ Result<void> ComposedExecutor::start_copies() {
   if (copies_) return {};
   std::vector<CopyPart> parts;
   for (size_t p = 0; p < parts_.size(); ++p)
-    parts.push_back({&parts_[p].executor->device(), parts_[p].executor->stream(), part_host_addressable(p)});
+    parts.push_back(
+        {&parts_[p].executor->device(), parts_[p].executor->stream(), part_host_addressable(p),
+         transfer_options_.stage_as_pinned && transfer_options_.as_device.count(parts_[p].device) > 0});
   std::vector<CopyRequest> requests;
   for (const ExecutorTransfer& t : transfers_) {
     // The destination is named value@device (split.hpp): messages say the value.

@@ -40,6 +40,10 @@ struct TransferOptions {
   // streams and events instead of memcpy. Lets a CPU backend run the code a
   // GPU runs (tests); slower, never needed otherwise.
   std::set<std::string> as_device;
+  // The as_device parts' copies to and from host memory go through a
+  // staging buffer on the copy thread, as a GPU's with pinned memory do
+  // (copy_engine.hpp), instead of straight into the other part's memory.
+  bool stage_as_pinned = false;
 };
 
 class ComposedExecutor final : public Executor {

@@ -75,9 +75,15 @@ Result<void> CopyEngine::add_lane(const CopyRequest& request) {
     case CopyRoute::HostMemcpy:
       break;
     case CopyRoute::DeviceToHost:
-      return make(*from.device, lane.done);
-    case CopyRoute::HostToDevice:
-      return make(*to.device, lane.done);
+    case CopyRoute::HostToDevice: {
+      const CopyPart& device_side = lane.route == CopyRoute::DeviceToHost ? from : to;
+      if (auto r = make(*device_side.device, lane.done); !r) return r;
+      auto staging = HostStaging::allocate(request.bytes, {device_side.device});
+      if (!staging) return staging.error();
+      lane.staged = staging->pinned() || device_side.stage_host_copies;
+      if (lane.staged) lane.staging = std::move(*staging);
+      break;
+    }
     case CopyRoute::DeviceToDevice: {
       if (auto r = make(*from.device, lane.middle); !r) return r;
       if (auto r = make(*to.device, lane.done); !r) return r;
@@ -153,11 +159,36 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
       if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
           !r)
         return r;
-      if (auto r = check(api(from).copy_d2h(copy, dst, src, bytes), "copy_d2h"); !r) return r;
+      void* target = lane.staged ? lane.staging.data() : dst;
+      if (auto r = check(api(from).copy_d2h(copy, target, src, bytes), "copy_d2h"); !r) return r;
       if (auto r = check(api(from).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
+      if (lane.staged)
+        lane.host_step = worker_->post([this, &lane, dst, bytes]() -> Result<void> {
+          clear_last_error();
+          const tdm_status status = api_of(lane.done).event_synchronize(lane.done.get());
+          if (status != TDM_OK) return failure(lane, "copy_d2h to staging", status);
+          std::memcpy(dst, lane.staging.data(), bytes);
+          return {};
+        });
       break;
     }
     case CopyRoute::HostToDevice: {
+      if (lane.staged) {
+        lane.host_step = worker_->post([this, &lane, dst, src, bytes, to]() -> Result<void> {
+          clear_last_error();
+          tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
+          if (status != TDM_OK) return failure(lane, "waiting for the source", status);
+          std::memcpy(lane.staging.data(), src, bytes);
+          std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
+          tdm_stream* copy = copy_streams_[to].get();
+          status = api(to).copy_h2d(copy, dst, lane.staging.data(), bytes);
+          if (status != TDM_OK) return failure(lane, "copy_h2d from staging", status);
+          status = api(to).event_record(lane.done.get(), copy);
+          if (status != TDM_OK) return failure(lane, "recording its end", status);
+          return {};
+        });
+        break;
+      }
       clear_last_error();
       // A host-addressable source: its stream is synchronous or nearly so.
       if (auto r = check(api(from).event_synchronize(lane.ready.get()), "waiting for the source"); !r)
@@ -209,7 +240,8 @@ void CopyEngine::observe(Lane& lane) {
     tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
     if (status != TDM_OK) return failure(lane, "waiting for the source", status);
     const auto start = Clock::now();
-    // DeviceToDevice: "done" is recorded by the worker; wait until it was.
+    // Staged copies and DeviceToDevice: the worker records "done" or ends
+    // the copy; wait until it did.
     if (auto r = worker_->wait(lane.host_step); !r) return r;
     status = api_of(lane.done).event_synchronize(lane.done.get());
     if (status != TDM_OK) return failure(lane, "the copy", status);
@@ -254,8 +286,9 @@ Result<void> CopyEngine::wait_in_destination(size_t t) {
   const size_t to = lane.request.to_part;
   if (!lane.issued || lane.complete) return {};
   if (parts_[to].host_addressable) return wait_on_host(t);
-  // The destination is a device: "done" is on its own copy stream.
-  if (lane.route == CopyRoute::DeviceToDevice) {
+  // The destination is a device: "done" is on its own copy stream, recorded
+  // by the worker on the staged routes.
+  if (lane.route == CopyRoute::DeviceToDevice || lane.staged) {
     const auto start = Clock::now();
     Result<void> r = worker_->wait(lane.host_step);  // until "done" was recorded
     lane.waited_us += micros(Clock::now() - start);

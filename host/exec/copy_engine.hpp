@@ -7,10 +7,18 @@
 //   HostMemcpy      both are: a memcpy on the copy worker thread, after the
 //                   source's compute stream reached the "ready" event.
 //   DeviceToHost    the source is not: its copy stream waits for "ready",
-//                   copy_d2h straight into the destination's memory, "done".
-//   HostToDevice    the destination is not: the host waits for "ready" (a
-//                   host-addressable stream), copy_h2d on the destination's
-//                   copy stream, "done".
+//                   copy_d2h into the destination's memory, "done". When the
+//                   source device has pinned host memory the copy goes into
+//                   a pinned staging buffer and the worker copies it on
+//                   after "done": a GPU's copy into pageable memory blocks
+//                   the host until it ends, so nothing would overlap.
+//   HostToDevice    the destination is not: "ready" reached (a host-
+//                   addressable stream), copy_h2d on the destination's copy
+//                   stream, "done". With pinned memory on the destination's
+//                   device the worker waits for "ready", copies the bytes
+//                   into a pinned staging buffer and enqueues the copy_h2d
+//                   from there; without, the issuing thread waits and
+//                   copies from the source's memory.
 //   DeviceToDevice  neither is: copy_d2h into a staging buffer (pinned when
 //                   a backend has it) on the source's copy stream, "middle";
 //                   the worker waits for it and enqueues copy_h2d on the
@@ -57,6 +65,10 @@ struct CopyPart {
   const DeviceHandle* device = nullptr;
   tdm_stream* compute = nullptr;  // where the part's nodes run
   bool host_addressable = false;  // after TransferOptions::as_device
+  // Host-side copies of this (not host-addressable) part go through host
+  // staging even without pinned memory (TransferOptions::stage_as_pinned),
+  // so the staged routes are exercised on CPU backends too.
+  bool stage_host_copies = false;
 };
 
 struct CopyRequest {
@@ -106,6 +118,9 @@ class CopyEngine {
     OwnedEvent middle;  // DeviceToDevice: the staging buffer is filled (source device)
     OwnedEvent done;    // the last enqueued step (device of the stream it ran on)
     HostStaging staging;
+    // DeviceToHost / HostToDevice through `staging` (pinned, or as_device):
+    // the worker does the host side, host_step ends the copy.
+    bool staged = false;
     // One issue, until finish():
     bool issued = false;
     bool complete = false;  // the host has seen it finish

@@ -3,7 +3,8 @@
 // the bytes of a strictly sequential run, bit for bit, over several training
 // steps — with the copy thread (both CPU devices host-addressable) and with
 // the copy-stream routes a GPU takes (TransferOptions::as_device drives the
-// CPU backends through them) — and each copy is issued right after the node
+// CPU backends through them, stage_as_pinned through the staging a GPU with
+// pinned memory takes) — and each copy is issued right after the node
 // that produces its source, not right before its consumer.
 #include <gtest/gtest.h>
 
@@ -153,15 +154,24 @@ TEST_F(OverlappedCopies, GiveTheBytesOfASequentialRunOnEveryRoute) {
   EXPECT_GT(reference->transfer_busy_us(), 0.0);
   EXPECT_EQ(reference->hidden_transfer_fraction(), 0.0);
 
-  const std::vector<std::pair<std::string, std::set<std::string>>> routes = {
-      {"memcpy on the copy thread", {}},
-      {"reference:0 as a device (device to host, host to device)", {"reference:0"}},
-      {"both as devices (device to device through staging)", {"reference:0", "onednn:0"}},
+  struct Route {
+    std::string what;
+    std::set<std::string> as_device;
+    bool staged;
   };
-  for (const auto& [what, as_device] : routes) {
+  const std::vector<Route> routes = {
+      {"memcpy on the copy thread", {}, false},
+      {"reference:0 as a device (device to host, host to device)", {"reference:0"}, false},
+      {"reference:0 as a GPU with pinned memory (both through staging on the copy thread)",
+       {"reference:0"},
+       true},
+      {"both as devices (device to device through staging)", {"reference:0", "onednn:0"}, false},
+  };
+  for (const auto& [what, as_device, staged] : routes) {
     SCOPED_TRACE(what);
     TransferOptions overlapped;
     overlapped.as_device = as_device;
+    overlapped.stage_as_pinned = staged;
     auto e = make(overlapped);
     ASSERT_NE(e, nullptr);
     initialise(*e);
