@@ -174,18 +174,12 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
     }
     case CopyRoute::HostToDevice: {
       if (lane.staged) {
-        lane.host_step = worker_->post([this, &lane, dst, src, bytes, to]() -> Result<void> {
+        lane.host_step = worker_->post([this, &lane, dst, src, bytes]() -> Result<void> {
           clear_last_error();
           tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
           if (status != TDM_OK) return failure(lane, "waiting for the source", status);
           std::memcpy(lane.staging.data(), src, bytes);
-          std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
-          tdm_stream* copy = copy_streams_[to].get();
-          status = api(to).copy_h2d(copy, dst, lane.staging.data(), bytes);
-          if (status != TDM_OK) return failure(lane, "copy_h2d from staging", status);
-          status = api(to).event_record(lane.done.get(), copy);
-          if (status != TDM_OK) return failure(lane, "recording its end", status);
-          return {};
+          return copy_from_staging(lane, dst);
         });
         break;
       }
@@ -215,22 +209,27 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
       }
       // Two devices (maybe two backends) share no event: the worker waits
       // for the first half on the host, then enqueues the second.
-      lane.host_step = worker_->post([this, &lane, dst, bytes, to]() -> Result<void> {
+      lane.host_step = worker_->post([this, &lane, dst]() -> Result<void> {
         clear_last_error();
         tdm_status status = api_of(lane.middle).event_synchronize(lane.middle.get());
         if (status != TDM_OK) return failure(lane, "copy_d2h to staging", status);
-        std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
-        tdm_stream* copy = copy_streams_[to].get();
-        status = api(to).copy_h2d(copy, dst, lane.staging.data(), bytes);
-        if (status != TDM_OK) return failure(lane, "copy_h2d from staging", status);
-        status = api(to).event_record(lane.done.get(), copy);
-        if (status != TDM_OK) return failure(lane, "recording its end", status);
-        return {};
+        return copy_from_staging(lane, dst);
       });
       break;
     }
   }
   observe(lane);
+  return {};
+}
+
+Result<void> CopyEngine::copy_from_staging(Lane& lane, void* dst) {
+  const size_t to = lane.request.to_part;
+  std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
+  tdm_stream* copy = copy_streams_[to].get();
+  tdm_status status = api(to).copy_h2d(copy, dst, lane.staging.data(), lane.request.bytes);
+  if (status != TDM_OK) return failure(lane, "copy_h2d from staging", status);
+  status = api(to).event_record(lane.done.get(), copy);
+  if (status != TDM_OK) return failure(lane, "recording its end", status);
   return {};
 }
 

@@ -134,6 +134,9 @@ class CopyEngine {
   CopyEngine() = default;
   Result<void> add_lane(const CopyRequest& request);
   Result<void> issue_steps(Lane& lane, void* dst, const void* src);
+  // On the worker: the staging buffer to `dst` on the destination's copy
+  // stream, then "done" (DeviceToDevice and staged HostToDevice).
+  Result<void> copy_from_staging(Lane& lane, void* dst);
   void observe(Lane& lane);
   Result<void> stream_wait(size_t part, const OwnedEvent& event);
   Error failure(const Lane& lane, const std::string& what, tdm_status status) const;
