@@ -167,7 +167,8 @@ MemoryEstimate estimate_of(const Plan& plan) {
   }
   e.activations = plan.arena_bytes;
   e.workspace = plan.workspace_bytes;
-  // Every allocation the executor makes is a block of the device allocator's granule.
+  // Every allocation the executor makes takes a block of the device allocator's
+  // granule, or of the backend's size class where that is larger.
   for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(plan, buffer.bytes);
   const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
     return v.second.kind == ValueStorage::Kind::Arena;
