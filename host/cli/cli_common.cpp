@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/exit_codes.hpp"
+#include "model/model_parser.hpp"
 
 namespace tandem::cli {
 
@@ -193,6 +194,12 @@ int exit_code_or(const host::Error& e, int otherwise) {
 int exit_code_for(const host::Error& e) {
   if (e.plugin_failure) return kExitPlugin;
   return e.status == TDM_INVALID_ARGUMENT || e.status == TDM_NOT_FOUND ? kExitInput : kExitRuntimeFailure;
+}
+
+host::Result<host::model::ModelSpec> parse_model_option(const po::variables_map& vm) {
+  const auto overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  return host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
 }
 
 }  // namespace tandem::cli

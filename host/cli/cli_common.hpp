@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "model/model_spec.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
 
@@ -61,5 +62,9 @@ int exit_code_for(const host::Error& e);
 // kExitPlugin for a plugin failure, else `otherwise` (the command's code
 // for what failed at that point).
 int exit_code_or(const host::Error& e, int otherwise);
+
+// The model file of option "model" with the `--set` overrides of option
+// "set" (eval, export, generate, plan); errors name the file or override.
+host::Result<host::model::ModelSpec> parse_model_option(const po::variables_map& vm);
 
 }  // namespace tandem::cli

@@ -95,9 +95,7 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error("eval needs a model file and --weights: tandem eval MODEL.toml --weights runs/NAME");
     return kExitUsage;
   }
-  const auto overrides =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
+  auto spec = parse_model_option(vm);
   if (!spec) {
     print_error(spec.error().message);
     return kExitInput;

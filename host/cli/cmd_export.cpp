@@ -47,9 +47,7 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error("--format " + format + ": expected onnx or safetensors");
     return kExitUsage;
   }
-  const auto overrides =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
+  auto spec = parse_model_option(vm);
   if (!spec) {
     print_error(spec.error().message);
     return kExitInput;

@@ -37,9 +37,7 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error("plan needs a model file: tandem plan MODEL.toml (see tandem plan --help)");
     return kExitUsage;
   }
-  const auto overrides =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  auto spec = host::model::parse_model_file(vm["model"].as<std::string>(), overrides);
+  auto spec = parse_model_option(vm);
   if (!spec) {
     print_error(spec.error().message);
     return kExitInput;
