@@ -89,3 +89,33 @@ TEST(OnednnPlugin, F16MatmulIsUnsupported) {
   EXPECT_EQ(r.outcome.status, tc::Status::unsupported);
   EXPECT_NE(r.plugin_message.find("f16"), std::string::npos) << r.plugin_message;
 }
+
+// dx = dy·w with w's rows 4 KiB long and 64-256 batch rows: where oneDNN's
+// AVX2 sgemm ("gemm:jit") is slow on w as stored, the kernel copies w into its
+// transposed form first (ops/matmul_primitive.cpp); under brgemm it reads w in
+// place. Either way dx must be the product. Under the isa_avx2 prefix this
+// runs the copying path on every machine.
+TEST(OnednnPlugin, GradInputOnFourKibRowsIsTheProductOnEitherPath) {
+  Fixture& f = loaded();
+  ASSERT_NE(f.device, nullptr) << last_error();
+  const int64_t n = 128, o = 8, i = 1024;
+  std::vector<double> dy(n * o), w(o * i);
+  for (size_t k = 0; k < dy.size(); ++k) dy[k] = double(int(k % 13) - 6) / 8;
+  for (size_t k = 0; k < w.size(); ++k) w[k] = double(int(k % 11) - 5) / 4;
+  const tc::RunResult r = tc::run_op(
+      *f.kit, "linear_grad_input", {},
+      {tc::HostTensor::from_values(TDM_F32, {n, o}, dy), tc::HostTensor::from_values(TDM_F32, {o, i}, w)},
+      {{TDM_F32, {n, i}}});
+  ASSERT_TRUE(r.outcome.ok()) << r.outcome.message;
+  const bool jit_sgemm = r.implementation.find("gemm:jit") != std::string::npos;
+  EXPECT_NE(r.implementation.find(jit_sgemm ? "reorders=1" : "reorders=0"), std::string::npos)
+      << r.implementation;
+  const std::vector<double> dx = r.outputs[0].to_f64();
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < i; ++b) {
+      double want = 0;
+      for (int64_t k = 0; k < o; ++k) want += dy[a * o + k] * w[k * i + b];
+      ASSERT_EQ(dx[a * i + b], want) << "dx[" << a << ", " << b << "] with "
+                                     << r.implementation;  // exact: eighths
+    }
+}

@@ -1,6 +1,7 @@
 // oneDNN backend — dnnl::matmul plumbing (matmul_primitive.hpp).
 #include "matmul_primitive.hpp"
 
+#include <string>
 #include <utility>
 
 namespace tandem::onednn {
@@ -19,16 +20,53 @@ memory::desc view_md(const Dims& batch, int64_t rows, int64_t cols, bool transpo
   return memory::desc(to_dnnl(dims), dnnl_type(dt), to_dnnl(strides));
 }
 
+namespace {
+
+// Whether to run y = a·b on a transposed copy of b. oneDNN 2.6's AVX2 sgemm
+// (impl "gemm:jit"; AVX-512 machines get brgemm, which does not have this
+// problem) reads a b stored as is ([K, N] row-major) at 60 % of the speed of
+// a b stored transposed when b's rows are a multiple of 4 KiB and a has 64 to
+// 256 rows: measured on 2 threads, M = 256, K = N = 1024 (every hidden
+// layer's dx = dy·w of bench/models/gemm_mlp.toml), 153 GFLOP/s against 229
+// for a reorder into the transposed form plus the matmul on it; on 1 thread 78
+// against 115. With M = 32 or M >= 384, or rows not a multiple of 4 KiB, the
+// two run at the same speed and the copy is a loss, so it is made only where
+// it was measured to pay. Deterministic: the choice depends on the shapes and
+// the implementation oneDNN picked, never on a timing.
+bool transposed_b_pays(const dnnl::matmul::primitive_desc& pd, const memory::desc& a, const memory::desc& b) {
+  if (b.data_type() != memory::data_type::f32 || std::string(pd.impl_info_str()) != "gemm:jit") return false;
+  const memory::dims ad = a.dims(), bd = b.dims();
+  const int64_t m = ad[ad.size() - 2], k = bd[bd.size() - 2], n = bd.back();
+  const bool stored_as_is = b == view_md(Dims(bd.begin(), bd.end() - 2), k, n, false, TDM_F32);
+  return stored_as_is && (n * sizeof(float)) % 4096 == 0 && m >= 64 && m <= 256;
+}
+
+}  // namespace
+
 std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, Slot sa, const memory::desc& b,
                                       Slot sb, const memory::desc& y, Slot sy, const memory::desc* bias,
                                       Slot sbias, const dnnl::post_ops& post, size_t& workspace) {
   auto k = std::make_unique<PrimKernel>(std::move(name));
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(post);
-  const auto d = bias ? dnnl::matmul::desc(a, b, *bias, y) : dnnl::matmul::desc(a, b, y);
-  const dnnl::matmul::primitive_desc pd(d, attr, engine());
+  const auto pd_with = [&](const memory::desc& w) {
+    const auto d = bias ? dnnl::matmul::desc(a, w, *bias, y) : dnnl::matmul::desc(a, w, y);
+    return dnnl::matmul::primitive_desc(d, attr, engine());
+  };
+  dnnl::matmul::primitive_desc pd = pd_with(b);
+  memory weights = k->bind(b, sb);
+  if (transposed_b_pays(pd, a, b)) {
+    const memory::dims bd = b.dims();
+    const memory::desc bt =
+        view_md(Dims(bd.begin(), bd.end() - 2), bd[bd.size() - 2], bd.back(), true, TDM_F32);
+    const memory copy = k->bind(bt, {Slot::workspace, k->reserve(bt.get_size())});
+    k->add<dnnl::reorder>(dnnl::reorder::primitive_desc(engine(), b, engine(), bt, user_scratchpad_attr()),
+                          {{DNNL_ARG_FROM, weights}, {DNNL_ARG_TO, copy}});
+    pd = pd_with(bt);
+    weights = copy;
+  }
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, k->bind(a, sa)}, {DNNL_ARG_WEIGHTS, k->bind(b, sb)}, {DNNL_ARG_DST, k->bind(y, sy)}};
+      {DNNL_ARG_SRC, k->bind(a, sa)}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, k->bind(y, sy)}};
   if (bias) args[DNNL_ARG_BIAS] = k->bind(*bias, sbias);
   k->add<dnnl::matmul>(pd, std::move(args));
   workspace = k->workspace_bytes();

@@ -1,8 +1,9 @@
 // oneDNN backend — dnnl::matmul plumbing shared by matmul.cpp and linear.cpp.
 //
-// Transposes never move data: a transposed operand is described by a memory
-// descriptor whose last two strides are swapped, and oneDNN's brgemm reads it
-// in place.
+// Transposes do not move data: a transposed operand is described by a memory
+// descriptor whose last two strides are swapped, and oneDNN reads it in place.
+// The one exception is a measured slow case of oneDNN 2.6's AVX2 sgemm, where
+// matmul_kernel copies b into its transposed form first (matmul_primitive.cpp).
 #ifndef TANDEM_ONEDNN_OPS_MATMUL_PRIMITIVE_HPP
 #define TANDEM_ONEDNN_OPS_MATMUL_PRIMITIVE_HPP
 

@@ -7,6 +7,28 @@ namespace tandem::onednn {
 
 namespace {
 
+// The loops take every scalar as a local and nesterov as a template
+// parameter: read through the kernel's closure, GCC reloaded them for every
+// element (a store to the output might change them) and kept the loop scalar,
+// which ran the gemm_mlp benchmark's update at a quarter of the memory
+// bandwidth (3.8 ms a step instead of under 1 ms on the 2-core AVX2 machine).
+void plain_step(const float* param, const float* grad, float* po, int64_t n, float lr, float wd) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) po[i] = param[i] - lr * (grad[i] + wd * param[i]);
+}
+
+template <bool kNesterov>
+void momentum_step(const float* param, const float* grad, const float* buf, float* po, float* bo, int64_t n,
+                   float lr, float wd, float momentum, float damp) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] + wd * param[i];
+    const float b = momentum * buf[i] + damp * g;
+    bo[i] = b;
+    po[i] = param[i] - lr * (kNesterov ? g + momentum * b : b);
+  }
+}
+
 std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
   Check c(op);
   c.counts(3, 4, 1, 2);
@@ -35,22 +57,13 @@ std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
     const float* grad = static_cast<const float*>(in[1]);
     const float lr = *static_cast<const float*>(in[2]);
     float* po = static_cast<float*>(out[0]);
-    if (!has_buf) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) po[i] = param[i] - lr * (grad[i] + wd * param[i]);
-      return;
-    }
+    if (!has_buf) return plain_step(param, grad, po, n, lr, wd);
     const float* buf = static_cast<const float*>(in[3]);
     float* bo = static_cast<float*>(out[1]);
-    const float damp = 1.f - dampening;
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      float g = grad[i] + wd * param[i];
-      const float b = momentum * buf[i] + damp * g;
-      g = nesterov ? g + momentum * b : b;
-      bo[i] = b;
-      po[i] = param[i] - lr * g;
-    }
+    if (nesterov)
+      momentum_step<true>(param, grad, buf, po, bo, n, lr, wd, momentum, 1.f - dampening);
+    else
+      momentum_step<false>(param, grad, buf, po, bo, n, lr, wd, momentum, 1.f - dampening);
   });
 }
 
