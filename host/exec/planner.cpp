@@ -113,7 +113,12 @@ void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
                   std::map<ValueId, ValueStorage>& values, std::map<ValueId, size_t>& block_last) {
   for (size_t position = 0; position < graph.node_count(); ++position) {
     const Node& node = *graph.node_at(position);
-    for (auto [out_index, in_index] : ops::inplace_pairs(node)) {  // only present slots
+    // A view (ops::kView: reshape) writes nothing; the catalog's in-place
+    // pairs are writes, so its one pair is added here, not there.
+    const bool view =
+        ops::is(node.op, ops::kView) && node.inputs.at(0) != kNoValue && node.outputs.at(0) != kNoValue;
+    const auto pairs = view ? std::vector<std::pair<size_t, size_t>>{{0, 0}} : ops::inplace_pairs(node);
+    for (auto [out_index, in_index] : pairs) {  // only present slots
       ValueId out = node.outputs[out_index];
       ValueId in = node.inputs[in_index];
       ValueStorage& output = values.at(out);
@@ -121,13 +126,23 @@ void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
       if (output.bytes != owner.bytes || output.type.dtype != owner.type.dtype) continue;
       if (output.native != owner.native || output.arena_bytes() != owner.arena_bytes()) continue;
       if (owner.kind == ValueStorage::Kind::Arena) {
-        // Transient: only into a dead input, and never a persistent output.
+        // Transient: never a persistent output, and only into a dead input
+        // unless the op is a view, which writes nothing (bytes stay as they
+        // are): a live input and its view then share one block that lives
+        // until the later of their last uses, and a later in-place write into
+        // either is refused until both are dead.
         size_t& last = block_last.at(owner.owner);
-        if (output.kind != ValueStorage::Kind::Arena || last != position) continue;
+        if (output.kind != ValueStorage::Kind::Arena) continue;
+        if (!view && last != position) continue;
         // An output's last use is the end of the schedule, so this could
         // only happen at the last node; still, its bytes must survive.
-        if (outputs.count(in) > 0) continue;
+        if (!view && outputs.count(in) > 0) continue;
         last = std::max(last, output.last);
+      } else if (view) {
+        // A view of a parameter or state keeps bytes of its own: that
+        // tensor's in-place update (the optimizer's) may be scheduled before
+        // the view's last reader.
+        continue;
       }
       output.owner = owner.owner;
       output.kind = owner.kind;

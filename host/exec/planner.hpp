@@ -15,7 +15,11 @@
 //     optimizer moment, a running statistic: the point of the op), or
 //   - both are transient and the input is dead after that node, so nothing
 //     later reads the clobbered bytes; the shared block then lives for the
-//     union of both intervals.
+//     union of both intervals, or
+//   - both are transient and the op is a view (ops::kView, reshape): it
+//     writes nothing, so its output shares the input's block even while the
+//     input lives on, and the block lives for the union of both intervals
+//     (a view of a persistent tensor is a copy: see bind_inplace).
 // Otherwise the output gets storage of its own (kernels must accept that).
 // Both sides of an in-place pair must have the same layout (plain or native).
 // A transient value listed in `outputs` is never overwritten in place: the

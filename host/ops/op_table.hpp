@@ -34,6 +34,7 @@ enum Flag : uint32_t {
   kCollective = 1u << 3,     // a host-run op that communicates between ranks (needs exec::Collectives)
   kGradient = 1u << 4,       // a backward op of another op
   kInferenceOnly = 1u << 5,  // has no gradient by its nature (INT8, quantize, batch_norm_inference)
+  kView = 1u << 6,           // output 0 is input 0's bytes read with another shape (reshape)
 };
 
 // What a host-run op does (kHostRun), and their names (host_run.cpp).

@@ -97,6 +97,7 @@ std::vector<OpInfo> tensor_ops() {
            .inputs = {{"x"}},
            .outputs = {{"y"}},
            .inplace = {{0, 0}},
+           .flags = kView,
            .shape = reshape_shape,
            .grad = reshape_grad,
            .grad_ops = {"reshape"}},

@@ -136,6 +136,32 @@ TEST(Planner, InplaceUpdatesShareStorage) {
   EXPECT_EQ(e.total % 512, 0u);
 }
 
+// A reshape is a view: its output shares the input's bytes even while the
+// input is still read later (no copy), the shared block lives until both are
+// dead.
+TEST(Planner, ReshapeOfALiveInputSharesItsBytes) {
+  Graph g;
+  ValueId x = *g.add_value("x", TDM_VALUE_INPUT, f32({4, 8}));
+  ValueId a = add_node(g, "relu", "a", {x}, {f32({4, 8})});
+  ValueId flat = add_node(g, "reshape", "flat", {a}, {f32({32})});
+  ValueId r = add_node(g, "relu", "r", {flat}, {f32({32})});  // flat's last read
+  add_node(g, "add", "late", {a, a}, {f32({4, 8})});          // a is read after the view
+
+  auto plan = make_plan(g, {});
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  expect_no_live_overlap(*plan);
+  const ValueStorage* view = plan->find(flat);
+  EXPECT_EQ(view->owner, a);
+  EXPECT_EQ(view->offset, plan->find(a)->offset);
+  // `late` reads a after the view's last use: nothing else may take a's bytes
+  // before that, so r (written while a still lives) has bytes of its own.
+  const ValueStorage* relu_out = plan->find(r);
+  EXPECT_NE(relu_out->owner, a);
+  EXPECT_TRUE(relu_out->offset + relu_out->bytes <= view->offset ||
+              view->offset + view->bytes <= relu_out->offset);
+  EXPECT_GE(plan->find(a)->last, 3u);
+}
+
 // A backend whose allocator rounds like the cuda plugin's (512 B classes
 // below 1 MiB, 2 MiB above: mem_footprint, ABI 1.6): the plan counts each
 // allocation at that size, so its total is what the device will hold.
