@@ -1,9 +1,8 @@
 // oneDNN backend — linear and its gradients, all dnnl::matmul
 // (matmul_primitive.hpp). linear's bias and activation are fused (bias
 // argument + eltwise post-op); dbias is an own column sum over the batch dim
-// (see linear_grad_weight).
-#include <algorithm>
-
+// (column_sum.hpp).
+#include "column_sum.hpp"
 #include "matmul_primitive.hpp"
 
 namespace tandem::onednn {
@@ -11,28 +10,6 @@ namespace tandem::onednn {
 namespace {
 
 using dnnl::memory;
-
-// db[j] = sum over rows i of dy[i, j] for a dense [n, o] dy; columns split
-// across threads in blocks of 256 when the tensor is large.
-template <class T>
-void column_sum(const void* src, void* dst, int64_t n, int64_t o) {
-  const T* dy = static_cast<const T*>(src);
-  T* db = static_cast<T*>(dst);
-  constexpr int64_t kBlock = 256;
-  const int64_t blocks = (o + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n * o > kParallelGrain && blocks > 1)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t j0 = b * kBlock, width = std::min(kBlock, o - j0);
-    float acc[kBlock];
-    for (int64_t j = 0; j < width; ++j) acc[j] = ld(dy, j0 + j);
-    for (int64_t i = 1; i < n; ++i) {
-      const T* row = dy + i * o + j0;
-#pragma omp simd
-      for (int64_t j = 0; j < width; ++j) acc[j] += ld(row, j);
-    }
-    for (int64_t j = 0; j < width; ++j) st(db, j0 + j, acc[j]);
-  }
-}
 
 std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   Check c(op);

@@ -1,5 +1,7 @@
 // oneDNN backend — reduce_sum / reduce_mean: the dnnl reduction primitive
-// (f32 accumulation); a copy when nothing is reduced.
+// (f32 accumulation); an own column sum when the reduced axes are the leading
+// ones (column_sum.hpp); a copy when nothing is reduced.
+#include "column_sum.hpp"
 #include "common.hpp"
 
 namespace tandem::onednn {
@@ -31,6 +33,19 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
     const size_t bytes = size_t(numel(x)) * dtype_size(dt);
     return make_fn(c, [bytes](void* const* in, void* const* out, void*) {
       if (in[0] != out[0]) std::memcpy(out[0], in[0], bytes);
+    });
+  }
+  // Reduced axes that are all leading ones ([R..., C...] -> [C...]): a sum
+  // over the rows of an [R, C] matrix.
+  const size_t lead = size_t(std::find(reduced.begin(), reduced.end(), false) - reduced.begin());
+  if (lead < x.size() && std::find(reduced.begin() + lead, reduced.end(), true) == reduced.end()) {
+    const int64_t cols = numel(Dims(x.begin() + lead, x.end())), rows = numel(x) / cols;
+    const float scale = mean ? float(1.0 / double(rows)) : 1.f;
+    return with_f32_bf16(dt, [&](auto tag_value) {
+      using T = decltype(tag_value);
+      return make_fn(c, [rows, cols, scale](void* const* in, void* const* out, void*) {
+        column_sum<T>(in[0], out[0], rows, cols, scale);
+      });
     });
   }
   auto k = std::make_unique<PrimKernel>(op.op());
