@@ -2,6 +2,7 @@
 // watchdog that turns a hang into TDM_TIMEOUT.
 #include "comm.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -54,6 +55,21 @@ NcclComm::NcclComm(const tdm_comm_init_info& info) {
   if (TDM_STRUCT_HAS(&info, tdm_comm_init_info, timeout_seconds) && info.timeout_seconds > 0)
     timeout_ = info.timeout_seconds;
 
+  try {
+    open(info);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: free here what open()
+    // made, a half-initialised communicator included (ncclCommAbort frees one
+    // in any state; a timed-out init was aborted already), so a failed init
+    // can be retried in the same process.
+    if (comm_ != nullptr && !aborted_) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    release_cuda();
+    throw;
+  }
+}
+
+void NcclComm::open(const tdm_comm_init_info& info) {
   int count = 0;
   check_cuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   device_ = communicator_device(info, count);
@@ -69,6 +85,17 @@ NcclComm::NcclComm(const tdm_comm_init_info& info) {
                            std::to_string(size_) + ", GPU " + std::to_string(device_) + ")";
   settle(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), what, deadline());
   if (timeout_ > 0) watchdog_ = std::thread([this] { watchdog(); });
+}
+
+void NcclComm::release_cuda() {
+  for (const Pending& p : pending_) cudaEventDestroy(p.event);
+  pending_.clear();
+  for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
+  spare_events_.clear();
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  scratch_ = nullptr;
+  if (own_stream_ != nullptr) cudaStreamDestroy(own_stream_);
+  own_stream_ = nullptr;
 }
 
 NcclComm::~NcclComm() {
@@ -91,10 +118,7 @@ NcclComm::~NcclComm() {
       ncclCommAbort(comm_);
     }
   }
-  for (const Pending& p : pending_) cudaEventDestroy(p.event);
-  for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
-  if (scratch_ != nullptr) cudaFree(scratch_);
-  if (own_stream_ != nullptr) cudaStreamDestroy(own_stream_);
+  release_cuda();
 }
 
 NcclComm::Clock::time_point NcclComm::deadline() const {
@@ -102,13 +126,27 @@ NcclComm::Clock::time_point NcclComm::deadline() const {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
 }
 
+// Polling waits back off: a few yields (a collective that is about to end
+// is not delayed), then sleeps growing to 1 ms, so waiting for a long
+// all-reduce does not keep a core busy that the data loader and the CPU part
+// of the model need.
+void NcclComm::back_off(int& round) {
+  if (++round < 64) {
+    std::this_thread::yield();
+    return;
+  }
+  const int64_t micros = std::min<int64_t>(int64_t(50) << std::min(round - 64, 5), 1000);
+  std::this_thread::sleep_for(std::chrono::microseconds(micros));
+}
+
 void NcclComm::settle(ncclResult_t rc, const std::string& what, Clock::time_point until) {
+  int round = 0;
   while (rc == ncclInProgress) {
     if (Clock::now() > until) {
       abort_locked(what + " did not finish within " + seconds(timeout_) + " (timeout_seconds)");
       throw_if_aborted();
     }
-    std::this_thread::yield();
+    back_off(round);
     if (ncclCommGetAsyncError(comm_, &rc) != ncclSuccess) break;
   }
   if (rc == ncclSuccess) return;
@@ -181,7 +219,7 @@ void NcclComm::wait_stream(cudaStream_t stream, const std::string& what) {
     return;
   }
   const auto until = deadline();
-  for (;;) {
+  for (int round = 0;;) {
     const cudaError_t rc = cudaStreamQuery(stream);
     if (rc == cudaSuccess) return;
     throw_if_aborted();
@@ -190,7 +228,7 @@ void NcclComm::wait_stream(cudaStream_t stream, const std::string& what) {
       abort(what + " did not complete within " + seconds(timeout_) + " (timeout_seconds)");
       throw_if_aborted();
     }
-    std::this_thread::yield();
+    back_off(round);
   }
 }
 

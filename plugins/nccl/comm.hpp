@@ -49,6 +49,12 @@ class NcclComm final : public Communicator {
     Clock::time_point enqueued;
   };
 
+  // The CUDA and NCCL resources; the constructor frees them if this throws.
+  void open(const tdm_comm_init_info& info);
+  // Events, the barrier's scratch element and the plugin's stream.
+  void release_cuda();
+  // One wait of a polling loop (`round` counts them).
+  static void back_off(int& round);
   // Enqueues one NCCL call (a lambda taking the cudaStream_t) with the
   // timeout machinery around it.
   template <class Enqueue>
