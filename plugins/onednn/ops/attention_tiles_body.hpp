@@ -16,8 +16,19 @@ namespace tandem::onednn::tiles::TANDEM_TILES_LEVEL {
 
 namespace {
 
-constexpr int64_t kRows = 4;   // rows of c kept in registers at once
-constexpr int64_t kCols = 16;  // columns: two AVX2 or one AVX-512 register per row
+// A block of kRows x kCols of c lives in registers: 8 vector accumulators,
+// enough independent FMA chains to cover the FMA latency on both FMA ports
+// (4 accumulators, one AVX-512 register per row, left the tile products at
+// a fifth of the peak). TANDEM_TILES_COLS: 16 = two AVX2 registers a row
+// (the default), 32 = two AVX-512 registers.
+#ifndef TANDEM_TILES_COLS
+#define TANDEM_TILES_COLS 16
+#endif
+#ifndef TANDEM_TILES_ROWS
+#define TANDEM_TILES_ROWS 4
+#endif
+constexpr int64_t kRows = TANDEM_TILES_ROWS;
+constexpr int64_t kCols = TANDEM_TILES_COLS;
 
 // kRows x kCols of c from the full depth k: the accumulators stay in
 // registers across k (the compiler keeps a fixed-size local array there).
@@ -58,6 +69,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const fl
     int64_t i = 0;
     for (; i + kRows <= m; i += kRows)
       block<kRows>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, cols, accumulate);
+    if constexpr (kRows > 4)
+      for (; i + 4 <= m; i += 4)
+        block<4>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, cols, accumulate);
     for (; i < m; ++i) block<1>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, cols, accumulate);
   }
 }

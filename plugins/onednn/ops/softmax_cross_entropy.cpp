@@ -124,11 +124,19 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& op, size_t&) {
         for (int64_t j = 0; j < e.c; ++j) d[j] = 0.f;
         continue;
       }
+      // softmax = exp(x - lse), as the reference computes it. The
+      // exponentials over their sum round differently, and bf16 training
+      // amplifies that: the CNN of features.Composition reached 0.58 test
+      // accuracy after 40 mixed-precision steps instead of 0.66.
+      const float* r = x + i * e.c;
       double sum_exp;
-      shifted_exp(x + i * e.c, e.c, d, sum_exp);  // dx's row holds the exponentials
-      const float inv = float(1.0 / sum_exp);
+      const float mx = shifted_exp(r, e.c, d, sum_exp);  // d: scratch for now
+      const float l = float(std::log(sum_exp) + mx);
 #pragma omp simd
-      for (int64_t j = 0; j < e.c; ++j) d[j] = s * (d[j] * inv - off);
+      for (int64_t j = 0; j < e.c; ++j) d[j] = r[j] - l;
+      tiles::exp_inplace(d, e.c);
+#pragma omp simd
+      for (int64_t j = 0; j < e.c; ++j) d[j] = s * (d[j] - off);
       d[labels[i]] -= s * hit;
     }
   });
