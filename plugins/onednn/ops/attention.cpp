@@ -104,11 +104,18 @@ float* scratch(size_t floats) {
 void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t t0, int64_t bq, int64_t s0,
             int64_t bk, const float* qs, const float* kt, float* sc) {
   tiles::gemm(bq, bk, g.D, qs, g.D, kt, bk, sc, bk, false);
-  for (int64_t i = 0; i < bq; ++i)
-    for (int64_t j = 0; j < bk; ++j) {
-      const int64_t t = t0 + i, s = s0 + j;
-      const bool padded = ls.mask != nullptr && ls.mask[b * g.S + s] != 0;
-      if (padded || (g.causal && s > t + g.S - g.T)) sc[i * bk + j] = kNegInf;
+  if (ls.mask != nullptr) {
+    const uint8_t* padded = ls.mask + b * g.S + s0;
+    for (int64_t j = 0; j < bk; ++j)
+      if (padded[j] != 0)
+        for (int64_t i = 0; i < bq; ++i) sc[i * bk + j] = kNegInf;
+  }
+  // Causal: row t sees keys s <= t + S - T; only tiles on the diagonal have
+  // entries beyond that, from column (t + S - T + 1) - s0 on.
+  if (g.causal)
+    for (int64_t i = 0; i < bq; ++i) {
+      const int64_t first_hidden = std::max<int64_t>(t0 + i + g.S - g.T + 1 - s0, 0);
+      for (int64_t j = first_hidden; j < bk; ++j) sc[i * bk + j] = kNegInf;
     }
 }
 
@@ -142,12 +149,15 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
     scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
     for (int64_t i = 0; i < bq; ++i) {
       float* row = sc + i * bk;
-      const float mnew = std::max(m[i], *std::max_element(row, row + bk));
+      float mnew = m[i];
+#pragma omp simd reduction(max : mnew)
+      for (int64_t j = 0; j < bk; ++j) mnew = std::max(mnew, row[j]);
       if (mnew == kNegInf) {  // nothing allowed yet: this tile adds nothing
         std::fill(row, row + bk, 0.f);
         continue;
       }
       const float alpha = m[i] == kNegInf ? 0.f : std::exp(m[i] - mnew);
+#pragma omp simd
       for (int64_t j = 0; j < bk; ++j) row[j] -= mnew;
       tiles::exp_inplace(row, bk);
       float sum = 0;
@@ -202,14 +212,23 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
     if (lse[i] == kNegInf) {
       std::fill(row, row + bk, 0.f);
     } else {
-      for (int64_t j = 0; j < bk; ++j) row[j] -= lse[i];
+      const float li = lse[i];
+#pragma omp simd
+      for (int64_t j = 0; j < bk; ++j) row[j] -= li;
       tiles::exp_inplace(row, bk);
     }
-    for (int64_t j = 0; j < bk; ++j) {
-      const float d = g.dropout > 0 ? keep(g, ls, b, h, t0 + i, s0 + j) : 1.f;
-      dp[i * bk + j] = row[j] * (d * dp[i * bk + j] - delta[i]);
-      row[j] *= d;
+    float* dpi = dp + i * bk;
+    if (g.dropout > 0) {
+      for (int64_t j = 0; j < bk; ++j) {
+        const float d = keep(g, ls, b, h, t0 + i, s0 + j);
+        dpi[j] = row[j] * (d * dpi[j] - delta[i]);
+        row[j] *= d;
+      }
+      continue;
     }
+    const float di = delta[i];  // without dropout the loop has no call in it and vectorises
+#pragma omp simd
+    for (int64_t j = 0; j < bk; ++j) dpi[j] = row[j] * (dpi[j] - di);
   }
 }
 
