@@ -161,6 +161,7 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
       for (int64_t j = 0; j < bk; ++j) row[j] -= mnew;
       tiles::exp_inplace(row, bk);
       float sum = 0;
+#pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < bk; ++j) sum += row[j];
       l[i] = l[i] * alpha + sum;
       m[i] = mnew;
