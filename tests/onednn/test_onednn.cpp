@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "plugin_fixture.hpp"
 
 using namespace onednn_test;
@@ -118,4 +121,37 @@ TEST(OnednnPlugin, GradInputOnFourKibRowsIsTheProductOnEitherPath) {
       ASSERT_EQ(dx[a * i + b], want) << "dx[" << a << ", " << b << "] with "
                                      << r.implementation;  // exact: eighths
     }
+}
+
+// gelu with the tanh approximation is own code on f32 (ops/activation.cpp):
+// x·σ(2u) through a saturating exp. Far out in both tails it must still be
+// x (or 0) and its gradient 1 (or 0), never inf or nan.
+TEST(OnednnPlugin, GeluTanhIsRightFarIntoBothTails) {
+  Fixture& f = loaded();
+  ASSERT_NE(f.device, nullptr) << last_error();
+  const std::vector<double> xs = {-1e30, -100, -10, -3, -0.5, 0, 0.5, 3, 10, 100, 1e30};
+  const int64_t n = int64_t(xs.size());
+  tc::Attrs tanh;
+  tanh.string("approximate", "tanh");
+  const tc::HostTensor x = tc::HostTensor::from_values(TDM_F32, {n}, xs);
+  const tc::RunResult y = tc::run_op(*f.kit, "gelu", tanh, {x}, {{TDM_F32, {n}}});
+  ASSERT_TRUE(y.outcome.ok()) << y.outcome.message;
+  const tc::RunResult dx = tc::run_op(
+      *f.kit, "gelu_grad", tanh,
+      {tc::HostTensor::from_values(TDM_F32, {n}, std::vector<double>(xs.size(), 1.0)), x}, {{TDM_F32, {n}}});
+  ASSERT_TRUE(dx.outcome.ok()) << dx.outcome.message;
+  const std::vector<double> got = y.outputs[0].to_f64(), slope = dx.outputs[0].to_f64();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i], u = std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v), t = std::tanh(u);
+    const double want = 0.5 * v * (1 + t);
+    const double want_slope =
+        0.5 * (1 + t) + 0.5 * v * (1 - t * t) * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * v * v);
+    EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::fabs(want)))
+        << "gelu(" << v << ") " << y.implementation;
+    EXPECT_TRUE(std::isfinite(slope[i])) << "gelu_grad at " << v;
+    if (std::fabs(v) < 1e10)  // beyond, (1 − t²)·x³ is 0·inf in the formula above
+      EXPECT_NEAR(slope[i], want_slope, 1e-5) << "gelu_grad at " << v << " " << dx.implementation;
+    else
+      EXPECT_EQ(slope[i], v > 0 ? 1.0 : 0.0) << "gelu_grad at " << v;
+  }
 }
