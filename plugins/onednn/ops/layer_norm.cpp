@@ -67,7 +67,7 @@ std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t&) {
 
 template <class T>
 void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
-                         T* dgamma, T* dbeta, float* acc, int64_t rows, int64_t d) {
+                         T* dgamma, T* dbeta, int64_t rows, int64_t d) {
 #pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* dyr = dy + r * d;
@@ -89,31 +89,41 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* m
     }
   }
   // dgamma/dbeta: column blocks in parallel, rows in order (deterministic).
-  constexpr int64_t kBlock = 64;
+  // Blocks of 32 columns whose sums stay in registers, and enough of them to
+  // keep both threads busy at a transformer's widths (192 = 6 blocks).
+  constexpr int64_t kBlock = 32;
   const int64_t blocks = (d + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t lo = b * kBlock, hi = std::min(d, lo + kBlock);
-    float* ag = acc + lo;
-    float* ab = acc + d + lo;
-    for (int64_t i = 0; i < hi - lo; ++i) ag[i] = ab[i] = 0.f;
+    const int64_t lo = b * kBlock, width = std::min(kBlock, d - lo);
+    float ag[kBlock] = {}, ab[kBlock] = {};
     for (int64_t r = 0; r < rows; ++r) {
       const float m = mean[r], s = rstd[r];
+      const T* dyr = dy + r * d + lo;
+      const T* xr = x + r * d + lo;
+      if (width == kBlock) {
 #pragma omp simd
-      for (int64_t i = lo; i < hi; ++i) {
-        const float g = ld(dy, r * d + i);
-        ag[i - lo] += g * (ld(x, r * d + i) - m) * s;
-        ab[i - lo] += g;
+        for (int64_t i = 0; i < kBlock; ++i) {
+          const float g = ld(dyr, i);
+          ag[i] += g * (ld(xr, i) - m) * s;
+          ab[i] += g;
+        }
+      } else {
+        for (int64_t i = 0; i < width; ++i) {
+          const float g = ld(dyr, i);
+          ag[i] += g * (ld(xr, i) - m) * s;
+          ab[i] += g;
+        }
       }
     }
-    for (int64_t i = lo; i < hi; ++i) {
-      st(dgamma, i, acc[i]);
-      st(dbeta, i, acc[d + i]);
+    for (int64_t i = 0; i < width; ++i) {
+      st(dgamma, lo + i, ag[i]);
+      st(dbeta, lo + i, ab[i]);
     }
   }
 }
 
-std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
+std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t&) {
   Check c(op);
   c.counts(5, 5, 3, 3);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
@@ -128,14 +138,13 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   c.output(0, dt, xd);
   c.output(1, dt, {d});
   c.output(2, dt, {d});
-  ws = size_t(2 * d) * sizeof(float);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
-    return make_fn(c, [=](void* const* in, void* const* out, void* w) {
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
       layer_norm_backward(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
                           static_cast<const T*>(in[2]), static_cast<const float*>(in[3]),
                           static_cast<const float*>(in[4]), static_cast<T*>(out[0]), static_cast<T*>(out[1]),
-                          static_cast<T*>(out[2]), static_cast<float*>(w), rows, d);
+                          static_cast<T*>(out[2]), rows, d);
     });
   });
 }
