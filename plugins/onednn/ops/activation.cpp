@@ -56,7 +56,9 @@ float alpha_of(const Check& c) {
 constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
 constexpr int64_t kChunk = 1024;
 
-void gelu_tanh_forward(const float* x, float* y, int64_t n) {
+// Runs step(c0, len, e) over chunks of x, e[i] = exp(2u(x[c0 + i])).
+template <class Step>
+void over_chunks_with_exp2u(const float* x, int64_t n, Step step) {
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t len = std::min(kChunk, n - c0);
@@ -65,24 +67,24 @@ void gelu_tanh_forward(const float* x, float* y, int64_t n) {
 #pragma omp simd
     for (int64_t i = 0; i < len; ++i) e[i] = 2.f * kSqrt2OverPi * (xc[i] + kCubic * xc[i] * xc[i] * xc[i]);
     tiles::exp_inplace(e, len);
+    step(c0, len, e);
+  }
+}
+
+void gelu_tanh_forward(const float* x, float* y, int64_t n) {
+  over_chunks_with_exp2u(x, n, [x, y](int64_t c0, int64_t len, const float* e) {
+    const float* xc = x + c0;
     float* yc = y + c0;
 #pragma omp simd
     for (int64_t i = 0; i < len; ++i) yc[i] = xc[i] * (e[i] / (e[i] + 1.f));
-  }
+  });
 }
 
 // d/dx x·σ(2u) = σ(2u) + 2x·σ(2u)(1 − σ(2u))·u', σ(1 − σ) = e/(e + 1)²,
 // u' = √(2/π)·(1 + 3·0.044715·x²).
 void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t len = std::min(kChunk, n - c0);
-    const float* xc = x + c0;
-    float e[kChunk];
-#pragma omp simd
-    for (int64_t i = 0; i < len; ++i) e[i] = 2.f * kSqrt2OverPi * (xc[i] + kCubic * xc[i] * xc[i] * xc[i]);
-    tiles::exp_inplace(e, len);
-    const float* dyc = dy + c0;
+  over_chunks_with_exp2u(x, n, [dy, x, dx](int64_t c0, int64_t len, const float* e) {
+    const float *xc = x + c0, *dyc = dy + c0;
     float* dxc = dx + c0;
 #pragma omp simd
     for (int64_t i = 0; i < len; ++i) {
@@ -91,7 +93,7 @@ void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n) {
       const float bend = sp == 0.f ? 0.f : 2.f * v * sp * kSqrt2OverPi * (1.f + 3.f * kCubic * v * v);
       dxc[i] = dyc[i] * (e[i] / p + bend);
     }
-  }
+  });
 }
 
 // Whether gelu(_grad) of `op` runs as own code: tanh approximation, f32,
