@@ -56,6 +56,14 @@ inline void block(int64_t k, const float* a, int64_t lda, const float* b, int64_
       }
     }
   }
+  // A full-width row is stored by a loop of constant length: with `cols`
+  // GCC made each row a memcpy (`rep movsq`), 16 % of the AVX2 block's time.
+  if (cols == kCols) {
+    for (int64_t r = 0; r < R; ++r)
+#pragma omp simd
+      for (int64_t j = 0; j < kCols; ++j) c[r * ldc + j] = acc[r][j];
+    return;
+  }
   for (int64_t r = 0; r < R; ++r)
     for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = acc[r][j];
 }
