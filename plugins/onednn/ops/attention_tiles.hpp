@@ -1,10 +1,9 @@
 // oneDNN backend — the tile arithmetic of the fused attention
 // (attention.cpp): small f32 matrix products on row-major tiles, a
-// transpose, and a vectorisable exp. oneDNN 2.x has no fused attention and
-// no public small-GEMM API, and a matmul primitive per 64 x 64 tile costs
-// more to dispatch than to compute, so these are own loops, compiled for
-// AVX-512, AVX2 + FMA and baseline x86-64 and picked by oneDNN's effective
-// ISA (cpu_isa.hpp: ONEDNN_MAX_CPU_ISA caps them as it caps oneDNN).
+// transpose, and a vectorisable exp (which cross-entropy and gelu use too). oneDNN 2.x has no fused attention
+// and no public small-GEMM API, and a matmul primitive per 64 x 64 tile costs more to dispatch than to
+// compute, so these are own loops, compiled for AVX-512, AVX2 + FMA and baseline x86-64 and picked by
+// oneDNN's effective ISA (cpu_isa.hpp: ONEDNN_MAX_CPU_ISA caps them as it caps oneDNN).
 #ifndef TANDEM_ONEDNN_OPS_ATTENTION_TILES_HPP
 #define TANDEM_ONEDNN_OPS_ATTENTION_TILES_HPP
 

