@@ -16,6 +16,8 @@
 #include <cmath>
 #include <limits>
 
+#include <omp.h>
+
 #include "attention_tiles.hpp"
 #include "common.hpp"
 #include "tandem/dropout_mask.hpp"
@@ -233,16 +235,17 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
   }
 }
 
-// The tiles both passes read, in one thread's scratch.
+// The tiles the backward reads, in one thread's scratch; dq_rows rows of
+// dq accumulators after them (the one-pass backward's, else none).
 struct GradTiles {
-  float *qs, *dout, *kst, *kt, *vst, *vt, *p, *ds, *acc, *acc2, *tr;
-  static GradTiles make(const Geometry& g) {
+  float *qs, *dout, *kst, *kt, *vst, *vt, *p, *ds, *acc, *acc2, *dq;
+  static GradTiles make(const Geometry& g, int64_t dq_rows = 0) {
     const int64_t n = kTile;
-    float* f = scratch(size_t(n * (4 * g.D + 4 * g.E + 3 * n)));
+    float* f = scratch(size_t(n * (4 * g.D + 4 * g.E + 2 * n) + dq_rows * g.D));
     GradTiles t;
     t.qs = f, t.dout = t.qs + n * g.D, t.kst = t.dout + n * g.E, t.kt = t.kst + n * g.D;
     t.vst = t.kt + n * g.D, t.vt = t.vst + n * g.E, t.p = t.vt + n * g.E, t.ds = t.p + n * n;
-    t.acc = t.ds + n * n, t.acc2 = t.acc + n * g.D, t.tr = t.acc2 + n * g.E;
+    t.acc = t.ds + n * n, t.acc2 = t.acc + n * g.D, t.dq = t.acc2 + n * g.E;
     return t;
   }
 };
@@ -263,14 +266,11 @@ void load_keys(const Geometry& g, const GradIo<T>& io, int64_t kv, int64_t s0, i
   tiles::transpose(bk, g.E, w.vst, g.E, w.vt);
 }
 
-// Pass 1: Δ and dq of one (b, h, query tile).
+// Δ = rowsum(do·o) of query rows [t0, t0 + bq) of (b, h); w.acc2 is scratch.
 template <class T>
-void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dq, int64_t b, int64_t h,
-             int64_t t0) {
-  GradTiles w = GradTiles::make(g);
-  const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0,
-                kv = b * g.G + h / (g.H / g.G);
-  load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
+void delta_rows(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t h, int64_t t0, int64_t bq,
+                GradTiles& w) {
+  const int64_t row0 = (b * g.H + h) * g.T + t0;
   load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
   load_tile(io.o + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.acc2);
   for (int64_t i = 0; i < bq; ++i) {
@@ -278,6 +278,41 @@ void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* d
     for (int64_t e = 0; e < g.E; ++e) sum += w.dout[i * g.E + e] * w.acc2[i * g.E + e];
     io.delta[row0 + i] = sum;
   }
+}
+
+// One (query tile, key tile) pair of head h, whose key tile is loaded in w:
+// the probabilities and ds, then dv += (d·p)ᵀ·do and dk += dsᵀ·(scale·q) into
+// w.acc2 and w.acc, and, where dq is given, dq += ds·k (unscaled).
+template <class T>
+void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, int64_t b, int64_t h, int64_t t0,
+               int64_t s0, int64_t bk, GradTiles& w, float* dq) {
+  const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
+  load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
+  load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
+  scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+  tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
+  probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
+  tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout, g.E, w.acc2, g.E, true);
+  tiles::gemm_tn(bk, g.D, bq, w.ds, bk, w.qs, g.D, w.acc, g.D, true);  // qs = scale·q: dk's scale
+  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, dq, g.D, true);
+}
+
+// dk and dv of key tile s0 (w.acc, w.acc2) into the outputs.
+template <class T>
+void store_key_grads(const Geometry& g, int64_t kv, int64_t s0, int64_t bk, const GradTiles& w, T* dk, T* dv) {
+  for (int64_t i = 0; i < bk * g.D; ++i) st(dk + (kv * g.S + s0) * g.D, i, w.acc[i]);
+  for (int64_t i = 0; i < bk * g.E; ++i) st(dv + (kv * g.S + s0) * g.E, i, w.acc2[i]);
+}
+
+// Two-pass backward, pass 1: Δ and dq of one (b, h, query tile).
+template <class T>
+void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dq, int64_t b, int64_t h,
+             int64_t t0) {
+  GradTiles w = GradTiles::make(g);
+  const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0,
+                kv = b * g.G + h / (g.H / g.G);
+  load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
+  delta_rows(g, io, b, h, t0, bq, w);
   std::fill(w.acc, w.acc + bq * g.D, 0.f);
   const int64_t end = g.key_end(t0 + bq);
   for (int64_t s0 = 0; s0 < end; s0 += kTile) {
@@ -291,8 +326,8 @@ void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* d
   for (int64_t i = 0; i < bq * g.D; ++i) st(dq + row0 * g.D, i, w.acc[i] * g.scale);
 }
 
-// Pass 2: dk and dv of one (b, kv head, key tile), from every query tile of
-// every head in the group that can see it.
+// Two-pass backward, pass 2: dk and dv of one (b, kv head, key tile), from
+// every query tile of every head in the group that can see it.
 template <class T>
 void dkv_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dk, T* dv, int64_t b,
               int64_t kvh, int64_t s0) {
@@ -302,20 +337,49 @@ void dkv_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* 
   std::fill(w.acc, w.acc + bk * g.D, 0.f);
   std::fill(w.acc2, w.acc2 + bk * g.E, 0.f);
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
-    for (int64_t t0 = g.query_begin(s0) / kTile * kTile; t0 < g.T; t0 += kTile) {
-      const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
-      load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
-      load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
-      scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
-      tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
-      probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
-      tiles::transpose(bq, bk, w.p, bk, w.tr);
-      tiles::gemm(bk, g.E, bq, w.tr, bq, w.dout, g.E, w.acc2, g.E, true);
-      tiles::transpose(bq, bk, w.ds, bk, w.tr);
-      tiles::gemm(bk, g.D, bq, w.tr, bq, w.qs, g.D, w.acc, g.D, true);  // qs = scale·q: dk's scale
-    }
-  for (int64_t i = 0; i < bk * g.D; ++i) st(dk + (kv * g.S + s0) * g.D, i, w.acc[i]);
-  for (int64_t i = 0; i < bk * g.E; ++i) st(dv + (kv * g.S + s0) * g.E, i, w.acc2[i]);
+    for (int64_t t0 = g.query_begin(s0) / kTile * kTile; t0 < g.T; t0 += kTile)
+      grad_pair(g, ls, io, b, h, t0, s0, bk, w, nullptr);
+  store_key_grads(g, kv, s0, bk, w, dk, dv);
+}
+
+// One-pass backward of one (b, kv head): every key tile once, each with
+// every query tile of the group's heads that can see it, dq accumulated for
+// all the group's rows at once. Saves the two-pass backward's second scores
+// and do·vᵀ products (7 tile products per pair -> 5) and its second exp; the
+// sums run in the same order, so dq, dk and dv are the same bits.
+template <class T>
+void dqkv_group(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dq, T* dk, T* dv, int64_t b,
+                int64_t kvh) {
+  const int64_t group = g.H / g.G, kv = b * g.G + kvh, h0 = kvh * group;
+  GradTiles w = GradTiles::make(g, group * g.T);
+  for (int64_t h = h0; h < h0 + group; ++h)
+    for (int64_t t0 = 0; t0 < g.T; t0 += kTile) delta_rows(g, io, b, h, t0, std::min(kTile, g.T - t0), w);
+  std::fill(w.dq, w.dq + group * g.T * g.D, 0.f);
+  for (int64_t s0 = 0; s0 < g.S; s0 += kTile) {
+    const int64_t bk = std::min(kTile, g.S - s0);
+    load_keys(g, io, kv, s0, bk, w);
+    std::fill(w.acc, w.acc + bk * g.D, 0.f);
+    std::fill(w.acc2, w.acc2 + bk * g.E, 0.f);
+    for (int64_t h = h0; h < h0 + group; ++h)
+      for (int64_t t0 = g.query_begin(s0) / kTile * kTile; t0 < g.T; t0 += kTile)
+        grad_pair(g, ls, io, b, h, t0, s0, bk, w, w.dq + ((h - h0) * g.T + t0) * g.D);
+    store_key_grads(g, kv, s0, bk, w, dk, dv);
+  }
+  for (int64_t h = h0; h < h0 + group; ++h) {
+    const float* acc = w.dq + (h - h0) * g.T * g.D;
+    T* out = dq + (b * g.H + h) * g.T * g.D;
+    for (int64_t i = 0; i < g.T * g.D; ++i) st(out, i, acc[i] * g.scale);
+  }
+}
+
+// The one-pass backward runs a task per (b, kv head) and holds the group's
+// dq in f32 (for GPT-2 small, 12 x 1024 x 64 floats, 3 MiB): taken when that
+// fits in 8 MiB and there are at least two tasks per thread to balance;
+// otherwise two passes with a task per tile. The choice depends on shapes and
+// the thread count only, and both give the same bits.
+bool one_pass_backward(const Geometry& g) {
+  const int64_t dq_bytes = g.H / g.G * g.T * g.D * int64_t(sizeof(float));
+  return dq_bytes <= (int64_t(8) << 20) && g.B * g.G >= 2 * omp_get_max_threads();
 }
 
 std::unique_ptr<Kernel> attention_grad(const OpView& op, size_t& ws) {
@@ -342,6 +406,11 @@ std::unique_ptr<Kernel> attention_grad(const OpView& op, size_t& ws) {
       T* dk = static_cast<T*>(out[1]);
       T* dv = static_cast<T*>(out[2]);
       const int64_t heads = g.B * g.H, kv_heads = g.B * g.G, qt = g.tiles(g.T), kt = g.tiles(g.S);
+      if (one_pass_backward(g)) {
+#pragma omp parallel for schedule(dynamic)
+        for (int64_t bg = 0; bg < kv_heads; ++bg) dqkv_group<T>(g, ls, io, dq, dk, dv, bg / g.G, bg % g.G);
+        return;
+      }
 #pragma omp parallel for collapse(2) schedule(dynamic)
       for (int64_t bh = 0; bh < heads; ++bh)
         for (int64_t t = 0; t < qt; ++t) dq_tile<T>(g, ls, io, dq, bh / g.H, bh % g.H, t * kTile);

@@ -14,6 +14,8 @@ namespace tandem::onednn::tiles {
   namespace level {                                                                                    \
   void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
             float* c, int64_t ldc, bool accumulate);                                                   \
+  void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
+               float* c, int64_t ldc, bool accumulate);                                                \
   void exp_inplace(float* x, int64_t n);                                                               \
   }
 TANDEM_TILES_DECLARE(avx2)
@@ -43,6 +45,12 @@ using ExpFn = decltype(&baseline::exp_inplace);
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
           int64_t ldc, bool accumulate) {
   static const GemmFn fn = by_level<GemmFn>(avx512::gemm, avx2::gemm, baseline::gemm);
+  fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate) {
+  static const GemmFn fn = by_level<GemmFn>(avx512::gemm_tn, avx2::gemm_tn, baseline::gemm_tn);
   fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 

@@ -16,6 +16,11 @@ namespace tandem::onednn::tiles {
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
           int64_t ldc, bool accumulate);
 
+// c[m x n] (+)= aᵀ · b where a is stored [k x m] (leading dim lda): the
+// products with a transposed tile (dv += pᵀ·do, dk += dsᵀ·q) without a copy.
+void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+             float* c, int64_t ldc, bool accumulate);
+
 // dst[cols x rows] = src[rows x cols]ᵀ (src leading dim lds, dst dense).
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst);
 

@@ -16,11 +16,13 @@ namespace tandem::onednn::tiles::TANDEM_TILES_LEVEL {
 
 namespace {
 
-// A block of kRows x kCols of c lives in registers: 8 vector accumulators,
-// enough independent FMA chains to cover the FMA latency on both FMA ports
-// (with 4, one AVX-512 register per row, the GPT benchmark's attention and
-// its gradient took 139 ms a step on 1 thread; with 16, 106 ms). TANDEM_TILES_COLS: 16 = two AVX2 registers a
-// row (the default), 32 = two AVX-512 registers.
+// A block of kRows x kCols of c lives in registers: with 6 rows of two
+// vectors (AVX2) or 8 rows of two (AVX-512), 12 or 16 independent FMA
+// chains, enough to cover the FMA latency on both FMA ports (with 4
+// accumulators, one AVX-512 register per row, the GPT benchmark's attention
+// and its gradient took 139 ms a step on 1 thread; with 16, 106 ms).
+// TANDEM_TILES_COLS: 16 = two AVX2 registers a row (the default), 32 = two
+// AVX-512 registers.
 #ifndef TANDEM_TILES_COLS
 #define TANDEM_TILES_COLS 16
 #endif
@@ -30,58 +32,89 @@ namespace {
 constexpr int64_t kRows = TANDEM_TILES_ROWS;
 constexpr int64_t kCols = TANDEM_TILES_COLS;
 
-// kRows x kCols of c from the full depth k: the accumulators stay in
-// registers across k (the compiler keeps a fixed-size local array there).
+// The accumulators are GCC vectors of half a block row, so they are
+// registers by type: as a float array the compiler initialised and stored
+// them element by element through the stack, which at the attention's
+// depths (32 and 64) cost about as much as the products.
+constexpr int64_t kLanes = kCols / 2;
+typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+// x in every lane: one broadcast from memory (Vec{} + x would add +0.0 first,
+// an extra instruction on the adder per row and step, as -0.0 + 0.0 is not -0.0).
+inline Vec splat(float x) { return x - Vec{}; }
+
+// Where a(r, p) lives: a[r * row + p * col] (row-major a: col = 1; a stored
+// transposed: row = 1).
+struct Strides {
+  int64_t row, col;
+};
+
+// R full-width rows of c from the full depth k.
 template <int64_t R>
-inline void block(int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                  int64_t cols, bool accumulate) {
-  float acc[R][kCols];
+inline void full_block(int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c,
+                       int64_t ldc, bool accumulate) {
+  Vec acc[R][2];
   for (int64_t r = 0; r < R; ++r)
-    for (int64_t j = 0; j < kCols; ++j) acc[r][j] = accumulate && j < cols ? c[r * ldc + j] : 0.f;
-  if (cols == kCols) {
-    for (int64_t p = 0; p < k; ++p) {
-      const float* bp = b + p * ldb;
-      for (int64_t r = 0; r < R; ++r) {
-        const float ar = a[r * lda + p];
-#pragma omp simd
-        for (int64_t j = 0; j < kCols; ++j) acc[r][j] += ar * bp[j];
-      }
-    }
-  } else {
-    for (int64_t p = 0; p < k; ++p) {
-      const float* bp = b + p * ldb;
-      for (int64_t r = 0; r < R; ++r) {
-        const float ar = a[r * lda + p];
-        for (int64_t j = 0; j < cols; ++j) acc[r][j] += ar * bp[j];
-      }
+    for (int64_t h = 0; h < 2; ++h) acc[r][h] = accumulate ? load(c + r * ldc + h * kLanes) : Vec{};
+  for (int64_t p = 0; p < k; ++p) {
+    const Vec b0 = load(b + p * ldb), b1 = load(b + p * ldb + kLanes);
+    for (int64_t r = 0; r < R; ++r) {
+      const Vec ar = splat(a[r * as.row + p * as.col]);
+      acc[r][0] += ar * b0;
+      acc[r][1] += ar * b1;
     }
   }
-  // A full-width row is stored by a loop of constant length: with `cols`
-  // GCC made each row a memcpy (`rep movsq`), 16 % of the AVX2 block's time.
-  if (cols == kCols) {
-    for (int64_t r = 0; r < R; ++r)
-#pragma omp simd
-      for (int64_t j = 0; j < kCols; ++j) c[r * ldc + j] = acc[r][j];
-    return;
-  }
   for (int64_t r = 0; r < R; ++r)
-    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = acc[r][j];
+    for (int64_t h = 0; h < 2; ++h) store(c + r * ldc + h * kLanes, acc[r][h]);
+}
+
+// The last columns of c (cols < kCols), one row at a time: the same sums in
+// the same order as full_block, so a column's value does not depend on
+// whether it falls in the tail.
+inline void tail_row(int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c, int64_t cols,
+                     bool accumulate) {
+  float acc[kCols];
+  for (int64_t j = 0; j < cols; ++j) acc[j] = accumulate ? c[j] : 0.f;
+  for (int64_t p = 0; p < k; ++p) {
+    const float ar = a[p * as.col];
+    for (int64_t j = 0; j < cols; ++j) acc[j] += ar * b[p * ldb + j];
+  }
+  for (int64_t j = 0; j < cols; ++j) c[j] = acc[j];
+}
+
+void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate) {
+  for (int64_t j = 0; j < n; j += kCols) {
+    if (n - j < kCols) {
+      for (int64_t i = 0; i < m; ++i)
+        tail_row(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, n - j, accumulate);
+      break;
+    }
+    int64_t i = 0;
+    for (; i + kRows <= m; i += kRows)
+      full_block<kRows>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    if constexpr (kRows > 4)
+      for (; i + 4 <= m; i += 4) full_block<4>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    for (; i < m; ++i) full_block<1>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+  }
 }
 
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
           int64_t ldc, bool accumulate) {
-  for (int64_t j = 0; j < n; j += kCols) {
-    const int64_t cols = n - j < kCols ? n - j : kCols;
-    int64_t i = 0;
-    for (; i + kRows <= m; i += kRows)
-      block<kRows>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, cols, accumulate);
-    if constexpr (kRows > 4)
-      for (; i + 4 <= m; i += 4)
-        block<4>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, cols, accumulate);
-    for (; i < m; ++i) block<1>(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, cols, accumulate);
-  }
+  product(m, n, k, a, {lda, 1}, b, ldb, c, ldc, accumulate);
+}
+
+void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+             int64_t ldc, bool accumulate) {
+  product(m, n, k, a, {1, lda}, b, ldb, c, ldc, accumulate);
 }
 
 void exp_inplace(float* x, int64_t n) {

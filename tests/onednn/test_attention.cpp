@@ -1,0 +1,69 @@
+// The attention gradient's two schedules (ops/attention.cpp): one pass per
+// (batch, kv head) when there are at least two such tasks per thread, else
+// two passes with a task per tile. Which one runs depends on the thread
+// count, so the same inputs must give the same bits on either; the
+// conformance kit checks the values against the reference backend.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "plugin_fixture.hpp"
+
+using namespace onednn_test;
+
+namespace {
+
+// Values that are not round numbers, so a changed summation order shows.
+tc::HostTensor wavy(const std::vector<int64_t>& dims, double phase) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = std::sin(0.37 * double(i) + phase) * 0.8;
+  return tc::HostTensor::from_values(TDM_F32, dims, v);
+}
+
+struct ThreadCount {
+  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved); }
+  int saved;
+};
+
+}  // namespace
+
+TEST(OnednnAttention, GradientIsTheSameBitsInOneOrTwoPasses) {
+  Fixture& f = loaded();
+  ASSERT_NE(f.device, nullptr) << last_error();
+  // B·G = 4 (kv) tasks: one pass on 1 thread (4 >= 2·1), two passes on 4
+  // threads (4 < 2·4). T = 130: three query and key tiles of 64, the last
+  // partial; grouped heads; causal with padding and dropout.
+  const int64_t B = 2, H = 4, G = 2, T = 130, D = 32;
+  const tc::HostTensor q = wavy({B, H, T, D}, 0.1), k = wavy({B, G, T, D}, 0.7), v = wavy({B, G, T, D}, 1.3);
+  std::vector<double> padded(size_t(B * T), 0.0);
+  padded[size_t(T - 1)] = 1;  // the last key of batch 0 is padding
+  const tc::HostTensor mask = tc::HostTensor::from_values(TDM_U8, {B, T}, padded);
+  const tc::HostTensor offset = tc::HostTensor::from_values(TDM_S64, {}, {5});
+  tc::Attrs attrs;
+  attrs.integer("causal", 1).number("dropout", 0.1).integer("seed", 17);
+
+  const tc::RunResult fwd = tc::run_op(*f.kit, "attention", attrs, {q, k, v, mask, offset},
+                                       {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, H, T}}});
+  ASSERT_TRUE(fwd.outcome.ok()) << fwd.outcome.message;
+  const tc::HostTensor dout = wavy({B, H, T, D}, 2.9);
+  const auto grad = [&](int threads) {
+    ThreadCount use(threads);
+    return tc::run_op(*f.kit, "attention_grad", attrs,
+                      {dout, q, k, v, fwd.outputs[0], fwd.outputs[1], mask, offset},
+                      {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, G, T, D}}, {TDM_F32, {B, G, T, D}}});
+  };
+  const tc::RunResult one_pass = grad(1), two_passes = grad(4);
+  ASSERT_TRUE(one_pass.outcome.ok()) << one_pass.outcome.message;
+  ASSERT_TRUE(two_passes.outcome.ok()) << two_passes.outcome.message;
+  const char* names[] = {"dq", "dk", "dv"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(one_pass.outputs[i].bitwise_equal(two_passes.outputs[i])) << names[i];
+    double norm = 0;
+    for (double x : one_pass.outputs[i].to_f64()) norm += x * x;
+    EXPECT_GT(norm, 1e-3) << names[i] << " is all zeros: the test would prove nothing";
+  }
+}
