@@ -4,10 +4,17 @@
 ratio = Tandem samples/s / the faster PyTorch's samples/s (>= 1.0: Tandem is
 faster). GFLOP/s = 6 x parameters x samples/s; eff = that / the measured
 FMA-loop peak (bench/peak_flops) on the same thread count.
+
+run.sh runs every side once per round (files WORKLOAD.SIDE.rN.json); a side's
+samples/s is the median over the repeats of all its rounds, its RSS the
+largest of its rounds, and the table shows the range of the per-round ratios
+beside the ratio of the medians.
 """
 import argparse
+import glob
 import json
 import os
+import statistics
 
 
 def load(folder, name):
@@ -16,6 +23,38 @@ def load(folder, name):
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def load_rounds(folder, workload, side):
+    """One side's rounds merged into one record shaped like a single run's, plus
+    'rounds': each round's own record. None when no round left a file."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(folder, f"{workload}.{side}.r*.json"))):
+        with open(path) as f:
+            runs.append(json.load(f))
+    if not runs:
+        return None
+    merged = dict(runs[0])
+    rates = [x for r in runs for x in r["samples_per_second"]]
+    median = statistics.median(rates)
+    merged.update({
+        "samples_per_second": rates,
+        "median_samples_per_second": median,
+        # GFLOP/s scale with samples/s (6 x parameters x tokens per sample).
+        "effective_gflops": runs[0]["effective_gflops"] * median / runs[0]["median_samples_per_second"],
+        "peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs),
+        "rounds": runs,
+    })
+    return merged
+
+
+def round_ratios(t, peers):
+    """Tandem's median over the faster peer's, round by round (rounds all sides finished)."""
+    if not t or not peers:
+        return []
+    n = min(len(r["rounds"]) for r in [t] + peers)
+    return [t["rounds"][i]["median_samples_per_second"] /
+            max(p["rounds"][i]["median_samples_per_second"] for p in peers) for i in range(n)]
 
 
 def main():
@@ -37,20 +76,22 @@ def main():
     def mib(r):
         return f"{r['peak_rss_bytes'] / 2**20:.0f}" if r else "-"
 
-    header = ["workload", "batch", "thr", "tandem/s", "pt-debian/s", "pt-pypi/s", "ratio",
+    header = ["workload", "batch", "thr", "tandem/s", "pt-debian/s", "pt-pypi/s", "ratio", "rounds",
               "RSS tandem MiB", "RSS pt-deb MiB", "RSS pt-pypi MiB", "RSS/pt", "GFLOP/s tandem", "GFLOP/s best-pt"]
     rows = []
     versions = set()
     for w in a.workloads.split():
-        t = load(a.folder, f"{w}.tandem.json")
-        d = load(a.folder, f"{w}.debian.json")
-        p = load(a.folder, f"{w}.pypi.json")
+        t = load_rounds(a.folder, w, "tandem")
+        d = load_rounds(a.folder, w, "debian")
+        p = load_rounds(a.folder, w, "pypi")
         peers = [r for r in (d, p) if r]
         for r in peers:
             versions.add(f"{r['framework']}: torch {r['torch_version']} ({r['blas']})")
         best = max(peers, key=lambda r: r["median_samples_per_second"]) if peers else None
         ratio = (f"{t['median_samples_per_second'] / best['median_samples_per_second']:.2f}"
                  if t and best else "-")
+        per_round = round_ratios(t, peers)
+        spread = f"{min(per_round):.2f}-{max(per_round):.2f}" if len(per_round) > 1 else "-"
         gf_t = f"{t['effective_gflops']:.1f}" if t else "-"
         gf_p = f"{best['effective_gflops']:.1f}" if best else "-"
         if w == "gemm_mlp" and peak and t:
@@ -60,16 +101,18 @@ def main():
         batch = str((t or best or {}).get("batch", "-"))
         rss_ratio = (f"{t['peak_rss_bytes'] / min(r['peak_rss_bytes'] for r in peers):.2f}"
                      if t and peers else "-")
-        rows.append([w, batch, str(a.threads), sps(t), sps(d), sps(p), ratio, mib(t), mib(d), mib(p),
+        rows.append([w, batch, str(a.threads), sps(t), sps(d), sps(p), ratio, spread, mib(t), mib(d), mib(p),
                      rss_ratio, gf_t, gf_p])
     for line in read_lines(a.folder, "machine.txt"):
         print(line)
     print_table(header, rows)
     print()
-    print(f"samples/s: median of the repeats (training steps only, data pre-loaded, warm-up excluded); "
-          f"threads: {a.threads} on every side")
-    print("ratio: Tandem over the faster PyTorch; RSS: getrusage ru_maxrss of each process; "
-          "RSS/pt: Tandem's over the smaller PyTorch's")
+    n_rounds = max((len(r["rounds"]) for w in a.workloads.split()
+                    for r in [load_rounds(a.folder, w, "tandem")] if r), default=0)
+    print(f"samples/s: median of the repeats of {n_rounds} interleaved rounds (training steps only, data "
+          f"pre-loaded, warm-up excluded); threads: {a.threads} on every side")
+    print("ratio: Tandem over the faster PyTorch (medians); rounds: the lowest and highest ratio of one round; "
+          "RSS: getrusage ru_maxrss of each process (largest round); RSS/pt: Tandem's over the smaller PyTorch's")
     if peak:
         print(f"measured f32 peak ({peak_unit(a.folder)}, {a.threads} threads): {peak:.1f} GFLOP/s; "
               "GFLOP/s = 6 x parameters x samples/s (% of that peak for gemm_mlp)")

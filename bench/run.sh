@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tandem vs PyTorch on identical training work — the one command.
 #
-#   bench/run.sh [--threads N] [--repeats N] [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp gpt"] [--no-setup]
+#   bench/run.sh [--threads N] [--rounds N] [--repeats N] [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp gpt"] [--no-setup]
 #
 # 1. Sets up the PyTorch peers (idempotent): Debian's python3-torch with
 #    OpenBLAS (libopenblas0-pthread), and PyPI's current `torch` wheel in a
@@ -13,7 +13,13 @@
 #    bench/peak_flops.
 # 3. Prints the CPU, its vector ISA and oneDNN's (ONEDNN_MAX_CPU_ISA caps it),
 #    then runs each workload on Tandem, PyTorch-Debian and PyTorch-PyPI, one
-#    after another, same thread count; then the footprint rows
+#    after another, same thread count, in --rounds interleaved rounds (each
+#    side a fresh process per round with --repeats timed repeats): on a
+#    shared or virtual machine the speed of a whole process drifts by a third
+#    from one minute to the next, and rounds spread that drift over every side
+#    instead of charging it to whichever ran at a bad moment. The table gives
+#    the median over every repeat of every round and the range of the
+#    per-round ratios. Then the footprint rows
 #    (bench/footprint.py: startup commands, training the Fashion-MNIST
 #    example on its real data against bench/torch_train.py, per-epoch
 #    overhead), and prints the tables (bench/report.py). Raw JSON per run goes
@@ -25,16 +31,18 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 threads=2
-repeats=5
+rounds=3
+repeats=3
 workloads="fmnist_mlp cnn gemm_mlp tiny_mlp gpt"
 setup=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --no-setup) setup=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -126,20 +134,21 @@ esac
 /usr/bin/python3 "$repo/bench/quiet.py" start "$out/quiet.json" $$
 log "load before measuring: $(uptime)"
 "$cache/peak_flops" "$threads" > "$out/peak_flops.txt"
-for w in $workloads; do
-  model=$repo/bench/models/$w.toml
-  common=(--threads "$threads" --steps "${steps[$w]}" --warmup "${warmup[$w]}" --repeats "$repeats")
-  log "$w: tandem"
-  "$tandem" bench "$model" --device onednn:0 "${common[@]}" --json "$out/$w.tandem.json" >&2
-  log "$w: pytorch-debian (OpenBLAS; ${peer_env[*]})"
-  env "${peer_env[@]}" /usr/bin/python3 \
-    "$repo/bench/torch_peer.py" "$model" "${common[@]}" --label pytorch-debian --json "$out/$w.debian.json" >&2 ||
-    rm -f "$out/$w.debian.json"
-  if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
-    log "$w: pytorch-pypi"
-    env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
-      --label pytorch-pypi --json "$out/$w.pypi.json" >&2 || rm -f "$out/$w.pypi.json"
-  fi
+for round in $(seq 1 "$rounds"); do
+  for w in $workloads; do
+    model=$repo/bench/models/$w.toml
+    common=(--threads "$threads" --steps "${steps[$w]}" --warmup "${warmup[$w]}" --repeats "$repeats")
+    log "$w, round $round of $rounds: tandem"
+    "$tandem" bench "$model" --device onednn:0 "${common[@]}" --json "$out/$w.tandem.r$round.json" >&2
+    log "$w, round $round of $rounds: pytorch-debian (OpenBLAS; ${peer_env[*]})"
+    env "${peer_env[@]}" /usr/bin/python3 "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+      --label pytorch-debian --json "$out/$w.debian.r$round.json" >&2 || rm -f "$out/$w.debian.r$round.json"
+    if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+      log "$w, round $round of $rounds: pytorch-pypi"
+      env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+        --label pytorch-pypi --json "$out/$w.pypi.r$round.json" >&2 || rm -f "$out/$w.pypi.r$round.json"
+    fi
+  done
 done
 case " $workloads " in
   *" gemm_mlp "*)
