@@ -284,8 +284,8 @@ void delta_rows(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t h, in
 // the probabilities and ds, then dv += (d·p)ᵀ·do and dk += dsᵀ·(scale·q) into
 // w.acc2 and w.acc, and, where dq is given, dq += ds·k (unscaled).
 template <class T>
-void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, int64_t b, int64_t h, int64_t t0,
-               int64_t s0, int64_t bk, GradTiles& w, float* dq) {
+void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, int64_t b, int64_t h,
+               int64_t t0, int64_t s0, int64_t bk, GradTiles& w, float* dq) {
   const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
   load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
   load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
@@ -299,7 +299,8 @@ void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, in
 
 // dk and dv of key tile s0 (w.acc, w.acc2) into the outputs.
 template <class T>
-void store_key_grads(const Geometry& g, int64_t kv, int64_t s0, int64_t bk, const GradTiles& w, T* dk, T* dv) {
+void store_key_grads(const Geometry& g, int64_t kv, int64_t s0, int64_t bk, const GradTiles& w, T* dk,
+                     T* dv) {
   for (int64_t i = 0; i < bk * g.D; ++i) st(dk + (kv * g.S + s0) * g.D, i, w.acc[i]);
   for (int64_t i = 0; i < bk * g.E; ++i) st(dv + (kv * g.S + s0) * g.E, i, w.acc2[i]);
 }

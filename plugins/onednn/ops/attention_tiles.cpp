@@ -10,13 +10,13 @@
 namespace tandem::onednn::tiles {
 
 // The other copies (attention_tiles_avx2.cpp, attention_tiles_avx512.cpp).
-#define TANDEM_TILES_DECLARE(level)                                                                    \
-  namespace level {                                                                                    \
-  void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
-            float* c, int64_t ldc, bool accumulate);                                                   \
+#define TANDEM_TILES_DECLARE(level)                                                                       \
+  namespace level {                                                                                       \
+  void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,    \
+            float* c, int64_t ldc, bool accumulate);                                                      \
   void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
-               float* c, int64_t ldc, bool accumulate);                                                \
-  void exp_inplace(float* x, int64_t n);                                                               \
+               float* c, int64_t ldc, bool accumulate);                                                   \
+  void exp_inplace(float* x, int64_t n);                                                                  \
   }
 TANDEM_TILES_DECLARE(avx2)
 TANDEM_TILES_DECLARE(avx512)
@@ -48,8 +48,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const fl
   fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
-void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-             int64_t ldc, bool accumulate) {
+void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+             float* c, int64_t ldc, bool accumulate) {
   static const GemmFn fn = by_level<GemmFn>(avx512::gemm_tn, avx2::gemm_tn, baseline::gemm_tn);
   fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }

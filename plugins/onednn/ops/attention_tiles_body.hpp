@@ -44,10 +44,14 @@ inline Vec load(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+inline void store(float* p, Vec v) {
+  std::memcpy(p, &v, sizeof v);
+}
 // x in every lane: one broadcast from memory (Vec{} + x would add +0.0 first,
 // an extra instruction on the adder per row and step, as -0.0 + 0.0 is not -0.0).
-inline Vec splat(float x) { return x - Vec{}; }
+inline Vec splat(float x) {
+  return x - Vec{};
+}
 
 // Where a(r, p) lives: a[r * row + p * col] (row-major a: col = 1; a stored
 // transposed: row = 1).
@@ -77,8 +81,8 @@ inline void full_block(int64_t k, const float* a, Strides as, const float* b, in
 // The last columns of c (cols < kCols), one row at a time: the same sums in
 // the same order as full_block, so a column's value does not depend on
 // whether it falls in the tail.
-inline void tail_row(int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c, int64_t cols,
-                     bool accumulate) {
+inline void tail_row(int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c,
+                     int64_t cols, bool accumulate) {
   float acc[kCols];
   for (int64_t j = 0; j < cols; ++j) acc[j] = accumulate ? c[j] : 0.f;
   for (int64_t p = 0; p < k; ++p) {
@@ -88,8 +92,8 @@ inline void tail_row(int64_t k, const float* a, Strides as, const float* b, int6
   for (int64_t j = 0; j < cols; ++j) c[j] = acc[j];
 }
 
-void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c,
-             int64_t ldc, bool accumulate) {
+void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const float* b, int64_t ldb,
+             float* c, int64_t ldc, bool accumulate) {
   for (int64_t j = 0; j < n; j += kCols) {
     if (n - j < kCols) {
       for (int64_t i = 0; i < m; ++i)
@@ -100,7 +104,8 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const 
     for (; i + kRows <= m; i += kRows)
       full_block<kRows>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     if constexpr (kRows > 4)
-      for (; i + 4 <= m; i += 4) full_block<4>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      for (; i + 4 <= m; i += 4)
+        full_block<4>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     for (; i < m; ++i) full_block<1>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
   }
 }
@@ -112,8 +117,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const fl
   product(m, n, k, a, {lda, 1}, b, ldb, c, ldc, accumulate);
 }
 
-void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-             int64_t ldc, bool accumulate) {
+void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+             float* c, int64_t ldc, bool accumulate) {
   product(m, n, k, a, {1, lda}, b, ldb, c, ldc, accumulate);
 }
 

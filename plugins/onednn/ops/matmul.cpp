@@ -1,5 +1,7 @@
 // oneDNN backend — matmul on dnnl::matmul (matmul_primitive.hpp): batched,
-// numpy broadcasting of the batch dims, transposes through strides.
+// numpy broadcasting of the batch dims, transposes through strides; a
+// product of two matrices (no batch dims) in f32 on the own GEMM where it
+// serves (sgemm.hpp).
 #include "matmul_primitive.hpp"
 
 namespace tandem::onednn {
@@ -34,6 +36,8 @@ std::unique_ptr<Kernel> matmul(const OpView& op, size_t& ws) {
     const size_t bytes = size_t(numel(y)) * dtype_size(dt);
     return make_fn(c, [bytes](void* const*, void* const* out, void*) { std::memset(out[0], 0, bytes); });
   }
+  const sgemm::Problem own{m, n, ka, ta, tb, false, false};
+  if (dt == TDM_F32 && ra == 2 && rb == 2 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, {}, ws);
   // oneDNN wants equal ranks: pad the batch dims with leading 1s.
   ba.insert(ba.begin(), by.size() - ba.size(), 1);
   bb.insert(bb.begin(), by.size() - bb.size(), 1);

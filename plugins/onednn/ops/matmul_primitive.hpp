@@ -1,4 +1,5 @@
-// oneDNN backend — dnnl::matmul plumbing shared by matmul.cpp and linear.cpp.
+// oneDNN backend — the matrix-product kernels shared by matmul.cpp and
+// linear.cpp: dnnl::matmul plumbing, and the own GEMM where it serves.
 //
 // Transposes do not move data: a transposed operand is described by a memory
 // descriptor whose last two strides are swapped, and oneDNN reads it in place.
@@ -8,6 +9,7 @@
 #define TANDEM_ONEDNN_OPS_MATMUL_PRIMITIVE_HPP
 
 #include "common.hpp"
+#include "sgemm.hpp"
 
 namespace tandem::onednn {
 
@@ -21,6 +23,13 @@ std::unique_ptr<Kernel> matmul_kernel(std::string name, const dnnl::memory::desc
                                       const dnnl::memory::desc& b, Slot sb, const dnnl::memory::desc& y,
                                       Slot sy, const dnnl::memory::desc* bias, Slot sbias,
                                       const dnnl::post_ops& post, size_t& workspace);
+
+// A kernel of the own GEMM (sgemm.hpp) for a CPU it serves: a, b and (when
+// p.bias) the bias from input slots, c the output 0; `after` (may be empty)
+// runs after the product in the same launch. Sets the workspace to the
+// packing buffers of the thread count at prepare.
+std::unique_ptr<Kernel> sgemm_kernel(const Check& c, const sgemm::Problem& p, size_t a_slot, size_t b_slot,
+                                     size_t bias_slot, PrimKernel::Hook after, size_t& workspace);
 
 }  // namespace tandem::onednn
 

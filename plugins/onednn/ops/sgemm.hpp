@@ -1,0 +1,68 @@
+// oneDNN backend — an own packed f32 matrix product for CPUs whose widest
+// vector unit oneDNN may use is AVX2 + FMA.
+//
+// Why: oneDNN 2.6's AVX2 sgemm ("gemm:jit") runs the products of a
+// 1024-wide MLP at batch 256 (M = 256, N = K = 1024, every layout the
+// linear ops use) at 77-80 % of the FMA peak on one Zen 3 core, and its two
+// threads split them unevenly; this BLIS-style GEMM (A and B packed into
+// micro-panels, a 6 x 16 register block, 256-deep K blocks) reaches 83-86 %
+// there (bench/README.md has the measurements). On AVX-512 CPUs oneDNN's
+// brgemm kernels are better than anything here and keep the products.
+//
+// Every element of C is one thread's, summed over k in increasing order
+// starting from 0 (k blocks continue from what the previous block stored),
+// so the result is the same bits for any thread count.
+#ifndef TANDEM_ONEDNN_OPS_SGEMM_HPP
+#define TANDEM_ONEDNN_OPS_SGEMM_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tandem::onednn::sgemm {
+
+// c[m x n] = op(a)·op(b) (+ bias[j]) (then relu), all f32, dense row-major.
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  bool a_transposed = false;  // a stored [k, m] (else [m, k])
+  bool b_transposed = false;  // b stored [n, k] (else [k, n])
+  bool bias = false;
+  bool relu = false;
+};
+
+// Register block and cache blocks: a 6 x 16 block of c is 12 AVX2
+// accumulators (two FMA ports x 4 cycles latency need 8 or more); a B
+// micro-panel of kKc x 16 floats (16 KiB) stays in L1, an A block of
+// kMc x kKc (72 KiB) in L2, a B block of kKc x kNc in L3.
+constexpr int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 72, kNc = 4080;
+
+// How the m x n output is cut among threads: tm row groups x tn column
+// groups (tm·tn threads; 1 x 1 for problems too small to share).
+struct Split {
+  int tm = 1, tn = 1;
+};
+Split split_for(int64_t m, int64_t n, int64_t k, int threads);
+
+// Whether this product runs here rather than on oneDNN: the CPU's (or the
+// ONEDNN_MAX_CPU_ISA limit's) widest level is AVX2 + FMA, no dimension is
+// below the register block's, and TANDEM_ONEDNN_OWN_SGEMM is not "0".
+bool serves(const Problem& p);
+
+// The packing buffers of `threads` threads.
+size_t workspace_bytes(const Problem& p, int threads);
+
+// Runs the product with `threads` threads (the count workspace_bytes was
+// asked for); bias may be null when !p.bias.
+void run(const Problem& p, const float* a, const float* b, const float* bias, float* c, void* workspace,
+         int threads);
+
+// The part one thread computes, rows [m0, m1) x columns [n0, n1), with its
+// packing buffers pa (kMc·kKc + 8 floats) and pb (kKc·columns, at most
+// kKc·kNc): the AVX2 + FMA code (sgemm_avx2.cpp).
+namespace avx2 {
+void rectangle(const Problem& p, const float* a, const float* b, const float* bias, float* c, int64_t m0,
+               int64_t m1, int64_t n0, int64_t n1, float* pa, float* pb);
+}
+
+}  // namespace tandem::onednn::sgemm
+
+#endif  // TANDEM_ONEDNN_OPS_SGEMM_HPP

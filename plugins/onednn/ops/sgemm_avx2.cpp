@@ -1,0 +1,172 @@
+// oneDNN backend — the AVX2 + FMA code of the own GEMM (sgemm.hpp): packing
+// and the 6 x 16 register block. Compiled with -march=haswell
+// (plugins/onednn/CMakeLists.txt) and called only when oneDNN's effective ISA
+// is AVX2 + FMA (sgemm.cpp). Intrinsics, unlike the attention tiles: the
+// packing transposes need shuffles the compiler does not find from loops.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "sgemm.hpp"
+
+namespace tandem::onednn::sgemm::avx2 {
+
+namespace {
+
+// dst row r = src column r of an 8-column block of `rows` rows (the rest
+// zero), stored in increasing r, 8 floats each: with ldd < 8 a row's last
+// lanes spill into the next row's place, which the next store overwrites.
+inline void transpose8(const float* src, int64_t lds, int64_t rows, float* dst, int64_t ldd) {
+  __m256 r[8];
+  for (int64_t i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * lds) : _mm256_setzero_ps();
+  __m256 t[8], s[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    s[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    s[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    s[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    s[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(s[i], s[i + 4], 0x20));
+  for (int i = 0; i < 4; ++i)
+    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(s[i], s[i + 4], 0x31));
+}
+
+// A's rows [i0, i0 + mc) x depth [k0, k0 + kc) as micro-panels: per kMr
+// rows, kc steps of kMr values; rows past mc are zeros. Writes up to 2
+// floats past the panels (pa has 8 to spare).
+void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* pa) {
+  const int64_t lda = p.a_transposed ? p.m : p.k;
+  for (int64_t ir = 0; ir < mc; ir += kMr, pa += kMr * kc) {
+    const int64_t mr = std::min(kMr, mc - ir);
+    if (p.a_transposed) {  // a(i, q) = a[q·lda + i]: a step's values are contiguous
+      for (int64_t q = 0; q < kc; ++q) {
+        const float* src = a + (k0 + q) * lda + i0 + ir;
+        float* dst = pa + q * kMr;
+        for (int64_t i = 0; i < kMr; ++i) dst[i] = i < mr ? src[i] : 0.f;
+      }
+      continue;
+    }
+    const float* rows = a + (i0 + ir) * lda + k0;
+    int64_t q = 0;
+    // 8 steps at a time: the panel's rows transposed, 6 lanes a step.
+    for (; q + 8 <= kc; q += 8) transpose8(rows + q, lda, mr, pa + q * kMr, kMr);
+    for (; q < kc; ++q)
+      for (int64_t i = 0; i < kMr; ++i) pa[q * kMr + i] = i < mr ? rows[i * lda + q] : 0.f;
+  }
+}
+
+// B's depth [k0, k0 + kc) x columns [j0, j0 + nc) as micro-panels: per kNr
+// columns, kc steps of kNr values; columns past nc are zeros.
+void pack_b(const Problem& p, const float* b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* pb) {
+  const int64_t ldb = p.b_transposed ? p.k : p.n;
+  for (int64_t jr = 0; jr < nc; jr += kNr, pb += kNr * kc) {
+    const int64_t nr = std::min(kNr, nc - jr), j = j0 + jr;
+    int64_t q = 0;
+    if (nr == kNr && !p.b_transposed) {
+      for (; q < kc; ++q) {
+        const float* src = b + (k0 + q) * ldb + j;
+        _mm256_storeu_ps(pb + q * kNr, _mm256_loadu_ps(src));
+        _mm256_storeu_ps(pb + q * kNr + 8, _mm256_loadu_ps(src + 8));
+      }
+    } else if (nr == kNr) {  // b(q, j) = b[j·ldb + q]: rows of b are columns of the panel
+      for (; q + 8 <= kc; q += 8) {
+        transpose8(b + j * ldb + k0 + q, ldb, 8, pb + q * kNr, kNr);
+        transpose8(b + (j + 8) * ldb + k0 + q, ldb, 8, pb + q * kNr + 8, kNr);
+      }
+    }
+    for (; q < kc; ++q)
+      for (int64_t c = 0; c < kNr; ++c)
+        pb[q * kNr + c] = c >= nr          ? 0.f
+                          : p.b_transposed ? b[(j + c) * ldb + k0 + q]
+                                           : b[(k0 + q) * ldb + j + c];
+  }
+}
+
+// What a block does with its sums: continue the ones stored by the previous
+// k block (else start from 0), and on the last k block add the bias (16
+// values from the block's first column) and apply relu.
+struct Finish {
+  bool continue_stored = false;
+  const float* bias = nullptr;
+  bool relu = false;
+};
+
+// c[6 x 16] from kc steps of the packed panels.
+inline void block(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, const Finish& f) {
+  __m256 acc[kMr][2];
+  for (int64_t i = 0; i < kMr; ++i)
+    for (int64_t h = 0; h < 2; ++h)
+      acc[i][h] = f.continue_stored ? _mm256_loadu_ps(c + i * ldc + 8 * h) : _mm256_setzero_ps();
+  for (int64_t q = 0; q < kc; ++q, pa += kMr, pb += kNr) {
+    const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+    for (int64_t i = 0; i < kMr; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(pa + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  for (int64_t h = 0; h < 2; ++h) {
+    const __m256 bias = f.bias ? _mm256_loadu_ps(f.bias + 8 * h) : _mm256_setzero_ps();
+    for (int64_t i = 0; i < kMr; ++i) {
+      __m256 v = acc[i][h];
+      if (f.bias) v = _mm256_add_ps(v, bias);
+      // max(0, v) returns v when v is NaN: relu keeps a NaN, as the catalog's x > 0 ? x : 0 would not hide
+      // it.
+      if (f.relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
+      _mm256_storeu_ps(c + i * ldc + 8 * h, v);
+    }
+  }
+}
+
+// A block of c with fewer than 6 rows or 16 columns: through a full-size
+// copy, so the sums are the same as in a full block.
+void edge_block(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc, int64_t mr, int64_t nr,
+                Finish f) {
+  alignas(32) float tile[kMr * kNr] = {};
+  alignas(32) float bias[kNr] = {};
+  if (f.continue_stored)
+    for (int64_t i = 0; i < mr; ++i) std::memcpy(tile + i * kNr, c + i * ldc, size_t(nr) * sizeof(float));
+  if (f.bias) {
+    std::memcpy(bias, f.bias, size_t(nr) * sizeof(float));
+    f.bias = bias;
+  }
+  block(kc, pa, pb, tile, kNr, f);
+  for (int64_t i = 0; i < mr; ++i) std::memcpy(c + i * ldc, tile + i * kNr, size_t(nr) * sizeof(float));
+}
+
+}  // namespace
+
+void rectangle(const Problem& p, const float* a, const float* b, const float* bias, float* c, int64_t m0,
+               int64_t m1, int64_t n0, int64_t n1, float* pa, float* pb) {
+  for (int64_t jc = n0; jc < n1; jc += kNc) {
+    const int64_t nc = std::min(kNc, n1 - jc);
+    for (int64_t pc = 0; pc < p.k; pc += kKc) {
+      const int64_t kc = std::min(kKc, p.k - pc);
+      const bool last = pc + kc == p.k;
+      pack_b(p, b, pc, kc, jc, nc, pb);
+      for (int64_t ic = m0; ic < m1; ic += kMc) {
+        const int64_t mc = std::min(kMc, m1 - ic);
+        pack_a(p, a, ic, mc, pc, kc, pa);
+        for (int64_t jr = 0; jr < nc; jr += kNr) {
+          const int64_t nr = std::min(kNr, nc - jr), j = jc + jr;
+          const Finish f{pc > 0, last && p.bias ? bias + j : nullptr, last && p.relu};
+          for (int64_t ir = 0; ir < mc; ir += kMr) {
+            const int64_t mr = std::min(kMr, mc - ir);
+            float* cb = c + (ic + ir) * p.n + j;
+            if (mr == kMr && nr == kNr)
+              block(kc, pa + ir * kc, pb + jr * kc, cb, p.n, f);
+            else
+              edge_block(kc, pa + ir * kc, pb + jr * kc, cb, p.n, mr, nr, f);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tandem::onednn::sgemm::avx2
