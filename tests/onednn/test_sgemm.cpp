@@ -3,6 +3,9 @@
 // matmul with either operand transposed. Shapes cross every blocking edge:
 // rows not a multiple of the 6-row block, columns not a multiple of 16,
 // depths beyond the 256-deep k block, a width beyond the 4080-column block.
+// The own GEMM takes products of at least 2^25 multiply-adds; this file
+// sets TANDEM_ONEDNN_OWN_SGEMM=all before the plugin loads so that small
+// shapes, which reach every edge faster, run on it too.
 // Each product is checked against a double-precision sum, and on the own
 // GEMM must be the same bits on 1, 2, 3 and 4 threads. Where the own GEMM
 // does not serve (an AVX-512 CPU without ONEDNN_MAX_CPU_ISA=AVX2, or a
@@ -12,6 +15,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "plugin_fixture.hpp"
@@ -19,6 +23,9 @@
 using namespace onednn_test;
 
 namespace {
+
+// Before main, so before any test loads the plugin (which reads it once).
+[[maybe_unused]] const int own_gemm_for_every_size = setenv("TANDEM_ONEDNN_OWN_SGEMM", "all", 1);
 
 struct ThreadCount {
   explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }

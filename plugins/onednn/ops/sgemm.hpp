@@ -44,7 +44,9 @@ Split split_for(int64_t m, int64_t n, int64_t k, int threads);
 
 // Whether this product runs here rather than on oneDNN: the CPU's (or the
 // ONEDNN_MAX_CPU_ISA limit's) widest level is AVX2 + FMA, no dimension is
-// below the register block's, and TANDEM_ONEDNN_OWN_SGEMM is not "0".
+// below the register block's, it has at least 2^25 multiply-adds (below,
+// oneDNN was as fast), and TANDEM_ONEDNN_OWN_SGEMM is not "0" ("all" drops
+// the size rule, for tests).
 bool serves(const Problem& p);
 
 // The packing buffers of `threads` threads.
