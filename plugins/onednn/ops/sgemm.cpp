@@ -80,10 +80,10 @@ bool serves(const Problem& p) {
   }();
   if (mode == Mode::never || cpu_vector_level() != VectorLevel::avx2_fma) return false;
   if (p.m < kMr || p.n < kNr || p.k < 8) return false;
-  // Measured (`tandem bench --profile`, own GEMM against oneDNN's, 1 and 2
-  // threads): the products of the GEMM-bound MLP (268 M multiply-adds) and
-  // of the GPT benchmark (151-453 M) ran 4-10 % faster here; those of the
-  // Fashion-MNIST MLP (at most 26 M) no faster, so they stay on oneDNN.
+  // Measured (`tandem bench --profile`, TANDEM_ONEDNN_OWN_SGEMM=0 against
+  // 1, 1 and 2 threads): the GEMM-bound MLP's products (268 M multiply-adds)
+  // 8-24 % faster here, GPT's (151-453 M) as fast; the Fashion-MNIST MLP's
+  // (at most 26 M) no faster, so they stay on oneDNN.
   return mode == Mode::all || p.m * p.n * p.k >= (int64_t(1) << 25);
 }
 

@@ -1,13 +1,17 @@
 // oneDNN backend — an own packed f32 matrix product for CPUs whose widest
 // vector unit oneDNN may use is AVX2 + FMA.
 //
-// Why: oneDNN 2.6's AVX2 sgemm ("gemm:jit") runs the products of a
-// 1024-wide MLP at batch 256 (M = 256, N = K = 1024, every layout the
-// linear ops use) at 77-80 % of the FMA peak on one Zen 3 core, and its two
-// threads split them unevenly; this BLIS-style GEMM (A and B packed into
-// micro-panels, a 6 x 16 register block, 256-deep K blocks) reaches 83-86 %
-// there (bench/README.md has the measurements). On AVX-512 CPUs oneDNN's
-// brgemm kernels are better than anything here and keep the products.
+// Why: oneDNN 2.6's AVX2 sgemm ("gemm:jit") is slow on the products of a
+// 1024-wide MLP at batch 256 (M = 256, N = K = 1024 and M = N = 1024,
+// K = 256: 4 KiB rows in every operand). `tandem bench
+// bench/models/gemm_mlp.toml --profile`, fastest of 4-5 processes each, on
+// a Zen 3 (AVX2): linear / linear_grad_input / linear_grad_weight per step
+// 29.6 / 26.9 / 25.4 ms on oneDNN, 27.3 / 20.5 / 25.1 ms here on 1 thread;
+// 14.7 / 13.6 / 13.7 against 13.4 / 10.3 / 12.6 ms on 2 threads. The
+// products of bench/models/gpt.toml run as fast as on oneDNN (534 against
+// 535 ms a step on 1 thread). A BLIS-style GEMM: A and B packed into
+// micro-panels, a 6 x 16 register block, 256-deep k blocks. On AVX-512 CPUs
+// oneDNN's brgemm kernels keep the products.
 //
 // Every element of C is one thread's, summed over k in increasing order
 // starting from 0 (k blocks continue from what the previous block stored),
@@ -44,8 +48,8 @@ Split split_for(int64_t m, int64_t n, int64_t k, int threads);
 
 // Whether this product runs here rather than on oneDNN: the CPU's (or the
 // ONEDNN_MAX_CPU_ISA limit's) widest level is AVX2 + FMA, no dimension is
-// below the register block's, it has at least 2^25 multiply-adds (below,
-// oneDNN was as fast), and TANDEM_ONEDNN_OWN_SGEMM is not "0" ("all" drops
+// below the register block's, it has at least 2^25 multiply-adds (the
+// Fashion-MNIST MLP's, at most 26 M, ran no faster here), and TANDEM_ONEDNN_OWN_SGEMM is not "0" ("all" drops
 // the size rule, for tests).
 bool serves(const Problem& p);
 

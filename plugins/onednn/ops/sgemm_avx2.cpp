@@ -41,16 +41,24 @@ inline void transpose8(const float* src, int64_t lds, int64_t rows, float* dst, 
 // floats past the panels (pa has 8 to spare).
 void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* pa) {
   const int64_t lda = p.a_transposed ? p.m : p.k;
+  if (p.a_transposed) {
+    // a(i, q) = a[q·lda + i]: row q of the stored a holds step q of every
+    // panel. Read each such row once, in order, and deal it out: panel by
+    // panel, the 6 values of a step come from rows lda apart, and with 4 KiB
+    // rows (a 1024-wide layer's dy) all of them fall in one L1 set, so a
+    // line is evicted before the next panel reads the rest of it.
+    for (int64_t q = 0; q < kc; ++q) {
+      const float* src = a + (k0 + q) * lda + i0;
+      for (int64_t ir = 0; ir < mc; ir += kMr) {
+        const int64_t mr = std::min(kMr, mc - ir);
+        float* dst = pa + ir * kc + q * kMr;
+        for (int64_t i = 0; i < kMr; ++i) dst[i] = i < mr ? src[ir + i] : 0.f;
+      }
+    }
+    return;
+  }
   for (int64_t ir = 0; ir < mc; ir += kMr, pa += kMr * kc) {
     const int64_t mr = std::min(kMr, mc - ir);
-    if (p.a_transposed) {  // a(i, q) = a[q·lda + i]: a step's values are contiguous
-      for (int64_t q = 0; q < kc; ++q) {
-        const float* src = a + (k0 + q) * lda + i0 + ir;
-        float* dst = pa + q * kMr;
-        for (int64_t i = 0; i < kMr; ++i) dst[i] = i < mr ? src[i] : 0.f;
-      }
-      continue;
-    }
     const float* rows = a + (i0 + ir) * lda + k0;
     int64_t q = 0;
     // 8 steps at a time: the panel's rows transposed, 6 lanes a step.
