@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "math/activation.hpp"
-#include "ops/kernels.cuh"
+#include "ops/column_sum.cuh"
 #include "ops/launchers.hpp"
 
 namespace tandem::cuda {
@@ -95,20 +95,6 @@ __global__ void bias_act_kernel(T* y, const T* bias, int64_t n, int64_t channels
   }
 }
 
-// One block per channel; threads stride over its outer·inner elements.
-template <class T>
-__global__ void channel_sum_kernel(const T* dy, T* dbias, int64_t outer, int64_t channels, int64_t inner) {
-  __shared__ float scratch[32];
-  const int64_t c = blockIdx.x;
-  float acc = 0.0f;
-  for (int64_t j = threadIdx.x; j < outer * inner; j += blockDim.x) {
-    const int64_t o = j / inner, i = j % inner;
-    acc += ld(dy, (o * channels + c) * inner + i);
-  }
-  acc = block_sum(acc, scratch);
-  if (threadIdx.x == 0) st(dbias, c, acc);
-}
-
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   for (const char* name : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"})
     r.add(name, prepare_unary);
@@ -130,13 +116,11 @@ void launch_bias_act(tdm_dtype dtype, void* y, const void* bias, int64_t outer, 
   });
 }
 
-void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, int64_t outer, int64_t channels,
-                        int64_t inner, cudaStream_t stream) {
-  if (channels == 0) return;
+void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, const math::ChannelSumPlan& plan,
+                        void* scratch, cudaStream_t stream) {
   dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    channel_sum_kernel<T><<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(
-        static_cast<const T*>(dy), static_cast<T*>(dbias), outer, channels, inner);
+    launch_channel_sums(plan, static_cast<const T*>(dy), static_cast<T*>(dbias), scratch, stream);
   });
 }
 

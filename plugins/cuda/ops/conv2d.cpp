@@ -193,7 +193,11 @@ std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& wor
   const ConvShape g = conv_shape(c, dir);
   const std::shared_ptr<Conv> cv = descriptors(g, d.tf32());
   choose_algorithm(d, *cv, dir, c);
-  workspace = cv->workspace;
+  // cuDNN's workspace, then (grad_weight with a bias) the dbias reduction's
+  // scratch at the next 256-byte boundary.
+  const math::ChannelSumPlan bias_plan = math::channel_sum_plan(g.N, g.K, g.P * g.Q);
+  const size_t bias_offset = (cv->workspace + 255) / 256 * 256;
+  workspace = dir == Dir::GradWeight && g.bias ? bias_offset + bias_plan.workspace_bytes() : cv->workspace;
   d.on_new_stream([](CudaStream& s) { dnn_handle(s); });
   const tdm_dtype t = g.t;
   const int64_t N = g.N, K = g.K, inner = g.P * g.Q;
@@ -220,7 +224,7 @@ std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& wor
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(cv->algo), ws,
                                                cv->workspace, &zero, cv->w, o[0]),
                 "cudnnConvolutionBackwardFilter");
-      if (bias) launch_channel_sum(t, in[0], o[1], N, K, inner, s.get());
+      if (bias) launch_channel_sum(t, in[0], o[1], bias_plan, static_cast<char*>(ws) + bias_offset, s.get());
     }
   });
 }

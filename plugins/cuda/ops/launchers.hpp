@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "math/activation.hpp"
+#include "math/column_sum.hpp"
 #include "tandem/types.h"
 
 namespace tandem::cuda {
@@ -18,9 +19,12 @@ namespace tandem::cuda {
 void launch_bias_act(tdm_dtype dtype, void* y, const void* bias, int64_t outer, int64_t channels,
                      int64_t inner, math::Act act, cudaStream_t stream);
 
-// dbias[c] = Σ_{o,i} dy[o, c, i], accumulated in f32.
-void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, int64_t outer, int64_t channels,
-                        int64_t inner, cudaStream_t stream);
+// dbias[c] = Σ_{o,i} dy[o, c, i] over [outer, channels, inner]
+// (`plan` = math::channel_sum_plan(outer, channels, inner)), accumulated in
+// f32 in the fixed order of math/column_sum.hpp; `scratch` holds
+// plan.workspace_bytes() of the kernel's planned workspace.
+void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, const math::ChannelSumPlan& plan,
+                        void* scratch, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

@@ -1,8 +1,10 @@
 // CUDA backend — layer_norm and its gradient. One block per row; statistics
 // in f32 with a two-pass variance (block_mean_var in kernels.cuh), biased for
-// normalising; rstd = 1/sqrt(var + eps). dgamma/dbeta are column sums: one
-// thread per column over all rows.
-#include "ops/kernels.cuh"
+// normalising; rstd = 1/sqrt(var + eps). dgamma/dbeta are the two-stage
+// column sums of ops/column_sum.cuh: coalesced along D, a fixed summation
+// order (math/column_sum.hpp), bitwise reproducible; their f32 partials are
+// the kernel's workspace.
+#include "ops/column_sum.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -41,21 +43,6 @@ __global__ void layer_norm_dx_kernel(const T* dy, const T* x, const T* gamma, co
   }
 }
 
-template <class T>
-__global__ void layer_norm_dparams_kernel(const T* dy, const T* x, const float* mean, const float* rstd,
-                                          T* dgamma, T* dbeta, int64_t rows, int64_t D) {
-  TDM_GRID_STRIDE(j, D) {
-    float dg = 0.0f, db = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float d = ld(dy, r * D + j);
-      dg += d * (ld(x, r * D + j) - mean[r]) * rstd[r];
-      db += d;
-    }
-    st(dgamma, j, dg);
-    st(dbeta, j, db);
-  }
-}
-
 std::unique_ptr<Kernel> prepare_layer_norm(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.counts(3, 3, 3, 3);
@@ -84,7 +71,7 @@ std::unique_ptr<Kernel> prepare_layer_norm(CudaDevice&, const OpView& v, size_t&
   return k;
 }
 
-std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(5, 5, 3, 3);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
@@ -100,18 +87,19 @@ std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, si
   c.output(0, t, x);
   c.output(1, t, {D});
   c.output(2, t, {D});
+  const math::ColumnSumPlan plan = math::column_sum_plan(rows, D);
+  workspace = column_sum_workspace<2>(plan);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
-    k = make_kernel("layer_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    k = make_kernel("layer_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
       const auto *dy = static_cast<const T*>(in[0]), *xx = static_cast<const T*>(in[1]);
       const auto *mean = static_cast<const float*>(in[3]), *rstd = static_cast<const float*>(in[4]);
       if (rows > 0)
         layer_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(dy, xx, static_cast<const T*>(in[2]),
                                                                         mean, rstd, static_cast<T*>(o[0]), D);
-      if (D > 0)
-        layer_norm_dparams_kernel<T><<<grid_for(D), kThreads, 0, s.get()>>>(
-            dy, xx, mean, rstd, static_cast<T*>(o[1]), static_cast<T*>(o[2]), rows, D);
+      launch_column_sums(plan, math::LayerNormParamTerm<T>{dy, xx, mean, rstd, D},
+                         ColumnOutputs<T, 2>{{static_cast<T*>(o[1]), static_cast<T*>(o[2])}}, ws, s.get());
     });
   });
   return k;

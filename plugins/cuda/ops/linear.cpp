@@ -67,12 +67,16 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
   const bool dbias = v.int_attr("has_bias", 1) != 0 && c.has_output(1);
   if (dbias) c.output(1, t, {O});
   const Gemm g = make_gemm(d, t, true, false, O, I, N);
-  workspace = g.workspace_bytes;
-  return make_kernel("linear_grad_weight:cublasGemmEx+channel_sum",
-                     [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
-                       g.run(s, in[0], in[1], o[0], ws);
-                       if (dbias) launch_channel_sum(t, in[0], o[1], N, O, 1, s.get());
-                     });
+  // cuBLAS's workspace (0 or whole MiB, so what follows stays aligned),
+  // then the dbias reduction's partials.
+  const math::ChannelSumPlan bias_plan = math::channel_sum_plan(N, O, 1);
+  workspace = g.workspace_bytes + (dbias ? bias_plan.workspace_bytes() : 0);
+  return make_kernel("linear_grad_weight:cublasGemmEx+channel_sum", [=](CudaStream& s, void* const* in,
+                                                                        void* const* o, void* ws) {
+    g.run(s, in[0], in[1], o[0], ws);
+    if (dbias)
+      launch_channel_sum(t, in[0], o[1], bias_plan, static_cast<char*>(ws) + g.workspace_bytes, s.get());
+  });
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {

@@ -1,11 +1,12 @@
 // CUDA backend — rms_norm and its gradient. One block per row, sums in f32
 // through block_sum (kernels.cuh); rstd = 1/sqrt(mean(x²) + eps) is saved in
-// f32 whatever the data dtype. dgamma is a column sum over all rows: each
-// block owns 32 columns and splits the rows among 8 thread rows, then adds
-// the 8 partial sums in a fixed order (no atomics: reproducible bits).
+// f32 whatever the data dtype. dgamma is the two-stage column sum of
+// ops/column_sum.cuh (row chunks spread over the whole GPU, a fixed
+// summation order, no atomics: reproducible bits); its f32 partials are the
+// kernel's workspace.
 #include <cmath>
 
-#include "ops/kernels.cuh"
+#include "ops/column_sum.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -42,27 +43,6 @@ __global__ void rms_norm_dx_kernel(const T* dy, const T* x, const T* gamma, cons
   }
 }
 
-// dgamma columns in blocks of kCols; kRowSplit thread rows stride over the
-// rows, so the loads of one warp row stay coalesced along D.
-constexpr int kCols = 32, kRowSplit = 8;
-
-template <class T>
-__global__ void rms_norm_dgamma_kernel(const T* dy, const T* x, const float* rstd, T* dgamma, int64_t rows,
-                                       int64_t D) {
-  __shared__ float partial[kRowSplit][kCols + 1];
-  const int64_t j = blockIdx.x * int64_t(kCols) + threadIdx.x;
-  float acc = 0.0f;
-  if (j < D)
-    for (int64_t r = threadIdx.y; r < rows; r += kRowSplit)
-      acc += ld(dy, r * D + j) * ld(x, r * D + j) * rstd[r];
-  partial[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y != 0 || j >= D) return;
-  float sum = 0.0f;
-  for (int k = 0; k < kRowSplit; ++k) sum += partial[k][threadIdx.x];
-  st(dgamma, j, sum);
-}
-
 double rms_epsilon(const Check& c) {
   const double eps = c.float_attr("epsilon", 1e-6);
   if (!(eps >= 0) || !std::isfinite(eps)) c.fail("epsilon must be finite and >= 0");
@@ -94,7 +74,7 @@ std::unique_ptr<Kernel> prepare_rms_norm(CudaDevice&, const OpView& v, size_t&) 
   return k;
 }
 
-std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(4, 4, 2, 2);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
@@ -107,18 +87,19 @@ std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size
   c.input(3, TDM_F32, Dims(x.begin(), x.end() - 1));
   c.output(0, t, x);
   c.output(1, t, {D});
+  const math::ColumnSumPlan plan = math::column_sum_plan(rows, D);
+  workspace = column_sum_workspace<1>(plan);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
-    k = make_kernel("rms_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    k = make_kernel("rms_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
       const auto *dy = static_cast<const T*>(in[0]), *xx = static_cast<const T*>(in[1]);
       const auto* rstd = static_cast<const float*>(in[3]);
       if (rows > 0)
         rms_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(dy, xx, static_cast<const T*>(in[2]),
                                                                       rstd, static_cast<T*>(o[0]), D);
-      if (D > 0)
-        rms_norm_dgamma_kernel<T><<<unsigned((D + kCols - 1) / kCols), dim3(kCols, kRowSplit), 0, s.get()>>>(
-            dy, xx, rstd, static_cast<T*>(o[1]), rows, D);
+      launch_column_sums(plan, math::RmsNormParamTerm<T>{dy, xx, rstd, D},
+                         ColumnOutputs<T, 1>{{static_cast<T*>(o[1])}}, ws, s.get());
     });
   });
   return k;
