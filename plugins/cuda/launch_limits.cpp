@@ -8,6 +8,12 @@ std::string one_block_per_limit(int64_t count, const char* unit) {
          std::to_string(kMaxGridX) + " blocks; split the batch or place this layer on the CPU";
 }
 
+std::string int_positions_limit(int64_t count, const char* units) {
+  if (count <= kMaxInt) return "";
+  return std::to_string(count) + " " + units + " exceed the " + std::to_string(kMaxInt) +
+         " positions the sort carries as int; split the batch or place this layer on the CPU";
+}
+
 std::string gemm_limit(int64_t M, int64_t N, int64_t K, int64_t batch) {
   const std::pair<const char*, int64_t> sizes[] = {{"M", M}, {"N", N}, {"K", K}, {"batch", batch}};
   for (const auto& [name, value] : sizes)

@@ -21,6 +21,10 @@ constexpr int64_t kMaxInt = INT32_MAX;
 // `count` blocks must fit the grid.
 std::string one_block_per_limit(int64_t count, const char* unit);
 
+// A kernel that sorts `count` items carrying each one's position as an int
+// (embedding_grad): the positions must fit one. `units` is plural.
+std::string int_positions_limit(int64_t count, const char* units);
+
 // A cuBLAS GEMM of M x N x K, `batch` times: each is an int parameter.
 std::string gemm_limit(int64_t M, int64_t N, int64_t K, int64_t batch);
 

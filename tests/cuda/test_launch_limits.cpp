@@ -1,6 +1,6 @@
 // Sizes the cuda plugin declines at prepare instead of failing at launch:
 // one block per row beyond CUDA's grid, cuBLAS's and cuDNN's int
-// parameters (host code, no GPU needed).
+// parameters, positions a sort carries as int (host code, no GPU needed).
 #include <gtest/gtest.h>
 
 #include "launch_limits.hpp"
@@ -37,6 +37,14 @@ TEST(LaunchLimits, CudnnDescriptorsAddressAtMost2To31Minus1Elements) {
   const std::string why = cudnn_tensor_limit({1, int64_t(1024) * 64 * 256 * 128, 1});
   EXPECT_MENTIONS(why, "2147483648 elements");
   EXPECT_MENTIONS(why, "cuDNN");
+}
+
+TEST(LaunchLimits, SortedPositionsFitAnInt) {
+  EXPECT_EQ(int_positions_limit(0, "indices"), "");
+  EXPECT_EQ(int_positions_limit(k2to31 - 1, "indices"), "");
+  const std::string why = int_positions_limit(k2to31, "indices");
+  EXPECT_MENTIONS(why, "2147483648 indices");
+  EXPECT_MENTIONS(why, "place this layer on the CPU");
 }
 
 }  // namespace

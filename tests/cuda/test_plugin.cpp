@@ -12,6 +12,7 @@
 #include "gpu_harness.hpp"
 #include "math/column_sum.hpp"
 #include "math/dropout.hpp"
+#include "math/embedding_grad.hpp"
 #include "math/optim.hpp"
 
 using cudatest::Attr;
@@ -392,8 +393,9 @@ TEST_F(Gpu, DeclinesF64AsANormalAnswer) {
   EXPECT_EQ(p_->run("no_such_op", {}, {x}, out), TDM_UNSUPPORTED);
 }
 
-// ---- the deterministic reductions (math/column_sum.hpp): the GPU's bits
-// are the CPU schedule's, and a second launch writes the same bits.
+// ---- the deterministic reductions (math/column_sum.hpp,
+// math/embedding_grad.hpp): the GPU's bits are the CPU schedule's, and a
+// second launch writes the same bits.
 
 // layer_norm_grad's dgamma and dbeta over 4096 rows of D = 300 (10 column
 // tiles that end mid-warp, 64 row chunks), f32 and bf16.
@@ -500,5 +502,37 @@ TEST_F(Gpu, BiasGradientsAreTheFixedOrderSumsBitForBit) {
         s += v, a += std::fabs(v);
       }
     EXPECT_NEAR(conv[1].floats()[size_t(k)], s, 1e-5 * a);
+  }
+}
+
+// embedding_grad sums each row's positions in position order: the naive
+// loop's bits, with repeated rows, the padding row, out-of-range indices
+// and a vocabulary slice.
+TEST_F(Gpu, EmbeddingGradIsTheNaiveLoopBitForBit) {
+  const int64_t n = 6000, V = 500, D = 70, padding = 15;
+  const auto dy = ramp(n * D, 0.3f, 2.0f);
+  for (const int64_t start : {-1, 1000}) {
+    SCOPED_TRACE(start < 0 ? "whole table" : "vocabulary slice");
+    const int64_t shift = start < 0 ? 0 : start;
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) idx[size_t(i)] = int32_t(((i * 7919) % 97 - 2) * 5 + shift);  // -10..470
+    idx[10] = int32_t(shift + V);
+    std::vector<float> naive(size_t(V * D), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = idx[size_t(i)] - shift;
+      if (row < 0 || row >= V || row == padding) continue;
+      for (int64_t j = 0; j < D; ++j) naive[size_t(row * D + j)] += dy[size_t(i * D + j)];
+    }
+    const std::vector<Attr> attrs = {Attr::integer("padding_idx", padding),
+                                     Attr::integer("vocab_start", start)};
+    const std::vector<Tensor> in = {Tensor::f32({6, 1000, D}, dy), Tensor::s32({6, 1000}, idx)};
+    std::vector<Tensor> first = {Tensor::empty(TDM_F32, {V, D})};
+    size_t ws = 0;
+    ASSERT_EQ(p_->run("embedding_grad", attrs, in, first, &ws), TDM_OK) << Plugin::last_error();
+    EXPECT_GE(ws, mm::embedding_grad_layout(n, 0).bytes);  // the sort's arrays are planned workspace
+    EXPECT_EQ(first[0].bytes, stored<float>(naive));
+    std::vector<Tensor> again = {Tensor::empty(TDM_F32, {V, D})};
+    ASSERT_EQ(p_->run("embedding_grad", attrs, in, again), TDM_OK) << Plugin::last_error();
+    EXPECT_EQ(again[0].bytes, first[0].bytes);
   }
 }

@@ -1,9 +1,10 @@
 // The schedules of the CUDA backend's deterministic reductions, on the CPU:
-// the column sums behind the norm and bias gradients (math/column_sum.hpp).
-// How the rows are chunked, the order of every addition (cases where
-// another order gives other bits), a simulation of the kernels' grid that
-// must give the same bits, and the error bound the order guarantees
-// against sums in double.
+// the column sums behind the norm and bias gradients (math/column_sum.hpp)
+// and embedding_grad's sorted runs (math/embedding_grad.hpp). How the rows
+// are chunked, the order of every addition (cases where another order
+// gives other bits), a simulation of the kernels' grid that must give the
+// same bits, and the error bound the order guarantees against sums in
+// double.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "math/column_sum.hpp"
+#include "math/embedding_grad.hpp"
 
 namespace m = tandem::cuda::math;
 
@@ -241,5 +243,95 @@ TEST(ChannelSum, MatchesSumsInDoubleForBothLayouts) {
       const double g = gamma_bound(p.columns, int((inner + 31) / 32 + 5));
       EXPECT_LE(std::fabs(got[size_t(c)] - s), g * a) << "inner " << inner << " channel " << c;
     }
+  }
+}
+
+TEST(EmbeddingGradSchedule, KeysNameRowsOrTheSentinel) {
+  EXPECT_EQ(m::embedding_sentinel(50257), 50257u);
+  EXPECT_EQ(m::embedding_key_bits(50257), 16);  // 50257 < 2^16
+  EXPECT_EQ(m::embedding_key_bits(65536), 17);  // the sentinel itself must sort last
+  EXPECT_EQ(m::embedding_key_bits(1), 1);
+  EXPECT_EQ(m::embedding_sentinel(int64_t(1) << 40), uint32_t(1) << 31);
+  EXPECT_EQ(m::embedding_key_bits(uint32_t(1) << 31), 32);
+  const uint32_t s = 10;
+  EXPECT_EQ(m::embedding_key(3, 0, 10, -1, s), 3u);
+  EXPECT_EQ(m::embedding_key(-1, 0, 10, -1, s), s);  // out of range: adds nothing
+  EXPECT_EQ(m::embedding_key(10, 0, 10, -1, s), s);
+  EXPECT_EQ(m::embedding_key(3, 0, 10, 3, s), s);        // the padding row
+  EXPECT_EQ(m::embedding_key(103, 100, 10, -1, s), 3u);  // a vocabulary slice from 100
+  EXPECT_EQ(m::embedding_key(99, 100, 10, -1, s), s);
+  EXPECT_EQ(m::embedding_key(103, 100, 10, 3, s), s);  // padding in the slice's own rows
+}
+
+TEST(EmbeddingGradSchedule, LowerBoundFindsEachRun) {
+  const std::vector<uint32_t> keys = {0, 0, 2, 2, 2, 5, 9, 9};
+  const auto lb = [&](uint32_t v) { return m::key_lower_bound(keys.data(), int64_t(keys.size()), v); };
+  EXPECT_EQ(lb(0), 0);
+  EXPECT_EQ(lb(1), 2);
+  EXPECT_EQ(lb(2), 2);
+  EXPECT_EQ(lb(3), 5);
+  EXPECT_EQ(lb(9), 6);
+  EXPECT_EQ(lb(10), 8);
+  EXPECT_EQ(m::key_lower_bound(keys.data(), 0, 4), 0);
+}
+
+TEST(EmbeddingGradSchedule, RunsEndAtTheNextKey) {
+  const std::vector<uint32_t> keys = {0, 0, 2, 2, 2, 5};
+  EXPECT_EQ(m::run_end(keys.data(), 6, 0, 0), 2);
+  EXPECT_EQ(m::run_end(keys.data(), 6, 2, 1), 2);  // no row 1: an empty run
+  EXPECT_EQ(m::run_end(keys.data(), 6, 2, 2), 5);
+  EXPECT_EQ(m::run_end(keys.data(), 6, 5, 5), 6);
+}
+
+TEST(EmbeddingGradSchedule, RowGroupsSpreadTheTableOverAbout2048Blocks) {
+  EXPECT_EQ(m::embedding_rows_per_block(0), 1);
+  EXPECT_EQ(m::embedding_rows_per_block(1000), 1);
+  EXPECT_EQ(m::embedding_rows_per_block(50257), 25);  // 2011 blocks
+  for (int64_t V : {1, 2048, 2049, 50257, 1000000}) {
+    const int64_t g = m::embedding_rows_per_block(V), blocks = (V + g - 1) / g;
+    EXPECT_LE(blocks, 2048) << V;
+    EXPECT_GT(blocks * 2, std::min<int64_t>(V, 2048)) << V;
+  }
+}
+
+TEST(EmbeddingGradSchedule, WorkspaceRegionsAreAlignedAndDisjoint) {
+  const m::EmbeddingGradLayout l = m::embedding_grad_layout(8193, 1000);
+  const size_t array = (8193 * 4 + 255) / 256 * 256;
+  const size_t starts[] = {l.keys_in, l.keys_out, l.positions_in, l.positions_out, l.sort};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(starts[i] % 256, 0u);
+    if (i > 0) {
+      EXPECT_GE(starts[i], starts[i - 1] + array);
+    }
+  }
+  EXPECT_GE(l.bytes, l.sort + 1000);
+  EXPECT_EQ(m::embedding_grad_layout(0, 0).bytes, 0u);
+}
+
+TEST(EmbeddingGradSchedule, SortedRunsAddWhatTheNaiveLoopAdds) {
+  // Repeated rows, the padding row, indices out of range both ways, and a
+  // vocabulary slice: the runs give the naive position-order loop's bits.
+  const int64_t n = 4000, V = 5000, D = 37;  // 3 rows per group of the kernel
+  for (int64_t shift : {0, 1000}) {
+    std::mt19937 gen(11);
+    std::uniform_int_distribution<int32_t> pick(-5, int32_t(V) + 5);
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    // Rows 0, 97, ..., 3783, ~50 times each, spread over many row groups,
+    // and as many negative ones.
+    for (int32_t& i : idx) i = pick(gen) % 40 * 97 + int32_t(shift);
+    idx[7] = -3;
+    idx[8] = int32_t(shift + V);
+    const auto dy = noise(size_t(n * D), 12, 1.0f, 0.5f);
+    const int64_t padding = 4 * 97;
+    std::vector<float> got(size_t(V * D), std::nanf("")), naive(size_t(V * D), 0.0f);
+    m::embedding_grad_sums(idx.data(), n, dy.data(), V, D, shift, padding, got.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = idx[size_t(i)] - shift;
+      if (row < 0 || row >= V || row == padding) continue;
+      for (int64_t j = 0; j < D; ++j) naive[size_t(row * D + j)] += dy[size_t(i * D + j)];
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(bits(got[i]), bits(naive[i])) << "shift " << shift << " at " << i;
+    for (int64_t j = 0; j < D; ++j) EXPECT_EQ(got[size_t(padding * D + j)], 0.0f);
   }
 }

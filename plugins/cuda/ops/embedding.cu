@@ -1,14 +1,14 @@
-// CUDA backend — embedding lookup and its gradient (an ordered scatter-add
-// after zeroing dtable). padding_idx < 0 means no padding row; the
-// padding row is looked up like any other and its gradient stays zero.
-// Indices are not checked on the host (that would need a sync): an index
-// outside [0, V) yields a NaN row forward and is skipped by the gradient;
-// for a vocabulary slice (vocab_start >= 0) it yields a zero row, as the
-// catalog says.
-// The gradient is deterministic: no atomics (see embedding_grad_kernel).
-#include <algorithm>
-
-#include "ops/kernels.cuh"
+// CUDA backend — embedding lookup and its gradient. padding_idx < 0 means
+// no padding row; the padding row is looked up like any other and its
+// gradient stays zero. Indices are not checked on the host (that would need
+// a sync): an index outside [0, V) yields a NaN row forward and is skipped
+// by the gradient; for a vocabulary slice (vocab_start >= 0) it yields a
+// zero row, as the catalog says.
+// The gradient sorts (row, position) pairs and sums each row's run in
+// position order (ops/embedding_grad.cuh): no atomics, the naive loop's
+// additions in its order, so bitwise reproducible; the sort's arrays are
+// the kernel's workspace.
+#include "ops/embedding_grad.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -21,22 +21,6 @@ __global__ void embedding_kernel(const T* table, const int32_t* idx, T* y, int64
   TDM_GRID_STRIDE(i, n * D) {
     const int64_t row = idx[i / D] - (start >= 0 ? start : 0), j = i % D;
     st(y, i, row >= 0 && row < V ? ld(table, row * D + j) : (start >= 0 ? 0.f : NAN));
-  }
-}
-
-// Deterministic scatter-add: thread (j, bucket) owns dtable[v, j] for every
-// row v with v % buckets == bucket and adds dy[i, j] over positions i in
-// order, so results are bitwise reproducible (no atomics) and summed in the
-// reference's order. All threads of a warp read the same index (one load).
-__global__ void embedding_grad_kernel(const float* dy, const int32_t* idx, float* dtable, int64_t n,
-                                      int64_t V, int64_t D, int64_t padding, int64_t buckets, int64_t shift) {
-  TDM_GRID_STRIDE(t, D * buckets) {
-    const int64_t j = t % D, bucket = t / D;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t row = idx[i] - shift;
-      if (row < 0 || row >= V || row == padding || row % buckets != bucket) continue;
-      dtable[row * D + j] += dy[i * D + j];
-    }
   }
 }
 
@@ -75,7 +59,7 @@ std::unique_ptr<Kernel> prepare_embedding(CudaDevice&, const OpView& v, size_t&)
   return k;
 }
 
-std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(2, 2, 1, 1);
   c.primary_dtype(0, kF32);
@@ -86,15 +70,18 @@ std::unique_ptr<Kernel> prepare_embedding_grad(CudaDevice&, const OpView& v, siz
   dy.push_back(D);
   c.input(0, TDM_F32, dy);
   c.output(0, TDM_F32, {V, D});
-  return make_kernel("embedding_grad:ordered", [=](CudaStream& s, void* const* in, void* const* o, void*) {
-    TDM_CUDA_CHECK(cudaMemsetAsync(o[0], 0, static_cast<size_t>(e.V * e.D) * sizeof(float), s.get()));
-    if (e.n * e.D == 0) return;
-    // Enough (column, bucket) threads to fill the GPU, at most one per row.
-    const int64_t buckets =
-        std::max<int64_t>(1, std::min<int64_t>(e.V, (int64_t(1) << 16) / std::max<int64_t>(1, e.D)));
-    embedding_grad_kernel<<<grid_for(e.D * buckets), kThreads, 0, s.get()>>>(
-        static_cast<const float*>(in[0]), static_cast<const int32_t*>(in[1]), static_cast<float*>(o[0]), e.n,
-        e.V, e.D, e.padding, buckets, e.start >= 0 ? e.start : 0);
+  decline_if(c, int_positions_limit(e.n, "indices"));
+  const EmbeddingGradShape shape{e.n, V, D, e.start >= 0 ? e.start : 0, e.padding};
+  size_t sort_bytes = 0;
+  if (V * D > 0)
+    TDM_CUDA_CHECK(
+        embedding_grad_sort_bytes(e.n, math::embedding_key_bits(math::embedding_sentinel(V)), sort_bytes));
+  const math::EmbeddingGradLayout layout = math::embedding_grad_layout(e.n, sort_bytes);
+  workspace = V * D > 0 ? layout.bytes : 0;
+  return make_kernel("embedding_grad:sorted", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+    TDM_CUDA_CHECK(launch_embedding_grad(shape, static_cast<const float*>(in[0]),
+                                         static_cast<const int32_t*>(in[1]), static_cast<float*>(o[0]), ws,
+                                         layout, sort_bytes, s.get()));
   });
 }
 
