@@ -88,7 +88,7 @@ std::string mib(uint64_t bytes) {
 
 // ---- the device -------------------------------------------------------------
 
-CudaDevice::CudaDevice(int index, bool tf32) : index_(index), tf32_(tf32) {
+CudaDevice::CudaDevice(int index, const CudaOptions& options) : index_(index), options_(options) {
   cudaDeviceProp prop{};
   TDM_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   name_ = prop.name;
@@ -249,7 +249,22 @@ bool truthy(const std::string& v) {
 CudaBackend::CudaBackend() {
   // TF32 tensor cores for f32 GEMMs and convolutions: faster, ~10-bit
   // mantissa products. Off by default so f32 stays f32 (--plugin-option cuda.tf32=true).
-  if (auto v = Host::config("plugins.cuda.tf32")) tf32_ = truthy(*v);
+  if (auto v = Host::config("plugins.cuda.tf32")) options_.tf32 = truthy(*v);
+  // Which cuDNN convolution algorithms prepare may take (math/conv_algorithm.hpp).
+  if (auto v = Host::config("plugins.cuda.deterministic")) {
+    const auto d = math::parse_determinism(*v);
+    if (!d)
+      throw Error(TDM_INVALID_ARGUMENT, "cuda plugin: --plugin-option cuda.deterministic=" + *v +
+                                            " is not one of prefer, require, any");
+    options_.conv.determinism = *d;
+  }
+  if (auto v = Host::config("plugins.cuda.conv_workspace_limit")) {
+    const auto bytes = math::parse_bytes(*v);
+    if (!bytes)
+      throw Error(TDM_INVALID_ARGUMENT, "cuda plugin: --plugin-option cuda.conv_workspace_limit=" + *v +
+                                            " is not a size in bytes (e.g. 268435456, 512MiB, 2GiB)");
+    options_.conv.workspace_limit = *bytes;
+  }
 }
 
 uint32_t CudaBackend::device_count() {
@@ -276,7 +291,7 @@ Device& CudaBackend::device(uint32_t index) {
   load_vendor_libraries();  // the first open pays for cuBLAS and cuDNN, not every command
   std::lock_guard<std::mutex> lock(mutex_);
   if (devices_.size() < count) devices_.resize(count);
-  if (!devices_[index]) devices_[index] = std::make_unique<CudaDevice>(static_cast<int>(index), tf32_);
+  if (!devices_[index]) devices_[index] = std::make_unique<CudaDevice>(static_cast<int>(index), options_);
   return *devices_[index];
 }
 

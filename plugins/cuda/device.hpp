@@ -11,12 +11,20 @@
 
 #include "caching_allocator.hpp"
 #include "cuda_common.hpp"
+#include "math/conv_algorithm.hpp"
 
 namespace tandem::cuda {
 
+// What --plugin-option cuda.KEY=VALUE sets (host keys plugins.cuda.*),
+// read once when the backend starts.
+struct CudaOptions {
+  bool tf32 = false;                // cuda.tf32
+  math::ConvAlgorithmOptions conv;  // cuda.deterministic, cuda.conv_workspace_limit
+};
+
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int index, bool tf32);
+  CudaDevice(int index, const CudaOptions& options);
   ~CudaDevice() override;
 
   tdm_device_info info() override;
@@ -35,7 +43,8 @@ class CudaDevice final : public Device {
   int compute_major() const noexcept { return compute_major_; }
   // What allocate(bytes) takes: the caching allocator's size class.
   uint64_t footprint(uint64_t bytes) override { return CachingAllocator::round_size(bytes); }
-  bool tf32() const noexcept { return tf32_; }
+  bool tf32() const noexcept { return options_.tf32; }
+  const math::ConvAlgorithmOptions& conv_options() const noexcept { return options_.conv; }
   // Called by a kernel's prepare for what every stream it may launch on
   // needs (its cuBLAS or cuDNN handle): create_stream runs each such set-up
   // on the new stream, so the handles and their memory exist before the
@@ -49,7 +58,7 @@ class CudaDevice final : public Device {
 
  private:
   int index_;
-  bool tf32_;
+  CudaOptions options_;
   std::string name_;
   std::string features_;  // "sm_90 f16 bf16" (tdm_device_info.features)
   uint64_t total_memory_ = 0;
@@ -74,7 +83,7 @@ class CudaBackend final : public Backend {
 
  private:
   std::mutex mutex_;
-  bool tf32_ = false;
+  CudaOptions options_;
   std::vector<std::unique_ptr<CudaDevice>> devices_;
 };
 

@@ -1,15 +1,18 @@
 // CUDA backend — conv2d and its gradients on cuDNN 9's legacy convolution
 // API (cudnnConvolutionForward / BackwardData / BackwardFilter). The
-// algorithm is chosen once in prepare by cudnnGet*Algorithm_v7 (the first
-// deterministic heuristic answer whose workspace query succeeds, else the
-// first such answer) and its workspace is reported through prepare's
-// workspace_bytes, so the plan holds it. f16/bf16 accumulate in f32.
+// algorithm is chosen once in prepare from cudnnGet*Algorithm_v7's answers by
+// the rule of math/conv_algorithm.hpp (deterministic first unless
+// cuda.deterministic says otherwise, never a workspace above
+// cuda.conv_workspace_limit) and its workspace is reported through
+// prepare's workspace_bytes, so the plan holds it. f16/bf16 accumulate in f32.
 // f32 uses FMA math (no TF32) unless --plugin-option cuda.tf32=true. Bias and
 // dbias use our own kernels (ops/activation.cu), like linear.
 #include <memory>
+#include <vector>
 
 #include "device.hpp"
 #include "launch_limits.hpp"
+#include "math/conv_algorithm.hpp"
 #include "ops/launchers.hpp"
 #include "vendor/cudnn.hpp"
 
@@ -57,27 +60,29 @@ struct Conv {
   }
 };
 
+// The heuristic's answers, then the rule of math/conv_algorithm.hpp
+// (cuda.deterministic, cuda.conv_workspace_limit); none fitting is a decline
+// with the reason, so the planner can place the convolution elsewhere.
 template <class Perf, class Query, class Size>
-void choose(Conv& cv, Query query, Size size, const Check& c) {
+void choose(Conv& cv, Query query, Size size, const math::ConvAlgorithmOptions& options, const Check& c) {
   Perf perf[16];
   int found = 0;
   check_dnn(query(perf, 16, &found), "cudnnGet*Algorithm_v7");
-  // In the heuristic's order, a deterministic algorithm first (the same
-  // inputs give the same bits run after run, as on the CPU backends); a
-  // non-deterministic one (atomics in some backward-filter algorithms) only
-  // when cuDNN has nothing else for this shape.
-  for (bool deterministic : {true, false})
-    for (int i = 0; i < found; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
-      size_t bytes = 0;
-      if (size(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
-      cv.algo = static_cast<int>(perf[i].algo);
-      cv.workspace = bytes;
-      cv.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
-      return;
-    }
-  c.unsupported("cuDNN has no algorithm for this convolution and dtype");
+  std::vector<math::ConvAlgorithmCandidate> candidates;
+  for (int i = 0; i < found; ++i) {
+    math::ConvAlgorithmCandidate a;
+    a.algo = static_cast<int>(perf[i].algo);
+    a.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+    a.usable =
+        perf[i].status == CUDNN_STATUS_SUCCESS && size(perf[i].algo, &a.workspace) == CUDNN_STATUS_SUCCESS;
+    candidates.push_back(a);
+  }
+  const math::ConvAlgorithmPick pick = math::pick_conv_algorithm(candidates, options);
+  if (pick.index < 0) c.unsupported(pick.why_none);
+  const math::ConvAlgorithmCandidate& a = candidates[size_t(pick.index)];
+  cv.algo = a.algo;
+  cv.workspace = a.workspace;
+  cv.deterministic = a.deterministic;
 }
 
 // The op's geometry, whatever the direction, after validation.
@@ -165,7 +170,7 @@ void choose_algorithm(CudaDevice& d, Conv& cv, Dir dir, const Check& c) {
         [&](cudnnConvolutionFwdAlgo_t a, size_t* b) {
           return cudnnGetConvolutionForwardWorkspaceSize(h, cv.x, cv.w, cv.conv, cv.y, a, b);
         },
-        c);
+        d.conv_options(), c);
   else if (dir == Dir::GradInput)
     choose<cudnnConvolutionBwdDataAlgoPerf_t>(
         cv,
@@ -175,7 +180,7 @@ void choose_algorithm(CudaDevice& d, Conv& cv, Dir dir, const Check& c) {
         [&](cudnnConvolutionBwdDataAlgo_t a, size_t* b) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(h, cv.w, cv.y, cv.conv, cv.x, a, b);
         },
-        c);
+        d.conv_options(), c);
   else
     choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
         cv,
@@ -185,7 +190,7 @@ void choose_algorithm(CudaDevice& d, Conv& cv, Dir dir, const Check& c) {
         [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* b) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, cv.x, cv.y, cv.conv, cv.w, a, b);
         },
-        c);
+        d.conv_options(), c);
 }
 
 std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& workspace, Dir dir) {

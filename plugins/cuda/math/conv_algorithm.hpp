@@ -1,0 +1,141 @@
+// CUDA backend — which cuDNN convolution algorithm prepare takes, as plain
+// C++ over what cuDNN's heuristic answered (ops/conv2d.cpp asks it), so the
+// rule is tested on the CPU (tests/cuda/test_conv_algorithm.cpp).
+//
+// Two plugin options decide (sdk/ABI.md rule 40, `--plugin-option cuda.KEY=VALUE`):
+//  - cuda.deterministic = prefer (default) | require | any. cuDNN's
+//    backward-filter and some backward-data algorithms add with atomics,
+//    so their results move in the last bits from run to run. `prefer` takes
+//    the heuristic's first deterministic algorithm and a non-deterministic
+//    one only where none fits; `require` declines the convolution instead
+//    (the planner then places it on another device, e.g. the CPU, which is
+//    bit-reproducible); `any` takes the heuristic's first.
+//  - cuda.conv_workspace_limit = bytes (e.g. 512MiB; default 256MiB): an
+//    algorithm whose workspace is larger is never taken. The workspace is
+//    planned memory (prepare reports it), so the limit bounds what one
+//    convolution adds to the plan; where nothing fits, the convolution is
+//    declined with the smallest workspace that would.
+#ifndef TANDEM_CUDA_MATH_CONV_ALGORITHM_HPP
+#define TANDEM_CUDA_MATH_CONV_ALGORITHM_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tandem::cuda::math {
+
+enum class Determinism { prefer, require, any };
+
+struct ConvAlgorithmOptions {
+  Determinism determinism = Determinism::prefer;
+  size_t workspace_limit = size_t(256) << 20;
+};
+
+// One answer of the heuristic, in its order (fastest expected first).
+struct ConvAlgorithmCandidate {
+  int algo = 0;
+  bool usable = false;  // cuDNN's status was success and its workspace size is known
+  bool deterministic = false;
+  size_t workspace = 0;
+};
+
+// The candidate taken (index into the list), or -1 and why none was.
+struct ConvAlgorithmPick {
+  int index = -1;
+  std::string why_none;
+};
+
+inline std::string mib_text(size_t bytes) {
+  const double mib = double(bytes) / double(1 << 20);
+  std::string s = std::to_string(mib);
+  s = s.substr(0, s.find('.') + 2);
+  return s + " MiB";
+}
+
+inline ConvAlgorithmPick pick_conv_algorithm(const std::vector<ConvAlgorithmCandidate>& candidates,
+                                             const ConvAlgorithmOptions& o) {
+  const auto first = [&](bool deterministic_only) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const ConvAlgorithmCandidate& c = candidates[i];
+      if (c.usable && c.workspace <= o.workspace_limit && (!deterministic_only || c.deterministic))
+        return int(i);
+    }
+    return -1;
+  };
+  ConvAlgorithmPick pick;
+  pick.index = first(o.determinism != Determinism::any);
+  if (pick.index < 0 && o.determinism == Determinism::prefer) pick.index = first(false);
+  if (pick.index >= 0) return pick;
+
+  // Why not: the smallest workspace among those the rule would otherwise take.
+  const bool need_deterministic = o.determinism == Determinism::require;
+  std::optional<size_t> smallest;
+  bool any_usable = false, any_deterministic = false;
+  for (const ConvAlgorithmCandidate& c : candidates) {
+    if (!c.usable) continue;
+    any_usable = true;
+    any_deterministic = any_deterministic || c.deterministic;
+    if (need_deterministic && !c.deterministic) continue;
+    if (!smallest || c.workspace < *smallest) smallest = c.workspace;
+  }
+  if (!any_usable) {
+    pick.why_none = "cuDNN has no algorithm for this convolution and dtype";
+  } else if (need_deterministic && !any_deterministic) {
+    pick.why_none =
+        "cuDNN has no deterministic algorithm for this convolution and cuda.deterministic=require; "
+        "allow one that is not with --plugin-option cuda.deterministic=prefer";
+  } else {
+    pick.why_none = std::string("every ") + (need_deterministic ? "deterministic " : "") +
+                    "algorithm cuDNN has for this convolution needs more workspace than "
+                    "cuda.conv_workspace_limit (" +
+                    mib_text(o.workspace_limit) + "); the smallest needs " + mib_text(*smallest) +
+                    ": raise it with --plugin-option cuda.conv_workspace_limit=<bytes, e.g. 1GiB>";
+  }
+  return pick;
+}
+
+inline std::optional<Determinism> parse_determinism(std::string_view v) {
+  if (v == "prefer") return Determinism::prefer;
+  if (v == "require") return Determinism::require;
+  if (v == "any") return Determinism::any;
+  return std::nullopt;
+}
+
+// "1048576", "512KiB", "256MiB", "2GiB" (also KB/MB/GB as powers of 1000);
+// nullopt for anything else, overflow included.
+inline std::optional<size_t> parse_bytes(std::string_view v) {
+  size_t i = 0;
+  uint64_t n = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
+    if (n > (UINT64_MAX - 9) / 10) return std::nullopt;
+    n = n * 10 + uint64_t(v[i++] - '0');
+  }
+  if (i == 0) return std::nullopt;
+  const std::string_view unit = v.substr(i);
+  uint64_t scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB")
+    scale = uint64_t(1) << 10;
+  else if (unit == "MiB")
+    scale = uint64_t(1) << 20;
+  else if (unit == "GiB")
+    scale = uint64_t(1) << 30;
+  else if (unit == "KB")
+    scale = 1000;
+  else if (unit == "MB")
+    scale = 1000 * 1000;
+  else if (unit == "GB")
+    scale = 1000 * 1000 * 1000;
+  else
+    return std::nullopt;
+  if (n > UINT64_MAX / scale || n * scale > SIZE_MAX) return std::nullopt;
+  return size_t(n * scale);
+}
+
+}  // namespace tandem::cuda::math
+
+#endif  // TANDEM_CUDA_MATH_CONV_ALGORITHM_HPP
