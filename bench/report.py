@@ -80,11 +80,13 @@ def main():
               "RSS tandem MiB", "RSS pt-deb MiB", "RSS pt-pypi MiB", "RSS/pt", "GFLOP/s tandem", "GFLOP/s best-pt"]
     rows = []
     versions = set()
+    n_rounds = 0
     for w in a.workloads.split():
         t = load_rounds(a.folder, w, "tandem")
         d = load_rounds(a.folder, w, "debian")
         p = load_rounds(a.folder, w, "pypi")
         peers = [r for r in (d, p) if r]
+        n_rounds = max([n_rounds] + [len(r["rounds"]) for r in [t] + peers if r])
         for r in peers:
             versions.add(f"{r['framework']}: torch {r['torch_version']} ({r['blas']})")
         best = max(peers, key=lambda r: r["median_samples_per_second"]) if peers else None
@@ -107,8 +109,6 @@ def main():
         print(line)
     print_table(header, rows)
     print()
-    n_rounds = max((len(r["rounds"]) for w in a.workloads.split()
-                    for r in [load_rounds(a.folder, w, "tandem")] if r), default=0)
     print(f"samples/s: median of the repeats of {n_rounds} interleaved rounds (training steps only, data "
           f"pre-loaded, warm-up excluded); threads: {a.threads} on every side")
     print("ratio: Tandem over the faster PyTorch (medians); rounds: the lowest and highest ratio of one round; "
