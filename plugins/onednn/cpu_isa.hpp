@@ -30,12 +30,27 @@ std::string cpu_bf16_missing_reason();
 // every weight lies within [-64, 64] (see ops/quant_int8_exact.hpp).
 bool cpu_int8_pairs_saturate();
 
-// The vector width the backend's own loops may use (ops/attention_tiles.cpp
-// compiles them once per level), from the same effective ISA: an
+// The vector width the backend's own loops may use (ops/attention_tiles.cpp and
+// ops/vector_loops.cpp compile them once per level), from the same effective ISA: an
 // ONEDNN_MAX_CPU_ISA limit caps them too, so the AVX2 path is testable on
 // an AVX-512 machine.
 enum class VectorLevel { baseline, avx2_fma, avx512 };
 VectorLevel cpu_vector_level();
+
+// The copy of a function for cpu_vector_level(), for the dispatchers of the
+// loops compiled once per level.
+template <class Fn>
+Fn by_vector_level(Fn avx512_fn, Fn avx2_fn, Fn baseline_fn) {
+  switch (cpu_vector_level()) {
+    case VectorLevel::avx512:
+      return avx512_fn;
+    case VectorLevel::avx2_fma:
+      return avx2_fn;
+    case VectorLevel::baseline:
+      break;
+  }
+  return baseline_fn;
+}
 
 }  // namespace tandem::onednn
 

@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention_tiles.hpp"
 #include "eltwise_primitive.hpp"
 #include "layout.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
@@ -50,51 +50,14 @@ float alpha_of(const Check& c) {
   return static_cast<float>(slope);
 }
 
-// gelu_tanh(x) = 0.5·x·(1 + tanh(u)) = x·σ(2u), u = √(2/π)·(x + 0.044715·x³),
-// and σ(2u) = e/(e + 1) with e = exp(2u) from the vectorised exp (which
-// saturates instead of overflowing). Chunks of kChunk elements: e lives on
-// the stack. In-place safe: x[i] is read before y[i] is written.
-constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
-constexpr int64_t kChunk = 1024;
+// gelu's tanh form over a flat tensor, in chunks among the threads
+// (vector_loops.hpp has the arithmetic).
+constexpr int64_t kChunk = 4096;
 
-// Runs step(c0, len, e) over chunks of x, e[i] = exp(2u(x[c0 + i])).
-template <class Step>
-void over_chunks_with_exp2u(const float* x, int64_t n, Step step) {
+template <class Loop>
+void over_chunks(int64_t n, Loop loop) {
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t len = std::min(kChunk, n - c0);
-    const float* xc = x + c0;
-    float e[kChunk];
-#pragma omp simd
-    for (int64_t i = 0; i < len; ++i) e[i] = 2.f * kSqrt2OverPi * (xc[i] + kCubic * xc[i] * xc[i] * xc[i]);
-    tiles::exp_inplace(e, len);
-    step(c0, len, e);
-  }
-}
-
-void gelu_tanh_forward(const float* x, float* y, int64_t n) {
-  over_chunks_with_exp2u(x, n, [x, y](int64_t c0, int64_t len, const float* e) {
-    const float* xc = x + c0;
-    float* yc = y + c0;
-#pragma omp simd
-    for (int64_t i = 0; i < len; ++i) yc[i] = xc[i] * (e[i] / (e[i] + 1.f));
-  });
-}
-
-// d/dx x·σ(2u) = σ(2u) + 2x·σ(2u)(1 − σ(2u))·u', σ(1 − σ) = e/(e + 1)²,
-// u' = √(2/π)·(1 + 3·0.044715·x²).
-void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n) {
-  over_chunks_with_exp2u(x, n, [dy, x, dx](int64_t c0, int64_t len, const float* e) {
-    const float *xc = x + c0, *dyc = dy + c0;
-    float* dxc = dx + c0;
-#pragma omp simd
-    for (int64_t i = 0; i < len; ++i) {
-      const float v = xc[i], p = e[i] + 1.f, sp = e[i] / (p * p);
-      // Where σ has saturated (sp = 0), x·u' may be inf: the term is 0.
-      const float bend = sp == 0.f ? 0.f : 2.f * v * sp * kSqrt2OverPi * (1.f + 3.f * kCubic * v * v);
-      dxc[i] = dyc[i] * (e[i] / p + bend);
-    }
-  });
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) loop(c0, std::min(kChunk, n - c0));
 }
 
 // Whether gelu(_grad) of `op` runs as own code: tanh approximation, f32,
@@ -115,7 +78,9 @@ std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
     c.output(0, TDM_F32, c.in(0).dims);
     const int64_t n = numel(c.in(0).dims);
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
-      gelu_tanh_forward(static_cast<const float*>(in[0]), static_cast<float*>(out[0]), n);
+      const float* x = static_cast<const float*>(in[0]);
+      float* y = static_cast<float*>(out[0]);
+      over_chunks(n, [=](int64_t c0, int64_t len) { loops::gelu_tanh(x + c0, y + c0, len); });
     });
   }
   return eltwise_forward(c, forward_algorithm(c), alpha_of(c), 0.f, ws);
@@ -131,8 +96,9 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
   if (own_gelu_tanh(c)) {
     const int64_t n = numel(c.in(0).dims);
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
-      gelu_tanh_backward(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
-                         static_cast<float*>(out[0]), n);
+      const float *dy = static_cast<const float*>(in[0]), *x = static_cast<const float*>(in[1]);
+      float* dx = static_cast<float*>(out[0]);
+      over_chunks(n, [=](int64_t c0, int64_t len) { loops::gelu_tanh_grad(dy + c0, x + c0, dx + c0, len); });
     });
   }
   const algorithm algo = forward_algorithm(c);

@@ -1,13 +1,20 @@
 // oneDNN backend — adamw_update: own code, one fused pass over
 // param/grad/moments (the update is memory bound), threaded, in-place safe
-// (each element is read before it is written).
+// (each element is read before it is written); the arithmetic is
+// vector_loops.hpp's, compiled for the CPU's vector level.
+#include <algorithm>
 #include <cmath>
 
 #include "common.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
 namespace {
+
+// Elements per task: a multiple of every vector width, and few tasks for
+// the small tensors (biases, norms' gains).
+constexpr int64_t kChunk = 16384;
 
 std::unique_ptr<Kernel> adamw_update(const OpView& op, size_t&) {
   Check c(op);
@@ -34,17 +41,19 @@ std::unique_ptr<Kernel> adamw_update(const OpView& op, size_t&) {
     float *po = static_cast<float*>(out[0]), *mo = static_cast<float*>(out[1]),
           *vo = static_cast<float*>(out[2]);
     // Bias corrections in double, as PyTorch computes them on the host.
-    const float bc1 = float(1.0 - std::pow(b1, double(step))), bc2 = float(1.0 - std::pow(b2, double(step)));
-    const float fb1 = float(b1), fb2 = float(b2), cb1 = float(1.0 - b1), cb2 = float(1.0 - b2);
-    const float decay = 1.f - lr * wd;
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i];
-      const float mi = fb1 * m[i] + cb1 * g;
-      const float vi = fb2 * v[i] + cb2 * g * g;
-      mo[i] = mi;
-      vo[i] = vi;
-      po[i] = param[i] * decay - lr * (mi / bc1) / (std::sqrt(vi / bc2) + eps);
+    const loops::AdamW h{float(b1),
+                         float(b2),
+                         float(1.0 - b1),
+                         float(1.0 - b2),
+                         float(1.0 - std::pow(b1, double(step))),
+                         float(1.0 - std::pow(b2, double(step))),
+                         lr,
+                         eps,
+                         1.f - lr * wd};
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+      const int64_t len = std::min(kChunk, n - c0);
+      loops::adamw(h, param + c0, grad + c0, m + c0, v + c0, po + c0, mo + c0, vo + c0, len);
     }
   });
 }

@@ -21,6 +21,7 @@
 #include "attention_tiles.hpp"
 #include "common.hpp"
 #include "tandem/dropout_mask.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
@@ -161,7 +162,7 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
       const float alpha = m[i] == kNegInf ? 0.f : std::exp(m[i] - mnew);
 #pragma omp simd
       for (int64_t j = 0; j < bk; ++j) row[j] -= mnew;
-      tiles::exp_inplace(row, bk);
+      loops::exp_inplace(row, bk);
       float sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < bk; ++j) sum += row[j];
@@ -218,7 +219,7 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
       const float li = lse[i];
 #pragma omp simd
       for (int64_t j = 0; j < bk; ++j) row[j] -= li;
-      tiles::exp_inplace(row, bk);
+      loops::exp_inplace(row, bk);
     }
     float* dpi = dp + i * bk;
     if (g.dropout > 0) {

@@ -16,7 +16,6 @@ namespace tandem::onednn::tiles {
             float* c, int64_t ldc, bool accumulate);                                                      \
   void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
                float* c, int64_t ldc, bool accumulate);                                                   \
-  void exp_inplace(float* x, int64_t n);                                                                  \
   }
 TANDEM_TILES_DECLARE(avx2)
 TANDEM_TILES_DECLARE(avx512)
@@ -24,39 +23,20 @@ TANDEM_TILES_DECLARE(avx512)
 
 namespace {
 
-template <class Fn>
-Fn by_level(Fn avx512_fn, Fn avx2_fn, Fn baseline_fn) {
-  switch (cpu_vector_level()) {
-    case VectorLevel::avx512:
-      return avx512_fn;
-    case VectorLevel::avx2_fma:
-      return avx2_fn;
-    case VectorLevel::baseline:
-      break;
-  }
-  return baseline_fn;
-}
-
 using GemmFn = decltype(&baseline::gemm);
-using ExpFn = decltype(&baseline::exp_inplace);
 
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
           int64_t ldc, bool accumulate) {
-  static const GemmFn fn = by_level<GemmFn>(avx512::gemm, avx2::gemm, baseline::gemm);
+  static const GemmFn fn = by_vector_level<GemmFn>(avx512::gemm, avx2::gemm, baseline::gemm);
   fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
              float* c, int64_t ldc, bool accumulate) {
-  static const GemmFn fn = by_level<GemmFn>(avx512::gemm_tn, avx2::gemm_tn, baseline::gemm_tn);
+  static const GemmFn fn = by_vector_level<GemmFn>(avx512::gemm_tn, avx2::gemm_tn, baseline::gemm_tn);
   fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-}
-
-void exp_inplace(float* x, int64_t n) {
-  static const ExpFn fn = by_level<ExpFn>(avx512::exp_inplace, avx2::exp_inplace, baseline::exp_inplace);
-  fn(x, n);
 }
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {

@@ -1,6 +1,6 @@
 // oneDNN backend — the tile arithmetic of the fused attention
-// (attention.cpp): small f32 matrix products on row-major tiles, a
-// transpose, and a vectorisable exp (which cross-entropy and gelu use too). oneDNN 2.x has no fused attention
+// (attention.cpp): small f32 matrix products on row-major tiles and a
+// transpose. oneDNN 2.x has no fused attention
 // and no public small-GEMM API, and a matmul primitive per 64 x 64 tile costs more to dispatch than to
 // compute, so these are own loops, compiled for AVX-512, AVX2 + FMA and baseline x86-64 and picked by
 // oneDNN's effective ISA (cpu_isa.hpp: ONEDNN_MAX_CPU_ISA caps them as it caps oneDNN).
@@ -23,10 +23,6 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
 
 // dst[cols x rows] = src[rows x cols]ᵀ (src leading dim lds, dst dense).
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst);
-
-// y[i] = exp(x[i]) for n elements, ~1 ulp (Cephes' polynomial after a
-// two-part ln 2 reduction); exp of anything below -87.3 (and of -inf) is 0.
-void exp_inplace(float* x, int64_t n);
 
 }  // namespace tandem::onednn::tiles
 

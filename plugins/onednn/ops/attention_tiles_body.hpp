@@ -122,26 +122,4 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
   product(m, n, k, a, {1, lda}, b, ldb, c, ldc, accumulate);
 }
 
-void exp_inplace(float* x, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float clamped = v < -87.3f ? -87.3f : (v > 88.37f ? 88.37f : v);
-    // exp(v) = 2^e · exp(r), e = round(v·log2 e), r = v − e·ln 2 in two parts.
-    const float e = __builtin_floorf(clamped * 1.44269504088896341f + 0.5f);
-    const float r = clamped - e * 0.693359375f + e * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.f;
-    int32_t bits = static_cast<int32_t>(e + 127.f) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    x[i] = v < -87.3f ? 0.f : p * scale;
-  }
-}
-
 }  // namespace tandem::onednn::tiles::TANDEM_TILES_LEVEL

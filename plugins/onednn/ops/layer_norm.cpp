@@ -6,39 +6,49 @@
 // conversion passes and a lossy rstd -> variance round trip in backward. These
 // loops make one pass per statistic over cache-resident rows/channels,
 // vectorised with `omp simd` reductions (double accumulators) and threaded
-// over rows; deterministic.
+// over rows; deterministic. f32 rows run through vector_loops.hpp, compiled
+// for the CPU's vector level.
 #include <cmath>
 
 #include "common.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
 namespace {
 
+// One row in bf16: the f32 rows run through loops::layer_norm_row, the same
+// arithmetic compiled for the CPU's vector level.
+void layer_norm_row(const uint16_t* xr, const uint16_t* gamma, const uint16_t* beta, uint16_t* yr, int64_t d,
+                    float eps, float* mean, float* rstd) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < d; ++i) sum += ld(xr, i);
+  const double mu = sum / double(d);
+  double sq = 0;
+#pragma omp simd reduction(+ : sq)
+  for (int64_t i = 0; i < d; ++i) {
+    const double c = ld(xr, i) - mu;
+    sq += c * c;
+  }
+  const double rs = 1.0 / std::sqrt(sq / double(d) + double(eps));
+  const float m = float(mu), s = float(rs);
+#pragma omp simd
+  for (int64_t i = 0; i < d; ++i) st(yr, i, (ld(xr, i) - m) * s * ld(gamma, i) + ld(beta, i));
+  *mean = m;
+  *rstd = s;
+}
+void layer_norm_row(const float* xr, const float* gamma, const float* beta, float* yr, int64_t d, float eps,
+                    float* mean, float* rstd) {
+  loops::layer_norm_row(xr, gamma, beta, yr, d, eps, mean, rstd);
+}
+
 template <class T>
 void layer_norm_rows(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, int64_t rows,
                      int64_t d, float eps) {
 #pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * d;
-    double sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < d; ++i) sum += ld(xr, i);
-    const double mu = sum / double(d);
-    double sq = 0;
-#pragma omp simd reduction(+ : sq)
-    for (int64_t i = 0; i < d; ++i) {
-      const double c = ld(xr, i) - mu;
-      sq += c * c;
-    }
-    const double rs = 1.0 / std::sqrt(sq / double(d) + double(eps));
-    const float m = float(mu), s = float(rs);
-    T* yr = y + r * d;
-#pragma omp simd
-    for (int64_t i = 0; i < d; ++i) st(yr, i, (ld(xr, i) - m) * s * ld(gamma, i) + ld(beta, i));
-    mean[r] = m;
-    rstd[r] = s;
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    layer_norm_row(x + r * d, gamma, beta, y + r * d, d, eps, mean + r, rstd + r);
 }
 
 std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t&) {
@@ -65,29 +75,34 @@ std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t&) {
   });
 }
 
+// One row's dx in bf16; f32 rows run through loops::layer_norm_grad_row.
+void layer_norm_grad_row(const uint16_t* dyr, const uint16_t* xr, const uint16_t* gamma, float m, float s,
+                         uint16_t* dxr, int64_t d) {
+  double sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+  for (int64_t i = 0; i < d; ++i) {
+    const float g = ld(dyr, i) * ld(gamma, i);
+    sg += g;
+    sgx += double(g) * double((ld(xr, i) - m) * s);
+  }
+  const float mg = float(sg / double(d)), mgx = float(sgx / double(d));
+#pragma omp simd
+  for (int64_t i = 0; i < d; ++i) {
+    const float xh = (ld(xr, i) - m) * s;
+    st(dxr, i, s * (ld(dyr, i) * ld(gamma, i) - mg - xh * mgx));
+  }
+}
+void layer_norm_grad_row(const float* dyr, const float* xr, const float* gamma, float m, float s, float* dxr,
+                         int64_t d) {
+  loops::layer_norm_grad_row(dyr, xr, gamma, m, s, dxr, d);
+}
+
 template <class T>
 void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
                          T* dgamma, T* dbeta, int64_t rows, int64_t d) {
 #pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* dyr = dy + r * d;
-    const T* xr = x + r * d;
-    const float m = mean[r], s = rstd[r];
-    double sg = 0, sgx = 0;
-#pragma omp simd reduction(+ : sg, sgx)
-    for (int64_t i = 0; i < d; ++i) {
-      const float g = ld(dyr, i) * ld(gamma, i);
-      sg += g;
-      sgx += double(g) * double((ld(xr, i) - m) * s);
-    }
-    const float mg = float(sg / double(d)), mgx = float(sgx / double(d));
-    T* dxr = dx + r * d;
-#pragma omp simd
-    for (int64_t i = 0; i < d; ++i) {
-      const float xh = (ld(xr, i) - m) * s;
-      st(dxr, i, s * (ld(dyr, i) * ld(gamma, i) - mg - xh * mgx));
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    layer_norm_grad_row(dy + r * d, x + r * d, gamma, mean[r], rstd[r], dx + r * d, d);
   // dgamma/dbeta: column blocks in parallel, rows in order (deterministic).
   // Blocks of 32 columns whose sums stay in registers, and enough of them to
   // keep both threads busy at a transformer's widths (192 = 6 blocks).

@@ -36,6 +36,20 @@ inline void transpose8(const float* src, int64_t lds, int64_t rows, float* dst, 
     _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(s[i], s[i + 4], 0x31));
 }
 
+// Packing reads rows lda (or ldb) apart, which the hardware prefetchers
+// follow poorly when the operand comes from memory (a weight gradient's dy
+// and x): asking for the row kPrefetchRows ahead hides most of the wait.
+constexpr int64_t kPrefetchRows = 8;
+inline void prefetch_row(const float* row, int64_t floats) {
+  for (int64_t i = 0; i < floats; i += 16) _mm_prefetch(reinterpret_cast<const char*>(row + i), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(row + floats - 1), _MM_HINT_T0);
+}
+
+// A mask of the lanes below n (n <= 8).
+inline __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // A's rows [i0, i0 + mc) x depth [k0, k0 + kc) as micro-panels: per kMr
 // rows, kc steps of kMr values; rows past mc are zeros. Writes up to 2
 // floats past the panels (pa has 8 to spare).
@@ -46,13 +60,23 @@ void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0
     // panel. Read each such row once, in order, and deal it out: panel by
     // panel, the 6 values of a step come from rows lda apart, and with 4 KiB
     // rows (a 1024-wide layer's dy) all of them fall in one L1 set, so a
-    // line is evicted before the next panel reads the rest of it.
+    // line is evicted before the next panel reads the rest of it. One
+    // 8-wide load and store a panel and step: the 2 lanes past the step land
+    // in the next step's place, overwritten when it is stored, so the last
+    // step stores only its 6 lanes.
+    const int64_t rows_left = p.m - i0;
     for (int64_t q = 0; q < kc; ++q) {
       const float* src = a + (k0 + q) * lda + i0;
+      prefetch_row(src + kPrefetchRows * lda, mc);
       for (int64_t ir = 0; ir < mc; ir += kMr) {
         const int64_t mr = std::min(kMr, mc - ir);
         float* dst = pa + ir * kc + q * kMr;
-        for (int64_t i = 0; i < kMr; ++i) dst[i] = i < mr ? src[ir + i] : 0.f;
+        const __m256 v = mr == kMr && ir + 8 <= rows_left ? _mm256_loadu_ps(src + ir)
+                                                          : _mm256_maskload_ps(src + ir, lanes_below(mr));
+        if (q + 1 < kc)
+          _mm256_storeu_ps(dst, v);
+        else
+          _mm256_maskstore_ps(dst, lanes_below(kMr), v);
       }
     }
     return;
@@ -72,26 +96,34 @@ void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0
 // columns, kc steps of kNr values; columns past nc are zeros.
 void pack_b(const Problem& p, const float* b, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* pb) {
   const int64_t ldb = p.b_transposed ? p.k : p.n;
-  for (int64_t jr = 0; jr < nc; jr += kNr, pb += kNr * kc) {
+  const int64_t full = p.b_transposed ? 0 : nc / kNr * kNr;  // the columns packed row by row
+  if (full > 0) {
+    // Row q of b holds step q of every panel: read it once, in order, and deal it out.
+    for (int64_t q = 0; q < kc; ++q) {
+      const float* src = b + (k0 + q) * ldb + j0;
+      prefetch_row(src + kPrefetchRows * ldb, full);
+      for (int64_t jr = 0; jr < full; jr += kNr) {
+        float* dst = pb + jr * kc + q * kNr;
+        _mm256_storeu_ps(dst, _mm256_loadu_ps(src + jr));
+        _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + jr + 8));
+      }
+    }
+  }
+  for (int64_t jr = full; jr < nc; jr += kNr) {
+    float* panel = pb + jr * kc;
     const int64_t nr = std::min(kNr, nc - jr), j = j0 + jr;
     int64_t q = 0;
-    if (nr == kNr && !p.b_transposed) {
-      for (; q < kc; ++q) {
-        const float* src = b + (k0 + q) * ldb + j;
-        _mm256_storeu_ps(pb + q * kNr, _mm256_loadu_ps(src));
-        _mm256_storeu_ps(pb + q * kNr + 8, _mm256_loadu_ps(src + 8));
-      }
-    } else if (nr == kNr) {  // b(q, j) = b[j·ldb + q]: rows of b are columns of the panel
+    if (nr == kNr) {  // b(q, j) = b[j·ldb + q]: rows of b are columns of the panel
       for (; q + 8 <= kc; q += 8) {
-        transpose8(b + j * ldb + k0 + q, ldb, 8, pb + q * kNr, kNr);
-        transpose8(b + (j + 8) * ldb + k0 + q, ldb, 8, pb + q * kNr + 8, kNr);
+        transpose8(b + j * ldb + k0 + q, ldb, 8, panel + q * kNr, kNr);
+        transpose8(b + (j + 8) * ldb + k0 + q, ldb, 8, panel + q * kNr + 8, kNr);
       }
     }
     for (; q < kc; ++q)
       for (int64_t c = 0; c < kNr; ++c)
-        pb[q * kNr + c] = c >= nr          ? 0.f
-                          : p.b_transposed ? b[(j + c) * ldb + k0 + q]
-                                           : b[(k0 + q) * ldb + j + c];
+        panel[q * kNr + c] = c >= nr          ? 0.f
+                             : p.b_transposed ? b[(j + c) * ldb + k0 + q]
+                                              : b[(k0 + q) * ldb + j + c];
   }
 }
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention_tiles.hpp"
 #include "common.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
@@ -65,7 +65,7 @@ inline double row_lse(const float* x, int64_t c) {
     const int64_t len = std::min(kChunk, c - j0);
 #pragma omp simd
     for (int64_t j = 0; j < len; ++j) e[j] = x[j0 + j] - mx;
-    tiles::exp_inplace(e, len);
+    loops::exp_inplace(e, len);
 #pragma omp simd reduction(+ : s)
     for (int64_t j = 0; j < len; ++j) s += e[j];
   }
@@ -129,7 +129,7 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& op, size_t&) {
       const float l = float(row_lse(r, e.c));
 #pragma omp simd
       for (int64_t j = 0; j < e.c; ++j) d[j] = r[j] - l;
-      tiles::exp_inplace(d, e.c);
+      loops::exp_inplace(d, e.c);
 #pragma omp simd
       for (int64_t j = 0; j < e.c; ++j) d[j] = s * (d[j] - off);
       d[labels[i]] -= s * hit;

@@ -1,0 +1,67 @@
+// oneDNN backend — the element-wise loops (vector_loops.hpp): the baseline
+// copy, and the choice between the copies.
+#include "vector_loops.hpp"
+
+#include "cpu_isa.hpp"
+
+#define TANDEM_LOOPS_LEVEL baseline
+#include "vector_loops_body.hpp"
+
+namespace tandem::onednn::loops {
+
+// The other copies (vector_loops_avx2.cpp, vector_loops_avx512.cpp).
+#define TANDEM_LOOPS_DECLARE(level)                                                                          \
+  namespace level {                                                                                          \
+  void exp_inplace(float* x, int64_t n);                                                                     \
+  void gelu_tanh(const float* x, float* y, int64_t n);                                                       \
+  void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n);                                \
+  void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps, \
+                      float* mean, float* rstd);                                                             \
+  void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,      \
+                           float* dx, int64_t d);                                                            \
+  void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,          \
+             float* param_out, float* m_out, float* v_out, int64_t n);                                       \
+  }
+TANDEM_LOOPS_DECLARE(avx2)
+TANDEM_LOOPS_DECLARE(avx512)
+#undef TANDEM_LOOPS_DECLARE
+
+// Each entry point asks for its copy once.
+#define TANDEM_LOOPS_PICK(fn) by_vector_level<decltype(&baseline::fn)>(avx512::fn, avx2::fn, baseline::fn)
+
+void exp_inplace(float* x, int64_t n) {
+  static const auto fn = TANDEM_LOOPS_PICK(exp_inplace);
+  fn(x, n);
+}
+
+void gelu_tanh(const float* x, float* y, int64_t n) {
+  static const auto fn = TANDEM_LOOPS_PICK(gelu_tanh);
+  fn(x, y, n);
+}
+
+void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n) {
+  static const auto fn = TANDEM_LOOPS_PICK(gelu_tanh_grad);
+  fn(dy, x, dx, n);
+}
+
+void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps,
+                    float* mean, float* rstd) {
+  static const auto fn = TANDEM_LOOPS_PICK(layer_norm_row);
+  fn(x, gamma, beta, y, d, eps, mean, rstd);
+}
+
+void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
+                         float* dx, int64_t d) {
+  static const auto fn = TANDEM_LOOPS_PICK(layer_norm_grad_row);
+  fn(dy, x, gamma, mean, rstd, dx, d);
+}
+
+void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,
+           float* param_out, float* m_out, float* v_out, int64_t n) {
+  static const auto fn = TANDEM_LOOPS_PICK(adamw);
+  fn(h, param, grad, m, v, param_out, m_out, v_out, n);
+}
+
+#undef TANDEM_LOOPS_PICK
+
+}  // namespace tandem::onednn::loops

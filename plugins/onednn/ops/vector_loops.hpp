@@ -1,0 +1,52 @@
+// oneDNN backend — the own element-wise loops of transformer training whose
+// time is arithmetic rather than memory traffic: exp, gelu (tanh form), a
+// layer norm's rows, AdamW's update. Like the attention tiles they are
+// compiled once per vector level (vector_loops.cpp: the baseline copy and
+// the choice; vector_loops_avx2.cpp, vector_loops_avx512.cpp) and picked by
+// oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA caps them too.
+//
+// Why: as baseline x86-64 code (4-wide SSE2, no FMA, floor by a library
+// call) these loops took 66 ms of an 814 ms GPT step on 1 thread on a Zen 3
+// (gelu 16, gelu_grad 22, layer_norm 7, layer_norm_grad 13, adamw_update 10;
+// `tandem bench bench/models/gpt.toml --threads 1 --profile`).
+//
+// Each call is one thread's work; the ops thread over rows or chunks.
+#ifndef TANDEM_ONEDNN_OPS_VECTOR_LOOPS_HPP
+#define TANDEM_ONEDNN_OPS_VECTOR_LOOPS_HPP
+
+#include <cstdint>
+
+namespace tandem::onednn::loops {
+
+// y[i] = exp(x[i]) for n elements, ~1 ulp (Cephes' polynomial after a
+// two-part ln 2 reduction); exp of anything below -87.3 (and of -inf) is 0.
+void exp_inplace(float* x, int64_t n);
+
+// y = gelu_tanh(x) = x·σ(2u), u = √(2/π)·(x + 0.044715·x³); in place allowed.
+void gelu_tanh(const float* x, float* y, int64_t n);
+
+// dx = dy · d gelu_tanh(x)/dx; in place (dx = dy or x) allowed.
+void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n);
+
+// One row of d features: y = (x − mean)·rstd·gamma + beta, the statistics
+// summed in double; stores the row's mean and rstd.
+void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps,
+                    float* mean, float* rstd);
+
+// One row's input gradient from the saved statistics:
+// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·gamma, x̂ = (x − mean)·rstd.
+void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
+                         float* dx, int64_t d);
+
+// AdamW's coefficients for one step: moments m = b1·m + (1 − b1)·g and
+// v = b2·v + (1 − b2)·g², param = param·decay − lr·(m/bc1)/(√(v/bc2) + eps).
+struct AdamW {
+  float b1, b2, one_minus_b1, one_minus_b2, bc1, bc2, lr, eps, decay;
+};
+// n elements; outputs may be the inputs (each element is read before it is written).
+void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,
+           float* param_out, float* m_out, float* v_out, int64_t n);
+
+}  // namespace tandem::onednn::loops
+
+#endif  // TANDEM_ONEDNN_OPS_VECTOR_LOOPS_HPP

@@ -1,0 +1,129 @@
+// oneDNN backend — the loops of vector_loops.hpp, compiled once per vector
+// level: vector_loops.cpp includes this file for the baseline,
+// vector_loops_avx2.cpp and vector_loops_avx512.cpp with their -march
+// (plugins/onednn/CMakeLists.txt), each into namespace
+// loops::TANDEM_LOOPS_LEVEL. Plain loops the compiler vectorises for the
+// target it compiles for. Nothing here may call an inline function of
+// another header: the linker keeps one copy of such a function, which could
+// be this file's AVX-512 one called from baseline code.
+// Included by those three files only, hence no include guard.
+#include <cstdint>
+#include <cstring>
+
+#include "vector_loops.hpp"
+
+#ifndef TANDEM_LOOPS_LEVEL
+#error "define TANDEM_LOOPS_LEVEL (the namespace) before including vector_loops_body.hpp"
+#endif
+
+namespace tandem::onednn::loops::TANDEM_LOOPS_LEVEL {
+
+namespace {
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+
+inline float exp_of(float v) {
+  const float clamped = v < -87.3f ? -87.3f : (v > 88.37f ? 88.37f : v);
+  // exp(v) = 2^e · exp(r), e = round(v·log2 e), r = v − e·ln 2 in two parts.
+  const float e = __builtin_floorf(clamped * 1.44269504088896341f + 0.5f);
+  const float r = clamped - e * 0.693359375f + e * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.f;
+  int32_t bits = static_cast<int32_t>(e + 127.f) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return v < -87.3f ? 0.f : p * scale;
+}
+
+// exp(2u) of gelu's tanh form: σ(2u) = e/(e + 1), and the exp saturates
+// instead of overflowing.
+inline float exp_2u(float x) {
+  return exp_of(2.f * kSqrt2OverPi * (x + kCubic * x * x * x));
+}
+
+}  // namespace
+
+void exp_inplace(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] = exp_of(x[i]);
+}
+
+void gelu_tanh(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i], e = exp_2u(v);
+    y[i] = v * (e / (e + 1.f));
+  }
+}
+
+// d/dx x·σ(2u) = σ(2u) + 2x·σ(2u)(1 − σ(2u))·u', σ(1 − σ) = e/(e + 1)²,
+// u' = √(2/π)·(1 + 3·0.044715·x²).
+void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i], e = exp_2u(v), p = e + 1.f, sp = e / (p * p);
+    // Where σ has saturated (sp = 0), x·u' may be inf: the term is 0.
+    const float bend = sp == 0.f ? 0.f : 2.f * v * sp * kSqrt2OverPi * (1.f + 3.f * kCubic * v * v);
+    dx[i] = dy[i] * (e / p + bend);
+  }
+}
+
+void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps,
+                    float* mean, float* rstd) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < d; ++i) sum += x[i];
+  const double mu = sum / double(d);
+  double sq = 0;
+#pragma omp simd reduction(+ : sq)
+  for (int64_t i = 0; i < d; ++i) {
+    const double c = x[i] - mu;
+    sq += c * c;
+  }
+  const double rs = 1.0 / __builtin_sqrt(sq / double(d) + double(eps));
+  const float m = float(mu), s = float(rs);
+#pragma omp simd
+  for (int64_t i = 0; i < d; ++i) y[i] = (x[i] - m) * s * gamma[i] + beta[i];
+  *mean = m;
+  *rstd = s;
+}
+
+void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
+                         float* dx, int64_t d) {
+  double sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+  for (int64_t i = 0; i < d; ++i) {
+    const float g = dy[i] * gamma[i];
+    sg += g;
+    sgx += double(g) * double((x[i] - mean) * rstd);
+  }
+  const float mg = float(sg / double(d)), mgx = float(sgx / double(d));
+#pragma omp simd
+  for (int64_t i = 0; i < d; ++i) {
+    const float xh = (x[i] - mean) * rstd;
+    dx[i] = rstd * (dy[i] * gamma[i] - mg - xh * mgx);
+  }
+}
+
+void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,
+           float* param_out, float* m_out, float* v_out, int64_t n) {
+  // Locals, not h's fields: the stores below could alias h as far as the compiler knows.
+  const float b1 = h.b1, b2 = h.b2, cb1 = h.one_minus_b1, cb2 = h.one_minus_b2, bc1 = h.bc1, bc2 = h.bc2,
+              lr = h.lr, eps = h.eps, decay = h.decay;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    const float mi = b1 * m[i] + cb1 * g;
+    const float vi = b2 * v[i] + cb2 * g * g;
+    m_out[i] = mi;
+    v_out[i] = vi;
+    param_out[i] = param[i] * decay - lr * (mi / bc1) / (__builtin_sqrtf(vi / bc2) + eps);
+  }
+}
+
+}  // namespace tandem::onednn::loops::TANDEM_LOOPS_LEVEL
