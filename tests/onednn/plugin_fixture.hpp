@@ -6,6 +6,9 @@
 // many times) through the C table.
 #pragma once
 
+#include <omp.h>
+
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +64,38 @@ inline tdm_tensor_desc desc(tdm_dtype dt, const std::vector<int64_t>& dims) {
   d.rank = uint32_t(dims.size());
   d.dims = dims.empty() ? nullptr : dims.data();
   return d;
+}
+
+// omp threads for the life of a scope (the kernels take the team size they
+// were prepared with, so set it before running an op).
+struct ThreadCount {
+  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved); }
+  int saved;
+};
+
+// Deterministic values in [-1, 1) that are not round numbers.
+inline tc::HostTensor values(const std::vector<int64_t>& dims, int seed) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  uint32_t x = 2463534242u + uint32_t(seed) * 7919u;
+  for (double& e : v) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    e = double(x % 20011) / 10005.5 - 1.0;
+  }
+  return tc::HostTensor::from_values(TDM_F32, dims, v);
+}
+
+// Whether oneDNN's effective ISA is AVX2 + FMA (the own GEMM's and the
+// single-channel weight gradient's CPUs; an AVX-512 CPU says avx512_core).
+inline bool effective_isa_is_avx2() {
+  Fixture& f = loaded();
+  tdm_device_info info{};
+  info.struct_size = sizeof info;
+  if (f.api->device_info(f.device, &info) != TDM_OK || info.features == nullptr) return false;
+  const std::string features = info.features;
+  return features.rfind("avx2", 0) == 0 && features.find(" fma") != std::string::npos;
 }
 
 }  // namespace onednn_test

@@ -23,12 +23,6 @@ tc::HostTensor wavy(const std::vector<int64_t>& dims, double phase) {
   return tc::HostTensor::from_values(TDM_F32, dims, v);
 }
 
-struct ThreadCount {
-  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved); }
-  int saved;
-};
-
 }  // namespace
 
 TEST(OnednnAttention, GradientIsTheSameBitsInOneOrTwoPasses) {

@@ -260,6 +260,24 @@ TEST(OnednnNativeLayout, ConvolutionsInsideAChainAddNoActivationReorders) {
   }
 }
 
+// A one-channel convolution's weight gradient (the plugin's own kernel on
+// AVX2, oneDNN's on AVX-512) reads dy in the layout the ReLU before it
+// leaves: the same bits as from plain dy, and dy is accepted native.
+TEST(OnednnNativeLayout, SingleChannelWeightGradientReadsNativeDyBitForBit) {
+  ASSERT_NE(loaded().device, nullptr) << last_error();
+  if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";
+  const Dims x{3, 1, 12, 10}, dy{3, 16, 12, 10}, w{16, 1, 5, 5};
+  Op op{"conv2d_grad_weight", {dy, x}, {w, {16}}, {{"padding", {2, 2}}}, {}};
+  EXPECT_EQ(ask(op).accepts[0], 1);
+  const std::vector<Floats> inputs = {uniform_data(dy, 9), uniform_data(x, 10)};
+  const std::vector<Floats> plain = run(op, inputs);
+  op.layouts = {1, 0, 0, 0};
+  const std::vector<Floats> native = run(op, inputs);
+  ASSERT_EQ(plain.size(), native.size());
+  for (size_t j = 0; j < plain.size(); ++j)
+    expect_same_bits(plain[j], native[j], "output " + std::to_string(j));
+}
+
 TEST(OnednnNativeLayout, MaxPoolEveryLayoutMixMatchesPlainBitForBit) {
   ASSERT_NE(loaded().device, nullptr) << last_error();
   if (!native_available()) GTEST_SKIP() << "oneDNN prefers no blocked layout (nChw8c or nChw16c) on this CPU";

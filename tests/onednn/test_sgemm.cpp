@@ -27,34 +27,6 @@ namespace {
 // Before main, so before any test loads the plugin (which reads it once).
 [[maybe_unused]] const int own_gemm_for_every_size = setenv("TANDEM_ONEDNN_OWN_SGEMM", "all", 1);
 
-struct ThreadCount {
-  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved); }
-  int saved;
-};
-
-// Deterministic values in [-1, 1) that are not round numbers.
-tc::HostTensor values(const std::vector<int64_t>& dims, int seed) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<double> v(static_cast<size_t>(n));
-  uint32_t x = 2463534242u + uint32_t(seed) * 7919u;
-  for (double& e : v) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    e = double(x % 20011) / 10005.5 - 1.0;
-  }
-  return tc::HostTensor::from_values(TDM_F32, dims, v);
-}
-
-bool own_gemm_expected() {
-  Fixture& f = loaded();
-  tdm_device_info info{};
-  info.struct_size = sizeof info;
-  if (f.api->device_info(f.device, &info) != TDM_OK || info.features == nullptr) return false;
-  const std::string features = info.features;
-  return features.rfind("avx2", 0) == 0 && features.find(" fma") != std::string::npos;
-}
-
 // One op on 1..4 threads, whose product is rows x cols of depth `depth`.
 // The own GEMM takes it when the CPU is an AVX2 one and no dimension is
 // below its register block's (6 rows, 16 columns, 8 deep: sgemm::serves);
@@ -64,7 +36,7 @@ tc::RunResult run_on_every_thread_count(const std::string& op, const tc::Attrs& 
                                         const std::vector<tc::HostTensor>& in,
                                         const std::vector<tc::TensorShape>& out, int64_t rows, int64_t cols,
                                         int64_t depth) {
-  const bool own = own_gemm_expected() && rows >= 6 && cols >= 16 && depth >= 8;
+  const bool own = effective_isa_is_avx2() && rows >= 6 && cols >= 16 && depth >= 8;
   tc::RunResult first;
   for (int threads = 1; threads <= 4; ++threads) {
     ThreadCount use(threads);

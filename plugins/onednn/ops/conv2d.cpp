@@ -13,7 +13,11 @@
 // reordered out after it. All reorders are primitives created here, in
 // prepare; a tensor already in the chosen layout is bound directly, with no
 // copy, which inside a native chain is every activation.
+#include "conv_single_channel.hpp"
+#include "cpu_isa.hpp"
 #include "layout.hpp"
+
+#include <omp.h>
 
 namespace tandem::onednn {
 
@@ -135,6 +139,34 @@ std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
   return k;
 }
 
+// Whether conv2d_grad_weight runs as own code (conv_single_channel.hpp): f32,
+// one input channel, one group, plain x, where oneDNN's kernels are
+// AVX2 or narrower (its AVX-512 kernel for this layer was not measured).
+bool single_channel_own(const OpView& op) {
+  if (op.inputs().size() != 2) return false;
+  const TensorShape& x = op.inputs()[1];
+  return x.dtype == TDM_F32 && x.dims.size() == 4 && x.dims[1] == 1 && op.int_attr("groups", 1) == 1 &&
+         cpu_vector_level() != VectorLevel::avx512;
+}
+
+std::unique_ptr<Kernel> single_channel_kernel(const Check& c, const ConvGeometry& g, bool has_bias,
+                                              size_t& ws) {
+  SingleChannelConv s;
+  s.n = g.n, s.h = g.h, s.w = g.w, s.k = g.k, s.r = g.r, s.s = g.s, s.p = g.p, s.q = g.q;
+  s.stride_h = g.stride[0], s.stride_w = g.stride[1], s.pad_h = g.pad[0], s.pad_w = g.pad[1];
+  s.dilation_h = g.dilate[0] + 1, s.dilation_w = g.dilate[1] + 1;  // oneDNN counts dilation from 0
+  s.dy_block = c.op().input_native(0) ? native_block() : 0;
+  s.bias = has_bias;
+  // The team size the backend fixed (from the host's `threads`), as the own GEMM takes it.
+  const int threads = omp_get_max_threads();
+  ws = single_channel_weight_grad_workspace(s, threads);
+  return make_fn(c, [s, threads](void* const* in, void* const* out, void* w) {
+    single_channel_weight_grad(s, static_cast<const float*>(in[0]), static_cast<const float*>(in[1]),
+                               static_cast<float*>(out[0]), s.bias ? static_cast<float*>(out[1]) : nullptr, w,
+                               threads);
+  });
+}
+
 std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   Check c(op);
   c.counts(2, 2, 1, 2);
@@ -146,6 +178,7 @@ std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   if (has_bias != c.has_output(1))
     c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
   if (has_bias) c.output(1, dt, {g.k});
+  if (single_channel_own(op) && !op.input_native(1)) return single_channel_kernel(c, g, has_bias, ws);
   auto k = std::make_unique<PrimKernel>("conv2d_grad_weight");
   const auto hint = forward_pd(g, has_bias);
   const memory::desc b({g.k}, dnnl_type(dt), tag::x);
@@ -179,8 +212,9 @@ void conv2d_grad_input_layouts(const OpView& op, const LayoutAnswer& a) {
   a.offer(op, 0);   // dx
 }
 void conv2d_grad_weight_layouts(const OpView& op, const LayoutAnswer& a) {
-  a.accept(op, 0);  // dy
-  a.accept(op, 1);  // x
+  a.accept(op, 0);                     // dy
+  if (single_channel_own(op)) return;  // x plain (one channel is never native anyway)
+  a.accept(op, 1);                     // x
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
