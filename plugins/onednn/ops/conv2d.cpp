@@ -13,6 +13,9 @@
 // reordered out after it. All reorders are primitives created here, in
 // prepare; a tensor already in the chosen layout is bound directly, with no
 // copy, which inside a native chain is every activation.
+// One exception: the weight gradient of a one-channel convolution on CPUs
+// whose oneDNN kernels are AVX2 or narrower is own code
+// (conv_single_channel.hpp), where oneDNN's direct kernel is slow.
 #include "conv_single_channel.hpp"
 #include "cpu_isa.hpp"
 #include "layout.hpp"

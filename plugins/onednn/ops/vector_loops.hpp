@@ -6,7 +6,7 @@
 // oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA caps them too.
 //
 // Why: as baseline x86-64 code (4-wide SSE2, no FMA, floor by a library
-// call) these loops took 66 ms of an 814 ms GPT step on 1 thread on a Zen 3
+// call) these loops took 68 ms of an 814 ms GPT step on 1 thread on a Zen 3
 // (gelu 16, gelu_grad 22, layer_norm 7, layer_norm_grad 13, adamw_update 10;
 // `tandem bench bench/models/gpt.toml --threads 1 --profile`).
 //
