@@ -39,6 +39,9 @@ class OnednnDevice final : public HostMemoryDevice {
     i.features = cpu_features().c_str();
     return i;
   }
+  // HostMemoryDevice's memory; blocks of 4 MiB and more (the executor's
+  // arenas, large activations) asked to be backed by transparent huge pages.
+  void* allocate(size_t bytes) override;
   std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) override;
   // Native layouts (ABI 1.3): nChw16c / nChw8c activations, see ops/layout.hpp.
   void kernel_layouts(const OpView& op, uint8_t* accepts, uint8_t* offers, uint64_t* native_bytes) override;

@@ -16,6 +16,7 @@ namespace tandem::onednn::tiles {
             float* c, int64_t ldc, bool accumulate);                                                      \
   void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
                float* c, int64_t ldc, bool accumulate);                                                   \
+  void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst);                  \
   }
 TANDEM_TILES_DECLARE(avx2)
 TANDEM_TILES_DECLARE(avx512)
@@ -40,8 +41,9 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
 }
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * lds + c];
+  static const auto fn = by_vector_level<decltype(&baseline::transpose)>(avx512::transpose, avx2::transpose,
+                                                                         baseline::transpose);
+  fn(rows, cols, src, lds, dst);
 }
 
 }  // namespace tandem::onednn::tiles
