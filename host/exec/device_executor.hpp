@@ -45,6 +45,9 @@ class DeviceExecutor final : public Executor {
   using Executor::run;
   Result<void> run(size_t first, size_t end) override;
   Result<void> synchronize() override;
+  tdm_stream* compute_stream() const noexcept override { return stream_.get(); }
+  // Nodes [first, end) launched, without waiting for them (profile: each is).
+  Result<void> launch_range(size_t first, size_t end) override;
 
   Result<void> allow_staging(ValueId value) override;
   Result<void> stage(ValueId value, const void* host, size_t bytes) override;
@@ -61,8 +64,6 @@ class DeviceExecutor final : public Executor {
   const DeviceHandle& device() const noexcept { return *device_; }
   // Where the nodes run: copies to and from this part are ordered with it.
   tdm_stream* stream() const noexcept { return stream_.get(); }
-  // Nodes [first, end) launched, without waiting for them (profile: each is).
-  Result<void> launch_range(size_t first, size_t end);
   // The values node `position` (in this executor's schedule) reads and
   // writes, kNoValue for an absent optional input.
   const std::vector<ValueId>& reads(size_t position) const { return nodes_[position].reads; }

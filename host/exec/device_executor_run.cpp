@@ -95,15 +95,15 @@ Result<void> DeviceExecutor::launch(size_t position) {
 }
 
 Result<void> DeviceExecutor::run(size_t first, size_t end) {
-  if (first > end || end > nodes_.size())
-    return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
-                          ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
-                      TDM_INVALID_ARGUMENT);
   if (auto launched = launch_range(first, end); !launched) return launched;
   return synchronize();
 }
 
 Result<void> DeviceExecutor::launch_range(size_t first, size_t end) {
+  if (first > end || end > nodes_.size())
+    return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
+                          ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
+                      TDM_INVALID_ARGUMENT);
   for (size_t i = first; i < end; ++i) {
     auto start = std::chrono::steady_clock::now();
     if (auto launched = launch(i); !launched) return launched;

@@ -131,6 +131,15 @@ class Executor {
   virtual Result<void> run(size_t first, size_t end) = 0;
   Result<void> run() { return run(0, node_count()); }
   virtual Result<void> synchronize() = 0;
+  // The one stream every node runs on, for callers that order their own
+  // device work after nodes with events (data-parallel all-reduce on a
+  // communication stream); nullptr for an executor with several (composed).
+  virtual tdm_stream* compute_stream() const noexcept { return nullptr; }
+  // Nodes [first, end) launched without waiting for them: run() less its
+  // final synchronisation, so an error raised asynchronously shows at the
+  // next one. An executor with no compute_stream() cannot be ordered
+  // against, so it runs them (synchronising).
+  virtual Result<void> launch_range(size_t first, size_t end) { return run(first, end); }
 
   // Next-batch prefetch (staged_inputs.hpp). allow_staging gives an INPUT
   // value a second device buffer, accounted in plan().estimate.inputs and

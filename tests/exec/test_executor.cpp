@@ -201,6 +201,25 @@ TEST_F(ExecutorTest, MemoryEstimateAndMeasuredPeak) {
   EXPECT_EQ((*e)->measured_peak(), m.total) << "the executor allocates exactly what it planned";
 }
 
+// launch_range is run() in pieces less the synchronisation, on the one
+// stream a caller orders its own work with (the data-parallel all-reduce).
+TEST_F(ExecutorTest, LaunchRangeRunsInPiecesOnTheComputeStream) {
+  Net n = make_net();
+  auto e = Executor::create(*device_, n.graph, {});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_NE((*e)->compute_stream(), nullptr);
+  write_inputs(**e, n);
+  ASSERT_TRUE((*e)->launch_range(0, 2).ok());
+  ASSERT_TRUE((*e)->launch_range(2, (*e)->node_count()).ok());
+  float loss = 0;
+  ASSERT_TRUE((*e)->read(n.loss, &loss, sizeof loss).ok());  // ordered after the launches
+  EXPECT_NEAR(loss, expected_loss(), 1e-5);
+  auto outside = (*e)->launch_range(2, (*e)->node_count() + 1);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.error().message.find("outside the schedule"), std::string::npos)
+      << outside.error().message;
+}
+
 TEST_F(ExecutorTest, OneDeviceHasNoPartsAndNoCopies) {
   Net n = make_net();
   auto e = Executor::create(*device_, n.graph, {});
