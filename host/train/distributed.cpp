@@ -112,8 +112,8 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
   return std::unique_ptr<GradientCommunicator>(new GradientCommunicator(*plugin, comm, group));
 }
 
-Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype dtype) {
-  const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_AVG, nullptr);
+Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype dtype, void* stream) {
+  const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_AVG, stream);
   if (s != TDM_OK) return failure("data parallelism: averaging gradients", s);
   return {};
 }

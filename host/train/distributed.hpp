@@ -13,6 +13,7 @@
 #include "exec/collectives.hpp"
 #include "plugin/registry.hpp"
 #include "program/process_group.hpp"
+#include "train/streamed_allreduce.hpp"
 
 namespace tandem::host::train {
 
@@ -24,7 +25,7 @@ tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seco
 
 // The run's communicator: averages gradients for data parallelism and runs
 // the "comm.*" nodes of tensor parallelism.
-class GradientCommunicator final : public exec::Collectives {
+class GradientCommunicator final : public exec::Collectives, public StreamAverager {
  public:
   // Creates a communicator over the comm plugin for `device`'s memory.
   // `timeout_seconds`: a collective waiting longer fails, naming the ranks
@@ -41,8 +42,13 @@ class GradientCommunicator final : public exec::Collectives {
   GradientCommunicator(const GradientCommunicator&) = delete;
   GradientCommunicator& operator=(const GradientCommunicator&) = delete;
 
-  // In place: every rank ends with the mean over ranks.
-  Result<void> average(void* buffer, size_t count, tdm_dtype dtype);
+  // In place: every rank ends with the mean over ranks, when it returns.
+  Result<void> average(void* buffer, size_t count, tdm_dtype dtype) {
+    return average(buffer, count, dtype, nullptr);
+  }
+  // The same enqueued on `stream`, the backend's native handle of a stream
+  // of the communicator's device: returns at once (streamed_allreduce.hpp).
+  Result<void> average(void* buffer, size_t count, tdm_dtype dtype, void* stream) override;
   // Every rank ends with the maximum (used to agree on stopping).
   Result<int32_t> max(int32_t value);
 

@@ -35,7 +35,10 @@ class OverlappedAllReduce {
 
   // Gradient addresses are taken from `executor` now (they do not move).
   // With `host_addressable` memory a bucket's gradients are packed into one
-  // message; device memory (NCCL) is reduced tensor by tensor in place.
+  // message; device memory is reduced tensor by tensor in place. Device
+  // memory comes here only where streamed_allreduce.hpp cannot order itself
+  // with the nodes (a run composed of several devices, or a backend without
+  // stream_native_handle); otherwise the trainer uses that.
   OverlappedAllReduce(GradientCommunicator& comm, const exec::Executor& executor, const Graph& graph,
                       std::vector<GradientBucket> buckets, bool host_addressable, bool record_spans);
   ~OverlappedAllReduce();

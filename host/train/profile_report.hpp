@@ -22,9 +22,12 @@ class ProfileRecorder {
   explicit ProfileRecorder(bool enabled) : enabled_(enabled) {}
 
   void data_wait(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end);
-  // Data parallelism: one bucket's all-reduce on the communication thread;
-  // `backward_done` is when that step's backward ended, so the part of the
-  // span before it was hidden behind computation.
+  // Data parallelism: one bucket's all-reduce on the communication thread,
+  // or on a GPU's comm stream as the host saw it (from its enqueue, or the
+  // previous bucket's end, to its done event's completion:
+  // streamed_allreduce.hpp); `backward_done` is when that step's backward
+  // ended (--profile synchronises every node, so also on a GPU), so the part
+  // of the span before it was hidden behind computation.
   void all_reduce(std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end,
                   size_t bytes, std::chrono::steady_clock::time_point backward_done);
   // `device`: the run's device, the track of nodes no placement moved.

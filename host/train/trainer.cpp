@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "exec/tensor_text.hpp"
+#include "plugin/optional_call.hpp"
 #include "train/checkpointing.hpp"
 #include "train/evaluator.hpp"
 #include "train/initializers.hpp"
@@ -117,6 +118,31 @@ Result<void> Trainer::connect(exec::ExecutorOptions& exec_options) {
   return {};
 }
 
+// Device memory on a single-device executor whose backend exposes native
+// streams: each bucket on a comm stream ordered by events
+// (streamed_allreduce.hpp). Otherwise (host memory; a run composed of
+// several devices, whose nodes run on several streams) on a thread,
+// synchronising at bucket boundaries (overlapped_allreduce.hpp).
+Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
+  auto info = device_.info();
+  if (!info) return info.error();
+  const bool profile = !options_.profile.empty();
+  exec::Executor& ex = executor();
+  auto native = TANDEM_OPTIONAL_FN(device_.backend(), backend, tdm_backend_api, stream_native_handle, 1);
+  if (!info->host_addressable && ex.compute_stream() != nullptr && native != nullptr) {
+    const StreamedAllReduce::Device device{device_.backend().backend, device_.get(), ex.compute_stream(),
+                                           native};
+    auto parts = split_large_gradients(streamed_buckets(model().graph, ex, buckets), options_.bucket_bytes);
+    auto streamed = StreamedAllReduce::create(device, *comm_, std::move(parts), profile);
+    if (!streamed) return streamed.error();
+    streamed_ = std::move(*streamed);
+    return {};
+  }
+  allreduce_ = std::make_unique<OverlappedAllReduce>(*comm_, ex, model().graph, std::move(buckets),
+                                                     info->host_addressable, profile);
+  return {};
+}
+
 // After allocation: what the loop needs, the initial weights, and a
 // checkpoint's state when resuming.
 Result<void> Trainer::prepare_run() {
@@ -126,10 +152,7 @@ Result<void> Trainer::prepare_run() {
     const Graph& graph = model().graph;
     auto buckets = plan_gradient_buckets(graph, program_->synced_gradients(), model().optimizer_begin,
                                          options_.bucket_bytes);
-    auto info = device_.info();
-    if (!info) return info.error();
-    allreduce_ = std::make_unique<OverlappedAllReduce>(*comm_, executor(), graph, std::move(buckets),
-                                                       info->host_addressable, !options_.profile.empty());
+    if (auto r = make_allreduce(std::move(buckets)); !r) return r;
   }
   profiler_ = std::make_unique<ProfileRecorder>(!options_.profile.empty());
   if (auto r = initialise_tensors(model(), executor(), spec_.train.seed); !r) return r;
@@ -266,6 +289,18 @@ Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const 
 Result<void> Trainer::forward_backward(bool last_micro_batch) {
   exec::Executor& ex = executor();
   const size_t end = model().optimizer_begin;
+  if (streamed_ && last_micro_batch) {
+    // No host wait: the optimizer's run synchronises (and reports an
+    // asynchronous error). With --profile every node is synchronised, so
+    // backward has ended on the device when launching it returns, and
+    // take_spans waits for the buckets' ends (without it, it waits for none).
+    auto ran =
+        streamed_->backward(end, [&ex](size_t first, size_t last) { return ex.launch_range(first, last); });
+    const auto backward_done = Clock::now();
+    for (const StreamedAllReduce::Span& s : streamed_->take_spans())
+      profiler_->all_reduce(s.begin, s.end, s.bytes, backward_done);
+    return ran;
+  }
   if (!allreduce_ || !last_micro_batch) return ex.run(0, end);  // ranks average once per optimizer step
   size_t done = 0;
   Result<void> ran;

@@ -29,6 +29,7 @@
 #include "train/profile_report.hpp"
 #include "train/progress.hpp"
 #include "train/run_directory.hpp"
+#include "train/streamed_allreduce.hpp"
 #include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
@@ -127,6 +128,8 @@ class Trainer {
   // collectives for the executors.
   Result<void> connect(exec::ExecutorOptions& exec_options);
   Result<void> prepare_run();
+  // Data parallelism: allreduce_ or streamed_, for these buckets.
+  Result<void> make_allreduce(std::vector<GradientBucket> buckets);
   Result<void> resume_from(const std::string& path, bool weights_only);
   void continue_with_other_ranks(int64_t saved_world);
 
@@ -144,7 +147,9 @@ class Trainer {
                             uint32_t micro, int64_t total_steps, int64_t& correct);
   Result<void> write_batch(const data::Batch& batch, bool staged, const data::Batch* next);
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
-  // bucket's all-reduce started once backward has finished it.
+  // bucket's all-reduce started once backward has finished it. With
+  // streamed_ nothing is waited for on the host: the compute stream waits on
+  // the comm stream, and the optimizer's run synchronises.
   Result<void> forward_backward(bool last_micro_batch);
   // What every rank does after this step, agreed between them: a rank asked
   // to stop stops all, a checkpoint due on one is saved by all.
@@ -171,8 +176,11 @@ class Trainer {
   RunData data_;
   std::unique_ptr<program::Program> program_;
   std::unique_ptr<program::StepRunner> steps_;
-  std::unique_ptr<GradientCommunicator> comm_;      // only when world > 1
-  std::unique_ptr<OverlappedAllReduce> allreduce_;  // with comm_, for data parallelism
+  std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
+  // With comm_, for data parallelism: one of the two. Declared after
+  // program_, so destroyed before the executor whose gradients they use.
+  std::unique_ptr<OverlappedAllReduce> allreduce_;  // host memory, or no stream to order against
+  std::unique_ptr<StreamedAllReduce> streamed_;     // device memory, on a comm stream
   std::map<std::string, lowering::Shard> shards_;   // tensors split by tensor parallelism, by name
   std::unique_ptr<ProfileRecorder> profiler_;
   std::optional<RunDirectory> run_directory_;  // locked for the run's life (rank 0)
