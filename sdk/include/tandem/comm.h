@@ -4,10 +4,12 @@
  * every rank in the same order. Buffers are device memory of the device the
  * communicator was created for; `stream` is that backend's native stream
  * handle (tdm_backend_api.stream_native_handle), or NULL (CPU buffers, and
- * wherever the host has no stream to order against, e.g. when it averages
- * gradients): then the call completes before returning. Collectives on one
- * communicator are issued from one thread at a time. Which functions the
- * host requires and calls: sdk/ABI.md rules 46-47.
+ * wherever the host has no stream to order against): then the call
+ * completes before returning. The host averages GPU gradients on a stream
+ * of its own, ordered with the compute stream by events, and never waits
+ * for the call itself. Collectives on one communicator are issued from one
+ * thread at a time. Which functions the host requires and calls:
+ * sdk/ABI.md rules 46-47.
  */
 #ifndef TANDEM_COMM_H
 #define TANDEM_COMM_H
