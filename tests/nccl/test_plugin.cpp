@@ -6,9 +6,11 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tandem/tandem.h"
@@ -167,6 +169,51 @@ TEST_P(NcclGpu, CollectivesOnOneRank) {
   for (tdm_dtype t : {TDM_F64, TDM_F16, TDM_BF16, TDM_S8, TDM_U8, TDM_S32, TDM_S64})
     EXPECT_EQ(api->allreduce(comm_, a_, b_, 64, t, TDM_REDUCE_SUM, stream_), TDM_OK) << "dtype " << t;
   EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// What the host's streamed all-reduce (host/train/streamed_allreduce.hpp)
+// asks of the plugin, in CUDA terms: two gradients written late on a
+// compute stream (it sleeps first), packed on a comm stream that waits on an
+// event recorded after them, averaged there, and the compute stream waiting
+// on the comm stream's event before it reads the bucket. One rank: AVG is
+// the identity, so the bucket holds what the compute stream wrote; without
+// the event the comm stream would pack the zeros it found.
+TEST_P(NcclGpu, BucketOnACommStreamWaitsForItsProducers) {
+  const tdm_comm_api* api = plugin()->comm;
+  cudaStream_t compute = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+  void* pinned = nullptr;  // the copies must not wait on the host
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&pinned, 2 * 4096), cudaSuccess);
+  auto* host = static_cast<float*>(pinned);
+  for (size_t i = 0; i < 1024; ++i) host[i] = float(i) * 0.5f - 7.0f;
+  ASSERT_EQ(cudaMemset(a_, 0, 4096), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  auto nap = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); };
+  ASSERT_EQ(cudaLaunchHostFunc(compute, nap, nullptr), cudaSuccess);
+  auto* grads = static_cast<char*>(a_);
+  ASSERT_EQ(cudaMemcpyAsync(grads, host, 1000, cudaMemcpyHostToDevice, compute), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(grads + 1000, host + 250, 3096, cudaMemcpyHostToDevice, compute), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(ready, compute), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(stream_, ready, 0), cudaSuccess);
+  auto* bucket = static_cast<char*>(b_);
+  ASSERT_EQ(cudaMemcpyAsync(bucket, grads, 1000, cudaMemcpyDeviceToDevice, stream_), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(bucket + 1000, grads + 1000, 3096, cudaMemcpyDeviceToDevice, stream_),
+            cudaSuccess);
+  ASSERT_EQ(api->allreduce(comm_, b_, b_, 1024, TDM_F32, TDM_REDUCE_AVG, stream_), TDM_OK) << g_error;
+  ASSERT_EQ(cudaEventRecord(done, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(compute, done, 0), cudaSuccess);
+  float* out = host + 1024;
+  ASSERT_EQ(cudaMemcpyAsync(out, b_, 4096, cudaMemcpyDeviceToHost, compute), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
+  EXPECT_EQ(std::vector<float>(out, out + 1024), std::vector<float>(host, host + 1024));
+  cudaFreeHost(pinned);
+  cudaEventDestroy(ready);
+  cudaEventDestroy(done);
+  cudaStreamDestroy(compute);
 }
 
 // 0: blocking communicator, no watchdog; 30: non-blocking + watchdog.
