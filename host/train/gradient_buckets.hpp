@@ -9,6 +9,7 @@
 // final, while backward continues with the earlier layers.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct GradientBucket {
   size_t ready_at = 0;             // schedule position after which every gradient is final
   size_t bytes = 0;
   tdm_dtype dtype = TDM_F32;  // one dtype per bucket: it is reduced as one buffer
+};
+
+// One bucket's all-reduce as the host saw it, for --profile (either path:
+// overlapped_allreduce.hpp, streamed_allreduce.hpp).
+struct AllReduceSpan {
+  size_t bucket = 0;
+  size_t bytes = 0;
+  std::chrono::steady_clock::time_point begin, end;
 };
 
 // Groups `gradients` (values of `graph`) for nodes [0, end): a gradient is

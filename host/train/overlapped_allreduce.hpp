@@ -27,11 +27,7 @@ namespace tandem::host::train {
 class OverlappedAllReduce {
  public:
   using Clock = std::chrono::steady_clock;
-  struct Span {  // one bucket's all-reduce, for --profile
-    size_t bucket = 0;
-    size_t bytes = 0;
-    Clock::time_point begin, end;
-  };
+  using Span = AllReduceSpan;
 
   // Gradient addresses are taken from `executor` now (they do not move).
   // With `host_addressable` memory a bucket's gradients are packed into one

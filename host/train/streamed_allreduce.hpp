@@ -48,19 +48,14 @@
 #include <vector>
 
 #include "tandem/backend.h"
+#include "train/gradient_buckets.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::exec {
 class Executor;
 }
 
-namespace tandem::host {
-class Graph;
-}
-
 namespace tandem::host::train {
-
-struct GradientBucket;
 
 // Averages a device buffer across ranks, enqueued on `stream` (a backend's
 // native stream handle): GradientCommunicator in a run, fakes in tests.
@@ -95,11 +90,7 @@ std::vector<StreamedBucket> split_large_gradients(std::vector<StreamedBucket> bu
 class StreamedAllReduce {
  public:
   using Clock = std::chrono::steady_clock;
-  struct Span {  // one bucket's all-reduce, for --profile
-    size_t bucket = 0;
-    size_t bytes = 0;
-    Clock::time_point begin, end;
-  };
+  using Span = AllReduceSpan;
   // The compute stream's device and backend; `native` is the backend's
   // stream_native_handle (required: the comm plugin enqueues on it).
   struct Device {
