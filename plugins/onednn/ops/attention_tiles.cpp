@@ -16,7 +16,6 @@ namespace tandem::onednn::tiles {
             float* c, int64_t ldc, bool accumulate);                                                      \
   void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
                float* c, int64_t ldc, bool accumulate);                                                   \
-  void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst);                  \
   }
 TANDEM_TILES_DECLARE(avx2)
 TANDEM_TILES_DECLARE(avx512)
@@ -41,9 +40,8 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
 }
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {
-  static const auto fn = by_vector_level<decltype(&baseline::transpose)>(avx512::transpose, avx2::transpose,
-                                                                         baseline::transpose);
-  fn(rows, cols, src, lds, dst);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * lds + c];
 }
 
 }  // namespace tandem::onednn::tiles

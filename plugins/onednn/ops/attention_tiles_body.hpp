@@ -110,33 +110,6 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const 
   }
 }
 
-// An 8 x 8 block transposed in registers: unpack pairs of rows, shuffle
-// pairs of pairs, then swap 128-bit halves (on AVX2 the unpck/shufps/
-// vperm2f128 sequence; the baseline lowers each 8-wide shuffle to two SSE ones).
-typedef float Vec8 __attribute__((vector_size(8 * sizeof(float))));
-typedef int32_t Mask8 __attribute__((vector_size(8 * sizeof(int32_t))));
-
-inline void transpose8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
-  Vec8 r[8], t[8], u[8];
-  for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * lds, sizeof(Vec8));
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shuffle(r[i], r[i + 1], Mask8{0, 8, 1, 9, 4, 12, 5, 13});
-    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], Mask8{2, 10, 3, 11, 6, 14, 7, 15});
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = __builtin_shuffle(t[i], t[i + 2], Mask8{0, 1, 8, 9, 4, 5, 12, 13});
-    u[i + 1] = __builtin_shuffle(t[i], t[i + 2], Mask8{2, 3, 10, 11, 6, 7, 14, 15});
-    u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], Mask8{0, 1, 8, 9, 4, 5, 12, 13});
-    u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], Mask8{2, 3, 10, 11, 6, 7, 14, 15});
-  }
-  for (int i = 0; i < 4; ++i) {
-    const Vec8 lo = __builtin_shuffle(u[i], u[i + 4], Mask8{0, 1, 2, 3, 8, 9, 10, 11});
-    const Vec8 hi = __builtin_shuffle(u[i], u[i + 4], Mask8{4, 5, 6, 7, 12, 13, 14, 15});
-    std::memcpy(dst + i * ldd, &lo, sizeof(Vec8));
-    std::memcpy(dst + (i + 4) * ldd, &hi, sizeof(Vec8));
-  }
-}
-
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
@@ -147,18 +120,6 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const fl
 void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
              float* c, int64_t ldc, bool accumulate) {
   product(m, n, k, a, {1, lda}, b, ldb, c, ldc, accumulate);
-}
-
-void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {
-  int64_t r0 = 0;
-  for (; r0 + 8 <= rows; r0 += 8) {
-    int64_t c0 = 0;
-    for (; c0 + 8 <= cols; c0 += 8) transpose8x8(src + r0 * lds + c0, lds, dst + c0 * rows + r0, rows);
-    for (; c0 < cols; ++c0)
-      for (int64_t r = r0; r < r0 + 8; ++r) dst[c0 * rows + r] = src[r * lds + c0];
-  }
-  for (; r0 < rows; ++r0)
-    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r0] = src[r0 * lds + c];
 }
 
 }  // namespace tandem::onednn::tiles::TANDEM_TILES_LEVEL
