@@ -87,14 +87,20 @@ inline tc::HostTensor values(const std::vector<int64_t>& dims, int seed) {
   return tc::HostTensor::from_values(TDM_F32, dims, v);
 }
 
-// Whether oneDNN's effective ISA is AVX2 + FMA (the own GEMM's and the
-// single-channel weight gradient's CPUs; an AVX-512 CPU says avx512_core).
-inline bool effective_isa_is_avx2() {
+// The instruction sets oneDNN may use, as the device reports them
+// ("avx2 fma", "avx512_core fma vnni bf16 ..."); empty when it does not say.
+inline std::string device_features() {
   Fixture& f = loaded();
   tdm_device_info info{};
   info.struct_size = sizeof info;
-  if (f.api->device_info(f.device, &info) != TDM_OK || info.features == nullptr) return false;
-  const std::string features = info.features;
+  if (f.api->device_info(f.device, &info) != TDM_OK || info.features == nullptr) return {};
+  return info.features;
+}
+
+// Whether oneDNN's effective ISA is AVX2 + FMA (the own GEMM's CPUs; an
+// AVX-512 CPU says avx512_core).
+inline bool effective_isa_is_avx2() {
+  const std::string features = device_features();
   return features.rfind("avx2", 0) == 0 && features.find(" fma") != std::string::npos;
 }
 

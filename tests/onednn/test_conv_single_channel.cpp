@@ -32,11 +32,8 @@ int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil
 
 // The kernel the plugin should pick: its own unless oneDNN may use AVX-512.
 bool own_expected() {
-  Fixture& f = loaded();
-  tdm_device_info info{};
-  info.struct_size = sizeof info;
-  if (f.api->device_info(f.device, &info) != TDM_OK || info.features == nullptr) return false;
-  return std::string(info.features).find("avx512") == std::string::npos;
+  const std::string features = device_features();
+  return !features.empty() && features.find("avx512") == std::string::npos;
 }
 
 }  // namespace
