@@ -2,7 +2,8 @@
 // (f32 on an AVX2 CPU, sgemm.hpp), else dnnl::matmul
 // (matmul_primitive.hpp). linear's bias and relu are fused (in the own
 // GEMM's last k block, or as dnnl's bias argument and eltwise post-op);
-// dbias is an own column sum over the batch dim (column_sum.hpp).
+// dbias is summed while the own GEMM packs dy, else an own column sum over
+// the batch dim (column_sum.hpp).
 #include "column_sum.hpp"
 #include "matmul_primitive.hpp"
 
@@ -37,7 +38,7 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   if (i == 0) c.unsupported("an empty reduction dim (I = 0) is not implemented");
   const sgemm::Problem own{n, o, i, false, true, bias, act == "relu"};
   if (dt == TDM_F32 && (act == "none" || act == "relu") && sgemm::serves(own))
-    return sgemm_kernel(c, own, 0, 1, 2, {}, ws);
+    return sgemm_kernel(c, own, 0, 1, 2, ws);
   const memory::desc mx = view_md({}, n, i, false, dt), mw = view_md({}, i, o, true, dt);
   const memory::desc my = view_md({}, n, o, false, dt), mbias = view_md({}, 1, o, false, dt);
   return matmul_kernel("linear", mx, in_slot(0), mw, in_slot(1), my, out_slot(0), bias ? &mbias : nullptr,
@@ -55,7 +56,7 @@ std::unique_ptr<Kernel> linear_grad_input(const OpView& op, size_t& ws) {
   c.output(0, dt, {n, i});
   if (n * i == 0 || o == 0) c.unsupported("empty dims are not implemented");
   const sgemm::Problem own{n, i, o, false, false, false, false};
-  if (dt == TDM_F32 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, {}, ws);
+  if (dt == TDM_F32 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, ws);
   return matmul_kernel("linear_grad_input", view_md({}, n, o, false, dt), in_slot(0),
                        view_md({}, o, i, false, dt), in_slot(1), view_md({}, n, i, false, dt), out_slot(0),
                        nullptr, {}, {}, ws);
@@ -75,13 +76,9 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
     c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
   if (has_bias) c.output(1, dt, {o});
   if (n == 0 || o * i == 0) c.unsupported("empty dims are not implemented");
-  const sgemm::Problem own{o, i, n, true, false, false, false};  // dw = dyᵀ·x, dy stored [n, o]
-  if (dt == TDM_F32 && sgemm::serves(own)) {
-    PrimKernel::Hook dbias;
-    if (has_bias)
-      dbias = [n, o](void* const* in, void* const* out, char*) { column_sum<float>(in[0], out[1], n, o); };
-    return sgemm_kernel(c, own, 0, 1, 0, std::move(dbias), ws);
-  }
+  // dw = dyᵀ·x, dy stored [n, o]; dbias = dy's column sums, taken while packing dy.
+  const sgemm::Problem own{o, i, n, true, false, false, false, has_bias};
+  if (dt == TDM_F32 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, ws);
   auto k = std::make_unique<PrimKernel>("linear_grad_weight");
   const memory::desc mdy_t = view_md({}, o, n, true, dt), mx = view_md({}, n, i, false, dt);
   const memory::desc mdw = view_md({}, o, i, false, dt);

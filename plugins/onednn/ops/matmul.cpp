@@ -37,7 +37,7 @@ std::unique_ptr<Kernel> matmul(const OpView& op, size_t& ws) {
     return make_fn(c, [bytes](void* const*, void* const* out, void*) { std::memset(out[0], 0, bytes); });
   }
   const sgemm::Problem own{m, n, ka, ta, tb, false, false};
-  if (dt == TDM_F32 && ra == 2 && rb == 2 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, {}, ws);
+  if (dt == TDM_F32 && ra == 2 && rb == 2 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, ws);
   // oneDNN wants equal ranks: pad the batch dims with leading 1s.
   ba.insert(ba.begin(), by.size() - ba.size(), 1);
   bb.insert(bb.begin(), by.size() - bb.size(), 1);

@@ -77,18 +77,17 @@ std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, S
 }
 
 std::unique_ptr<Kernel> sgemm_kernel(const Check& c, const sgemm::Problem& p, size_t a_slot, size_t b_slot,
-                                     size_t bias_slot, PrimKernel::Hook after, size_t& workspace) {
+                                     size_t bias_slot, size_t& workspace) {
   // The thread count of prepare is the one the workspace holds buffers for;
   // launches keep to it (the backend sets it once, from the host's `threads`).
   const int threads = omp_get_max_threads();
   workspace = sgemm::workspace_bytes(p, threads);
   return make_fn_kernel(
       "onednn:own:" + c.op().op() + "(sgemm:avx2)",
-      [p, a_slot, b_slot, bias_slot, after, threads](void* const* in, void* const* out, void* ws) {
+      [p, a_slot, b_slot, bias_slot, threads](void* const* in, void* const* out, void* ws) {
         sgemm::run(p, static_cast<const float*>(in[a_slot]), static_cast<const float*>(in[b_slot]),
                    p.bias ? static_cast<const float*>(in[bias_slot]) : nullptr, static_cast<float*>(out[0]),
-                   ws, threads);
-        if (after) after(in, out, static_cast<char*>(ws));
+                   p.row_sums ? static_cast<float*>(out[1]) : nullptr, ws, threads);
       });
 }
 

@@ -25,11 +25,11 @@ std::unique_ptr<Kernel> matmul_kernel(std::string name, const dnnl::memory::desc
                                       const dnnl::post_ops& post, size_t& workspace);
 
 // A kernel of the own GEMM (sgemm.hpp) for a CPU it serves: a, b and (when
-// p.bias) the bias from input slots, c the output 0; `after` (may be empty)
-// runs after the product in the same launch. Sets the workspace to the
-// packing buffers of the thread count at prepare.
+// p.bias) the bias from input slots, c the output 0 and (when p.row_sums)
+// a's row sums the output 1. Sets the workspace to the packing buffers of
+// the thread count at prepare.
 std::unique_ptr<Kernel> sgemm_kernel(const Check& c, const sgemm::Problem& p, size_t a_slot, size_t b_slot,
-                                     size_t bias_slot, PrimKernel::Hook after, size_t& workspace);
+                                     size_t bias_slot, size_t& workspace);
 
 }  // namespace tandem::onednn
 

@@ -79,7 +79,7 @@ bool serves(const Problem& p) {
     return Mode::rule;
   }();
   if (mode == Mode::never || cpu_vector_level() != VectorLevel::avx2_fma) return false;
-  if (p.m < kMr || p.n < kNr || p.k < 8) return false;
+  if (p.m < kMr || p.n < kNr || p.k < 8 || (p.row_sums && !p.a_transposed)) return false;
   // Measured (`tandem bench --profile`, TANDEM_ONEDNN_OWN_SGEMM=0 against
   // 1, 1 and 2 threads): the GEMM-bound MLP's products (268 M multiply-adds)
   // 8-24 % faster here, GPT's (151-453 M) as fast; the Fashion-MNIST MLP's
@@ -92,8 +92,8 @@ size_t workspace_bytes(const Problem& p, int threads) {
   return size_t(s.tm * s.tn) * per_thread_floats(p, s) * sizeof(float) + 64;
 }
 
-void run(const Problem& p, const float* a, const float* b, const float* bias, float* c, void* workspace,
-         int threads) {
+void run(const Problem& p, const float* a, const float* b, const float* bias, float* c, float* row_sums,
+         void* workspace, int threads) {
   const Split s = split_for(p.m, p.n, p.k, threads);
   const int parts = s.tm * s.tn;
   // Every thread's buffers start on a cache line (workspace_bytes left the
@@ -106,8 +106,10 @@ void run(const Problem& p, const float* a, const float* b, const float* bias, fl
     for (int t = omp_get_thread_num(); t < parts; t += omp_get_num_threads()) {
       const Part w = part_of(p, s, t);
       float* pa = base + size_t(t) * each;
+      // The parts of the first column group sum their rows.
+      float* sums = p.row_sums && w.n0 == 0 ? row_sums : nullptr;
       if (w.m0 < w.m1 && w.n0 < w.n1)
-        avx2::rectangle(p, a, b, bias, c, w.m0, w.m1, w.n0, w.n1, pa, pa + pa_floats());
+        avx2::rectangle(p, a, b, bias, c, sums, w.m0, w.m1, w.n0, w.n1, pa, pa + pa_floats());
     }
   }
 }

@@ -31,6 +31,10 @@ struct Problem {
   bool b_transposed = false;  // b stored [n, k] (else [k, n])
   bool bias = false;
   bool relu = false;
+  // Also the sums over the depth of op(a)'s rows, row_sums[i] = Σ_q a(i, q),
+  // f32 in increasing q from 0: a weight gradient's dbias (dy's columns).
+  // Only with a_transposed, where packing reads a row of every step.
+  bool row_sums = false;
 };
 
 // Register block and cache blocks: a 6 x 16 block of c is 12 AVX2
@@ -57,16 +61,18 @@ bool serves(const Problem& p);
 size_t workspace_bytes(const Problem& p, int threads);
 
 // Runs the product with `threads` threads (the count workspace_bytes was
-// asked for); bias may be null when !p.bias.
-void run(const Problem& p, const float* a, const float* b, const float* bias, float* c, void* workspace,
-         int threads);
+// asked for); bias may be null when !p.bias, row_sums (m floats) when
+// !p.row_sums.
+void run(const Problem& p, const float* a, const float* b, const float* bias, float* c, float* row_sums,
+         void* workspace, int threads);
 
 // The part one thread computes, rows [m0, m1) x columns [n0, n1), with its
 // packing buffers pa (kMc·kKc + 8 floats) and pb (kKc·columns, at most
-// kKc·kNc): the AVX2 + FMA code (sgemm_avx2.cpp).
+// kKc·kNc): the AVX2 + FMA code (sgemm_avx2.cpp). row_sums[m0, m1) are
+// written when non-null (one part per row range passes them).
 namespace avx2 {
-void rectangle(const Problem& p, const float* a, const float* b, const float* bias, float* c, int64_t m0,
-               int64_t m1, int64_t n0, int64_t n1, float* pa, float* pb);
+void rectangle(const Problem& p, const float* a, const float* b, const float* bias, float* c, float* row_sums,
+               int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* pa, float* pb);
 }
 
 }  // namespace tandem::onednn::sgemm

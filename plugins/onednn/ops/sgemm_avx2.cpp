@@ -50,12 +50,31 @@ inline __m256i lanes_below(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// sums[i] += row[i] for i < n, 8 at a time while they last.
+inline void add_row(const float* row, int64_t n, float* sums) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(sums + i, _mm256_add_ps(_mm256_loadu_ps(sums + i), _mm256_loadu_ps(row + i)));
+  for (; i < n; ++i) sums[i] += row[i];
+}
+
 // A's rows [i0, i0 + mc) x depth [k0, k0 + kc) as micro-panels: per kMr
 // rows, kc steps of kMr values; rows past mc are zeros. Writes up to 2
-// floats past the panels (pa has 8 to spare).
-void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* pa) {
+// floats past the panels (pa has 8 to spare). With row_sums (a stored
+// transposed only), also adds the block's steps to row_sums[i0 + i], in
+// increasing depth and from 0 at depth 0: a weight gradient's dbias from the
+// rows of dy that packing reads anyway, rather than a pass of its own.
+void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* pa,
+            float* row_sums) {
   const int64_t lda = p.a_transposed ? p.m : p.k;
   if (p.a_transposed) {
+    alignas(32) float sums[kMc];
+    if (row_sums != nullptr) {
+      if (k0 == 0)
+        std::fill(sums, sums + mc, 0.f);
+      else
+        std::memcpy(sums, row_sums + i0, size_t(mc) * sizeof(float));
+    }
     // a(i, q) = a[q·lda + i]: row q of the stored a holds step q of every
     // panel. Read each such row once, in order, and deal it out: panel by
     // panel, the 6 values of a step come from rows lda apart, and with 4 KiB
@@ -78,7 +97,9 @@ void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0
         else
           _mm256_maskstore_ps(dst, lanes_below(kMr), v);
       }
+      if (row_sums != nullptr) add_row(src, mc, sums);
     }
+    if (row_sums != nullptr) std::memcpy(row_sums + i0, sums, size_t(mc) * sizeof(float));
     return;
   }
   for (int64_t ir = 0; ir < mc; ir += kMr, pa += kMr * kc) {
@@ -181,8 +202,8 @@ void edge_block(int64_t kc, const float* pa, const float* pb, float* c, int64_t 
 
 }  // namespace
 
-void rectangle(const Problem& p, const float* a, const float* b, const float* bias, float* c, int64_t m0,
-               int64_t m1, int64_t n0, int64_t n1, float* pa, float* pb) {
+void rectangle(const Problem& p, const float* a, const float* b, const float* bias, float* c, float* row_sums,
+               int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* pa, float* pb) {
   for (int64_t jc = n0; jc < n1; jc += kNc) {
     const int64_t nc = std::min(kNc, n1 - jc);
     for (int64_t pc = 0; pc < p.k; pc += kKc) {
@@ -191,7 +212,8 @@ void rectangle(const Problem& p, const float* a, const float* b, const float* bi
       pack_b(p, b, pc, kc, jc, nc, pb);
       for (int64_t ic = m0; ic < m1; ic += kMc) {
         const int64_t mc = std::min(kMc, m1 - ic);
-        pack_a(p, a, ic, mc, pc, kc, pa);
+        // The sums once, with the first column block.
+        pack_a(p, a, ic, mc, pc, kc, pa, jc == n0 ? row_sums : nullptr);
         for (int64_t jr = 0; jr < nc; jr += kNr) {
           const int64_t nr = std::min(kNr, nc - jr), j = jc + jr;
           const Finish f{pc > 0, last && p.bias ? bias + j : nullptr, last && p.relu};
