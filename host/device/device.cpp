@@ -106,6 +106,20 @@ uint64_t DeviceHandle::allocation_footprint(uint64_t bytes) const {
   return std::max(granule, backend_bytes);
 }
 
+bool DeviceHandle::copies_directly_to(const DeviceHandle& to) const {
+  if (backend_ != to.backend_ || index_ == to.index_) return false;
+  auto access = TANDEM_OPTIONAL_FN(*backend_, backend, tdm_backend_api, peer_access, 7);
+  auto copy = TANDEM_OPTIONAL_FN(*backend_, backend, tdm_backend_api, copy_peer, 7);
+  if (access == nullptr || copy == nullptr) return false;
+  int32_t yes = 0;
+  clear_last_error();
+  if (access(device_, to.device_, &yes) != TDM_OK) {
+    clear_last_error();  // an optional call's failure is its fallback (ABI.md rule 23)
+    return false;
+  }
+  return yes == 1;
+}
+
 std::optional<tdm_memory_stats> DeviceHandle::memory_stats() const {
   auto fn = TANDEM_OPTIONAL_FN(*backend_, backend, tdm_backend_api, memory_stats, 1);
   if (fn == nullptr) return std::nullopt;

@@ -49,6 +49,11 @@ class DeviceHandle {
   // the host allocator's granule, then the backend's rounding (ABI 1.6
   // mem_footprint; absent or failing: the granule alone). Plans count this.
   uint64_t allocation_footprint(uint64_t bytes) const;
+  // Whether this device's backend copies straight into `to`'s memory (ABI
+  // 1.7 peer_access and copy_peer; two devices of one backend, e.g. two GPUs
+  // with peer access, which this turns on). False when the backend lacks the
+  // functions or says no: copies then go through host memory.
+  bool copies_directly_to(const DeviceHandle& to) const;
 
   // The host's allocator of this device: executors allocate through it.
   DeviceAllocator& allocator() const noexcept { return *allocator_; }

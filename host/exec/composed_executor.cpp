@@ -67,7 +67,8 @@ void ComposedExecutor::schedule(size_t global_nodes) {
 
 void ComposedExecutor::assign_routes() {
   for (ExecutorTransfer& t : transfers_)
-    t.route = route_between(part_host_addressable(t.from_part), part_host_addressable(t.to_part));
+    t.route = route_between(parts_[t.from_part].executor->device(), part_host_addressable(t.from_part),
+                            parts_[t.to_part].executor->device(), part_host_addressable(t.to_part));
 }
 
 bool ComposedExecutor::part_host_addressable(size_t part) const {

@@ -26,6 +26,8 @@ const char* route_name(CopyRoute route) {
       return "device to host on the source's copy stream";
     case CopyRoute::HostToDevice:
       return "host to device on the destination's copy stream";
+    case CopyRoute::PeerToPeer:
+      return "device to device, a peer copy on the source's copy stream";
     default:
       return "device to device through host staging";
   }
@@ -36,6 +38,12 @@ CopyRoute route_between(bool from_host_addressable, bool to_host_addressable) {
   if (to_host_addressable) return CopyRoute::DeviceToHost;
   if (from_host_addressable) return CopyRoute::HostToDevice;
   return CopyRoute::DeviceToDevice;
+}
+
+CopyRoute route_between(const DeviceHandle& from, bool from_host_addressable, const DeviceHandle& to,
+                        bool to_host_addressable) {
+  const CopyRoute route = route_between(from_host_addressable, to_host_addressable);
+  return route == CopyRoute::DeviceToDevice && from.copies_directly_to(to) ? CopyRoute::PeerToPeer : route;
 }
 
 Result<std::unique_ptr<CopyEngine>> CopyEngine::create(std::vector<CopyPart> parts,
@@ -63,7 +71,7 @@ Result<void> CopyEngine::add_lane(const CopyRequest& request) {
   lane.request = request;
   const CopyPart& from = parts_[request.from_part];
   const CopyPart& to = parts_[request.to_part];
-  lane.route = route_between(from.host_addressable, to.host_addressable);
+  lane.route = route_between(*from.device, from.host_addressable, *to.device, to.host_addressable);
   auto make = [](const DeviceHandle& device, OwnedEvent& into) -> Result<void> {
     auto event = OwnedEvent::create(device);
     if (!event) return event.error();
@@ -84,6 +92,9 @@ Result<void> CopyEngine::add_lane(const CopyRequest& request) {
       if (lane.staged) lane.staging = std::move(*staging);
       break;
     }
+    case CopyRoute::PeerToPeer:
+      if (auto r = make(*from.device, lane.done); !r) return r;
+      break;
     case CopyRoute::DeviceToDevice: {
       if (auto r = make(*from.device, lane.middle); !r) return r;
       if (auto r = make(*to.device, lane.done); !r) return r;
@@ -191,6 +202,19 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
       tdm_stream* copy = copy_streams_[to].get();
       if (auto r = check(api(to).copy_h2d(copy, dst, src, bytes), "copy_h2d"); !r) return r;
       if (auto r = check(api(to).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
+      break;
+    }
+    case CopyRoute::PeerToPeer: {
+      std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
+      tdm_stream* copy = copy_streams_[from].get();
+      clear_last_error();
+      if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
+          !r)
+        return r;
+      if (auto r = check(api(from).copy_peer(copy, parts_[to].device->get(), dst, src, bytes), "copy_peer");
+          !r)
+        return r;
+      if (auto r = check(api(from).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
       break;
     }
     case CopyRoute::DeviceToDevice: {
@@ -307,7 +331,8 @@ Result<void> CopyEngine::wait_in_source(size_t t) {
   if (!lane.issued || lane.complete) return {};
   if (parts_[from].host_addressable) return wait_on_host(t);
   // The source is a device: its copy stream read the bytes by "done"
-  // (DeviceToHost) or "middle" (DeviceToDevice), both events of its own.
+  // (DeviceToHost, PeerToPeer) or "middle" (DeviceToDevice), all events of
+  // its own.
   if (auto r = stream_wait(from, lane.route == CopyRoute::DeviceToDevice ? lane.middle : lane.done); !r)
     return r;
   if (!lane.device_wait_at) lane.device_wait_at = Clock::now();

@@ -19,13 +19,20 @@
 //                   into a pinned staging buffer and enqueues the copy_h2d
 //                   from there; without, the issuing thread waits and
 //                   copies from the source's memory.
-//   DeviceToDevice  neither is: copy_d2h into a staging buffer (pinned when
-//                   a backend has it) on the source's copy stream, "middle";
-//                   the worker waits for it and enqueues copy_h2d on the
-//                   destination's copy stream, "done".
+//   PeerToPeer      neither is, and both are devices of one backend that
+//                   copies between them (ABI 1.7 copy_peer: two GPUs with
+//                   peer access): the source's copy stream waits for
+//                   "ready", copy_peer into the destination's memory,
+//                   "done" (an event of the source's device, which the
+//                   backend lets the destination's streams wait for).
+//   DeviceToDevice  neither is, otherwise: copy_d2h into a staging buffer
+//                   (pinned when a backend has it) on the source's copy
+//                   stream, "middle"; the worker waits for it and enqueues
+//                   copy_h2d on the destination's copy stream, "done".
 // A part whose device is not host-addressable waits for a transfer on its
-// compute stream (stream_wait_event on an event of its own device: no host
-// block); a host-addressable part blocks the host until the copy finished.
+// compute stream (stream_wait_event on an event of its own device, or of the
+// peer that copied into it: no host block); a host-addressable part blocks
+// the host until the copy finished.
 // CPU backends run streams synchronously, so the same calls are exercised
 // there; TransferOptions::as_device drives a CPU part through the stream
 // routes to test them without a GPU.
@@ -56,9 +63,14 @@
 
 namespace tandem::host::exec {
 
-enum class CopyRoute { HostMemcpy, DeviceToHost, HostToDevice, DeviceToDevice };
+enum class CopyRoute { HostMemcpy, DeviceToHost, HostToDevice, DeviceToDevice, PeerToPeer };
 const char* route_name(CopyRoute route);
 CopyRoute route_between(bool from_host_addressable, bool to_host_addressable);
+// The route between two devices driven as host-addressable or not: as
+// route_between, and PeerToPeer where neither is and `from` copies
+// straight into `to` (DeviceHandle::copies_directly_to).
+CopyRoute route_between(const DeviceHandle& from, bool from_host_addressable, const DeviceHandle& to,
+                        bool to_host_addressable);
 
 // One device of a composed executor, as the copies see it.
 struct CopyPart {
@@ -116,7 +128,7 @@ class CopyEngine {
     CopyRoute route = CopyRoute::HostMemcpy;
     OwnedEvent ready;   // source compute stream, at issue
     OwnedEvent middle;  // DeviceToDevice: the staging buffer is filled (source device)
-    OwnedEvent done;    // the last enqueued step (device of the stream it ran on)
+    OwnedEvent done;    // the last enqueued step (device of the stream it ran on; PeerToPeer: the source)
     HostStaging staging;
     // DeviceToHost / HostToDevice through `staging` (pinned, or as_device):
     // the worker does the host side, host_step ends the copy.

@@ -364,8 +364,10 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
     if (auto r = checked(api_a.stream_synchronize(sa->get()), what); !r) return r.error();
     // The routes of the composed executor's copies (exec/copy_engine.hpp):
     // a memcpy between host memories, one device copy when one side is host
-    // memory, through host staging between two devices.
+    // memory, a peer copy between two devices of a backend that has them,
+    // else through host staging.
     const bool a_host = ai->host_addressable, b_host = bi->host_addressable;
+    const bool peer = !a_host && !b_host && a.copies_directly_to(b);
     const auto once = [&](size_t n) -> Result<double> {
       const auto start = Clock::now();
       if (a_host && b_host) {
@@ -376,6 +378,9 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
       } else if (a_host) {
         if (auto r = checked(api_b.copy_h2d(sb->get(), *dst, *src, n), what); !r) return r.error();
         if (auto r = checked(api_b.stream_synchronize(sb->get()), what); !r) return r.error();
+      } else if (peer) {
+        if (auto r = checked(api_a.copy_peer(sa->get(), b.get(), *dst, *src, n), what); !r) return r.error();
+        if (auto r = checked(api_a.stream_synchronize(sa->get()), what); !r) return r.error();
       } else {
         if (auto r = checked(api_a.copy_d2h(sa->get(), staging.data(), *src, n), what); !r) return r.error();
         if (auto r = checked(api_a.stream_synchronize(sa->get()), what); !r) return r.error();

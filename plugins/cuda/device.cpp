@@ -215,6 +215,29 @@ void CudaDevice::copy(Stream& stream, void* dst, const void* src, size_t bytes, 
   TDM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, k, static_cast<CudaStream&>(stream).get()));
 }
 
+bool CudaDevice::peer_access(Device& to) {
+  const int peer = static_cast<CudaDevice&>(to).index_;
+  if (peer == index_) return false;
+  int can = 0;
+  TDM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, index_, peer));
+  if (can == 0) return false;  // e.g. two GPUs on different PCIe root complexes
+  engage();                    // access is granted to the current device's context
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();  // not an error here: a second run, or the other direction's set-up
+    return true;
+  }
+  TDM_CUDA_CHECK(e);
+  return true;
+}
+
+void CudaDevice::copy_peer(Stream& stream, Device& to, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  engage();
+  TDM_CUDA_CHECK(cudaMemcpyPeerAsync(dst, static_cast<CudaDevice&>(to).index_, src, index_, bytes,
+                                     static_cast<CudaStream&>(stream).get()));
+}
+
 std::unique_ptr<Kernel> CudaDevice::prepare(const OpView& op, size_t& workspace_bytes) {
   workspace_bytes = 0;
   const Factory& factory = registry().resolve(op);  // unknown op, newer version, negative dims

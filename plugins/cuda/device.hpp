@@ -35,6 +35,10 @@ class CudaDevice final : public Device {
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
   void copy(Stream& stream, void* dst, const void* src, size_t bytes, CopyKind kind) override;
+  // Peer access to another GPU's memory (cudaDeviceEnablePeerAccess) and
+  // copies into it on this GPU's stream, where the two GPUs allow it.
+  bool peer_access(Device& to) override;
+  void copy_peer(Stream& stream, Device& to, void* dst, const void* src, size_t bytes) override;
   std::unique_ptr<Kernel> prepare(const OpView& op, size_t& workspace_bytes) override;
   tdm_memory_stats memory_stats() override;
   void release_cached() override;

@@ -536,3 +536,39 @@ TEST_F(Gpu, EmbeddingGradIsTheNaiveLoopBitForBit) {
     EXPECT_EQ(again[0].bytes, first[0].bytes);
   }
 }
+
+// ABI 1.7: GPU 0 copies straight into GPU 1 where the two allow peer access,
+// on GPU 0's stream; GPU 1's stream waits on GPU 0's event (rule 26).
+TEST_F(Gpu, PeerCopyBetweenTwoGpus) {
+  uint32_t count = 0;
+  ASSERT_EQ(p_->api().device_count(&count), TDM_OK);
+  if (count < 2) GTEST_SKIP() << "needs two GPUs, this machine has " << count;
+  tdm_device* other = nullptr;
+  ASSERT_EQ(p_->api().device_open(1, &other), TDM_OK) << Plugin::last_error();
+  int32_t yes = -1;
+  ASSERT_EQ(p_->api().peer_access(p_->device(), other, &yes), TDM_OK) << Plugin::last_error();
+  if (yes == 0) GTEST_SKIP() << "GPUs 0 and 1 have no peer access (cudaDeviceCanAccessPeer)";
+  ASSERT_EQ(p_->api().peer_access(p_->device(), other, &yes), TDM_OK) << "asking twice must be harmless";
+  const std::vector<float> v = ramp(1 << 20);
+  const size_t bytes = v.size() * sizeof(float);
+  void *src = nullptr, *dst = nullptr;
+  ASSERT_EQ(p_->api().mem_alloc(p_->device(), bytes, &src), TDM_OK);
+  ASSERT_EQ(p_->api().mem_alloc(other, bytes, &dst), TDM_OK);
+  tdm_stream* other_stream = nullptr;
+  tdm_event* copied = nullptr;
+  ASSERT_EQ(p_->api().stream_create(other, &other_stream), TDM_OK);
+  ASSERT_EQ(p_->api().event_create(p_->device(), &copied), TDM_OK);
+  ASSERT_EQ(p_->api().copy_h2d(p_->stream(), src, v.data(), bytes), TDM_OK);
+  ASSERT_EQ(p_->api().copy_peer(p_->stream(), other, dst, src, bytes), TDM_OK) << Plugin::last_error();
+  ASSERT_EQ(p_->api().event_record(copied, p_->stream()), TDM_OK);
+  ASSERT_EQ(p_->api().stream_wait_event(other_stream, copied), TDM_OK) << Plugin::last_error();
+  std::vector<float> back(v.size());
+  ASSERT_EQ(p_->api().copy_d2h(other_stream, back.data(), dst, bytes), TDM_OK);
+  ASSERT_EQ(p_->api().stream_synchronize(other_stream), TDM_OK) << Plugin::last_error();
+  EXPECT_EQ(std::memcmp(back.data(), v.data(), bytes), 0);
+  p_->api().event_destroy(copied);
+  p_->api().stream_destroy(other_stream);
+  p_->api().mem_free(other, dst);
+  p_->api().mem_free(p_->device(), src);
+  p_->api().device_close(other);
+}

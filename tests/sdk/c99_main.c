@@ -29,10 +29,11 @@ int main(void) {
   CHECK(TDM_STRUCT_SIZE(tdm_op_desc, node_name) == offsetof(tdm_op_desc, layouts));
   CHECK(TDM_STRUCT_SIZE(tdm_backend_api, kernel_describe) == offsetof(tdm_backend_api, kernel_layouts));
   /* The 1.3 field is the last one of the op description; the 1.6 function
-   * follows the 1.3 one at the end of the backend table. */
+   * follows the 1.3 one in the backend table, and the two of 1.7 end it. */
   CHECK(TDM_STRUCT_SIZE(tdm_op_desc, layouts) == sizeof(tdm_op_desc));
   CHECK(TDM_STRUCT_SIZE(tdm_backend_api, kernel_layouts) == offsetof(tdm_backend_api, mem_footprint));
-  CHECK(TDM_STRUCT_SIZE(tdm_backend_api, mem_footprint) == sizeof(tdm_backend_api));
+  CHECK(TDM_STRUCT_SIZE(tdm_backend_api, mem_footprint) == offsetof(tdm_backend_api, peer_access));
+  CHECK(TDM_STRUCT_SIZE(tdm_backend_api, copy_peer) == sizeof(tdm_backend_api));
   CHECK(TDM_LAYOUT_PLAIN == 0 && TDM_LAYOUT_NATIVE == 1);
   /* The 1.2 field is the last one of the feature table. */
   CHECK(TDM_STRUCT_SIZE(tdm_feature_api, micro_batch_size) == sizeof(tdm_feature_api));

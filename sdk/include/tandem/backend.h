@@ -164,6 +164,20 @@ typedef struct tdm_backend_api {
    * Optional: NULL = the request itself (the host adds its own 512-byte
    * granule either way). */
   tdm_status (*mem_footprint)(tdm_device* device, uint64_t bytes, uint64_t* out);
+
+  /* ---- since ABI 1.7 (check struct_size, then the pointers) ---- */
+  /* Whether this backend copies from device `from` straight into device
+   * `to` (two of its own devices), turning on what that takes (CUDA: peer
+   * access between the two GPUs). *out = 1: the host may call copy_peer for
+   * the pair, and a stream of either device may wait for an event of the
+   * other (ABI.md rule 26). *out = 0: the host copies through host memory.
+   * Called once per ordered pair when a run is set up. Optional: NULL (or
+   * a failing call) = 0; used only when copy_peer is set too. */
+  tdm_status (*peer_access)(tdm_device* from, tdm_device* to, int32_t* out);
+  /* Copies `bytes` from `src` in the memory of the stream's device to `dst`
+   * in the memory of device `to`, enqueued on `stream` (asynchronous like
+   * the other copies); only for a pair peer_access answered 1 for. */
+  tdm_status (*copy_peer)(tdm_stream* stream, tdm_device* to, void* dst, const void* src, size_t bytes);
 } tdm_backend_api;
 
 #ifdef __cplusplus

@@ -106,6 +106,18 @@ struct BackendAdapter {
         st.device().copy(st, dst, src, n, CopyKind::DeviceToDevice);
       });
     };
+    t.peer_access = [](tdm_device* from, tdm_device* to, int32_t* out) {
+      return guard([&] {
+        *out = 0;
+        *out = detail::as_device(from).peer_access(detail::as_device(to)) ? 1 : 0;
+      });
+    };
+    t.copy_peer = [](tdm_stream* s, tdm_device* to, void* dst, const void* src, size_t n) {
+      return guard([&] {
+        Stream& st = detail::as_stream(s);
+        st.device().copy_peer(st, detail::as_device(to), dst, src, n);
+      });
+    };
   }
   // Kernels, and the optional functions of ABI 1.1 and 1.3.
   static void fill_kernels(tdm_backend_api& t) {

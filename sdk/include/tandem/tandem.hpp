@@ -354,6 +354,14 @@ class Device {
   // backend.h mem_footprint): override when allocate() rounds requests
   // up (size classes, pages), so the host plans with what it really uses.
   virtual uint64_t footprint(uint64_t bytes) { return bytes; }
+  // Copies straight into another device `to` of the same backend (ABI 1.7,
+  // backend.h peer_access and copy_peer). peer_access answers whether
+  // copy_peer works from this device into `to`, turning on what that needs;
+  // the default says no, and the host copies through host memory.
+  virtual bool peer_access(Device& /*to*/) { return false; }
+  virtual void copy_peer(Stream&, Device& /*to*/, void* /*dst*/, const void* /*src*/, size_t /*bytes*/) {
+    throw Unsupported("this backend does not copy between its devices");
+  }
   // Optional statistics; the default reports nothing beyond zeros.
   virtual tdm_memory_stats memory_stats() {
     tdm_memory_stats s{};
