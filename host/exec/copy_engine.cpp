@@ -164,15 +164,11 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
       });
       return {};
     case CopyRoute::DeviceToHost: {
-      std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
-      tdm_stream* copy = copy_streams_[from].get();
-      clear_last_error();
-      if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
-          !r)
-        return r;
       void* target = lane.staged ? lane.staging.data() : dst;
-      if (auto r = check(api(from).copy_d2h(copy, target, src, bytes), "copy_d2h"); !r) return r;
-      if (auto r = check(api(from).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
+      auto r = on_source_stream(
+          lane, [&](tdm_stream* copy) { return api(from).copy_d2h(copy, target, src, bytes); }, "copy_d2h",
+          lane.done, "recording its end");
+      if (!r) return r;
       if (lane.staged)
         lane.host_step = worker_->post([this, &lane, dst, bytes]() -> Result<void> {
           clear_last_error();
@@ -205,32 +201,18 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
       break;
     }
     case CopyRoute::PeerToPeer: {
-      std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
-      tdm_stream* copy = copy_streams_[from].get();
-      clear_last_error();
-      if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
-          !r)
-        return r;
-      if (auto r = check(api(from).copy_peer(copy, parts_[to].device->get(), dst, src, bytes), "copy_peer");
-          !r)
-        return r;
-      if (auto r = check(api(from).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
+      tdm_device* peer = parts_[to].device->get();
+      auto r = on_source_stream(
+          lane, [&](tdm_stream* copy) { return api(from).copy_peer(copy, peer, dst, src, bytes); },
+          "copy_peer", lane.done, "recording its end");
+      if (!r) return r;
       break;
     }
     case CopyRoute::DeviceToDevice: {
-      {
-        std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
-        tdm_stream* copy = copy_streams_[from].get();
-        clear_last_error();
-        if (auto r = check(api(from).stream_wait_event(copy, lane.ready.get()), "ordering after the source");
-            !r)
-          return r;
-        if (auto r = check(api(from).copy_d2h(copy, lane.staging.data(), src, bytes), "copy_d2h to staging");
-            !r)
-          return r;
-        if (auto r = check(api(from).event_record(lane.middle.get(), copy), "recording the staging"); !r)
-          return r;
-      }
+      auto r = on_source_stream(
+          lane, [&](tdm_stream* copy) { return api(from).copy_d2h(copy, lane.staging.data(), src, bytes); },
+          "copy_d2h to staging", lane.middle, "recording the staging");
+      if (!r) return r;
       // Two devices (maybe two backends) share no event: the worker waits
       // for the first half on the host, then enqueues the second.
       lane.host_step = worker_->post([this, &lane, dst]() -> Result<void> {
@@ -243,6 +225,19 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
     }
   }
   observe(lane);
+  return {};
+}
+
+Result<void> CopyEngine::on_source_stream(Lane& lane, const std::function<tdm_status(tdm_stream*)>& copy,
+                                          const char* what, OwnedEvent& end, const char* end_what) {
+  const size_t from = lane.request.from_part;
+  std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
+  tdm_stream* stream = copy_streams_[from].get();
+  clear_last_error();
+  tdm_status status = api(from).stream_wait_event(stream, lane.ready.get());
+  if (status != TDM_OK) return failure(lane, "ordering after the source", status);
+  if ((status = copy(stream)) != TDM_OK) return failure(lane, what, status);
+  if ((status = api(from).event_record(end.get(), stream)) != TDM_OK) return failure(lane, end_what, status);
   return {};
 }
 

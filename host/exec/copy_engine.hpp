@@ -50,6 +50,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -146,6 +147,9 @@ class CopyEngine {
   CopyEngine() = default;
   Result<void> add_lane(const CopyRequest& request);
   Result<void> issue_steps(Lane& lane, void* dst, const void* src);
+  // On the source's copy stream: wait for "ready", `copy`, record `end`.
+  Result<void> on_source_stream(Lane& lane, const std::function<tdm_status(tdm_stream*)>& copy,
+                                const char* what, OwnedEvent& end, const char* end_what);
   // On the worker: the staging buffer to `dst` on the destination's copy
   // stream, then "done" (DeviceToDevice and staged HostToDevice).
   Result<void> copy_from_staging(Lane& lane, void* dst);
