@@ -40,6 +40,12 @@ struct Geometry {
   int64_t tiles(int64_t n) const { return (n + kTile - 1) / kTile; }
   // One past the last key any query of [t0, t1) may attend.
   int64_t key_end(int64_t t1) const { return causal ? std::clamp<int64_t>(t1 + S - T, 0, S) : S; }
+  // How many of the bk keys from s0 query t may attend: causal rows stop at
+  // key t + S - T, so on a tile across the diagonal the rest of a row is
+  // never computed, only zeroed.
+  int64_t visible(int64_t t, int64_t s0, int64_t bk) const {
+    return causal ? std::clamp<int64_t>(t + S - T + 1 - s0, 0, bk) : bk;
+  }
   // The first query that may attend key s.
   int64_t query_begin(int64_t s) const { return causal ? std::clamp<int64_t>(s - (S - T), 0, T) : 0; }
 };
@@ -103,9 +109,11 @@ float* scratch(size_t floats) {
 }
 
 // The scores of query rows [t0, t0+bq) against keys [s0, s0+bk) for
-// (b, h): sc = qs·ktᵀ with masked entries −inf; qs is pre-scaled.
-void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t t0, int64_t bq, int64_t s0,
-            int64_t bk, const float* qs, const float* kt, float* sc) {
+// (b, h): sc = qs·ktᵀ with padded keys −inf; qs is pre-scaled. Entries a
+// causal row cannot see are left as they are: the row loops read only the
+// first g.visible(...) of each row.
+void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t bq, int64_t s0, int64_t bk,
+            const float* qs, const float* kt, float* sc) {
   tiles::gemm(bq, bk, g.D, qs, g.D, kt, bk, sc, bk, false);
   if (ls.mask != nullptr) {
     const uint8_t* padded = ls.mask + b * g.S + s0;
@@ -113,13 +121,6 @@ void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t t0, int
       if (padded[j] != 0)
         for (int64_t i = 0; i < bq; ++i) sc[i * bk + j] = kNegInf;
   }
-  // Causal: row t sees keys s <= t + S - T; only tiles on the diagonal have
-  // entries beyond that, from column (t + S - T + 1) - s0 on.
-  if (g.causal)
-    for (int64_t i = 0; i < bq; ++i) {
-      const int64_t first_hidden = std::max<int64_t>(t0 + i + g.S - g.T + 1 - s0, 0);
-      for (int64_t j = first_hidden; j < bk; ++j) sc[i * bk + j] = kNegInf;
-    }
 }
 
 // d_s of the catalog: the dropout factor of (b, h, t, s).
@@ -149,23 +150,25 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
     const int64_t bk = std::min(kTile, end - s0);
     load_tile(k + kv * g.S * g.D, s0, bk, g.D, stage);
     tiles::transpose(bk, g.D, stage, g.D, kt);
-    scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
+    scores(g, ls, b, bq, s0, bk, qs, kt, sc);
     for (int64_t i = 0; i < bq; ++i) {
       float* row = sc + i * bk;
+      const int64_t seen = g.visible(t0 + i, s0, bk);
+      std::fill(row + seen, row + bk, 0.f);
       float mnew = m[i];
 #pragma omp simd reduction(max : mnew)
-      for (int64_t j = 0; j < bk; ++j) mnew = std::max(mnew, row[j]);
+      for (int64_t j = 0; j < seen; ++j) mnew = std::max(mnew, row[j]);
       if (mnew == kNegInf) {  // nothing allowed yet: this tile adds nothing
-        std::fill(row, row + bk, 0.f);
+        std::fill(row, row + seen, 0.f);
         continue;
       }
       const float alpha = m[i] == kNegInf ? 0.f : std::exp(m[i] - mnew);
 #pragma omp simd
-      for (int64_t j = 0; j < bk; ++j) row[j] -= mnew;
-      loops::exp_inplace(row, bk);
+      for (int64_t j = 0; j < seen; ++j) row[j] -= mnew;
+      loops::exp_inplace(row, seen);
       float sum = 0;
 #pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < bk; ++j) sum += row[j];
+      for (int64_t j = 0; j < seen; ++j) sum += row[j];
       l[i] = l[i] * alpha + sum;
       m[i] = mnew;
       for (int64_t e = 0; e < g.E; ++e) acc[i * g.E + e] *= alpha;
@@ -213,17 +216,17 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
                           float* dp) {
   for (int64_t i = 0; i < bq; ++i) {
     float* row = p + i * bk;
-    if (lse[i] == kNegInf) {
-      std::fill(row, row + bk, 0.f);
-    } else {
-      const float li = lse[i];
-#pragma omp simd
-      for (int64_t j = 0; j < bk; ++j) row[j] -= li;
-      loops::exp_inplace(row, bk);
-    }
     float* dpi = dp + i * bk;
+    // Keys the row cannot see have p = 0 and so ds = 0.
+    const int64_t seen = lse[i] == kNegInf ? 0 : g.visible(t0 + i, s0, bk);
+    std::fill(row + seen, row + bk, 0.f);
+    std::fill(dpi + seen, dpi + bk, 0.f);
+    const float li = lse[i];
+#pragma omp simd
+    for (int64_t j = 0; j < seen; ++j) row[j] -= li;
+    loops::exp_inplace(row, seen);
     if (g.dropout > 0) {
-      for (int64_t j = 0; j < bk; ++j) {
+      for (int64_t j = 0; j < seen; ++j) {
         const float d = keep(g, ls, b, h, t0 + i, s0 + j);
         dpi[j] = row[j] * (d * dpi[j] - delta[i]);
         row[j] *= d;
@@ -232,7 +235,7 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
     }
     const float di = delta[i];  // without dropout the loop has no call in it and vectorises
 #pragma omp simd
-    for (int64_t j = 0; j < bk; ++j) dpi[j] = row[j] * (dpi[j] - di);
+    for (int64_t j = 0; j < seen; ++j) dpi[j] = row[j] * (dpi[j] - di);
   }
 }
 
@@ -290,7 +293,7 @@ void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, in
   const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
   load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
   load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
-  scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+  scores(g, ls, b, bq, s0, bk, w.qs, w.kt, w.p);
   tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
   probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
   tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout, g.E, w.acc2, g.E, true);
@@ -320,7 +323,7 @@ void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* d
   for (int64_t s0 = 0; s0 < end; s0 += kTile) {
     const int64_t bk = std::min(kTile, end - s0);
     load_keys(g, io, kv, s0, bk, w);
-    scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+    scores(g, ls, b, bq, s0, bk, w.qs, w.kt, w.p);
     tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
     probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
     tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, w.acc, g.D, true);
