@@ -86,8 +86,9 @@ TEST(ConvAlgorithm, OptionValuesParseOrAreRefused) {
   EXPECT_EQ(m::parse_bytes("512KiB"), size_t(512) << 10);
   EXPECT_EQ(m::parse_bytes("256MiB"), size_t(256) << 20);
   EXPECT_EQ(m::parse_bytes("2GiB"), size_t(2) << 30);
-  EXPECT_EQ(m::parse_bytes("3MB"), size_t(3000000));
-  for (const char* bad :
-       {"", "MiB", "-1", "1.5GiB", "12 MiB", "7TiB", "99999999999999999999", "17179869184GiB"})
+  // The grammar of --memory-budget (tandem/byte_size.hpp).
+  EXPECT_EQ(m::parse_bytes("1.5GiB"), size_t(3) << 29);
+  EXPECT_EQ(m::parse_bytes("12 MiB"), size_t(12) << 20);
+  for (const char* bad : {"", "MiB", "-1", "3MB", "7TiB", "99999999999999999999", "17179869184GiB"})
     EXPECT_FALSE(m::parse_bytes(bad).has_value()) << bad;
 }

@@ -130,6 +130,7 @@ TEST(ByteSize, ParsesTheUnitsPeopleWrite) {
   EXPECT_EQ(tandem::parse_byte_size("1.5KiB"), 1536u);
   EXPECT_EQ(tandem::parse_byte_size("2 MiB"), 2u << 20);
   EXPECT_EQ(tandem::parse_byte_size("6GiB"), uint64_t(6) << 30);
-  for (const char* bad : {"", "lots", "0", "-1MiB", "2MB", "2 MiB extra"})
+  for (const char* bad : {"", "lots", "0", "-1MiB", "2MB", "2 MiB extra", "99999999999999999999", "1e30",
+                          "17179869184GiB", "inf", "nan"})
     EXPECT_FALSE(tandem::parse_byte_size(bad).has_value()) << bad;
 }

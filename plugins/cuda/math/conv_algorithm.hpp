@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tandem/byte_size.hpp"
+
 namespace tandem::cuda::math {
 
 enum class Determinism { prefer, require, any };
@@ -104,36 +106,14 @@ inline std::optional<Determinism> parse_determinism(std::string_view v) {
   return std::nullopt;
 }
 
-// "1048576", "512KiB", "256MiB", "2GiB" (also KB/MB/GB as powers of 1000);
-// nullopt for anything else, overflow included.
+// cuda.conv_workspace_limit: the SDK's size grammar (tandem/byte_size.hpp,
+// as --memory-budget: "1048576", "512KiB", "1.5 GiB"), and "0" for
+// algorithms without a workspace; nullopt for anything else.
 inline std::optional<size_t> parse_bytes(std::string_view v) {
-  size_t i = 0;
-  uint64_t n = 0;
-  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
-    if (n > (UINT64_MAX - 9) / 10) return std::nullopt;
-    n = n * 10 + uint64_t(v[i++] - '0');
-  }
-  if (i == 0) return std::nullopt;
-  const std::string_view unit = v.substr(i);
-  uint64_t scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "KiB")
-    scale = uint64_t(1) << 10;
-  else if (unit == "MiB")
-    scale = uint64_t(1) << 20;
-  else if (unit == "GiB")
-    scale = uint64_t(1) << 30;
-  else if (unit == "KB")
-    scale = 1000;
-  else if (unit == "MB")
-    scale = 1000 * 1000;
-  else if (unit == "GB")
-    scale = 1000 * 1000 * 1000;
-  else
-    return std::nullopt;
-  if (n > UINT64_MAX / scale || n * scale > SIZE_MAX) return std::nullopt;
-  return size_t(n * scale);
+  if (v == "0") return size_t(0);
+  const std::optional<uint64_t> n = parse_byte_size(std::string(v));
+  if (!n || *n > SIZE_MAX) return std::nullopt;
+  return size_t(*n);
 }
 
 }  // namespace tandem::cuda::math

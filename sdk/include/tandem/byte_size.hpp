@@ -12,7 +12,8 @@
 namespace tandem {
 
 // A positive number, optionally followed (spaces allowed) by B, KiB, MiB or
-// GiB; nullopt for anything else. The result is rounded down to whole bytes.
+// GiB; nullopt for anything else, 2^64 bytes or more included. The result
+// is rounded down to whole bytes.
 inline std::optional<uint64_t> parse_byte_size(const std::string& text) {
   const char* begin = text.c_str();
   char* end = nullptr;
@@ -27,7 +28,8 @@ inline std::optional<uint64_t> parse_byte_size(const std::string& text) {
                        : unit == "MiB"             ? 1024.0 * 1024
                        : unit == "GiB"             ? 1024.0 * 1024 * 1024
                                                    : 0.0;
-  if (scale == 0.0) return std::nullopt;
+  // 2^64 and above do not fit (and converting them would be undefined).
+  if (scale == 0.0 || !(number * scale < 18446744073709551616.0)) return std::nullopt;
   return static_cast<uint64_t>(number * scale);
 }
 
