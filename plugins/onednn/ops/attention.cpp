@@ -3,10 +3,11 @@
 // thread holds more than one tile of the T x S scores.
 //
 // Forward, one task per (batch, head, tile of 64 queries): for each tile of
-// keys up to the causal limit, scores = (q·scale)·kᵀ, masked to −inf; the
-// running row maximum m and sum l rescale the accumulated p·v (online
-// softmax); at the end o = acc / l and lse = m + log l. Dropout multiplies p
-// by the catalog's counter mask after l has counted it.
+// keys up to the causal limit, scores = (q·scale)·kᵀ, padded keys −inf and
+// each causal row cut at its last visible key; the running row maximum m
+// and sum l rescale the accumulated p·v (online softmax); at the end
+// o = acc / l and lse = m + log l. Dropout multiplies p by the catalog's
+// counter mask after l has counted it.
 // Backward, two passes that each own what they write: (1) per (batch, head,
 // query tile) Δ = rowsum(do·o) into the workspace, and dq from every key
 // tile; (2) per (batch, kv head, key tile) dk and dv from every query tile of

@@ -171,8 +171,9 @@ typedef struct tdm_backend_api {
    * access between the two GPUs). *out = 1: the host may call copy_peer for
    * the pair, and a stream of either device may wait for an event of the
    * other (ABI.md rule 26). *out = 0: the host copies through host memory.
-   * Called once per ordered pair when a run is set up. Optional: NULL (or
-   * a failing call) = 0; used only when copy_peer is set too. */
+   * Called when a run is set up, maybe more than once for a pair (asking
+   * again must be harmless). Optional: NULL (or a failing call) = 0; used
+   * only when copy_peer is set too. */
   tdm_status (*peer_access)(tdm_device* from, tdm_device* to, int32_t* out);
   /* Copies `bytes` from `src` in the memory of the stream's device to `dst`
    * in the memory of device `to`, enqueued on `stream` (asynchronous like
