@@ -149,6 +149,11 @@ Result<void> ComposedExecutor::allow_staging(ValueId value) {
   return owner->first->allow_staging(owner->second);
 }
 
+// On the first part's device, whose plan plan() reports.
+Result<void*> ComposedExecutor::reserve_buffer(size_t bytes, const std::string& what) {
+  return parts_.front().executor->reserve_buffer(bytes, what);
+}
+
 Result<void> ComposedExecutor::stage(ValueId value, const void* host, size_t bytes) {
   auto owner = owner_of(value);
   if (!owner) return owner.error();

@@ -66,6 +66,7 @@ class ComposedExecutor final : public Executor {
   Result<void> synchronize() override;
 
   Result<void> allow_staging(ValueId value) override;
+  Result<void*> reserve_buffer(size_t bytes, const std::string& what) override;
   Result<void> stage(ValueId value, const void* host, size_t bytes) override;
   Result<void> use_staged() override;
 

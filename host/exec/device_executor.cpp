@@ -112,8 +112,9 @@ Result<void> DeviceExecutor::check_budget(const MemoryEstimate& e) const {
       device_->id() + " needs " + human_bytes(e.total) + " (parameters " + human_bytes(e.parameters) +
           ", gradients " + human_bytes(e.gradients) + ", optimizer state " + human_bytes(e.optimizer_state) +
           ", activations " + human_bytes(e.activations) + ", workspace " + human_bytes(e.workspace) +
-          ", other " + human_bytes(e.other_state + e.inputs + e.allocator_rounding) +
-          ") but its memory budget is " + human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
+          (e.buffers > 0 ? ", run buffers " + human_bytes(e.buffers) : std::string()) + ", other " +
+          human_bytes(e.other_state + e.inputs + e.allocator_rounding) + ") but its memory budget is " +
+          human_bytes(budget) + ": over by " + human_bytes(e.total - budget),
       TDM_OUT_OF_MEMORY);
 }
 

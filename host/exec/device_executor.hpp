@@ -50,6 +50,7 @@ class DeviceExecutor final : public Executor {
   Result<void> launch_range(size_t first, size_t end) override;
 
   Result<void> allow_staging(ValueId value) override;
+  Result<void*> reserve_buffer(size_t bytes, const std::string& what) override;
   Result<void> stage(ValueId value, const void* host, size_t bytes) override;
   Result<void> use_staged() override;
 

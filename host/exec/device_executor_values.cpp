@@ -11,6 +11,7 @@
 #include "exec/tensor_text.hpp"
 #include "plugin/plugin_call.hpp"
 #include "tandem/half.hpp"
+#include "util/format.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::exec {
@@ -190,6 +191,19 @@ Result<void> DeviceExecutor::allow_staging(ValueId value) {
   }
   staged_->add(value, buffer.name, buffer.bytes, *spare, std::move(references));
   return {};
+}
+
+Result<void*> DeviceExecutor::reserve_buffer(size_t bytes, const std::string& what) {
+  Plan planned = plan_;
+  plan_buffer(planned, bytes);
+  if (auto r = check_budget(planned.estimate); !r)
+    return make_error(
+        what + " (" + human_bytes(bytes) + ") does not fit beside the plan: " + r.error().message,
+        r.error().status);
+  auto buffer = alloc(bytes, what);
+  if (!buffer) return buffer.error();
+  plan_ = std::move(planned);
+  return buffer;
 }
 
 Result<void> DeviceExecutor::stage(ValueId value, const void* host, size_t bytes) {

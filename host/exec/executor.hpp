@@ -151,6 +151,12 @@ class Executor {
   // use and orders the compute stream after the copies (no host wait). A
   // write() of a staged value replaces its pending staged bytes.
   virtual Result<void> allow_staging(ValueId value) = 0;
+  // A device buffer of `bytes` beside the graph's values, for the run's own
+  // use (the data-parallel all-reduce packs gradient buckets into one):
+  // counted in plan().estimate (buffers) and checked against the memory
+  // budget as the plan was, refused naming `what` when it does not fit.
+  // Freed with the executor.
+  virtual Result<void*> reserve_buffer(size_t bytes, const std::string& what) = 0;
   virtual Result<void> stage(ValueId value, const void* host, size_t bytes) = 0;
   virtual Result<void> use_staged() = 0;
 

@@ -237,6 +237,12 @@ Result<void> plan_staged_input(Plan& plan, ValueId id) {
   return {};
 }
 
+void plan_buffer(Plan& plan, uint64_t bytes) {
+  plan.estimate.buffers += bytes;
+  plan.estimate.allocator_rounding += rounding(plan, bytes);
+  plan.estimate.total += bytes + rounding(plan, bytes);
+}
+
 const ValueStorage* Plan::find(ValueId id) const {
   auto it = values.find(id);
   return it == values.end() ? nullptr : &it->second;

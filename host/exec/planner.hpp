@@ -83,6 +83,9 @@ struct MemoryEstimate {
   uint64_t inputs = 0;
   uint64_t activations = 0;  // the arena
   uint64_t workspace = 0;
+  // The run's own device buffers beside the graph's values (plan_buffer):
+  // the data-parallel all-reduce's gradient bucket buffer.
+  uint64_t buffers = 0;
   // Allocations are whole blocks of the device allocator's granule
   // (device/device_allocator.hpp) and of the backend's size classes (its
   // mem_footprint): what that adds beyond the bytes above.
@@ -122,6 +125,10 @@ struct Plan {
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {},
                        size_t guard_bytes = 0, AllocationFootprint footprint = {});
+
+// Counts one more device buffer of `bytes` the run allocates beside the
+// graph (Executor::reserve_buffer) in plan.estimate.
+void plan_buffer(Plan& plan, uint64_t bytes);
 
 // Accounts a second buffer of the input value `id` (its bytes added to
 // estimate.inputs and estimate.total); already staged: nothing changes.

@@ -64,6 +64,7 @@ StreamedAllReduce::StreamedAllReduce(const Device& device, StreamAverager& comm,
 Result<std::unique_ptr<StreamedAllReduce>> StreamedAllReduce::create(const Device& device,
                                                                      StreamAverager& comm,
                                                                      std::vector<StreamedBucket> buckets,
+                                                                     const Reserve& reserve,
                                                                      bool record_spans) {
   if (device.api == nullptr || device.compute == nullptr || device.native == nullptr)
     return make_error(
@@ -71,12 +72,12 @@ Result<std::unique_ptr<StreamedAllReduce>> StreamedAllReduce::create(const Devic
         "stream_native_handle",
         TDM_INTERNAL);
   std::unique_ptr<StreamedAllReduce> s(new StreamedAllReduce(device, comm, std::move(buckets), record_spans));
-  if (auto r = s->allocate(); !r) return r.error();
+  if (auto r = s->allocate(reserve); !r) return r.error();
   if (record_spans) s->timer_ = std::thread([p = s.get()] { p->time_buckets(); });
   return s;
 }
 
-Result<void> StreamedAllReduce::allocate() {
+Result<void> StreamedAllReduce::allocate(const Reserve& reserve) {
   const tdm_backend_api& api = *device_.api;
   if (auto r = check(api.stream_create(device_.device, &stream_), "creating the communication stream"); !r)
     return r;
@@ -92,9 +93,10 @@ Result<void> StreamedAllReduce::allocate() {
   size_t largest = 0;
   for (const StreamedBucket& b : buckets_)
     if (b.parts.size() > 1) largest = std::max(largest, b.bytes());
-  if (largest > 0)
-    return check(api.mem_alloc(device_.device, largest, &staging_),
-                 ("allocating the " + std::to_string(largest) + "-byte gradient bucket buffer").c_str());
+  if (largest == 0) return {};
+  auto buffer = reserve(largest);
+  if (!buffer) return buffer.error();
+  staging_ = *buffer;
   return {};
 }
 
@@ -111,7 +113,6 @@ StreamedAllReduce::~StreamedAllReduce() {
   if (stream_ != nullptr) api.stream_synchronize(stream_);  // its copies read and write the gradients
   for (tdm_event* e : ready_) api.event_destroy(e);
   for (tdm_event* e : done_) api.event_destroy(e);
-  if (staging_ != nullptr) api.mem_free(device_.device, staging_);
   if (stream_ != nullptr) api.stream_destroy(stream_);
 }
 

@@ -100,11 +100,16 @@ class StreamedAllReduce {
     void* (*native)(tdm_stream*) = nullptr;
   };
   using Launch = std::function<Result<void>(size_t first, size_t end)>;
+  // A device buffer of the given bytes for the packed buckets, owned by the
+  // caller and valid as long as this object (Executor::reserve_buffer,
+  // which counts it in the run's memory plan).
+  using Reserve = std::function<Result<void*>(size_t bytes)>;
 
-  // Creates the comm stream, two events per bucket and the staging buffer.
+  // Creates the comm stream and two events per bucket, and reserves the
+  // staging buffer (the largest packed bucket) once.
   static Result<std::unique_ptr<StreamedAllReduce>> create(const Device& device, StreamAverager& comm,
                                                            std::vector<StreamedBucket> buckets,
-                                                           bool record_spans);
+                                                           const Reserve& reserve, bool record_spans);
   // Waits for the comm stream (its copies use the gradients), then frees.
   ~StreamedAllReduce();
   StreamedAllReduce(const StreamedAllReduce&) = delete;
@@ -127,7 +132,7 @@ class StreamedAllReduce {
  private:
   StreamedAllReduce(const Device& device, StreamAverager& comm, std::vector<StreamedBucket> buckets,
                     bool record_spans);
-  Result<void> allocate();
+  Result<void> allocate(const Reserve& reserve);
   Result<void> enqueue(size_t index);
   Result<void> check(tdm_status status, const char* what) const;
   void time_buckets();  // the helper thread of record_spans
@@ -137,7 +142,7 @@ class StreamedAllReduce {
   std::vector<StreamedBucket> buckets_;
   tdm_stream* stream_ = nullptr;          // the comm stream
   std::vector<tdm_event*> ready_, done_;  // per bucket
-  void* staging_ = nullptr;               // the largest multi-gradient bucket
+  void* staging_ = nullptr;               // the largest multi-gradient bucket (the caller's)
   bool issued_ = false;                   // done events recorded since the last wait
   size_t last_done_ = 0;
 

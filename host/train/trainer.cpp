@@ -133,7 +133,12 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
     const StreamedAllReduce::Device device{device_.backend().backend, device_.get(), ex.compute_stream(),
                                            native};
     auto parts = split_large_gradients(streamed_buckets(model().graph, ex, buckets), options_.bucket_bytes);
-    auto streamed = StreamedAllReduce::create(device, *comm_, std::move(parts), profile);
+    // The packed buckets' buffer is part of the run's memory plan.
+    const auto reserve = [&ex](size_t bytes) {
+      return ex.reserve_buffer(bytes,
+                               "the data-parallel gradient bucket buffer (lower --bucket-mb to shrink it)");
+    };
+    auto streamed = StreamedAllReduce::create(device, *comm_, std::move(parts), reserve, profile);
     if (!streamed) return streamed.error();
     streamed_ = std::move(*streamed);
     return {};

@@ -162,5 +162,40 @@ TEST_F(StagedInputs, ASecondBufferOverTheBudgetIsRefused) {
   EXPECT_EQ((*e)->plan().estimate.total, probe->plan().estimate.total);  // unchanged on refusal
 }
 
+// The run's own buffers beside the graph (the data-parallel all-reduce's
+// packed buckets): counted in the estimate as the executor allocates them,
+// and refused over the budget, naming what they are for.
+TEST_F(StagedInputs, ARunBufferIsPlannedAsItIsAllocated) {
+  const Net n = make_net();
+  auto e = make(*device_, n);
+  const host::exec::MemoryEstimate before = e->plan().estimate;
+  auto buffer = e->reserve_buffer(1000, "the test's buffer");
+  ASSERT_TRUE(buffer.ok()) << buffer.error().message;
+  EXPECT_NE(*buffer, nullptr);
+  const host::exec::MemoryEstimate after = e->plan().estimate;
+  EXPECT_EQ(after.buffers, 1000u);
+  EXPECT_EQ(after.total - after.allocator_rounding, before.total - before.allocator_rounding + 1000);
+  EXPECT_EQ(after.total - after.allocator_rounding, e->allocated_bytes());
+  EXPECT_EQ(after.total, device_->allocator().stats().allocated);
+}
+
+TEST_F(StagedInputs, ARunBufferOverTheBudgetIsRefusedByName) {
+  const Net n = make_net();
+  auto probe = make(*device_, n);
+  host::exec::ExecutorOptions o;
+  o.outputs = {"act", "loss"};
+  o.memory_budget = probe->plan().estimate.total + 1024;  // room for 1 KiB, not 2
+  auto e = Executor::create(*device_, n.graph, o);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  auto r = (*e)->reserve_buffer(2000, "the test's buffer");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().status, TDM_OUT_OF_MEMORY);
+  EXPECT_NE(r.error().message.find("the test's buffer (2.0 KiB) does not fit"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("memory budget"), std::string::npos) << r.error().message;
+  EXPECT_EQ((*e)->plan().estimate.total, probe->plan().estimate.total);  // unchanged on refusal
+  EXPECT_TRUE((*e)->reserve_buffer(1000, "the test's buffer").ok());
+}
+
 }  // namespace
 }  // namespace tandem::test

@@ -72,14 +72,6 @@ tdm_status copy_d2d(tdm_stream* s, void* dst, const void* src, size_t bytes) {
   g_log->add("copy " + s->name);
   return TDM_OK;
 }
-tdm_status mem_alloc(tdm_device*, size_t bytes, void** out) {
-  *out = ::operator new(bytes);
-  g_log->add("alloc " + std::to_string(bytes));
-  return TDM_OK;
-}
-void mem_free(tdm_device*, void* p) {
-  ::operator delete(p);
-}
 void* native(tdm_stream* s) {
   return s;
 }  // the "native handle" is the stream itself
@@ -96,8 +88,6 @@ tdm_backend_api fake_api() {
   api.stream_wait_event = stream_wait_event;
   api.event_synchronize = event_synchronize;
   api.copy_d2d = copy_d2d;
-  api.mem_alloc = mem_alloc;
-  api.mem_free = mem_free;
   return api;
 }
 
@@ -147,9 +137,21 @@ class StreamedAllReduceTest : public ::testing::Test {
     b[2].ready_at = 6;
     return b;
   }
-  std::unique_ptr<StreamedAllReduce> make(bool spans = false) {
+  // The packed buckets' buffer from the caller (in a run, the executor's
+  // plan), logged; refused when `refuse` is set, as a budget would.
+  Result<void*> reserve(size_t bytes) {
+    log_.add("reserve " + std::to_string(bytes));
+    if (refuse_reserve_) return make_error("over the memory budget", TDM_OUT_OF_MEMORY);
+    reserved_.emplace_back(bytes);
+    return static_cast<void*>(reserved_.back().data());
+  }
+  Result<std::unique_ptr<StreamedAllReduce>> create(bool spans = false) {
     StreamedAllReduce::Device d{&api_, nullptr, &compute_, native};
-    auto s = StreamedAllReduce::create(d, comm_, buckets(), spans);
+    return StreamedAllReduce::create(
+        d, comm_, buckets(), [this](size_t bytes) { return reserve(bytes); }, spans);
+  }
+  std::unique_ptr<StreamedAllReduce> make(bool spans = false) {
+    auto s = create(spans);
     EXPECT_TRUE(s) << s.error().message;
     return s ? std::move(*s) : nullptr;
   }
@@ -172,13 +174,25 @@ class StreamedAllReduceTest : public ::testing::Test {
   tdm_stream compute_{"compute"};
   FakeComm comm_;
   std::vector<std::vector<float>> grads_;
+  bool refuse_reserve_ = false;
+  std::vector<std::vector<unsigned char>> reserved_;
 };
 
-TEST_F(StreamedAllReduceTest, AllocatesTheLargestPackedBucketOnceUpFront) {
+TEST_F(StreamedAllReduceTest, ReservesTheLargestPackedBucketOnceUpFront) {
   auto s = make();
   ASSERT_TRUE(s);
-  // {0, 1, 2} is 10 floats, {4, 5} 5; {3} is reduced in place.
-  EXPECT_EQ(log_.calls, std::vector<std::string>{"alloc 40"});
+  // {0, 1, 2} is 10 floats, {4, 5} 5; {3} is reduced in place. Nothing is
+  // allocated behind the reservation (the fake table has no mem_alloc).
+  EXPECT_EQ(log_.calls, std::vector<std::string>{"reserve 40"});
+}
+
+// A plan with no room for the buffer: the run stops with the reason.
+TEST_F(StreamedAllReduceTest, ARefusedReservationIsTheError) {
+  refuse_reserve_ = true;
+  auto s = create();
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().status, TDM_OUT_OF_MEMORY);
+  EXPECT_NE(s.error().message.find("over the memory budget"), std::string::npos) << s.error().message;
 }
 
 // The exact sequence: each bucket's event recorded on the compute stream
