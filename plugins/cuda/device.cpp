@@ -288,6 +288,13 @@ CudaBackend::CudaBackend() {
                                             " is not a size in bytes (e.g. 268435456, 512MiB, 2GiB)");
     options_.conv.workspace_limit = *bytes;
   }
+  if (auto v = Host::config("plugins.cuda.conv_api")) {
+    const auto api = math::parse_conv_api(*v);
+    if (!api)
+      throw Error(TDM_INVALID_ARGUMENT,
+                  "cuda plugin: --plugin-option cuda.conv_api=" + *v + " is not one of graph, legacy");
+    options_.conv_api = *api;
+  }
 }
 
 uint32_t CudaBackend::device_count() {

@@ -18,8 +18,9 @@ namespace tandem::cuda {
 // What --plugin-option cuda.KEY=VALUE sets (host keys plugins.cuda.*),
 // read once when the backend starts.
 struct CudaOptions {
-  bool tf32 = false;                // cuda.tf32
-  math::ConvAlgorithmOptions conv;  // cuda.deterministic, cuda.conv_workspace_limit
+  bool tf32 = false;                              // cuda.tf32
+  math::ConvAlgorithmOptions conv;                // cuda.deterministic, cuda.conv_workspace_limit
+  math::ConvApi conv_api = math::ConvApi::graph;  // cuda.conv_api
 };
 
 class CudaDevice final : public Device {
@@ -49,6 +50,7 @@ class CudaDevice final : public Device {
   uint64_t footprint(uint64_t bytes) override { return CachingAllocator::round_size(bytes); }
   bool tf32() const noexcept { return options_.tf32; }
   const math::ConvAlgorithmOptions& conv_options() const noexcept { return options_.conv; }
+  math::ConvApi conv_api() const noexcept { return options_.conv_api; }
   // Called by a kernel's prepare for what every stream it may launch on
   // needs (its cuBLAS or cuDNN handle): create_stream runs each such set-up
   // on the new stream, so the handles and their memory exist before the

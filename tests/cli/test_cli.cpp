@@ -92,6 +92,23 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(tandem("--plugin-option cuda.tf32=true --plugin-option onednn.x=1 plugins").code, 0);
 }
 
+// The cuda plugin reads its options when it starts, GPU or not: a value it
+// does not take is named with the values it does, and the plugin stays out.
+TEST(Cli, ABadCudaOptionValueIsNamedWithTheValuesItTakes) {
+  if (!TANDEM_HAVE_CUDA) GTEST_SKIP() << "plugins/cuda is not part of this build";
+  const struct {
+    const char* option;
+    const char* takes;
+  } cases[] = {{"cuda.conv_api=v7", "is not one of graph, legacy"},
+               {"cuda.deterministic=yes", "is not one of prefer, require, any"},
+               {"cuda.conv_workspace_limit=lots", "is not a size in bytes"}};
+  for (const auto& c : cases) {
+    CliRun r = tandem(std::string("--plugin-option ") + c.option + " plugins" + plugin_flags());
+    EXPECT_HAS(r.output, std::string("--plugin-option ") + c.option + " " + c.takes);
+    EXPECT_HAS(r.output, "libtandem-cuda.so");
+  }
+}
+
 // A missing --plugin-path directory is not an error: the rest of the search
 // path still applies. Without any backend the exit code is 3 (plugin error).
 TEST(Cli, DevicesExitCodeFollowsBackends) {

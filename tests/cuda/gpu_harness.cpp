@@ -90,6 +90,7 @@ tdm_status Plugin::run(const std::string& op, const std::vector<Attr>& attrs,
   options.node_name.clear();
   const tc::RunResult r = tc::run_op(*kit_, op, a, in, out, options);
   if (workspace_out != nullptr) *workspace_out = r.workspace_bytes;
+  implementation_ = r.implementation;
   for (size_t j = 0; j < r.outputs.size(); ++j)
     if (r.outputs[j].present())
       outputs[j].bytes.assign(r.outputs[j].data(), r.outputs[j].data() + r.outputs[j].size_bytes());

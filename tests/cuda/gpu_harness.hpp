@@ -61,11 +61,14 @@ class Plugin {
   // of the first failing step (prepare's TDM_UNSUPPORTED included).
   tdm_status run(const std::string& op, const std::vector<Attr>& attrs, const std::vector<Tensor>& inputs,
                  std::vector<Tensor>& outputs, size_t* workspace = nullptr);
+  // How the last run's kernel described itself (kernel_describe).
+  const std::string& implementation() const { return implementation_; }
 
  private:
   std::unique_ptr<tandem::conformance::PluginUnderTest> kit_;
   bool opened_ = false;
   std::string unavailable_;
+  std::string implementation_;
 };
 
 }  // namespace cudatest

@@ -92,3 +92,63 @@ TEST(ConvAlgorithm, OptionValuesParseOrAreRefused) {
   for (const char* bad : {"", "MiB", "-1", "3MB", "7TiB", "99999999999999999999", "17179869184GiB"})
     EXPECT_FALSE(m::parse_bytes(bad).has_value()) << bad;
 }
+
+TEST(ConvAlgorithm, TheGraphPathsFirstFitInCandidateOrderIsTheRulesPick) {
+  // The graph path finalizes plans one at a time in conv_candidate_order and
+  // takes the first usable one within the limit: the same pick as the rule
+  // over every answer, for every mix of answers (a fixed pseudo-random walk).
+  uint32_t state = 12345;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<m::ConvAlgorithmCandidate> c(next() % 7);
+    std::vector<bool> deterministic;
+    for (size_t i = 0; i < c.size(); ++i) {
+      c[i] = algo(int(i), next() % 2 == 0, size_t(next() % 5) * kMiB, next() % 4 != 0);
+      deterministic.push_back(c[i].deterministic);
+    }
+    for (m::Determinism d : {m::Determinism::prefer, m::Determinism::require, m::Determinism::any}) {
+      const m::ConvAlgorithmOptions o = options(d, 2 * kMiB);
+      int first_fit = -1;
+      for (size_t i : m::conv_candidate_order(deterministic, d))
+        if (c[i].usable && c[i].workspace <= o.workspace_limit) {
+          first_fit = int(i);
+          break;
+        }
+      ASSERT_EQ(first_fit, m::pick_conv_algorithm(c, o).index) << "round " << round;
+    }
+  }
+}
+
+TEST(ConvAlgorithm, CandidateOrderPutsDeterministicEnginesFirstUnlessAnyIsAllowed) {
+  const std::vector<bool> deterministic = {false, true, false, true};
+  EXPECT_EQ(m::conv_candidate_order(deterministic, m::Determinism::prefer),
+            (std::vector<size_t>{1, 3, 0, 2}));
+  EXPECT_EQ(m::conv_candidate_order(deterministic, m::Determinism::require), (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(m::conv_candidate_order(deterministic, m::Determinism::any), (std::vector<size_t>{0, 1, 2, 3}));
+}
+
+TEST(ConvAlgorithm, EngineNumericsKeepF32UnlessTf32AndAlwaysSumInF32) {
+  m::EngineNumerics plain, tensor_core, down_convert, reduced, nondeterministic;
+  tensor_core.tensor_core = true;
+  down_convert.down_converts_inputs = true;
+  reduced.reduced_precision_reduction = true;
+  nondeterministic.nondeterministic = true;  // the determinism option decides, not this rule
+  // f32 stays f32 unless cuda.tf32: no tensor-core (TF32) or down-converting engines.
+  EXPECT_TRUE(m::engine_numerics_allowed(plain, true, false));
+  EXPECT_TRUE(m::engine_numerics_allowed(nondeterministic, true, false));
+  EXPECT_FALSE(m::engine_numerics_allowed(tensor_core, true, false));
+  EXPECT_FALSE(m::engine_numerics_allowed(down_convert, true, false));
+  EXPECT_TRUE(m::engine_numerics_allowed(tensor_core, true, true));
+  EXPECT_TRUE(m::engine_numerics_allowed(down_convert, true, true));
+  // f16/bf16 use tensor cores but always sum in f32.
+  EXPECT_TRUE(m::engine_numerics_allowed(tensor_core, false, false));
+  for (bool f32 : {true, false})
+    for (bool tf32 : {true, false}) EXPECT_FALSE(m::engine_numerics_allowed(reduced, f32, tf32));
+}
+
+TEST(ConvAlgorithm, TheConvApiOptionParsesOrIsRefused) {
+  EXPECT_EQ(m::parse_conv_api("graph"), m::ConvApi::graph);
+  EXPECT_EQ(m::parse_conv_api("legacy"), m::ConvApi::legacy);
+  for (const char* bad : {"", "Graph", "backend", "v7"})
+    EXPECT_FALSE(m::parse_conv_api(bad).has_value()) << bad;
+}

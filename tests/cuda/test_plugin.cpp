@@ -176,6 +176,8 @@ TEST_F(Gpu, MatmulBatchedAndTransposedMatchesNaiveLoops) {
                     {Tensor::f32({B, K, M}, a), Tensor::f32({K, N}, b)}, out),
             TDM_OK)
       << Plugin::last_error();
+  EXPECT_NE(p_->implementation().find("conv2d:cudnn graph engine"), std::string::npos)
+      << p_->implementation();
   const auto y = out[0].floats();
   for (int64_t z = 0; z < B; ++z)
     for (int64_t i = 0; i < M; ++i)
@@ -253,6 +255,44 @@ TEST_F(Gpu, Conv2dMatchesNaiveLoops) {
               }
           EXPECT_NEAR(y[size_t(((n * K + k) * P + p) * Q + q)], acc, 1e-4);
         }
+}
+
+// Both gradients, on cuDNN's graph API (the default, cuda.conv_api=graph):
+// the kernels say they run a graph engine, and match the naive sums.
+TEST_F(Gpu, Conv2dGradientsRunAsCudnnGraphsAndMatchNaiveLoops) {
+  const int64_t N = 2, C = 3, H = 6, W = 5, K = 4, R = 3, S = 3, P = 3, Q = 3;  // stride 2, padding 1
+  const std::vector<Attr> attrs = {Attr::list("stride", {2, 2}), Attr::list("padding", {1, 1})};
+  const auto x = ramp(N * C * H * W), w = ramp(K * C * R * S, 0.05f), dy = ramp(N * K * P * Q, 0.07f, 0.3f);
+  std::vector<double> dx_want(size_t(N * C * H * W)), dw_want(size_t(K * C * R * S));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q)
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t r = 0; r < R; ++r)
+              for (int64_t s = 0; s < S; ++s) {
+                const int64_t h = p * 2 - 1 + r, v = q * 2 - 1 + s;
+                if (h < 0 || h >= H || v < 0 || v >= W) continue;
+                const size_t xi = size_t(((n * C + c) * H + h) * W + v),
+                             wi = size_t(((k * C + c) * R + r) * S + s);
+                const double g = dy[size_t(((n * K + k) * P + p) * Q + q)];
+                dx_want[xi] += g * w[wi];
+                dw_want[wi] += g * x[xi];
+              }
+  std::vector<Tensor> dx = {Tensor::empty(TDM_F32, {N, C, H, W})};
+  ASSERT_EQ(
+      p_->run("conv2d_grad_input", attrs, {Tensor::f32({N, K, P, Q}, dy), Tensor::f32({K, C, R, S}, w)}, dx),
+      TDM_OK)
+      << Plugin::last_error();
+  EXPECT_NE(p_->implementation().find("cudnn graph engine"), std::string::npos) << p_->implementation();
+  for (size_t i = 0; i < dx_want.size(); ++i) EXPECT_NEAR(dx[0].floats()[i], dx_want[i], 1e-4) << i;
+  std::vector<Tensor> dw = {Tensor::empty(TDM_F32, {K, C, R, S})};
+  ASSERT_EQ(
+      p_->run("conv2d_grad_weight", attrs, {Tensor::f32({N, K, P, Q}, dy), Tensor::f32({N, C, H, W}, x)}, dw),
+      TDM_OK)
+      << Plugin::last_error();
+  EXPECT_NE(p_->implementation().find("cudnn graph engine"), std::string::npos) << p_->implementation();
+  for (size_t i = 0; i < dw_want.size(); ++i) EXPECT_NEAR(dw[0].floats()[i], dw_want[i], 1e-4) << i;
 }
 
 TEST_F(Gpu, MaxPoolTiesGoToTheFirstMaximum) {

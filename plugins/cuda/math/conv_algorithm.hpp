@@ -1,6 +1,7 @@
 // CUDA backend — which cuDNN convolution algorithm prepare takes, as plain
-// C++ over what cuDNN's heuristic answered (ops/conv2d.cpp asks it), so the
-// rule is tested on the CPU (tests/cuda/test_conv_algorithm.cpp).
+// C++ over what cuDNN's heuristic answered (ops/conv_graph.cpp asks it, or
+// ops/conv2d.cpp with cuda.conv_api=legacy), so the rule is tested on the
+// CPU (tests/cuda/test_conv_algorithm.cpp).
 //
 // Two plugin options decide (sdk/ABI.md rule 40, `--plugin-option cuda.KEY=VALUE`):
 //  - cuda.deterministic = prefer (default) | require | any. cuDNN's
@@ -99,10 +100,53 @@ inline ConvAlgorithmPick pick_conv_algorithm(const std::vector<ConvAlgorithmCand
   return pick;
 }
 
+// The order in which pick_conv_algorithm's rule considers the candidates,
+// knowing only which are deterministic: the deterministic ones in the
+// heuristic's order, then (prefer) the rest; `any` keeps the heuristic's
+// order, `require` drops the rest. Taking the first in this order that is
+// usable and fits the workspace limit is the rule's pick, so prepare can
+// finalize cuDNN's execution plans (costly: some engines compile there) one
+// at a time and stop at the first that fits.
+inline std::vector<size_t> conv_candidate_order(const std::vector<bool>& deterministic, Determinism d) {
+  std::vector<size_t> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < deterministic.size(); ++i) {
+      const bool first_pass = d == Determinism::any || deterministic[i];
+      if (pass == 0 ? first_pass : !first_pass && d == Determinism::prefer) order.push_back(i);
+    }
+  return order;
+}
+
+// What cuDNN's graph API notes of an engine's arithmetic.
+struct EngineNumerics {
+  bool tensor_core = false;                  // on f32 data, TF32 products
+  bool down_converts_inputs = false;         // computes in a type narrower than the data's
+  bool reduced_precision_reduction = false;  // accumulates below f32
+  bool nondeterministic = false;             // atomics: the bits move from run to run
+};
+
+// Whether an engine keeps what the plugin promises (README): f16 and bf16
+// accumulate in f32, and f32 stays f32 unless cuda.tf32 allows TF32.
+inline bool engine_numerics_allowed(const EngineNumerics& e, bool f32_data, bool tf32) {
+  if (e.reduced_precision_reduction) return false;
+  return !f32_data || tf32 || !(e.tensor_core || e.down_converts_inputs);
+}
+
 inline std::optional<Determinism> parse_determinism(std::string_view v) {
   if (v == "prefer") return Determinism::prefer;
   if (v == "require") return Determinism::require;
   if (v == "any") return Determinism::any;
+  return std::nullopt;
+}
+
+// cuda.conv_api: which cuDNN interface runs the convolutions. `graph` (the
+// default) is cuDNN's graph (backend) API; `legacy` the cudnnConvolution*
+// calls cuDNN 9 deprecates, kept to compare against on a GPU.
+enum class ConvApi { graph, legacy };
+
+inline std::optional<ConvApi> parse_conv_api(std::string_view v) {
+  if (v == "graph") return ConvApi::graph;
+  if (v == "legacy") return ConvApi::legacy;
   return std::nullopt;
 }
 

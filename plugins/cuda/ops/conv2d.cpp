@@ -1,18 +1,22 @@
-// CUDA backend — conv2d and its gradients on cuDNN 9's legacy convolution
-// API (cudnnConvolutionForward / BackwardData / BackwardFilter). The
-// algorithm is chosen once in prepare from cudnnGet*Algorithm_v7's answers by
-// the rule of math/conv_algorithm.hpp (deterministic first unless
-// cuda.deterministic says otherwise, never a workspace above
+// CUDA backend — conv2d and its gradients on cuDNN 9. By default each runs
+// as a cuDNN graph (ops/conv_graph.hpp); cuda.conv_api=legacy keeps the
+// deprecated cudnnConvolutionForward / BackwardData / BackwardFilter calls,
+// which are also taken where cuDNN refuses to build the graph itself (the
+// kernel's name says so). Either way the engine or algorithm is chosen once
+// in prepare by the rule of math/conv_algorithm.hpp (deterministic first
+// unless cuda.deterministic says otherwise, never a workspace above
 // cuda.conv_workspace_limit) and its workspace is reported through
-// prepare's workspace_bytes, so the plan holds it. f16/bf16 accumulate in f32.
-// f32 uses FMA math (no TF32) unless --plugin-option cuda.tf32=true. Bias and
-// dbias use our own kernels (ops/activation.cu), like linear.
+// prepare's workspace_bytes, so the plan holds it. f16/bf16 accumulate in
+// f32. f32 uses FMA math (no TF32) unless --plugin-option cuda.tf32=true.
+// Bias and dbias use our own kernels (ops/activation.cu), like linear.
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "device.hpp"
 #include "launch_limits.hpp"
 #include "math/conv_algorithm.hpp"
+#include "ops/conv_graph.hpp"
 #include "ops/launchers.hpp"
 #include "vendor/cudnn.hpp"
 
@@ -42,7 +46,7 @@ cudnnHandle_t dnn_handle(CudaStream& s) {
   return h;
 }
 
-enum class Dir { Forward, GradInput, GradWeight };
+using Dir = ConvDirection;
 
 // Descriptors and the chosen algorithm; shared by the kernel closure.
 struct Conv {
@@ -130,10 +134,12 @@ ConvShape conv_shape(const Check& c, Dir dir) {
   return g;
 }
 
+cudnnDataType_t cudnn_dtype(tdm_dtype t) {
+  return t == TDM_F32 ? CUDNN_DATA_FLOAT : t == TDM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+}
+
 std::shared_ptr<Conv> descriptors(const ConvShape& g, bool tf32) {
-  const cudnnDataType_t dt = g.t == TDM_F32    ? CUDNN_DATA_FLOAT
-                             : g.t == TDM_BF16 ? CUDNN_DATA_BFLOAT16
-                                               : CUDNN_DATA_HALF;
+  const cudnnDataType_t dt = cudnn_dtype(g.t);
   auto cv = std::make_shared<Conv>();
   check_dnn(cudnnCreateTensorDescriptor(&cv->x), "cudnnCreateTensorDescriptor");
   check_dnn(cudnnCreateTensorDescriptor(&cv->y), "cudnnCreateTensorDescriptor");
@@ -193,45 +199,113 @@ void choose_algorithm(CudaDevice& d, Conv& cv, Dir dir, const Check& c) {
         d.conv_options(), c);
 }
 
+// The chosen convolution, whatever the API: runs it on x, w, y by role (the
+// gradient is y for Forward, x for GradInput, w for GradWeight).
+struct Chosen {
+  std::function<void(cudnnHandle_t, void* x, void* w, void* y, void* workspace)> run;
+  size_t workspace = 0;
+  std::string name;  // how the kernel describes itself
+};
+
+std::string determinism_note(bool deterministic) {
+  return deterministic ? "" : " (not deterministic)";
+}
+
+// The graph API's plan, or no run where cuDNN refused the graph (`refused`
+// says why); a decline where no engine fits the options.
+Chosen graph_conv(CudaDevice& d, const ConvShape& g, Dir dir, const Check& c, std::string& refused) {
+  ConvGraphShape shape;
+  shape.dtype = cudnn_dtype(g.t);
+  const int64_t x[4] = {g.N, g.C, g.H, g.W}, w[4] = {g.K, g.Cg, g.R, g.S}, y[4] = {g.N, g.K, g.P, g.Q};
+  for (int i = 0; i < 4; ++i) shape.x[i] = x[i], shape.w[i] = w[i], shape.y[i] = y[i];
+  for (int i = 0; i < 2; ++i)
+    shape.stride[i] = g.stride[size_t(i)], shape.padding[i] = g.pad[size_t(i)],
+    shape.dilation[i] = g.dil[size_t(i)];
+  std::string why_none;
+  ConvGraphError error;
+  std::shared_ptr<ConvGraphPlan> plan;
+  {
+    std::lock_guard<std::mutex> lock(d.prepare_mutex());
+    plan = ConvGraphPlan::build(make_handle(d.prepare_dnn, d.prepare_dnn_destroy), dir, shape, d.tf32(),
+                                d.conv_options(), why_none, error);
+  }
+  if (!why_none.empty()) c.unsupported(why_none);
+  if (!plan) {
+    refused = error.what + ": " + cudnnGetErrorString(error.status);
+    return {};
+  }
+  Chosen chosen;
+  chosen.workspace = plan->workspace();
+  chosen.name =
+      "cudnn graph engine " + std::to_string(plan->engine()) + determinism_note(plan->deterministic());
+  chosen.run = [plan](cudnnHandle_t h, void* x, void* w, void* y, void* ws) {
+    check_dnn(plan->run(h, x, w, y, ws), "cudnnBackendExecute (convolution)");
+  };
+  return chosen;
+}
+
+Chosen legacy_conv(CudaDevice& d, const ConvShape& g, Dir dir, const Check& c) {
+  const std::shared_ptr<Conv> cv = descriptors(g, d.tf32());
+  choose_algorithm(d, *cv, dir, c);
+  Chosen chosen;
+  chosen.workspace = cv->workspace;
+  chosen.name = "cudnn algo " + std::to_string(cv->algo) + determinism_note(cv->deterministic);
+  chosen.run = [cv, dir](cudnnHandle_t h, void* x, void* w, void* y, void* ws) {
+    const float one = 1.0f, zero = 0.0f;
+    if (dir == Dir::Forward)
+      check_dnn(cudnnConvolutionForward(h, &one, cv->x, x, cv->w, w, cv->conv,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(cv->algo), ws, cv->workspace,
+                                        &zero, cv->y, y),
+                "cudnnConvolutionForward");
+    else if (dir == Dir::GradInput)
+      check_dnn(cudnnConvolutionBackwardData(h, &one, cv->w, w, cv->y, y, cv->conv,
+                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(cv->algo), ws,
+                                             cv->workspace, &zero, cv->x, x),
+                "cudnnConvolutionBackwardData");
+    else
+      check_dnn(cudnnConvolutionBackwardFilter(h, &one, cv->x, x, cv->y, y, cv->conv,
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(cv->algo), ws,
+                                               cv->workspace, &zero, cv->w, w),
+                "cudnnConvolutionBackwardFilter");
+  };
+  return chosen;
+}
+
 std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& workspace, Dir dir) {
   Check c(v);
   const ConvShape g = conv_shape(c, dir);
-  const std::shared_ptr<Conv> cv = descriptors(g, d.tf32());
-  choose_algorithm(d, *cv, dir, c);
+  // An empty batch runs nothing; the legacy descriptors take it as they always did.
+  std::string refused;
+  Chosen chosen =
+      d.conv_api() == math::ConvApi::graph && g.N > 0 ? graph_conv(d, g, dir, c, refused) : Chosen{};
+  if (!chosen.run) {
+    chosen = legacy_conv(d, g, dir, c);
+    if (!refused.empty()) chosen.name += " (cuDNN refused the graph: " + refused + ")";
+  }
   // cuDNN's workspace, then (grad_weight with a bias) the dbias reduction's
   // scratch at the next 256-byte boundary.
   const math::ChannelSumPlan bias_plan = math::channel_sum_plan(g.N, g.K, g.P * g.Q);
-  const size_t bias_offset = (cv->workspace + 255) / 256 * 256;
-  workspace = dir == Dir::GradWeight && g.bias ? bias_offset + bias_plan.workspace_bytes() : cv->workspace;
+  const size_t bias_offset = (chosen.workspace + 255) / 256 * 256;
+  workspace = dir == Dir::GradWeight && g.bias ? bias_offset + bias_plan.workspace_bytes() : chosen.workspace;
   d.on_new_stream([](CudaStream& s) { dnn_handle(s); });
   const tdm_dtype t = g.t;
   const int64_t N = g.N, K = g.K, inner = g.P * g.Q;
   const bool bias = g.bias;
-  const std::string name = std::string(v.op()) + ":cudnn algo " + std::to_string(cv->algo) +
-                           (cv->deterministic ? "" : " (not deterministic)");
-  return make_kernel(name, [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
-    if (N == 0) return;
-    cudnnHandle_t h = dnn_handle(s);
-    const float one = 1.0f, zero = 0.0f;
-    if (dir == Dir::Forward) {
-      check_dnn(cudnnConvolutionForward(h, &one, cv->x, in[0], cv->w, in[1], cv->conv,
-                                        static_cast<cudnnConvolutionFwdAlgo_t>(cv->algo), ws, cv->workspace,
-                                        &zero, cv->y, o[0]),
-                "cudnnConvolutionForward");
-      if (bias) launch_bias_act(t, o[0], in[2], N, K, inner, math::Act::None, s.get());
-    } else if (dir == Dir::GradInput) {
-      check_dnn(cudnnConvolutionBackwardData(h, &one, cv->w, in[1], cv->y, in[0], cv->conv,
-                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(cv->algo), ws,
-                                             cv->workspace, &zero, cv->x, o[0]),
-                "cudnnConvolutionBackwardData");
-    } else {
-      check_dnn(cudnnConvolutionBackwardFilter(h, &one, cv->x, in[1], cv->y, in[0], cv->conv,
-                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(cv->algo), ws,
-                                               cv->workspace, &zero, cv->w, o[0]),
-                "cudnnConvolutionBackwardFilter");
-      if (bias) launch_channel_sum(t, in[0], o[1], bias_plan, static_cast<char*>(ws) + bias_offset, s.get());
-    }
-  });
+  const auto run = chosen.run;
+  return make_kernel(
+      std::string(v.op()) + ":" + chosen.name, [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+        if (N == 0) return;
+        // in/o by direction: forward (x, w[, b]) -> y; grad_input (dy, w) -> dx;
+        // grad_weight (dy, x) -> dw[, db].
+        void* x = dir == Dir::GradInput ? o[0] : in[dir == Dir::Forward ? 0 : 1];
+        void* w = dir == Dir::GradWeight ? o[0] : in[1];
+        void* y = dir == Dir::Forward ? o[0] : in[0];
+        run(dnn_handle(s), x, w, y, ws);
+        if (dir == Dir::Forward && bias)
+          launch_bias_act(t, o[0], in[2], N, K, inner, math::Act::None, s.get());
+        if (dir == Dir::GradWeight && bias)
+          launch_channel_sum(t, in[0], o[1], bias_plan, static_cast<char*>(ws) + bias_offset, s.get());
+      });
 }
 
 std::unique_ptr<Kernel> conv_fwd(CudaDevice& d, const OpView& v, size_t& ws) {

@@ -41,5 +41,12 @@
 #define cudnnConvolutionForward(...) TANDEM_CUDNN(cudnnConvolutionForward)(__VA_ARGS__)
 #define cudnnConvolutionBackwardData(...) TANDEM_CUDNN(cudnnConvolutionBackwardData)(__VA_ARGS__)
 #define cudnnConvolutionBackwardFilter(...) TANDEM_CUDNN(cudnnConvolutionBackwardFilter)(__VA_ARGS__)
+#define cudnnGetVersion(...) TANDEM_CUDNN(cudnnGetVersion)(__VA_ARGS__)
+#define cudnnBackendCreateDescriptor(...) TANDEM_CUDNN(cudnnBackendCreateDescriptor)(__VA_ARGS__)
+#define cudnnBackendDestroyDescriptor(...) TANDEM_CUDNN(cudnnBackendDestroyDescriptor)(__VA_ARGS__)
+#define cudnnBackendSetAttribute(...) TANDEM_CUDNN(cudnnBackendSetAttribute)(__VA_ARGS__)
+#define cudnnBackendGetAttribute(...) TANDEM_CUDNN(cudnnBackendGetAttribute)(__VA_ARGS__)
+#define cudnnBackendFinalize(...) TANDEM_CUDNN(cudnnBackendFinalize)(__VA_ARGS__)
+#define cudnnBackendExecute(...) TANDEM_CUDNN(cudnnBackendExecute)(__VA_ARGS__)
 
 #endif
