@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Heterogeneous placement (issue #5) on two CPU backends standing in for a
-# GPU and a CPU (onednn:0 and reference:0): for each configuration, the step
+# Heterogeneous placement (issue #5) on two devices, by default two CPU
+# backends standing in for a GPU and a CPU (onednn:0 and reference:0): for
+# each configuration, the step
 # time `tandem plan` estimates from the measured cost model against the step
 # time `tandem train` measures, the copies per step and how much of their
 # time was hidden behind compute, and planned vs measured peak memory of the
 # run's first device.
 #
 #   bench/placement.sh [--model examples/fmnist_mlp.toml] [--threads N] [--steps N] [--build DIR]
+#                      [--devices FIRST,SECOND]
 #
-# Configurations: everything on onednn:0; automatic placement with onednn:0
+# Configurations: everything on FIRST; automatic placement with FIRST
 # limited to half of what the model needs there; the optimizer offloaded to
-# reference:0; the model's own pins (if any) with reference:0 as the default.
+# SECOND; the model's own pins (if any) with SECOND as the default. The
+# devices are onednn:0,reference:0 unless --devices names others: on a GPU
+# machine, --devices cuda:0,onednn:0 measures a GPU and a CPU.
 # Measured step time = batch / the trainer's samples/s of its last epoch
 # (data loading included, evaluation excluded). The cost cache lives in
 # $TANDEM_CACHE_DIR (default bench/results/placement/cost-cache), so the
@@ -22,16 +26,22 @@ model="examples/fmnist_mlp.toml"
 threads=2
 steps=200
 build="$repo/build"
+devices="onednn:0,reference:0"
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --devices) devices=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "placement.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+first=${devices%%,*}
+second=${devices#*,}
+[ -n "$first" ] && [ -n "$second" ] && [ "$first" != "$devices" ] ||
+  { echo "placement.sh: --devices takes two devices, FIRST,SECOND (e.g. cuda:0,onednn:0)" >&2; exit 2; }
 tandem="$build/bin/tandem"
 [ -x "$tandem" ] || { echo "placement.sh: no $tandem; build the tandem, tandem-plugin-onednn and tandem-plugin-reference targets" >&2; exit 2; }
 out=${TANDEM_BENCH_OUT:-$repo/bench/results/placement}
@@ -41,8 +51,8 @@ stamp=$(date +%Y%m%d-%H%M%S)
 name=$(basename "$model" .toml)
 echo "uptime before: $(uptime)" >&2
 
-# What the whole model needs on onednn:0: half of it is the budget automatic placement must meet.
-need=$("$tandem" plan "$repo/$model" --device onednn:0 --placement pinned --threads "$threads" |
+# What the whole model needs on the first device: half of it is the budget automatic placement must meet.
+need=$("$tandem" plan "$repo/$model" --device "$first" --placement pinned --threads "$threads" |
   sed -n 's/^  total *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p' | head -1)
 half=$(echo "$need" | awk '{ printf "%.0fKiB", $1 * ($2 == "MiB" ? 1024 : $2 == "GiB" ? 1048576 : $2 == "KiB" ? 1 : 1/1024) / 2 }')
 
@@ -72,8 +82,8 @@ run() {  # run LABEL [options for plan and train...]
 
 printf '%-10s %-34s %9s %9s %6s %6s %6s  %-10s %s\n' model configuration est_ms meas_ms ratio copies hidden \
   planned "measured peak (first device)"
-run "onednn:0" --device onednn:0 --placement pinned
-run "auto, onednn:0 budget $half" --device onednn:0,reference:0 --memory-budget "onednn:0=$half"
-run "optimizer on reference:0" --device onednn:0 --set 'train.optimizer_device="reference:0"'
-grep -q '^device *=' "$repo/$model" && run "pins, default reference:0" --device reference:0 --placement pinned
+run "$first" --device "$first" --placement pinned
+run "auto, $first budget $half" --device "$first,$second" --memory-budget "$first=$half"
+run "optimizer on $second" --device "$first" --set "train.optimizer_device=\"$second\""
+grep -q '^device *=' "$repo/$model" && run "pins, default $second" --device "$second" --placement pinned
 echo "uptime after: $(uptime)" >&2

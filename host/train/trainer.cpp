@@ -134,9 +134,12 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
                                            native};
     auto parts = split_large_gradients(streamed_buckets(model().graph, ex, buckets), options_.bucket_bytes);
     // The packed buckets' buffer is part of the run's memory plan.
-    const auto reserve = [&ex](size_t bytes) {
-      return ex.reserve_buffer(bytes,
-                               "the data-parallel gradient bucket buffer (lower --bucket-mb to shrink it)");
+    const auto reserve = [&ex](size_t bytes) -> Result<void*> {
+      auto buffer = ex.reserve_buffer(bytes, "the data-parallel gradient bucket buffer");
+      if (!buffer)
+        return make_error(buffer.error().message + "; lower --bucket-mb to shrink the buffer",
+                          buffer.error().status);
+      return buffer;
     };
     auto streamed = StreamedAllReduce::create(device, *comm_, std::move(parts), reserve, profile);
     if (!streamed) return streamed.error();
