@@ -12,6 +12,10 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   # tests
   libgtest-dev libgmock-dev
+  # tests that read what tandem writes with the other side's own code: a venv
+  # for ONNX Runtime and TensorBoard from PyPI (export.onnx, report.*),
+  # Debian's PyTorch for the exported weights (export.torch)
+  python3-venv python3-torch
   # packaging: rpmbuild for CPack RPM, dpkg-shlibdeps for CPack DEB, file(1),
   # and the linters the packaging.lint test runs on the packages
   rpm dpkg-dev file lintian rpmlint
