@@ -226,11 +226,8 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(cudnnHandle_t prepare, ConvD
   try {
     auto b = std::make_unique<Built>();
     const bool by_properties = cudnnGetVersion() >= kDevicePropertiesVersion;
-    if (by_properties) {
-      b->device = Descriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
-      b->device.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "device properties")
-          .finalize("the device properties");
-    }
+    // The graph first: from 9.8 nothing up to its finalize needs the GPU, so
+    // the installed cuDNN checks it on any machine (tests/cuda/test_vendor_libraries.cpp).
     b->x = tensor(shape.x, kX, shape.dtype);
     b->w = tensor(shape.w, kW, shape.dtype);
     b->y = tensor(shape.y, kY, shape.dtype);
@@ -241,6 +238,11 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(cudnnHandle_t prepare, ConvD
     if (!by_properties)
       b->graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "graph handle");
     b->graph.finalize("the operation graph");
+    if (by_properties) {
+      b->device = Descriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
+      b->device.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "device properties")
+          .finalize("the device properties");
+    }
 
     // The configurations whose numerics keep the plugin's promise, as
     // candidates of the rule; their plans are finalized in the rule's order
