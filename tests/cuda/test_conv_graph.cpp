@@ -82,7 +82,7 @@ class ConvGraph : public ::testing::Test {
     o.determinism = determinism, o.workspace_limit = limit;
     why_none.clear();
     error = {};
-    return ConvGraphPlan::build(handle, direction, shape(dtype), tf32, o, why_none, error);
+    return ConvGraphPlan::build({handle, {}}, direction, shape(dtype), tf32, o, why_none, error);
   }
 
   cudnnHandle_t handle = reinterpret_cast<cudnnHandle_t>(uintptr_t(0x1000));

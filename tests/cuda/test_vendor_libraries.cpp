@@ -8,6 +8,9 @@
 // an error naming every file tried and the package to install.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "nccl_library.hpp"
 #include "ops/conv_graph.hpp"
 #include "vendor/cublas.hpp"
@@ -110,11 +113,111 @@ TEST(VendorLibraries, TheInstalledCudnnTakesTheConvolutionGraphsUpToTheDevice) {
       shape.dtype = dtype;
       std::string why_none;
       ConvGraphError error;
-      auto plan = ConvGraphPlan::build(nullptr, d, shape, false, {}, why_none, error);
+      auto plan = ConvGraphPlan::build({}, d, shape, false, {}, why_none, error);
       EXPECT_FALSE(plan);
       EXPECT_TRUE(why_none.empty()) << why_none;
       EXPECT_EQ(error.what, "device properties")  // setting the (null) handle on them
           << "direction " << int(d) << ", dtype " << int(dtype) << ": " << error.what << ": "
           << cudnnGetErrorString(error.status);
     }
+}
+
+// The rest of prepare, the heuristic and the execution plans, with the
+// installed cuDNN and no GPU: from cuDNN 9.8 a plan can be built for device
+// properties read from JSON (cuDNN's ahead-of-time build).
+// h100_device_properties.json describes an H100 SXM 80 GB (132 SMs, sm_90,
+// 50 MiB of L2, 227 KiB of shared memory per block) in the fields cuDNN
+// 9.19 reads; a cuDNN that reads them otherwise skips these tests with its
+// reason. Only launching the plans needs a GPU (test_plugin.cpp).
+class H100Plans : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    using namespace tandem::cuda;
+    if (cudnnGetVersion() < 90800)
+      GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << ": before 9.8 plans need a GPU";
+    std::ifstream file(TANDEM_H100_PROPERTIES);
+    std::stringstream text;
+    text << file.rdbuf();
+    device.properties_json = text.str();
+    ASSERT_FALSE(device.properties_json.empty()) << "cannot read " << TANDEM_H100_PROPERTIES;
+    cudnnBackendDescriptor_t d = nullptr;
+    ASSERT_EQ(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &d), CUDNN_STATUS_SUCCESS);
+    const std::string& json = device.properties_json;
+    cudnnStatus_t s = cudnnBackendSetAttribute(d, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                               int64_t(json.size()), json.data());
+    if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(d);
+    cudnnBackendDestroyDescriptor(d);
+    if (s != CUDNN_STATUS_SUCCESS)
+      GTEST_SKIP() << "cuDNN " << cudnnGetVersion()
+                   << " does not read the H100 profile written for 9.19: " << cudnnGetErrorString(s);
+  }
+
+  // x [N, C, H, W] with K filters of R x R, stride 1, "same" padding.
+  static tandem::cuda::ConvGraphShape conv(int64_t N, int64_t C, int64_t H, int64_t K, int64_t R,
+                                           cudnnDataType_t dtype) {
+    tandem::cuda::ConvGraphShape s;
+    s.dtype = dtype;
+    const int64_t x[4] = {N, C, H, H}, w[4] = {K, C, R, R}, y[4] = {N, K, H, H};
+    for (int i = 0; i < 4; ++i) s.x[i] = x[i], s.w[i] = w[i], s.y[i] = y[i];
+    s.padding[0] = s.padding[1] = R / 2;
+    return s;
+  }
+
+  std::unique_ptr<tandem::cuda::ConvGraphPlan> build(tandem::cuda::ConvDirection d,
+                                                     const tandem::cuda::ConvGraphShape& shape,
+                                                     tandem::cuda::math::Determinism determinism,
+                                                     size_t limit = size_t(256) << 20) {
+    tandem::cuda::math::ConvAlgorithmOptions o;
+    o.determinism = determinism, o.workspace_limit = limit;
+    why_none.clear();
+    error = {};
+    return tandem::cuda::ConvGraphPlan::build(device, d, shape, false, o, why_none, error);
+  }
+
+  tandem::cuda::ConvGraphDevice device;
+  std::string why_none;
+  tandem::cuda::ConvGraphError error;
+};
+
+constexpr tandem::cuda::ConvDirection kDirections[] = {tandem::cuda::ConvDirection::Forward,
+                                                       tandem::cuda::ConvDirection::GradInput,
+                                                       tandem::cuda::ConvDirection::GradWeight};
+
+TEST_F(H100Plans, EveryDirectionAndDtypeGetsADeterministicEngineWithinTheLimit) {
+  using tandem::cuda::math::Determinism;
+  for (cudnnDataType_t dtype : {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF})
+    for (auto d : kDirections)
+      for (const auto& shape : {conv(2, 3, 6, 4, 3, dtype), conv(32, 64, 56, 64, 3, dtype)}) {
+        auto plan = build(d, shape, Determinism::prefer);
+        ASSERT_TRUE(plan) << "direction " << int(d) << ", dtype " << int(dtype) << ": " << why_none
+                          << error.what << (error.what.empty() ? "" : cudnnGetErrorString(error.status));
+        EXPECT_GE(plan->engine(), 0);
+        EXPECT_LE(plan->workspace(), size_t(256) << 20);
+        EXPECT_TRUE(plan->deterministic()) << "engine " << plan->engine();
+      }
+}
+
+TEST_F(H100Plans, RequireAlwaysTakesADeterministicEngineAndAnyFindsOneToo) {
+  // cuDNN's heuristic also offers engines that add with atomics for the
+  // gradients; `require` never takes one, `any` takes the heuristic's first.
+  using tandem::cuda::math::Determinism;
+  for (auto d : kDirections) {
+    auto required = build(d, conv(32, 64, 56, 64, 3, CUDNN_DATA_FLOAT), Determinism::require);
+    ASSERT_TRUE(required) << why_none << error.what;
+    EXPECT_TRUE(required->deterministic());
+    auto any = build(d, conv(32, 64, 56, 64, 3, CUDNN_DATA_FLOAT), Determinism::any);
+    ASSERT_TRUE(any) << why_none << error.what;
+  }
+}
+
+TEST_F(H100Plans, AZeroWorkspaceLimitTakesAnEngineWithoutOneOrDeclinesSayingSo) {
+  using tandem::cuda::math::Determinism;
+  for (auto d : kDirections) {
+    auto plan = build(d, conv(32, 64, 56, 64, 3, CUDNN_DATA_FLOAT), Determinism::prefer, 0);
+    if (plan) {
+      EXPECT_EQ(plan->workspace(), 0u) << "engine " << plan->engine();
+    } else {
+      EXPECT_NE(why_none.find("cuda.conv_workspace_limit"), std::string::npos) << why_none << error.what;
+    }
+  }
 }

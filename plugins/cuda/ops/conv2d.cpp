@@ -226,7 +226,7 @@ Chosen graph_conv(CudaDevice& d, const ConvShape& g, Dir dir, const Check& c, st
   std::shared_ptr<ConvGraphPlan> plan;
   {
     std::lock_guard<std::mutex> lock(d.prepare_mutex());
-    plan = ConvGraphPlan::build(make_handle(d.prepare_dnn, d.prepare_dnn_destroy), dir, shape, d.tf32(),
+    plan = ConvGraphPlan::build({make_handle(d.prepare_dnn, d.prepare_dnn_destroy), {}}, dir, shape, d.tf32(),
                                 d.conv_options(), why_none, error);
   }
   if (!why_none.empty()) c.unsupported(why_none);

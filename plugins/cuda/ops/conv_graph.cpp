@@ -219,13 +219,16 @@ struct ConvGraphPlan::Built {
 ConvGraphPlan::ConvGraphPlan(std::unique_ptr<Built> built) noexcept : built_(std::move(built)) {}
 ConvGraphPlan::~ConvGraphPlan() = default;
 
-std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(cudnnHandle_t prepare, ConvDirection direction,
+std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(const ConvGraphDevice& device, ConvDirection direction,
                                                     const ConvGraphShape& shape, bool tf32,
                                                     const math::ConvAlgorithmOptions& options,
                                                     std::string& why_none, ConvGraphError& error) {
   try {
     auto b = std::make_unique<Built>();
     const bool by_properties = cudnnGetVersion() >= kDevicePropertiesVersion;
+    if (!by_properties && !device.properties_json.empty())
+      throw Failed{CUDNN_STATUS_NOT_SUPPORTED, "device properties from JSON (cuDNN 9.8 or later)"};
+    cudnnHandle_t prepare = device.handle;
     // The graph first: from 9.8 nothing up to its finalize needs the GPU, so
     // the installed cuDNN checks it on any machine (tests/cuda/test_vendor_libraries.cpp).
     b->x = tensor(shape.x, kX, shape.dtype);
@@ -240,8 +243,13 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(cudnnHandle_t prepare, ConvD
     b->graph.finalize("the operation graph");
     if (by_properties) {
       b->device = Descriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
-      b->device.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "device properties")
-          .finalize("the device properties");
+      const std::string& json = device.properties_json;
+      if (json.empty())
+        b->device.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "device properties");
+      else
+        b->device.set(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, int64_t(json.size()),
+                      json.data(), "device properties");
+      b->device.finalize("the device properties");
     }
 
     // The configurations whose numerics keep the plugin's promise, as

@@ -34,6 +34,16 @@ struct ConvGraphShape {
   int64_t stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
 };
 
+// The GPU a plan is built for: the device of a cuDNN handle (the plugin's
+// prepare-time handle), or, from cuDNN 9.8, device properties as cuDNN
+// reads them from JSON (CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION), which
+// need no GPU at all: cuDNN's ahead-of-time build, with which the tests
+// build and check plans for an H100 on a machine without one.
+struct ConvGraphDevice {
+  cudnnHandle_t handle = nullptr;
+  std::string properties_json;  // used when not empty
+};
+
 // What a cuDNN graph call answered, for the caller's error.
 struct ConvGraphError {
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
@@ -47,8 +57,8 @@ class ConvGraphPlan {
 
   // The plan the rule takes, or null with `why_none` (no engine fits the
   // options: a decline) or with `error` set (cuDNN refused the graph
-  // itself). `prepare` is the device's prepare-time handle.
-  static std::unique_ptr<ConvGraphPlan> build(cudnnHandle_t prepare, ConvDirection direction,
+  // itself, or properties JSON before cuDNN 9.8).
+  static std::unique_ptr<ConvGraphPlan> build(const ConvGraphDevice& device, ConvDirection direction,
                                               const ConvGraphShape& shape, bool tf32,
                                               const math::ConvAlgorithmOptions& options,
                                               std::string& why_none, ConvGraphError& error);
