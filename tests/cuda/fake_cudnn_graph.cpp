@@ -269,6 +269,7 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
     d.engine = config->engine;
   }
   if (d.type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) note("convolution" + describe(d));
+  if (d.type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) note("variant pack");
   if (d.type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
       d.type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR ||
       d.type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR)

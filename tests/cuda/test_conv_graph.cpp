@@ -242,4 +242,26 @@ TEST_F(ConvGraph, EachDirectionBindsItsTensorsByRole) {
   }
 }
 
+TEST_F(ConvGraph, ALaunchBindsItsAddressesOnceAndAgainOnlyWhenTheyChange) {
+  describe({{91, 4096, 0, kModeA}});
+  auto plan = build();
+  ASSERT_TRUE(plan) << error.what;
+  const auto at = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
+  const auto packs = [] {
+    const std::string l = log();
+    size_t n = 0;
+    for (size_t i = l.find("variant pack\n"); i != std::string::npos; i = l.find("variant pack\n", i + 1))
+      ++n;
+    return n;
+  };
+  for (int step = 0; step < 3; ++step)
+    ASSERT_EQ(plan->run(handle, at(0x100), at(0x200), at(0x300), at(0x400)), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(packs(), 1u);
+  ASSERT_EQ(plan->run(handle, at(0x100), at(0x200), at(0x300), at(0x800)), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(packs(), 2u);
+  EXPECT_HAS(log(), "execute engine 91 handle 4096 x=256 w=512 y=768 ws=2048\n");
+  plan.reset();
+  EXPECT_EQ(live(), 0u);
+}
+
 }  // namespace

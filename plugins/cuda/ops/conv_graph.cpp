@@ -1,6 +1,8 @@
 // CUDA backend — a convolution as a cuDNN graph (conv_graph.hpp).
 #include "ops/conv_graph.hpp"
 
+#include <algorithm>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -214,6 +216,11 @@ EngineFacts facts_of(const Descriptor& config) {
 // What the plan keeps alive: cuDNN's descriptors refer to one another.
 struct ConvGraphPlan::Built {
   Descriptor device, x, w, y, conv, op, graph, config, plan;
+  // The last launch's variant pack and the addresses it binds (x, w, y,
+  // workspace); launches on several streams share it.
+  std::mutex pack_mutex;
+  Descriptor pack;
+  void* bound[4] = {};
 };
 
 ConvGraphPlan::ConvGraphPlan(std::unique_ptr<Built> built) noexcept : built_(std::move(built)) {}
@@ -317,21 +324,27 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(const ConvGraphDevice& devic
 }
 
 cudnnStatus_t ConvGraphPlan::run(cudnnHandle_t handle, void* x, void* w, void* y, void* workspace) const {
-  cudnnBackendDescriptor_t pack = nullptr;
-  cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
-  if (s != CUDNN_STATUS_SUCCESS) return s;
-  const int64_t ids[3] = {kX, kW, kY};
-  void* pointers[3] = {x, w, y};
-  s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids);
-  if (s == CUDNN_STATUS_SUCCESS)
-    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
-                                 pointers);
-  if (s == CUDNN_STATUS_SUCCESS)
-    s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendFinalize(pack);
-  if (s == CUDNN_STATUS_SUCCESS) s = cudnnBackendExecute(handle, built_->plan.get(), pack);
-  cudnnBackendDestroyDescriptor(pack);
-  return s;
+  Built& b = *built_;
+  // The executor's tensors and workspace keep their addresses from step to
+  // step: the variant pack is made once per set of them, not per launch.
+  void* const bound[4] = {x, w, y, workspace};
+  std::lock_guard<std::mutex> lock(b.pack_mutex);
+  if (b.pack.get() == nullptr || !std::equal(bound, bound + 4, b.bound)) {
+    try {
+      const int64_t ids[3] = {kX, kW, kY};
+      Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+      pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids, "variant pack ids")
+          .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, bound, "variant pack pointers")
+          .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &bound[3], "variant pack workspace")
+          .finalize("the variant pack");
+      b.pack = std::move(pack);
+      std::copy(bound, bound + 4, b.bound);
+    } catch (const Failed& f) {
+      b.pack = Descriptor();
+      return f.status;
+    }
+  }
+  return cudnnBackendExecute(handle, b.plan.get(), b.pack.get());
 }
 
 }  // namespace tandem::cuda
