@@ -100,17 +100,32 @@ TEST(VendorLibraries, AMissingLibraryNamesWhatWasTriedAndWhatToInstall) {
 // so every direction gets as far as the device properties, the first step
 // that needs a GPU (no handle here). An attribute cuDNN refuses by name,
 // type or count stops the build earlier and names that step instead.
+namespace {
+
+// x [N, C, H, H] with K filters of R x R, stride 1, "same" padding.
+tandem::cuda::ConvGraphShape conv(int64_t N, int64_t C, int64_t H, int64_t K, int64_t R,
+                                  cudnnDataType_t dtype) {
+  tandem::cuda::ConvGraphShape s;
+  s.dtype = dtype;
+  const int64_t x[4] = {N, C, H, H}, w[4] = {K, C, R, R}, y[4] = {N, K, H, H};
+  for (int i = 0; i < 4; ++i) s.x[i] = x[i], s.w[i] = w[i], s.y[i] = y[i];
+  s.padding[0] = s.padding[1] = R / 2;
+  return s;
+}
+
+constexpr tandem::cuda::ConvDirection kDirections[] = {tandem::cuda::ConvDirection::Forward,
+                                                       tandem::cuda::ConvDirection::GradInput,
+                                                       tandem::cuda::ConvDirection::GradWeight};
+
+}  // namespace
+
 TEST(VendorLibraries, TheInstalledCudnnTakesTheConvolutionGraphsUpToTheDevice) {
   using namespace tandem::cuda;
   if (cudnnGetVersion() < 90800)
     GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << " needs a GPU handle for the graph itself (before 9.8)";
-  ConvGraphShape shape;
-  const int64_t x[4] = {2, 3, 6, 5}, w[4] = {4, 3, 3, 3}, y[4] = {2, 4, 3, 3};  // stride 2, padding 1
-  for (int i = 0; i < 4; ++i) shape.x[i] = x[i], shape.w[i] = w[i], shape.y[i] = y[i];
-  shape.stride[0] = shape.stride[1] = 2, shape.padding[0] = shape.padding[1] = 1;
   for (cudnnDataType_t dtype : {CUDNN_DATA_FLOAT, CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF})
-    for (ConvDirection d : {ConvDirection::Forward, ConvDirection::GradInput, ConvDirection::GradWeight}) {
-      shape.dtype = dtype;
+    for (ConvDirection d : kDirections) {
+      const ConvGraphShape shape = conv(2, 3, 6, 4, 3, dtype);
       std::string why_none;
       ConvGraphError error;
       auto plan = ConvGraphPlan::build({}, d, shape, false, {}, why_none, error);
@@ -152,17 +167,6 @@ class H100Plans : public ::testing::Test {
                    << " does not read the H100 profile written for 9.19: " << cudnnGetErrorString(s);
   }
 
-  // x [N, C, H, W] with K filters of R x R, stride 1, "same" padding.
-  static tandem::cuda::ConvGraphShape conv(int64_t N, int64_t C, int64_t H, int64_t K, int64_t R,
-                                           cudnnDataType_t dtype) {
-    tandem::cuda::ConvGraphShape s;
-    s.dtype = dtype;
-    const int64_t x[4] = {N, C, H, H}, w[4] = {K, C, R, R}, y[4] = {N, K, H, H};
-    for (int i = 0; i < 4; ++i) s.x[i] = x[i], s.w[i] = w[i], s.y[i] = y[i];
-    s.padding[0] = s.padding[1] = R / 2;
-    return s;
-  }
-
   std::unique_ptr<tandem::cuda::ConvGraphPlan> build(tandem::cuda::ConvDirection d,
                                                      const tandem::cuda::ConvGraphShape& shape,
                                                      tandem::cuda::math::Determinism determinism,
@@ -178,10 +182,6 @@ class H100Plans : public ::testing::Test {
   std::string why_none;
   tandem::cuda::ConvGraphError error;
 };
-
-constexpr tandem::cuda::ConvDirection kDirections[] = {tandem::cuda::ConvDirection::Forward,
-                                                       tandem::cuda::ConvDirection::GradInput,
-                                                       tandem::cuda::ConvDirection::GradWeight};
 
 TEST_F(H100Plans, EveryDirectionAndDtypeGetsADeterministicEngineWithinTheLimit) {
   using tandem::cuda::math::Determinism;

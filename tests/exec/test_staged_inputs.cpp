@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "exec/executor.hpp"
@@ -42,6 +43,19 @@ std::unique_ptr<Executor> make(const host::DeviceHandle& device, const Net& n) {
   EXPECT_TRUE((*e)->write(n.w, w.data(), w.size() * sizeof(float)).ok());
   EXPECT_TRUE((*e)->write(n.b, b.data(), b.size() * sizeof(float)).ok());
   return std::move(*e);
+}
+
+// An executor of the same graph whose memory budget leaves `room` bytes
+// beside its plan (null if it cannot be made), and that plan's total.
+std::pair<std::unique_ptr<Executor>, uint64_t> with_room(const host::DeviceHandle& device, const Net& n,
+                                                         uint64_t room) {
+  const uint64_t planned = make(device, n)->plan().estimate.total;
+  host::exec::ExecutorOptions o;
+  o.outputs = {"act", "loss"};  // the relu output is the logits
+  o.memory_budget = planned + room;
+  auto e = Executor::create(device, n.graph, o);
+  EXPECT_TRUE(e.ok()) << e.error().message;
+  return {e.ok() ? std::move(*e) : nullptr, planned};
 }
 
 // Loss and logits of the run just finished.
@@ -150,16 +164,12 @@ TEST_F(StagedInputs, TheEstimateCountsTheSecondBufferAsTheExecutorAllocatesIt) {
 
 TEST_F(StagedInputs, ASecondBufferOverTheBudgetIsRefused) {
   const Net n = make_net();
-  auto probe = make(*device_, n);
-  host::exec::ExecutorOptions o;
-  o.outputs = {"act", "loss"};                         // the relu output is the logits
-  o.memory_budget = probe->plan().estimate.total + 8;  // fits the plan, not 48 more bytes
-  auto e = Executor::create(*device_, n.graph, o);
-  ASSERT_TRUE(e.ok()) << e.error().message;
-  auto r = (*e)->allow_staging(n.x);
+  auto [e, planned] = with_room(*device_, n, 8);  // fits the plan, not 48 more bytes
+  ASSERT_TRUE(e);
+  auto r = e->allow_staging(n.x);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().status, TDM_OUT_OF_MEMORY);
-  EXPECT_EQ((*e)->plan().estimate.total, probe->plan().estimate.total);  // unchanged on refusal
+  EXPECT_EQ(e->plan().estimate.total, planned);  // unchanged on refusal
 }
 
 // The run's own buffers beside the graph (the data-parallel all-reduce's
@@ -181,20 +191,16 @@ TEST_F(StagedInputs, ARunBufferIsPlannedAsItIsAllocated) {
 
 TEST_F(StagedInputs, ARunBufferOverTheBudgetIsRefusedByName) {
   const Net n = make_net();
-  auto probe = make(*device_, n);
-  host::exec::ExecutorOptions o;
-  o.outputs = {"act", "loss"};
-  o.memory_budget = probe->plan().estimate.total + 1024;  // room for 1 KiB, not 2
-  auto e = Executor::create(*device_, n.graph, o);
-  ASSERT_TRUE(e.ok()) << e.error().message;
-  auto r = (*e)->reserve_buffer(2000, "the test's buffer");
+  auto [e, planned] = with_room(*device_, n, 1024);  // room for 1 KiB, not 2
+  ASSERT_TRUE(e);
+  auto r = e->reserve_buffer(2000, "the test's buffer");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().status, TDM_OUT_OF_MEMORY);
   EXPECT_NE(r.error().message.find("the test's buffer (2.0 KiB) does not fit"), std::string::npos)
       << r.error().message;
   EXPECT_NE(r.error().message.find("memory budget"), std::string::npos) << r.error().message;
-  EXPECT_EQ((*e)->plan().estimate.total, probe->plan().estimate.total);  // unchanged on refusal
-  EXPECT_TRUE((*e)->reserve_buffer(1000, "the test's buffer").ok());
+  EXPECT_EQ(e->plan().estimate.total, planned);  // unchanged on refusal
+  EXPECT_TRUE(e->reserve_buffer(1000, "the test's buffer").ok());
 }
 
 }  // namespace
