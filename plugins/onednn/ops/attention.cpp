@@ -4,7 +4,8 @@
 //
 // Forward, one task per (batch, head, tile of 64 queries): for each tile of
 // keys up to the causal limit, scores = (q·scale)·kᵀ, padded keys −inf and
-// each causal row cut at its last visible key; the running row maximum m
+// each causal row cut at its last visible key (on a tile across the
+// diagonal, the products skip the hidden triangle: tiles::Causal); the running row maximum m
 // and sum l rescale the accumulated p·v (online softmax); at the end
 // o = acc / l and lse = m + log l. Dropout multiplies p by the catalog's
 // counter mask after l has counted it.
@@ -49,6 +50,11 @@ struct Geometry {
   }
   // The first query that may attend key s.
   int64_t query_begin(int64_t s) const { return causal ? std::clamp<int64_t>(s - (S - T), 0, T) : 0; }
+  // What a tile product of query tile t0 and key tile s0 may skip
+  // (attention_tiles.hpp): query t0 + i sees key s0 + j when j <= i + shift.
+  tiles::Causal triangle(int64_t t0, int64_t s0, tiles::Triangle kind) const {
+    return causal ? tiles::Causal{kind, t0 + S - T - s0} : tiles::Causal{};
+  }
 };
 
 Geometry check_operands(Check& c, size_t first, size_t extras, tdm_dtype& dt) {
@@ -111,11 +117,11 @@ float* scratch(size_t floats) {
 
 // The scores of query rows [t0, t0+bq) against keys [s0, s0+bk) for
 // (b, h): sc = qs·ktᵀ with padded keys −inf; qs is pre-scaled. Entries a
-// causal row cannot see are left as they are: the row loops read only the
+// causal row cannot see may be left unwritten: the row loops read only the
 // first g.visible(...) of each row.
-void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t bq, int64_t s0, int64_t bk,
-            const float* qs, const float* kt, float* sc) {
-  tiles::gemm(bq, bk, g.D, qs, g.D, kt, bk, sc, bk, false);
+void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t t0, int64_t bq, int64_t s0,
+            int64_t bk, const float* qs, const float* kt, float* sc) {
+  tiles::gemm(bq, bk, g.D, qs, g.D, kt, bk, sc, bk, false, g.triangle(t0, s0, tiles::Triangle::output));
   if (ls.mask != nullptr) {
     const uint8_t* padded = ls.mask + b * g.S + s0;
     for (int64_t j = 0; j < bk; ++j)
@@ -151,7 +157,7 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
     const int64_t bk = std::min(kTile, end - s0);
     load_tile(k + kv * g.S * g.D, s0, bk, g.D, stage);
     tiles::transpose(bk, g.D, stage, g.D, kt);
-    scores(g, ls, b, bq, s0, bk, qs, kt, sc);
+    scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
     for (int64_t i = 0; i < bq; ++i) {
       float* row = sc + i * bk;
       const int64_t seen = g.visible(t0 + i, s0, bk);
@@ -177,7 +183,7 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
         for (int64_t j = 0; j < bk; ++j) row[j] *= keep(g, ls, b, h, t0 + i, s0 + j);
     }
     load_tile(v + kv * g.S * g.E, s0, bk, g.E, stage);
-    tiles::gemm(bq, g.E, bk, sc, bk, stage, g.E, acc, g.E, true);
+    tiles::gemm(bq, g.E, bk, sc, bk, stage, g.E, acc, g.E, true, g.triangle(t0, s0, tiles::Triangle::depth));
   }
   T* o = static_cast<T*>(out[0]) + ((b * g.H + h) * g.T + t0) * g.E;
   float* lse = static_cast<float*>(out[1]) + (b * g.H + h) * g.T + t0;
@@ -294,12 +300,14 @@ void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, in
   const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
   load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
   load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
-  scores(g, ls, b, bq, s0, bk, w.qs, w.kt, w.p);
-  tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
+  const tiles::Causal unread = g.triangle(t0, s0, tiles::Triangle::output),
+                      zeros = g.triangle(t0, s0, tiles::Triangle::depth);
+  scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+  tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false, unread);
   probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
-  tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout, g.E, w.acc2, g.E, true);
-  tiles::gemm_tn(bk, g.D, bq, w.ds, bk, w.qs, g.D, w.acc, g.D, true);  // qs = scale·q: dk's scale
-  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, dq, g.D, true);
+  tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout, g.E, w.acc2, g.E, true, zeros);
+  tiles::gemm_tn(bk, g.D, bq, w.ds, bk, w.qs, g.D, w.acc, g.D, true, zeros);  // qs = scale·q: dk's scale
+  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, dq, g.D, true, zeros);
 }
 
 // dk and dv of key tile s0 (w.acc, w.acc2) into the outputs.
@@ -324,10 +332,12 @@ void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* d
   for (int64_t s0 = 0; s0 < end; s0 += kTile) {
     const int64_t bk = std::min(kTile, end - s0);
     load_keys(g, io, kv, s0, bk, w);
-    scores(g, ls, b, bq, s0, bk, w.qs, w.kt, w.p);
-    tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false);
+    scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
+    tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false,
+                g.triangle(t0, s0, tiles::Triangle::output));
     probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
-    tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, w.acc, g.D, true);
+    tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, w.acc, g.D, true,
+                g.triangle(t0, s0, tiles::Triangle::depth));
   }
   for (int64_t i = 0; i < bq * g.D; ++i) st(dq + row0 * g.D, i, w.acc[i] * g.scale);
 }

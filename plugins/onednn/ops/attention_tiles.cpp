@@ -13,9 +13,9 @@ namespace tandem::onednn::tiles {
 #define TANDEM_TILES_DECLARE(level)                                                                       \
   namespace level {                                                                                       \
   void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,    \
-            float* c, int64_t ldc, bool accumulate);                                                      \
+            float* c, int64_t ldc, bool accumulate, Causal causal);                                       \
   void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
-               float* c, int64_t ldc, bool accumulate);                                                   \
+               float* c, int64_t ldc, bool accumulate, Causal causal);                                    \
   }
 TANDEM_TILES_DECLARE(avx2)
 TANDEM_TILES_DECLARE(avx512)
@@ -28,15 +28,15 @@ using GemmFn = decltype(&baseline::gemm);
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-          int64_t ldc, bool accumulate) {
+          int64_t ldc, bool accumulate, Causal causal) {
   static const GemmFn fn = by_vector_level<GemmFn>(avx512::gemm, avx2::gemm, baseline::gemm);
-  fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate, causal);
 }
 
 void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-             float* c, int64_t ldc, bool accumulate) {
+             float* c, int64_t ldc, bool accumulate, Causal causal) {
   static const GemmFn fn = by_vector_level<GemmFn>(avx512::gemm_tn, avx2::gemm_tn, baseline::gemm_tn);
-  fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  fn(m, n, k, a, lda, b, ldb, c, ldc, accumulate, causal);
 }
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {

@@ -11,15 +11,32 @@
 
 namespace tandem::onednn::tiles {
 
+// What a tile on a causal diagonal lets a product skip. Query i of the tile
+// sees key j only when j <= i + shift (shift: the tile's first query minus
+// its first key, plus S - T), so of a scores-shaped matrix [queries x keys]
+// only a lower triangle matters:
+//  - `output`: c is scores-shaped and only its entries j <= i + shift are
+//    read afterwards; the others may be left unwritten (the scores, do·vᵀ);
+//  - `depth`: a is scores-shaped and zero outside that triangle, so the
+//    products skip those terms (p·v and ds·k; and with gemm_tn, whose a is
+//    stored scores-shaped, pᵀ·do and dsᵀ·q).
+// Skipping exact zeros leaves every other sum and its order as it was.
+// About a third of the causal attention's tile products at T = 2 tiles.
+enum class Triangle { none, output, depth };
+struct Causal {
+  Triangle kind = Triangle::none;
+  int64_t shift = 0;
+};
+
 // c[m x n] (+)= a[m x k] · b[k x n]; leading dims lda, ldb, ldc (elements).
 // accumulate = false overwrites c.
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-          int64_t ldc, bool accumulate);
+          int64_t ldc, bool accumulate, Causal causal = {});
 
 // c[m x n] (+)= aᵀ · b where a is stored [k x m] (leading dim lda): the
 // products with a transposed tile (dv += pᵀ·do, dk += dsᵀ·q) without a copy.
 void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-             float* c, int64_t ldc, bool accumulate);
+             float* c, int64_t ldc, bool accumulate, Causal causal = {});
 
 // dst[cols x rows] = src[rows x cols]ᵀ (src leading dim lds, dst dense).
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst);

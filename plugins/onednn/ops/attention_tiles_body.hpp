@@ -5,8 +5,11 @@
 // tiles::TANDEM_TILES_LEVEL. Plain loops the compiler vectorises for the
 // target it compiles for; no intrinsics, so one source serves every level.
 // Included by those three files only, hence no include guard.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+
+#include "attention_tiles.hpp"
 
 #ifndef TANDEM_TILES_LEVEL
 #error "define TANDEM_TILES_LEVEL (the namespace) before including attention_tiles_body.hpp"
@@ -54,19 +57,35 @@ inline Vec splat(float x) {
 }
 
 // Where a(r, p) lives: a[r * row + p * col] (row-major a: col = 1; a stored
-// transposed: row = 1).
+// transposed: row = 1, and `transposed` says so).
 struct Strides {
   int64_t row, col;
+  bool transposed;
 };
 
-// R full-width rows of c from the full depth k.
+// What rows [i, i + rows) of c need under a causal triangle
+// (attention_tiles.hpp): the columns below n_end and the depth
+// [k_begin, k_end). With a transposed, a(r, p) is zero where r > p + shift.
+struct Span {
+  int64_t n_end, k_begin, k_end;
+};
+inline Span span_of(const Causal& z, bool a_transposed, int64_t i, int64_t rows, int64_t n, int64_t k) {
+  const int64_t reach = i + rows + z.shift;  // one past the last key the block's last row sees
+  if (z.kind == Triangle::output) return {std::clamp<int64_t>(reach, 0, n), 0, k};
+  if (z.kind == Triangle::depth)
+    return a_transposed ? Span{n, std::clamp<int64_t>(i - z.shift, 0, k), k}
+                        : Span{n, 0, std::clamp<int64_t>(reach, 0, k)};
+  return {n, 0, k};
+}
+
+// R full-width rows of c from the depth [k0, k1).
 template <int64_t R>
-inline void full_block(int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c,
-                       int64_t ldc, bool accumulate) {
+inline void full_block(int64_t k0, int64_t k1, const float* a, Strides as, const float* b, int64_t ldb,
+                       float* c, int64_t ldc, bool accumulate) {
   Vec acc[R][2];
   for (int64_t r = 0; r < R; ++r)
     for (int64_t h = 0; h < 2; ++h) acc[r][h] = accumulate ? load(c + r * ldc + h * kLanes) : Vec{};
-  for (int64_t p = 0; p < k; ++p) {
+  for (int64_t p = k0; p < k1; ++p) {
     const Vec b0 = load(b + p * ldb), b1 = load(b + p * ldb + kLanes);
     for (int64_t r = 0; r < R; ++r) {
       const Vec ar = splat(a[r * as.row + p * as.col]);
@@ -81,45 +100,56 @@ inline void full_block(int64_t k, const float* a, Strides as, const float* b, in
 // The last columns of c (cols < kCols), one row at a time: the same sums in
 // the same order as full_block, so a column's value does not depend on
 // whether it falls in the tail.
-inline void tail_row(int64_t k, const float* a, Strides as, const float* b, int64_t ldb, float* c,
-                     int64_t cols, bool accumulate) {
+inline void tail_row(int64_t k0, int64_t k1, const float* a, Strides as, const float* b, int64_t ldb,
+                     float* c, int64_t cols, bool accumulate) {
   float acc[kCols];
   for (int64_t j = 0; j < cols; ++j) acc[j] = accumulate ? c[j] : 0.f;
-  for (int64_t p = 0; p < k; ++p) {
+  for (int64_t p = k0; p < k1; ++p) {
     const float ar = a[p * as.col];
     for (int64_t j = 0; j < cols; ++j) acc[j] += ar * b[p * ldb + j];
   }
   for (int64_t j = 0; j < cols; ++j) c[j] = acc[j];
 }
 
+// Rows [i, i + R) of the column block j, or nothing where the triangle
+// leaves it unread.
+template <int64_t R>
+inline void row_block(int64_t i, int64_t j, int64_t n, int64_t k, const float* a, Strides as, const float* b,
+                      int64_t ldb, float* c, int64_t ldc, bool accumulate, const Causal& z) {
+  const Span s = span_of(z, as.transposed, i, R, n, k);
+  if (j < s.n_end)
+    full_block<R>(s.k_begin, s.k_end, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+}
+
 void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const float* b, int64_t ldb,
-             float* c, int64_t ldc, bool accumulate) {
+             float* c, int64_t ldc, bool accumulate, const Causal& z) {
   for (int64_t j = 0; j < n; j += kCols) {
     if (n - j < kCols) {
-      for (int64_t i = 0; i < m; ++i)
-        tail_row(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, n - j, accumulate);
+      for (int64_t i = 0; i < m; ++i) {
+        const Span s = span_of(z, as.transposed, i, 1, n, k);
+        if (j < s.n_end)
+          tail_row(s.k_begin, s.k_end, a + i * as.row, as, b + j, ldb, c + i * ldc + j, n - j, accumulate);
+      }
       break;
     }
     int64_t i = 0;
-    for (; i + kRows <= m; i += kRows)
-      full_block<kRows>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    for (; i + kRows <= m; i += kRows) row_block<kRows>(i, j, n, k, a, as, b, ldb, c, ldc, accumulate, z);
     if constexpr (kRows > 4)
-      for (; i + 4 <= m; i += 4)
-        full_block<4>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
-    for (; i < m; ++i) full_block<1>(k, a + i * as.row, as, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      for (; i + 4 <= m; i += 4) row_block<4>(i, j, n, k, a, as, b, ldb, c, ldc, accumulate, z);
+    for (; i < m; ++i) row_block<1>(i, j, n, k, a, as, b, ldb, c, ldc, accumulate, z);
   }
 }
 
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-          int64_t ldc, bool accumulate) {
-  product(m, n, k, a, {lda, 1}, b, ldb, c, ldc, accumulate);
+          int64_t ldc, bool accumulate, Causal causal) {
+  product(m, n, k, a, {lda, 1, false}, b, ldb, c, ldc, accumulate, causal);
 }
 
 void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-             float* c, int64_t ldc, bool accumulate) {
-  product(m, n, k, a, {1, lda}, b, ldb, c, ldc, accumulate);
+             float* c, int64_t ldc, bool accumulate, Causal causal) {
+  product(m, n, k, a, {1, lda, true}, b, ldb, c, ldc, accumulate, causal);
 }
 
 }  // namespace tandem::onednn::tiles::TANDEM_TILES_LEVEL
