@@ -5,9 +5,9 @@
 // Forward, one task per (batch, head, tile of 64 queries): for each tile of
 // keys up to the causal limit, scores = (q·scale)·kᵀ, padded keys −inf and
 // each causal row cut at its last visible key (on a tile across the
-// diagonal, the products skip the hidden triangle: tiles::Causal); the running row maximum m
-// and sum l rescale the accumulated p·v (online softmax); at the end
-// o = acc / l and lse = m + log l. Dropout multiplies p by the catalog's
+// diagonal, the products skip the hidden triangle: tiles::Causal); the
+// running row maximum m and sum l rescale the accumulated p·v (online
+// softmax); at the end o = acc / l and lse = m + log l. Dropout multiplies p by the catalog's
 // counter mask after l has counted it.
 // Backward, two passes that each own what they write: (1) per (batch, head,
 // query tile) Δ = rowsum(do·o) into the workspace, and dq from every key
