@@ -13,7 +13,11 @@ backward + step), the loss read once at the end of each repeat (.item(),
 inside the timed span, as Tandem reads it). Writes the same JSON keys as
 `tandem bench --json`. Peak RSS is resource.getrusage(RUSAGE_SELF).ru_maxrss.
 
+With --profile, `steps` more steps then run under torch.profiler and its
+per-op table is printed (the counterpart of `tandem bench --profile`).
+
 Usage: torch_peer.py MODEL.toml --threads N [--steps 50 --warmup 10 --repeats 5] [--json FILE] [--label NAME]
+                     [--profile]
 """
 import argparse
 import json
@@ -95,6 +99,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json")
     ap.add_argument("--label", default="pytorch")
+    ap.add_argument("--profile", action="store_true", help="then profile `steps` steps and print the per-op table")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -174,6 +179,14 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=2)
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(a.steps):
+                loss = step()
+            loss.item()
+        print(f"profiled {a.steps} steps (totals over them, not per step):")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
 
 
 if __name__ == "__main__":
