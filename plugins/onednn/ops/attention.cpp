@@ -7,8 +7,8 @@
 // each causal row cut at its last visible key (on a tile across the
 // diagonal, the products skip the hidden triangle: tiles::Causal); the
 // running row maximum m and sum l rescale the accumulated p·v (online
-// softmax); at the end o = acc / l and lse = m + log l. Dropout multiplies p by the catalog's
-// counter mask after l has counted it.
+// softmax); at the end o = acc / l and lse = m + log l. Dropout multiplies
+// p by the catalog's counter mask after l has counted it.
 // Backward, two passes that each own what they write: (1) per (batch, head,
 // query tile) Δ = rowsum(do·o) into the workspace, and dq from every key
 // tile; (2) per (batch, kv head, key tile) dk and dv from every query tile of

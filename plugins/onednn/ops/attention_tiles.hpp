@@ -20,8 +20,9 @@ namespace tandem::onednn::tiles {
 //  - `depth`: a is scores-shaped and zero outside that triangle, so the
 //    products skip those terms (p·v and ds·k; and with gemm_tn, whose a is
 //    stored scores-shaped, pᵀ·do and dsᵀ·q).
-// Skipping exact zeros leaves every other sum and its order as it was.
-// About a third of the causal attention's tile products at T = 2 tiles.
+// Skipping exact zeros leaves every other sum and its order as it was. At
+// T = 128 (two tiles, the GPT benchmark's) the two diagonal tiles' products
+// shrink by about 40 %: a quarter of the attention's tile products.
 enum class Triangle { none, output, depth };
 struct Causal {
   Triangle kind = Triangle::none;
