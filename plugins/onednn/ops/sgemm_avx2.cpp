@@ -45,27 +45,6 @@ inline void prefetch_row(const float* row, int64_t floats) {
   _mm_prefetch(reinterpret_cast<const char*>(row + floats - 1), _MM_HINT_T0);
 }
 
-// Part `part` of `parts` of A's rows [i0, i0 + mc) x depth [k0, k0 + kc)
-// into L2: the block pack_a reads next, fetched while the current one is
-// multiplied. The activations a transformer's products read come from
-// memory (tens of MiB a step), and packing a block of them stalled on
-// every row: pack_a took 6 % of a GPT step on 1 thread (perf, cpu-clock).
-// With this, the GPT's 9 product shapes took 4.6-6.3 % less time on 1
-// thread (sums of medians, old and new kernel alternating in one process
-// over caches flushed before each product, 4 runs, Zen 3).
-void prefetch_a_part(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
-                     int64_t part, int64_t parts) {
-  const int64_t lda = p.a_transposed ? p.m : p.k;
-  // The rows of the stored a that hold the block, and the floats of each.
-  const int64_t rows = p.a_transposed ? kc : mc, floats = p.a_transposed ? mc : kc;
-  const float* first = p.a_transposed ? a + k0 * lda + i0 : a + i0 * lda + k0;
-  for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r) {
-    const char* row = reinterpret_cast<const char*>(first + r * lda);
-    for (int64_t i = 0; i < floats * int64_t(sizeof(float)); i += 64) _mm_prefetch(row + i, _MM_HINT_T1);
-    _mm_prefetch(row + floats * int64_t(sizeof(float)) - 1, _MM_HINT_T1);
-  }
-}
-
 // A mask of the lanes below n (n <= 8).
 inline __m256i lanes_below(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -235,13 +214,7 @@ void rectangle(const Problem& p, const float* a, const float* b, const float* bi
         const int64_t mc = std::min(kMc, m1 - ic);
         // The sums once, with the first column block.
         pack_a(p, a, ic, mc, pc, kc, pa, jc == n0 ? row_sums : nullptr);
-        // The next A block: the next rows of this depth block, else the first of the next one.
-        const bool rows_left = ic + mc < m1;
-        const int64_t next_i = rows_left ? ic + mc : m0, next_k = rows_left ? pc : pc + kc;
-        const int64_t next_mc = std::min(kMc, m1 - next_i), next_kc = std::min(kKc, p.k - next_k);
-        const int64_t panels = (nc + kNr - 1) / kNr;
         for (int64_t jr = 0; jr < nc; jr += kNr) {
-          if (next_kc > 0) prefetch_a_part(p, a, next_i, next_mc, next_k, next_kc, jr / kNr, panels);
           const int64_t nr = std::min(kNr, nc - jr), j = jc + jr;
           const Finish f{pc > 0, last && p.bias ? bias + j : nullptr, last && p.relu};
           for (int64_t ir = 0; ir < mc; ir += kMr) {
