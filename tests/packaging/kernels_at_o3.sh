@@ -10,15 +10,14 @@
 #   kernels_at_o3.sh <source dir>
 set -euo pipefail
 
-source=${1:?source dir}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "packaging.kernels_at_o3: $*" >&2; exit 1; }
+. "$(dirname "$0")/scratch_configure.sh"
+scratch_setup packaging.kernels_at_o3 "${1:?source dir}"
 
-configure() {
+# Each case from an empty build directory: a cached build type must not
+# carry over.
+fresh_configure() {
   rm -rf "$work/build"
-  cmake -S "$source" -B "$work/build" -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_CUDA=OFF "$@" \
-    >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; fail "configure $* failed"; }
+  configure "$@"
 }
 # The last -O option on the compile line of a source under plugins/ (GCC
 # takes the last), or "none".
@@ -34,7 +33,7 @@ PY
 kernel=plugins/onednn/ops/sgemm_avx2.cpp
 
 debian_flags=$(dpkg-buildflags --get CXXFLAGS 2>/dev/null || echo "-g -O2")
-configure -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=$debian_flags"
+fresh_configure -DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=$debian_flags"
 if ! grep -q "$kernel" "$work/build/compile_commands.json"; then
   echo "SKIPPED: the onednn plugin is not configured here (oneDNN's CMake package not found)"
   exit 77
@@ -43,17 +42,17 @@ level=$(last_level "$kernel")
 [[ "$level" == "-O3" ]] || fail "build type None with '$debian_flags': $kernel at $level, not -O3"
 echo "None + '$debian_flags': $level"
 
-configure -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fresh_configure -DCMAKE_BUILD_TYPE=RelWithDebInfo
 level=$(last_level "$kernel")
 [[ "$level" == "-O3" ]] || fail "RelWithDebInfo: $kernel at $level, not -O3"
 echo "RelWithDebInfo: $level"
 
-configure -DCMAKE_BUILD_TYPE=Debug
+fresh_configure -DCMAKE_BUILD_TYPE=Debug
 level=$(last_level "$kernel")
 [[ "$level" != "-O3" ]] || fail "Debug: $kernel at -O3; a Debug build keeps its own level"
 echo "Debug: $level"
 
-configure
+fresh_configure
 type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$work/build/CMakeCache.txt")
 [[ "$type" == "Release" ]] || fail "no build type given: configured as '$type', not Release"
 echo "no build type: Release"

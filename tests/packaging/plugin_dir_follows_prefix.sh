@@ -9,19 +9,13 @@
 #   plugin_dir_follows_prefix.sh <source dir>
 set -euo pipefail
 
-source=${1:?source dir}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "packaging.plugin_dir_follows_prefix: $*" >&2; exit 1; }
+. "$(dirname "$0")/scratch_configure.sh"
+scratch_setup packaging.plugin_dir_follows_prefix "${1:?source dir}"
 
 # Where the reference plugin would be installed, relative to the prefix.
 installed_dir() {
   sed -n 's|.*{CMAKE_INSTALL_PREFIX}/\(.*\)/libtandem-reference.so".*|\1|p' \
     "$work/build/plugins/reference/cmake_install.cmake" | head -1
-}
-configure() {
-  cmake -S "$source" -B "$work/build" -DTANDEM_BUILD_TESTS=OFF -DTANDEM_BUILD_CUDA=OFF "$@" \
-    >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; fail "configure $* failed"; }
 }
 libdir() {
   sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$work/build/CMakeCache.txt"
