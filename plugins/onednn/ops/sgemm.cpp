@@ -87,29 +87,99 @@ bool serves(const Problem& p) {
   return mode == Mode::all || p.m * p.n * p.k >= (int64_t(1) << 25);
 }
 
+namespace {
+
+// A weight gradient's product is deep and narrow: GPT's [192 x 192] summed
+// over 4096 tokens. Cut among threads by rows or columns, each thread packs
+// all of one operand (4096 x 192 floats, read from memory by both threads):
+// on 2 threads the weight gradients of bench/models/gpt.toml ran at 111
+// GFLOP/s, 55 % of the FMA peak, the other products at 122-130. So such a
+// product is summed as two halves of the depth, one into c and one into a
+// buffer, then added, and each thread packs half of each operand: their
+// time fell from 133-142 to 110-129 ms a step (`tandem bench
+// bench/models/gpt.toml --threads 2 --profile`, 5 alternating pairs of the
+// two plugins). On 1 thread it costs the one addition. The halves are a
+// property of the product, not of the thread count, so the bits stay the
+// same on any number of threads. Only a stored transposed and b not,
+// without bias or relu: the weight gradient's shape, whose halves are plain
+// row offsets into both operands.
+constexpr int64_t kHalvedDepth = 8 * kKc;
+bool halves_depth(const Problem& p) {
+  return p.a_transposed && !p.b_transposed && !p.bias && !p.relu && p.k >= kHalvedDepth;
+}
+
+// How run cuts a product: the depth in one or two halves (the first
+// `first_depth` deep), each half cut among `threads / halves` threads.
+struct Plan {
+  int halves = 1;
+  int64_t first_depth = 0;
+  Problem half[2];
+  Split split;
+  int units = 1;  // halves x parts of a half, each with its own buffers
+  size_t unit_floats = 0;
+};
+Plan plan_for(const Problem& p, int threads) {
+  Plan plan;
+  plan.halves = halves_depth(p) ? 2 : 1;
+  plan.first_depth = plan.halves == 1 ? p.k : ceil_div(p.k / 2, kKc) * kKc;
+  plan.half[0] = plan.half[1] = p;
+  plan.half[0].k = plan.first_depth;
+  plan.half[1].k = p.k - plan.first_depth;
+  plan.split = split_for(p.m, p.n, plan.first_depth, std::max(1, threads / plan.halves));
+  plan.units = plan.halves * plan.split.tm * plan.split.tn;
+  plan.unit_floats = per_thread_floats(plan.half[0], plan.split);
+  return plan;
+}
+
+// The second half's sums: c's m x n, then row_sums' m (64-byte aligned).
+size_t second_half_floats(const Plan& plan, const Problem& p) {
+  return plan.halves == 1 ? 0 : size_t(p.m * p.n + p.m + 15) / 16 * 16;
+}
+
+}  // namespace
+
 size_t workspace_bytes(const Problem& p, int threads) {
-  const Split s = split_for(p.m, p.n, p.k, threads);
-  return size_t(s.tm * s.tn) * per_thread_floats(p, s) * sizeof(float) + 64;
+  const Plan plan = plan_for(p, threads);
+  return (size_t(plan.units) * plan.unit_floats + second_half_floats(plan, p)) * sizeof(float) + 64;
 }
 
 void run(const Problem& p, const float* a, const float* b, const float* bias, float* c, float* row_sums,
          void* workspace, int threads) {
-  const Split s = split_for(p.m, p.n, p.k, threads);
-  const int parts = s.tm * s.tn;
-  // Every thread's buffers start on a cache line (workspace_bytes left the
-  // 64 bytes this may skip).
+  const Plan plan = plan_for(p, threads);
+  const int parts = plan.split.tm * plan.split.tn;
+  // Every unit's buffers start on a cache line (workspace_bytes left the
+  // 64 bytes this may skip); the second half's sums follow them.
   auto* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(workspace) + 63) / 64 * 64);
-  const size_t each = per_thread_floats(p, s);
-#pragma omp parallel num_threads(parts) if (parts > 1)
+  float* second_c = base + size_t(plan.units) * plan.unit_floats;
+  float* second_sums = second_c + p.m * p.n;
+  const int team = std::min(plan.units, threads);
+#pragma omp parallel num_threads(team) if (team > 1)
   {
-    // A team smaller than asked for takes the parts in turn.
-    for (int t = omp_get_thread_num(); t < parts; t += omp_get_num_threads()) {
-      const Part w = part_of(p, s, t);
-      float* pa = base + size_t(t) * each;
+    // A team smaller than asked for takes the units in turn.
+    for (int u = omp_get_thread_num(); u < plan.units; u += omp_get_num_threads()) {
+      const int h = u / parts;
+      const Problem& q = plan.half[h];
+      const Part w = part_of(q, plan.split, u % parts);
+      // The second half starts first_depth rows into both operands (a
+      // stored [k, m], b [k, n]).
+      const int64_t k0 = h == 0 ? 0 : plan.first_depth;
+      float* pa = base + size_t(u) * plan.unit_floats;
       // The parts of the first column group sum their rows.
-      float* sums = p.row_sums && w.n0 == 0 ? row_sums : nullptr;
+      float* sums = p.row_sums && w.n0 == 0 ? (h == 0 ? row_sums : second_sums) : nullptr;
       if (w.m0 < w.m1 && w.n0 < w.n1)
-        avx2::rectangle(p, a, b, bias, c, sums, w.m0, w.m1, w.n0, w.n1, pa, pa + pa_floats());
+        avx2::rectangle(q, a + k0 * p.m, b + k0 * p.n, bias, h == 0 ? c : second_c, sums, w.m0, w.m1, w.n0,
+                        w.n1, pa, pa + pa_floats());
+    }
+    if (plan.halves == 2) {
+#pragma omp barrier
+#pragma omp for
+      for (int64_t i = 0; i < p.m; ++i) {
+        float* row = c + i * p.n;
+        const float* add = second_c + i * p.n;
+#pragma omp simd
+        for (int64_t j = 0; j < p.n; ++j) row[j] += add[j];
+        if (p.row_sums) row_sums[i] += second_sums[i];
+      }
     }
   }
 }

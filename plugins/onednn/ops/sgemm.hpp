@@ -15,7 +15,10 @@
 //
 // Every element of C is one thread's, summed over k in increasing order
 // starting from 0 (k blocks continue from what the previous block stored),
-// so the result is the same bits for any thread count.
+// so the result is the same bits for any thread count. A weight gradient
+// at least 2048 deep is summed as two halves of the depth, each that way,
+// then added (sgemm.cpp: halves_depth); whether it is depends on the shape
+// alone.
 #ifndef TANDEM_ONEDNN_OPS_SGEMM_HPP
 #define TANDEM_ONEDNN_OPS_SGEMM_HPP
 
@@ -32,7 +35,8 @@ struct Problem {
   bool bias = false;
   bool relu = false;
   // Also the sums over the depth of op(a)'s rows, row_sums[i] = Σ_q a(i, q),
-  // f32 in increasing q from 0: a weight gradient's dbias (dy's columns).
+  // f32 in increasing q from 0 (per half, when the depth is halved): a
+  // weight gradient's dbias (dy's columns).
   // Only with a_transposed, where packing reads a row of every step.
   bool row_sums = false;
 };
