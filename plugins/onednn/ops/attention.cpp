@@ -162,21 +162,13 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
       float* row = sc + i * bk;
       const int64_t seen = g.visible(t0 + i, s0, bk);
       std::fill(row + seen, row + bk, 0.f);
-      float mnew = m[i];
-#pragma omp simd reduction(max : mnew)
-      for (int64_t j = 0; j < seen; ++j) mnew = std::max(mnew, row[j]);
+      const float mnew = loops::row_max(row, seen, m[i]);
       if (mnew == kNegInf) {  // nothing allowed yet: this tile adds nothing
         std::fill(row, row + seen, 0.f);
         continue;
       }
       const float alpha = m[i] == kNegInf ? 0.f : std::exp(m[i] - mnew);
-#pragma omp simd
-      for (int64_t j = 0; j < seen; ++j) row[j] -= mnew;
-      loops::exp_inplace(row, seen);
-      float sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < seen; ++j) sum += row[j];
-      l[i] = l[i] * alpha + sum;
+      l[i] = l[i] * alpha + loops::exp_shifted_sum(row, seen, mnew);
       m[i] = mnew;
       for (int64_t e = 0; e < g.E; ++e) acc[i * g.E + e] *= alpha;
       if (g.dropout > 0)
@@ -228,21 +220,19 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
     const int64_t seen = lse[i] == kNegInf ? 0 : g.visible(t0 + i, s0, bk);
     std::fill(row + seen, row + bk, 0.f);
     std::fill(dpi + seen, dpi + bk, 0.f);
+    if (g.dropout == 0) {
+      loops::softmax_grad_row(row, dpi, seen, lse[i], delta[i]);
+      continue;
+    }
     const float li = lse[i];
 #pragma omp simd
     for (int64_t j = 0; j < seen; ++j) row[j] -= li;
     loops::exp_inplace(row, seen);
-    if (g.dropout > 0) {
-      for (int64_t j = 0; j < seen; ++j) {
-        const float d = keep(g, ls, b, h, t0 + i, s0 + j);
-        dpi[j] = row[j] * (d * dpi[j] - delta[i]);
-        row[j] *= d;
-      }
-      continue;
+    for (int64_t j = 0; j < seen; ++j) {
+      const float d = keep(g, ls, b, h, t0 + i, s0 + j);
+      dpi[j] = row[j] * (d * dpi[j] - delta[i]);
+      row[j] *= d;
     }
-    const float di = delta[i];  // without dropout the loop has no call in it and vectorises
-#pragma omp simd
-    for (int64_t j = 0; j < seen; ++j) dpi[j] = row[j] * (dpi[j] - di);
   }
 }
 

@@ -13,6 +13,9 @@ namespace tandem::onednn::loops {
 #define TANDEM_LOOPS_DECLARE(level)                                                                          \
   namespace level {                                                                                          \
   void exp_inplace(float* x, int64_t n);                                                                     \
+  float row_max(const float* x, int64_t n, float init);                                                      \
+  float exp_shifted_sum(float* x, int64_t n, float shift);                                                   \
+  void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);                             \
   void gelu_tanh(const float* x, float* y, int64_t n);                                                       \
   void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n);                                \
   void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps, \
@@ -32,6 +35,21 @@ TANDEM_LOOPS_DECLARE(avx512)
 void exp_inplace(float* x, int64_t n) {
   static const auto fn = TANDEM_LOOPS_PICK(exp_inplace);
   fn(x, n);
+}
+
+float row_max(const float* x, int64_t n, float init) {
+  static const auto fn = TANDEM_LOOPS_PICK(row_max);
+  return fn(x, n, init);
+}
+
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+  static const auto fn = TANDEM_LOOPS_PICK(exp_shifted_sum);
+  return fn(x, n, shift);
+}
+
+void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
+  static const auto fn = TANDEM_LOOPS_PICK(softmax_grad_row);
+  fn(p, dp, n, lse, delta);
 }
 
 void gelu_tanh(const float* x, float* y, int64_t n) {

@@ -1,6 +1,6 @@
 // oneDNN backend — the own element-wise loops of transformer training whose
-// time is arithmetic rather than memory traffic: exp, gelu (tanh form), a
-// layer norm's rows, AdamW's update. Like the attention tiles they are
+// time is arithmetic rather than memory traffic: exp, the attention's
+// softmax rows, gelu (tanh form), a layer norm's rows, AdamW's update. Like the attention tiles they are
 // compiled once per vector level (vector_loops.cpp: the baseline copy and
 // the choice; vector_loops_avx2.cpp, vector_loops_avx512.cpp) and picked by
 // oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA caps them too.
@@ -21,6 +21,19 @@ namespace tandem::onednn::loops {
 // y[i] = exp(x[i]) for n elements, ~1 ulp (Cephes' polynomial after a
 // two-part ln 2 reduction); exp of anything below -87.3 (and of -inf) is 0.
 void exp_inplace(float* x, int64_t n);
+
+// The softmax rows of the fused attention (attention.cpp), one row of n
+// scores each call. As baseline code in attention.cpp the row maximum was a
+// scalar chain of maxss and the exp a call between two loops.
+// max(init, x[0..n)): a NaN in x is passed over as by std::max.
+float row_max(const float* x, int64_t n, float init);
+// x[i] = exp(x[i] − shift) (as exp_inplace of the f32 difference), and
+// returns their f32 sum.
+float exp_shifted_sum(float* x, int64_t n, float shift);
+// The gradient's row from the saved log-sum-exp lse and Δ = delta:
+// p[i] = exp(p[i] − lse) (the scores in, probabilities out) and
+// dp[i] = p[i]·(dp[i] − delta), which is ds.
+void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);
 
 // y = gelu_tanh(x) = x·σ(2u), u = √(2/π)·(x + 0.044715·x³); in place allowed.
 void gelu_tanh(const float* x, float* y, int64_t n);

@@ -53,6 +53,34 @@ void exp_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = exp_of(x[i]);
 }
 
+float row_max(const float* x, int64_t n, float init) {
+  float m = init;
+  // The form GCC turns into a vector max; std::max's (m < x ? x : m) stayed scalar.
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = exp_of(x[i] - shift);
+    x[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float e = exp_of(p[i] - lse);
+    p[i] = e;
+    dp[i] = e * (dp[i] - delta);
+  }
+}
+
 void gelu_tanh(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
