@@ -1,9 +1,10 @@
 // oneDNN backend — the own element-wise loops of transformer training whose
 // time is arithmetic rather than memory traffic: exp, the attention's
-// softmax rows, gelu (tanh form), a layer norm's rows, AdamW's update. Like the attention tiles they are
-// compiled once per vector level (vector_loops.cpp: the baseline copy and
-// the choice; vector_loops_avx2.cpp, vector_loops_avx512.cpp) and picked by
-// oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA caps them too.
+// softmax rows, gelu (tanh form), a layer norm's rows, AdamW's update. Like
+// the attention tiles they are compiled once per vector level
+// (vector_loops.cpp: the baseline copy and the choice; vector_loops_avx2.cpp,
+// vector_loops_avx512.cpp) and picked by oneDNN's effective ISA, so
+// ONEDNN_MAX_CPU_ISA caps them too.
 //
 // Why: as baseline x86-64 code (4-wide SSE2, no FMA, floor by a library
 // call) these loops took 68 ms of an 814 ms GPT step on 1 thread on a Zen 3
