@@ -6,8 +6,10 @@
 // conversion passes and a lossy rstd -> variance round trip in backward. These
 // loops make one pass per statistic over cache-resident rows/channels,
 // vectorised with `omp simd` reductions (double accumulators) and threaded
-// over rows; deterministic. f32 rows run through vector_loops.hpp, compiled
-// for the CPU's vector level.
+// over rows; deterministic. Rows run through vector_loops.hpp, compiled for
+// the CPU's vector level (bf16 rows widened to f32 first).
+#include <omp.h>
+
 #include <cmath>
 
 #include "common.hpp"
@@ -17,41 +19,51 @@ namespace tandem::onednn {
 
 namespace {
 
-// One row in bf16: the f32 rows run through loops::layer_norm_row, the same
-// arithmetic compiled for the CPU's vector level.
-void layer_norm_row(const uint16_t* xr, const uint16_t* gamma, const uint16_t* beta, uint16_t* yr, int64_t d,
-                    float eps, float* mean, float* rstd) {
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < d; ++i) sum += ld(xr, i);
-  const double mu = sum / double(d);
-  double sq = 0;
-#pragma omp simd reduction(+ : sq)
-  for (int64_t i = 0; i < d; ++i) {
-    const double c = ld(xr, i) - mu;
-    sq += c * c;
-  }
-  const double rs = 1.0 / std::sqrt(sq / double(d) + double(eps));
-  const float m = float(mu), s = float(rs);
-#pragma omp simd
-  for (int64_t i = 0; i < d; ++i) st(yr, i, (ld(xr, i) - m) * s * ld(gamma, i) + ld(beta, i));
-  *mean = m;
-  *rstd = s;
+// bf16 rows are widened into the thread's part of the workspace, run
+// through the f32 loops and rounded back once: one arithmetic for both
+// dtypes, compiled for the CPU's vector level (the widened values are
+// exact, so the results are those of the f32 expressions rounded to bf16).
+// Floats a thread holds: a row of each of 3 operands, gamma and beta.
+int64_t bf16_floats_per_thread(int64_t d) {
+  return 5 * d;
 }
-void layer_norm_row(const float* xr, const float* gamma, const float* beta, float* yr, int64_t d, float eps,
-                    float* mean, float* rstd) {
-  loops::layer_norm_row(xr, gamma, beta, yr, d, eps, mean, rstd);
+size_t bf16_workspace_bytes(tdm_dtype dt, int64_t d) {
+  return dt == TDM_BF16 ? size_t(omp_get_max_threads()) * size_t(bf16_floats_per_thread(d)) * sizeof(float)
+                        : 0;
+}
+void widen(const uint16_t* src, float* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dst[i] = ld(src, i);
+}
+void narrow(const float* src, uint16_t* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) st(dst, i, src[i]);
 }
 
-template <class T>
-void layer_norm_rows(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, int64_t rows,
-                     int64_t d, float eps) {
+void layer_norm_rows(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                     float* rstd, int64_t rows, int64_t d, float eps, float*) {
 #pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r)
-    layer_norm_row(x + r * d, gamma, beta, y + r * d, d, eps, mean + r, rstd + r);
+    loops::layer_norm_row(x + r * d, gamma, beta, y + r * d, d, eps, mean + r, rstd + r);
+}
+void layer_norm_rows(const uint16_t* x, const uint16_t* gamma, const uint16_t* beta, uint16_t* y, float* mean,
+                     float* rstd, int64_t rows, int64_t d, float eps, float* ws) {
+#pragma omp parallel if (rows * d > kParallelGrain)
+  {
+    float* xr = ws + omp_get_thread_num() * bf16_floats_per_thread(d);
+    float *yr = xr + d, *g = yr + d, *b = g + d;
+    widen(gamma, g, d);
+    widen(beta, b, d);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      widen(x + r * d, xr, d);
+      loops::layer_norm_row(xr, g, b, yr, d, eps, mean + r, rstd + r);
+      narrow(yr, y + r * d, d);
+    }
+  }
 }
 
-std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t&) {
+std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t& ws) {
   Check c(op);
   c.counts(3, 3, 3, 3);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
@@ -65,44 +77,44 @@ std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t&) {
   c.output(1, TDM_F32, stat);
   c.output(2, TDM_F32, stat);
   const float eps = float(c.float_attr("epsilon", 1e-5));
+  ws = bf16_workspace_bytes(dt, d);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
-    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+    return make_fn(c, [=](void* const* in, void* const* out, void* workspace) {
       layer_norm_rows(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
                       static_cast<const T*>(in[2]), static_cast<T*>(out[0]), static_cast<float*>(out[1]),
-                      static_cast<float*>(out[2]), rows, d, eps);
+                      static_cast<float*>(out[2]), rows, d, eps, static_cast<float*>(workspace));
     });
   });
 }
 
-// One row's dx in bf16; f32 rows run through loops::layer_norm_grad_row.
-void layer_norm_grad_row(const uint16_t* dyr, const uint16_t* xr, const uint16_t* gamma, float m, float s,
-                         uint16_t* dxr, int64_t d) {
-  double sg = 0, sgx = 0;
-#pragma omp simd reduction(+ : sg, sgx)
-  for (int64_t i = 0; i < d; ++i) {
-    const float g = ld(dyr, i) * ld(gamma, i);
-    sg += g;
-    sgx += double(g) * double((ld(xr, i) - m) * s);
-  }
-  const float mg = float(sg / double(d)), mgx = float(sgx / double(d));
-#pragma omp simd
-  for (int64_t i = 0; i < d; ++i) {
-    const float xh = (ld(xr, i) - m) * s;
-    st(dxr, i, s * (ld(dyr, i) * ld(gamma, i) - mg - xh * mgx));
-  }
+void layer_norm_grad_rows(const float* dy, const float* x, const float* gamma, const float* mean,
+                          const float* rstd, float* dx, int64_t rows, int64_t d, float*) {
+#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r)
+    loops::layer_norm_grad_row(dy + r * d, x + r * d, gamma, mean[r], rstd[r], dx + r * d, d);
 }
-void layer_norm_grad_row(const float* dyr, const float* xr, const float* gamma, float m, float s, float* dxr,
-                         int64_t d) {
-  loops::layer_norm_grad_row(dyr, xr, gamma, m, s, dxr, d);
+void layer_norm_grad_rows(const uint16_t* dy, const uint16_t* x, const uint16_t* gamma, const float* mean,
+                          const float* rstd, uint16_t* dx, int64_t rows, int64_t d, float* ws) {
+#pragma omp parallel if (rows * d > kParallelGrain)
+  {
+    float* dyr = ws + omp_get_thread_num() * bf16_floats_per_thread(d);
+    float *xr = dyr + d, *dxr = xr + d, *g = dxr + d;
+    widen(gamma, g, d);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      widen(dy + r * d, dyr, d);
+      widen(x + r * d, xr, d);
+      loops::layer_norm_grad_row(dyr, xr, g, mean[r], rstd[r], dxr, d);
+      narrow(dxr, dx + r * d, d);
+    }
+  }
 }
 
 template <class T>
 void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
-                         T* dgamma, T* dbeta, int64_t rows, int64_t d) {
-#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r)
-    layer_norm_grad_row(dy + r * d, x + r * d, gamma, mean[r], rstd[r], dx + r * d, d);
+                         T* dgamma, T* dbeta, int64_t rows, int64_t d, float* ws) {
+  layer_norm_grad_rows(dy, x, gamma, mean, rstd, dx, rows, d, ws);
   // dgamma/dbeta: column blocks in parallel, rows in order (deterministic).
   // Blocks of 32 columns whose sums stay in registers, and enough of them to
   // keep both threads busy at a transformer's widths (192 = 6 blocks).
@@ -138,7 +150,7 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* m
   }
 }
 
-std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t&) {
+std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   Check c(op);
   c.counts(5, 5, 3, 3);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
@@ -153,13 +165,14 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t&) {
   c.output(0, dt, xd);
   c.output(1, dt, {d});
   c.output(2, dt, {d});
+  ws = bf16_workspace_bytes(dt, d);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
-    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+    return make_fn(c, [=](void* const* in, void* const* out, void* workspace) {
       layer_norm_backward(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
                           static_cast<const T*>(in[2]), static_cast<const float*>(in[3]),
                           static_cast<const float*>(in[4]), static_cast<T*>(out[0]), static_cast<T*>(out[1]),
-                          static_cast<T*>(out[2]), rows, d);
+                          static_cast<T*>(out[2]), rows, d, static_cast<float*>(workspace));
     });
   });
 }
