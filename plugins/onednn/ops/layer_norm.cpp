@@ -10,7 +10,6 @@
 // the CPU's vector level (bf16 rows widened to f32 first).
 #include <omp.h>
 
-
 #include "common.hpp"
 #include "vector_loops.hpp"
 
