@@ -74,12 +74,12 @@ const Shape kShapes[] = {{6, 16, 8},    {7, 17, 9},      {13, 33, 31},    {64, 4
                          {65, 47, 257}, {130, 100, 600}, {256, 256, 300}, {6, 4100, 8},
                          {300, 20, 70}, {16, 16, 4100},  {2100, 20, 40}};
 
-// The own GEMM sums a weight gradient at least 2048 deep as two halves of
-// the depth, the first ceil(depth / 2 / 256) · 256 deep (sgemm.cpp,
-// halves_depth): the depth where its dbias restarts from 0, or 0 when it
-// does not.
-int64_t second_half_start(int64_t depth) {
-  return depth >= 2048 ? (depth / 2 + 255) / 256 * 256 : 0;
+// The own GEMM sums a weight gradient at least 2048 deep, of at most 2^21
+// outputs, as two halves of the depth, the first ceil(depth / 2 / 256) · 256
+// deep (sgemm.cpp, halves_depth): the depth where its dbias restarts from
+// 0, or 0 when it does not.
+int64_t second_half_start(int64_t depth, int64_t outputs) {
+  return depth >= 2048 && outputs <= (int64_t(1) << 21) ? (depth / 2 + 255) / 256 * 256 : 0;
 }
 
 }  // namespace
@@ -147,7 +147,7 @@ TEST(OnednnSgemm, LinearGradientsAreTheProductsOnEveryThreadCount) {
     // GEMM while it packs dy, else a column sum): this loop's bits. The own
     // GEMM's halves each start from 0 and are then added.
     const bool own = dw.implementation.find("sgemm:avx2") != std::string::npos;
-    const int64_t restart = own ? second_half_start(s.m) : 0;
+    const int64_t restart = own ? second_half_start(s.m, s.n * s.k) : 0;
     std::vector<float> in_order(size_t(s.n), 0.f), second(size_t(s.n), 0.f);
     for (int64_t i = 0; i < s.m; ++i)
       for (int64_t j = 0; j < s.n; ++j)

@@ -102,10 +102,14 @@ namespace {
 // property of the product, not of the thread count, so the bits stay the
 // same on any number of threads. Only a stored transposed and b not,
 // without bias or relu: the weight gradient's shape, whose halves are plain
-// row offsets into both operands.
-constexpr int64_t kHalvedDepth = 8 * kKc;
+// row offsets into both operands. The second half's buffer is as large as
+// c and is planned memory, so only for outputs of at most 2^21 floats
+// (8 MiB): the narrow products where the duplicated packing costs most,
+// not a vocabulary-wide head's.
+constexpr int64_t kHalvedDepth = 8 * kKc, kMaxHalvedOutput = int64_t(1) << 21;
 bool halves_depth(const Problem& p) {
-  return p.a_transposed && !p.b_transposed && !p.bias && !p.relu && p.k >= kHalvedDepth;
+  return p.a_transposed && !p.b_transposed && !p.bias && !p.relu && p.k >= kHalvedDepth &&
+         p.m * p.n <= kMaxHalvedOutput;
 }
 
 // How run cuts a product: the depth in one or two halves (the first
