@@ -44,13 +44,8 @@ struct Problem {
 // Register block and cache blocks: a 6 x 16 block of c is 12 AVX2
 // accumulators (two FMA ports x 4 cycles latency need 8 or more); a B
 // micro-panel of kKc x 16 floats (16 KiB) stays in L1, an A block of
-// kMc x kKc (168 KiB) in L2, a B block of kKc x kNc in L3. Every A block
-// reads the whole B block once more from L3, so A blocks are as tall as
-// the smallest L2 of AVX2 CPUs (256 KiB, Haswell to Comet Lake) allows:
-// against 72 rows, 168 made the products of bench/models/gpt.toml and
-// gemm_mlp.toml 5-7 % faster on 1 thread and 3-5 % on 2 (Zen 3, sums of
-// per-shape medians, the two kernels alternating in one process, 3 runs).
-constexpr int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 168, kNc = 4080;
+// kMc x kKc (72 KiB) in L2, a B block of kKc x kNc in L3.
+constexpr int64_t kMr = 6, kNr = 16, kKc = 256, kMc = 72, kNc = 4080;
 
 // How the m x n output is cut among threads: tm row groups x tn column
 // groups (tm·tn threads; 1 x 1 for problems too small to share).
