@@ -98,7 +98,10 @@ namespace {
 // buffer, then added, and each thread packs half of each operand: their
 // time fell from 133-142 to 110-129 ms a step (`tandem bench
 // bench/models/gpt.toml --threads 2 --profile`, 5 alternating pairs of the
-// two plugins). On 1 thread it costs the one addition. The halves are a
+// two plugins). The four GPT weight-gradient shapes alone, both versions
+// linked into one program and alternating, caches flushed, each version
+// in turn as the first-linked copy: 2-5 % faster on 2 threads, 0-3 %
+// slower on 1 (the addition and its buffer). The halves are a
 // property of the product, not of the thread count, so the bits stay the
 // same on any number of threads. Only a stored transposed and b not,
 // without bias or relu: the weight gradient's shape, whose halves are plain
