@@ -159,6 +159,33 @@ TEST(OnednnSgemm, LinearGradientsAreTheProductsOnEveryThreadCount) {
   }
 }
 
+// A weight gradient deep enough to halve but with more than 2^21 outputs
+// (1040 x 2048) is summed in one pass: its dbias has the in-order bits, and
+// sampled entries of dw match double sums (all of them would take seconds).
+TEST(OnednnSgemm, AWeightGradientWithTooManyOutputsIsNotHalved) {
+  ASSERT_NE(loaded().device, nullptr) << last_error();
+  const int64_t tokens = 2048, out = 1040, in = 2048;
+  ASSERT_EQ(second_half_start(tokens, out * in), 0);
+  const tc::HostTensor dy = values({tokens, out}, 9), x = values({tokens, in}, 10);
+  const tc::RunResult dw = run_on_every_thread_count(
+      "linear_grad_weight", {}, {dy, x}, {{TDM_F32, {out, in}}, {TDM_F32, {out}}}, out, in, tokens);
+  if (!dw.outcome.ok()) return;
+  const std::vector<double> dyv = dy.to_f64(), xv = x.to_f64(), got = dw.outputs[0].to_f64();
+  std::vector<float> in_order(size_t(out), 0.f);
+  for (int64_t i = 0; i < tokens; ++i)
+    for (int64_t j = 0; j < out; ++j) in_order[size_t(j)] += float(dyv[size_t(i * out + j)]);
+  const std::vector<double> db = dw.outputs[1].to_f64();
+  for (int64_t j = 0; j < out; ++j)
+    ASSERT_EQ(db[size_t(j)], double(in_order[size_t(j)])) << "dbias column " << j;
+  for (int64_t s = 0; s < 64; ++s) {
+    const int64_t j = (s * 677) % out, q = (s * 1559 + 3) % in;
+    double want = 0;
+    for (int64_t i = 0; i < tokens; ++i) want += dyv[size_t(i * out + j)] * xv[size_t(i * in + q)];
+    ASSERT_NEAR(got[size_t(j * in + q)], want, 4e-7 * double(tokens) + 1e-6)
+        << "dw (" << j << ", " << q << ")";
+  }
+}
+
 TEST(OnednnSgemm, MatmulWithEitherOperandTransposed) {
   ASSERT_NE(loaded().device, nullptr) << last_error();
   const Shape s{65, 47, 300};
