@@ -274,11 +274,7 @@ void delta_rows(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t h, in
   const int64_t row0 = (b * g.H + h) * g.T + t0;
   load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
   load_tile(io.o + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.acc2);
-  for (int64_t i = 0; i < bq; ++i) {
-    float sum = 0;
-    for (int64_t e = 0; e < g.E; ++e) sum += w.dout[i * g.E + e] * w.acc2[i * g.E + e];
-    io.delta[row0 + i] = sum;
-  }
+  for (int64_t i = 0; i < bq; ++i) io.delta[row0 + i] = loops::dot(w.dout + i * g.E, w.acc2 + i * g.E, g.E);
 }
 
 // One (query tile, key tile) pair of head h, whose key tile is loaded in w:

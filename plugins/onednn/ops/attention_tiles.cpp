@@ -16,6 +16,7 @@ namespace tandem::onednn::tiles {
             float* c, int64_t ldc, bool accumulate, Causal causal);                                       \
   void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, \
                float* c, int64_t ldc, bool accumulate, Causal causal);                                    \
+  void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst);                  \
   }
 TANDEM_TILES_DECLARE(avx2)
 TANDEM_TILES_DECLARE(avx512)
@@ -40,8 +41,10 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const
 }
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * lds + c];
+  using TransposeFn = decltype(&baseline::transpose);
+  static const TransposeFn fn =
+      by_vector_level<TransposeFn>(avx512::transpose, avx2::transpose, baseline::transpose);
+  fn(rows, cols, src, lds, dst);
 }
 
 }  // namespace tandem::onednn::tiles

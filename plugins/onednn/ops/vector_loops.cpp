@@ -16,6 +16,7 @@ namespace tandem::onednn::loops {
   float row_max(const float* x, int64_t n, float init);                                                      \
   float exp_shifted_sum(float* x, int64_t n, float shift);                                                   \
   void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);                             \
+  float dot(const float* a, const float* b, int64_t n);                                                      \
   void gelu_tanh(const float* x, float* y, int64_t n);                                                       \
   void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n);                                \
   void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps, \
@@ -50,6 +51,11 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
 void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
   static const auto fn = TANDEM_LOOPS_PICK(softmax_grad_row);
   fn(p, dp, n, lse, delta);
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  static const auto fn = TANDEM_LOOPS_PICK(dot);
+  return fn(a, b, n);
 }
 
 void gelu_tanh(const float* x, float* y, int64_t n) {

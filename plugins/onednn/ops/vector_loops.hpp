@@ -35,6 +35,9 @@ float exp_shifted_sum(float* x, int64_t n, float shift);
 // p[i] = exp(p[i] − lse) (the scores in, probabilities out) and
 // dp[i] = p[i]·(dp[i] − delta), which is ds.
 void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);
+// Σ a[i]·b[i] in f32, in the vector level's lane order: the gradient's Δ =
+// rowsum(do·o) (a scalar chain of adds in attention.cpp's baseline code).
+float dot(const float* a, const float* b, int64_t n);
 
 // y = gelu_tanh(x) = x·σ(2u), u = √(2/π)·(x + 0.044715·x³); in place allowed.
 void gelu_tanh(const float* x, float* y, int64_t n);

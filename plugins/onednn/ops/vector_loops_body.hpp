@@ -61,24 +61,63 @@ float row_max(const float* x, int64_t n, float init) {
   return m;
 }
 
+// The softmax rows of a causal attention are short and of every length (a
+// tile across the diagonal has rows of 1 to 64 scores), so the last n % 8
+// values would go through a scalar loop, one exp at a time: they go through
+// one 8-wide chunk instead, the lanes past n being exp(−inf) = 0 and never
+// stored. The chunk is 8 on every level (an AVX-512 register holds two).
+constexpr int64_t kChunk = 8;
+constexpr float kNegInf = -__builtin_inff();
+
+// exp(x[i] − shift) for the i < n of a chunk from x, 0 past n.
+inline void exp_chunk(const float* x, int64_t n, float shift, float* e) {
+  float v[kChunk];
+  for (int64_t l = 0; l < kChunk; ++l) v[l] = l < n ? x[l] - shift : kNegInf;
+#pragma omp simd
+  for (int64_t l = 0; l < kChunk; ++l) e[l] = exp_of(v[l]);
+}
+
 float exp_shifted_sum(float* x, int64_t n, float shift) {
+  const int64_t body = n / kChunk * kChunk;
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < body; ++i) {
     const float e = exp_of(x[i] - shift);
     x[i] = e;
     sum += e;
+  }
+  if (body == n) return sum;
+  float e[kChunk];
+  exp_chunk(x + body, n - body, shift, e);
+  for (int64_t l = 0; l < n - body; ++l) {
+    x[body + l] = e[l];
+    sum += e[l];
   }
   return sum;
 }
 
 void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
+  const int64_t body = n / kChunk * kChunk;
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < body; ++i) {
     const float e = exp_of(p[i] - lse);
     p[i] = e;
     dp[i] = e * (dp[i] - delta);
   }
+  if (body == n) return;
+  float e[kChunk];
+  exp_chunk(p + body, n - body, lse, e);
+  for (int64_t l = 0; l < n - body; ++l) {
+    p[body + l] = e[l];
+    dp[body + l] = e[l] * (dp[body + l] - delta);
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
 }
 
 void gelu_tanh(const float* x, float* y, int64_t n) {
