@@ -48,6 +48,9 @@ struct Geometry {
   int64_t visible(int64_t t, int64_t s0, int64_t bk) const {
     return causal ? std::clamp<int64_t>(t + S - T + 1 - s0, 0, bk) : bk;
   }
+  // What the row loops of a tile take: query t0 + i sees the first
+  // clamp(i + seen0, 0, bk) keys of the tile from s0 (visible, for every row).
+  int64_t seen0(int64_t t0, int64_t s0, int64_t bk) const { return causal ? t0 + S - T + 1 - s0 : bk; }
   // The first query that may attend key s.
   int64_t query_begin(int64_t s) const { return causal ? std::clamp<int64_t>(s - (S - T), 0, T) : 0; }
   // What a tile product of query tile t0 and key tile s0 may skip
@@ -158,22 +161,10 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
     load_tile(k + kv * g.S * g.D, s0, bk, g.D, stage);
     tiles::transpose(bk, g.D, stage, g.D, kt);
     scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
-    for (int64_t i = 0; i < bq; ++i) {
-      float* row = sc + i * bk;
-      const int64_t seen = g.visible(t0 + i, s0, bk);
-      std::fill(row + seen, row + bk, 0.f);
-      const float mnew = loops::row_max(row, seen, m[i]);
-      if (mnew == kNegInf) {  // nothing allowed yet: this tile adds nothing
-        std::fill(row, row + seen, 0.f);
-        continue;
-      }
-      const float alpha = m[i] == kNegInf ? 0.f : std::exp(m[i] - mnew);
-      l[i] = l[i] * alpha + loops::exp_shifted_sum(row, seen, mnew);
-      m[i] = mnew;
-      for (int64_t e = 0; e < g.E; ++e) acc[i * g.E + e] *= alpha;
-      if (g.dropout > 0)
-        for (int64_t j = 0; j < bk; ++j) row[j] *= keep(g, ls, b, h, t0 + i, s0 + j);
-    }
+    loops::online_softmax_rows(sc, bq, bk, g.seen0(t0, s0, bk), m, l, acc, g.E);
+    if (g.dropout > 0)  // after l has counted them
+      for (int64_t i = 0; i < bq; ++i)
+        for (int64_t j = 0; j < bk; ++j) sc[i * bk + j] *= keep(g, ls, b, h, t0 + i, s0 + j);
     load_tile(v + kv * g.S * g.E, s0, bk, g.E, stage);
     tiles::gemm(bq, g.E, bk, sc, bk, stage, g.E, acc, g.E, true, g.triangle(t0, s0, tiles::Triangle::depth));
   }
@@ -213,6 +204,10 @@ std::unique_ptr<Kernel> attention(const OpView& op, size_t&) {
 void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, int64_t h, int64_t t0,
                           int64_t bq, int64_t s0, int64_t bk, const float* lse, const float* delta, float* p,
                           float* dp) {
+  if (g.dropout == 0) {
+    loops::softmax_grad_rows(p, dp, bq, bk, g.seen0(t0, s0, bk), lse, delta);
+    return;
+  }
   for (int64_t i = 0; i < bq; ++i) {
     float* row = p + i * bk;
     float* dpi = dp + i * bk;
@@ -220,10 +215,6 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
     const int64_t seen = lse[i] == kNegInf ? 0 : g.visible(t0 + i, s0, bk);
     std::fill(row + seen, row + bk, 0.f);
     std::fill(dpi + seen, dpi + bk, 0.f);
-    if (g.dropout == 0) {
-      loops::softmax_grad_row(row, dpi, seen, lse[i], delta[i]);
-      continue;
-    }
     const float li = lse[i];
 #pragma omp simd
     for (int64_t j = 0; j < seen; ++j) row[j] -= li;

@@ -17,6 +17,10 @@ namespace tandem::onednn::loops {
   float exp_shifted_sum(float* x, int64_t n, float shift);                                                   \
   void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);                             \
   float dot(const float* a, const float* b, int64_t n);                                                      \
+  void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l,         \
+                           float* acc, int64_t e);                                                           \
+  void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,   \
+                         const float* delta);                                                                \
   void gelu_tanh(const float* x, float* y, int64_t n);                                                       \
   void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n);                                \
   void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps, \
@@ -51,6 +55,18 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
 void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
   static const auto fn = TANDEM_LOOPS_PICK(softmax_grad_row);
   fn(p, dp, n, lse, delta);
+}
+
+void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,
+                         int64_t e) {
+  static const auto fn = TANDEM_LOOPS_PICK(online_softmax_rows);
+  fn(sc, rows, cols, seen0, m, l, acc, e);
+}
+
+void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,
+                       const float* delta) {
+  static const auto fn = TANDEM_LOOPS_PICK(softmax_grad_rows);
+  fn(p, dp, rows, cols, seen0, lse, delta);
 }
 
 float dot(const float* a, const float* b, int64_t n) {

@@ -35,6 +35,19 @@ float exp_shifted_sum(float* x, int64_t n, float shift);
 // p[i] = exp(p[i] − lse) (the scores in, probabilities out) and
 // dp[i] = p[i]·(dp[i] − delta), which is ds.
 void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);
+// The same over a tile of `rows` rows of `cols` scores, where row i may see
+// its first clamp(i + seen0, 0, cols) (a causal tile's triangle; seen0 >=
+// cols: all) and the rest are set to 0. Forward (online softmax): the seen
+// scores become exp(s − m) for the row's new running maximum m[i], and l[i]
+// and the row's e accumulators in acc are rescaled to it (l[i] then adds the
+// row's sum); a row whose maximum stays −inf is zeroed and keeps m, l and acc.
+// Gradient: softmax_grad_row on the seen part, zeros (p and ds) past it and on
+// rows with lse = −inf. One call a tile: per row, the calls and the baseline
+// code between them cost as much as the exps.
+void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,
+                         int64_t e);
+void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,
+                       const float* delta);
 // Σ a[i]·b[i] in f32, in the vector level's lane order: the gradient's Δ =
 // rowsum(do·o) (a scalar chain of adds in attention.cpp's baseline code).
 float dot(const float* a, const float* b, int64_t n);

@@ -113,6 +113,38 @@ void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
   }
 }
 
+void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,
+                         int64_t e) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = sc + i * cols;
+    const int64_t seen = i + seen0 < 0 ? 0 : (i + seen0 > cols ? cols : i + seen0);
+    for (int64_t j = seen; j < cols; ++j) row[j] = 0.f;
+    const float mnew = row_max(row, seen, m[i]);
+    if (mnew == kNegInf) {  // nothing allowed yet: the tile adds nothing to this row
+      for (int64_t j = 0; j < seen; ++j) row[j] = 0.f;
+      continue;
+    }
+    const float alpha = m[i] == kNegInf ? 0.f : __builtin_expf(m[i] - mnew);
+    l[i] = l[i] * alpha + exp_shifted_sum(row, seen, mnew);
+    m[i] = mnew;
+    float* out = acc + i * e;
+#pragma omp simd
+    for (int64_t j = 0; j < e; ++j) out[j] *= alpha;
+  }
+}
+
+void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,
+                       const float* delta) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* pi = p + i * cols;
+    float* dpi = dp + i * cols;
+    // A row that attended nothing (lse = −inf) has p = 0 and so ds = 0.
+    const int64_t seen = lse[i] == kNegInf ? 0 : (i + seen0 < 0 ? 0 : (i + seen0 > cols ? cols : i + seen0));
+    for (int64_t j = seen; j < cols; ++j) pi[j] = dpi[j] = 0.f;
+    softmax_grad_row(pi, dpi, seen, lse[i], delta[i]);
+  }
+}
+
 float dot(const float* a, const float* b, int64_t n) {
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
