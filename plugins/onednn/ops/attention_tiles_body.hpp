@@ -143,8 +143,9 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const 
 // 8 x 8 blocks of the transpose: eight rows in, eight columns out, through
 // the shuffles GCC turns into unpack, shuffle and 128-bit lane permutes
 // (AVX2: vunpcklps, vshufps, vperm2f128). Element by element, with stores
-// 256 bytes apart, the transposes took 13 % of the GPT benchmark's attention
-// and its gradient on 1 thread (`perf record` of the two ops alone).
+// 256 bytes apart, the transposes took 1.4 % of all samples of `perf record
+// tandem bench bench/models/gpt.toml --threads 1`, a seventh of the
+// attention's.
 typedef float Row8 __attribute__((vector_size(8 * sizeof(float))));
 typedef int Pick8 __attribute__((vector_size(8 * sizeof(int))));
 
