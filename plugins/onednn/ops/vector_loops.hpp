@@ -42,8 +42,8 @@ void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);
 // and the row's e accumulators in acc are rescaled to it (l[i] then adds the
 // row's sum); a row whose maximum stays −inf is zeroed and keeps m, l and acc.
 // Gradient: softmax_grad_row on the seen part, zeros (p and ds) past it and on
-// rows with lse = −inf. One call a tile: per row, the calls and the baseline
-// code between them cost as much as the exps.
+// rows with lse = −inf. One call a tile rather than two calls a row with
+// attention.cpp's baseline code between them.
 void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,
                          int64_t e);
 void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,
