@@ -69,6 +69,11 @@ float row_max(const float* x, int64_t n, float init) {
 constexpr int64_t kChunk = 8;
 constexpr float kNegInf = -__builtin_inff();
 
+// How many scores row i of a tile may see: clamp(i + seen0, 0, cols).
+inline int64_t seen_in_row(int64_t i, int64_t seen0, int64_t cols) {
+  return i + seen0 < 0 ? 0 : (i + seen0 > cols ? cols : i + seen0);
+}
+
 // exp(x[i] − shift) for the i < n of a chunk from x, 0 past n.
 inline void exp_chunk(const float* x, int64_t n, float shift, float* e) {
   float v[kChunk];
@@ -117,7 +122,7 @@ void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, f
                          int64_t e) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = sc + i * cols;
-    const int64_t seen = i + seen0 < 0 ? 0 : (i + seen0 > cols ? cols : i + seen0);
+    const int64_t seen = seen_in_row(i, seen0, cols);
     for (int64_t j = seen; j < cols; ++j) row[j] = 0.f;
     const float mnew = row_max(row, seen, m[i]);
     if (mnew == kNegInf) {  // nothing allowed yet: the tile adds nothing to this row
@@ -139,7 +144,7 @@ void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t 
     float* pi = p + i * cols;
     float* dpi = dp + i * cols;
     // A row that attended nothing (lse = −inf) has p = 0 and so ds = 0.
-    const int64_t seen = lse[i] == kNegInf ? 0 : (i + seen0 < 0 ? 0 : (i + seen0 > cols ? cols : i + seen0));
+    const int64_t seen = lse[i] == kNegInf ? 0 : seen_in_row(i, seen0, cols);
     for (int64_t j = seen; j < cols; ++j) pi[j] = dpi[j] = 0.f;
     softmax_grad_row(pi, dpi, seen, lse[i], delta[i]);
   }
