@@ -42,12 +42,14 @@ constexpr int64_t kCols = TANDEM_TILES_COLS;
 constexpr int64_t kLanes = kCols / 2;
 typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
 
-inline Vec load(const float* p) {
-  Vec v;
+template <class V = Vec>
+inline V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float* p, Vec v) {
+template <class V>
+inline void store(float* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 // x in every lane: one broadcast from memory (Vec{} + x would add +0.0 first,
@@ -149,19 +151,10 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const 
 typedef float Row8 __attribute__((vector_size(8 * sizeof(float))));
 typedef int Pick8 __attribute__((vector_size(8 * sizeof(int))));
 
-inline Row8 load8(const float* p) {
-  Row8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, Row8 v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
 // Row i of dst (leading dim ldd) = column i of the 8 x 8 block at src (leading dim lds).
 inline void transpose_block8(const float* src, int64_t lds, float* dst, int64_t ldd) {
   Row8 r[8], t[8], s[8];
-  for (int i = 0; i < 8; ++i) r[i] = load8(src + i * lds);
+  for (int i = 0; i < 8; ++i) r[i] = load<Row8>(src + i * lds);
   for (int i = 0; i < 8; i += 2) {
     t[i] = __builtin_shuffle(r[i], r[i + 1], Pick8{0, 8, 1, 9, 4, 12, 5, 13});
     t[i + 1] = __builtin_shuffle(r[i], r[i + 1], Pick8{2, 10, 3, 11, 6, 14, 7, 15});
@@ -173,8 +166,8 @@ inline void transpose_block8(const float* src, int64_t lds, float* dst, int64_t 
     s[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], Pick8{2, 3, 10, 11, 6, 7, 14, 15});
   }
   for (int i = 0; i < 4; ++i) {
-    store8(dst + i * ldd, __builtin_shuffle(s[i], s[i + 4], Pick8{0, 1, 2, 3, 8, 9, 10, 11}));
-    store8(dst + (i + 4) * ldd, __builtin_shuffle(s[i], s[i + 4], Pick8{4, 5, 6, 7, 12, 13, 14, 15}));
+    store(dst + i * ldd, __builtin_shuffle(s[i], s[i + 4], Pick8{0, 1, 2, 3, 8, 9, 10, 11}));
+    store(dst + (i + 4) * ldd, __builtin_shuffle(s[i], s[i + 4], Pick8{4, 5, 6, 7, 12, 13, 14, 15}));
   }
 }
 
