@@ -10,6 +10,10 @@
 // the CPU's vector level (bf16 rows widened to f32 first).
 #include <omp.h>
 
+#include <algorithm>
+#include <tuple>
+#include <type_traits>
+
 #include "common.hpp"
 #include "vector_loops.hpp"
 
@@ -86,64 +90,92 @@ std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t& ws) {
   });
 }
 
-void layer_norm_grad_rows(const float* dy, const float* x, const float* gamma, const float* mean,
-                          const float* rstd, float* dx, int64_t rows, int64_t d, float*) {
-#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r)
-    loops::layer_norm_grad_row(dy + r * d, x + r * d, gamma, mean[r], rstd[r], dx + r * d, d);
+// dgamma and dbeta sum over every row. They are summed in the same pass as
+// dx, over chunks of rows whose partial sums go to the workspace and are
+// then added in chunk order: a second pass over dy and x, in column blocks
+// in baseline code, took more of the GPT benchmark's layer_norm_grad than
+// the rows themselves. The chunks depend on the row count only (at least 64
+// rows, at most 256 chunks), so the sums are the same bits on any number of
+// threads.
+struct Chunks {
+  int64_t rows_each, count;
+};
+Chunks chunks_of(int64_t rows) {
+  const int64_t each = std::max<int64_t>(64, (rows + 255) / 256);
+  return {each, (rows + each - 1) / each};
 }
-void layer_norm_grad_rows(const uint16_t* dy, const uint16_t* x, const uint16_t* gamma, const float* mean,
-                          const float* rstd, uint16_t* dx, int64_t rows, int64_t d, float* ws) {
-#pragma omp parallel if (rows * d > kParallelGrain)
-  {
-    float* dyr = ws + omp_get_thread_num() * bf16_floats_per_thread(d);
-    float *xr = dyr + d, *dxr = xr + d, *g = dxr + d;
-    widen(gamma, g, d);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      widen(dy + r * d, dyr, d);
-      widen(x + r * d, xr, d);
-      loops::layer_norm_grad_row(dyr, xr, g, mean[r], rstd[r], dxr, d);
-      narrow(dxr, dx + r * d, d);
-    }
+// Floats of the partial sums: dgamma's and dbeta's d per chunk.
+size_t partial_floats(int64_t rows, int64_t d) {
+  return size_t(chunks_of(rows).count) * size_t(2 * d);
+}
+
+// The rows of chunk c: dx, and the chunk's partial dgamma (part) and dbeta
+// (part + d), from f32 rows (bf16 ones widened by the caller's row source).
+template <class Rows>
+void grad_chunk(const Rows& row_of, const float* gamma, const float* mean, const float* rstd, int64_t r0,
+                int64_t r1, int64_t d, float* part) {
+  std::fill(part, part + 2 * d, 0.f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto [dyr, xr, dxr] = row_of(r);
+    loops::layer_norm_grad_row(dyr, xr, gamma, mean[r], rstd[r], dxr, d);
+    loops::layer_norm_param_sums(dyr, xr, mean[r], rstd[r], part, part + d, d);
+    row_of.done(r);
   }
 }
+
+// Rows as they are (f32).
+struct F32Rows {
+  const float *dy, *x;
+  float* dx;
+  int64_t d;
+  std::tuple<const float*, const float*, float*> operator()(int64_t r) const {
+    return {dy + r * d, x + r * d, dx + r * d};
+  }
+  void done(int64_t) const {}
+};
+// bf16 rows widened into one thread's buffers, dx rounded back when done.
+struct Bf16Rows {
+  const uint16_t *dy, *x;
+  uint16_t* dx;
+  int64_t d;
+  float *dyr, *xr, *dxr;
+  std::tuple<const float*, const float*, float*> operator()(int64_t r) const {
+    widen(dy + r * d, dyr, d);
+    widen(x + r * d, xr, d);
+    return {dyr, xr, dxr};
+  }
+  void done(int64_t r) const { narrow(dxr, dx + r * d, d); }
+};
 
 template <class T>
 void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
                          T* dgamma, T* dbeta, int64_t rows, int64_t d, float* ws) {
-  layer_norm_grad_rows(dy, x, gamma, mean, rstd, dx, rows, d, ws);
-  // dgamma/dbeta: column blocks in parallel, rows in order (deterministic).
-  // Blocks of 32 columns whose sums stay in registers, and enough of them to
-  // keep both threads busy at a transformer's widths (192 = 6 blocks).
-  constexpr int64_t kBlock = 32;
-  const int64_t blocks = (d + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (rows * d > kParallelGrain)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t lo = b * kBlock, width = std::min(kBlock, d - lo);
-    float ag[kBlock] = {}, ab[kBlock] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      const float m = mean[r], s = rstd[r];
-      const T* dyr = dy + r * d + lo;
-      const T* xr = x + r * d + lo;
-      if (width == kBlock) {
-#pragma omp simd
-        for (int64_t i = 0; i < kBlock; ++i) {
-          const float g = ld(dyr, i);
-          ag[i] += g * (ld(xr, i) - m) * s;
-          ab[i] += g;
-        }
-      } else {
-        for (int64_t i = 0; i < width; ++i) {
-          const float g = ld(dyr, i);
-          ag[i] += g * (ld(xr, i) - m) * s;
-          ab[i] += g;
-        }
-      }
+  const Chunks ch = chunks_of(rows);
+  float* partials = ws;
+#pragma omp parallel if (rows * d > kParallelGrain)
+  {
+    const auto each_chunk = [&](const auto& row_of, const float* g) {
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < ch.count; ++c)
+        grad_chunk(row_of, g, mean, rstd, c * ch.rows_each, std::min(rows, (c + 1) * ch.rows_each), d,
+                   partials + c * 2 * d);
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      each_chunk(F32Rows{dy, x, dx, d}, gamma);
+    } else {
+      float* own = ws + partial_floats(rows, d) + omp_get_thread_num() * bf16_floats_per_thread(d);
+      float* g = own + 3 * d;
+      widen(gamma, g, d);
+      each_chunk(Bf16Rows{dy, x, dx, d, own, own + d, own + 2 * d}, g);
     }
-    for (int64_t i = 0; i < width; ++i) {
-      st(dgamma, lo + i, ag[i]);
-      st(dbeta, lo + i, ab[i]);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < 2 * d; ++i) {
+      float sum = 0;
+      for (int64_t c = 0; c < ch.count; ++c) sum += partials[c * 2 * d + i];
+      if (i < d)
+        st(dgamma, i, sum);
+      else
+        st(dbeta, i - d, sum);
     }
   }
 }
@@ -163,7 +195,7 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   c.output(0, dt, xd);
   c.output(1, dt, {d});
   c.output(2, dt, {d});
-  ws = bf16_workspace_bytes(dt, d);
+  ws = partial_floats(rows, d) * sizeof(float) + bf16_workspace_bytes(dt, d);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
     return make_fn(c, [=](void* const* in, void* const* out, void* workspace) {

@@ -27,6 +27,8 @@ namespace tandem::onednn::loops {
                       float* mean, float* rstd);                                                             \
   void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,      \
                            float* dx, int64_t d);                                                            \
+  void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,         \
+                             float* dbeta, int64_t d);                                                       \
   void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,          \
              float* param_out, float* m_out, float* v_out, int64_t n);                                       \
   }
@@ -94,6 +96,12 @@ void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, fl
                          float* dx, int64_t d) {
   static const auto fn = TANDEM_LOOPS_PICK(layer_norm_grad_row);
   fn(dy, x, gamma, mean, rstd, dx, d);
+}
+
+void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,
+                           float* dbeta, int64_t d) {
+  static const auto fn = TANDEM_LOOPS_PICK(layer_norm_param_sums);
+  fn(dy, x, mean, rstd, dgamma, dbeta, d);
 }
 
 void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,

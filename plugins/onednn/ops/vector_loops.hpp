@@ -68,6 +68,10 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, float
 void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
                          float* dx, int64_t d);
 
+// One row's terms of the parameter gradients: dgamma += dy·x̂, dbeta += dy.
+void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,
+                           float* dbeta, int64_t d);
+
 // AdamW's coefficients for one step: moments m = b1·m + (1 − b1)·g and
 // v = b2·v + (1 − b2)·g², param = param·decay − lr·(m/bc1)/(√(v/bc2) + eps).
 struct AdamW {

@@ -214,6 +214,15 @@ void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, fl
   }
 }
 
+void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,
+                           float* dbeta, int64_t d) {
+#pragma omp simd
+  for (int64_t i = 0; i < d; ++i) {
+    dgamma[i] += dy[i] * (x[i] - mean) * rstd;
+    dbeta[i] += dy[i];
+  }
+}
+
 void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,
            float* param_out, float* m_out, float* v_out, int64_t n) {
   // Locals, not h's fields: the stores below could alias h as far as the compiler knows.
