@@ -117,8 +117,8 @@ void grad_chunk(const Rows& row_of, const float* gamma, const float* mean, const
   std::fill(part, part + 2 * d, 0.f);
   for (int64_t r = r0; r < r1; ++r) {
     const auto [dyr, xr, dxr] = row_of(r);
+    loops::layer_norm_param_sums(dyr, xr, mean[r], rstd[r], part, part + d, d);  // before dx is written
     loops::layer_norm_grad_row(dyr, xr, gamma, mean[r], rstd[r], dxr, d);
-    loops::layer_norm_param_sums(dyr, xr, mean[r], rstd[r], part, part + d, d);
     row_of.done(r);
   }
 }
