@@ -13,9 +13,6 @@ namespace tandem::onednn::loops {
 #define TANDEM_LOOPS_DECLARE(level)                                                                          \
   namespace level {                                                                                          \
   void exp_inplace(float* x, int64_t n);                                                                     \
-  float row_max(const float* x, int64_t n, float init);                                                      \
-  float exp_shifted_sum(float* x, int64_t n, float shift);                                                   \
-  void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);                             \
   float dot(const float* a, const float* b, int64_t n);                                                      \
   void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l,         \
                            float* acc, int64_t e);                                                           \
@@ -42,21 +39,6 @@ TANDEM_LOOPS_DECLARE(avx512)
 void exp_inplace(float* x, int64_t n) {
   static const auto fn = TANDEM_LOOPS_PICK(exp_inplace);
   fn(x, n);
-}
-
-float row_max(const float* x, int64_t n, float init) {
-  static const auto fn = TANDEM_LOOPS_PICK(row_max);
-  return fn(x, n, init);
-}
-
-float exp_shifted_sum(float* x, int64_t n, float shift) {
-  static const auto fn = TANDEM_LOOPS_PICK(exp_shifted_sum);
-  return fn(x, n, shift);
-}
-
-void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
-  static const auto fn = TANDEM_LOOPS_PICK(softmax_grad_row);
-  fn(p, dp, n, lse, delta);
 }
 
 void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,

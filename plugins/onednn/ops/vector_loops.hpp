@@ -23,27 +23,20 @@ namespace tandem::onednn::loops {
 // two-part ln 2 reduction); exp of anything below -87.3 (and of -inf) is 0.
 void exp_inplace(float* x, int64_t n);
 
-// The softmax rows of the fused attention (attention.cpp), one row of n
-// scores each call. As baseline code in attention.cpp the row maximum was a
-// scalar chain of maxss and the exp a call between two loops.
-// max(init, x[0..n)): a NaN in x is passed over as by std::max.
-float row_max(const float* x, int64_t n, float init);
-// x[i] = exp(x[i] − shift) (as exp_inplace of the f32 difference), and
-// returns their f32 sum.
-float exp_shifted_sum(float* x, int64_t n, float shift);
-// The gradient's row from the saved log-sum-exp lse and Δ = delta:
-// p[i] = exp(p[i] − lse) (the scores in, probabilities out) and
-// dp[i] = p[i]·(dp[i] − delta), which is ds.
-void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta);
-// The same over a tile of `rows` rows of `cols` scores, where row i may see
-// its first clamp(i + seen0, 0, cols) (a causal tile's triangle; seen0 >=
-// cols: all) and the rest are set to 0. Forward (online softmax): the seen
-// scores become exp(s − m) for the row's new running maximum m[i], and l[i]
-// and the row's e accumulators in acc are rescaled to it (l[i] then adds the
-// row's sum); a row whose maximum stays −inf is zeroed and keeps m, l and acc.
-// Gradient: softmax_grad_row on the seen part, zeros (p and ds) past it and on
-// rows with lse = −inf. One call a tile rather than two calls a row with
-// attention.cpp's baseline code between them.
+// The softmax rows of the fused attention (attention.cpp), a tile of `rows`
+// rows of `cols` scores a call, where row i may see its first
+// clamp(i + seen0, 0, cols) (a causal tile's triangle; seen0 >= cols: all)
+// and the rest are set to 0. One call a tile: as baseline code in
+// attention.cpp the row maximum was a scalar chain of maxss, and the rows
+// two calls each with baseline code between them.
+// Forward (online softmax): the seen scores s become exp(s − m) for the
+// row's new running maximum m[i] (a NaN in the row is passed over as by
+// std::max), and l[i] and the row's e accumulators in acc are rescaled to it
+// (l[i] then adds the row's f32 sum); a row whose maximum stays −inf is
+// zeroed and keeps m, l and acc.
+// Gradient, from the saved log-sum-exp lse and Δ = delta: p = exp(p − lse)
+// (the scores in, probabilities out) and dp = p·(dp − delta), which is ds,
+// on the seen part; zeros (p and ds) past it and on rows with lse = −inf.
 void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,
                          int64_t e);
 void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,

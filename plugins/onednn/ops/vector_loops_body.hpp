@@ -53,7 +53,10 @@ void exp_inplace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = exp_of(x[i]);
 }
 
-float row_max(const float* x, int64_t n, float init) {
+// A row of the attention's tiles (online_softmax_rows, softmax_grad_rows).
+namespace {
+
+inline float row_max(const float* x, int64_t n, float init) {
   float m = init;
   // The form GCC turns into a vector max; std::max's (m < x ? x : m) stayed scalar.
 #pragma omp simd reduction(max : m)
@@ -82,7 +85,7 @@ inline void exp_chunk(const float* x, int64_t n, float shift, float* e) {
   for (int64_t l = 0; l < kChunk; ++l) e[l] = exp_of(v[l]);
 }
 
-float exp_shifted_sum(float* x, int64_t n, float shift) {
+inline float exp_shifted_sum(float* x, int64_t n, float shift) {
   const int64_t body = n / kChunk * kChunk;
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -101,7 +104,7 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
   return sum;
 }
 
-void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
+inline void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
   const int64_t body = n / kChunk * kChunk;
 #pragma omp simd
   for (int64_t i = 0; i < body; ++i) {
@@ -117,6 +120,8 @@ void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
     dp[body + l] = e[l] * (dp[body + l] - delta);
   }
 }
+
+}  // namespace
 
 void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l, float* acc,
                          int64_t e) {
