@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "common.hpp"
+#include "row_chunk_sums.hpp"
 #include "vector_loops.hpp"
 
 namespace tandem::onednn {
@@ -90,27 +91,9 @@ std::unique_ptr<Kernel> layer_norm(const OpView& op, size_t& ws) {
   });
 }
 
-// dgamma and dbeta sum over every row. They are summed in the same pass as
-// dx, over chunks of rows whose partial sums go to the workspace and are
-// then added in chunk order: a second pass over dy and x, in column blocks
-// in baseline code, took more of the GPT benchmark's layer_norm_grad than
-// the rows themselves. The chunks depend on the row count only (at least 64
-// rows, at most 256 chunks), so the sums are the same bits on any number of
-// threads.
-struct Chunks {
-  int64_t rows_each, count;
-};
-Chunks chunks_of(int64_t rows) {
-  const int64_t each = std::max<int64_t>(64, (rows + 255) / 256);
-  return {each, (rows + each - 1) / each};
-}
-// Floats of the partial sums: dgamma's and dbeta's d per chunk.
-size_t partial_floats(int64_t rows, int64_t d) {
-  return size_t(chunks_of(rows).count) * size_t(2 * d);
-}
-
-// The rows of chunk c: dx, and the chunk's partial dgamma (part) and dbeta
-// (part + d), from f32 rows (bf16 ones widened by the caller's row source).
+// The rows of one chunk (row_chunk_sums.hpp: dgamma and dbeta are summed
+// with dx): dx, and the chunk's partial dgamma (part) and dbeta (part + d),
+// from f32 rows (bf16 ones widened by the caller's row source).
 template <class Rows>
 void grad_chunk(const Rows& row_of, const float* gamma, const float* mean, const float* rstd, int64_t r0,
                 int64_t r1, int64_t d, float* part) {
@@ -150,33 +133,29 @@ struct Bf16Rows {
 template <class T>
 void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
                          T* dgamma, T* dbeta, int64_t rows, int64_t d, float* ws) {
-  const Chunks ch = chunks_of(rows);
+  const RowChunks chunks(rows);
   float* partials = ws;
 #pragma omp parallel if (rows * d > kParallelGrain)
   {
     const auto each_chunk = [&](const auto& row_of, const float* g) {
 #pragma omp for schedule(static)
-      for (int64_t c = 0; c < ch.count; ++c)
-        grad_chunk(row_of, g, mean, rstd, c * ch.rows_each, std::min(rows, (c + 1) * ch.rows_each), d,
-                   partials + c * 2 * d);
+      for (int64_t c = 0; c < chunks.count(); ++c)
+        grad_chunk(row_of, g, mean, rstd, chunks.begin(c), chunks.end(c), d, partials + c * 2 * d);
     };
     if constexpr (std::is_same_v<T, float>) {
       each_chunk(F32Rows{dy, x, dx, d}, gamma);
     } else {
-      float* own = ws + partial_floats(rows, d) + omp_get_thread_num() * bf16_floats_per_thread(d);
+      float* own = ws + chunks.partial_floats(2 * d) + omp_get_thread_num() * bf16_floats_per_thread(d);
       float* g = own + 3 * d;
       widen(gamma, g, d);
       each_chunk(Bf16Rows{dy, x, dx, d, own, own + d, own + 2 * d}, g);
     }
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < 2 * d; ++i) {
-      float sum = 0;
-      for (int64_t c = 0; c < ch.count; ++c) sum += partials[c * 2 * d + i];
+    chunks.add_in_order(partials, 2 * d, [&](int64_t i, float sum) {
       if (i < d)
         st(dgamma, i, sum);
       else
         st(dbeta, i - d, sum);
-    }
+    });
   }
 }
 
@@ -195,7 +174,7 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   c.output(0, dt, xd);
   c.output(1, dt, {d});
   c.output(2, dt, {d});
-  ws = partial_floats(rows, d) * sizeof(float) + bf16_workspace_bytes(dt, d);
+  ws = RowChunks(rows).partial_floats(2 * d) * sizeof(float) + bf16_workspace_bytes(dt, d);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
     return make_fn(c, [=](void* const* in, void* const* out, void* workspace) {

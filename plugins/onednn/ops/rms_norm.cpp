@@ -1,9 +1,12 @@
 // oneDNN backend — rms_norm and its gradient: own code (oneDNN 2.x's layer
 // normalisation always centres). Rows in parallel, each row's sums in
-// `omp simd` reductions with f32 accumulators, as the catalog allows.
+// `omp simd` reductions with f32 accumulators, as the catalog allows;
+// dgamma in the gradient's row pass (row_chunk_sums.hpp).
+#include <algorithm>
 #include <cmath>
 
 #include "common.hpp"
+#include "row_chunk_sums.hpp"
 
 namespace tandem::onednn {
 
@@ -58,9 +61,10 @@ std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
   });
 }
 
-// dx per row in parallel; dgamma = Σ_rows dy·x̂ by columns in parallel, so
-// no two threads add to one element.
-std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t&) {
+// dx per row; dgamma = Σ_rows dy·x·rstd summed in the same pass, a partial
+// per chunk of rows (row_chunk_sums.hpp), so it is the same bits on any
+// number of threads.
+std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t& ws) {
   Check c(op);
   c.counts(4, 4, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
@@ -71,33 +75,41 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t&) {
   c.input(3, TDM_F32, Dims(shape.begin(), shape.end() - 1));
   c.output(0, dt, shape);
   c.output(1, dt, {r.d});
+  const RowChunks chunks(r.rows);
+  ws = chunks.partial_floats(r.d) * sizeof(float);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
-    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+    return make_fn(c, [=](void* const* in, void* const* out, void* workspace) {
       const T* dy = static_cast<const T*>(in[0]);
       const T* x = static_cast<const T*>(in[1]);
       const T* gamma = static_cast<const T*>(in[2]);
       const float* rstd = static_cast<const float*>(in[3]);
       T* dx = static_cast<T*>(out[0]);
       T* dgamma = static_cast<T*>(out[1]);
-#pragma omp parallel for schedule(static) if (r.rows * r.d > kParallelGrain)
-      for (int64_t row = 0; row < r.rows; ++row) {
-        const int64_t base = row * r.d;
-        const float rs = rstd[row];
-        float mean_gx = 0;
+      float* partials = static_cast<float*>(workspace);
+#pragma omp parallel if (r.rows * r.d > kParallelGrain)
+      {
+#pragma omp for schedule(static)
+        for (int64_t chunk = 0; chunk < chunks.count(); ++chunk) {
+          float* part = partials + chunk * r.d;
+          std::fill(part, part + r.d, 0.f);
+          for (int64_t row = chunks.begin(chunk); row < chunks.end(chunk); ++row) {
+            const int64_t base = row * r.d;
+            const float rs = rstd[row];
+            float mean_gx = 0;
 #pragma omp simd reduction(+ : mean_gx)
-        for (int64_t i = 0; i < r.d; ++i) mean_gx += ld(dy, base + i) * ld(gamma, i) * ld(x, base + i) * rs;
-        mean_gx /= float(r.d);
+            for (int64_t i = 0; i < r.d; ++i) {
+              const float xr = ld(x, base + i) * rs;
+              mean_gx += ld(dy, base + i) * ld(gamma, i) * xr;
+              part[i] += ld(dy, base + i) * xr;  // before dx, which may be dy's memory, is written
+            }
+            mean_gx /= float(r.d);
 #pragma omp simd
-        for (int64_t i = 0; i < r.d; ++i)
-          st(dx, base + i, rs * (ld(dy, base + i) * ld(gamma, i) - ld(x, base + i) * rs * mean_gx));
-      }
-#pragma omp parallel for schedule(static) if (r.rows * r.d > kParallelGrain)
-      for (int64_t i = 0; i < r.d; ++i) {
-        float sum = 0;
-        for (int64_t row = 0; row < r.rows; ++row)
-          sum += ld(dy, row * r.d + i) * ld(x, row * r.d + i) * rstd[row];
-        st(dgamma, i, sum);
+            for (int64_t i = 0; i < r.d; ++i)
+              st(dx, base + i, rs * (ld(dy, base + i) * ld(gamma, i) - ld(x, base + i) * rs * mean_gx));
+          }
+        }
+        chunks.add_in_order(partials, r.d, [&](int64_t i, float sum) { st(dgamma, i, sum); });
       }
     });
   });
