@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -150,6 +151,24 @@ TEST(Cli, DevicesListsReferenceWithMemory) {
   EXPECT_HAS(r.output, "cpu");
   EXPECT_HAS(r.output, "TOTAL");
   EXPECT_HAS(r.output, "iB");  // memory in binary units
+}
+
+// bench/run.sh and the figures quoted from `tandem bench --profile` rely on
+// every model under bench/models building and training a step.
+TEST(Cli, BenchProfilesAStepOfEveryBenchmarkModel) {
+  require_reference();
+  int models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(TANDEM_BENCH_MODELS)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++models;
+    SCOPED_TRACE(entry.path().string());
+    const CliRun r = tandem("bench '" + entry.path().string() +
+                            "' --steps 1 --repeats 1 --warmup 0 --profile" + plugin_flags());
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_HAS(r.output, "samples/s");
+    EXPECT_HAS(r.output, "per step:");
+  }
+  EXPECT_GE(models, 6) << "bench/models lost its model files";
 }
 
 }  // namespace
