@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <omp.h>
 
@@ -111,6 +112,20 @@ void load_tile(const T* src, int64_t r0, int64_t rows, int64_t cols, float* dst,
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = ld(src, (r0 + r) * cols + c) * mul;
 }
 
+// The rows of such a tile as f32 operands of the tile products: f32 rows
+// where they are (the tile's rows are contiguous), bf16 ones widened into
+// `stage`. Copying f32 tiles would only move them from one cache line to
+// another.
+template <class T>
+const float* tile_rows(const T* src, int64_t r0, int64_t rows, int64_t cols, float* stage) {
+  if constexpr (std::is_same_v<T, float>) {
+    return src + r0 * cols;
+  } else {
+    load_tile(src, r0, rows, cols, stage);
+    return stage;
+  }
+}
+
 // Thread-private tile buffers, kept between launches (no allocation once warm).
 float* scratch(size_t floats) {
   thread_local std::vector<float> buf;
@@ -158,15 +173,14 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
   const int64_t end = g.key_end(t0 + bq);
   for (int64_t s0 = 0; s0 < end; s0 += kTile) {
     const int64_t bk = std::min(kTile, end - s0);
-    load_tile(k + kv * g.S * g.D, s0, bk, g.D, stage);
-    tiles::transpose(bk, g.D, stage, g.D, kt);
+    tiles::transpose(bk, g.D, tile_rows(k + kv * g.S * g.D, s0, bk, g.D, stage), g.D, kt);
     scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
     loops::online_softmax_rows(sc, bq, bk, g.seen0(t0, s0, bk), m, l, acc, g.E);
     if (g.dropout > 0)  // after l has counted them
       for (int64_t i = 0; i < bq; ++i)
         for (int64_t j = 0; j < bk; ++j) sc[i * bk + j] *= keep(g, ls, b, h, t0 + i, s0 + j);
-    load_tile(v + kv * g.S * g.E, s0, bk, g.E, stage);
-    tiles::gemm(bq, g.E, bk, sc, bk, stage, g.E, acc, g.E, true, g.triangle(t0, s0, tiles::Triangle::depth));
+    tiles::gemm(bq, g.E, bk, sc, bk, tile_rows(v + kv * g.S * g.E, s0, bk, g.E, stage), g.E, acc, g.E, true,
+                g.triangle(t0, s0, tiles::Triangle::depth));
   }
   T* o = static_cast<T*>(out[0]) + ((b * g.H + h) * g.T + t0) * g.E;
   float* lse = static_cast<float*>(out[1]) + (b * g.H + h) * g.T + t0;
@@ -228,14 +242,17 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
 }
 
 // The tiles the backward reads, in one thread's scratch; dq_rows rows of
-// dq accumulators after them (the one-pass backward's, else none).
+// dq accumulators after them (the one-pass backward's, else none). k and
+// dout are the key and do rows (tile_rows: in place for f32, else kst and
+// dst).
 struct GradTiles {
-  float *qs, *dout, *kst, *kt, *vst, *vt, *p, *ds, *acc, *acc2, *dq;
+  float *qs, *dst, *kst, *kt, *vst, *vt, *p, *ds, *acc, *acc2, *dq;
+  const float *k = nullptr, *dout = nullptr;
   static GradTiles make(const Geometry& g, int64_t dq_rows = 0) {
     const int64_t n = kTile;
     float* f = scratch(size_t(n * (4 * g.D + 4 * g.E + 2 * n) + dq_rows * g.D));
     GradTiles t;
-    t.qs = f, t.dout = t.qs + n * g.D, t.kst = t.dout + n * g.E, t.kt = t.kst + n * g.D;
+    t.qs = f, t.dst = t.qs + n * g.D, t.kst = t.dst + n * g.E, t.kt = t.kst + n * g.D;
     t.vst = t.kt + n * g.D, t.vt = t.vst + n * g.E, t.p = t.vt + n * g.E, t.ds = t.p + n * n;
     t.acc = t.ds + n * n, t.acc2 = t.acc + n * g.D, t.dq = t.acc2 + n * g.E;
     return t;
@@ -249,13 +266,12 @@ struct GradIo {
   float* delta;  // [B, H, T] in the workspace
 };
 
-// Key tile s0 of kv head kv: kst, kᵀ, vst and vᵀ.
+// Key tile s0 of kv head kv: its rows k, kᵀ and vᵀ.
 template <class T>
 void load_keys(const Geometry& g, const GradIo<T>& io, int64_t kv, int64_t s0, int64_t bk, GradTiles& w) {
-  load_tile(io.k + kv * g.S * g.D, s0, bk, g.D, w.kst);
-  tiles::transpose(bk, g.D, w.kst, g.D, w.kt);
-  load_tile(io.v + kv * g.S * g.E, s0, bk, g.E, w.vst);
-  tiles::transpose(bk, g.E, w.vst, g.E, w.vt);
+  w.k = tile_rows(io.k + kv * g.S * g.D, s0, bk, g.D, w.kst);
+  tiles::transpose(bk, g.D, w.k, g.D, w.kt);
+  tiles::transpose(bk, g.E, tile_rows(io.v + kv * g.S * g.E, s0, bk, g.E, w.vst), g.E, w.vt);
 }
 
 // Δ = rowsum(do·o) of query rows [t0, t0 + bq) of (b, h); w.acc2 is scratch.
@@ -263,9 +279,9 @@ template <class T>
 void delta_rows(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t h, int64_t t0, int64_t bq,
                 GradTiles& w) {
   const int64_t row0 = (b * g.H + h) * g.T + t0;
-  load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
-  load_tile(io.o + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.acc2);
-  for (int64_t i = 0; i < bq; ++i) io.delta[row0 + i] = loops::dot(w.dout + i * g.E, w.acc2 + i * g.E, g.E);
+  w.dout = tile_rows(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dst);
+  const float* o = tile_rows(io.o + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.acc2);
+  for (int64_t i = 0; i < bq; ++i) io.delta[row0 + i] = loops::dot(w.dout + i * g.E, o + i * g.E, g.E);
 }
 
 // One (query tile, key tile) pair of head h, whose key tile is loaded in w:
@@ -276,7 +292,7 @@ void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, in
                int64_t t0, int64_t s0, int64_t bk, GradTiles& w, float* dq) {
   const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
   load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
-  load_tile(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dout);
+  w.dout = tile_rows(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dst);
   const tiles::Causal unread = g.triangle(t0, s0, tiles::Triangle::output),
                       zeros = g.triangle(t0, s0, tiles::Triangle::depth);
   scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
@@ -284,7 +300,7 @@ void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, in
   probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
   tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout, g.E, w.acc2, g.E, true, zeros);
   tiles::gemm_tn(bk, g.D, bq, w.ds, bk, w.qs, g.D, w.acc, g.D, true, zeros);  // qs = scale·q: dk's scale
-  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, dq, g.D, true, zeros);
+  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.k, g.D, dq, g.D, true, zeros);
 }
 
 // dk and dv of key tile s0 (w.acc, w.acc2) into the outputs.
@@ -313,7 +329,7 @@ void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* d
     tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false,
                 g.triangle(t0, s0, tiles::Triangle::output));
     probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
-    tiles::gemm(bq, g.D, bk, w.ds, bk, w.kst, g.D, w.acc, g.D, true,
+    tiles::gemm(bq, g.D, bk, w.ds, bk, w.k, g.D, w.acc, g.D, true,
                 g.triangle(t0, s0, tiles::Triangle::depth));
   }
   for (int64_t i = 0; i < bq * g.D; ++i) st(dq + row0 * g.D, i, w.acc[i] * g.scale);
