@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "attention_tiles.hpp"
+#include "transpose8x8.hpp"
 
 #ifndef TANDEM_TILES_LEVEL
 #error "define TANDEM_TILES_LEVEL (the namespace) before including attention_tiles_body.hpp"
@@ -142,41 +143,12 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, Strides as, const 
   }
 }
 
-// 8 x 8 blocks of the transpose: eight rows in, eight columns out, through
-// the shuffles GCC turns into unpack, shuffle and 128-bit lane permutes
-// (AVX2: vunpcklps, vshufps, vperm2f128). Element by element, with stores
-// 256 bytes apart, the transposes took 1.4 % of all samples of `perf record
-// tandem bench bench/models/gpt.toml --threads 1`, a seventh of the
-// attention's.
-typedef float Row8 __attribute__((vector_size(8 * sizeof(float))));
-typedef int Pick8 __attribute__((vector_size(8 * sizeof(int))));
-
-// Row i of dst (leading dim ldd) = column i of the 8 x 8 block at src (leading dim lds).
-inline void transpose_block8(const float* src, int64_t lds, float* dst, int64_t ldd) {
-  Row8 r[8], t[8], s[8];
-  for (int i = 0; i < 8; ++i) r[i] = load<Row8>(src + i * lds);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shuffle(r[i], r[i + 1], Pick8{0, 8, 1, 9, 4, 12, 5, 13});
-    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], Pick8{2, 10, 3, 11, 6, 14, 7, 15});
-  }
-  for (int i = 0; i < 8; i += 4) {
-    s[i] = __builtin_shuffle(t[i], t[i + 2], Pick8{0, 1, 8, 9, 4, 5, 12, 13});
-    s[i + 1] = __builtin_shuffle(t[i], t[i + 2], Pick8{2, 3, 10, 11, 6, 7, 14, 15});
-    s[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], Pick8{0, 1, 8, 9, 4, 5, 12, 13});
-    s[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], Pick8{2, 3, 10, 11, 6, 7, 14, 15});
-  }
-  for (int i = 0; i < 4; ++i) {
-    store(dst + i * ldd, __builtin_shuffle(s[i], s[i + 4], Pick8{0, 1, 2, 3, 8, 9, 10, 11}));
-    store(dst + (i + 4) * ldd, __builtin_shuffle(s[i], s[i + 4], Pick8{4, 5, 6, 7, 12, 13, 14, 15}));
-  }
-}
-
 }  // namespace
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst) {
   const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
   for (int64_t r = 0; r < r8; r += 8)
-    for (int64_t c = 0; c < c8; c += 8) transpose_block8(src + r * lds + c, lds, dst + c * rows + r, rows);
+    for (int64_t c = 0; c < c8; c += 8) transpose8x8(src + r * lds + c, lds, 8, dst + c * rows + r, rows);
   // The edges a whole block does not cover, element by element.
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = r < r8 ? c8 : 0; c < cols; ++c) dst[c * rows + r] = src[r * lds + c];

@@ -1,40 +1,19 @@
 // oneDNN backend — the AVX2 + FMA code of the own GEMM (sgemm.hpp): packing
 // and the 6 x 16 register block. Compiled with -march=haswell
 // (plugins/onednn/CMakeLists.txt) and called only when oneDNN's effective ISA
-// is AVX2 + FMA (sgemm.cpp). Intrinsics, unlike the attention tiles: the
-// packing transposes need shuffles the compiler does not find from loops.
+// is AVX2 + FMA (sgemm.cpp). Intrinsics for the register block and the
+// masked loads and stores; the packing transposes are transpose8x8.hpp's.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "sgemm.hpp"
+#include "transpose8x8.hpp"
 
 namespace tandem::onednn::sgemm::avx2 {
 
 namespace {
-
-// dst row r = src column r of an 8-column block of `rows` rows (the rest
-// zero), stored in increasing r, 8 floats each: with ldd < 8 a row's last
-// lanes spill into the next row's place, which the next store overwrites.
-inline void transpose8(const float* src, int64_t lds, int64_t rows, float* dst, int64_t ldd) {
-  __m256 r[8];
-  for (int64_t i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * lds) : _mm256_setzero_ps();
-  __m256 t[8], s[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    s[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
-    s[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
-    s[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    s[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(s[i], s[i + 4], 0x20));
-  for (int i = 0; i < 4; ++i)
-    _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(s[i], s[i + 4], 0x31));
-}
 
 // Packing reads rows lda (or ldb) apart, which the hardware prefetchers
 // follow poorly when the operand comes from memory (a weight gradient's dy
@@ -107,7 +86,7 @@ void pack_a(const Problem& p, const float* a, int64_t i0, int64_t mc, int64_t k0
     const float* rows = a + (i0 + ir) * lda + k0;
     int64_t q = 0;
     // 8 steps at a time: the panel's rows transposed, 6 lanes a step.
-    for (; q + 8 <= kc; q += 8) transpose8(rows + q, lda, mr, pa + q * kMr, kMr);
+    for (; q + 8 <= kc; q += 8) transpose8x8(rows + q, lda, mr, pa + q * kMr, kMr);
     for (; q < kc; ++q)
       for (int64_t i = 0; i < kMr; ++i) pa[q * kMr + i] = i < mr ? rows[i * lda + q] : 0.f;
   }
@@ -136,8 +115,8 @@ void pack_b(const Problem& p, const float* b, int64_t k0, int64_t kc, int64_t j0
     int64_t q = 0;
     if (nr == kNr) {  // b(q, j) = b[j·ldb + q]: rows of b are columns of the panel
       for (; q + 8 <= kc; q += 8) {
-        transpose8(b + j * ldb + k0 + q, ldb, 8, panel + q * kNr, kNr);
-        transpose8(b + (j + 8) * ldb + k0 + q, ldb, 8, panel + q * kNr + 8, kNr);
+        transpose8x8(b + j * ldb + k0 + q, ldb, 8, panel + q * kNr, kNr);
+        transpose8x8(b + (j + 8) * ldb + k0 + q, ldb, 8, panel + q * kNr + 8, kNr);
       }
     }
     for (; q < kc; ++q)
