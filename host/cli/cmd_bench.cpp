@@ -1,6 +1,7 @@
 // `tandem bench MODEL.toml`: training throughput with pre-loaded data (see
 // train/benchmark.hpp for what is timed). bench/run.sh compares it with
 // PyTorch doing the same work.
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -23,6 +24,23 @@ std::string fixed(double x, int digits) {
   return s.str();
 }
 
+// The slowest nodes of a profiled step, the way `caffe time` lists layers:
+// which layer's forward or gradient the time goes to.
+void print_slowest_nodes(const host::train::BenchResult& r, size_t count) {
+  count = std::min(count, r.node_times.size());
+  if (count == 0) return;
+  size_t width = 4;
+  for (size_t i = 0; i < count; ++i) width = std::max(width, r.node_times[i].name.size());
+  std::cout << "  slowest " << count << " of " << r.node_times.size() << " nodes, per step:\n";
+  for (size_t i = 0; i < count; ++i) {
+    const host::train::NodeTime& t = r.node_times[i];
+    std::cout << "    " << std::left << std::setw(int(width)) << t.name << "  " << std::setw(26) << t.op
+              << std::right << std::setw(10) << fixed(t.ms_per_step, 3) << " ms";
+    if (t.gflops > 0) std::cout << "  " << fixed(t.gflops, 1) << " GFLOP/s";
+    std::cout << "\n";
+  }
+}
+
 po::options_description bench_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
@@ -37,7 +55,10 @@ po::options_description bench_options() {
       "repeats", po::value<int64_t>()->default_value(5), "timed repeats (the median is reported)")(
       "profile", po::bool_switch(),
       "time every node (one synchronisation per node): time per op type and the GEMM ops' GFLOP/s")(
-      "json", po::value<std::string>(), "also write the result as JSON to this file");
+      "profile-nodes", po::value<int64_t>()->default_value(0),
+      "with the profile (implies --profile), also the N slowest nodes: name, op, time per step, and "
+      "a matmul-family node's GFLOP/s")("json", po::value<std::string>(),
+                                        "also write the result as JSON to this file");
   return options;
 }
 
@@ -67,10 +88,15 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(device.error().message);
     return kExitPlugin;
   }
+  const int64_t slowest = vm["profile-nodes"].as<int64_t>();
+  if (slowest < 0) {
+    print_error("bench: --profile-nodes must be 0 or more, got " + std::to_string(slowest));
+    return kExitUsage;
+  }
   host::train::BenchOptions bench{.steps = vm["steps"].as<int64_t>(),
                                   .warmup = vm["warmup"].as<int64_t>(),
                                   .repeats = vm["repeats"].as<int64_t>(),
-                                  .profile = vm["profile"].as<bool>()};
+                                  .profile = vm["profile"].as<bool>() || slowest > 0};
   auto result = host::train::run_benchmark(*spec, *device, *session->registry, bench);
   if (!result) {
     print_error(result.error().message);
@@ -102,11 +128,12 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
     for (const auto& t : r.op_times)
       std::cout << "    " << std::left << std::setw(28) << t.op << std::right << std::setw(10)
                 << fixed(t.ms_per_step, 3) << " ms  (" << t.nodes << " nodes)\n";
+    print_slowest_nodes(r, size_t(slowest));
     std::cout << std::flush;
   }
   if (vm.count("json")) {
     std::ofstream out(vm["json"].as<std::string>());
-    out << host::train::bench_json(r, threads) << "\n";
+    out << host::train::bench_json(r, threads, size_t(slowest)) << "\n";
     if (!out) {
       print_error("cannot write " + vm["json"].as<std::string>());
       return kExitRuntimeFailure;

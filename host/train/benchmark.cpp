@@ -70,18 +70,24 @@ void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, 
   double gemm_flop = 0, gemm_us = 0;
   for (size_t i = 0; i < ex.node_count(); ++i) {
     const Node& node = *g.node_at(i);
+    const double us = ex.node_time_us()[i];
     OpTime& t = by_op[node.op];
     t.op = node.op;
-    t.ms_per_step += ex.node_time_us()[i] * 1e-3 / double(steps);
+    t.ms_per_step += us * 1e-3 / double(steps);
     ++t.nodes;
-    if (const double f = gemm_flops(g, node); f > 0) {
+    const double f = gemm_flops(g, node);
+    r.node_times.push_back({node.name, node.op, us * 1e-3 / double(steps),
+                            f > 0 && us > 0 ? f * double(steps) / (us * 1e3) : 0});
+    if (f > 0) {
       gemm_flop += f * double(steps);
-      gemm_us += ex.node_time_us()[i];
+      gemm_us += us;
     }
   }
   for (auto& [op, t] : by_op) r.op_times.push_back(t);
   std::sort(r.op_times.begin(), r.op_times.end(),
             [](const OpTime& a, const OpTime& b) { return a.ms_per_step > b.ms_per_step; });
+  std::stable_sort(r.node_times.begin(), r.node_times.end(),
+                   [](const NodeTime& a, const NodeTime& b) { return a.ms_per_step > b.ms_per_step; });
   r.gemm_ms_per_step = gemm_us * 1e-3 / double(steps);
   r.gemm_gflops = gemm_us > 0 ? gemm_flop / (gemm_us * 1e-6) * 1e-9 : 0;
 }
@@ -156,7 +162,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   return result;
 }
 
-std::string bench_json(const BenchResult& r, int threads) {
+std::string bench_json(const BenchResult& r, int threads, size_t slowest_nodes) {
   nlohmann::json j;
   j["framework"] = "tandem";
   j["model"] = r.model;
@@ -183,6 +189,12 @@ std::string bench_json(const BenchResult& r, int threads) {
     j["gemm_gflops"] = r.gemm_gflops;
     j["gemm_ms_per_step"] = r.gemm_ms_per_step;
     for (const OpTime& t : r.op_times) j["op_ms_per_step"][t.op] = t.ms_per_step;
+    for (size_t i = 0; i < std::min(slowest_nodes, r.node_times.size()); ++i) {
+      const NodeTime& t = r.node_times[i];
+      nlohmann::json node{{"name", t.name}, {"op", t.op}, {"ms_per_step", t.ms_per_step}};
+      if (t.gflops > 0) node["gflops"] = t.gflops;
+      j["slowest_nodes"].push_back(node);
+    }
   }
   return j.dump(2);
 }

@@ -40,6 +40,16 @@ struct OpTime {
   int64_t nodes = 0;
 };
 
+// One node of the profiled step: its name (the layer's, with what autodiff
+// or a pass added: h.0.fc.rows.grad_weight), op, time, and for the
+// matmul-family ops their 2·M·N·K FLOP over that time (0 for the others).
+struct NodeTime {
+  std::string name;
+  std::string op;
+  double ms_per_step = 0;
+  double gflops = 0;
+};
+
 struct BenchResult {
   std::string model;
   std::string device;
@@ -59,6 +69,7 @@ struct BenchResult {
   // matmul-family ops (linear, linear_grad_input, linear_grad_weight, matmul):
   // 2·M·N·K FLOP each over their measured time.
   std::vector<OpTime> op_times;
+  std::vector<NodeTime> node_times;  // every node, largest time first
   double gemm_gflops = 0;
   double gemm_ms_per_step = 0;
   // 6 x parameters x samples/s (the usual training FLOP count of dense
@@ -72,7 +83,8 @@ struct BenchResult {
 Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHandle& device,
                                   const PluginRegistry& registry, const BenchOptions& options);
 
-// The result as one JSON object (the same keys bench/torch_peer.py writes).
-std::string bench_json(const BenchResult& result, int threads);
+// The result as one JSON object (the same keys bench/torch_peer.py writes),
+// with the first `slowest_nodes` of node_times as "slowest_nodes".
+std::string bench_json(const BenchResult& result, int threads, size_t slowest_nodes = 0);
 
 }  // namespace tandem::host::train

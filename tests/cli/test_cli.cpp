@@ -171,4 +171,24 @@ TEST(Cli, BenchProfilesAStepOfEveryBenchmarkModel) {
   EXPECT_GE(models, 6) << "bench/models lost its model files";
 }
 
+TEST(Cli, BenchListsTheSlowestNodesByName) {
+  require_reference();
+  const std::string model = std::string(" '") + TANDEM_BENCH_MODELS + "/gemm_mlp.toml'";
+  const CliRun r =
+      tandem("bench" + model + " --steps 2 --repeats 1 --warmup 1 --profile-nodes 3" + plugin_flags());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "per step:");  // --profile-nodes implies the profile
+  const size_t at = r.output.find("slowest 3 of ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  // The GEMM-bound MLP's slowest nodes are its 1024 x 1024 layers' products.
+  const std::regex node(R"(\n    fc[1-4]\S*\s+linear\S*\s+[0-9.]+ ms\s+[0-9.]+ GFLOP/s)");
+  const std::string listing = r.output.substr(at);
+  EXPECT_EQ(std::distance(std::sregex_iterator(listing.begin(), listing.end(), node), std::sregex_iterator()),
+            3)
+      << listing;
+  const CliRun negative = tandem("bench" + model + " --profile-nodes -1" + plugin_flags());
+  EXPECT_EQ(negative.code, 2) << negative.output;
+  EXPECT_HAS(negative.output, "--profile-nodes");
+}
+
 }  // namespace
