@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "plugin_fixture.hpp"
+#include "tandem/dropout_mask.hpp"
 
 using namespace onednn_test;
 
@@ -59,5 +60,49 @@ TEST(OnednnAttention, GradientIsTheSameBitsInOneOrTwoPasses) {
     double norm = 0;
     for (double x : one_pass.outputs[i].to_f64()) norm += x * x;
     EXPECT_GT(norm, 1e-3) << names[i] << " is all zeros: the test would prove nothing";
+  }
+}
+
+// The attention's dropout factors (ops/vector_loops*: the catalog's mask
+// written out as an integer test, compiled per vector level) against the
+// SDK's mask, at drop probabilities from tiny to nearly 1. With q = 0 every
+// score is 0, so each probability is 1/S, and v = the identity makes
+// o[t][e] = d(t, e)/S: zero exactly where the mask drops key e for query t.
+TEST(OnednnAttention, DropoutKeepsWhatTheCatalogsMaskKeeps) {
+  Fixture& f = loaded();
+  ASSERT_NE(f.device, nullptr) << last_error();
+  const int64_t T = 3, S = 300;  // five key tiles, the last partial
+  const uint64_t seed = 4242;
+  std::vector<double> identity(size_t(S * S), 0.0);
+  for (int64_t s = 0; s < S; ++s) identity[size_t(s * S + s)] = 1;
+  const tc::HostTensor q =
+      tc::HostTensor::from_values(TDM_F32, {1, 1, T, 1}, std::vector<double>(size_t(T), 0));
+  const tc::HostTensor k = wavy({1, 1, S, 1}, 0.3);
+  const tc::HostTensor v = tc::HostTensor::from_values(TDM_F32, {1, 1, S, S}, identity);
+  // And the edge of the mask's test: p equal to an element's u (kept, as
+  // u >= p), and p half a 2^-24 step above it (dropped), a float where u is
+  // below 0.5.
+  int64_t edge = 0;
+  while (tandem::dropout_uniform(seed, uint64_t(edge)) >= 0.5f) ++edge;
+  const float u = tandem::dropout_uniform(seed, uint64_t(edge)), above = u + 0x1p-25f;
+  ASSERT_LT(edge, T * S);
+  ASSERT_GT(above, u);
+  for (double p : {1e-7, 0.1, 0.2, 0.5, 0.9, 0.9999, double(u), double(above)}) {
+    SCOPED_TRACE("p = " + std::to_string(p));
+    tc::Attrs attrs;
+    attrs.number("dropout", p).integer("seed", int64_t(seed));
+    const tc::RunResult r =
+        tc::run_op(*f.kit, "attention", attrs, {q, k, v}, {{TDM_F32, {1, 1, T, S}}, {TDM_F32, {1, 1, T}}});
+    ASSERT_TRUE(r.outcome.ok()) << r.outcome.message;
+    const std::vector<double> o = r.outputs[0].to_f64();
+    int64_t dropped = 0, wrong = 0;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t e = 0; e < S; ++e) {
+        const bool kept = tandem::dropout_keep(seed, uint64_t(t * S + e), float(p));
+        const double got = o[size_t(t * S + e)];
+        dropped += kept ? 0 : 1;
+        if (kept ? !(std::fabs(got * double(S) * (1 - p) - 1) < 1e-5) : got != 0) ++wrong;
+      }
+    EXPECT_EQ(wrong, 0) << "of " << T * S << " elements, " << dropped << " dropped by the mask";
   }
 }

@@ -23,7 +23,6 @@
 
 #include "attention_tiles.hpp"
 #include "common.hpp"
-#include "tandem/dropout_mask.hpp"
 #include "vector_loops.hpp"
 
 namespace tandem::onednn {
@@ -148,10 +147,11 @@ void scores(const Geometry& g, const LaunchState& ls, int64_t b, int64_t t0, int
   }
 }
 
-// d_s of the catalog: the dropout factor of (b, h, t, s).
-inline float keep(const Geometry& g, const LaunchState& ls, int64_t b, int64_t h, int64_t t, int64_t s) {
-  const uint64_t i = uint64_t(((b * g.H + h) * g.T + t) * g.S + s);
-  return dropout_keep(ls.seed, i, g.dropout) ? 1.f / (1.f - g.dropout) : 0.f;
+// d of the catalog for keys [s0, s0 + n) of query t of (b, h): a row's mask
+// elements are consecutive (loops::dropout_factors).
+void dropout_factors(const Geometry& g, const LaunchState& ls, int64_t b, int64_t h, int64_t t, int64_t s0,
+                     int64_t n, float* d) {
+  loops::dropout_factors(ls.seed, uint64_t(((b * g.H + h) * g.T + t) * g.S + s0), g.dropout, n, d);
 }
 
 // The forward of one (b, h, query tile).
@@ -176,9 +176,15 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
     tiles::transpose(bk, g.D, tile_rows(k + kv * g.S * g.D, s0, bk, g.D, stage), g.D, kt);
     scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
     loops::online_softmax_rows(sc, bq, bk, g.seen0(t0, s0, bk), m, l, acc, g.E);
-    if (g.dropout > 0)  // after l has counted them
-      for (int64_t i = 0; i < bq; ++i)
-        for (int64_t j = 0; j < bk; ++j) sc[i * bk + j] *= keep(g, ls, b, h, t0 + i, s0 + j);
+    if (g.dropout > 0)  // after l has counted them; the keys a row cannot see are 0 already
+      for (int64_t i = 0; i < bq; ++i) {
+        float d[kTile];
+        const int64_t seen = g.visible(t0 + i, s0, bk);
+        dropout_factors(g, ls, b, h, t0 + i, s0, seen, d);
+        float* row = sc + i * bk;
+#pragma omp simd
+        for (int64_t j = 0; j < seen; ++j) row[j] *= d[j];
+      }
     tiles::gemm(bq, g.E, bk, sc, bk, tile_rows(v + kv * g.S * g.E, s0, bk, g.E, stage), g.E, acc, g.E, true,
                 g.triangle(t0, s0, tiles::Triangle::depth));
   }
@@ -233,10 +239,12 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
 #pragma omp simd
     for (int64_t j = 0; j < seen; ++j) row[j] -= li;
     loops::exp_inplace(row, seen);
+    float d[kTile];
+    dropout_factors(g, ls, b, h, t0 + i, s0, seen, d);
+#pragma omp simd
     for (int64_t j = 0; j < seen; ++j) {
-      const float d = keep(g, ls, b, h, t0 + i, s0 + j);
-      dpi[j] = row[j] * (d * dpi[j] - delta[i]);
-      row[j] *= d;
+      dpi[j] = row[j] * (d[j] * dpi[j] - delta[i]);
+      row[j] *= d[j];
     }
   }
 }

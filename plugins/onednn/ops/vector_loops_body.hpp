@@ -162,6 +162,30 @@ float dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
+// The catalog's mask written out, since this file may not call the SDK's
+// inline dropout_uniform: u = the top 24 bits of SplitMix64's finaliser of
+// seed + (i + 1)·golden_gamma, times 2^-24. u >= p compares a 24-bit
+// integer scaled exactly, so it is the integer test bits >= ceil(p·2^24),
+// which needs no conversion to float and vectorises (the 64-bit products
+// as 32-bit ones on AVX2). tests/onednn/test_attention.cpp holds the
+// factors against the SDK's mask.
+void dropout_factors(uint64_t seed, uint64_t first, float p, int64_t n, float* d) {
+  const float scale = 1.f / (1.f - p);
+  uint32_t scale_bits;
+  std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+  const uint64_t threshold = uint64_t(__builtin_ceil(double(p) * 16777216.0));
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    uint64_t z = seed + (first + uint64_t(j) + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    const uint32_t kept = uint32_t(0) - uint32_t((z >> 40) >= threshold);  // all ones or zero
+    const uint32_t bits = scale_bits & kept;
+    std::memcpy(d + j, &bits, sizeof bits);
+  }
+}
+
 void gelu_tanh(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
