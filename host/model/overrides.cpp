@@ -26,8 +26,10 @@ toml::table parse_value(const std::string& text) {
   }
 }
 
-toml::table* find_layer(toml::table& doc, const std::string& name) {
-  toml::array* layers = doc["layers"].as_array();
+// The layer called `name` in `where`'s array `list` ("layers" of the file,
+// "body" of a repeat block).
+toml::table* find_layer(toml::table& where, const char* list, const std::string& name) {
+  toml::array* layers = where[list].as_array();
   if (layers == nullptr) return nullptr;
   for (auto& node : *layers) {
     toml::table* t = node.as_table();
@@ -53,21 +55,32 @@ Result<void> apply_one(toml::table& doc, const std::string& assignment,
                       TDM_INVALID_ARGUMENT);
   const std::vector<std::string> path = split_dots(assignment.substr(0, eq));
   // A model file's keys are at most three deep (train.lr,
-  // features.amp.dtype, layers.fc1.out_features); a longer path names
-  // nothing, and building its empty sections only costs time.
-  if (path.size() > 3 || std::find(path.begin(), path.end(), std::string()) != path.end())
+  // features.amp.dtype, layers.fc1.out_features), four for a layer in a
+  // repeat block's body (layers.h.attn.dropout: every copy of the block);
+  // a longer path names nothing, and building its empty sections only
+  // costs time.
+  const size_t deepest = !path.empty() && path[0] == "layers" ? 4 : 3;
+  if (path.size() > deepest || std::find(path.begin(), path.end(), std::string()) != path.end())
     return make_error("--set " + assignment.substr(0, std::min<size_t>(eq, 80)) + (eq > 80 ? "...=" : "=") +
-                          ": not a key of a model file (SECTION.KEY, features.NAME.KEY or "
-                          "layers.NAME.KEY, e.g. --set train.lr=0.1)",
+                          ": not a key of a model file (SECTION.KEY, features.NAME.KEY, layers.NAME.KEY "
+                          "or layers.BLOCK.NAME.KEY, e.g. --set train.lr=0.1)",
                       TDM_INVALID_ARGUMENT);
   toml::table* table = &doc;
   size_t i = 0;
   if (path.size() >= 3 && path[0] == "layers") {
-    table = find_layer(doc, path[1]);
+    table = find_layer(doc, "layers", path[1]);
     if (table == nullptr)
       return make_error("--set " + assignment + ": no layer named '" + path[1] + "' in the model file",
                         TDM_INVALID_ARGUMENT);
     i = 2;
+    if (path.size() == 4) {
+      table = find_layer(*table, "body", path[2]);
+      if (table == nullptr)
+        return make_error("--set " + assignment + ": no layer named '" + path[2] + "' in the body of '" +
+                              path[1] + "' (a repeat block's layers are BLOCK.NAME)",
+                          TDM_INVALID_ARGUMENT);
+      i = 3;
+    }
   }
   for (; i + 1 < path.size(); ++i) {
     toml::node* next = table->get(path[i]);

@@ -206,6 +206,25 @@ TEST(ModelParser, RepeatBlocksAreNumberedCopiesWithTheirInputsRewired) {
   EXPECT_EQ(r->classes, 16);
 }
 
+TEST(ModelParser, OverridesReachTheLayersOfARepeatBlockInEveryCopy) {
+  auto r = parse_model_text(kRepeated, "m.toml", {"layers.h.attn.dropout=0.1", "layers.h.attn.heads=4"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const char* name : {"h.0.attn", "h.1.attn", "h.2.attn"}) {
+    const auto at =
+        std::find_if(r->layers.begin(), r->layers.end(), [&](const auto& l) { return l.name == name; });
+    ASSERT_NE(at, r->layers.end()) << name;
+    EXPECT_DOUBLE_EQ(at->float_attr("dropout", 0), 0.1) << name;
+    EXPECT_EQ(at->int_attr("heads", 0), 4) << name;
+  }
+  EXPECT_NE(error_of(kRepeated, {"layers.h.mlp.heads=4"}).find("no layer named 'mlp' in the body of 'h'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kRepeated, {"layers.tok.x.y=1"}).find("no layer named 'x' in the body of 'tok'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kRepeated, {"layers.h.attn.heads.x=1"}).find("not a key of a model file"),
+            std::string::npos);
+  EXPECT_NE(error_of(kRepeated, {"train.a.b.c=1"}).find("not a key of a model file"), std::string::npos);
+}
+
 TEST(ModelParser, RepeatAndLanguageModelMistakesAreErrorsAtTheirPlace) {
   auto replaced = [](std::string text, const std::string& from, const std::string& to) {
     text.replace(text.find(from), from.size(), to);
