@@ -166,9 +166,10 @@ float dot(const float* a, const float* b, int64_t n) {
 // inline dropout_uniform: u = the top 24 bits of SplitMix64's finaliser of
 // seed + (i + 1)·golden_gamma, times 2^-24. u >= p compares a 24-bit
 // integer scaled exactly, so it is the integer test bits >= ceil(p·2^24),
-// which needs no conversion to float and vectorises (the 64-bit products
-// as 32-bit ones on AVX2). tests/onednn/test_attention.cpp holds the
-// factors against the SDK's mask.
+// which needs no conversion to float and no branch, and vectorises: the
+// 64-bit products as 32-bit ones on AVX2, vpmullq on AVX-512 (the baseline
+// copy stays scalar). tests/onednn/test_attention.cpp holds the factors
+// against the SDK's mask.
 void dropout_factors(uint64_t seed, uint64_t first, float p, int64_t n, float* d) {
   const float scale = 1.f / (1.f - p);
   uint32_t scale_bits;
