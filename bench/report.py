@@ -14,6 +14,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 
 
@@ -142,7 +143,10 @@ def read_lines(folder, name):
 def peak_unit(folder):
     for line in read_lines(folder, "machine.txt"):
         if line.startswith("vector ISA:"):
-            isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
+            # The limit the run was taken under, as run.sh recorded it (not
+            # this process's environment: the report may be re-read later).
+            m = re.search(r"ONEDNN_MAX_CPU_ISA=(\S+);", line)
+            isa = m.group(1) if m and m.group(1) != "unset" else ""
             capped = isa and not isa.upper().startswith("AVX512") and isa.upper() != "ALL"
             return "AVX2+FMA loop" if capped or "avx512f" not in line else "AVX-512 FMA loop"
     return "FMA loop"
