@@ -12,10 +12,6 @@ namespace tandem::onednn {
 
 namespace {
 
-// Elements per task: a multiple of every vector width, and few tasks for
-// the small tensors (biases, norms' gains).
-constexpr int64_t kChunk = 16384;
-
 std::unique_ptr<Kernel> adamw_update(const OpView& op, size_t&) {
   Check c(op);
   c.counts(6, 6, 3, 3);
@@ -51,8 +47,8 @@ std::unique_ptr<Kernel> adamw_update(const OpView& op, size_t&) {
                          eps,
                          1.f - lr * wd};
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
-    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-      const int64_t len = std::min(kChunk, n - c0);
+    for (int64_t c0 = 0; c0 < n; c0 += loops::kUpdateChunk) {
+      const int64_t len = std::min(loops::kUpdateChunk, n - c0);
       loops::adamw(h, param + c0, grad + c0, m + c0, v + c0, po + c0, mo + c0, vo + c0, len);
     }
   });

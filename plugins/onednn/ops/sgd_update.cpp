@@ -1,33 +1,15 @@
 // oneDNN backend — sgd_update: own code, one fused pass over
 // param/grad/momentum (the update is memory bound), threaded, in-place safe
-// (each element is read before it is written).
+// (each element is read before it is written); the arithmetic is
+// vector_loops.hpp's, compiled for the CPU's vector level.
+#include <algorithm>
+
 #include "common.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
 namespace {
-
-// The loops take every scalar as a local and nesterov as a template
-// parameter: read through the kernel's closure, GCC reloaded them for every
-// element (a store to the output might change them) and kept the loop scalar,
-// which made the gemm_mlp benchmark's update (84 MB of traffic) take 3.8 ms a
-// step instead of 1.2 ms on 2 threads of the AVX2-limited test machine.
-void plain_step(const float* param, const float* grad, float* po, int64_t n, float lr, float wd) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) po[i] = param[i] - lr * (grad[i] + wd * param[i]);
-}
-
-template <bool kNesterov>
-void momentum_step(const float* param, const float* grad, const float* buf, float* po, float* bo, int64_t n,
-                   float lr, float wd, float momentum, float damp) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i] + wd * param[i];
-    const float b = momentum * buf[i] + damp * g;
-    bo[i] = b;
-    po[i] = param[i] - lr * (kNesterov ? g + momentum * b : b);
-  }
-}
 
 std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
   Check c(op);
@@ -52,18 +34,19 @@ std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
     c.output(1, TDM_F32, shape);
   }
   const int64_t n = numel(shape);
+  const float damp = 1.f - dampening;
   return make_fn(c, [=](void* const* in, void* const* out, void*) {
     const float* param = static_cast<const float*>(in[0]);
     const float* grad = static_cast<const float*>(in[1]);
-    const float lr = *static_cast<const float*>(in[2]);
+    const loops::Sgd h{*static_cast<const float*>(in[2]), wd, momentum, damp, nesterov};
     float* po = static_cast<float*>(out[0]);
-    if (!has_buf) return plain_step(param, grad, po, n, lr, wd);
-    const float* buf = static_cast<const float*>(in[3]);
-    float* bo = static_cast<float*>(out[1]);
-    if (nesterov)
-      momentum_step<true>(param, grad, buf, po, bo, n, lr, wd, momentum, 1.f - dampening);
-    else
-      momentum_step<false>(param, grad, buf, po, bo, n, lr, wd, momentum, 1.f - dampening);
+    const float* buf = has_buf ? static_cast<const float*>(in[3]) : nullptr;
+    float* bo = has_buf ? static_cast<float*>(out[1]) : nullptr;
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+    for (int64_t c0 = 0; c0 < n; c0 += loops::kUpdateChunk) {
+      const int64_t len = std::min(loops::kUpdateChunk, n - c0);
+      loops::sgd(h, param + c0, grad + c0, buf ? buf + c0 : nullptr, po + c0, bo ? bo + c0 : nullptr, len);
+    }
   });
 }
 

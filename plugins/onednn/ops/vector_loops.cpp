@@ -29,6 +29,8 @@ namespace tandem::onednn::loops {
                              float* dbeta, int64_t d);                                                       \
   void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,          \
              float* param_out, float* m_out, float* v_out, int64_t n);                                       \
+  void sgd(const Sgd& h, const float* param, const float* grad, const float* buf, float* param_out,          \
+           float* buf_out, int64_t n);                                                                       \
   }
 TANDEM_LOOPS_DECLARE(avx2)
 TANDEM_LOOPS_DECLARE(avx512)
@@ -96,6 +98,12 @@ void adamw(const AdamW& h, const float* param, const float* grad, const float* m
            float* param_out, float* m_out, float* v_out, int64_t n) {
   static const auto fn = TANDEM_LOOPS_PICK(adamw);
   fn(h, param, grad, m, v, param_out, m_out, v_out, n);
+}
+
+void sgd(const Sgd& h, const float* param, const float* grad, const float* buf, float* param_out,
+         float* buf_out, int64_t n) {
+  static const auto fn = TANDEM_LOOPS_PICK(sgd);
+  fn(h, param, grad, buf, param_out, buf_out, n);
 }
 
 #undef TANDEM_LOOPS_PICK

@@ -269,4 +269,30 @@ void adamw(const AdamW& h, const float* param, const float* grad, const float* m
   }
 }
 
+void sgd(const Sgd& h, const float* param, const float* grad, const float* buf, float* param_out,
+         float* buf_out, int64_t n) {
+  // Locals, not h's fields: the stores below could alias h as far as the compiler knows.
+  const float lr = h.lr, wd = h.wd, momentum = h.momentum, damp = h.damp;
+  if (buf == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) param_out[i] = param[i] - lr * (grad[i] + wd * param[i]);
+  } else if (h.nesterov) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i] + wd * param[i];
+      const float b = momentum * buf[i] + damp * g;
+      buf_out[i] = b;
+      param_out[i] = param[i] - lr * (g + momentum * b);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i] + wd * param[i];
+      const float b = momentum * buf[i] + damp * g;
+      buf_out[i] = b;
+      param_out[i] = param[i] - lr * b;
+    }
+  }
+}
+
 }  // namespace tandem::onednn::loops::TANDEM_LOOPS_LEVEL
