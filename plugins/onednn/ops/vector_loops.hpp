@@ -1,7 +1,7 @@
 // oneDNN backend — the own element-wise loops of transformer training whose
 // time is arithmetic rather than memory traffic: exp, the attention's
-// softmax rows, gelu (tanh form), a layer norm's rows, the optimizers'
-// updates. Like
+// softmax rows, gelu (tanh form), a layer norm's rows; and the optimizers'
+// updates, memory bound but still faster wide (see sgd below). Like
 // the attention tiles they are compiled once per vector level
 // (vector_loops.cpp: the baseline copy and the choice; vector_loops_avx2.cpp,
 // vector_loops_avx512.cpp) and picked by oneDNN's effective ISA, so
