@@ -1,12 +1,20 @@
 // oneDNN backend — dropout and its gradient: own code. The mask is the
 // catalog's counter-based hash (sdk/ops.md, dropout), so it is bit-identical
-// to reference whatever the thread layout.
+// to reference whatever the thread layout. The forward draws it a chunk at
+// a time through loops::dropout_factors, compiled per vector level (the
+// 64-bit products of the hash vectorise on AVX2 and AVX-512, not as
+// baseline code).
+#include <algorithm>
+
 #include "common.hpp"
-#include "tandem/dropout_mask.hpp"
+#include "vector_loops.hpp"
 
 namespace tandem::onednn {
 
 namespace {
+
+// Elements a task draws at once (its factors on the stack).
+constexpr int64_t kMaskChunk = 4096;
 
 double dropout_p(const Check& c) {
   const double p = c.float_attr("p", 0.5);
@@ -34,11 +42,19 @@ std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
       T* y = static_cast<T*>(out[0]);
       uint8_t* mask = static_cast<uint8_t*>(out[1]);
       const float scale = float(1.0 - p);
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) {
-        const bool keep = p == 0.0 || dropout_uniform(seed, uint64_t(i)) >= p;
-        st(y, i, keep ? ld(x, i) / scale : 0.f);
-        mask[i] = keep ? 1 : 0;
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+      for (int64_t c0 = 0; c0 < n; c0 += kMaskChunk) {
+        const int64_t len = std::min(kMaskChunk, n - c0);
+        float factor[kMaskChunk];
+        loops::dropout_factors(seed, uint64_t(c0), p, len, factor);
+#pragma omp simd
+        for (int64_t j = 0; j < len; ++j) {
+          // Divided before the choice: `keep ? x / scale : 0` compiled to a
+          // branch around a scalar division.
+          const float kept = ld(x, c0 + j) / scale;
+          st(y, c0 + j, factor[j] != 0.f ? kept : 0.f);
+          mask[c0 + j] = factor[j] != 0.f;
+        }
       }
     });
   });
@@ -60,7 +76,10 @@ std::unique_ptr<Kernel> dropout_grad(const OpView& op, size_t&) {
       const uint8_t* mask = static_cast<const uint8_t*>(in[1]);
       T* dx = static_cast<T*>(out[0]);
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) st(dx, i, mask[i] ? ld(dy, i) / scale : 0.f);
+      for (int64_t i = 0; i < n; ++i) {
+        const float kept = ld(dy, i) / scale;  // before the choice, as in the forward
+        st(dx, i, mask[i] != 0 ? kept : 0.f);
+      }
     });
   });
 }

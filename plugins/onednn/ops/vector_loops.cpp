@@ -14,7 +14,7 @@ namespace tandem::onednn::loops {
   namespace level {                                                                                          \
   void exp_inplace(float* x, int64_t n);                                                                     \
   float dot(const float* a, const float* b, int64_t n);                                                      \
-  void dropout_factors(uint64_t seed, uint64_t first, float p, int64_t n, float* d);                         \
+  void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d);                        \
   void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l,         \
                            float* acc, int64_t e);                                                           \
   void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t seen0, const float* lse,   \
@@ -61,7 +61,7 @@ float dot(const float* a, const float* b, int64_t n) {
   return fn(a, b, n);
 }
 
-void dropout_factors(uint64_t seed, uint64_t first, float p, int64_t n, float* d) {
+void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d) {
   static const auto fn = TANDEM_LOOPS_PICK(dropout_factors);
   fn(seed, first, p, n, d);
 }

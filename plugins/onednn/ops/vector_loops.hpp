@@ -48,7 +48,10 @@ void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t 
 // elements are consecutive. Called an element at a time through the SDK's
 // function, the mask took the GPT benchmark's attention with dropout 0.1 to
 // 76-82 ms a step on 1 thread (26 without dropout); a call a row, 43-47.
-void dropout_factors(uint64_t seed, uint64_t first, float p, int64_t n, float* d);
+// p is compared as given (u ≥ p, as the catalog's ops do with their double
+// p); the factor is f32's 1/(1 − p). The dropout op takes only the mask
+// from it (d[j] ≠ 0), its values being x/(1 − p).
+void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d);
 // Σ a[i]·b[i] in f32, in the vector level's lane order: the gradient's Δ =
 // rowsum(do·o) (a scalar chain of adds in attention.cpp's baseline code).
 float dot(const float* a, const float* b, int64_t n);

@@ -170,11 +170,11 @@ float dot(const float* a, const float* b, int64_t n) {
 // 64-bit products as 32-bit ones on AVX2, vpmullq on AVX-512 (the baseline
 // copy stays scalar). tests/onednn/test_attention.cpp holds the factors
 // against the SDK's mask.
-void dropout_factors(uint64_t seed, uint64_t first, float p, int64_t n, float* d) {
-  const float scale = 1.f / (1.f - p);
+void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d) {
+  const float scale = 1.f / (1.f - float(p));
   uint32_t scale_bits;
   std::memcpy(&scale_bits, &scale, sizeof scale_bits);
-  const uint64_t threshold = uint64_t(__builtin_ceil(double(p) * 16777216.0));
+  const uint64_t threshold = uint64_t(__builtin_ceil(p * 16777216.0));
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) {
     uint64_t z = seed + (first + uint64_t(j) + 1) * 0x9E3779B97F4A7C15ull;
