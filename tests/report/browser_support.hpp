@@ -25,7 +25,8 @@ inline std::string find_chromium(std::string& why) {
   }
   // Another installer (packaging.deb, the other browser test, a system
   // update) may hold the dpkg lock: wait for it rather than skip.
-  CliRun apt = shell("DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium");
+  CliRun apt =
+      shell("DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium");
   if (std::string found = which(); !found.empty()) return found;
   why = "apt-get install chromium failed: " +
         (apt.output.size() > 600 ? apt.output.substr(apt.output.size() - 600) : apt.output);
