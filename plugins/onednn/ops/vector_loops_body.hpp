@@ -168,8 +168,8 @@ float dot(const float* a, const float* b, int64_t n) {
 // integer scaled exactly, so it is the integer test bits >= ceil(p·2^24),
 // which needs no conversion to float and no branch, and vectorises: the
 // 64-bit products as 32-bit ones on AVX2, vpmullq on AVX-512 (the baseline
-// copy stays scalar). tests/onednn/test_attention.cpp holds the factors
-// against the SDK's mask.
+// copy stays scalar). tests/onednn/test_attention.cpp (attention) and
+// test_dropout.cpp (the dropout op) hold the factors against the SDK's mask.
 void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d) {
   const float scale = 1.f / (1.f - float(p));
   uint32_t scale_bits;
