@@ -116,14 +116,19 @@ fi
 rm -f "$out"/*.json
 # The peers' environment. ONEDNN_MAX_CPU_ISA below AVX-512 stands in for an
 # AVX2 machine: it caps oneDNN (Tandem's and PyPI torch's own), and the
-# peers' BLAS is capped the same way (MKL_ENABLE_INSTRUCTIONS, OpenBLAS's
-# Haswell kernels). Otherwise OpenBLAS detects the CPU itself (its variables
-# removed from the environment so it picks its AVX-512 kernels where it can).
+# peers are capped the same way: their BLAS (MKL_ENABLE_INSTRUCTIONS,
+# OpenBLAS's Haswell kernels) and torch's own vectorised kernels
+# (ATEN_CPU_CAPABILITY: left alone, PyPI torch ran its gelu, softmax and
+# copies with AVX-512 beside Tandem's AVX2 loops). Otherwise every library
+# detects the CPU itself (their variables removed from the environment so
+# each picks its AVX-512 kernels where it can).
 case "${ONEDNN_MAX_CPU_ISA:-ALL}" in
   ALL | all | AVX512* | avx512*)
-    peer_env=(-u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads") ;;
+    peer_env=(-u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u MKL_ENABLE_INSTRUCTIONS -u ATEN_CPU_CAPABILITY
+              OMP_NUM_THREADS="$threads") ;;
   *)
-    peer_env=(OPENBLAS_CORETYPE=Haswell MKL_ENABLE_INSTRUCTIONS=AVX2 OMP_NUM_THREADS="$threads") ;;
+    peer_env=(OPENBLAS_CORETYPE=Haswell MKL_ENABLE_INSTRUCTIONS=AVX2 ATEN_CPU_CAPABILITY=avx2
+              OMP_NUM_THREADS="$threads") ;;
 esac
 {
   echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores"

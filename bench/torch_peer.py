@@ -73,6 +73,15 @@ def build(model):
     return nn.Sequential(*layers)
 
 
+def kernel_level():
+    """Which of torch's own vectorised kernels run (ATen's CPU capability):
+    torch 2 says; 1.13 only honours ATEN_CPU_CAPABILITY, so that (or "auto")."""
+    backends_cpu = getattr(torch.backends, "cpu", None)
+    if backends_cpu is not None and hasattr(backends_cpu, "get_cpu_capability"):
+        return backends_cpu.get_cpu_capability()
+    return os.environ.get("ATEN_CPU_CAPABILITY", "auto").upper()
+
+
 def blas_loaded():
     """The BLAS torch uses: BLAS_INFO=mkl for the PyPI wheel; Debian's torch
     says "generic" and reaches the libblas.so.3 alternative, whose mapped
@@ -155,6 +164,7 @@ def main():
         "framework": a.label,
         "torch_version": torch.__version__,
         "blas": blas_loaded(),
+        "kernels": kernel_level(),
         "model": spec["model"]["name"],
         "threads": torch.get_num_threads(),
         "batch": batch,
