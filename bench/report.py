@@ -126,11 +126,29 @@ def main():
         if peak:
             line += f" = {100 * prof['gemm_gflops'] / peak:.0f}% of the measured peak"
         print(line + f"; they are {100 * share:.0f}% of the profiled step")
+    print_gemm_ceiling(a.folder, peak)
     for v in sorted(versions):
         print(v)
     print_footprint(a.folder)
     for line in read_lines(a.folder, "quiet.txt"):
         print(line)
+
+
+def print_gemm_ceiling(folder, peak):
+    """bench/gemm_ceiling's 'WARM COLD' GFLOP/s: oneDNN's matmul alone on
+    gemm_mlp's three products, operands in cache and evicted."""
+    lines = read_lines(folder, "gemm_ceiling.txt")
+    try:
+        warm, cold = (float(x) for x in lines[0].split())
+    except (IndexError, ValueError):
+        return
+    def rate(g):
+        return f"{g:.1f} GFLOP/s" + (f" ({100 * g / peak:.0f}% of the peak)" if peak else "")
+
+    own = peak_unit(folder).startswith("AVX2")
+    print(f"oneDNN's matmul alone on gemm_mlp's three products (bench/gemm_ceiling): {rate(warm)} with its "
+          f"operands in cache, {rate(cold)} with them evicted"
+          + ("; Tandem runs these on its own AVX2 GEMM instead" if own else ""))
 
 
 def read_lines(folder, name):

@@ -9,11 +9,13 @@
 #    with --no-deps plus its CPU-side dependencies only (see README.md).
 # 2. Builds `tandem` and every plugin in $TANDEM_BENCH_BUILD (default
 #    build-bench; a no-op when up to date; the cuda and nccl plugins too where
-#    the toolkit is, so the footprint is that of a full install) and
-#    bench/peak_flops.
+#    the toolkit is, so the footprint is that of a full install),
+#    bench/peak_flops and bench/gemm_ceiling.
 # 3. Prints the CPU, its vector ISA and oneDNN's (ONEDNN_MAX_CPU_ISA caps it),
-#    then runs each workload on Tandem, PyTorch-Debian and PyTorch-PyPI, one
-#    after another, same thread count, in --rounds interleaved rounds (each
+#    measures the FMA peak and what oneDNN's matmul alone reaches on the
+#    GEMM-bound MLP's products (bench/gemm_ceiling.cpp), then runs each
+#    workload on Tandem, PyTorch-Debian and PyTorch-PyPI, one after
+#    another, same thread count, in --rounds interleaved rounds (each
 #    side a fresh process per round with --repeats timed repeats): on a
 #    shared or virtual machine the speed of a whole process drifts by a third
 #    from one minute to the next, and rounds spread that drift over every side
@@ -108,6 +110,9 @@ tandem=$build/bin/tandem
 if [ ! -x "$cache/peak_flops" ] || [ "$repo/bench/peak_flops.cpp" -nt "$cache/peak_flops" ]; then
   g++ -O3 -fopenmp "$repo/bench/peak_flops.cpp" -o "$cache/peak_flops"
 fi
+if [ ! -x "$cache/gemm_ceiling" ] || [ "$repo/bench/gemm_ceiling.cpp" -nt "$cache/gemm_ceiling" ]; then
+  g++ -O2 -fopenmp "$repo/bench/gemm_ceiling.cpp" -ldnnl -o "$cache/gemm_ceiling"
+fi
 if [ ! -x "$cache/rusage" ] || [ "$repo/bench/rusage.c" -nt "$cache/rusage" ]; then
   cc -O2 "$repo/bench/rusage.c" -o "$cache/rusage"
 fi
@@ -139,6 +144,9 @@ esac
 /usr/bin/python3 "$repo/bench/quiet.py" start "$out/quiet.json" $$
 log "load before measuring: $(uptime)"
 "$cache/peak_flops" "$threads" > "$out/peak_flops.txt"
+case " $workloads " in
+  *" gemm_mlp "*) "$cache/gemm_ceiling" "$threads" > "$out/gemm_ceiling.txt" ;;
+esac
 for round in $(seq 1 "$rounds"); do
   for w in $workloads; do
     model=$repo/bench/models/$w.toml
