@@ -89,7 +89,7 @@ def main():
         peers = [r for r in (d, p) if r]
         n_rounds = max([n_rounds] + [len(r["rounds"]) for r in [t] + peers if r])
         for r in peers:
-            kernels = f", {r['kernels']} kernels" if "kernels" in r else ""
+            kernels = f", {r['kernels']} kernels" if r.get("kernels") else ""
             versions.add(f"{r['framework']}: torch {r['torch_version']} ({r['blas']}{kernels})")
         best = max(peers, key=lambda r: r["median_samples_per_second"]) if peers else None
         ratio = (f"{t['median_samples_per_second'] / best['median_samples_per_second']:.2f}"

@@ -75,11 +75,13 @@ def build(model):
 
 def kernel_level():
     """Which of torch's own vectorised kernels run (ATen's CPU capability):
-    torch 2 says; 1.13 only honours ATEN_CPU_CAPABILITY, so that (or "auto")."""
+    torch 2 says; 1.13 only honours ATEN_CPU_CAPABILITY, so that, or None
+    when it chose by itself and cannot be asked."""
     backends_cpu = getattr(torch.backends, "cpu", None)
     if backends_cpu is not None and hasattr(backends_cpu, "get_cpu_capability"):
         return backends_cpu.get_cpu_capability()
-    return os.environ.get("ATEN_CPU_CAPABILITY", "auto").upper()
+    forced = os.environ.get("ATEN_CPU_CAPABILITY")
+    return forced.upper() if forced else None
 
 
 def blas_loaded():
