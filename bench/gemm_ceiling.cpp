@@ -5,12 +5,13 @@
 //
 // The three products of one layer's training step, as the onednn plugin
 // describes them to oneDNN (transposed operands as swapped strides, read in
-// place): y = x·wᵀ (256 x 1024 x 1024), dx = dy·w (the same), dw = dyᵀ·x
-// (1024 x 1024 x 256). Each is timed twice: warm (its operands were just
-// used, so they sit in the caches) and cold (a buffer twice the last-level
-// cache was written first, as a training step's other layers and optimizer
-// do between two uses of a layer's weights). Best of the runs; the sum of
-// the three times gives the GFLOP/s of the set.
+// place), less the forward's bias and relu post-ops: y = x·wᵀ (256 x 1024 x
+// 1024), dx = dy·w (the same), dw = dyᵀ·x (1024 x 1024 x 256). Each is
+// timed twice: warm (its operands were just used, so they sit in the caches)
+// and cold (a buffer twice the last-level cache was written first, as a
+// training step's other layers and optimizer do between two uses of a
+// layer's weights). Best of the runs; the sum of the three times gives the
+// GFLOP/s of the set.
 //
 // Prints one line per product to stderr and "WARM COLD" (GFLOP/s of the
 // set) on stdout, which bench/run.sh keeps beside peak_flops' number.
