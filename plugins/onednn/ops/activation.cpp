@@ -10,7 +10,6 @@
 // code instead: oneDNN 2.6's AVX2 gelu_tanh kernels took 55 ms of a 600 ms GPT
 // step on 1 thread under ONEDNN_MAX_CPU_ISA=AVX2 (gelu + gelu_grad, 4 x 3.1 M
 // elements each); this takes 18 ms (`tandem bench bench/models/gpt.toml --profile`).
-#include <algorithm>
 #include <cmath>
 
 #include "eltwise_primitive.hpp"
@@ -50,15 +49,9 @@ float alpha_of(const Check& c) {
   return static_cast<float>(slope);
 }
 
-// gelu's tanh form over a flat tensor, in chunks among the threads
-// (vector_loops.hpp has the arithmetic).
-constexpr int64_t kChunk = 4096;
-
-template <class Loop>
-void over_chunks(int64_t n, Loop loop) {
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) loop(c0, std::min(kChunk, n - c0));
-}
+// gelu's tanh form runs over a flat tensor in chunks of this many elements
+// among the threads (vector_loops.hpp has the arithmetic).
+constexpr int64_t kGeluChunk = 4096;
 
 // Whether gelu(_grad) of `op` runs as own code: tanh approximation, f32,
 // every tensor plain.
@@ -80,7 +73,7 @@ std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
       const float* x = static_cast<const float*>(in[0]);
       float* y = static_cast<float*>(out[0]);
-      over_chunks(n, [=](int64_t c0, int64_t len) { loops::gelu_tanh(x + c0, y + c0, len); });
+      over_chunks(n, kGeluChunk, [=](int64_t c0, int64_t len) { loops::gelu_tanh(x + c0, y + c0, len); });
     });
   }
   return eltwise_forward(c, forward_algorithm(c), alpha_of(c), 0.f, ws);
@@ -98,7 +91,8 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
       const float *dy = static_cast<const float*>(in[0]), *x = static_cast<const float*>(in[1]);
       float* dx = static_cast<float*>(out[0]);
-      over_chunks(n, [=](int64_t c0, int64_t len) { loops::gelu_tanh_grad(dy + c0, x + c0, dx + c0, len); });
+      over_chunks(n, kGeluChunk,
+                  [=](int64_t c0, int64_t len) { loops::gelu_tanh_grad(dy + c0, x + c0, dx + c0, len); });
     });
   }
   const algorithm algo = forward_algorithm(c);

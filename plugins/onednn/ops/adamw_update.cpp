@@ -2,7 +2,6 @@
 // param/grad/moments (the update is memory bound), threaded, in-place safe
 // (each element is read before it is written); the arithmetic is
 // vector_loops.hpp's, compiled for the CPU's vector level.
-#include <algorithm>
 #include <cmath>
 
 #include "common.hpp"
@@ -46,11 +45,9 @@ std::unique_ptr<Kernel> adamw_update(const OpView& op, size_t&) {
                          lr,
                          eps,
                          1.f - lr * wd};
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-    for (int64_t c0 = 0; c0 < n; c0 += loops::kUpdateChunk) {
-      const int64_t len = std::min(loops::kUpdateChunk, n - c0);
+    over_chunks(n, loops::kUpdateChunk, [&](int64_t c0, int64_t len) {
       loops::adamw(h, param + c0, grad + c0, m + c0, v + c0, po + c0, mo + c0, vo + c0, len);
-    }
+    });
   });
 }
 

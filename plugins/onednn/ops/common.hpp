@@ -146,6 +146,16 @@ decltype(auto) with_f32_bf16(tdm_dtype dtype, Body&& body) {
 // Below this many elements a loop stays on one thread.
 constexpr int64_t kParallelGrain = 32768;
 
+// loop(c0, len) over the chunks [c0, c0 + len) of n elements, `chunk` at a
+// time (the last one shorter), shared statically among the threads above
+// kParallelGrain elements. The chunks depend on n alone, so what a chunk
+// computes does not depend on the thread count.
+template <class Loop>
+void over_chunks(int64_t n, int64_t chunk, Loop loop) {
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) loop(c0, n - c0 < chunk ? n - c0 : chunk);
+}
+
 // Elementwise conversion between any two dtypes with the catalog's cast
 // rules (ops/cast.cpp); fill uses it for its value.
 using ConvertFn = void (*)(const void* src, void* dst, int64_t n);

@@ -4,8 +4,6 @@
 // a time through loops::dropout_factors, compiled per vector level (the
 // 64-bit products of the hash vectorise on AVX2 and AVX-512, not as
 // baseline code).
-#include <algorithm>
-
 #include "common.hpp"
 #include "vector_loops.hpp"
 
@@ -42,9 +40,7 @@ std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
       T* y = static_cast<T*>(out[0]);
       uint8_t* mask = static_cast<uint8_t*>(out[1]);
       const float scale = float(1.0 - p);
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-      for (int64_t c0 = 0; c0 < n; c0 += kMaskChunk) {
-        const int64_t len = std::min(kMaskChunk, n - c0);
+      over_chunks(n, kMaskChunk, [&](int64_t c0, int64_t len) {
         float factor[kMaskChunk];
         loops::dropout_factors(seed, uint64_t(c0), p, len, factor);
 #pragma omp simd
@@ -55,7 +51,7 @@ std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
           st(y, c0 + j, factor[j] != 0.f ? kept : 0.f);
           mask[c0 + j] = factor[j] != 0.f;
         }
-      }
+      });
     });
   });
 }

@@ -2,8 +2,6 @@
 // param/grad/momentum (the update is memory bound), threaded, in-place safe
 // (each element is read before it is written); the arithmetic is
 // vector_loops.hpp's, compiled for the CPU's vector level.
-#include <algorithm>
-
 #include "common.hpp"
 #include "vector_loops.hpp"
 
@@ -42,11 +40,9 @@ std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
     float* po = static_cast<float*>(out[0]);
     const float* buf = has_buf ? static_cast<const float*>(in[3]) : nullptr;
     float* bo = has_buf ? static_cast<float*>(out[1]) : nullptr;
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-    for (int64_t c0 = 0; c0 < n; c0 += loops::kUpdateChunk) {
-      const int64_t len = std::min(loops::kUpdateChunk, n - c0);
+    over_chunks(n, loops::kUpdateChunk, [&](int64_t c0, int64_t len) {
       loops::sgd(h, param + c0, grad + c0, buf ? buf + c0 : nullptr, po + c0, bo ? bo + c0 : nullptr, len);
-    }
+    });
   });
 }
 

@@ -99,7 +99,7 @@ struct Sgd {
 };
 // n elements; buf and buf_out null without momentum; outputs may be the
 // inputs (each element is read before it is written). Memory bound, but as
-// baseline code (4-wide, no FMA) the gemm_mlp benchmark's update took 20 %
+// baseline code (4-wide, no FMA) the gemm_mlp benchmark's update took 20-30 %
 // longer than compiled for AVX-512 on a Sapphire Rapids class Xeon: 4.4-4.7
 // against 3.6-3.7 ms a step on 1 thread, 2.4-2.8 against 2.0-2.1 on 2
 // (`tandem bench bench/models/gemm_mlp.toml --profile`, 3 alternating pairs).
