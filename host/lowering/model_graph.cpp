@@ -192,9 +192,10 @@ Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& 
 }
 
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype,
-                                 TensorParallel tp, const Int8Plan* int8) {
+                                 TensorParallel tp, const Int8Plan* int8, uint32_t backend_abi_minor) {
   ModelGraph g;
   g.tensor_parallel = tp;
+  g.attention_tokens_first = backend_abi_minor >= kAttentionLayoutMinor;
   g.mode = mode;
   g.dtype = dtype;
   g.batch = batch;

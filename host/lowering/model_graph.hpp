@@ -68,6 +68,10 @@ struct ModelGraph {
   std::vector<ValueId> parameters;              // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;
+  // Attention layers of a training graph read q, k, v as the projections
+  // give them (layout "bthd", sdk/ops.md), without transposes: only when
+  // every backend of the run speaks ABI 1.8 (kAttentionLayoutMinor).
+  bool attention_tokens_first = false;
   std::map<ValueId, Shard> shards;  // parameters split by tensor parallelism
   // Activations of which this rank holds a slice of the last dim (a
   // column-parallel linear without gather_output, and elementwise layers on it).
@@ -107,9 +111,14 @@ struct ModelGraph {
 // and exchange activations with "comm.*" nodes (see exec/collectives.hpp).
 // `int8`: layers listed there are emitted in INT8 (quantize + linear_int8 or
 // conv2d_int8; eval mode only, see build/int8_layers.cpp).
+// `backend_abi_minor`: the lowest negotiated ABI minor of the backends that
+// will run the graph; catalog attributes newer than it are not emitted
+// (ABI.md rule 33). 0 builds what every backend runs.
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode,
                                  tdm_dtype dtype = TDM_F32, TensorParallel tp = {},
-                                 const Int8Plan* int8 = nullptr);
+                                 const Int8Plan* int8 = nullptr, uint32_t backend_abi_minor = 0);
+// The ABI minor that brought attention's `layout` attribute.
+constexpr uint32_t kAttentionLayoutMinor = 8;
 // Whether any layer asks for tensor parallelism.
 bool uses_tensor_parallelism(const model::ModelSpec& spec);
 // Whether a backend of ABI minor `abi_minor` can run the model's tensor

@@ -3,7 +3,10 @@
 // query heads and W_k, W_v the G key/value heads (G = kv_heads divides H);
 // heads move next to the batch ([B, H, T, head_dim]) for the catalog's
 // attention op, optionally after rotary position embedding, and come back
-// the same way through the output projection.
+// the same way through the output projection. Where the graph allows it
+// (ModelGraph::attention_tokens_first), attention reads them where the
+// projections put them instead ([B, T, H, head_dim], layout "bthd"): no
+// transposes.
 #include "lowering/transformer_layers.hpp"
 
 #include "ops/op_table.hpp"
@@ -89,15 +92,18 @@ Result<ValueId> row_parallel_out(Context& ctx, ValueId merged, int64_t C, bool b
   return (*y)[0];
 }
 
-// The heads [B, H, T, hd] back to token vectors [B, T, C] through the
-// output projection.
+// The heads [B, H, T, hd] (or [B, T, H, hd] when `tokens_first`) back to
+// token vectors [B, T, C] through the output projection.
 Result<ValueId> merge_heads(Context& ctx, ValueId o, int64_t B, int64_t T, int64_t H, int64_t hd, int64_t C,
-                            bool bias) {
+                            bool bias, bool tokens_first = false) {
   const std::string& name = ctx.layer->name;
-  auto back =
-      ctx.emit("transpose", name + ".merge", {o}, {{"perm", Dims{0, 2, 1, 3}}}, {ctx.tensor({B, T, H, hd})});
-  if (!back) return back.error();
-  auto merged = reshape(ctx, (*back)[0], {B * T, H * hd}, name + ".concat_heads");
+  if (!tokens_first) {
+    auto back = ctx.emit("transpose", name + ".merge", {o}, {{"perm", Dims{0, 2, 1, 3}}},
+                         {ctx.tensor({B, T, H, hd})});
+    if (!back) return back.error();
+    o = (*back)[0];
+  }
+  auto merged = reshape(ctx, o, {B * T, H * hd}, name + ".concat_heads");
   if (!merged) return merged;
   auto y =
       heads_split(ctx) ? row_parallel_out(ctx, *merged, C, bias) : projection(ctx, *merged, "out", C, bias);
@@ -218,9 +224,17 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   auto v = projection(ctx, *rows, "v", G * hd, bias);
   if (!q || !k || !v) return !q ? q : !k ? k : v;
   const int64_t Hl = H / n, Gl = G / n;  // this rank's heads
-  auto qh = to_heads(ctx, *q, B, T, Hl, hd, "q", rope);
-  auto kh = to_heads(ctx, *k, B, T, Gl, hd, "k", rope);
-  auto vh = to_heads(ctx, *v, B, T, Gl, hd, "v", false);
+  // Decoding and `tandem generate` (which fills its cache from an evaluation
+  // graph) keep the key/value caches heads first, and rope indexes the
+  // positions at axis 2: those keep the transposes.
+  const bool tokens_first = ctx.out.attention_tokens_first && ctx.out.mode == Mode::Train && !rope;
+  auto split = [&](ValueId rows, int64_t heads, const char* what, bool with_rope) {
+    return tokens_first ? reshape(ctx, rows, {B, T, heads, hd}, l.name + "." + what + ".split")
+                        : to_heads(ctx, rows, B, T, heads, hd, what, with_rope);
+  };
+  auto qh = split(*q, Hl, "q", rope);
+  auto kh = split(*k, Gl, "k", rope);
+  auto vh = split(*v, Gl, "v", false);
   if (!qh || !kh || !vh) return !qh ? qh : !kh ? kh : vh;
   if (ctx.out.mode == Mode::Decode) {
     auto o = attend_cached(ctx, *qh, *kh, *vh, Gl, hd);
@@ -233,6 +247,7 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   if (ctx.out.mode == Mode::Eval) ctx.out.caches.push_back({l.name, kNoValue, kNoValue, *kh, *vh});
   const double p = ctx.out.mode == Mode::Train ? l.float_attr("dropout", 0.0) : 0.0;
   std::vector<Attr> attrs = {{"causal", int64_t(l.bool_attr("causal", true))}};
+  if (tokens_first) attrs.push_back({"layout", std::string("bthd")});
   ValueId step = kNoValue;
   if (p > 0) {
     auto s = ctx.dropout_step();
@@ -241,12 +256,12 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
     attrs.push_back({"dropout", p});
     attrs.push_back({"seed", ctx.dropout_seed()});
   }
-  auto o = ctx.emit(
-      "attention", l.name + ".attention", {*qh, *kh, *vh, kNoValue, step}, attrs,
-      {ctx.tensor({B, Hl, T, hd}), TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, Hl, T}}});
+  auto o = ctx.emit("attention", l.name + ".attention", {*qh, *kh, *vh, kNoValue, step}, attrs,
+                    {ctx.tensor(tokens_first ? Dims{B, T, Hl, hd} : Dims{B, Hl, T, hd}),
+                     TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, Hl, T}}});
   if (!o) return o.error();
   if (p > 0) ctx.out.dropout_nodes.push_back(ctx.value((*o)[0]).producer);
-  return merge_heads(ctx, (*o)[0], B, T, Hl, hd, C, bias);
+  return merge_heads(ctx, (*o)[0], B, T, Hl, hd, C, bias, tokens_first);
 }
 
 }  // namespace tandem::host::lowering::detail

@@ -53,6 +53,19 @@ Result<void> Program::apply_features() {
   return {};
 }
 
+// The lowest negotiated ABI minor among the backends of the devices the
+// run may place layers on (its own, those named by --device and budgets,
+// the model file's pins): lowering emits no catalog attribute newer than it.
+Result<uint32_t> Program::backend_abi_minor() {
+  auto ids = candidate_devices();
+  if (!ids) return ids.error();
+  for (const model::LayerSpec& layer : spec_.layers)
+    if (layer.device) (void)open_device(*layer.device);  // a bad pin is reported by placement
+  uint32_t minor = device_.backend().abi_minor_effective;
+  for (const auto& [id, handle] : devices_) minor = std::min(minor, handle->backend().abi_minor_effective);
+  return minor;
+}
+
 // Forward (the feature passes at their stages), autodiff, optimizer.
 Result<void> Program::lower() {
   const ProcessGroup& group = options_.group;
@@ -70,8 +83,10 @@ Result<void> Program::lower() {
     data_world_ = group.world;
   }
   const bool train = options_.mode == lowering::Mode::Train;
+  auto minor = backend_abi_minor();
+  if (!minor) return minor.error();
   auto model =
-      lowering::build_forward(spec_, micro_batch_samples_, options_.mode, TDM_F32, tp, options_.int8);
+      lowering::build_forward(spec_, micro_batch_samples_, options_.mode, TDM_F32, tp, options_.int8, *minor);
   if (!model) return model.error();
   model_ = std::move(*model);
   if (!train) return {};

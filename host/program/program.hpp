@@ -144,6 +144,7 @@ class Program {
   Result<bool> placement_wanted(std::vector<std::string>& candidates, place::PlacementOptions& o);
   Result<void> place_automatically(std::vector<std::string>& candidates, place::PlacementOptions& o);
   Result<std::vector<std::string>> candidate_devices();
+  Result<uint32_t> backend_abi_minor();
   Result<std::string> open_device(const std::string& name);
   std::map<std::string, uint64_t> capacities() const;
   // whole_memory: devices without a --memory-budget are limited by their

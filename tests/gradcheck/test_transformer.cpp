@@ -52,12 +52,14 @@ struct AttentionCase {
   int64_t B, H, G, T, S, D, E;
   bool causal, mask;
   double dropout;
+  bool tokens_first = false;  // layout "bthd"
 };
 
 void check_attention(const AttentionCase& c) {
   Attrs a;
   if (c.causal) a.integer("causal", 1);
   if (c.dropout > 0) a.number("dropout", c.dropout).integer("seed", 99);
+  if (c.tokens_first) a.string("layout", "bthd");
   HostTensor mask, offset;
   if (c.mask) {
     mask = random({c.B, c.S}, Fill::ints(0, 1), TDM_U8);
@@ -65,8 +67,11 @@ void check_attention(const AttentionCase& c) {
     mask.set(0, 1);        // and pads its first: with causal, row 0 sees nothing
   }
   if (c.dropout > 0) offset = HostTensor::from_values(TDM_S64, {}, {12345});
-  const Dims q{c.B, c.H, c.T, c.D}, k{c.B, c.G, c.S, c.D}, v{c.B, c.G, c.S, c.E};
-  const Dims o{c.B, c.H, c.T, c.E}, lse{c.B, c.H, c.T};
+  auto shape = [&](int64_t heads, int64_t n, int64_t w) {
+    return c.tokens_first ? Dims{c.B, n, heads, w} : Dims{c.B, heads, n, w};
+  };
+  const Dims q = shape(c.H, c.T, c.D), k = shape(c.G, c.S, c.D), v = shape(c.G, c.S, c.E);
+  const Dims o = shape(c.H, c.T, c.E), lse{c.B, c.H, c.T};
   Forward f{"attention", a, {random(q), random(k), random(v), mask, offset}, {{F64, o}, {F64, lse}}, {}};
   draw_cotangents(f, {0});  // lse is saved for the backward, not part of L
   const auto fwd = run("attention", a, f.inputs, f.outputs);
@@ -98,6 +103,13 @@ TEST_F(Grad, AttentionCausalWithFewerQueriesThanKeys) {
 TEST_F(Grad, AttentionPaddingMaskAndDropout) {
   check_attention({2, 2, 2, 4, 4, 3, 3, true, true, 0});
   check_attention({2, 2, 1, 4, 5, 3, 3, false, true, 0.3});
+}
+
+// Layout "bthd": the heads after the positions, grouped heads, fewer
+// queries than keys, a mask and dropout.
+TEST_F(Grad, AttentionWithTheHeadsAfterThePositions) {
+  check_attention({2, 4, 2, 3, 5, 4, 3, true, false, 0, true});
+  check_attention({2, 2, 1, 4, 5, 3, 3, false, true, 0.3, true});
 }
 
 }  // namespace gradcheck

@@ -107,3 +107,67 @@ TEST(OnednnAttention, DropoutKeepsWhatTheCatalogsMaskKeeps) {
     EXPECT_EQ(wrong, 0) << "of " << T * S << " elements, " << dropped << " dropped by the mask";
   }
 }
+
+namespace {
+
+// x [B, A, C, D] as [B, C, A, D]: a "bhtd" tensor in "bthd" and back.
+tc::HostTensor swap_axes_1_2(const tc::HostTensor& x) {
+  const std::vector<int64_t>& d = x.dims();
+  const std::vector<double> in = x.to_f64();
+  std::vector<double> out(in.size());
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t a = 0; a < d[1]; ++a)
+      for (int64_t c = 0; c < d[2]; ++c)
+        for (int64_t i = 0; i < d[3]; ++i)
+          out[size_t(((b * d[2] + c) * d[1] + a) * d[3] + i)] =
+              in[size_t(((b * d[1] + a) * d[2] + c) * d[3] + i)];
+  return tc::HostTensor::from_values(x.dtype(), {d[0], d[2], d[1], d[3]}, out);
+}
+
+}  // namespace
+
+// Layout "bthd" moves a head's rows, not its sums: the forward and both
+// gradient schedules give the bits of "bhtd", with the heads after the
+// positions. Grouped heads, three tiles of 64 (the last partial), causal
+// with padding and dropout.
+TEST(OnednnAttention, HeadsAfterThePositionsGiveTheSameBitsMoved) {
+  Fixture& f = loaded();
+  ASSERT_NE(f.device, nullptr) << last_error();
+  const int64_t B = 2, H = 4, G = 2, T = 130, D = 32;
+  const tc::HostTensor q = wavy({B, H, T, D}, 0.2), k = wavy({B, G, T, D}, 0.9), v = wavy({B, G, T, D}, 1.6);
+  std::vector<double> padded(size_t(B * T), 0.0);
+  padded[size_t(2 * T - 1)] = 1;
+  const tc::HostTensor mask = tc::HostTensor::from_values(TDM_U8, {B, T}, padded);
+  const tc::HostTensor offset = tc::HostTensor::from_values(TDM_S64, {}, {3});
+  tc::Attrs heads, tokens;
+  heads.integer("causal", 1).number("dropout", 0.1).integer("seed", 23);
+  tokens = heads;
+  tokens.string("layout", "bthd");
+  const tc::HostTensor dout = wavy({B, H, T, D}, 3.1);
+  for (int threads : {1, 4}) {  // the gradient in one pass, then in two
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    ThreadCount use(threads);
+    const tc::RunResult fwd = tc::run_op(*f.kit, "attention", heads, {q, k, v, mask, offset},
+                                         {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, H, T}}});
+    const tc::RunResult fwd_t = tc::run_op(
+        *f.kit, "attention", tokens, {swap_axes_1_2(q), swap_axes_1_2(k), swap_axes_1_2(v), mask, offset},
+        {{TDM_F32, {B, T, H, D}}, {TDM_F32, {B, H, T}}});
+    ASSERT_TRUE(fwd.outcome.ok()) << fwd.outcome.message;
+    ASSERT_TRUE(fwd_t.outcome.ok()) << fwd_t.outcome.message;
+    EXPECT_TRUE(swap_axes_1_2(fwd_t.outputs[0]).bitwise_equal(fwd.outputs[0])) << "o";
+    EXPECT_TRUE(fwd_t.outputs[1].bitwise_equal(fwd.outputs[1])) << "lse";
+    const tc::RunResult grad = tc::run_op(
+        *f.kit, "attention_grad", heads, {dout, q, k, v, fwd.outputs[0], fwd.outputs[1], mask, offset},
+        {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, G, T, D}}, {TDM_F32, {B, G, T, D}}});
+    const tc::RunResult grad_t =
+        tc::run_op(*f.kit, "attention_grad", tokens,
+                   {swap_axes_1_2(dout), swap_axes_1_2(q), swap_axes_1_2(k), swap_axes_1_2(v),
+                    fwd_t.outputs[0], fwd_t.outputs[1], mask, offset},
+                   {{TDM_F32, {B, T, H, D}}, {TDM_F32, {B, T, G, D}}, {TDM_F32, {B, T, G, D}}});
+    ASSERT_TRUE(grad.outcome.ok()) << grad.outcome.message;
+    ASSERT_TRUE(grad_t.outcome.ok()) << grad_t.outcome.message;
+    const char* names[] = {"dq", "dk", "dv"};
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_TRUE(swap_axes_1_2(grad_t.outputs[i]).bitwise_equal(grad.outputs[i])) << names[i];
+  }
+}

@@ -12,12 +12,14 @@
 #include "exec/executor.hpp"
 #include "lowering/autodiff.hpp"
 #include "model/model_parser.hpp"
+#include "ops/op_table.hpp"
 #include "reference_device.hpp"
 #include "train/initializers.hpp"
 
 namespace tandem::test {
 namespace {
 
+using host::Node;
 using host::ValueId;
 namespace lowering = host::lowering;
 
@@ -196,11 +198,13 @@ tie_weight = "tok"
 
 class GraphGradcheck : public ReferenceDevice {
  protected:
-  void check(const char* text, bool integer_inputs = false) {
+  // backend_abi_minor: as lowering::build_forward's (0: every backend).
+  void check(const char* text, bool integer_inputs = false, uint32_t backend_abi_minor = 0) {
     auto spec = host::model::parse_model_text(text, "gradcheck.toml");
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     const int64_t batch = 3;
-    auto m = lowering::build_forward(*spec, batch, lowering::Mode::Train, TDM_F64);
+    auto m =
+        lowering::build_forward(*spec, batch, lowering::Mode::Train, TDM_F64, {}, nullptr, backend_abi_minor);
     ASSERT_TRUE(m.ok()) << m.error().message;
     ASSERT_TRUE(lowering::append_backward(*m).ok());
     host::exec::ExecutorOptions options;
@@ -285,6 +289,52 @@ TEST_F(GraphGradcheck, EmbeddingAndLayerNorm) {
 
 TEST_F(GraphGradcheck, LanguageModelWithAttentionRepeatAndTiedHead) {
   check(kLanguageModel);
+}
+
+// The language model without rope, whose attention reads q, k and v as
+// the projections lay them out when the backends speak ABI 1.8 (layout
+// "bthd", no transposes).
+std::string language_model_without_rope() {
+  std::string text = kLanguageModel;
+  text.erase(text.find("rope = true\n"), std::string("rope = true\n").size());
+  return text;
+}
+
+TEST_F(GraphGradcheck, LanguageModelWithAttentionOnTokenRows) {
+  check(language_model_without_rope().c_str(), false, lowering::kAttentionLayoutMinor);
+}
+
+// Which attention a training graph gets: "bthd" and no transpose for
+// backends of ABI 1.8, the transposes around "bhtd" for older ones (which
+// would ignore the attribute), and "bhtd" wherever rope reads the heads first.
+TEST(AttentionLowering, TransposesOnlyForBackendsOlderThanTheLayoutAttribute) {
+  struct Want {
+    std::string text;
+    uint32_t minor;
+    const char* layout;
+    size_t transposes;  // 4 forward, 4 backward per layer, 2 layers
+  };
+  const Want wants[] = {{language_model_without_rope(), lowering::kAttentionLayoutMinor, "bthd", 0},
+                        {language_model_without_rope(), lowering::kAttentionLayoutMinor - 1, "bhtd", 16},
+                        {kLanguageModel, lowering::kAttentionLayoutMinor, "bhtd", 16}};
+  for (const Want& w : wants) {
+    auto spec = host::model::parse_model_text(w.text, "lm.toml");
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    auto m = lowering::build_forward(*spec, 2, lowering::Mode::Train, TDM_F32, {}, nullptr, w.minor);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(lowering::append_backward(*m).ok());
+    size_t transposes = 0, attention = 0;
+    for (size_t i = 0; i < m->graph.node_count(); ++i) {
+      const Node& n = *m->graph.node_at(i);
+      transposes += n.op == "transpose";
+      if (n.op != "attention" && n.op != "attention_grad") continue;
+      ++attention;
+      EXPECT_EQ(host::ops::string_attr(n.attrs, "layout", "bhtd"), w.layout)
+          << n.name << " at minor " << w.minor;
+    }
+    EXPECT_EQ(attention, 4u) << "minor " << w.minor;
+    EXPECT_EQ(transposes, w.transposes) << "minor " << w.minor;
+  }
 }
 
 }  // namespace

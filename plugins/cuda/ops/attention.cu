@@ -17,6 +17,9 @@
 // every key tile; (3) dk, dv per (b, kv head, 32 keys) from every query tile
 // of every head of its group. Each kernel owns what it writes: no atomics,
 // the same bits on every run. The per-element rules are math/attention.hpp.
+// Layout "bthd" (heads after the positions) changes only where a head's rows
+// are read and written (Attn::row): a head's rows are then heads x width
+// apart instead of width.
 #include <algorithm>
 #include <cmath>
 
@@ -24,6 +27,7 @@
 #include "math/attention.hpp"
 #include "ops/attention_tiles.cuh"
 #include "ops/kernels.cuh"
+#include "tandem/attention_layout.hpp"
 
 namespace tandem::cuda {
 namespace {
@@ -39,10 +43,31 @@ struct Attn {
   int64_t B = 0, H = 0, G = 0, T = 0, S = 0;
   int D = 0, E = 0;
   bool causal = false;
+  AttentionLayout layout;
   float scale = 0.0f, dropout = 0.0f, inv_keep = 1.0f;
   uint64_t seed = 0;
 
   __host__ __device__ int64_t group() const { return H / G; }
+  // Where the rows of q (and dq), o (do) of query head h, and of k (dk), v
+  // (dv) of kv head g start (position t or s), and their strides.
+  __host__ __device__ int64_t q_row(int64_t b, int64_t h, int64_t t = 0) const {
+    return layout.row(b, h, t, H, T, D);
+  }
+  __host__ __device__ int64_t o_row(int64_t b, int64_t h, int64_t t = 0) const {
+    return layout.row(b, h, t, H, T, E);
+  }
+  __host__ __device__ int64_t k_row(int64_t b, int64_t g, int64_t s = 0) const {
+    return layout.row(b, g, s, G, S, D);
+  }
+  __host__ __device__ int64_t v_row(int64_t b, int64_t g, int64_t s = 0) const {
+    return layout.row(b, g, s, G, S, E);
+  }
+  __host__ __device__ int64_t ldq() const { return layout.stride(H, D); }
+  __host__ __device__ int64_t ldo() const { return layout.stride(H, E); }
+  __host__ __device__ int64_t ldk() const { return layout.stride(G, D); }
+  __host__ __device__ int64_t ldv() const { return layout.stride(G, E); }
+  // A q-like tensor's dims in the layout (host side, for the checks).
+  Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
   // One past the last key that a query before t_end may see.
   __host__ __device__ int64_t key_end(int64_t t_end) const {
     if (!causal) return S;
@@ -139,10 +164,10 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(Attn a, AttnIo<
   float* ps = vs + BK * a.E;        // [BQ][BK+1]: d·p
   const int64_t tiles = (a.T + BQ - 1) / BQ, bh = blockIdx.x / tiles;
   const int64_t t0 = (tiles - 1 - blockIdx.x % tiles) * BQ;  // late tiles first: under causal they see most
-  const int64_t b = bh / a.H, h = bh % a.H, kv = b * a.G + h / a.group();
+  const int64_t b = bh / a.H, h = bh % a.H, g = h / a.group();
   const int bq = tile_len(BQ, a.T - t0);
   const uint64_t seed = seed_of(a, io.seed_offset);
-  load_rows(io.q + bh * a.T * a.D, t0, bq, BQ, a.D, a.scale, qs, a.D + 1);
+  load_rows(io.q + a.q_row(b, h), a.ldq(), t0, bq, BQ, a.D, a.scale, qs, a.D + 1);
   float m[R], l[R], acc[R][kHeadCols];
 #pragma unroll
   for (int r = 0; r < R; ++r) m[r] = -INFINITY, l[r] = 0.0f;
@@ -151,8 +176,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(Attn a, AttnIo<
   for (int64_t s0 = 0; s0 < end; s0 += BK) {
     const int bk = tile_len(BK, end - s0);
     __syncthreads();  // every thread is done with the previous tile (and qs is written)
-    load_rows_t(io.k + kv * a.S * a.D, s0, bk, BK, a.D, 1.0f, kt, BK + 1);
-    load_rows(io.v + kv * a.S * a.E, s0, bk, BK, a.E, 1.0f, vs, a.E);
+    load_rows_t(io.k + a.k_row(b, g), a.ldk(), s0, bk, BK, a.D, 1.0f, kt, BK + 1);
+    load_rows(io.v + a.v_row(b, g), a.ldv(), s0, bk, BK, a.E, 1.0f, vs, a.E);
     __syncthreads();
     float sc[R][C];
     tile_dot(qs, a.D + 1, kt, BK + 1, a.D, sc);
@@ -165,25 +190,26 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(Attn a, AttnIo<
   for (int r = 0; r < R; ++r) {
     const int i = ty + kSide * r;
     if (i >= bq) continue;
-    const int64_t row = bh * a.T + t0 + i;
+    const int64_t row = bh * a.T + t0 + i, o_row = a.o_row(b, h, t0 + i);
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
 #pragma unroll
     for (int c = 0; c < kHeadCols; ++c)
-      if (tx + kSide * c < a.E) st(io.out, row * a.E + tx + kSide * c, acc[r][c] * inv);
+      if (tx + kSide * c < a.E) st(io.out, o_row + tx + kSide * c, acc[r][c] * inv);
     if (tx == 0) io.lse_out[row] = math::online_lse(m[r], l[r]);
   }
 }
 
 // ---- backward ----------------------------------------------------------
 
-// Δ_t = do·o of each (b, h, t) row, a warp per row.
+// Δ_t = do·o of each (b, h, t) row (delta in [B, H, T] order), a warp per row.
 template <class T>
-__global__ void attention_delta_kernel(const T* dout, const T* o, float* delta, int64_t rows, int E) {
+__global__ void attention_delta_kernel(Attn a, const T* dout, const T* o, float* delta, int64_t rows) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
   for (int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    const int64_t at = a.o_row(row / (a.H * a.T), row / a.T % a.H, row % a.T);
     float s = 0.0f;
-    for (int e = lane; e < E; e += 32) s += ld(dout, row * E + e) * ld(o, row * E + e);
+    for (int e = lane; e < a.E; e += 32) s += ld(dout, at + e) * ld(o, at + e);
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (lane == 0) delta[row] = s;
   }
@@ -218,12 +244,12 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dq_kernel(Attn a, Attn
   float* dss = vt + a.E * (BK + 1);  // [BQ][BK+1]: ds
   const int64_t tiles = (a.T + BQ - 1) / BQ, bh = blockIdx.x / tiles;
   const int64_t t0 = (tiles - 1 - blockIdx.x % tiles) * BQ;
-  const int64_t b = bh / a.H, h = bh % a.H, kv = b * a.G + h / a.group();
+  const int64_t b = bh / a.H, h = bh % a.H, g = h / a.group();
   const int bq = tile_len(BQ, a.T - t0);
   const int ty = tid_y(), tx = tid_x();
   const uint64_t seed = seed_of(a, io.seed_offset);
-  load_rows(io.q + bh * a.T * a.D, t0, bq, BQ, a.D, a.scale, qs, a.D + 1);
-  load_rows(io.dout + bh * a.T * a.E, t0, bq, BQ, a.E, 1.0f, dos, a.E + 1);
+  load_rows(io.q + a.q_row(b, h), a.ldq(), t0, bq, BQ, a.D, a.scale, qs, a.D + 1);
+  load_rows(io.dout + a.o_row(b, h), a.ldo(), t0, bq, BQ, a.E, 1.0f, dos, a.E + 1);
   float lse[R], delta[R], acc[R][kHeadCols];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -236,8 +262,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dq_kernel(Attn a, Attn
   for (int64_t s0 = 0; s0 < end; s0 += BK) {
     const int bk = tile_len(BK, end - s0);
     __syncthreads();
-    load_rows_t(io.k + kv * a.S * a.D, s0, bk, BK, a.D, 1.0f, kt, BK + 1);
-    load_rows_t(io.v + kv * a.S * a.E, s0, bk, BK, a.E, 1.0f, vt, BK + 1);
+    load_rows_t(io.k + a.k_row(b, g), a.ldk(), s0, bk, BK, a.D, 1.0f, kt, BK + 1);
+    load_rows_t(io.v + a.v_row(b, g), a.ldv(), s0, bk, BK, a.E, 1.0f, vt, BK + 1);
     __syncthreads();
     float sc[R][C], dp[R][C];
     tile_dot(qs, a.D + 1, kt, BK + 1, a.D, sc);
@@ -260,7 +286,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dq_kernel(Attn a, Attn
     if (i >= bq) continue;
 #pragma unroll
     for (int c = 0; c < kHeadCols; ++c)
-      if (tx + kSide * c < a.D) st(io.dq, (bh * a.T + t0 + i) * a.D + tx + kSide * c, acc[r][c] * a.scale);
+      if (tx + kSide * c < a.D) st(io.dq, a.q_row(b, h, t0 + i) + tx + kSide * c, acc[r][c] * a.scale);
   }
 }
 
@@ -270,13 +296,14 @@ constexpr size_t dkv_smem(int D, int E) {
          size_t(BK * (D + 1) + BK * (E + 1) + D * (BQ + 1) + E * (BQ + 1) + 2 * BK * (BQ + 1) + 2 * BQ);
 }
 
-// Query rows [t0, t0 + bq) of head bh: (q·scale)ᵀ, doᵀ, and their lse and Δ.
+// Query rows [t0, t0 + bq) of head h of batch b: (q·scale)ᵀ, doᵀ, and their lse and Δ.
 template <class T>
-__device__ void load_query_tile(const Attn& a, const AttnIo<T>& io, int64_t bh, int64_t t0, int bq, float* qt,
-                                float* dot, float* stats) {
+__device__ void load_query_tile(const Attn& a, const AttnIo<T>& io, int64_t b, int64_t h, int64_t t0, int bq,
+                                float* qt, float* dot, float* stats) {
   constexpr int BQ = kSide * kKvC;
-  load_rows_t(io.q + bh * a.T * a.D, t0, bq, BQ, a.D, a.scale, qt, BQ + 1);
-  load_rows_t(io.dout + bh * a.T * a.E, t0, bq, BQ, a.E, 1.0f, dot, BQ + 1);
+  const int64_t bh = b * a.H + h;
+  load_rows_t(io.q + a.q_row(b, h), a.ldq(), t0, bq, BQ, a.D, a.scale, qt, BQ + 1);
+  load_rows_t(io.dout + a.o_row(b, h), a.ldo(), t0, bq, BQ, a.E, 1.0f, dot, BQ + 1);
   for (int i = threadIdx.x; i < BQ; i += blockDim.x) {
     stats[i] = i < bq ? io.lse[bh * a.T + t0 + i] : -INFINITY;
     stats[BQ + i] = i < bq ? io.delta[bh * a.T + t0 + i] : 0.0f;
@@ -299,8 +326,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dkv_kernel(Attn a, Att
   const int bk = tile_len(BK, a.S - s0);
   const int ty = tid_y(), tx = tid_x();
   const uint64_t seed = seed_of(a, io.seed_offset);
-  load_rows(io.k + kv * a.S * a.D, s0, bk, BK, a.D, 1.0f, ks, a.D + 1);
-  load_rows(io.v + kv * a.S * a.E, s0, bk, BK, a.E, 1.0f, vs, a.E + 1);
+  load_rows(io.k + a.k_row(b, g), a.ldk(), s0, bk, BK, a.D, 1.0f, ks, a.D + 1);
+  load_rows(io.v + a.v_row(b, g), a.ldv(), s0, bk, BK, a.E, 1.0f, vs, a.E + 1);
   float dk[R][kHeadCols], dv[R][kHeadCols];
   zero(dk);
   zero(dv);
@@ -308,7 +335,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dkv_kernel(Attn a, Att
     for (int64_t t0 = a.query_begin(s0); t0 < a.T; t0 += BQ) {
       const int bq = tile_len(BQ, a.T - t0);
       __syncthreads();  // the previous query tile is no longer read (and ks, vs are written)
-      load_query_tile(a, io, b * a.H + h, t0, bq, qt, dot, stats);
+      load_query_tile(a, io, b, h, t0, bq, qt, dot, stats);
       __syncthreads();
       float sc[R][C], dp[R][C];
       tile_dot(ks, a.D + 1, qt, BQ + 1, a.D, sc);
@@ -329,12 +356,12 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dkv_kernel(Attn a, Att
   for (int r = 0; r < R; ++r) {
     const int j = ty + kSide * r;
     if (j >= bk) continue;
-    const int64_t row = kv * a.S + s0 + j;
+    const int64_t k_row = a.k_row(b, g, s0 + j), v_row = a.v_row(b, g, s0 + j);
 #pragma unroll
     for (int c = 0; c < kHeadCols; ++c) {
       const int col = tx + kSide * c;
-      if (col < a.D) st(io.dk, row * a.D + col, dk[r][c]);
-      if (col < a.E) st(io.dv, row * a.E + col, dv[r][c]);
+      if (col < a.D) st(io.dk, k_row + col, dk[r][c]);
+      if (col < a.E) st(io.dv, v_row + col, dv[r][c]);
     }
   }
 }
@@ -355,10 +382,14 @@ Attn check_operands(const Check& c, size_t first, size_t extras, tdm_dtype& dt, 
     c.input_dtype(i, {dt});
     c.input_rank(i, 4);
   }
+  const std::string layout = c.string_attr("layout", "bhtd");
+  if (!AttentionLayout::parse(layout, a.layout))
+    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
+  const size_t heads = size_t(a.layout.heads_axis()), positions = size_t(a.layout.positions_axis());
   const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
-  a.B = q[0], a.H = q[1], a.T = q[2], a.G = k[1], a.S = k[2];
-  c.input_shape(first + 1, {a.B, a.G, a.S, q[3]});
-  c.input_shape(first + 2, {a.B, a.G, a.S, v[3]});
+  a.B = q[0], a.H = q[heads], a.T = q[positions], a.G = k[heads], a.S = k[positions];
+  c.input_shape(first + 1, a.shape(a.G, a.S, q[3]));
+  c.input_shape(first + 2, a.shape(a.G, a.S, v[3]));
   if (a.G < 1 || a.H % a.G != 0)
     c.fail("the key/value heads (" + std::to_string(a.G) + ") must divide the query heads (" +
            std::to_string(a.H) + ")");
@@ -424,7 +455,7 @@ std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, s
   tdm_dtype dt;
   Slots slots;
   const Attn a = check_operands(c, 0, 3, dt, slots);
-  c.output(0, dt, {a.B, a.H, a.T, a.E});
+  c.output(0, dt, a.shape(a.H, a.T, a.E));
   c.output(1, TDM_F32, {a.B, a.H, a.T});
   const unsigned blocks = grid_of(c, a.B * a.H, a.T, kSide * kFwdR);
   const size_t smem = forward_smem(a.D, a.E);
@@ -449,12 +480,12 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
   tdm_dtype dt;
   Slots slots;
   const Attn a = check_operands(c, 1, 6, dt, slots);
-  c.input(0, dt, {a.B, a.H, a.T, a.E});
-  c.input(4, dt, {a.B, a.H, a.T, a.E});
+  c.input(0, dt, a.shape(a.H, a.T, a.E));
+  c.input(4, dt, a.shape(a.H, a.T, a.E));
   c.input(5, TDM_F32, {a.B, a.H, a.T});
-  c.output(0, dt, {a.B, a.H, a.T, a.D});
-  c.output(1, dt, {a.B, a.G, a.S, a.D});
-  c.output(2, dt, {a.B, a.G, a.S, a.E});
+  c.output(0, dt, a.shape(a.H, a.T, a.D));
+  c.output(1, dt, a.shape(a.G, a.S, a.D));
+  c.output(2, dt, a.shape(a.G, a.S, a.E));
   const int64_t rows = a.B * a.H * a.T;
   workspace = static_cast<size_t>(rows) * sizeof(float);  // Δ
   const unsigned dq_blocks = grid_of(c, a.B * a.H, a.T, kSide * kDqR);
@@ -476,7 +507,7 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
       io.dk = static_cast<T*>(o[1]);
       io.dv = static_cast<T*>(o[2]);
       if (rows > 0)
-        attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(io.dout, io.o, io.delta, rows, a.E);
+        attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(a, io.dout, io.o, io.delta, rows);
       if (dq_blocks > 0) attention_dq_kernel<T><<<dq_blocks, kAttnThreads, dq_bytes, s.get()>>>(a, io);
       if (kv_blocks > 0) attention_dkv_kernel<T><<<kv_blocks, kAttnThreads, kv_bytes, s.get()>>>(a, io);
     });

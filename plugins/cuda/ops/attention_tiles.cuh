@@ -39,25 +39,26 @@ __device__ __forceinline__ float row_sum(float v) {
   return v;
 }
 
-// Rows [r0, r0 + n) of a row-major matrix of `cols` columns, times `mul`,
-// into dst[r·stride + c] for r < n_pad (zeros past n: a partial tile adds
-// nothing and reads no NaN garbage).
+// Rows [r0, r0 + n) of a matrix of `cols` columns whose rows are `ld_src`
+// apart (a head's rows: the width, or heads x width with the heads after
+// the positions), times `mul`, into dst[r·stride + c] for r < n_pad (zeros
+// past n: a partial tile adds nothing and reads no NaN garbage).
 template <class T>
-__device__ void load_rows(const T* src, int64_t r0, int n, int n_pad, int cols, float mul, float* dst,
-                          int stride) {
+__device__ void load_rows(const T* src, int64_t ld_src, int64_t r0, int n, int n_pad, int cols, float mul,
+                          float* dst, int stride) {
   for (int i = threadIdx.x; i < n_pad * cols; i += blockDim.x) {
     const int r = i / cols, c = i % cols;
-    dst[r * stride + c] = r < n ? ld(src, (r0 + r) * cols + c) * mul : 0.0f;
+    dst[r * stride + c] = r < n ? ld(src, (r0 + r) * ld_src + c) * mul : 0.0f;
   }
 }
 
 // The same, stored transposed: dst[c·stride + r].
 template <class T>
-__device__ void load_rows_t(const T* src, int64_t r0, int n, int n_pad, int cols, float mul, float* dst,
-                            int stride) {
+__device__ void load_rows_t(const T* src, int64_t ld_src, int64_t r0, int n, int n_pad, int cols, float mul,
+                            float* dst, int stride) {
   for (int i = threadIdx.x; i < n_pad * cols; i += blockDim.x) {
     const int r = i / cols, c = i % cols;
-    dst[c * stride + r] = r < n ? ld(src, (r0 + r) * cols + c) * mul : 0.0f;
+    dst[c * stride + r] = r < n ? ld(src, (r0 + r) * ld_src + c) * mul : 0.0f;
   }
 }
 

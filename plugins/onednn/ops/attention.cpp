@@ -14,6 +14,10 @@
 // tile; (2) per (batch, kv head, key tile) dk and dv from every query tile of
 // every head of the group. Scores and probabilities are recomputed from lse.
 // f32 arithmetic for f32 and bf16 data (bf16 tiles are widened on load).
+// Layout "bthd" (heads after the positions) changes only where a head's
+// rows live: a tile of consecutive positions of one head is a strided
+// matrix (leading dimension heads x width), which the tile products read
+// in place like a "bhtd" one (leading dimension the width).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,6 +27,7 @@
 
 #include "attention_tiles.hpp"
 #include "common.hpp"
+#include "tandem/attention_layout.hpp"
 #include "vector_loops.hpp"
 
 namespace tandem::onednn {
@@ -35,9 +40,25 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 struct Geometry {
   int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0, E = 0;
   bool causal = false, has_mask = false, has_offset = false;
+  AttentionLayout layout;
   float scale = 0, dropout = 0;
   uint64_t seed = 0;
   size_t mask_slot = 0, offset_slot = 0;
+
+  // A q-like tensor of `heads` heads, n positions and width w, in the layout.
+  Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
+  // The rows of q and o (and do, dq) of query head h, and of k and v (dk,
+  // dv) of kv head kvh, from position 0, and their strides.
+  int64_t q_row(int64_t b, int64_t h, int64_t t = 0) const { return layout.row(b, h, t, H, T, D); }
+  int64_t o_row(int64_t b, int64_t h, int64_t t = 0) const { return layout.row(b, h, t, H, T, E); }
+  int64_t k_row(int64_t b, int64_t kvh, int64_t s = 0) const { return layout.row(b, kvh, s, G, S, D); }
+  int64_t v_row(int64_t b, int64_t kvh, int64_t s = 0) const { return layout.row(b, kvh, s, G, S, E); }
+  int64_t ldq() const { return layout.stride(H, D); }
+  int64_t ldo() const { return layout.stride(H, E); }
+  int64_t ldk() const { return layout.stride(G, D); }
+  int64_t ldv() const { return layout.stride(G, E); }
+  // The kv head query head h reads.
+  int64_t kv_head(int64_t h) const { return h / (H / G); }
 
   int64_t tiles(int64_t n) const { return (n + kTile - 1) / kTile; }
   // One past the last key any query of [t0, t1) may attend.
@@ -67,10 +88,14 @@ Geometry check_operands(Check& c, size_t first, size_t extras, tdm_dtype& dt) {
     c.input_dtype(i, {dt});
     c.input_rank(i, 4);
   }
+  const std::string layout = c.string_attr("layout", "bhtd");
+  if (!AttentionLayout::parse(layout, g.layout))
+    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
+  const size_t heads = size_t(g.layout.heads_axis()), positions = size_t(g.layout.positions_axis());
   const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
-  g.B = q[0], g.H = q[1], g.T = q[2], g.D = q[3], g.G = k[1], g.S = k[2], g.E = v[3];
-  c.input_shape(first + 1, {g.B, g.G, g.S, g.D});
-  c.input_shape(first + 2, {g.B, g.G, g.S, g.E});
+  g.B = q[0], g.H = q[heads], g.T = q[positions], g.D = q[3], g.G = k[heads], g.S = k[positions], g.E = v[3];
+  c.input_shape(first + 1, g.shape(g.G, g.S, g.D));
+  c.input_shape(first + 2, g.shape(g.G, g.S, g.E));
   if (g.G < 1 || g.H % g.G != 0)
     c.fail("the key/value heads (" + std::to_string(g.G) + ") must divide the query heads (" +
            std::to_string(g.H) + ")");
@@ -103,26 +128,33 @@ LaunchState launch_state(const Geometry& g, void* const* in) {
   return s;
 }
 
-// rows x cols of a [.., rows_total, cols] tensor from row r0, widened to f32.
+// rows x cols from row r0 of a head's rows (`ld` apart), widened to f32
+// into a dense tile.
 template <class T>
-void load_tile(const T* src, int64_t r0, int64_t rows, int64_t cols, float* dst, float mul = 1.f) {
+void load_tile(const T* src, int64_t ld_src, int64_t r0, int64_t rows, int64_t cols, float* dst,
+               float mul = 1.f) {
   for (int64_t r = 0; r < rows; ++r)
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = ld(src, (r0 + r) * cols + c) * mul;
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = ld(src, (r0 + r) * ld_src + c) * mul;
 }
 
+// An f32 operand of the tile products: rows `ld` floats apart.
+struct Rows {
+  const float* p;
+  int64_t ld;
+};
+
 // The rows of such a tile as f32 operands of the tile products: f32 rows
-// where they are (the tile's rows are contiguous), bf16 ones widened into
-// `stage`. Copying f32 tiles would only move them from one cache line to
-// another.
+// where they are when they are dense (layout "bhtd"), else widened (bf16)
+// or gathered (f32 rows heads x width apart, layout "bthd") into `stage`.
+// Copying dense f32 tiles would only move them from one cache line to
+// another; gathered ones are read by every row of the other operand.
 template <class T>
-const float* tile_rows(const T* src, int64_t r0, int64_t rows, int64_t cols, float* stage) {
-  if constexpr (std::is_same_v<T, float>) {
-    return src + r0 * cols;
-  } else {
-    load_tile(src, r0, rows, cols, stage);
-    return stage;
-  }
+Rows tile_rows(const T* src, int64_t ld_src, int64_t r0, int64_t rows, int64_t cols, float* stage) {
+  if constexpr (std::is_same_v<T, float>)
+    if (ld_src == cols) return {src + r0 * ld_src, ld_src};
+  load_tile(src, ld_src, r0, rows, cols, stage);
+  return {stage, cols};
 }
 
 // Thread-private tile buffers, kept between launches (no allocation once warm).
@@ -158,7 +190,7 @@ void dropout_factors(const Geometry& g, const LaunchState& ls, int64_t b, int64_
 template <class T>
 void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, void* const* out, int64_t b,
                   int64_t h, int64_t t0) {
-  const int64_t bq = std::min(kTile, g.T - t0), kv = b * g.G + h / (g.H / g.G);
+  const int64_t bq = std::min(kTile, g.T - t0), kvh = g.kv_head(h);
   const int64_t wide = std::max(g.D, g.E);
   float* qs = scratch(size_t(kTile * (2 * g.D + wide + kTile + g.E + 2)));
   float *kt = qs + kTile * g.D, *stage = kt + kTile * g.D, *sc = stage + kTile * wide;
@@ -166,14 +198,15 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
   const T* q = static_cast<const T*>(in[0]);
   const T* k = static_cast<const T*>(in[1]);
   const T* v = static_cast<const T*>(in[2]);
-  load_tile(q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, qs, g.scale);
+  load_tile(q + g.q_row(b, h), g.ldq(), t0, bq, g.D, qs, g.scale);
   std::fill(m, m + bq, kNegInf);
   std::fill(l, l + bq, 0.f);
   std::fill(acc, acc + bq * g.E, 0.f);
   const int64_t end = g.key_end(t0 + bq);
   for (int64_t s0 = 0; s0 < end; s0 += kTile) {
     const int64_t bk = std::min(kTile, end - s0);
-    tiles::transpose(bk, g.D, tile_rows(k + kv * g.S * g.D, s0, bk, g.D, stage), g.D, kt);
+    const Rows keys = tile_rows(k + g.k_row(b, kvh), g.ldk(), s0, bk, g.D, stage);
+    tiles::transpose(bk, g.D, keys.p, keys.ld, kt);
     scores(g, ls, b, t0, bq, s0, bk, qs, kt, sc);
     loops::online_softmax_rows(sc, bq, bk, g.seen0(t0, s0, bk), m, l, acc, g.E);
     if (g.dropout > 0)  // after l has counted them; the keys a row cannot see are 0 already
@@ -185,14 +218,15 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
 #pragma omp simd
         for (int64_t j = 0; j < seen; ++j) row[j] *= d[j];
       }
-    tiles::gemm(bq, g.E, bk, sc, bk, tile_rows(v + kv * g.S * g.E, s0, bk, g.E, stage), g.E, acc, g.E, true,
+    const Rows values = tile_rows(v + g.v_row(b, kvh), g.ldv(), s0, bk, g.E, stage);
+    tiles::gemm(bq, g.E, bk, sc, bk, values.p, values.ld, acc, g.E, true,
                 g.triangle(t0, s0, tiles::Triangle::depth));
   }
-  T* o = static_cast<T*>(out[0]) + ((b * g.H + h) * g.T + t0) * g.E;
+  T* o = static_cast<T*>(out[0]) + g.o_row(b, h, t0);
   float* lse = static_cast<float*>(out[1]) + (b * g.H + h) * g.T + t0;
   for (int64_t i = 0; i < bq; ++i) {
     const float inv = l[i] > 0 ? 1.f / l[i] : 0.f;
-    for (int64_t e = 0; e < g.E; ++e) st(o, i * g.E + e, acc[i * g.E + e] * inv);
+    for (int64_t e = 0; e < g.E; ++e) st(o, i * g.ldo() + e, acc[i * g.E + e] * inv);
     lse[i] = l[i] > 0 ? m[i] + std::log(l[i]) : kNegInf;
   }
 }
@@ -202,7 +236,7 @@ std::unique_ptr<Kernel> attention(const OpView& op, size_t&) {
   c.counts(3, 5, 2, 2);
   tdm_dtype dt;
   const Geometry g = check_operands(c, 0, 3, dt);
-  c.output(0, dt, {g.B, g.H, g.T, g.E});
+  c.output(0, dt, g.shape(g.H, g.T, g.E));
   c.output(1, TDM_F32, {g.B, g.H, g.T});
   return with_f32_bf16(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -255,7 +289,7 @@ void probabilities_and_ds(const Geometry& g, const LaunchState& ls, int64_t b, i
 // dst).
 struct GradTiles {
   float *qs, *dst, *kst, *kt, *vst, *vt, *p, *ds, *acc, *acc2, *dq;
-  const float *k = nullptr, *dout = nullptr;
+  Rows k{nullptr, 0}, dout{nullptr, 0};
   static GradTiles make(const Geometry& g, int64_t dq_rows = 0) {
     const int64_t n = kTile;
     float* f = scratch(size_t(n * (4 * g.D + 4 * g.E + 2 * n) + dq_rows * g.D));
@@ -274,12 +308,14 @@ struct GradIo {
   float* delta;  // [B, H, T] in the workspace
 };
 
-// Key tile s0 of kv head kv: its rows k, kᵀ and vᵀ.
+// Key tile s0 of kv head kvh of batch b: its rows k, kᵀ and vᵀ.
 template <class T>
-void load_keys(const Geometry& g, const GradIo<T>& io, int64_t kv, int64_t s0, int64_t bk, GradTiles& w) {
-  w.k = tile_rows(io.k + kv * g.S * g.D, s0, bk, g.D, w.kst);
-  tiles::transpose(bk, g.D, w.k, g.D, w.kt);
-  tiles::transpose(bk, g.E, tile_rows(io.v + kv * g.S * g.E, s0, bk, g.E, w.vst), g.E, w.vt);
+void load_keys(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t kvh, int64_t s0, int64_t bk,
+               GradTiles& w) {
+  w.k = tile_rows(io.k + g.k_row(b, kvh), g.ldk(), s0, bk, g.D, w.kst);
+  tiles::transpose(bk, g.D, w.k.p, w.k.ld, w.kt);
+  const Rows values = tile_rows(io.v + g.v_row(b, kvh), g.ldv(), s0, bk, g.E, w.vst);
+  tiles::transpose(bk, g.E, values.p, values.ld, w.vt);
 }
 
 // Δ = rowsum(do·o) of query rows [t0, t0 + bq) of (b, h); w.acc2 is scratch.
@@ -287,9 +323,10 @@ template <class T>
 void delta_rows(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t h, int64_t t0, int64_t bq,
                 GradTiles& w) {
   const int64_t row0 = (b * g.H + h) * g.T + t0;
-  w.dout = tile_rows(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dst);
-  const float* o = tile_rows(io.o + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.acc2);
-  for (int64_t i = 0; i < bq; ++i) io.delta[row0 + i] = loops::dot(w.dout + i * g.E, o + i * g.E, g.E);
+  w.dout = tile_rows(io.dout + g.o_row(b, h), g.ldo(), t0, bq, g.E, w.dst);
+  const Rows o = tile_rows(io.o + g.o_row(b, h), g.ldo(), t0, bq, g.E, w.acc2);
+  for (int64_t i = 0; i < bq; ++i)
+    io.delta[row0 + i] = loops::dot(w.dout.p + i * w.dout.ld, o.p + i * o.ld, g.E);
 }
 
 // One (query tile, key tile) pair of head h, whose key tile is loaded in w:
@@ -299,24 +336,31 @@ template <class T>
 void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, int64_t b, int64_t h,
                int64_t t0, int64_t s0, int64_t bk, GradTiles& w, float* dq) {
   const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0;
-  load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
-  w.dout = tile_rows(io.dout + (b * g.H + h) * g.T * g.E, t0, bq, g.E, w.dst);
+  load_tile(io.q + g.q_row(b, h), g.ldq(), t0, bq, g.D, w.qs, g.scale);
+  w.dout = tile_rows(io.dout + g.o_row(b, h), g.ldo(), t0, bq, g.E, w.dst);
   const tiles::Causal unread = g.triangle(t0, s0, tiles::Triangle::output),
                       zeros = g.triangle(t0, s0, tiles::Triangle::depth);
   scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
-  tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false, unread);
+  tiles::gemm(bq, bk, g.E, w.dout.p, w.dout.ld, w.vt, bk, w.ds, bk, false, unread);
   probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
-  tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout, g.E, w.acc2, g.E, true, zeros);
+  tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout.p, w.dout.ld, w.acc2, g.E, true, zeros);
   tiles::gemm_tn(bk, g.D, bq, w.ds, bk, w.qs, g.D, w.acc, g.D, true, zeros);  // qs = scale·q: dk's scale
-  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.k, g.D, dq, g.D, true, zeros);
+  if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.k.p, w.k.ld, dq, g.D, true, zeros);
 }
 
-// dk and dv of key tile s0 (w.acc, w.acc2) into the outputs.
+// rows x cols of a dense f32 tile, times mul, into rows `ld` apart.
 template <class T>
-void store_key_grads(const Geometry& g, int64_t kv, int64_t s0, int64_t bk, const GradTiles& w, T* dk,
-                     T* dv) {
-  for (int64_t i = 0; i < bk * g.D; ++i) st(dk + (kv * g.S + s0) * g.D, i, w.acc[i]);
-  for (int64_t i = 0; i < bk * g.E; ++i) st(dv + (kv * g.S + s0) * g.E, i, w.acc2[i]);
+void store_tile(const float* src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst, float mul = 1.f) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) st(dst, r * ld_dst + c, src[r * cols + c] * mul);
+}
+
+// dk and dv of key tile s0 of kv head kvh (w.acc, w.acc2) into the outputs.
+template <class T>
+void store_key_grads(const Geometry& g, int64_t b, int64_t kvh, int64_t s0, int64_t bk, const GradTiles& w,
+                     T* dk, T* dv) {
+  store_tile(w.acc, bk, g.D, dk + g.k_row(b, kvh, s0), g.ldk());
+  store_tile(w.acc2, bk, g.E, dv + g.v_row(b, kvh, s0), g.ldv());
 }
 
 // Two-pass backward, pass 1: Δ and dq of one (b, h, query tile).
@@ -324,23 +368,22 @@ template <class T>
 void dq_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dq, int64_t b, int64_t h,
              int64_t t0) {
   GradTiles w = GradTiles::make(g);
-  const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0,
-                kv = b * g.G + h / (g.H / g.G);
-  load_tile(io.q + (b * g.H + h) * g.T * g.D, t0, bq, g.D, w.qs, g.scale);
+  const int64_t bq = std::min(kTile, g.T - t0), row0 = (b * g.H + h) * g.T + t0, kvh = g.kv_head(h);
+  load_tile(io.q + g.q_row(b, h), g.ldq(), t0, bq, g.D, w.qs, g.scale);
   delta_rows(g, io, b, h, t0, bq, w);
   std::fill(w.acc, w.acc + bq * g.D, 0.f);
   const int64_t end = g.key_end(t0 + bq);
   for (int64_t s0 = 0; s0 < end; s0 += kTile) {
     const int64_t bk = std::min(kTile, end - s0);
-    load_keys(g, io, kv, s0, bk, w);
+    load_keys(g, io, b, kvh, s0, bk, w);
     scores(g, ls, b, t0, bq, s0, bk, w.qs, w.kt, w.p);
-    tiles::gemm(bq, bk, g.E, w.dout, g.E, w.vt, bk, w.ds, bk, false,
+    tiles::gemm(bq, bk, g.E, w.dout.p, w.dout.ld, w.vt, bk, w.ds, bk, false,
                 g.triangle(t0, s0, tiles::Triangle::output));
     probabilities_and_ds(g, ls, b, h, t0, bq, s0, bk, io.lse + row0, io.delta + row0, w.p, w.ds);
-    tiles::gemm(bq, g.D, bk, w.ds, bk, w.k, g.D, w.acc, g.D, true,
+    tiles::gemm(bq, g.D, bk, w.ds, bk, w.k.p, w.k.ld, w.acc, g.D, true,
                 g.triangle(t0, s0, tiles::Triangle::depth));
   }
-  for (int64_t i = 0; i < bq * g.D; ++i) st(dq + row0 * g.D, i, w.acc[i] * g.scale);
+  store_tile(w.acc, bq, g.D, dq + g.q_row(b, h, t0), g.ldq(), g.scale);
 }
 
 // Two-pass backward, pass 2: dk and dv of one (b, kv head, key tile), from
@@ -349,14 +392,14 @@ template <class T>
 void dkv_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dk, T* dv, int64_t b,
               int64_t kvh, int64_t s0) {
   GradTiles w = GradTiles::make(g);
-  const int64_t bk = std::min(kTile, g.S - s0), kv = b * g.G + kvh, group = g.H / g.G;
-  load_keys(g, io, kv, s0, bk, w);
+  const int64_t bk = std::min(kTile, g.S - s0), group = g.H / g.G;
+  load_keys(g, io, b, kvh, s0, bk, w);
   std::fill(w.acc, w.acc + bk * g.D, 0.f);
   std::fill(w.acc2, w.acc2 + bk * g.E, 0.f);
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
     for (int64_t t0 = g.query_begin(s0) / kTile * kTile; t0 < g.T; t0 += kTile)
       grad_pair(g, ls, io, b, h, t0, s0, bk, w, nullptr);
-  store_key_grads(g, kv, s0, bk, w, dk, dv);
+  store_key_grads(g, b, kvh, s0, bk, w, dk, dv);
 }
 
 // One-pass backward of one (b, kv head): every key tile once, each with
@@ -367,26 +410,23 @@ void dkv_tile(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* 
 template <class T>
 void dqkv_group(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, T* dq, T* dk, T* dv, int64_t b,
                 int64_t kvh) {
-  const int64_t group = g.H / g.G, kv = b * g.G + kvh, h0 = kvh * group;
+  const int64_t group = g.H / g.G, h0 = kvh * group;
   GradTiles w = GradTiles::make(g, group * g.T);
   for (int64_t h = h0; h < h0 + group; ++h)
     for (int64_t t0 = 0; t0 < g.T; t0 += kTile) delta_rows(g, io, b, h, t0, std::min(kTile, g.T - t0), w);
   std::fill(w.dq, w.dq + group * g.T * g.D, 0.f);
   for (int64_t s0 = 0; s0 < g.S; s0 += kTile) {
     const int64_t bk = std::min(kTile, g.S - s0);
-    load_keys(g, io, kv, s0, bk, w);
+    load_keys(g, io, b, kvh, s0, bk, w);
     std::fill(w.acc, w.acc + bk * g.D, 0.f);
     std::fill(w.acc2, w.acc2 + bk * g.E, 0.f);
     for (int64_t h = h0; h < h0 + group; ++h)
       for (int64_t t0 = g.query_begin(s0) / kTile * kTile; t0 < g.T; t0 += kTile)
         grad_pair(g, ls, io, b, h, t0, s0, bk, w, w.dq + ((h - h0) * g.T + t0) * g.D);
-    store_key_grads(g, kv, s0, bk, w, dk, dv);
+    store_key_grads(g, b, kvh, s0, bk, w, dk, dv);
   }
-  for (int64_t h = h0; h < h0 + group; ++h) {
-    const float* acc = w.dq + (h - h0) * g.T * g.D;
-    T* out = dq + (b * g.H + h) * g.T * g.D;
-    for (int64_t i = 0; i < g.T * g.D; ++i) st(out, i, acc[i] * g.scale);
-  }
+  for (int64_t h = h0; h < h0 + group; ++h)
+    store_tile(w.dq + (h - h0) * g.T * g.D, g.T, g.D, dq + g.q_row(b, h), g.ldq(), g.scale);
 }
 
 // The one-pass backward runs a task per (b, kv head) and holds the group's
@@ -404,12 +444,12 @@ std::unique_ptr<Kernel> attention_grad(const OpView& op, size_t& ws) {
   c.counts(6, 8, 3, 3);
   tdm_dtype dt;
   const Geometry g = check_operands(c, 1, 6, dt);
-  c.input(0, dt, {g.B, g.H, g.T, g.E});
-  c.input(4, dt, {g.B, g.H, g.T, g.E});
+  c.input(0, dt, g.shape(g.H, g.T, g.E));
+  c.input(4, dt, g.shape(g.H, g.T, g.E));
   c.input(5, TDM_F32, {g.B, g.H, g.T});
-  c.output(0, dt, {g.B, g.H, g.T, g.D});
-  c.output(1, dt, {g.B, g.G, g.S, g.D});
-  c.output(2, dt, {g.B, g.G, g.S, g.E});
+  c.output(0, dt, g.shape(g.H, g.T, g.D));
+  c.output(1, dt, g.shape(g.G, g.S, g.D));
+  c.output(2, dt, g.shape(g.G, g.S, g.E));
   ws = size_t(g.B * g.H * g.T) * sizeof(float);  // Δ
   return with_f32_bf16(dt, [&](auto tag) {
     using T = decltype(tag);

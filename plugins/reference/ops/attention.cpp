@@ -10,11 +10,14 @@
 // recomputes p from lse (never storing T x S), with D_t = do·o:
 //   dv_s += d_s·p_s·do,  ds = p_s·(d_s·(do·v_s) − D_t),
 //   dq += scale·ds·k_s,  dk_s += scale·ds·q.
-// Everything in double; each (b, h, t) row is independent.
+// Everything in double; each (b, h, t) row is independent. With layout
+// "bthd" (heads after the positions) the tensors are permuted to heads
+// first on load and back on store, so the sums are the same code.
 #include <cmath>
 #include <limits>
 
 #include "common.hpp"
+#include "tandem/attention_layout.hpp"
 #include "tandem/dropout_mask.hpp"
 
 namespace tandem::reference {
@@ -24,11 +27,38 @@ struct Geometry {
   tdm_dtype dt = TDM_F32, stats = TDM_F32;
   int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0, E = 0;
   bool causal = false, has_mask = false, has_offset = false;
+  AttentionLayout layout;
   double scale = 0, dropout = 0;
   uint64_t seed = 0;
   size_t mask_slot = 0, offset_slot = 0;
 
   int64_t group(int64_t h) const { return h / (H / G); }
+  // A q-like tensor of `heads` heads, n positions and width w, in the layout.
+  Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
+  // x in the layout as [B, heads, n, w] (`to_heads`), or back.
+  std::vector<double> permuted(std::vector<double> x, int64_t heads, int64_t n, int64_t w,
+                               bool to_heads) const {
+    if (!layout.tokens_first) return x;
+    std::vector<double> y(x.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t i = 0; i < w; ++i) {
+            const size_t first = size_t(((b * heads + h) * n + t) * w + i),
+                         stored = size_t(layout.row(b, h, t, heads, n, w) + i);
+            if (to_heads)
+              y[first] = x[stored];
+            else
+              y[stored] = x[first];
+          }
+    return y;
+  }
+  std::vector<double> load_rows(const void* p, int64_t heads, int64_t n, int64_t w) const {
+    return permuted(load<double>(p, dt, B * heads * n * w), heads, n, w, true);
+  }
+  void store_rows(void* p, const std::vector<double>& x, int64_t heads, int64_t n, int64_t w) const {
+    store(p, dt, permuted(x, heads, n, w, false));
+  }
   // Whether query t of batch b may attend key s.
   bool allowed(const uint8_t* mask, int64_t b, int64_t t, int64_t s) const {
     if (has_mask && mask[b * S + s] != 0) return false;
@@ -52,10 +82,14 @@ Geometry check_operands(Check& c, size_t first, size_t extras) {
     c.input_dtype(i, {g.dt});
     c.input_rank(i, 4);
   }
+  const std::string layout = c.string_attr("layout", "bhtd");
+  if (!AttentionLayout::parse(layout, g.layout))
+    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
+  const size_t heads = size_t(g.layout.heads_axis()), positions = size_t(g.layout.positions_axis());
   const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
-  g.B = q[0], g.H = q[1], g.T = q[2], g.D = q[3], g.G = k[1], g.S = k[2], g.E = v[3];
-  c.input_shape(first + 1, {g.B, g.G, g.S, g.D});
-  c.input_shape(first + 2, {g.B, g.G, g.S, g.E});
+  g.B = q[0], g.H = q[heads], g.T = q[positions], g.D = q[3], g.G = k[heads], g.S = k[positions], g.E = v[3];
+  c.input_shape(first + 1, g.shape(g.G, g.S, g.D));
+  c.input_shape(first + 2, g.shape(g.G, g.S, g.E));
   if (g.G < 1 || g.H % g.G != 0)
     c.fail("the key/value heads (" + std::to_string(g.G) + ") must divide the query heads (" +
            std::to_string(g.H) + ")");
@@ -88,12 +122,12 @@ std::unique_ptr<Kernel> attention(const OpView& view, size_t&) {
   Check c(view);
   c.counts(3, 5, 2, 2);
   const Geometry g = check_operands(c, 0, 3);
-  c.output(0, g.dt, {g.B, g.H, g.T, g.E});
+  c.output(0, g.dt, g.shape(g.H, g.T, g.E));
   c.output(1, g.stats, {g.B, g.H, g.T});
   return make_kernel(c, [=](void* const* in, void* const* out) {
-    const auto q = load<double>(in[0], g.dt, g.B * g.H * g.T * g.D);
-    const auto k = load<double>(in[1], g.dt, g.B * g.G * g.S * g.D);
-    const auto v = load<double>(in[2], g.dt, g.B * g.G * g.S * g.E);
+    const auto q = g.load_rows(in[0], g.H, g.T, g.D);
+    const auto k = g.load_rows(in[1], g.G, g.S, g.D);
+    const auto v = g.load_rows(in[2], g.G, g.S, g.E);
     const auto* mask = static_cast<const uint8_t*>(g.has_mask ? in[g.mask_slot] : nullptr);
     const uint64_t seed = seed_now(g, in);
     std::vector<double> o(size_t(g.B * g.H * g.T * g.E), 0.0), lse(size_t(g.B * g.H * g.T));
@@ -123,7 +157,7 @@ std::unique_ptr<Kernel> attention(const OpView& view, size_t&) {
               o[size_t(row * g.E + e)] += p * v[size_t((kv * g.S + s) * g.E + e)];
           }
         }
-    store(out[0], g.dt, o);
+    g.store_rows(out[0], o, g.H, g.T, g.E);
     store(out[1], g.stats, lse);
   });
 }
@@ -132,17 +166,16 @@ std::unique_ptr<Kernel> attention_grad(const OpView& view, size_t&) {
   Check c(view);
   c.counts(6, 8, 3, 3);
   const Geometry g = check_operands(c, 1, 6);
-  c.input(0, g.dt, {g.B, g.H, g.T, g.E});
-  c.input(4, g.dt, {g.B, g.H, g.T, g.E});
+  c.input(0, g.dt, g.shape(g.H, g.T, g.E));
+  c.input(4, g.dt, g.shape(g.H, g.T, g.E));
   c.input(5, g.stats, {g.B, g.H, g.T});
-  c.output(0, g.dt, {g.B, g.H, g.T, g.D});
-  c.output(1, g.dt, {g.B, g.G, g.S, g.D});
-  c.output(2, g.dt, {g.B, g.G, g.S, g.E});
+  c.output(0, g.dt, g.shape(g.H, g.T, g.D));
+  c.output(1, g.dt, g.shape(g.G, g.S, g.D));
+  c.output(2, g.dt, g.shape(g.G, g.S, g.E));
   return make_kernel(c, [=](void* const* in, void* const* out) {
-    const int64_t nq = g.B * g.H * g.T, nkv = g.B * g.G * g.S;
-    const auto dout = load<double>(in[0], g.dt, nq * g.E), q = load<double>(in[1], g.dt, nq * g.D);
-    const auto k = load<double>(in[2], g.dt, nkv * g.D), v = load<double>(in[3], g.dt, nkv * g.E);
-    const auto o = load<double>(in[4], g.dt, nq * g.E), lse = load<double>(in[5], g.stats, nq);
+    const auto dout = g.load_rows(in[0], g.H, g.T, g.E), q = g.load_rows(in[1], g.H, g.T, g.D);
+    const auto k = g.load_rows(in[2], g.G, g.S, g.D), v = g.load_rows(in[3], g.G, g.S, g.E);
+    const auto o = g.load_rows(in[4], g.H, g.T, g.E), lse = load<double>(in[5], g.stats, g.B * g.H * g.T);
     const auto* mask = static_cast<const uint8_t*>(g.has_mask ? in[g.mask_slot] : nullptr);
     const uint64_t seed = seed_now(g, in);
     std::vector<double> dq(q.size(), 0.0), dk(k.size(), 0.0), dv(v.size(), 0.0);
@@ -167,9 +200,9 @@ std::unique_ptr<Kernel> attention_grad(const OpView& view, size_t&) {
             }
           }
         }
-    store(out[0], g.dt, dq);
-    store(out[1], g.dt, dk);
-    store(out[2], g.dt, dv);
+    g.store_rows(out[0], dq, g.H, g.T, g.D);
+    g.store_rows(out[1], dk, g.G, g.S, g.D);
+    g.store_rows(out[2], dv, g.G, g.S, g.E);
   });
 }
 

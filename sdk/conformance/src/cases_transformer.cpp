@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tandem/attention_layout.hpp"
 #include "tandem/conformance/cases.hpp"
 #include "tandem/dropout_mask.hpp"
 
@@ -66,7 +67,15 @@ struct Shape {
 void attention_forward(const Case& c, std::vector<HostTensor>& in) {
   const Dims& q = in[1].dims();
   const Dims& k = in[2].dims();
-  const int64_t B = q[0], H = q[1], T = q[2], D = q[3], G = k[1], S = k[2], E = in[3].dims()[3];
+  AttentionLayout layout;
+  AttentionLayout::parse(c.attrs.string_or("layout", "bhtd"), layout);
+  const size_t heads = size_t(layout.heads_axis()), positions = size_t(layout.positions_axis());
+  const int64_t B = q[0], H = q[heads], T = q[positions], D = q[3], G = k[heads], S = k[positions],
+                E = in[3].dims()[3];
+  // Where element i of the row of position `pos` of head `head` lives.
+  auto at = [&](int64_t b, int64_t head, int64_t pos, int64_t n_heads, int64_t n, int64_t w, int64_t i) {
+    return layout.row(b, head, pos, n_heads, n, w) + i;
+  };
   const bool causal = c.attrs.number_or("causal", 0) != 0;
   const double p = c.attrs.number_or("dropout", 0);
   double scale = c.attrs.number_or("scale", 0);
@@ -77,12 +86,13 @@ void attention_forward(const Case& c, std::vector<HostTensor>& in) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t t = 0; t < T; ++t) {
-        const int64_t row = (b * H + h) * T + t, kv = b * G + h / (H / G);
+        const int64_t row = (b * H + h) * T + t, kvh = h / (H / G);
         double m = -std::numeric_limits<double>::infinity();
         for (int64_t s = 0; s < S; ++s) {
           const bool masked = (in[6].present() && in[6].get(b * S + s) != 0) || (causal && s > t + S - T);
           double dot = 0;
-          for (int64_t i = 0; i < D; ++i) dot += in[1].get(row * D + i) * in[2].get((kv * S + s) * D + i);
+          for (int64_t i = 0; i < D; ++i)
+            dot += in[1].get(at(b, h, t, H, T, D, i)) * in[2].get(at(b, kvh, s, G, S, D, i));
           score[size_t(s)] = masked ? -std::numeric_limits<double>::infinity() : scale * dot;
           m = std::max(m, score[size_t(s)]);
         }
@@ -95,9 +105,9 @@ void attention_forward(const Case& c, std::vector<HostTensor>& in) {
           for (int64_t s = 0; s < S && !std::isinf(m); ++s) {
             const uint64_t flat = uint64_t(row * S + s);
             const double keep = p == 0 ? 1 : dropout_keep(seed, flat, float(p)) ? 1 / (1 - p) : 0;
-            o += std::exp(score[size_t(s)] - lse) * keep * in[3].get((kv * S + s) * E + e);
+            o += std::exp(score[size_t(s)] - lse) * keep * in[3].get(at(b, kvh, s, G, S, E, e));
           }
-          in[4].set(row * E + e, o);
+          in[4].set(at(b, h, t, H, T, E, e), o);
         }
       }
 }
@@ -111,8 +121,12 @@ void add_attention(std::vector<Case>& v) {
     int causal;
     bool mask;
     double dropout, scale;
+    bool tokens_first;
   };
-  const Variant variants[] = {{0, false, 0, 0}, {1, false, 0, 0}, {1, true, 0, 0.3}, {0, true, 0.2, 0}};
+  // Layout "bthd" (since SDK 1.9): heads after the positions, with and
+  // without the mask and dropout.
+  const Variant variants[] = {{0, false, 0, 0, false},  {1, false, 0, 0, false}, {1, true, 0, 0.3, false},
+                              {0, true, 0.2, 0, false}, {1, false, 0, 0, true},  {0, true, 0.2, 0.3, true}};
   for (tdm_dtype dt : kF32Bf16F16)
     for (const Shape& s : shapes)
       for (const Variant& w : variants) {
@@ -120,8 +134,13 @@ void add_attention(std::vector<Case>& v) {
         if (w.causal) a.integer("causal", 1);
         if (w.scale != 0) a.number("scale", w.scale);
         if (w.dropout != 0) a.number("dropout", w.dropout).integer("seed", 977 * s.T + s.S);
-        const Dims q{s.B, s.H, s.T, s.D}, k{s.B, s.G, s.S, s.D}, val{s.B, s.G, s.S, s.E};
-        const Dims o{s.B, s.H, s.T, s.E}, lse{s.B, s.H, s.T};
+        if (w.tokens_first) a.string("layout", "bthd");
+        // A q-like tensor of n_heads heads, n positions and width d, in the layout.
+        auto shape = [&](int64_t n_heads, int64_t n, int64_t d) {
+          return AttentionLayout{w.tokens_first}.dims(s.B, n_heads, n, d);
+        };
+        const Dims q = shape(s.H, s.T, s.D), k = shape(s.G, s.S, s.D), val = shape(s.G, s.S, s.E);
+        const Dims o = shape(s.H, s.T, s.E), lse{s.B, s.H, s.T};
         auto qkv = [&](Case& c) -> Case& {
           return c.in(dt, q, Fill::range(-2, 2)).in(dt, k, Fill::range(-2, 2)).in(dt, val);
         };

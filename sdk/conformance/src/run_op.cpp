@@ -29,6 +29,11 @@ double Attrs::number_or(const std::string& n, double fallback) const {
       return it.type == TDM_ATTR_INT ? double(it.i) : it.f;
   return fallback;
 }
+std::string Attrs::string_or(const std::string& n, const std::string& fallback) const {
+  for (const Item& it : items_)
+    if (it.name == n && it.type == TDM_ATTR_STRING) return it.s;
+  return fallback;
+}
 Attrs& Attrs::string(const std::string& n, const std::string& v) {
   Item& it = items_.emplace_back();
   it.name = n;

@@ -34,6 +34,8 @@ class Attrs {
   Attrs& floats(const std::string& name, std::vector<double> v);
   // The value of an int or float attribute, or `fallback` when absent.
   double number_or(const std::string& name, double fallback) const;
+  // The value of a string attribute, or `fallback` when absent.
+  std::string string_or(const std::string& name, const std::string& fallback) const;
   std::vector<tdm_attr> view() const;  // valid while *this lives unchanged
   std::string str() const;             // "stride=2,2 groups=2"
   bool empty() const noexcept { return items_.empty(); }
