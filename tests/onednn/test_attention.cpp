@@ -24,32 +24,43 @@ tc::HostTensor wavy(const std::vector<int64_t>& dims, double phase) {
   return tc::HostTensor::from_values(TDM_F32, dims, v);
 }
 
+// B·G = 4 (kv) tasks: one pass on 1 thread (4 >= 2·1), two passes on 4
+// threads (4 < 2·4). T = 130: three query and key tiles of 64, the last
+// partial; grouped heads.
+constexpr int64_t kB = 2, kH = 4, kG = 2, kT = 130, kD = 32;
+
+// q, k, v ("bhtd") from `phase`, a mask whose key `padded` (a flat index
+// into [B, T]) is padding, and a seed_offset.
+struct Operands {
+  tc::HostTensor q, k, v, mask, offset;
+};
+Operands operands(double phase, int64_t padded, int64_t seed_offset) {
+  std::vector<double> keys(size_t(kB * kT), 0.0);
+  keys[size_t(padded)] = 1;
+  return {wavy({kB, kH, kT, kD}, phase), wavy({kB, kG, kT, kD}, phase + 0.6),
+          wavy({kB, kG, kT, kD}, phase + 1.2), tc::HostTensor::from_values(TDM_U8, {kB, kT}, keys),
+          tc::HostTensor::from_values(TDM_S64, {}, {double(seed_offset)})};
+}
+
 }  // namespace
 
+// Causal with padding (the last key of batch 0) and dropout.
 TEST(OnednnAttention, GradientIsTheSameBitsInOneOrTwoPasses) {
   Fixture& f = loaded();
   ASSERT_NE(f.device, nullptr) << last_error();
-  // B·G = 4 (kv) tasks: one pass on 1 thread (4 >= 2·1), two passes on 4
-  // threads (4 < 2·4). T = 130: three query and key tiles of 64, the last
-  // partial; grouped heads; causal with padding and dropout.
-  const int64_t B = 2, H = 4, G = 2, T = 130, D = 32;
-  const tc::HostTensor q = wavy({B, H, T, D}, 0.1), k = wavy({B, G, T, D}, 0.7), v = wavy({B, G, T, D}, 1.3);
-  std::vector<double> padded(size_t(B * T), 0.0);
-  padded[size_t(T - 1)] = 1;  // the last key of batch 0 is padding
-  const tc::HostTensor mask = tc::HostTensor::from_values(TDM_U8, {B, T}, padded);
-  const tc::HostTensor offset = tc::HostTensor::from_values(TDM_S64, {}, {5});
+  const auto [q, k, v, mask, offset] = operands(0.1, kT - 1, 5);
   tc::Attrs attrs;
   attrs.integer("causal", 1).number("dropout", 0.1).integer("seed", 17);
 
   const tc::RunResult fwd = tc::run_op(*f.kit, "attention", attrs, {q, k, v, mask, offset},
-                                       {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, H, T}}});
+                                       {{TDM_F32, {kB, kH, kT, kD}}, {TDM_F32, {kB, kH, kT}}});
   ASSERT_TRUE(fwd.outcome.ok()) << fwd.outcome.message;
-  const tc::HostTensor dout = wavy({B, H, T, D}, 2.9);
+  const tc::HostTensor dout = wavy({kB, kH, kT, kD}, 2.9);
   const auto grad = [&](int threads) {
     ThreadCount use(threads);
-    return tc::run_op(*f.kit, "attention_grad", attrs,
-                      {dout, q, k, v, fwd.outputs[0], fwd.outputs[1], mask, offset},
-                      {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, G, T, D}}, {TDM_F32, {B, G, T, D}}});
+    return tc::run_op(
+        *f.kit, "attention_grad", attrs, {dout, q, k, v, fwd.outputs[0], fwd.outputs[1], mask, offset},
+        {{TDM_F32, {kB, kH, kT, kD}}, {TDM_F32, {kB, kG, kT, kD}}, {TDM_F32, {kB, kG, kT, kD}}});
   };
   const tc::RunResult one_pass = grad(1), two_passes = grad(4);
   ASSERT_TRUE(one_pass.outcome.ok()) << one_pass.outcome.message;
@@ -133,37 +144,32 @@ tc::HostTensor swap_axes_1_2(const tc::HostTensor& x) {
 TEST(OnednnAttention, HeadsAfterThePositionsGiveTheSameBitsMoved) {
   Fixture& f = loaded();
   ASSERT_NE(f.device, nullptr) << last_error();
-  const int64_t B = 2, H = 4, G = 2, T = 130, D = 32;
-  const tc::HostTensor q = wavy({B, H, T, D}, 0.2), k = wavy({B, G, T, D}, 0.9), v = wavy({B, G, T, D}, 1.6);
-  std::vector<double> padded(size_t(B * T), 0.0);
-  padded[size_t(2 * T - 1)] = 1;
-  const tc::HostTensor mask = tc::HostTensor::from_values(TDM_U8, {B, T}, padded);
-  const tc::HostTensor offset = tc::HostTensor::from_values(TDM_S64, {}, {3});
+  const auto [q, k, v, mask, offset] = operands(0.2, 2 * kT - 1, 3);
   tc::Attrs heads, tokens;
   heads.integer("causal", 1).number("dropout", 0.1).integer("seed", 23);
   tokens = heads;
   tokens.string("layout", "bthd");
-  const tc::HostTensor dout = wavy({B, H, T, D}, 3.1);
+  const tc::HostTensor dout = wavy({kB, kH, kT, kD}, 3.1);
   for (int threads : {1, 4}) {  // the gradient in one pass, then in two
     SCOPED_TRACE("threads " + std::to_string(threads));
     ThreadCount use(threads);
     const tc::RunResult fwd = tc::run_op(*f.kit, "attention", heads, {q, k, v, mask, offset},
-                                         {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, H, T}}});
+                                         {{TDM_F32, {kB, kH, kT, kD}}, {TDM_F32, {kB, kH, kT}}});
     const tc::RunResult fwd_t = tc::run_op(
         *f.kit, "attention", tokens, {swap_axes_1_2(q), swap_axes_1_2(k), swap_axes_1_2(v), mask, offset},
-        {{TDM_F32, {B, T, H, D}}, {TDM_F32, {B, H, T}}});
+        {{TDM_F32, {kB, kT, kH, kD}}, {TDM_F32, {kB, kH, kT}}});
     ASSERT_TRUE(fwd.outcome.ok()) << fwd.outcome.message;
     ASSERT_TRUE(fwd_t.outcome.ok()) << fwd_t.outcome.message;
     EXPECT_TRUE(swap_axes_1_2(fwd_t.outputs[0]).bitwise_equal(fwd.outputs[0])) << "o";
     EXPECT_TRUE(fwd_t.outputs[1].bitwise_equal(fwd.outputs[1])) << "lse";
     const tc::RunResult grad = tc::run_op(
         *f.kit, "attention_grad", heads, {dout, q, k, v, fwd.outputs[0], fwd.outputs[1], mask, offset},
-        {{TDM_F32, {B, H, T, D}}, {TDM_F32, {B, G, T, D}}, {TDM_F32, {B, G, T, D}}});
+        {{TDM_F32, {kB, kH, kT, kD}}, {TDM_F32, {kB, kG, kT, kD}}, {TDM_F32, {kB, kG, kT, kD}}});
     const tc::RunResult grad_t =
         tc::run_op(*f.kit, "attention_grad", tokens,
                    {swap_axes_1_2(dout), swap_axes_1_2(q), swap_axes_1_2(k), swap_axes_1_2(v),
                     fwd_t.outputs[0], fwd_t.outputs[1], mask, offset},
-                   {{TDM_F32, {B, T, H, D}}, {TDM_F32, {B, T, G, D}}, {TDM_F32, {B, T, G, D}}});
+                   {{TDM_F32, {kB, kT, kH, kD}}, {TDM_F32, {kB, kT, kG, kD}}, {TDM_F32, {kB, kT, kG, kD}}});
     ASSERT_TRUE(grad.outcome.ok()) << grad.outcome.message;
     ASSERT_TRUE(grad_t.outcome.ok()) << grad_t.outcome.message;
     const char* names[] = {"dq", "dk", "dv"};
