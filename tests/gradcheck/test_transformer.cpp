@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gradcheck.hpp"
+#include "tandem/attention_layout.hpp"
 
 namespace gradcheck {
 
@@ -68,7 +69,7 @@ void check_attention(const AttentionCase& c) {
   }
   if (c.dropout > 0) offset = HostTensor::from_values(TDM_S64, {}, {12345});
   auto shape = [&](int64_t heads, int64_t n, int64_t w) {
-    return c.tokens_first ? Dims{c.B, n, heads, w} : Dims{c.B, heads, n, w};
+    return Dims(tandem::AttentionLayout{c.tokens_first}.dims(c.B, heads, n, w));
   };
   const Dims q = shape(c.H, c.T, c.D), k = shape(c.G, c.S, c.D), v = shape(c.G, c.S, c.E);
   const Dims o = shape(c.H, c.T, c.E), lse{c.B, c.H, c.T};

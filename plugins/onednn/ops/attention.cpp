@@ -146,9 +146,9 @@ struct Rows {
 
 // The rows of such a tile as f32 operands of the tile products: f32 rows
 // where they are when they are dense (layout "bhtd"), else widened (bf16)
-// or gathered (f32 rows heads x width apart, layout "bthd") into `stage`.
-// Copying dense f32 tiles would only move them from one cache line to
-// another; gathered ones are read by every row of the other operand.
+// or gathered (f32 rows heads x width apart, layout "bthd") into `stage`,
+// so the products read dense tiles in either layout. Copying dense f32
+// tiles would only move them from one cache line to another.
 template <class T>
 Rows tile_rows(const T* src, int64_t ld_src, int64_t r0, int64_t rows, int64_t cols, float* stage) {
   if constexpr (std::is_same_v<T, float>)

@@ -44,7 +44,7 @@ struct Geometry {
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t t = 0; t < n; ++t)
           for (int64_t i = 0; i < w; ++i) {
-            const size_t first = size_t(((b * heads + h) * n + t) * w + i),
+            const size_t first = size_t(AttentionLayout{}.row(b, h, t, heads, n, w) + i),
                          stored = size_t(layout.row(b, h, t, heads, n, w) + i);
             if (to_heads)
               y[first] = x[stored];
