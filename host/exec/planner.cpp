@@ -1,6 +1,7 @@
 #include "exec/planner.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "device/device_allocator.hpp"
 #include "exec/tensor_text.hpp"
@@ -81,7 +82,15 @@ size_t place_blocks(std::vector<Block>& blocks) {
 Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
                                                         const std::set<ValueId>& outputs) {
   std::map<NodeId, size_t> position;
-  for (size_t i = 0; i < graph.node_count(); ++i) position[graph.node_at(i)->id] = i;
+  // Each value's last reader, in one pass: asking the graph for every
+  // value's consumers scans the schedule per value, and automatic placement
+  // plans hundreds of candidate graphs.
+  std::unordered_map<ValueId, size_t> last_read;
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& node = *graph.node_at(i);
+    position[node.id] = i;
+    for (ValueId input : node.inputs) last_read[input] = i;
+  }
   std::map<ValueId, ValueStorage> values;
   for (size_t i = 0; i < graph.value_count(); ++i) {
     const Value& value = *graph.value_at(i);
@@ -96,8 +105,8 @@ Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
         return make_error("value '" + value.name + "' has a producer outside the schedule",
                           TDM_INVALID_ARGUMENT);
       storage.first = storage.last = producer->second;
-      for (NodeId consumer : graph.consumers(value.id))
-        storage.last = std::max(storage.last, position.at(consumer));
+      if (auto read = last_read.find(value.id); read != last_read.end())
+        storage.last = std::max(storage.last, read->second);
       // The host reads these after a run: nothing may reuse their bytes.
       if (outputs.count(value.id) > 0) storage.last = graph.node_count() - 1;
     }
