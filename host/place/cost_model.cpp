@@ -162,6 +162,8 @@ std::vector<unsigned char> input_bytes(const TensorType& type) {
   return bytes;
 }
 
+constexpr double kTimingBudgetUs = 200000;  // per op, beyond its warm-up launch
+
 Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
   auto kernel = exec::KernelBinding::prepare(device, spec);
   if (!kernel) {
@@ -218,15 +220,18 @@ Result<OpCost> measure(const DeviceHandle& device, const exec::OpSpec& spec) {
     if (auto r = checked(api.stream_synchronize(stream->get()), what); !r) return r.error();
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   };
-  if (auto warm = launch(); !warm) return warm.error();
+  auto warm = launch();
+  if (!warm) return warm.error();
+  // An op slower than the whole timing budget is timed once after its warm-up.
+  const size_t least = *warm > kTimingBudgetUs ? 1 : 3;
   std::vector<double> times;
   double total = 0;
-  while (times.size() < 3 || (total < 1000 && times.size() < 25)) {
+  while (times.size() < least || (total < 1000 && times.size() < 25)) {
     auto t = launch();
     if (!t) return t.error();
     times.push_back(*t);
     total += *t;
-    if (total > 200000) break;  // a slow op: a few launches say enough
+    if (total > kTimingBudgetUs) break;  // a slow op: a few launches say enough
   }
   return OpCost{true, median(times), kernel->workspace_bytes(), ""};
 }
@@ -247,6 +252,7 @@ struct CostModel::DeviceCosts {
   std::map<std::string, OpCost> ops;
   std::map<std::string, CopyCost> copies;  // to another device, by id
   bool changed = false;
+  bool announced = false;  // the user was told this device is being timed
 };
 
 CostModel::CostModel(std::map<std::string, const DeviceHandle*> devices, CostModelOptions options)
@@ -311,6 +317,12 @@ Result<OpCost> CostModel::op(const std::string& device, const exec::OpSpec& spec
   if (!costs) return costs.error();
   const std::string key = op_cost_key(spec);
   if (auto it = (*costs)->ops.find(key); it != (*costs)->ops.end()) return it->second;
+  if (!(*costs)->announced) {
+    // Timing every op can take minutes on a slow backend: say why nothing happens.
+    log_warning("timing each op on " + device + " for automatic placement (once: cached in " +
+                (*costs)->file + ")");
+    (*costs)->announced = true;
+  }
   auto measured = measure(*devices_.at(device), spec);
   if (!measured && measured.error().status == TDM_OUT_OF_MEMORY) {
     OpCost none{false, 0, 0, measured.error().message, true};
