@@ -1,6 +1,8 @@
 #include "place/auto_placement.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace tandem::host::place {
 namespace {
@@ -17,6 +19,7 @@ class Search {
     auto current = evaluate(assignment_);
     if (!current) return current.error();
     PlanEstimate cur = *current;
+    if (cur.over() > 0) start_from_best_split(cur);
     // Enough rounds to move every layer a few times; each round makes one move.
     const size_t rounds = 4 * (layers_.size() + 1) * in_.candidates.size();
     for (size_t round = 0; round < rounds; ++round) {
@@ -98,6 +101,40 @@ class Search {
       assignment_[layer] = fastest;
     }
     return {};
+  }
+
+  // When the fastest assignment is over a budget, single-layer moves from it
+  // can stall before anything fits: each move out of a full device adds
+  // copy buffers on both sides, so it may free fewer bytes than it costs.
+  // A chain of layers fits most easily cut in two: the layers before a cut
+  // on one device, the rest on another. Every such cut is evaluated; the
+  // fastest that fits (or, if none does, the one least over) becomes the
+  // start of the greedy search when it is better than the fastest start.
+  void start_from_best_split(PlanEstimate& cur) {
+    const auto better = [](const PlanEstimate& a, const PlanEstimate& b) {
+      return a.over() != b.over() ? a.over() < b.over() : a.step_us() < b.step_us();
+    };
+    std::optional<std::map<std::string, std::string>> best;
+    for (const std::string& first : in_.candidates)
+      for (const std::string& rest : in_.candidates) {
+        if (first == rest) continue;
+        for (size_t cut = 0; cut <= layers_.size(); ++cut) {
+          auto split = assignment_;
+          for (size_t i = 0; i < layers_.size(); ++i) {
+            const std::string& device = i < cut ? first : rest;
+            const auto& allowed = allowed_[layers_[i]];
+            if (std::find(allowed.begin(), allowed.end(), device) != allowed.end())
+              split[layers_[i]] = device;
+          }
+          auto e = evaluate(split);
+          if (!e) continue;
+          if (better(*e, cur)) {
+            cur = *e;
+            best = std::move(split);
+          }
+        }
+      }
+    if (best) assignment_ = std::move(*best);
   }
 
   Result<PlanEstimate> evaluate(const std::map<std::string, std::string>& assignment) {

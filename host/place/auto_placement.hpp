@@ -4,7 +4,10 @@
 //
 // Each layer starts on the device where its ops are fastest (measured,
 // cost_model.hpp; a device that cannot run one of its ops is never
-// considered for it). Then single-layer moves are made greedily, each
+// considered for it). If that is over a budget, every cut of the layers in
+// model order in two (those before the cut on one device, the rest on
+// another) is evaluated, and the fastest that fits, or else the one least
+// over, is the start instead. Then single-layer moves are made greedily, each
 // evaluated exactly (placement, copies, the executor's memory plan on every
 // device, plan_estimate.hpp):
 //   - while some device is over its budget, the move that frees the most
