@@ -64,7 +64,7 @@ int exit_code_for(const host::Error& e);
 int exit_code_or(const host::Error& e, int otherwise);
 
 // The model file of option "model" with the `--set` overrides of option
-// "set" (eval, export, generate, plan); errors name the file or override.
+// "set" (eval, export, generate); errors name the file or override.
 host::Result<host::model::ModelSpec> parse_model_option(const po::variables_map& vm);
 
 }  // namespace tandem::cli

@@ -10,7 +10,7 @@
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
-#include "model/model_parser.hpp"
+#include "cli/model_option.hpp"
 #include "program/device_select.hpp"
 #include "train/benchmark.hpp"
 #include "util/format.hpp"
@@ -45,7 +45,9 @@ po::options_description bench_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "set", po::value<std::vector<std::string>>()->composing(),
-      "override a model-file key: --set train.batch_size=256 (repeatable)")(
+      "override a model-file key: --set train.batch_size=256 (repeatable)");
+  add_feature_option(options);
+  options.add_options()(
       "device", po::value<std::string>()->default_value(""),
       "device to run on: onednn:0, cuda:0, reference:0, cpu, gpu (default: the fastest available)")(
       "threads", po::value<int>()->default_value(0),
@@ -74,13 +76,9 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitUsage;
   }
   const std::string model_path = vm["model"].as<std::string>();
-  const auto overrides =
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  auto spec = host::model::parse_model_file(model_path, overrides);
-  if (!spec) {
-    print_error(spec.error().message);
-    return kExitInput;
-  }
+  int exit_code = 0;
+  auto spec = read_model_option(vm, exit_code);
+  if (!spec) return exit_code;
   const int threads = vm["threads"].as<int>();
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(threads));
   auto device = host::program::select_device(*session->registry, vm["device"].as<std::string>());

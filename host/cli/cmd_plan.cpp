@@ -6,7 +6,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/memory_budget.hpp"
-#include "model/model_parser.hpp"
+#include "cli/model_option.hpp"
 #include "program/device_select.hpp"
 #include "train/trainer.hpp"
 
@@ -16,7 +16,9 @@ namespace {
 int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)");
+  add_feature_option(options);
+  options.add_options()(
       "device", po::value<std::string>()->default_value(""),
       "default device of unpinned layers: cuda:0, onednn:0, reference:0, cpu, gpu; a list (cuda:0,cpu) "
       "lets layers go to the other devices too")(
@@ -37,11 +39,9 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error("plan needs a model file: tandem plan MODEL.toml (see tandem plan --help)");
     return kExitUsage;
   }
-  auto spec = parse_model_option(vm);
-  if (!spec) {
-    print_error(spec.error().message);
-    return kExitInput;
-  }
+  int exit_code = 0;
+  auto spec = read_model_option(vm, exit_code);
+  if (!spec) return exit_code;
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
   auto device =
       host::program::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));

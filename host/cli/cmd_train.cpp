@@ -8,8 +8,8 @@
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
-#include "cli/feature_flag.hpp"
 #include "cli/memory_budget.hpp"
+#include "cli/model_option.hpp"
 #include "cli/signals.hpp"
 #include "model/model_parser.hpp"
 #include "program/device_select.hpp"
@@ -28,10 +28,9 @@ po::options_description train_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
       "set", po::value<std::vector<std::string>>()->composing(),
-      "override a model-file key: --set train.lr=0.1 (repeatable)")(
-      "feature", po::value<std::vector<std::string>>()->composing(),
-      "enable a feature plugin as [features.NAME] would: --feature amp, --feature amp:dtype=f16,"
-      "loss_scale=dynamic, --feature grad_accum:steps=4 (repeatable)")(
+      "override a model-file key: --set train.lr=0.1 (repeatable)");
+  add_feature_option(options);
+  options.add_options()(
       "device", po::value<std::string>()->default_value(""),
       "device to train on: cuda:0, onednn:0, reference:0, cpu, gpu (default: the fastest available); a list "
       "(cuda:0,cpu) lets layers go to the other devices too (--placement auto)")(
@@ -109,47 +108,11 @@ bool apply_checkpoint_options(const po::variables_map& vm, host::model::ModelSpe
   return true;
 }
 
-// The model file with --set and --feature applied; nullopt after printing
-// why, with `exit_code` set.
+// The model file with --set and --feature applied and the checkpoint
+// options checked; nullopt after printing why, with `exit_code` set.
 std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, int& exit_code) {
-  const std::string model_path = vm["model"].as<std::string>();
-  auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  std::vector<std::string> bare_features;
-  std::map<std::string, std::string> flag_of;  // override -> the --feature flag that made it
-  for (const std::string& text :
-       vm.count("feature") ? vm["feature"].as<std::vector<std::string>>() : std::vector<std::string>{}) {
-    auto flag = parse_feature_flag(text);
-    if (!flag) {
-      print_error(flag.error().message);
-      exit_code = kExitUsage;
-      return std::nullopt;
-    }
-    if (flag->overrides.empty()) bare_features.push_back(flag->name);
-    overrides.insert(overrides.end(), flag->overrides.begin(), flag->overrides.end());
-    for (const std::string& o : flag->overrides) flag_of[o] = text;
-    if (flag->overrides.empty()) flag_of[empty_section_override(flag->name)] = text;
-  }
-  auto spec = host::model::parse_model_file(model_path, overrides);
-  // A bare --feature NAME adds an empty section, but never replaces the
-  // model file's own [features.NAME].
-  bool missing = false;
-  for (const std::string& name : bare_features)
-    if (spec && spec->features.count(name) == 0) {
-      overrides.push_back(empty_section_override(name));
-      missing = true;
-    }
-  if (missing) spec = host::model::parse_model_file(model_path, overrides);
-  if (!spec) {
-    print_error(spec.error().message);
-    exit_code = kExitInput;
-    return std::nullopt;
-  }
-  // A feature's settings from --feature are named as the user wrote them.
-  for (auto& [name, origins] : spec->feature_origins)
-    for (std::string& where : origins)
-      if (auto it = flag_of.find(where.substr(std::min<size_t>(where.size(), 6)));
-          where.rfind("--set ", 0) == 0 && it != flag_of.end())
-        where = "--feature " + it->second;
+  auto spec = read_model_option(vm, exit_code);
+  if (!spec) return std::nullopt;
   if (!apply_checkpoint_options(vm, *spec)) {
     exit_code = kExitUsage;
     return std::nullopt;

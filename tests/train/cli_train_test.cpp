@@ -150,6 +150,23 @@ TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
   EXPECT_HAS(strict.output, "placement = \"strict\": layer 'fc2' on onednn:0 reads 'fc1'");
 }
 
+// plan and bench read --feature as train does: the plan of 2 micro-batches
+// of 4, a benchmark of them, and a malformed flag refused as usage.
+TEST_F(TrainCli, PlanAndBenchTakeFeatureFlagsAsTrainDoes) {
+  const std::string m = model(kSynthetic);
+  CliRun plan = tandem("plan " + m + " --device reference --feature grad_accum:micro_batch=4");
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_HAS(plan.output, "batch 4 per micro-batch x 2");
+  CliRun bench =
+      tandem("bench " + m +
+             " --device reference --steps 2 --warmup 1 --repeats 1 --feature grad_accum:micro_batch=4");
+  ASSERT_EQ(bench.code, 0) << bench.output;
+  EXPECT_HAS(bench.output, "last loss");
+  CliRun bad = tandem("plan " + m + " --feature grad_accum:micro_batch");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_HAS(bad.output, "'micro_batch' is not KEY=VALUE");
+}
+
 // --profile on two devices: each device's nodes on a track of its own,
 // copies between them on theirs, and each node with its backend's own
 // description of the kernel that ran it (onednn's implementation names).
