@@ -319,7 +319,7 @@ Result<OpCost> CostModel::op(const std::string& device, const exec::OpSpec& spec
   if (auto it = (*costs)->ops.find(key); it != (*costs)->ops.end()) return it->second;
   if (!(*costs)->announced) {
     // Timing every op can take minutes on a slow backend: say why nothing happens.
-    log_warning("timing each op on " + device + " for automatic placement (once: cached in " +
+    log_warning("timing each op on " + device + " for placement and step-time estimates (once: cached in " +
                 (*costs)->file + ")");
     (*costs)->announced = true;
   }
