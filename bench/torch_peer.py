@@ -16,8 +16,13 @@ inside the timed span, as Tandem reads it). Writes the same JSON keys as
 With --profile, `steps` more steps then run under torch.profiler and its
 per-op table is printed (the counterpart of `tandem bench --profile`).
 
+With --device cuda the model, the batch and the steps are on the GPU, f32
+without TF32 in matrix products and convolutions (as Tandem's cuda backend
+without `cuda.tf32`); the loss read at the end of each repeat waits for the
+GPU, so each repeat's time is the GPU's.
+
 Usage: torch_peer.py MODEL.toml --threads N [--steps 50 --warmup 10 --repeats 5] [--json FILE] [--label NAME]
-                     [--profile]
+                     [--profile] [--device cpu|cuda]
 """
 import argparse
 import json
@@ -111,7 +116,11 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--label", default="pytorch")
     ap.add_argument("--profile", action="store_true", help="then profile `steps` steps and print the per-op table")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = ap.parse_args()
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -132,6 +141,7 @@ def main():
         net = build(spec)
         x = torch.randn(batch, *spec["model"]["input"])
         y = torch.randint(0, spec["model"]["classes"], (batch,))
+    net, x, y = net.to(a.device), x.to(a.device), y.to(a.device)
     params = sum(p.numel() for p in net.parameters())
     if train.get("optimizer", "sgd") == "adamw":
         opt = torch.optim.AdamW(net.parameters(), lr=train["lr"], betas=(train.get("beta1", 0.9), train.get("beta2", 0.999)),
@@ -169,6 +179,7 @@ def main():
         "kernels": kernel_level(),
         "model": spec["model"]["name"],
         "threads": torch.get_num_threads(),
+        "device": torch.cuda.get_device_name() if a.device == "cuda" else "cpu",
         "batch": batch,
         "tokens_per_sample": spec["model"]["context"] if language else 1,
         "parameters": params,
@@ -185,7 +196,8 @@ def main():
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS")},
     }
-    print(f"{a.label} {result['model']} torch {torch.__version__} threads {result['threads']} batch {batch}: "
+    print(f"{a.label} {result['model']} torch {torch.__version__} on {result['device']}, threads {result['threads']}, "
+          f"batch {batch}: "
           f"median {median:.1f} samples/s (min {min(rates):.1f}, max {max(rates):.1f}), "
           f"{result['step_ms']:.3f} ms/step, peak RSS {result['peak_rss_bytes'] / 2**20:.0f} MiB")
     if a.json:
@@ -193,12 +205,14 @@ def main():
             json.dump(result, f, indent=2)
     if a.profile:
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if a.device == "cuda" else [])
+        with profile(activities=activities) as prof:
             for _ in range(a.steps):
                 loss = step()
             loss.item()
         print(f"profiled {a.steps} steps (totals over them, not per step):")
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+        order = "self_cuda_time_total" if a.device == "cuda" else "self_cpu_time_total"
+        print(prof.key_averages().table(sort_by=order, row_limit=20))
 
 
 if __name__ == "__main__":
