@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "gpu_harness.hpp"
@@ -14,6 +15,7 @@
 #include "math/dropout.hpp"
 #include "math/embedding_grad.hpp"
 #include "math/optim.hpp"
+#include "math/reduce_plan.hpp"
 
 using cudatest::Attr;
 using cudatest::Plugin;
@@ -367,6 +369,41 @@ TEST_F(Gpu, LayerNormReduceTransposeConcat) {
       << Plugin::last_error();
   EXPECT_EQ(cat[0].floats()[4], 9.0f);
   EXPECT_EQ(cat[0].floats()[6], x[4]);
+}
+
+// Sums with few outputs and many elements each are split over blocks and
+// folded in a second stage (math/reduce_plan.hpp): a whole-tensor sum and
+// mean, and a sum over the leading axis; the same bits on a second run.
+TEST_F(Gpu, LargeSumsSplitOverBlocksMatchSumsInDouble) {
+  const int64_t n = 300000, cols = 3;
+  const auto x = ramp(n);
+  ASSERT_GT(mm::reduce_plan(1, n).splits, 1);
+  ASSERT_GT(mm::reduce_plan(cols, n / cols).splits, 1);
+  // Each result is at most ~40 roundings deep (≤ 17 elements per thread, two
+  // 8-level trees, ≤ 4 partials per thread): within 40·ε/2 of Σ|x|.
+  const double bound = 40 * 0.5 * std::numeric_limits<float>::epsilon();
+  double whole = 0, abs_whole = 0;
+  for (float v : x) whole += v, abs_whole += std::fabs(v);
+  for (const char* op : {"reduce_sum", "reduce_mean"}) {
+    std::vector<Tensor> first = {Tensor::empty(TDM_F32, {})}, second = first;
+    size_t workspace = 0;
+    ASSERT_EQ(p_->run(op, {}, {Tensor::f32({n}, x)}, first, &workspace), TDM_OK) << Plugin::last_error();
+    EXPECT_EQ(workspace, mm::reduce_plan(1, n).splits * sizeof(float)) << op;
+    ASSERT_EQ(p_->run(op, {}, {Tensor::f32({n}, x)}, second), TDM_OK) << Plugin::last_error();
+    const double divisor = std::string(op) == "reduce_mean" ? double(n) : 1.0;
+    EXPECT_NEAR(first[0].floats()[0], whole / divisor, bound * abs_whole / divisor) << op;
+    EXPECT_EQ(first[0].floats()[0], second[0].floats()[0]) << op << ": another run, other bits";
+  }
+  std::vector<Tensor> columns = {Tensor::empty(TDM_F32, {cols})};
+  ASSERT_EQ(p_->run("reduce_sum", {Attr::list("axes", {0})}, {Tensor::f32({n / cols, cols}, x)}, columns),
+            TDM_OK)
+      << Plugin::last_error();
+  for (int64_t j = 0; j < cols; ++j) {
+    double sum = 0, abs_sum = 0;
+    for (int64_t r = 0; r < n / cols; ++r)
+      sum += x[size_t(r * cols + j)], abs_sum += std::fabs(x[size_t(r * cols + j)]);
+    EXPECT_NEAR(columns[0].floats()[size_t(j)], sum, bound * abs_sum) << "column " << j;
+  }
 }
 
 TEST_F(Gpu, AdamwMatchesTheSharedMath) {

@@ -1,6 +1,7 @@
 // The schedules of the CUDA backend's deterministic reductions, on the CPU:
-// the column sums behind the norm and bias gradients (math/column_sum.hpp)
-// and embedding_grad's sorted runs (math/embedding_grad.hpp). How the rows
+// the column sums behind the norm and bias gradients (math/column_sum.hpp),
+// embedding_grad's sorted runs (math/embedding_grad.hpp) and how
+// reduce_sum splits a sum over blocks (math/reduce_plan.hpp). How the rows
 // are chunked, the order of every addition (cases where another order
 // gives other bits), a simulation of the kernels' grid that must give the
 // same bits, and the error bound the order guarantees against sums in
@@ -16,6 +17,7 @@
 
 #include "math/column_sum.hpp"
 #include "math/embedding_grad.hpp"
+#include "math/reduce_plan.hpp"
 
 namespace m = tandem::cuda::math;
 
@@ -334,4 +336,53 @@ TEST(EmbeddingGradSchedule, SortedRunsAddWhatTheNaiveLoopAdds) {
       ASSERT_EQ(bits(got[i]), bits(naive[i])) << "shift " << shift << " at " << i;
     for (int64_t j = 0; j < D; ++j) EXPECT_EQ(got[size_t(padding * D + j)], 0.0f);
   }
+}
+
+// Every element of an output in exactly one chunk, chunks in order, whole
+// warps of threads per chunk, and never more blocks than the target unless
+// there are more outputs than that.
+TEST(ReducePlan, ChunksCoverEveryElementOnceInOrder) {
+  for (int64_t outputs : {1, 3, 100, 1024, 5000})
+    for (int64_t count : {0, 1, 255, 4096, 4097, 70000, 147456, 10000000}) {
+      const m::ReducePlan p = m::reduce_plan(outputs, count);
+      SCOPED_TRACE(std::to_string(outputs) + " outputs of " + std::to_string(count));
+      ASSERT_GE(p.splits, 1);
+      EXPECT_EQ(p.chunk % m::kReduceThreads, 0);
+      EXPECT_EQ(p.begin(0), 0);
+      EXPECT_EQ(p.end(p.splits - 1), count);
+      for (int64_t s = 1; s < p.splits; ++s) EXPECT_EQ(p.begin(s), p.end(s - 1));
+      for (int64_t s = 0; s < p.splits; ++s) EXPECT_LT(p.begin(s), std::max<int64_t>(p.end(s), 1));
+      if (p.splits > 1) {
+        EXPECT_GE(p.chunk, m::kMinReduceChunk);
+        EXPECT_LE(outputs * p.splits, m::kReduceBlocks);
+        EXPECT_EQ(p.partials(), outputs * p.splits);
+      } else {
+        EXPECT_EQ(p.partials(), 0);
+      }
+    }
+}
+
+// A whole-tensor sum (a weight gradient of a GPT block, a large embedding
+// table) runs on many blocks; a sum per row of an activation keeps one
+// block per output and needs no second stage.
+TEST(ReducePlan, WholeTensorSumsSpreadAndRowSumsStayWhole) {
+  EXPECT_EQ(m::reduce_plan(1, 768 * 192).splits, 768 * 192 / m::kMinReduceChunk);
+  EXPECT_EQ(m::reduce_plan(1, int64_t(1) << 26).splits, m::kReduceBlocks);
+  EXPECT_EQ(m::reduce_plan(1, 1000).splits, 1);
+  EXPECT_EQ(m::reduce_plan(4096, 768).splits, 1);
+  EXPECT_EQ(m::reduce_plan(3, 70000).splits, 17);
+}
+
+// The reduced axes as one run of equal steps where they collapse: trailing
+// axes step 1, leading axes step over the kept elements, interleaved axes not.
+TEST(ReducePlan, ReducedAxesCollapseOnlyIntoOneRunOfEqualSteps) {
+  const int64_t whole_dims[] = {4, 5, 6}, whole_strides[] = {30, 6, 1};
+  EXPECT_EQ(m::collapsed_step(whole_dims, whole_strides, 3), 1);
+  const int64_t leading_dims[] = {4, 5}, leading_strides[] = {30, 6};  // axes 0, 1 of [4, 5, 6]
+  EXPECT_EQ(m::collapsed_step(leading_dims, leading_strides, 2), 6);
+  const int64_t apart_dims[] = {4, 6}, apart_strides[] = {30, 1};  // axes 0, 2 of [4, 5, 6]
+  EXPECT_EQ(m::collapsed_step(apart_dims, apart_strides, 2), 0);
+  const int64_t one_dims[] = {4, 1, 6}, one_strides[] = {6, 6, 1};  // a size-1 axis between
+  EXPECT_EQ(m::collapsed_step(one_dims, one_strides, 3), 1);
+  EXPECT_EQ(m::collapsed_step(nullptr, nullptr, 0), 1);
 }

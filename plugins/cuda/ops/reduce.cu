@@ -1,37 +1,67 @@
-// CUDA backend — reduce_sum and reduce_mean over any set of axes. One block
-// per output element; its threads stride over the reduced elements and
-// accumulate in f32. The mean of zero elements is NaN (0/0), as in PyTorch.
+// CUDA backend — reduce_sum and reduce_mean over any set of axes, in f32.
+// Blocks of stage 1 each sum one chunk of one output's elements; with many
+// elements per output and few outputs the elements are split into chunks
+// and stage 2 folds each output's partials in order (math/reduce_plan.hpp),
+// so a whole-tensor sum runs on every SM instead of one. The mean of zero
+// elements is NaN (0/0), as in PyTorch.
 #include <algorithm>
 
+#include "math/reduce_plan.hpp"
 #include "ops/kernels.cuh"
 
 namespace tandem::cuda {
 namespace {
 
-// kept: the output's dims with x's strides; red: reduced dims with x's strides.
+// Offset of reduced element r from its output's first: r·step where the
+// reduced axes collapse into one run (math::collapsed_step), else axis by axis.
+__device__ __forceinline__ int64_t reduced_offset(int64_t r, const Shape8& red, int64_t step) {
+  if (step != 0) return r * step;
+  int64_t off = 0;
+  for (int d = red.rank - 1; d >= 0; --d) {
+    off += (r % red.dims[d]) * red.strides[d];
+    r /= red.dims[d];
+  }
+  return off;
+}
+
+// Block (output o, split): thread t sums elements t, t + blockDim.x, ... of
+// the split's chunk in order; the block's tree sum goes to y (one split) or
+// to the partials.
 template <class T>
-__global__ void reduce_kernel(const T* x, T* y, Shape8 kept, Shape8 red, int64_t count, float divisor) {
+__global__ void reduce_chunks_kernel(const T* x, T* y, float* partials, Shape8 kept, Shape8 red, int64_t step,
+                                     math::ReducePlan p, float divisor) {
   __shared__ float scratch[32];
+  const int64_t split = blockIdx.y;
   int64_t base = 0, o = blockIdx.x;
   for (int d = kept.rank - 1; d >= 0; --d) {
     base += (o % kept.dims[d]) * kept.strides[d];
     o /= kept.dims[d];
   }
   float acc = 0.0f;
-  for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
-    int64_t off = base, rr = r;
-    for (int d = red.rank - 1; d >= 0; --d) {
-      off += (rr % red.dims[d]) * red.strides[d];
-      rr /= red.dims[d];
-    }
-    acc += ld(x, off);
-  }
+  const int64_t end = p.end(split);
+  for (int64_t r = p.begin(split) + threadIdx.x; r < end; r += blockDim.x)
+    acc += ld(x, base + reduced_offset(r, red, step));
+  acc = block_sum(acc, scratch);
+  if (threadIdx.x != 0) return;
+  if (p.splits == 1)
+    st(y, blockIdx.x, acc / divisor);
+  else
+    partials[int64_t(blockIdx.x) * p.splits + split] = acc;
+}
+
+// Output o: the fold of its partials, thread t taking splits t, t + blockDim.x, ...
+template <class T>
+__global__ void reduce_fold_kernel(const float* partials, T* y, math::ReducePlan p, float divisor) {
+  __shared__ float scratch[32];
+  const float* mine = partials + int64_t(blockIdx.x) * p.splits;
+  float acc = 0.0f;
+  for (int64_t s = threadIdx.x; s < p.splits; s += blockDim.x) acc += mine[s];
   acc = block_sum(acc, scratch);
   if (threadIdx.x == 0) st(y, blockIdx.x, acc / divisor);
 }
 
 template <bool kMean>
-std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
+std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(1, 1, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
@@ -61,21 +91,29 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t&) {
       out.push_back(1);
   }
   c.output(0, t, out);
-  const int64_t outputs = numel(out), count = numel(x) / std::max<int64_t>(1, outputs);
+  const int64_t outputs = numel(out);
   decline_if(c, one_block_per_limit(outputs, "output element"));
-  const int64_t real_count = outputs == 0 ? 0 : count;
-  int64_t rc = 1;
-  for (int d = 0; d < red.rank; ++d) rc *= red.dims[d];
-  const float divisor = kMean ? static_cast<float>(rc) : 1.0f;
-  (void)real_count;
-  const int threads = rc >= 1024 ? 256 : rc >= 128 ? 128 : 32;
+  int64_t count = 1;
+  for (int d = 0; d < red.rank; ++d) count *= red.dims[d];
+  const math::ReducePlan plan = math::reduce_plan(outputs, count);
+  const int64_t step = math::collapsed_step(red.dims, red.strides, red.rank);
+  const float divisor = kMean ? static_cast<float>(count) : 1.0f;
+  // One split: as many threads as the elements can keep busy.
+  const int threads = plan.splits > 1 || count >= 1024 ? math::kReduceThreads : count >= 128 ? 128 : 32;
+  workspace = static_cast<size_t>(plan.partials()) * sizeof(float);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
-    k = make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    k = make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void* scratch) {
       if (outputs == 0) return;
-      reduce_kernel<T><<<unsigned(outputs), threads, 0, s.get()>>>(
-          static_cast<const T*>(in[0]), static_cast<T*>(o[0]), kept, red, rc, divisor);
+      auto* y = static_cast<T*>(o[0]);
+      auto* partials = static_cast<float*>(scratch);
+      const dim3 grid(static_cast<unsigned>(outputs), static_cast<unsigned>(plan.splits));
+      reduce_chunks_kernel<T><<<grid, threads, 0, s.get()>>>(static_cast<const T*>(in[0]), y, partials, kept,
+                                                             red, step, plan, divisor);
+      if (plan.splits > 1)
+        reduce_fold_kernel<T>
+            <<<unsigned(outputs), math::kReduceThreads, 0, s.get()>>>(partials, y, plan, divisor);
     });
   });
   return k;
