@@ -41,6 +41,21 @@ void print_slowest_nodes(const host::train::BenchResult& r, size_t count) {
   }
 }
 
+// "  features    amp (dtype=f16), grad_accum (micro_batch=8)\n", or nothing
+// without feature plugins.
+std::string features_line(const host::train::BenchResult& r) {
+  if (r.features.empty()) return "";
+  std::string line = "  features    ";
+  for (const auto& [name, settings] : r.features) {
+    if (line.back() != ' ') line += ", ";
+    line += name;
+    std::string keys;
+    for (const auto& [key, value] : settings) keys += (keys.empty() ? "" : ", ") + key + "=" + value;
+    if (!keys.empty()) line += " (" + keys + ")";
+  }
+  return line + "\n";
+}
+
 po::options_description bench_options() {
   po::options_description options("Options");
   options.add_options()("model", po::value<std::string>(), "model file (TOML)")(
@@ -107,8 +122,8 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
                   : "backend default (" + std::to_string(std::thread::hardware_concurrency()) + " cores)";
   std::cout << "bench " << r.model << " (" << model_path << ") on " << r.device << ", threads " << thread_text
             << ", batch " << r.batch << ", " << r.parameters << " parameters\n"
-            << "  " << r.warmup << " warm-up steps, " << r.samples_per_second.size() << " repeats of "
-            << r.steps << " steps (data pre-loaded)\n"
+            << features_line(r) << "  " << r.warmup << " warm-up steps, " << r.samples_per_second.size()
+            << " repeats of " << r.steps << " steps (data pre-loaded)\n"
             << "  samples/s   median " << fixed(r.median, 1) << "  min " << fixed(r.min, 1) << "  max "
             << fixed(r.max, 1) << "\n"
             << "  step        " << fixed(r.step_ms, 3) << " ms\n"

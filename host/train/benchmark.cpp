@@ -123,6 +123,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
 
   BenchResult result;
   result.model = spec.name;
+  result.features = spec.features;
   result.device = device.id();
   const int64_t batch = p.micro_batch_samples() * p.micro_batches();  // samples per optimizer step
   result.batch = batch;
@@ -167,6 +168,7 @@ std::string bench_json(const BenchResult& r, int threads, size_t slowest_nodes) 
   j["framework"] = "tandem";
   j["model"] = r.model;
   j["device"] = r.device;
+  j["features"] = r.features;
   j["threads"] = threads;
   j["batch"] = r.batch;
   j["tokens_per_sample"] = r.tokens_per_sample;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct NodeTime {
 struct BenchResult {
   std::string model;
   std::string device;
+  // The feature plugins the benchmark ran with ([features.NAME] or --feature),
+  // by name, each with its settings as given.
+  std::map<std::string, std::map<std::string, std::string>> features;
   int64_t batch = 0;
   int64_t parameters = 0;         // trained elements
   int64_t tokens_per_sample = 1;  // a language model's context: each sample is that many tokens

@@ -151,7 +151,7 @@ TEST_F(TrainCli, PlanShowsDevicesMemoryAndCopiesWithoutTraining) {
 }
 
 // plan and bench read --feature as train does: the plan of 2 micro-batches
-// of 4, a benchmark of them, and a malformed flag refused as usage.
+// of 4, a benchmark of them that says so, and a malformed flag refused as usage.
 TEST_F(TrainCli, PlanAndBenchTakeFeatureFlagsAsTrainDoes) {
   const std::string m = model(kSynthetic);
   CliRun plan = tandem("plan " + m + " --device reference --feature grad_accum:micro_batch=4");
@@ -161,6 +161,7 @@ TEST_F(TrainCli, PlanAndBenchTakeFeatureFlagsAsTrainDoes) {
       tandem("bench " + m +
              " --device reference --steps 2 --warmup 1 --repeats 1 --feature grad_accum:micro_batch=4");
   ASSERT_EQ(bench.code, 0) << bench.output;
+  EXPECT_HAS(bench.output, "features    grad_accum (micro_batch=4)");
   EXPECT_HAS(bench.output, "last loss");
   CliRun bad = tandem("plan " + m + " --feature grad_accum:micro_batch");
   EXPECT_EQ(bad.code, 2) << bad.output;
