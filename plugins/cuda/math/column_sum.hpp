@@ -69,10 +69,9 @@ inline ColumnSumPlan column_sum_plan(int64_t rows, int64_t cols) {
   const int64_t most = p.rows / kMinChunkRows;
   if (chunks > most) chunks = most;
   if (chunks < 1) chunks = 1;
-  int64_t per = (p.rows + chunks - 1) / chunks;
-  per = (per + kRowLanes - 1) / kRowLanes * kRowLanes;
-  p.chunk_rows = per > 0 ? per : kRowLanes;
-  p.chunks = p.rows == 0 ? 1 : (p.rows + p.chunk_rows - 1) / p.chunk_rows;
+  const Chunks cut = whole_chunks(p.rows, chunks, kRowLanes);
+  p.chunk_rows = cut.length;
+  p.chunks = cut.count;
   return p;
 }
 

@@ -57,6 +57,22 @@ TDM_HD inline T from_float(float v) {
   return Store<T>::from(v);
 }
 
+// n items (n >= 0) cut into about `parts` chunks whose length is a multiple
+// of `multiple` (the last chunk may be shorter): how the deterministic
+// reductions split their work, so their order depends on the shape alone.
+struct Chunks {
+  int64_t length = 0;  // items per chunk
+  int64_t count = 1;   // chunks; 1 when there are no items
+};
+inline Chunks whole_chunks(int64_t n, int64_t parts, int64_t multiple) {
+  Chunks c;
+  int64_t per = (n + parts - 1) / parts;
+  per = (per + multiple - 1) / multiple * multiple;
+  c.length = per > 0 ? per : multiple;
+  c.count = n == 0 ? 1 : (n + c.length - 1) / c.length;
+  return c;
+}
+
 }  // namespace tandem::cuda::math
 
 #endif  // TANDEM_CUDA_MATH_COMMON_HPP

@@ -46,10 +46,9 @@ inline ReducePlan reduce_plan(int64_t outputs, int64_t count) {
   const int64_t most_by_grid = p.outputs > 0 ? kReduceBlocks / p.outputs : 1;
   int64_t splits = most_by_size < most_by_grid ? most_by_size : most_by_grid;
   if (splits < 1) splits = 1;
-  int64_t per = (p.count + splits - 1) / splits;
-  per = (per + kReduceThreads - 1) / kReduceThreads * kReduceThreads;
-  p.chunk = per > 0 ? per : kReduceThreads;
-  p.splits = p.count == 0 ? 1 : (p.count + p.chunk - 1) / p.chunk;
+  const Chunks cut = whole_chunks(p.count, splits, kReduceThreads);
+  p.chunk = cut.length;
+  p.splits = cut.count;
   return p;
 }
 
