@@ -20,7 +20,8 @@
 // (plugins/onednn/README.md, "The own GEMM"), so the figure then describes
 // oneDNN's AVX2 kernel, not Tandem's.
 //
-// Build: g++ -O2 -fopenmp gemm_ceiling.cpp -ldnnl -o gemm_ceiling
+// Build: g++ -O2 -fopenmp gemm_ceiling.cpp -ldnnl -o gemm_ceiling (oneDNN 2 or 3: add
+// -I/-L for another oneDNN than the system's, e.g. PyPI's onednn-cpu-gomp)
 // Run:   ./gemm_ceiling THREADS [BATCH WIDTH]
 #include <omp.h>
 #include <unistd.h>
@@ -64,7 +65,11 @@ Timing time_product(const Product& p, dnnl::engine& engine, std::vector<char>& e
   const memory::desc b_md({p.k, p.n}, memory::data_type::f32,
                           p.b_transposed ? memory::dims{1, p.k} : memory::dims{p.n, 1});
   const memory::desc c_md({p.m, p.n}, memory::data_type::f32, memory::dims{p.n, 1});
+#if DNNL_VERSION_MAJOR >= 3  // oneDNN 3 builds a primitive descriptor without an op descriptor
+  const dnnl::matmul::primitive_desc pd(engine, a_md, b_md, c_md);
+#else
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+#endif
   const dnnl::matmul product(pd);
   std::vector<float> a(size_t(p.m * p.k)), b(size_t(p.k * p.n)), c(size_t(p.m * p.n));
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 97) / 97.f - 0.5f;
