@@ -13,7 +13,12 @@
 #               measured step, copies per step and the share hidden behind
 #               compute, planned against measured peak of cuda:0;
 #   5. kernels  bench/gpu_kernels.sh: the reductions' bandwidth against the
-#               GPU's peak, old and new kernels.
+#               GPU's peak, old and new kernels;
+#   6. costs    tandem bench of the GPT on cuda:0 as it is, with amp bf16,
+#               with amp f16 (its overflow check sums every gradient) and
+#               with gradient clipping (likewise): what each costs a step;
+#   7. peer     bench/torch_peer.py --device cuda on the same GPT and CNN,
+#               where python3 has a PyTorch that sees the GPU.
 # Each step's whole output is kept in bench/results/gpu-checks-<stamp>/;
 # the terminal gets a summary. A failing step does not stop the others.
 #
@@ -27,14 +32,14 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 do_build=1
 jobs=$(nproc)
-only="tests,conform,memory,place,kernels"
+only="tests,conform,memory,place,kernels,costs,peer"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-checks.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -112,5 +117,30 @@ wanted place && grep -vE '^uptime' "$out/place.log"
 
 step kernels env TANDEM_BENCH_OUT="$out" "$repo/bench/gpu_kernels.sh" --build "$build"
 wanted kernels && tail -15 "$out/kernels.log"
+
+# shellcheck disable=SC2317  # called through step
+costs() {
+  local gpt="$repo/bench/models/gpt.toml" common=(--device cuda:0 --steps 20 --warmup 5 --repeats 3)
+  "$tandem" bench "$gpt" "${common[@]}" &&
+    "$tandem" bench "$gpt" "${common[@]}" --feature amp:dtype=bf16 &&
+    "$tandem" bench "$gpt" "${common[@]}" --feature amp:dtype=f16 &&
+    "$tandem" bench "$gpt" "${common[@]}" --set train.clip_grad_norm=1.0
+}
+step costs costs
+wanted costs && grep -E '^bench |features|  step ' "$out/costs.log"
+
+# shellcheck disable=SC2317  # called through step
+peer() {
+  if ! python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+    echo "SKIPPED: python3 has no PyTorch that sees a GPU"
+    return 0
+  fi
+  for model in gpt cnn; do
+    python3 "$repo/bench/torch_peer.py" "$repo/bench/models/$model.toml" --device cuda --threads "$(nproc)" \
+      --steps 20 --warmup 5 --repeats 3 || return 1
+  done
+}
+step peer peer
+wanted peer && cat "$out/peer.log"
 
 exit "$failed"
