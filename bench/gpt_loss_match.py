@@ -2,7 +2,8 @@
 """Tandem and PyTorch train the same GPT from the same initial weights on the
 same windows, and their losses are compared step by step.
 
-bench/models/gpt.toml's model is built in PyTorch (bench/torch_gpt.py), its
+bench/models/gpt.toml's model (or --model's: llama.toml checks rms_norm,
+rope, grouped key/value heads and silu) is built in PyTorch (bench/torch_gpt.py), its
 initial weights written as safetensors under Tandem's tensor names, and
 `tandem train --init-from` starts from them. Both read one token file and
 the same windows (the text of Debian's fortune cookies, or random bytes when
@@ -12,7 +13,8 @@ script computes too. Tandem's metrics.jsonl (log_every = 1) holds the
 running mean loss of the epoch, from which each step's loss follows. Prints
 both and the largest difference; exits 1 above --tolerance.
 
-Usage: gpt_loss_match.py --tandem build/bin/tandem [--steps 50] [--threads 2] [--tolerance 1e-4] [--lr 6e-4]
+Usage: gpt_loss_match.py --tandem build/bin/tandem [--model bench/models/gpt.toml] [--steps 50] [--threads 2]
+                         [--tolerance 1e-4] [--lr 6e-4]
 """
 import argparse
 import json
@@ -50,7 +52,7 @@ def tandem_names(net):
         if module is None or "tie_weight" in layer:
             continue
         for pname, p in module.named_parameters():
-            if layer["op"] == "layer_norm":
+            if layer["op"] in ("layer_norm", "rms_norm"):
                 pname = {"weight": "gamma", "bias": "beta"}[pname]
             out[f"{layer['name']}.{pname}"] = p
     return out
@@ -72,14 +74,15 @@ def write_safetensors(path, tensors):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tandem", required=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--model", default=os.path.join(here, "models", "gpt.toml"))
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tolerance", type=float, default=1e-4)
     ap.add_argument("--lr", type=float, default=6e-4, help="for both (GPT-2 small's; the model file's 2e-3 is "
                     "for the example's short run)")
     a = ap.parse_args()
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "models", "gpt.toml"), "rb") as f:
+    with open(a.model, "rb") as f:
         spec = tomllib.load(f)
     train = spec["train"]
     batch, context, seed = train["batch_size"], spec["model"]["context"], train["seed"]
@@ -104,7 +107,7 @@ def main():
     with open(os.path.join(work, "tokens.bin"), "wb") as f:
         f.write(tokens)
     write_safetensors(os.path.join(work, "init.safetensors"), tandem_names(net))
-    with open(os.path.join(here, "models", "gpt.toml")) as f:
+    with open(a.model) as f:
         model_text = f.read()
     windows = a.steps * batch
     model_text += (f'\n[data]\nformat = "tokens"\ntrain_tokens = "{work}/tokens.bin"\n'
