@@ -15,13 +15,7 @@ namespace {
 // Offset of reduced element r from its output's first: r·step where the
 // reduced axes collapse into one run (math::collapsed_step), else axis by axis.
 __device__ __forceinline__ int64_t reduced_offset(int64_t r, const Shape8& red, int64_t step) {
-  if (step != 0) return r * step;
-  int64_t off = 0;
-  for (int d = red.rank - 1; d >= 0; --d) {
-    off += (r % red.dims[d]) * red.strides[d];
-    r /= red.dims[d];
-  }
-  return off;
+  return step != 0 ? r * step : offset_of(r, red, red);
 }
 
 // Block (output o, split): thread t sums elements t, t + blockDim.x, ... of
@@ -32,11 +26,7 @@ __global__ void reduce_chunks_kernel(const T* x, T* y, float* partials, Shape8 k
                                      math::ReducePlan p, float divisor) {
   __shared__ float scratch[32];
   const int64_t split = blockIdx.y;
-  int64_t base = 0, o = blockIdx.x;
-  for (int d = kept.rank - 1; d >= 0; --d) {
-    base += (o % kept.dims[d]) * kept.strides[d];
-    o /= kept.dims[d];
-  }
+  const int64_t base = offset_of(blockIdx.x, kept, kept);
   float acc = 0.0f;
   const int64_t end = p.end(split);
   for (int64_t r = p.begin(split) + threadIdx.x; r < end; r += blockDim.x)
