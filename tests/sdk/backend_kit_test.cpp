@@ -1,5 +1,6 @@
-// sdk.backend_kit: the backend kit (backend_kit.hpp) and the 16-bit float
-// conversions (half.hpp) as a third-party backend uses them.
+// sdk.backend_kit: the backend kit (backend_kit.hpp, attention_operands.hpp)
+// and the 16-bit float conversions (half.hpp) as a third-party backend uses
+// them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tandem/attention_operands.hpp"
 #include "tandem/backend_kit.hpp"
 #include "tandem/half.hpp"
 
@@ -256,6 +258,115 @@ TEST(BackendKit, RegistryPassesTheBackendsContext) {
 bool is_nan16(uint16_t b, int mantissa_bits) {
   const uint16_t exponent = uint16_t(0x7fff & ~((1u << mantissa_bits) - 1));
   return (b & exponent) == exponent && (b & ((1u << mantissa_bits) - 1)) != 0;
+}
+
+// attention's q, k, v (and the optional mask) as the catalog lays them out,
+// with its attributes.
+Desc attention_desc(std::vector<int64_t> q, std::vector<int64_t> k, std::vector<int64_t> v) {
+  Desc d;
+  d.op = "attention";
+  d.node = "h.0.attn";
+  d.in_dims = {std::move(q), std::move(k), std::move(v)};
+  d.in_types = {TDM_F32, TDM_F32, TDM_F32};
+  return d;
+}
+tdm_attr attr(const char* name, tdm_attr_type type) {
+  tdm_attr a{};
+  a.struct_size = sizeof a;
+  a.name = name;
+  a.type = type;
+  return a;
+}
+void set_string(Desc& d, const char* name, const char* value) {
+  d.attrs.push_back(attr(name, TDM_ATTR_STRING));
+  d.attrs.back().s = value;
+}
+void set_float(Desc& d, const char* name, double value) {
+  d.attrs.push_back(attr(name, TDM_ATTR_FLOAT));
+  d.attrs.back().f = value;
+}
+void set_int(Desc& d, const char* name, int64_t value) {
+  d.attrs.push_back(attr(name, TDM_ATTR_INT));
+  d.attrs.back().i = value;
+}
+std::string attention_refusal(Desc d) {
+  const OpView view(d.get());
+  const Check c(view, "mine");
+  const Thrown t = thrown([&] { tandem::check_attention_operands(c, 0, 3, TDM_F32); });
+  EXPECT_EQ(t.status, TDM_INVALID_ARGUMENT) << t.message;
+  return t.message;
+}
+
+TEST(AttentionOperands, SizesOfEitherLayoutAndTheDefaults) {
+  // 4 query heads of 8 positions, 2 key/value heads of 10 keys, q and k 16
+  // wide, v 12.
+  Desc heads_first = attention_desc({2, 4, 8, 16}, {2, 2, 10, 16}, {2, 2, 10, 12});
+  Desc tokens_first = attention_desc({2, 8, 4, 16}, {2, 10, 2, 16}, {2, 10, 2, 12});
+  set_string(tokens_first, "layout", "bthd");
+  for (Desc* d : {&heads_first, &tokens_first}) {
+    const OpView view(d->get());
+    const Check c(view, "mine");
+    const tandem::AttentionOperands a = tandem::check_attention_operands(c, 0, 3, TDM_F32);
+    EXPECT_EQ(a.layout.tokens_first, d == &tokens_first);
+    EXPECT_EQ(std::vector<int64_t>({a.B, a.H, a.G, a.T, a.S, a.D, a.E}),
+              std::vector<int64_t>({2, 4, 2, 8, 10, 16, 12}));
+    const tandem::Dims o = d == &tokens_first ? tandem::Dims{2, 8, 4, 12} : tandem::Dims{2, 4, 8, 12};
+    EXPECT_EQ(a.shape(a.H, a.T, a.E), o);
+    EXPECT_EQ(a.scale, 0.25);  // 1/√D
+    EXPECT_EQ(a.dropout, 0.0);
+    EXPECT_FALSE(a.causal);
+    EXPECT_FALSE(a.has_mask);
+    EXPECT_FALSE(a.has_offset);
+  }
+
+  Desc d = attention_desc({1, 2, 4, 8}, {1, 2, 6, 8}, {1, 2, 6, 8});
+  d.in_dims.push_back({1, 6});  // the mask at `extras`, then seed_offset
+  d.in_types.push_back(TDM_U8);
+  d.in_dims.push_back({});
+  d.in_types.push_back(TDM_S64);
+  set_int(d, "causal", 1);
+  set_float(d, "scale", 0.5);
+  set_float(d, "dropout", 0.1);
+  set_int(d, "seed", 7);
+  const OpView view(d.get());
+  const Check c(view, "mine");
+  const tandem::AttentionOperands a = tandem::check_attention_operands(c, 0, 3, TDM_F32);
+  EXPECT_TRUE(a.causal);
+  EXPECT_EQ(a.scale, 0.5);
+  EXPECT_EQ(a.dropout, 0.1);
+  EXPECT_EQ(a.seed, 7u);
+  EXPECT_TRUE(a.has_mask);
+  EXPECT_TRUE(a.has_offset);
+  EXPECT_EQ(a.mask_slot, 3u);
+  EXPECT_EQ(a.offset_slot, 4u);
+}
+
+TEST(AttentionOperands, RefusalsNameTheOpNodeAndWhatIsWrong) {
+  const std::string where = "mine: op 'attention' (node 'h.0.attn'): ";
+  EXPECT_EQ(attention_refusal(attention_desc({1, 4, 8, 16}, {1, 3, 8, 16}, {1, 3, 8, 16})),
+            where + "the key/value heads (3) must divide the query heads (4)");
+  EXPECT_EQ(attention_refusal(attention_desc({1, 4, 8, 16}, {1, 4, 8, 8}, {1, 4, 8, 16})),
+            where + "input 1: expected shape [1,4,8,16], got [1,4,8,8]");
+  EXPECT_EQ(attention_refusal(attention_desc({1, 4, 8}, {1, 4, 8, 16}, {1, 4, 8, 16})),
+            where + "input 0: expected rank 4, got f32[1,4,8]");
+
+  Desc layout = attention_desc({1, 4, 8, 16}, {1, 4, 8, 16}, {1, 4, 8, 16});
+  set_string(layout, "layout", "bdht");
+  EXPECT_EQ(attention_refusal(layout),
+            where + "attribute 'layout' is 'bdht'; it must be \"bhtd\" or \"bthd\"");
+  Desc dropout = attention_desc({1, 4, 8, 16}, {1, 4, 8, 16}, {1, 4, 8, 16});
+  set_float(dropout, "dropout", 1.0);
+  EXPECT_EQ(attention_refusal(dropout), where + "attribute 'dropout' must be in [0, 1)");
+  Desc scale = attention_desc({1, 4, 8, 16}, {1, 4, 8, 16}, {1, 4, 8, 16});
+  set_float(scale, "scale", std::numeric_limits<double>::infinity());
+  EXPECT_EQ(attention_refusal(scale), where + "attribute 'scale' must be finite");
+  Desc mask = attention_desc({2, 4, 8, 16}, {2, 4, 8, 16}, {2, 4, 8, 16});
+  mask.in_dims.push_back({2, 8});
+  mask.in_types.push_back(TDM_F32);
+  EXPECT_EQ(attention_refusal(mask), where + "input 3: expected dtype u8, got f32");
+  Desc mixed = attention_desc({1, 4, 8, 16}, {1, 4, 8, 16}, {1, 4, 8, 16});
+  mixed.in_types[2] = TDM_BF16;
+  EXPECT_EQ(attention_refusal(mixed), where + "input 2: expected dtype f32, got bf16");
 }
 
 TEST(Half, EveryPatternRoundTripsThroughF32AndF64) {

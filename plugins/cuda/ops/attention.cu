@@ -27,7 +27,7 @@
 #include "math/attention.hpp"
 #include "ops/attention_tiles.cuh"
 #include "ops/kernels.cuh"
-#include "tandem/attention_layout.hpp"
+#include "tandem/attention_operands.hpp"
 
 namespace tandem::cuda {
 namespace {
@@ -376,42 +376,23 @@ struct Slots {
 // q, k, v at inputs first..first+2; the optional mask and seed_offset at
 // `extras` and `extras + 1`.
 Attn check_operands(const Check& c, size_t first, size_t extras, tdm_dtype& dt, Slots& slots) {
-  Attn a;
   dt = c.primary_dtype(first, kFloat);
-  for (size_t i = first; i < first + 3; ++i) {
-    c.input_dtype(i, {dt});
-    c.input_rank(i, 4);
-  }
-  const std::string layout = c.string_attr("layout", "bhtd");
-  if (!AttentionLayout::parse(layout, a.layout))
-    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
-  const size_t heads = size_t(a.layout.heads_axis()), positions = size_t(a.layout.positions_axis());
-  const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
-  a.B = q[0], a.H = q[heads], a.T = q[positions], a.G = k[heads], a.S = k[positions];
-  c.input_shape(first + 1, a.shape(a.G, a.S, q[3]));
-  c.input_shape(first + 2, a.shape(a.G, a.S, v[3]));
-  if (a.G < 1 || a.H % a.G != 0)
-    c.fail("the key/value heads (" + std::to_string(a.G) + ") must divide the query heads (" +
-           std::to_string(a.H) + ")");
-  slots.mask = extras, slots.offset = extras + 1;
-  slots.has_mask = c.has_input(slots.mask);
-  if (slots.has_mask) c.input(slots.mask, TDM_U8, {a.B, a.S});
-  slots.has_offset = c.has_input(slots.offset);
-  if (slots.has_offset) c.input(slots.offset, TDM_S64, {});
-  a.causal = c.int_attr("causal", 0) != 0;
-  const double scale = c.float_attr("scale", 0.0);
-  if (!std::isfinite(scale)) c.fail("attribute 'scale' must be finite");
-  const double p = c.float_attr("dropout", 0.0);
-  if (!(p >= 0 && p < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
-  if (q[3] > kMaxHead || v[3] > kMaxHead)
+  const AttentionOperands o = check_attention_operands(c, first, extras, dt);
+  if (o.D > kMaxHead || o.E > kMaxHead)
     c.unsupported("head dims above " + std::to_string(kMaxHead) +
-                  " are not implemented (D = " + std::to_string(q[3]) + ", E = " + std::to_string(v[3]) +
+                  " are not implemented (D = " + std::to_string(o.D) + ", E = " + std::to_string(o.E) +
                   "): a row of the head dim is kept in registers, 8 columns in each of 16 threads");
-  a.D = static_cast<int>(q[3]), a.E = static_cast<int>(v[3]);
-  a.scale = static_cast<float>(scale != 0 ? scale : 1 / std::sqrt(double(a.D ? a.D : 1)));
-  a.dropout = static_cast<float>(p);
-  a.inv_keep = static_cast<float>(1 / (1 - p));
-  a.seed = static_cast<uint64_t>(c.int_attr("seed", 0));
+  slots.has_mask = o.has_mask, slots.has_offset = o.has_offset;
+  slots.mask = o.mask_slot, slots.offset = o.offset_slot;
+  Attn a;
+  a.B = o.B, a.H = o.H, a.G = o.G, a.T = o.T, a.S = o.S;
+  a.D = static_cast<int>(o.D), a.E = static_cast<int>(o.E);
+  a.causal = o.causal;
+  a.layout = o.layout;
+  a.scale = static_cast<float>(o.scale);
+  a.dropout = static_cast<float>(o.dropout);
+  a.inv_keep = static_cast<float>(1 / (1 - o.dropout));
+  a.seed = o.seed;
   return a;
 }
 

@@ -27,7 +27,7 @@
 
 #include "attention_tiles.hpp"
 #include "common.hpp"
-#include "tandem/attention_layout.hpp"
+#include "tandem/attention_operands.hpp"
 #include "vector_loops.hpp"
 
 namespace tandem::onednn {
@@ -82,36 +82,16 @@ struct Geometry {
 };
 
 Geometry check_operands(Check& c, size_t first, size_t extras, tdm_dtype& dt) {
-  Geometry g;
   dt = c.primary_dtype(first, kF32Bf16);
-  for (size_t i = first; i < first + 3; ++i) {
-    c.input_dtype(i, {dt});
-    c.input_rank(i, 4);
-  }
-  const std::string layout = c.string_attr("layout", "bhtd");
-  if (!AttentionLayout::parse(layout, g.layout))
-    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
-  const size_t heads = size_t(g.layout.heads_axis()), positions = size_t(g.layout.positions_axis());
-  const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
-  g.B = q[0], g.H = q[heads], g.T = q[positions], g.D = q[3], g.G = k[heads], g.S = k[positions], g.E = v[3];
-  c.input_shape(first + 1, g.shape(g.G, g.S, g.D));
-  c.input_shape(first + 2, g.shape(g.G, g.S, g.E));
-  if (g.G < 1 || g.H % g.G != 0)
-    c.fail("the key/value heads (" + std::to_string(g.G) + ") must divide the query heads (" +
-           std::to_string(g.H) + ")");
-  g.mask_slot = extras, g.offset_slot = extras + 1;
-  g.has_mask = c.has_input(g.mask_slot);
-  if (g.has_mask) c.input(g.mask_slot, TDM_U8, {g.B, g.S});
-  g.has_offset = c.has_input(g.offset_slot);
-  if (g.has_offset) c.input(g.offset_slot, TDM_S64, {});
-  g.causal = c.int_attr("causal", 0) != 0;
-  const double scale = c.float_attr("scale", 0.0);
-  if (!std::isfinite(scale)) c.fail("attribute 'scale' must be finite");
-  g.scale = float(scale != 0 ? scale : 1 / std::sqrt(double(g.D ? g.D : 1)));
-  const double p = c.float_attr("dropout", 0.0);
-  if (!(p >= 0 && p < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
-  g.dropout = float(p);
-  g.seed = uint64_t(c.int_attr("seed", 0));
+  const AttentionOperands a = check_attention_operands(c, first, extras, dt);
+  Geometry g;
+  g.B = a.B, g.H = a.H, g.G = a.G, g.T = a.T, g.S = a.S, g.D = a.D, g.E = a.E;
+  g.causal = a.causal, g.has_mask = a.has_mask, g.has_offset = a.has_offset;
+  g.layout = a.layout;
+  // f32 as the kernels compute, and as the catalog's mask rounds the dropout.
+  g.scale = float(a.scale), g.dropout = float(a.dropout);
+  g.seed = a.seed;
+  g.mask_slot = a.mask_slot, g.offset_slot = a.offset_slot;
   return g;
 }
 

@@ -17,24 +17,16 @@
 #include <limits>
 
 #include "common.hpp"
-#include "tandem/attention_layout.hpp"
+#include "tandem/attention_operands.hpp"
 #include "tandem/dropout_mask.hpp"
 
 namespace tandem::reference {
 namespace {
 
-struct Geometry {
+struct Geometry : AttentionOperands {
   tdm_dtype dt = TDM_F32, stats = TDM_F32;
-  int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0, E = 0;
-  bool causal = false, has_mask = false, has_offset = false;
-  AttentionLayout layout;
-  double scale = 0, dropout = 0;
-  uint64_t seed = 0;
-  size_t mask_slot = 0, offset_slot = 0;
 
   int64_t group(int64_t h) const { return h / (H / G); }
-  // A q-like tensor of `heads` heads, n positions and width w, in the layout.
-  Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
   // x in the layout as [B, heads, n, w] (`to_heads`), or back.
   std::vector<double> permuted(std::vector<double> x, int64_t heads, int64_t n, int64_t w,
                                bool to_heads) const {
@@ -78,33 +70,7 @@ Geometry check_operands(Check& c, size_t first, size_t extras) {
   Geometry g;
   g.dt = c.primary_dtype(first, kFloat);
   g.stats = g.dt == TDM_F64 ? TDM_F64 : TDM_F32;
-  for (size_t i = first; i < first + 3; ++i) {
-    c.input_dtype(i, {g.dt});
-    c.input_rank(i, 4);
-  }
-  const std::string layout = c.string_attr("layout", "bhtd");
-  if (!AttentionLayout::parse(layout, g.layout))
-    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
-  const size_t heads = size_t(g.layout.heads_axis()), positions = size_t(g.layout.positions_axis());
-  const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
-  g.B = q[0], g.H = q[heads], g.T = q[positions], g.D = q[3], g.G = k[heads], g.S = k[positions], g.E = v[3];
-  c.input_shape(first + 1, g.shape(g.G, g.S, g.D));
-  c.input_shape(first + 2, g.shape(g.G, g.S, g.E));
-  if (g.G < 1 || g.H % g.G != 0)
-    c.fail("the key/value heads (" + std::to_string(g.G) + ") must divide the query heads (" +
-           std::to_string(g.H) + ")");
-  g.mask_slot = extras, g.offset_slot = extras + 1;
-  g.has_mask = c.has_input(g.mask_slot);
-  if (g.has_mask) c.input(g.mask_slot, TDM_U8, {g.B, g.S});
-  g.has_offset = c.has_input(g.offset_slot);
-  if (g.has_offset) c.input(g.offset_slot, TDM_S64, {});
-  g.causal = c.int_attr("causal", 0) != 0;
-  g.scale = c.float_attr("scale", 0.0);
-  if (!std::isfinite(g.scale)) c.fail("attribute 'scale' must be finite");
-  if (g.scale == 0) g.scale = 1 / std::sqrt(double(g.D ? g.D : 1));
-  g.dropout = c.float_attr("dropout", 0.0);
-  if (!(g.dropout >= 0 && g.dropout < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
-  g.seed = uint64_t(c.int_attr("seed", 0));
+  static_cast<AttentionOperands&>(g) = check_attention_operands(c, first, extras, g.dt);
   return g;
 }
 
