@@ -58,6 +58,17 @@ def round_ratios(t, peers):
             max(p["rounds"][i]["median_samples_per_second"] for p in peers) for i in range(n)]
 
 
+def print_gemm_efficiency(prof, who, peak):
+    """A profiled gemm_mlp run's matmul ops: their GFLOP/s over their own time and share of the step."""
+    if not prof or not prof.get("gemm_gflops"):
+        return
+    share = prof["gemm_ms_per_step"] / prof["step_ms"] if prof.get("step_ms") else 0
+    line = f"GEMM efficiency (gemm_mlp, {who}): the matmul ops reach {prof['gemm_gflops']:.1f} GFLOP/s over their own time"
+    if peak:
+        line += f" = {100 * prof['gemm_gflops'] / peak:.0f}% of the measured peak"
+    print(line + f"; they are {100 * share:.0f}% of the profiled step")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
@@ -118,14 +129,9 @@ def main():
     if peak:
         print(f"measured f32 peak ({peak_unit(a.folder)}, {a.threads} threads): {peak:.1f} GFLOP/s; "
               "GFLOP/s = 6 x parameters x samples/s (% of that peak for gemm_mlp)")
-    prof = load(a.folder, "gemm_mlp.profile.json")
-    if prof and prof.get("gemm_gflops"):
-        share = prof["gemm_ms_per_step"] / prof["step_ms"] if prof.get("step_ms") else 0
-        line = (f"GEMM efficiency (gemm_mlp, tandem --profile): the matmul ops reach {prof['gemm_gflops']:.1f} "
-                f"GFLOP/s over their own time")
-        if peak:
-            line += f" = {100 * prof['gemm_gflops'] / peak:.0f}% of the measured peak"
-        print(line + f"; they are {100 * share:.0f}% of the profiled step")
+    print_gemm_efficiency(load(a.folder, "gemm_mlp.profile.json"), "tandem --profile", peak)
+    peer = load(a.folder, "gemm_mlp.peer-profile.json")
+    print_gemm_efficiency(peer, f"{peer.get('label', 'pytorch')} --profile" if peer else "", peak)
     print_gemm_ceiling(a.folder, peak)
     for v in sorted(versions):
         print(v)

@@ -21,7 +21,8 @@
 #    from one minute to the next, and rounds spread that drift over every side
 #    instead of charging it to whichever ran at a bad moment. The table gives
 #    the median over every repeat of every round and the range of the
-#    per-round ratios. Then the footprint rows
+#    per-round ratios. gemm_mlp is then profiled on Tandem and on the faster
+#    PyTorch (each one's matmul ops' own GFLOP/s). Then the footprint rows
 #    (bench/footprint.py: startup commands, training the Fashion-MNIST
 #    example on its real data against bench/torch_train.py, per-epoch
 #    overhead), and prints the tables (bench/report.py). Raw JSON per run goes
@@ -168,7 +169,16 @@ case " $workloads " in
     log "gemm_mlp: tandem --profile (time per node, for the matmul ops' own GFLOP/s)"
     "$tandem" bench "$repo/bench/models/gemm_mlp.toml" --device onednn:0 --threads "$threads" \
       --steps "${steps[gemm_mlp]}" --warmup "${warmup[gemm_mlp]}" --repeats 3 --profile \
-      --json "$out/gemm_mlp.profile.json" >&2 ;;
+      --json "$out/gemm_mlp.profile.json" >&2
+    # The same for the faster PyTorch (PyPI's where installed): what its BLAS
+    # reaches on these products bounds the ratio a GEMM-bound step can show.
+    peer_python=/usr/bin/python3 peer_label=pytorch-debian
+    if "$venv/bin/python" -c 'import torch' 2>/dev/null; then peer_python=$venv/bin/python peer_label=pytorch-pypi; fi
+    log "gemm_mlp: $peer_label --profile (its matmul ops' own GFLOP/s)"
+    env "${peer_env[@]}" "$peer_python" "$repo/bench/torch_peer.py" "$repo/bench/models/gemm_mlp.toml" \
+      --threads "$threads" --steps "${steps[gemm_mlp]}" --warmup "${warmup[gemm_mlp]}" --repeats 1 --label "$peer_label" \
+      --profile --profile-json "$out/gemm_mlp.peer-profile.json" > /dev/null 2>&1 ||
+      rm -f "$out/gemm_mlp.peer-profile.json" ;;
 esac
 
 # ---- footprint: what a user pays besides the steps -------------------------

@@ -14,7 +14,10 @@ inside the timed span, as Tandem reads it). Writes the same JSON keys as
 `tandem bench --json`. Peak RSS is resource.getrusage(RUSAGE_SELF).ru_maxrss.
 
 With --profile, `steps` more steps then run under torch.profiler and its
-per-op table is printed (the counterpart of `tandem bench --profile`).
+per-op table is printed (the counterpart of `tandem bench --profile`);
+--profile-json FILE also writes the matrix products' (mm, addmm, bmm,
+baddbmm) GFLOP/s over their own time and their share of the profiled step,
+in the keys of `tandem bench --profile --json` (CPU runs).
 
 With --device cuda the model, the batch and the steps are on the GPU, f32
 without TF32 in matrix products and convolutions (as Tandem's cuda backend
@@ -22,7 +25,7 @@ without `cuda.tf32`); the loss read at the end of each repeat waits for the
 GPU, so each repeat's time is the GPU's.
 
 Usage: torch_peer.py MODEL.toml --threads N [--steps 50 --warmup 10 --repeats 5] [--json FILE] [--label NAME]
-                     [--profile] [--device cpu|cuda]
+                     [--profile [--profile-json FILE]] [--device cpu|cuda]
 """
 import argparse
 import json
@@ -116,6 +119,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--label", default="pytorch")
     ap.add_argument("--profile", action="store_true", help="then profile `steps` steps and print the per-op table")
+    ap.add_argument("--profile-json", help="with --profile: also write the matrix products' time and GFLOP/s here")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = ap.parse_args()
     if a.device == "cuda":
@@ -206,14 +210,42 @@ def main():
     if a.profile:
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if a.device == "cuda" else [])
-        with profile(activities=activities) as prof:
+        with profile(activities=activities, with_flops=True) as prof:
+            start = time.perf_counter()
             for _ in range(a.steps):
                 loss = step()
             loss.item()
+            seconds = time.perf_counter() - start
         print(f"profiled {a.steps} steps (totals over them, not per step):")
         order = "self_cuda_time_total" if a.device == "cuda" else "self_cpu_time_total"
         print(prof.key_averages().table(sort_by=order, row_limit=20))
+        if a.profile_json and a.device == "cpu":
+            write_matmul_profile(a.profile_json, a.label, prof.key_averages(), a.steps, seconds)
 
+
+# The ops that run the BLAS's matrix products on a CPU.
+MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def write_matmul_profile(path, label, events, steps, seconds):
+    """The matrix products' share of a profiled run, in the keys `tandem bench
+--profile --json` uses: their GFLOP/s over their own (wall) time, their
+milliseconds a step, and the profiled step's."""
+    products = [e for e in events if e.key in MATMUL_OPS]
+    flops = sum(e.flops for e in products)
+    own_us = sum(e.self_cpu_time_total for e in products)
+    result = {
+        "label": label,
+        "gemm_gflops": flops / own_us * 1e-3 if own_us > 0 else 0.0,
+        "gemm_ms_per_step": own_us * 1e-3 / steps,
+        "step_ms": seconds * 1e3 / steps,
+        "ops": {e.key: {"calls": e.count, "self_ms": e.self_cpu_time_total * 1e-3, "flops": e.flops}
+                for e in products},
+    }
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"matmul ops ({', '.join(sorted(result['ops']))}): {result['gemm_gflops']:.1f} GFLOP/s over their own "
+          f"time, {result['gemm_ms_per_step']:.3f} of {result['step_ms']:.3f} ms a profiled step")
 
 if __name__ == "__main__":
     main()
