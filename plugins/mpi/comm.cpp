@@ -96,21 +96,6 @@ MPI_Op mpi_op(tdm_reduce_op op, tdm_dtype dtype) {
   }
 }
 
-const char* op_name(tdm_reduce_op op) {
-  switch (op) {
-    case TDM_REDUCE_SUM:
-      return "SUM";
-    case TDM_REDUCE_MAX:
-      return "MAX";
-    case TDM_REDUCE_MIN:
-      return "MIN";
-    case TDM_REDUCE_AVG:
-      return "AVG";
-    default:
-      return "?";
-  }
-}
-
 MpiComm::MpiComm(const tdm_comm_init_info& info) {
   if (!TDM_STRUCT_HAS(&info, tdm_comm_init_info, local_rank))
     throw Error(TDM_INVALID_ARGUMENT,
@@ -355,7 +340,7 @@ void MpiComm::allreduce(const void* send, void* recv, size_t count, tdm_dtype dt
   const size_t elem = dtype_size(dtype);
   for (size_t at = 0; at < count; at += kChunk) {
     const size_t n = std::min(kChunk, count - at);
-    const Call call = begin("allreduce", n, dtype, op_name(op));
+    const Call call = begin("allreduce", n, dtype, reduce_op_name(op));
     const void* s = send == recv ? MPI_IN_PLACE : static_cast<const char*>(send) + at * elem;
     void* r = static_cast<char*>(recv) + at * elem;
     run(
@@ -384,7 +369,7 @@ void MpiComm::reduce_scatter(const void* send, void* recv, size_t recv_count, td
   const MPI_Op mop = mpi_op(op, dtype);
   const int n = as_int(recv_count, "reduce_scatter");
   if (n == 0) return;
-  const Call call = begin("reduce_scatter", recv_count, dtype, op_name(op));
+  const Call call = begin("reduce_scatter", recv_count, dtype, reduce_op_name(op));
   run(
       call, [&] { return MPI_Reduce_scatter_block(send, recv, n, type, mop, comm_); },
       [&](MPI_Request* q) { return MPI_Ireduce_scatter_block(send, recv, n, type, mop, comm_, q); });

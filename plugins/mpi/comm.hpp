@@ -33,7 +33,6 @@ struct Call {
 
 MPI_Datatype mpi_type(tdm_dtype dtype);      // throws Unsupported-like Error for unknown
 MPI_Op mpi_op(tdm_reduce_op op, tdm_dtype);  // AVG -> SUM (scaled afterwards)
-const char* op_name(tdm_reduce_op op);
 
 class MpiComm final : public Communicator {
  public:

@@ -270,7 +270,7 @@ void NcclComm::allreduce(const void* send, void* recv, size_t count, tdm_dtype d
   const ncclDataType_t t = type_of(dtype);
   const ncclRedOp_t o = op_of(op);
   ++seq_;
-  collective(describe("allreduce", count, dtype, op_name(op)), stream,
+  collective(describe("allreduce", count, dtype, reduce_op_name(op)), stream,
              [&](cudaStream_t s) { return ncclAllReduce(send, recv, count, t, o, comm_, s); });
 }
 
@@ -286,7 +286,7 @@ void NcclComm::reduce_scatter(const void* send, void* recv, size_t recv_count, t
   const ncclDataType_t t = type_of(dtype);
   const ncclRedOp_t o = op_of(op);
   ++seq_;
-  collective(describe("reduce_scatter", recv_count, dtype, op_name(op)), stream,
+  collective(describe("reduce_scatter", recv_count, dtype, reduce_op_name(op)), stream,
              [&](cudaStream_t s) { return ncclReduceScatter(send, recv, recv_count, t, o, comm_, s); });
 }
 

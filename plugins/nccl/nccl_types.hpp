@@ -52,21 +52,6 @@ inline std::optional<ncclRedOp_t> nccl_op(tdm_reduce_op op) noexcept {
   }
 }
 
-inline const char* op_name(tdm_reduce_op op) noexcept {
-  switch (op) {
-    case TDM_REDUCE_SUM:
-      return "SUM";
-    case TDM_REDUCE_MAX:
-      return "MAX";
-    case TDM_REDUCE_MIN:
-      return "MIN";
-    case TDM_REDUCE_AVG:
-      return "AVG";
-    default:
-      return "?";
-  }
-}
-
 // "2.28.9" from ncclGetVersion's code (22809 since 2.9: major*10000 + minor*100 + patch).
 inline void version_parts(int code, int& major, int& minor, int& patch) noexcept {
   if (code >= 10000) {

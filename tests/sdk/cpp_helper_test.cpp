@@ -124,6 +124,16 @@ TEST(CppHelper, RefusesOtherAbiMajor) {
   EXPECT_NE(recorded().message.find("rebuild"), std::string::npos);
 }
 
+TEST(CppHelper, NamesOfDtypesAndReductions) {
+  EXPECT_STREQ(tandem::dtype_name(TDM_BF16), "bf16");
+  EXPECT_STREQ(tandem::dtype_name(tdm_dtype(99)), "invalid");
+  EXPECT_STREQ(tandem::reduce_op_name(TDM_REDUCE_SUM), "SUM");
+  EXPECT_STREQ(tandem::reduce_op_name(TDM_REDUCE_MAX), "MAX");
+  EXPECT_STREQ(tandem::reduce_op_name(TDM_REDUCE_MIN), "MIN");
+  EXPECT_STREQ(tandem::reduce_op_name(TDM_REDUCE_AVG), "AVG");
+  EXPECT_STREQ(tandem::reduce_op_name(tdm_reduce_op(9)), "?");
+}
+
 TEST(ByteSize, ParsesTheUnitsPeopleWrite) {
   EXPECT_EQ(tandem::parse_byte_size("4096"), 4096u);
   EXPECT_EQ(tandem::parse_byte_size("512B"), 512u);

@@ -182,6 +182,22 @@ inline const char* dtype_name(tdm_dtype dtype) noexcept {
   }
 }
 
+// A collective's reduction as comm plugins name it in their messages.
+inline const char* reduce_op_name(tdm_reduce_op op) noexcept {
+  switch (op) {
+    case TDM_REDUCE_SUM:
+      return "SUM";
+    case TDM_REDUCE_MAX:
+      return "MAX";
+    case TDM_REDUCE_MIN:
+      return "MIN";
+    case TDM_REDUCE_AVG:
+      return "AVG";
+    default:
+      return "?";
+  }
+}
+
 // Owned copy of a tensor description (shape and dtype).
 struct TensorShape {
   tdm_dtype dtype = TDM_F32;
