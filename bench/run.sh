@@ -201,6 +201,9 @@ log "per-epoch overhead: 100 epochs of 1 batch against 1 epoch of 100"
 /usr/bin/python3 "$repo/bench/footprint.py" epochs "$tandem" --threads "$threads" --rusage "$cache/rusage" --json "$out/epochs.json" >&2
 
 log "load after measuring: $(uptime)"
+# The peak again: on a shared machine another tenant may have held a core
+# while the first was measured; report.py uses the higher of the two.
+"$cache/peak_flops" "$threads" >> "$out/peak_flops.txt"
 quiet=0
 /usr/bin/python3 "$repo/bench/quiet.py" stop "$out/quiet.json" $$ | tee "$out/quiet.txt" >&2 || quiet=$?
 /usr/bin/python3 "$repo/bench/report.py" "$out" --threads "$threads" --workloads "$workloads"
