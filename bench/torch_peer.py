@@ -247,5 +247,6 @@ milliseconds a step, and the profiled step's."""
     print(f"matmul ops ({', '.join(sorted(result['ops']))}): {result['gemm_gflops']:.1f} GFLOP/s over their own "
           f"time, {result['gemm_ms_per_step']:.3f} of {result['step_ms']:.3f} ms a profiled step")
 
+
 if __name__ == "__main__":
     main()
