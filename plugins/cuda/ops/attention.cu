@@ -368,22 +368,15 @@ __global__ void __launch_bounds__(kAttnThreads) attention_dkv_kernel(Attn a, Att
 
 // ---- prepare -----------------------------------------------------------
 
-struct Slots {
-  bool has_mask = false, has_offset = false;
-  size_t mask = 0, offset = 0;
-};
-
 // q, k, v at inputs first..first+2; the optional mask and seed_offset at
-// `extras` and `extras + 1`.
-Attn check_operands(const Check& c, size_t first, size_t extras, tdm_dtype& dt, Slots& slots) {
+// `extras` and `extras + 1` (o says which are there). The kernels' Attn in f32.
+Attn check_operands(const Check& c, size_t first, size_t extras, tdm_dtype& dt, AttentionOperands& o) {
   dt = c.primary_dtype(first, kFloat);
-  const AttentionOperands o = check_attention_operands(c, first, extras, dt);
+  o = check_attention_operands(c, first, extras, dt);
   if (o.D > kMaxHead || o.E > kMaxHead)
     c.unsupported("head dims above " + std::to_string(kMaxHead) +
                   " are not implemented (D = " + std::to_string(o.D) + ", E = " + std::to_string(o.E) +
                   "): a row of the head dim is kept in registers, 8 columns in each of 16 threads");
-  slots.has_mask = o.has_mask, slots.has_offset = o.has_offset;
-  slots.mask = o.mask_slot, slots.offset = o.offset_slot;
   Attn a;
   a.B = o.B, a.H = o.H, a.G = o.G, a.T = o.T, a.S = o.S;
   a.D = static_cast<int>(o.D), a.E = static_cast<int>(o.E);
@@ -420,13 +413,13 @@ void reserve_smem(const Check& c, const CudaDevice& device, K* kernel, size_t by
 }
 
 template <class T>
-AttnIo<T> common_io(const Slots& slots, void* const* in, size_t first) {
+AttnIo<T> common_io(const AttentionOperands& o, void* const* in, size_t first) {
   AttnIo<T> io;
   io.q = static_cast<const T*>(in[first]);
   io.k = static_cast<const T*>(in[first + 1]);
   io.v = static_cast<const T*>(in[first + 2]);
-  if (slots.has_mask) io.mask = static_cast<const uint8_t*>(in[slots.mask]);
-  if (slots.has_offset) io.seed_offset = static_cast<const int64_t*>(in[slots.offset]);
+  if (o.has_mask) io.mask = static_cast<const uint8_t*>(in[o.mask_slot]);
+  if (o.has_offset) io.seed_offset = static_cast<const int64_t*>(in[o.offset_slot]);
   return io;
 }
 
@@ -434,8 +427,8 @@ std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, s
   Check c(v);
   c.counts(3, 5, 2, 2);
   tdm_dtype dt;
-  Slots slots;
-  const Attn a = check_operands(c, 0, 3, dt, slots);
+  AttentionOperands operands;
+  const Attn a = check_operands(c, 0, 3, dt, operands);
   c.output(0, dt, a.shape(a.H, a.T, a.E));
   c.output(1, TDM_F32, {a.B, a.H, a.T});
   const unsigned blocks = grid_of(c, a.B * a.H, a.T, kSide * kFwdR);
@@ -446,7 +439,7 @@ std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, s
     reserve_smem(c, device, attention_kernel<T>, smem, forward_smem(kMaxHead, kMaxHead));
     k = make_kernel("attention", [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (blocks == 0) return;
-      AttnIo<T> io = common_io<T>(slots, in, 0);
+      AttnIo<T> io = common_io<T>(operands, in, 0);
       io.out = static_cast<T*>(o[0]);
       io.lse_out = static_cast<float*>(o[1]);
       attention_kernel<T><<<blocks, kAttnThreads, smem, s.get()>>>(a, io);
@@ -459,8 +452,8 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
   Check c(v);
   c.counts(6, 8, 3, 3);
   tdm_dtype dt;
-  Slots slots;
-  const Attn a = check_operands(c, 1, 6, dt, slots);
+  AttentionOperands operands;
+  const Attn a = check_operands(c, 1, 6, dt, operands);
   c.input(0, dt, a.shape(a.H, a.T, a.E));
   c.input(4, dt, a.shape(a.H, a.T, a.E));
   c.input(5, TDM_F32, {a.B, a.H, a.T});
@@ -479,7 +472,7 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
     reserve_smem(c, device, attention_dq_kernel<T>, dq_bytes, dq_smem(kMaxHead, kMaxHead));
     reserve_smem(c, device, attention_dkv_kernel<T>, kv_bytes, dkv_smem(kMaxHead, kMaxHead));
     k = make_kernel("attention_grad", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
-      AttnIo<T> io = common_io<T>(slots, in, 1);
+      AttnIo<T> io = common_io<T>(operands, in, 1);
       io.dout = static_cast<const T*>(in[0]);
       io.o = static_cast<const T*>(in[4]);
       io.lse = static_cast<const float*>(in[5]);
