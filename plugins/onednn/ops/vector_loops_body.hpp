@@ -56,21 +56,39 @@ void exp_inplace(float* x, int64_t n) {
 // A row of the attention's tiles (online_softmax_rows, softmax_grad_rows).
 namespace {
 
+// The softmax rows of a causal attention are short and of every length (a
+// tile across the diagonal has rows of 1 to 64 scores). A loop over a run-
+// time length vectorises into a vector loop and a scalar remainder, which
+// on these rows did up to 15 exps one at a time on AVX-512 (a third of the
+// forward's exp time went to scalar code). So the rows go by chunks of one
+// vector (kChunk lanes: 16 on AVX-512, 8 below) with a fixed inner loop,
+// per-lane partial sums and maxima, and a last chunk whose lanes past the
+// row are exp(−inf) = 0 and never stored.
+#ifdef TANDEM_LOOPS_CHUNK
+constexpr int64_t kChunk = TANDEM_LOOPS_CHUNK;
+#else
+constexpr int64_t kChunk = 8;
+#endif
+constexpr float kNegInf = -__builtin_inff();
+
 inline float row_max(const float* x, int64_t n, float init) {
-  float m = init;
+  float lanes[kChunk];
+  for (int64_t l = 0; l < kChunk; ++l) lanes[l] = init;
+  int64_t i = 0;
   // The form GCC turns into a vector max; std::max's (m < x ? x : m) stayed scalar.
-#pragma omp simd reduction(max : m)
-  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (; i + kChunk <= n; i += kChunk)
+#pragma omp simd
+    for (int64_t l = 0; l < kChunk; ++l) lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
+  if (i < n)
+#pragma omp simd
+    for (int64_t l = 0; l < kChunk; ++l) {
+      const float v = i + l < n ? x[i + l] : init;
+      lanes[l] = v > lanes[l] ? v : lanes[l];
+    }
+  float m = init;
+  for (int64_t l = 0; l < kChunk; ++l) m = lanes[l] > m ? lanes[l] : m;
   return m;
 }
-
-// The softmax rows of a causal attention are short and of every length (a
-// tile across the diagonal has rows of 1 to 64 scores), so the last n % 8
-// values would go through a scalar loop, one exp at a time: they go through
-// one 8-wide chunk instead, the lanes past n being exp(−inf) = 0 and never
-// stored. The chunk is 8 on every level (an AVX-512 register holds two).
-constexpr int64_t kChunk = 8;
-constexpr float kNegInf = -__builtin_inff();
 
 // How many scores row i of a tile may see: clamp(i + seen0, 0, cols).
 inline int64_t seen_in_row(int64_t i, int64_t seen0, int64_t cols) {
@@ -79,46 +97,52 @@ inline int64_t seen_in_row(int64_t i, int64_t seen0, int64_t cols) {
 
 // exp(x[i] − shift) for the i < n of a chunk from x, 0 past n.
 inline void exp_chunk(const float* x, int64_t n, float shift, float* e) {
-  float v[kChunk];
-  for (int64_t l = 0; l < kChunk; ++l) v[l] = l < n ? x[l] - shift : kNegInf;
 #pragma omp simd
-  for (int64_t l = 0; l < kChunk; ++l) e[l] = exp_of(v[l]);
+  for (int64_t l = 0; l < kChunk; ++l) e[l] = exp_of(l < n ? x[l] - shift : kNegInf);
 }
 
 inline float exp_shifted_sum(float* x, int64_t n, float shift) {
-  const int64_t body = n / kChunk * kChunk;
+  float lanes[kChunk] = {};
+  int64_t i = 0;
+  for (; i + kChunk <= n; i += kChunk)
+#pragma omp simd
+    for (int64_t l = 0; l < kChunk; ++l) {
+      const float e = exp_of(x[i + l] - shift);
+      x[i + l] = e;
+      lanes[l] += e;
+    }
+  if (i < n) {
+    float e[kChunk];
+    exp_chunk(x + i, n - i, shift, e);
+#pragma omp simd
+    for (int64_t l = 0; l < kChunk; ++l) {
+      if (i + l < n) x[i + l] = e[l];
+      lanes[l] += e[l];
+    }
+  }
   float sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < body; ++i) {
-    const float e = exp_of(x[i] - shift);
-    x[i] = e;
-    sum += e;
-  }
-  if (body == n) return sum;
-  float e[kChunk];
-  exp_chunk(x + body, n - body, shift, e);
-  for (int64_t l = 0; l < n - body; ++l) {
-    x[body + l] = e[l];
-    sum += e[l];
-  }
+  for (int64_t l = 0; l < kChunk; ++l) sum += lanes[l];
   return sum;
 }
 
 inline void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
-  const int64_t body = n / kChunk * kChunk;
+  int64_t i = 0;
+  for (; i + kChunk <= n; i += kChunk)
 #pragma omp simd
-  for (int64_t i = 0; i < body; ++i) {
-    const float e = exp_of(p[i] - lse);
-    p[i] = e;
-    dp[i] = e * (dp[i] - delta);
-  }
-  if (body == n) return;
+    for (int64_t l = 0; l < kChunk; ++l) {
+      const float e = exp_of(p[i + l] - lse);
+      p[i + l] = e;
+      dp[i + l] = e * (dp[i + l] - delta);
+    }
+  if (i == n) return;
   float e[kChunk];
-  exp_chunk(p + body, n - body, lse, e);
-  for (int64_t l = 0; l < n - body; ++l) {
-    p[body + l] = e[l];
-    dp[body + l] = e[l] * (dp[body + l] - delta);
-  }
+  exp_chunk(p + i, n - i, lse, e);
+#pragma omp simd
+  for (int64_t l = 0; l < kChunk; ++l)
+    if (i + l < n) {
+      p[i + l] = e[l];
+      dp[i + l] = e[l] * (dp[i + l] - delta);
+    }
 }
 
 }  // namespace
