@@ -71,6 +71,19 @@ constexpr int64_t kChunk = 8;
 #endif
 constexpr float kNegInf = -__builtin_inff();
 
+// The lanes of a chunk folded in halves, a tree of log2(kChunk) steps (a
+// loop over the lanes in order was a chain of 16 dependent adds or maxima).
+inline float fold_sum(float* lanes) {
+  for (int64_t w = kChunk / 2; w > 0; w /= 2)
+    for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  return lanes[0];
+}
+inline float fold_max(float* lanes) {
+  for (int64_t w = kChunk / 2; w > 0; w /= 2)
+    for (int64_t l = 0; l < w; ++l) lanes[l] = lanes[l + w] > lanes[l] ? lanes[l + w] : lanes[l];
+  return lanes[0];
+}
+
 inline float row_max(const float* x, int64_t n, float init) {
   float lanes[kChunk];
   for (int64_t l = 0; l < kChunk; ++l) lanes[l] = init;
@@ -85,9 +98,7 @@ inline float row_max(const float* x, int64_t n, float init) {
       const float v = i + l < n ? x[i + l] : init;
       lanes[l] = v > lanes[l] ? v : lanes[l];
     }
-  float m = init;
-  for (int64_t l = 0; l < kChunk; ++l) m = lanes[l] > m ? lanes[l] : m;
-  return m;
+  return fold_max(lanes);
 }
 
 // How many scores row i of a tile may see: clamp(i + seen0, 0, cols).
@@ -120,9 +131,7 @@ inline float exp_shifted_sum(float* x, int64_t n, float shift) {
       lanes[l] += e[l];
     }
   }
-  float sum = 0;
-  for (int64_t l = 0; l < kChunk; ++l) sum += lanes[l];
-  return sum;
+  return fold_sum(lanes);
 }
 
 inline void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
