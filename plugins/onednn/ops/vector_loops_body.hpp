@@ -74,12 +74,16 @@ constexpr float kNegInf = -__builtin_inff();
 // The lanes of a chunk folded in halves, a tree of log2(kChunk) steps (a
 // loop over the lanes in order was a chain of 16 dependent adds or maxima).
 inline float fold_sum(float* lanes) {
+#pragma GCC unroll 4
   for (int64_t w = kChunk / 2; w > 0; w /= 2)
+#pragma GCC unroll 8
     for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
   return lanes[0];
 }
 inline float fold_max(float* lanes) {
+#pragma GCC unroll 4
   for (int64_t w = kChunk / 2; w > 0; w /= 2)
+#pragma GCC unroll 8
     for (int64_t l = 0; l < w; ++l) lanes[l] = lanes[l + w] > lanes[l] ? lanes[l + w] : lanes[l];
   return lanes[0];
 }
