@@ -113,9 +113,24 @@ LaunchState launch_state(const Geometry& g, void* const* in) {
 template <class T>
 void load_tile(const T* src, int64_t ld_src, int64_t r0, int64_t rows, int64_t cols, float* dst,
                float mul = 1.f) {
-  for (int64_t r = 0; r < rows; ++r)
+  if constexpr (std::is_same_v<T, float>) {
+    loops::scale_rows(src + r0 * ld_src, ld_src, rows, cols, mul, dst, cols);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = ld(src, (r0 + r) * ld_src + c) * mul;
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = ld(src, (r0 + r) * ld_src + c) * mul;
+  }
+}
+
+// rows x cols of a dense f32 tile, times mul, into rows `ld` apart.
+template <class T>
+void store_tile(const float* src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst, float mul = 1.f) {
+  if constexpr (std::is_same_v<T, float>) {
+    loops::scale_rows(src, cols, rows, cols, mul, dst, ld_dst);
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) st(dst, r * ld_dst + c, src[r * cols + c] * mul);
+  }
 }
 
 // An f32 operand of the tile products: rows `ld` floats apart.
@@ -207,7 +222,7 @@ void forward_tile(const Geometry& g, const LaunchState& ls, void* const* in, voi
   float* lse = static_cast<float*>(out[1]) + (b * g.H + h) * g.T + t0;
   for (int64_t i = 0; i < bq; ++i) {
     const float inv = l[i] > 0 ? 1.f / l[i] : 0.f;
-    for (int64_t e = 0; e < g.E; ++e) st(o, i * g.ldo() + e, acc[i * g.E + e] * inv);
+    store_tile(acc + i * g.E, 1, g.E, o + i * g.ldo(), g.ldo(), inv);
     lse[i] = l[i] > 0 ? m[i] + std::log(l[i]) : kNegInf;
   }
 }
@@ -306,8 +321,7 @@ void delta_rows(const Geometry& g, const GradIo<T>& io, int64_t b, int64_t h, in
   const int64_t row0 = (b * g.H + h) * g.T + t0;
   w.dout = tile_rows(io.dout + g.o_row(b, h), g.ldo(), t0, bq, g.E, w.dst);
   const Rows o = tile_rows(io.o + g.o_row(b, h), g.ldo(), t0, bq, g.E, w.acc2);
-  for (int64_t i = 0; i < bq; ++i)
-    io.delta[row0 + i] = loops::dot(w.dout.p + i * w.dout.ld, o.p + i * o.ld, g.E);
+  loops::row_dots(w.dout.p, w.dout.ld, o.p, o.ld, bq, g.E, io.delta + row0);
 }
 
 // One (query tile, key tile) pair of head h, whose key tile is loaded in w:
@@ -327,13 +341,6 @@ void grad_pair(const Geometry& g, const LaunchState& ls, const GradIo<T>& io, in
   tiles::gemm_tn(bk, g.E, bq, w.p, bk, w.dout.p, w.dout.ld, w.acc2, g.E, true, zeros);
   tiles::gemm_tn(bk, g.D, bq, w.ds, bk, w.qs, g.D, w.acc, g.D, true, zeros);  // qs = scale·q: dk's scale
   if (dq != nullptr) tiles::gemm(bq, g.D, bk, w.ds, bk, w.k.p, w.k.ld, dq, g.D, true, zeros);
-}
-
-// rows x cols of a dense f32 tile, times mul, into rows `ld` apart.
-template <class T>
-void store_tile(const float* src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst, float mul = 1.f) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) st(dst, r * ld_dst + c, src[r * cols + c] * mul);
 }
 
 // dk and dv of key tile s0 of kv head kvh (w.acc, w.acc2) into the outputs.

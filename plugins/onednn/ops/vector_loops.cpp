@@ -13,7 +13,10 @@ namespace tandem::onednn::loops {
 #define TANDEM_LOOPS_DECLARE(level)                                                                          \
   namespace level {                                                                                          \
   void exp_inplace(float* x, int64_t n);                                                                     \
-  float dot(const float* a, const float* b, int64_t n);                                                      \
+  void row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t n,           \
+                float* out);                                                                                 \
+  void scale_rows(const float* src, int64_t lds, int64_t rows, int64_t cols, float mul, float* dst,          \
+                  int64_t ldd);                                                                              \
   void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d);                        \
   void online_softmax_rows(float* sc, int64_t rows, int64_t cols, int64_t seen0, float* m, float* l,         \
                            float* acc, int64_t e);                                                           \
@@ -56,9 +59,15 @@ void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t 
   fn(p, dp, rows, cols, seen0, lse, delta);
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  static const auto fn = TANDEM_LOOPS_PICK(dot);
-  return fn(a, b, n);
+void row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t n, float* out) {
+  static const auto fn = TANDEM_LOOPS_PICK(row_dots);
+  fn(a, lda, b, ldb, rows, n, out);
+}
+
+void scale_rows(const float* src, int64_t lds, int64_t rows, int64_t cols, float mul, float* dst,
+                int64_t ldd) {
+  static const auto fn = TANDEM_LOOPS_PICK(scale_rows);
+  fn(src, lds, rows, cols, mul, dst, ldd);
 }
 
 void dropout_factors(uint64_t seed, uint64_t first, double p, int64_t n, float* d) {

@@ -192,11 +192,24 @@ void softmax_grad_rows(float* p, float* dp, int64_t rows, int64_t cols, int64_t 
   }
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0;
+void row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t rows, int64_t n, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *ar = a + r * lda, *br = b + r * ldb;
+    float sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+    for (int64_t i = 0; i < n; ++i) sum += ar[i] * br[i];
+    out[r] = sum;
+  }
+}
+
+void scale_rows(const float* src, int64_t lds, int64_t rows, int64_t cols, float mul, float* dst,
+                int64_t ldd) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * lds;
+    float* d = dst + r * ldd;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) d[c] = s[c] * mul;
+  }
 }
 
 // The catalog's mask written out, since this file may not call the SDK's
