@@ -56,8 +56,11 @@ int64_t count_labels(const CE& e, const int32_t* labels) {
 // the vectorised exp, summed in double. No buffer per row or per thread.
 inline double row_lse(const float* x, int64_t c) {
   float mx = x[0];
+  // This form GCC vectorises; with std::max(mx, x[j]) the loop stayed a
+  // scalar chain, and the GPT benchmark's loss and its gradient took 2.8-3.1
+  // and 3.4-3.9 ms a step on 1 thread, against 1.6-2.0 and 2.1-2.8.
 #pragma omp simd reduction(max : mx)
-  for (int64_t j = 1; j < c; ++j) mx = std::max(mx, x[j]);
+  for (int64_t j = 1; j < c; ++j) mx = x[j] > mx ? x[j] : mx;
   constexpr int64_t kChunk = 256;
   float e[kChunk];
   double s = 0;
