@@ -11,7 +11,9 @@
 # (the median over rounds of each round's median) and PyTorch's time over
 # Tandem's. Tandem reads q, k, v in layout "bthd" as the GPT's training
 # graph does; PyTorch in its own contiguous [B, H, T, D]. ONEDNN_MAX_CPU_ISA
-# and ATEN_CPU_CAPABILITY in the environment cap both sides. The peer is
+# below AVX-512 caps the peer alike, as bench/run.sh does (torch's own
+# kernels through ATEN_CPU_CAPABILITY=avx2, MKL's through
+# MKL_ENABLE_INSTRUCTIONS=AVX2); otherwise both pick their widest. The peer is
 # PyPI's PyTorch set up by bench/run.sh (under $TANDEM_BENCH_CACHE), else
 # the system's python3 if its torch has scaled_dot_product_attention.
 # The machine must be quiet: the load average is printed before and after.
@@ -37,6 +39,11 @@ bench_bin=$(find "$build" -name tandem-attention-bench -type f -perm -u+x | head
 plugin=$(find "$build" -name libtandem-onednn.so -type f | head -1)
 [ -n "$bench_bin" ] && [ -n "$plugin" ] || { echo "attention.sh: no tandem-attention-bench or onednn plugin under $build" >&2; exit 1; }
 
+case "${ONEDNN_MAX_CPU_ISA:-ALL}" in
+  ALL | all | AVX512* | avx512*) peer_env=(-u MKL_ENABLE_INSTRUCTIONS -u ATEN_CPU_CAPABILITY) ;;
+  *) peer_env=(MKL_ENABLE_INSTRUCTIONS=AVX2 ATEN_CPU_CAPABILITY=avx2) ;;
+esac
+
 cache=${TANDEM_BENCH_CACHE:-$HOME/.cache/tandem-bench}
 peer=
 for python in "$cache/venv/bin/python" /usr/bin/python3; do
@@ -48,7 +55,7 @@ done
 [ -n "$peer" ] || echo "attention.sh: no PyTorch with scaled_dot_product_attention (run bench/run.sh once to set one up); Tandem only" >&2
 
 echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores;" \
-  "ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset}; shape $shape causal; $rounds rounds of $repeats launches"
+  "ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-unset}; peer: ${peer_env[*]}; shape $shape causal; $rounds rounds of $repeats launches"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
@@ -57,7 +64,7 @@ for t in $threads; do
     "$bench_bin" --plugin "$plugin" --threads "$t" --shape "$shape" --repeats "$repeats" |
       sed 's/^{/{"side": "tandem", /' >> "$results"
     if [ -n "$peer" ]; then
-      "$peer" "$repo/bench/torch_attention.py" --threads "$t" --shape "$shape" --repeats "$repeats" |
+      env "${peer_env[@]}" "$peer" "$repo/bench/torch_attention.py" --threads "$t" --shape "$shape" --repeats "$repeats" |
         sed 's/^{/{"side": "pytorch", /' >> "$results"
     fi
   done

@@ -256,8 +256,8 @@ void gelu_tanh_grad(const float* dy, const float* x, float* dx, int64_t n) {
     // σ = 1 − r where that does not cancel (e > 1), so it is exactly 1 once saturated.
     const float r = 1.f / (e + 1.f), s = e > 1.f ? 1.f - r : e * r, sp = s * r;
     // Where σ has saturated (|2u| > 44: sp < 2^-63), x·u' may be inf: the
-    // term is 0. That also keeps sp out of the subnormals of e's far ends
-    // (slow on most x86).
+    // term, below 2^-56 in magnitude where x·u' is finite, is dropped. That
+    // also keeps sp out of the subnormals of e's far ends (slow on most x86).
     const float bend =
         __builtin_fabsf(two_u) > 44.f ? 0.f : 2.f * v * sp * kSqrt2OverPi * (1.f + 3.f * kCubic * v * v);
     dx[i] = dy[i] * (s + bend);
