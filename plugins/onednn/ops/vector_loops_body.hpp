@@ -116,46 +116,36 @@ inline void exp_chunk(const float* x, int64_t n, float shift, float* e) {
   for (int64_t l = 0; l < kChunk; ++l) e[l] = exp_of(l < n ? x[l] - shift : kNegInf);
 }
 
-inline float exp_shifted_sum(float* x, int64_t n, float shift) {
-  float lanes[kChunk] = {};
+// f(j, l, exp(x[j] − shift)) for every j < n, by chunks of one vector; l is
+// j's lane in its chunk. In the last chunk f sees only the j < n.
+template <class F>
+inline void exp_by_chunks(const float* x, int64_t n, float shift, F f) {
   int64_t i = 0;
   for (; i + kChunk <= n; i += kChunk)
 #pragma omp simd
-    for (int64_t l = 0; l < kChunk; ++l) {
-      const float e = exp_of(x[i + l] - shift);
-      x[i + l] = e;
-      lanes[l] += e;
-    }
-  if (i < n) {
-    float e[kChunk];
-    exp_chunk(x + i, n - i, shift, e);
+    for (int64_t l = 0; l < kChunk; ++l) f(i + l, l, exp_of(x[i + l] - shift));
+  if (i == n) return;
+  float e[kChunk];
+  exp_chunk(x + i, n - i, shift, e);
 #pragma omp simd
-    for (int64_t l = 0; l < kChunk; ++l) {
-      if (i + l < n) x[i + l] = e[l];
-      lanes[l] += e[l];
-    }
-  }
+  for (int64_t l = 0; l < kChunk; ++l)
+    if (i + l < n) f(i + l, l, e[l]);
+}
+
+inline float exp_shifted_sum(float* x, int64_t n, float shift) {
+  float lanes[kChunk] = {};
+  exp_by_chunks(x, n, shift, [&](int64_t j, int64_t l, float e) {
+    x[j] = e;
+    lanes[l] += e;
+  });
   return fold_sum(lanes);
 }
 
 inline void softmax_grad_row(float* p, float* dp, int64_t n, float lse, float delta) {
-  int64_t i = 0;
-  for (; i + kChunk <= n; i += kChunk)
-#pragma omp simd
-    for (int64_t l = 0; l < kChunk; ++l) {
-      const float e = exp_of(p[i + l] - lse);
-      p[i + l] = e;
-      dp[i + l] = e * (dp[i + l] - delta);
-    }
-  if (i == n) return;
-  float e[kChunk];
-  exp_chunk(p + i, n - i, lse, e);
-#pragma omp simd
-  for (int64_t l = 0; l < kChunk; ++l)
-    if (i + l < n) {
-      p[i + l] = e[l];
-      dp[i + l] = e[l] * (dp[i + l] - delta);
-    }
+  exp_by_chunks(p, n, lse, [&](int64_t j, int64_t, float e) {
+    p[j] = e;
+    dp[j] = e * (dp[j] - delta);
+  });
 }
 
 }  // namespace
