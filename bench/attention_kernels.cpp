@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -82,17 +81,6 @@ tdm_tensor_desc desc(const std::vector<int64_t>& dims) {
   return d;
 }
 
-// Values in [-0.5, 0.5) that are not round numbers, different per seed.
-std::vector<float> filled(size_t n, uint64_t seed) {
-  std::vector<float> v(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (float& x : v) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x = float(s >> 40) / float(1 << 24) - 0.5f;
-  }
-  return v;
-}
-
 struct Timing {
   double fastest, median;
 };
@@ -149,17 +137,23 @@ int main(int argc, char** argv) {
               {desc(qkv), desc(qkv), desc(qkv)}, ws_grad);
   if (forward == nullptr || grad == nullptr) return 1;
 
-  const size_t n = size_t(o.B * o.H * o.T * o.D);
-  std::vector<float> q = filled(n, 1), k = filled(n, 2), v = filled(n, 3), dout = filled(n, 4);
-  std::vector<float> out(n), lse(size_t(o.B * o.H * o.T)), dq(n), dk(n), dv(n);
-  std::vector<char> workspace(std::max(ws_forward, ws_grad) + 64);
+  // The conformance kit's generator and tensors: uniform q, k, v and do.
+  tc::Rng rng(1);
+  const tc::Fill fill = tc::Fill::range(-0.5, 0.5);
+  tc::HostTensor q = tc::HostTensor::random({TDM_F32, qkv}, fill, rng),
+                 k = tc::HostTensor::random({TDM_F32, qkv}, fill, rng),
+                 v = tc::HostTensor::random({TDM_F32, qkv}, fill, rng),
+                 dout = tc::HostTensor::random({TDM_F32, qkv}, fill, rng);
+  tc::HostTensor out(TDM_F32, qkv), lse(TDM_F32, lse_dims), dq(TDM_F32, qkv), dk(TDM_F32, qkv),
+      dv(TDM_F32, qkv);
+  std::vector<char> workspace(std::max(ws_forward, ws_grad));
   void* forward_in[] = {q.data(), k.data(), v.data()};
   void* forward_out[] = {out.data(), lse.data()};
   void* grad_in[] = {dout.data(), q.data(), k.data(), v.data(), out.data(), lse.data()};
   void* grad_out[] = {dq.data(), dk.data(), dv.data()};
 
   std::vector<double> forward_ms, grad_ms;
-  std::vector<float> first_dq;
+  tc::HostTensor first_dq;
   using clock = std::chrono::steady_clock;
   for (int r = 0; r <= o.repeats; ++r) {  // launch 0 warms up
     const auto t0 = clock::now();
@@ -179,7 +173,7 @@ int main(int argc, char** argv) {
     forward_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     grad_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
   }
-  if (std::memcmp(first_dq.data(), dq.data(), n * sizeof(float)) != 0) {
+  if (!first_dq.bitwise_equal(dq)) {
     std::fprintf(stderr, "tandem-attention-bench: two launches of attention_grad gave different dq\n");
     return 1;
   }
