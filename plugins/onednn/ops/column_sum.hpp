@@ -21,7 +21,8 @@ namespace tandem::onednn {
 // in 32-float strips a row apart: the GPT benchmark's bias sums of
 // 4096 x 192 and 4096 x 768 took 0.18 and 1.08 ms that way against 0.11 and
 // 0.51 streamed (timed alone, best of 20, the matrix warm as after the
-// GEMM; 3.7 ms of a 1-thread step). Every column is still summed by one
+// GEMM; by those timings, about 3.7 ms of a 1-thread step with 4 blocks
+// of five narrow and one wide bias). Every column is still summed by one
 // thread in row order, so the result is the same bits for any thread count.
 template <class T>
 void column_sum(const void* src, void* dst, int64_t rows, int64_t cols, float scale = 1.f) {
