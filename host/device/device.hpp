@@ -54,6 +54,10 @@ class DeviceHandle {
   // with peer access, which this turns on). False when the backend lacks the
   // functions or says no: copies then go through host memory.
   bool copies_directly_to(const DeviceHandle& to) const;
+  // Whether the host may write an add, sub or mul over a dead operand of
+  // its own accord (ABI 1.9, sdk/ABI.md rule 31): the memory plan's reuse
+  // pairs. Older backends get separate buffers.
+  bool takes_sums_over_operands() const noexcept { return backend_->abi_minor_effective >= 9; }
 
   // The host's allocator of this device: executors allocate through it.
   DeviceAllocator& allocator() const noexcept { return *allocator_; }

@@ -93,8 +93,10 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(const DeviceHandl
       prepare_kernels(device, graph, layouts, executor->options_.collectives != nullptr, workspace);
   if (!kernels) return kernels.error();
   const size_t guard = executor->options_.numerics.bounds ? kBoundsGuardBytes : 0;
-  auto plan = make_plan(graph, workspace, *outputs, layouts.native, guard,
-                        [&device](uint64_t bytes) { return device.allocation_footprint(bytes); });
+  auto plan = make_plan(
+      graph, workspace, *outputs, layouts.native, guard,
+      [&device](uint64_t bytes) { return device.allocation_footprint(bytes); },
+      device.takes_sums_over_operands());
   if (!plan) return plan.error();
   executor->plan_ = std::move(plan.value());
   if (auto r = executor->check_budget(executor->plan_.estimate); !r) return r.error();

@@ -1,6 +1,7 @@
 #include "exec/planner.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 
 #include "device/device_allocator.hpp"
@@ -118,7 +119,7 @@ Result<std::map<ValueId, ValueStorage>> describe_values(const Graph& graph,
 // Binds in-place outputs to their input's owner where that is safe (see
 // planner.hpp). `block_last` is where each owner's shared block dies: its own
 // last use, widened by the outputs bound to it. Values keep their own intervals.
-void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
+void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs, bool reuse_operands,
                   std::map<ValueId, ValueStorage>& values, std::map<ValueId, size_t>& block_last) {
   for (size_t position = 0; position < graph.node_count(); ++position) {
     const Node& node = *graph.node_at(position);
@@ -126,12 +127,18 @@ void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
     // pairs are writes, so its one pair is added here, not there.
     const bool view =
         ops::is(node.op, ops::kView) && node.inputs.at(0) != kNoValue && node.outputs.at(0) != kNoValue;
-    const auto pairs = view ? std::vector<std::pair<size_t, size_t>>{{0, 0}} : ops::inplace_pairs(node);
-    for (auto [out_index, in_index] : pairs) {  // only present slots
+    auto pairs = view ? std::vector<std::pair<size_t, size_t>>{{0, 0}} : ops::inplace_pairs(node);
+    const size_t reuse_from = pairs.size();
+    if (!view && reuse_operands) std::ranges::copy(ops::reuse_pairs(node), std::back_inserter(pairs));
+    std::set<ValueId> bound;                     // an output takes the first pair that fits
+    for (size_t p = 0; p < pairs.size(); ++p) {  // only present slots
+      const auto [out_index, in_index] = pairs[p];
       ValueId out = node.outputs[out_index];
       ValueId in = node.inputs[in_index];
       ValueStorage& output = values.at(out);
       ValueStorage& owner = values.at(values.at(in).owner);
+      if (bound.count(out) > 0) continue;
+      if (p >= reuse_from && owner.kind != ValueStorage::Kind::Arena) continue;
       if (output.bytes != owner.bytes || output.type.dtype != owner.type.dtype) continue;
       if (output.native != owner.native || output.arena_bytes() != owner.arena_bytes()) continue;
       if (owner.kind == ValueStorage::Kind::Arena) {
@@ -155,6 +162,7 @@ void bind_inplace(const Graph& graph, const std::set<ValueId>& outputs,
       }
       output.owner = owner.owner;
       output.kind = owner.kind;
+      bound.insert(out);
     }
   }
 }
@@ -259,7 +267,7 @@ const ValueStorage* Plan::find(ValueId id) const {
 
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs, const std::map<ValueId, uint64_t>& native,
-                       size_t guard_bytes, AllocationFootprint footprint) {
+                       size_t guard_bytes, AllocationFootprint footprint, bool reuse_operands) {
   auto described = describe_values(graph, outputs);
   if (!described) return described.error();
   Plan plan;
@@ -276,7 +284,7 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
   }
   std::map<ValueId, size_t> block_last;
   for (const auto& [id, storage] : plan.values) block_last[id] = storage.last;
-  bind_inplace(graph, outputs, plan.values, block_last);
+  bind_inplace(graph, outputs, reuse_operands, plan.values, block_last);
 
   std::vector<Block> blocks;
   std::map<ValueId, size_t> block_of;

@@ -10,7 +10,9 @@
 // largest first, each at the lowest 64-byte aligned offset that overlaps no
 // already-placed value whose interval overlaps its own.
 //
-// In-place (ops::inplace_pairs, the op table's): an output shares its input's storage when
+// In-place (ops::inplace_pairs, the op table's, then its reuse pairs,
+// ops::reuse_pairs, which take only the transient case): an output shares
+// the storage of the first of its pairs that fits when
 //   - the input's storage is persistent (the update of a parameter, an
 //     optimizer moment, a running statistic: the point of the op), or
 //   - both are transient and the input is dead after that node, so nothing
@@ -122,9 +124,12 @@ struct Plan {
 // that big; an in-place pair never mixes a native and a plain value).
 // `guard_bytes`: Plan::guard_bytes. `footprint`: how the device rounds
 // each allocation the executor will make, counted in estimate.
+// `reuse_operands`: bind the op table's reuse pairs (a backend of ABI 1.9
+// or newer, sdk/ABI.md rule 31); false: only the catalog's other pairs.
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {},
-                       size_t guard_bytes = 0, AllocationFootprint footprint = {});
+                       size_t guard_bytes = 0, AllocationFootprint footprint = {},
+                       bool reuse_operands = true);
 
 // Counts one more device buffer of `bytes` the run allocates beside the
 // graph (Executor::reserve_buffer) in plan.estimate.

@@ -52,13 +52,14 @@ Result<void> scale_grad(GradContext& g) {
   return g.grad_to_input0("scale", {g.dy()}, {{"alpha", alpha}});
 }
 
-// In place when the operand has y's shape: the pass that asks checks it.
+// In place when the operand has y's shape (the planner checks the bytes).
+// Reused: a residual sum's dead branch, a gradient sum's partial sums.
 OpInfo binary(std::string_view name, GradFn grad, std::vector<std::string_view> grad_ops) {
   return {.name = name,
           .section = "elementwise",
           .inputs = {{"a"}, {"b"}},
           .outputs = {{"y"}},
-          .inplace = {{0, 0}, {0, 1}},
+          .inplace = {{.out = 0, .in = 0, .reuse = true}, {.out = 0, .in = 1, .reuse = true}},
           .shape = binary_shape,
           .grad = grad,
           .grad_ops = std::move(grad_ops)};

@@ -113,6 +113,15 @@ std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
   return pairs;
 }
 
+std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node) {
+  std::vector<std::pair<size_t, size_t>> pairs;
+  if (const OpInfo* info = find(node.op))
+    for (const InplacePair& p : info->inplace)
+      if (p.reuse && slot_present(node.outputs, p.out) && slot_present(node.inputs, p.in))
+        pairs.emplace_back(p.out, p.in);
+  return pairs;
+}
+
 Result<std::vector<TensorType>> infer(std::string_view op, const ShapeQuery& q) {
   const OpInfo* info = find(op);
   if (info == nullptr || info->shape == nullptr)

@@ -52,11 +52,17 @@ struct Slot {
 };
 
 // Output `out` may be bound to input `in`'s buffer (the catalog's
-// "in-place allowed"); the host binds these always (`always`) or only when a
-// pass asks for it with the annotation "tandem.inplace" = "out:in,...".
+// "in-place allowed"); the host binds these always (`always`: the op's point
+// is to update that tensor, an optimizer's parameter) or only when a pass
+// asks for it with the annotation "tandem.inplace" = "out:in,...". `reuse`:
+// besides, the memory plan puts the output in the input's bytes whenever
+// the input is a transient value read last by this node (a residual sum
+// into the dead branch, a gradient sum into the dead partial sum): one
+// buffer less to write-allocate, never a write into a persistent tensor.
 struct InplacePair {
   size_t out = 0, in = 0;
   bool always = false;
+  bool reuse = false;
 };
 
 // The arguments of a shape rule.
@@ -102,6 +108,9 @@ bool is(std::string_view op, Flag flag);
 // catalog's `always` pairs whose slots are present, and the pairs a pass
 // asked for ("tandem.inplace") that the op's catalog allows.
 std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node);
+// The catalog's `reuse` pairs of `node` whose slots are present: the memory
+// plan's own choice, only into a dead transient input (exec/planner.hpp).
+std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node);
 
 // The outputs `op` has for these inputs and attributes, or an error saying
 // what is wrong. Unknown ops and ops without a shape rule: the declared

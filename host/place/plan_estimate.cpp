@@ -54,8 +54,10 @@ Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
     if (!bytes) return bytes.error();
     workspace.push_back(*bytes);
   }
-  auto plan = exec::make_plan(graph, workspace, outputs, layouts.native, 0,
-                              [&device](uint64_t bytes) { return device.allocation_footprint(bytes); });
+  auto plan = exec::make_plan(
+      graph, workspace, outputs, layouts.native, 0,
+      [&device](uint64_t bytes) { return device.allocation_footprint(bytes); },
+      device.takes_sums_over_operands());
   if (!plan) return plan;
   for (const std::string& name : staged)
     if (const Value* v = graph.value_by_name(name))

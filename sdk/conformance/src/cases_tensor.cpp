@@ -1,6 +1,7 @@
 // Cases: elementwise arithmetic with broadcasting, scale, reductions, shape
 // ops (reshape, transpose, concat), cast, fill, copy, optimizer updates.
 #include <algorithm>
+#include <tuple>
 
 #include "tandem/conformance/cases.hpp"
 
@@ -45,6 +46,21 @@ void add_elementwise(std::vector<Case>& v) {
         Case c(op, dt);
         const Fill f = dt == TDM_S32 ? Fill::ints(-1000, 1000) : Fill::range(-2, 2);
         v.push_back(c.in(dt, a, f).in(dt, b, f).out(dt, broadcast(a, b)));
+      }
+  // In place (the catalog allows y over an operand of y's shape; the host's
+  // memory plan writes sums into a dead operand): y over a, over b, and over
+  // b while a broadcasts.
+  const std::tuple<Dims, Dims, size_t> aliased[] = {{{3, 4}, {3, 4}, 0},
+                                                    {{3, 4}, {4}, 0},
+                                                    {{1}, {6, 7}, 1},
+                                                    {{2, 3, 17}, {2, 3, 17}, 1},
+                                                    {{64, 33}, {64, 33}, 1}};
+  for (tdm_dtype dt : {TDM_F32, TDM_BF16, TDM_F16, TDM_S32})
+    for (const char* op : {"add", "sub", "mul"})
+      for (const auto& [a, b, into] : aliased) {
+        Case c(op, dt);
+        const Fill f = dt == TDM_S32 ? Fill::ints(-1000, 1000) : Fill::range(-2, 2);
+        v.push_back(c.in(dt, a, f).in(dt, b, f).out(dt, broadcast(a, b)).alias(0, into));
       }
   for (tdm_dtype dt : kF32Bf16F16)
     for (const Dims& s : {Dims{1}, Dims{7}, Dims{3, 5, 2}}) {
