@@ -67,6 +67,18 @@ class Autodiff final : public ops::GradContext {
     return {};
   }
 
+  ValueId partial(ValueId x) const override {
+    if (!m_.gradient_addends) return kNoValue;
+    auto it = grad_.find(x);
+    return it == grad_.end() ? kNoValue : it->second;
+  }
+
+  Result<void> replace(ValueId x, ValueId dx) override {
+    if (!needs(x)) return {};
+    grad_[x] = dx;
+    return {};
+  }
+
   // The gradient of a broadcast operand: sum over the broadcast axes.
   Result<void> accumulate_unbroadcast(ValueId x, ValueId dy) override {
     if (!needs(x)) return {};

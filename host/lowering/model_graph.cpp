@@ -196,6 +196,7 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
   ModelGraph g;
   g.tensor_parallel = tp;
   g.attention_tokens_first = backend_abi_minor >= kAttentionLayoutMinor;
+  g.gradient_addends = backend_abi_minor >= kGradientAddendMinor;
   g.mode = mode;
   g.dtype = dtype;
   g.batch = batch;

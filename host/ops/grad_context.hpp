@@ -40,6 +40,13 @@ class GradContext {
 
   // dx is (part of) x's gradient: summed with what x already has.
   virtual Result<void> accumulate(ValueId x, ValueId dx) = 0;
+  // For an op that adds x's gradient so far into its result (an `addend`
+  // input: linear_grad_input, layer_norm_grad): that gradient, or kNoValue
+  // when x has none yet or a backend of the run takes no addend (older than
+  // ABI 1.9). The op's result is then all of x's gradient: `replace`, not
+  // `accumulate`.
+  virtual ValueId partial(ValueId x) const = 0;
+  virtual Result<void> replace(ValueId x, ValueId dx) = 0;
   // dx has the broadcast shape of an elementwise op's output: summed over
   // the axes x was broadcast along, reshaped to x, then accumulated.
   virtual Result<void> accumulate_unbroadcast(ValueId x, ValueId dx) = 0;

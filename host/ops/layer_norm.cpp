@@ -35,6 +35,7 @@ Outputs layer_norm_grad_shape(const ShapeQuery& q) {
   if (!x) return x.error();
   if (!gamma) return gamma.error();
   if (dy->dims != x->dims) return bad("dy " + str(*dy) + " and x " + str(*x) + " must have one shape");
+  if (auto r = addend_like(q, 5, *x); !r) return r.error();
   return std::vector<TensorType>{*x, *gamma, *gamma};
 }
 
@@ -42,18 +43,23 @@ Outputs layer_norm_grad_shape(const ShapeQuery& q) {
 
 // Shared with batch_norm.cpp: dx, dgamma, dbeta from (dy, x, gamma, the two
 // saved statistics = outputs 1 and 2 of the forward node).
-Result<void> norm_grad(GradContext& g, const std::string& grad_op) {
-  auto r = g.emit(grad_op, "grad", {g.dy(), g.in(0), g.in(1), g.out(1), g.out(2)}, {},
-                  {g.type(g.in(0)), g.type(g.in(1)), g.type(g.in(2))});
+Result<void> norm_grad(GradContext& g, const std::string& grad_op, bool input_addend) {
+  const ValueId partial = input_addend ? g.partial(g.in(0)) : kNoValue;
+  std::vector<ValueId> inputs = {g.dy(), g.in(0), g.in(1), g.out(1), g.out(2)};
+  if (partial != kNoValue) inputs.push_back(partial);
+  auto r =
+      g.emit(grad_op, "grad", std::move(inputs), {}, {g.type(g.in(0)), g.type(g.in(1)), g.type(g.in(2))});
   if (!r) return r.error();
-  for (size_t i = 0; i < 3; ++i)
+  if (auto a = partial != kNoValue ? g.replace(g.in(0), (*r)[0]) : g.accumulate(g.in(0), (*r)[0]); !a)
+    return a;
+  for (size_t i = 1; i < 3; ++i)
     if (auto a = g.accumulate(g.in(i), (*r)[i]); !a) return a;
   return {};
 }
 
 namespace {
 Result<void> layer_norm_grad(GradContext& g) {
-  return norm_grad(g, "layer_norm_grad");
+  return norm_grad(g, "layer_norm_grad", /*input_addend=*/true);
 }
 }  // namespace
 
@@ -67,8 +73,9 @@ std::vector<OpInfo> layer_norm_ops() {
            .grad_ops = {"layer_norm_grad"}},
           {.name = "layer_norm_grad",
            .section = "layer_norm",
-           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"mean"}, {"rstd"}},
+           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"mean"}, {"rstd"}, {"addend", true}},
            .outputs = {{"dx"}, {"dgamma"}, {"dbeta"}},
+           .inplace = {{.out = 0, .in = 5, .reuse = true}},
            .flags = kGradient,
            .shape = layer_norm_grad_shape,
            .no_grad = "a gradient op"}};

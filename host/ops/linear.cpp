@@ -25,7 +25,9 @@ Outputs grad_input_shape(const ShapeQuery& q) {
   if (!w) return w.error();
   if (dy->dims.size() != 2 || w->dims.size() != 2 || dy->dims[1] != w->dims[0])
     return bad("dy " + str(*dy) + " and w " + str(*w) + " must be [N, O] and [O, I]");
-  return std::vector<TensorType>{{dy->dtype, {dy->dims[0], w->dims[1]}}};
+  const TensorType dx{dy->dtype, {dy->dims[0], w->dims[1]}};
+  if (auto r = addend_like(q, 2, dx); !r) return r.error();
+  return std::vector<TensorType>{dx};
 }
 
 Outputs grad_weight_shape(const ShapeQuery& q) {
@@ -58,7 +60,7 @@ Result<void> linear_grad(GradContext& g) {
     if (!r) return r.error();
     dz = *r;
   }
-  return weight_grads(g, "linear_grad_input", "linear_grad_weight", dz, {});
+  return weight_grads(g, "linear_grad_input", "linear_grad_weight", dz, {}, /*input_addend=*/true);
 }
 
 double linear_flops(const Graph& g, const Node& n) {  // x [N, I], w [O, I]
@@ -81,12 +83,15 @@ double grad_weight_flops(const Graph& g, const Node& n) {  // dy [N, O], x [N, I
 // Shared with conv2d: dx = <op>_grad_input(dz, w) when x needs it, then
 // dw (and dbias) = <op>_grad_weight(dz, x).
 Result<void> weight_grads(GradContext& g, const std::string& grad_input, const std::string& grad_weight,
-                          ValueId dz, std::vector<Attr> attrs) {
+                          ValueId dz, std::vector<Attr> attrs, bool input_addend) {
   const bool has_bias = g.in(2) != kNoValue;
   if (g.needs(g.in(0))) {
-    auto dx = g.emit1(grad_input, "grad_input", {dz, g.in(1)}, attrs, g.type(g.in(0)));
+    const ValueId partial = input_addend ? g.partial(g.in(0)) : kNoValue;
+    std::vector<ValueId> inputs = {dz, g.in(1)};
+    if (partial != kNoValue) inputs.push_back(partial);
+    auto dx = g.emit1(grad_input, "grad_input", std::move(inputs), attrs, g.type(g.in(0)));
     if (!dx) return dx.error();
-    if (auto r = g.accumulate(g.in(0), *dx); !r) return r;
+    if (auto r = partial != kNoValue ? g.replace(g.in(0), *dx) : g.accumulate(g.in(0), *dx); !r) return r;
   }
   attrs.push_back({"has_bias", int64_t{has_bias}});
   std::vector<TensorType> outs = {g.type(g.in(1))};
@@ -109,8 +114,9 @@ std::vector<OpInfo> linear_ops() {
            .flops = linear_flops},
           {.name = "linear_grad_input",
            .section = "linear",
-           .inputs = {{"dy"}, {"w"}},
+           .inputs = {{"dy"}, {"w"}, {"addend", true}},
            .outputs = {{"dx"}},
+           .inplace = {{.out = 0, .in = 2, .reuse = true}},
            .flags = kGradient,
            .shape = grad_input_shape,
            .no_grad = "a gradient op",

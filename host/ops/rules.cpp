@@ -60,6 +60,12 @@ Outputs same_as(const ShapeQuery& q, size_t i, const char* name) {
   return std::vector<TensorType>{*x};
 }
 
+Result<void> addend_like(const ShapeQuery& q, size_t i, const TensorType& dx) {
+  if (present(q, i) && (q.inputs[i]->dtype != dx.dtype || q.inputs[i]->dims != dx.dims))
+    return bad("addend " + str(*q.inputs[i]) + " must be dx's " + str(dx));
+  return {};
+}
+
 bool is_floating(tdm_dtype dtype) {
   return dtype == TDM_F32 || dtype == TDM_F64 || dtype == TDM_F16 || dtype == TDM_BF16;
 }

@@ -62,6 +62,9 @@ Result<size_t> axis(int64_t axis, size_t rank, const char* what);
 
 // Outputs equal to input i (elementwise ops and most gradients).
 Outputs same_as(const ShapeQuery& q, size_t i, const char* name);
+// An error unless the optional `addend` input i, when present, has `dx`'s
+// type (a gradient op that adds x's gradient so far into dx).
+Result<void> addend_like(const ShapeQuery& q, size_t i, const TensorType& dx);
 bool is_floating(tdm_dtype dtype);
 
 }  // namespace rules
@@ -70,12 +73,14 @@ bool is_floating(tdm_dtype dtype);
 namespace tandem::host::ops {
 // linear.cpp, shared with conv2d.cpp: the input and weight (and bias)
 // gradients of a layer y = op(x, w, bias) from dz, the gradient at its
-// pre-activation output.
+// pre-activation output. `input_addend`: grad_input takes x's gradient so
+// far as its third input (GradContext::partial).
 Result<void> weight_grads(GradContext& g, const std::string& grad_input, const std::string& grad_weight,
-                          ValueId dz, std::vector<Attr> attrs);
+                          ValueId dz, std::vector<Attr> attrs, bool input_addend = false);
 }  // namespace tandem::host::ops
 
 namespace tandem::host::ops {
-// layer_norm.cpp, shared with batch_norm.cpp.
-Result<void> norm_grad(GradContext& g, const std::string& grad_op);
+// layer_norm.cpp, shared with batch_norm.cpp. `input_addend`: grad_op
+// takes x's gradient so far as its sixth input (GradContext::partial).
+Result<void> norm_grad(GradContext& g, const std::string& grad_op, bool input_addend = false);
 }  // namespace tandem::host::ops

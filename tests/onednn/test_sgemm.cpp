@@ -37,12 +37,12 @@ namespace {
 tc::RunResult run_on_every_thread_count(const std::string& op, const tc::Attrs& attrs,
                                         const std::vector<tc::HostTensor>& in,
                                         const std::vector<tc::TensorShape>& out, int64_t rows, int64_t cols,
-                                        int64_t depth) {
+                                        int64_t depth, const tc::RunOptions& options = {}) {
   const bool own = effective_isa_is_avx2() && rows >= 6 && cols >= 16 && depth >= 8;
   tc::RunResult first;
   for (int threads = 1; threads <= 4; ++threads) {
     ThreadCount use(threads);
-    tc::RunResult r = tc::run_op(*loaded().kit, op, attrs, in, out);
+    tc::RunResult r = tc::run_op(*loaded().kit, op, attrs, in, out, options);
     EXPECT_TRUE(r.outcome.ok()) << op << ": " << r.outcome.message;
     if (!r.outcome.ok()) return r;
     EXPECT_EQ(r.implementation.find("sgemm:avx2") != std::string::npos, own)
@@ -157,6 +157,34 @@ TEST(OnednnSgemm, LinearGradientsAreTheProductsOnEveryThreadCount) {
     for (int64_t j = 0; j < s.n; ++j)
       ASSERT_EQ(db[size_t(j)], double(in_order[size_t(j)])) << "dbias " << name << " column " << j;
   }
+}
+
+// dx = dy·w + addend (the host's gradient sum of an input read twice): the
+// first k block starts from the addend, in dx's own buffer or over the
+// addend's (in place), with the same bits on every thread count.
+TEST(OnednnSgemm, LinearGradInputAddsItsAddendOnEveryThreadCount) {
+  ASSERT_NE(loaded().device, nullptr) << last_error();
+  for (const Shape& s : {Shape{7, 17, 9}, Shape{65, 47, 257}, Shape{130, 100, 600}})
+    for (int in_place = 0; in_place < 2; ++in_place) {
+      const tc::HostTensor dy = values({s.m, s.n}, 7), w = values({s.n, s.k}, 8),
+                           addend = values({s.m, s.k}, 9);
+      const std::string name = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                               (in_place ? " in place" : "");
+      tc::RunOptions options;
+      if (in_place) options.in_place = {{0, 2}};
+      const tc::RunResult dx = run_on_every_thread_count("linear_grad_input", {}, {dy, w, addend},
+                                                         {{TDM_F32, {s.m, s.k}}}, s.m, s.k, s.n, options);
+      if (!dx.outcome.ok()) return;
+      const std::vector<double> dyv = dy.to_f64(), wv = w.to_f64(), av = addend.to_f64();
+      std::vector<double> want(size_t(s.m * s.k));
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t q = 0; q < s.k; ++q) {
+          double sum = av[size_t(i * s.k + q)];
+          for (int64_t j = 0; j < s.n; ++j) sum += dyv[size_t(i * s.n + j)] * wv[size_t(j * s.k + q)];
+          want[size_t(i * s.k + q)] = sum;
+        }
+      expect_product(dx.outputs[0].to_f64(), want, s.n + 1, "linear_grad_input + addend " + name);
+    }
 }
 
 // A weight gradient deep enough to halve but with more than 2^21 outputs

@@ -304,6 +304,41 @@ TEST_F(GraphGradcheck, LanguageModelWithAttentionOnTokenRows) {
   check(language_model_without_rope().c_str(), false, lowering::kAttentionLayoutMinor);
 }
 
+// The same with the gradient sums of the residual stream and of q, k and v's
+// shared input added by linear_grad_input and layer_norm_grad themselves
+// (their addend, ABI 1.9) rather than by `add` nodes.
+TEST_F(GraphGradcheck, LanguageModelWithGradientAddends) {
+  check(language_model_without_rope().c_str(), false, lowering::kGradientAddendMinor);
+}
+
+// Backends of ABI 1.9 get every gradient sum they can take as an addend
+// (one `add` fewer for each); older ones get the adds.
+TEST(GradientAddends, OnlyForBackendsThatTakeThem) {
+  auto spec = host::model::parse_model_text(language_model_without_rope(), "lm.toml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  std::map<uint32_t, std::pair<size_t, size_t>> adds_and_addends;
+  for (uint32_t minor : {lowering::kGradientAddendMinor - 1, lowering::kGradientAddendMinor}) {
+    auto m = lowering::build_forward(*spec, 2, lowering::Mode::Train, TDM_F32, {}, nullptr, minor);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(lowering::append_backward(*m).ok());
+    auto& [adds, addends] = adds_and_addends[minor];
+    for (size_t i = m->backward_begin; i < m->graph.node_count(); ++i) {
+      const Node& n = *m->graph.node_at(i);
+      adds += n.op == "add";
+      if (n.op == "linear_grad_input") addends += n.inputs.size() > 2 && n.inputs[2] != host::kNoValue;
+      if (n.op == "layer_norm_grad") addends += n.inputs.size() > 5 && n.inputs[5] != host::kNoValue;
+    }
+  }
+  const auto [old_adds, old_addends] = adds_and_addends[lowering::kGradientAddendMinor - 1];
+  const auto [adds, addends] = adds_and_addends[lowering::kGradientAddendMinor];
+  EXPECT_EQ(old_addends, 0u);
+  // Per block: k's and v's input gradients onto q's (2); 2 blocks. The
+  // blocks' inputs keep their adds: rms_norm_grad takes no addend, and `up`
+  // reads res1 through a reshape, whose gradient is the one summed.
+  EXPECT_EQ(addends, 4u);
+  EXPECT_EQ(old_adds - adds, addends);
+}
+
 // Which attention a training graph gets: "bthd" and no transpose for
 // backends of ABI 1.8, the transposes around "bhtd" for older ones (which
 // would ignore the attribute), and "bhtd" wherever rope reads the heads first.

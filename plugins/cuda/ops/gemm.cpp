@@ -41,7 +41,8 @@ void Gemm::run(CudaStream& s, const void* a, const void* b, void* y, void* works
   if (M == 0 || N == 0 || batch == 0) return;
   // A sum over nothing: y = 0. cuBLAS rejects K = 0 leading dimensions.
   if (K == 0) {
-    TDM_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(batch * M * N * elem), s.get()));
+    if (beta == 0.0f)
+      TDM_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(batch * M * N * elem), s.get()));
     return;
   }
   cublasHandle_t h = blas_handle(s);
@@ -54,7 +55,7 @@ void Gemm::run(CudaStream& s, const void* a, const void* b, void* y, void* works
 }
 
 void Gemm::call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const {
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
   check_blas(cublasGemmStridedBatchedEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         int(N), int(M), int(K), &alpha, b, type, int(ldb), stride_b, a, type,

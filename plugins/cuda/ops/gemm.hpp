@@ -25,6 +25,8 @@ struct Gemm {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   bool ta = false, tb = false;
   int64_t M = 0, N = 0, K = 0, batch = 1, stride_a = 0, stride_b = 0;
+  // 1: y = op(a)·op(b) + y, y holding an addend when run is called.
+  float beta = 0.0f;
 
   // Batch dims that broadcast partially ([2,1] against [1,3]) cannot be one
   // strided call: then `offsets` holds each output batch's (a, b) element
@@ -36,7 +38,7 @@ struct Gemm {
   size_t workspace_bytes = 0;
 
   // On stream s through its cuBLAS handle, with `workspace` (of
-  // workspace_bytes) as cuBLAS's; y = 0 when K = 0.
+  // workspace_bytes) as cuBLAS's; y = 0 (beta 0) or unchanged when K = 0.
   void run(CudaStream& s, const void* a, const void* b, void* y, void* workspace) const;
   void call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const;
 };

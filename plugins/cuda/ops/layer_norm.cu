@@ -24,9 +24,11 @@ __global__ void layer_norm_kernel(const T* x, const T* gamma, const T* beta, T* 
   if (threadIdx.x == 0) mean_out[row] = mean, rstd_out[row] = rstd;
 }
 
+// dx, plus the addend when there is one (it may be dx itself: each thread
+// reads its elements before it writes them).
 template <class T>
 __global__ void layer_norm_dx_kernel(const T* dy, const T* x, const T* gamma, const float* mean,
-                                     const float* rstd, T* dx, int64_t D) {
+                                     const float* rstd, const T* addend, T* dx, int64_t D) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x, base = row * D;
   const float mu = mean[row], rs = rstd[row];
@@ -39,7 +41,7 @@ __global__ void layer_norm_dx_kernel(const T* dy, const T* x, const T* gamma, co
   sgx = block_sum(sgx, scratch) / static_cast<float>(D);
   for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
     const float g = ld(dy, base + j) * ld(gamma, j), xh = (ld(x, base + j) - mu) * rs;
-    st(dx, base + j, rs * (g - sg - xh * sgx));
+    st(dx, base + j, rs * (g - sg - xh * sgx) + (addend ? ld(addend, base + j) : 0.0f));
   }
 }
 
@@ -73,7 +75,7 @@ std::unique_ptr<Kernel> prepare_layer_norm(CudaDevice&, const OpView& v, size_t&
 
 std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(5, 5, 3, 3);
+  c.counts(5, 6, 3, 3);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   const Dims x = c.in(0).dims;
   if (x.empty()) c.fail("dy must have rank >= 1");
@@ -84,6 +86,8 @@ std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, si
   c.input(2, t, {D});
   c.input(3, TDM_F32, stat);
   c.input(4, TDM_F32, stat);
+  const bool addend = c.has_input(5);
+  if (addend) c.input(5, t, x);
   c.output(0, t, x);
   c.output(1, t, {D});
   c.output(2, t, {D});
@@ -96,8 +100,9 @@ std::unique_ptr<Kernel> prepare_layer_norm_grad(CudaDevice&, const OpView& v, si
       const auto *dy = static_cast<const T*>(in[0]), *xx = static_cast<const T*>(in[1]);
       const auto *mean = static_cast<const float*>(in[3]), *rstd = static_cast<const float*>(in[4]);
       if (rows > 0)
-        layer_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(dy, xx, static_cast<const T*>(in[2]),
-                                                                        mean, rstd, static_cast<T*>(o[0]), D);
+        layer_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(
+            dy, xx, static_cast<const T*>(in[2]), mean, rstd, addend ? static_cast<const T*>(in[5]) : nullptr,
+            static_cast<T*>(o[0]), D);
       launch_column_sums(plan, math::LayerNormParamTerm<T>{dy, xx, mean, rstd, D},
                          ColumnOutputs<T, 2>{{static_cast<T*>(o[1]), static_cast<T*>(o[2])}}, ws, s.get());
     });

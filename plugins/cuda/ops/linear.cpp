@@ -43,16 +43,26 @@ std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t& w
 // dx[N,I] = dy[N,O] · w[O,I]
 std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(2, 2, 1, 1);
+  c.counts(2, 3, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and w must be rank 2");
   const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
   c.input(1, t, {O, I});
+  // dx = dy·w + addend: cuBLAS's beta = 1 over dx, which holds the addend
+  // (copied there unless the host's plan passes it in place).
+  const bool addend = c.has_input(2);
+  if (addend) c.input(2, t, {N, I});
   c.output(0, t, {N, I});
-  const Gemm g = make_gemm(d, t, false, false, N, I, O);
+  Gemm g = make_gemm(d, t, false, false, N, I, O);
+  g.beta = addend ? 1.0f : 0.0f;
+  const size_t bytes = size_t(N * I) * dtype_size(t);
   workspace = g.workspace_bytes;
-  return make_kernel("linear_grad_input:cublasGemmEx", [g](CudaStream& s, void* const* in, void* const* o,
-                                                           void* ws) { g.run(s, in[0], in[1], o[0], ws); });
+  return make_kernel("linear_grad_input:cublasGemmEx", [g, addend, bytes](CudaStream& s, void* const* in,
+                                                                          void* const* o, void* ws) {
+    if (addend && in[2] != o[0])
+      TDM_CUDA_CHECK(cudaMemcpyAsync(o[0], in[2], bytes, cudaMemcpyDeviceToDevice, s.get()));
+    g.run(s, in[0], in[1], o[0], ws);
+  });
 }
 
 // dw[O,I] = dy[N,O]ᵀ · x[N,I];  dbias[O] = Σ_n dy[n,O]

@@ -99,40 +99,43 @@ void grad_chunk(const Rows& row_of, const float* gamma, const float* mean, const
                 int64_t r1, int64_t d, float* part) {
   std::fill(part, part + 2 * d, 0.f);
   for (int64_t r = r0; r < r1; ++r) {
-    const auto [dyr, xr, dxr] = row_of(r);
+    const auto [dyr, xr, addr, dxr] = row_of(r);
     loops::layer_norm_param_sums(dyr, xr, mean[r], rstd[r], part, part + d, d);  // before dx is written
-    loops::layer_norm_grad_row(dyr, xr, gamma, mean[r], rstd[r], dxr, d);
+    loops::layer_norm_grad_row(dyr, xr, gamma, mean[r], rstd[r], addr, dxr, d);
     row_of.done(r);
   }
 }
 
-// Rows as they are (f32).
+// Rows as they are (f32): dy, x, the addend (null without one), dx.
+using GradRow = std::tuple<const float*, const float*, const float*, float*>;
 struct F32Rows {
-  const float *dy, *x;
+  const float *dy, *x, *addend;
   float* dx;
   int64_t d;
-  std::tuple<const float*, const float*, float*> operator()(int64_t r) const {
-    return {dy + r * d, x + r * d, dx + r * d};
+  GradRow operator()(int64_t r) const {
+    return {dy + r * d, x + r * d, addend ? addend + r * d : nullptr, dx + r * d};
   }
   void done(int64_t) const {}
 };
-// bf16 rows widened into one thread's buffers, dx rounded back when done.
+// bf16 rows widened into one thread's buffers (the addend into dx's, which
+// the row then adds in place), dx rounded back when done.
 struct Bf16Rows {
-  const uint16_t *dy, *x;
+  const uint16_t *dy, *x, *addend;
   uint16_t* dx;
   int64_t d;
   float *dyr, *xr, *dxr;
-  std::tuple<const float*, const float*, float*> operator()(int64_t r) const {
+  GradRow operator()(int64_t r) const {
     widen(dy + r * d, dyr, d);
     widen(x + r * d, xr, d);
-    return {dyr, xr, dxr};
+    if (addend) widen(addend + r * d, dxr, d);
+    return {dyr, xr, addend ? dxr : nullptr, dxr};
   }
   void done(int64_t r) const { narrow(dxr, dx + r * d, d); }
 };
 
 template <class T>
-void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd, T* dx,
-                         T* dgamma, T* dbeta, int64_t rows, int64_t d, float* ws) {
+void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd,
+                         const T* addend, T* dx, T* dgamma, T* dbeta, int64_t rows, int64_t d, float* ws) {
   const RowChunks chunks(rows);
   float* partials = ws;
 #pragma omp parallel if (rows * d > kParallelGrain)
@@ -143,12 +146,12 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* m
         grad_chunk(row_of, g, mean, rstd, chunks.begin(c), chunks.end(c), d, partials + c * 2 * d);
     };
     if constexpr (std::is_same_v<T, float>) {
-      each_chunk(F32Rows{dy, x, dx, d}, gamma);
+      each_chunk(F32Rows{dy, x, addend, dx, d}, gamma);
     } else {
       float* own = ws + chunks.partial_floats(2 * d) + omp_get_thread_num() * bf16_floats_per_thread(d);
       float* g = own + 3 * d;
       widen(gamma, g, d);
-      each_chunk(Bf16Rows{dy, x, dx, d, own, own + d, own + 2 * d}, g);
+      each_chunk(Bf16Rows{dy, x, addend, dx, d, own, own + d, own + 2 * d}, g);
     }
     chunks.add_in_order(partials, 2 * d, [&](int64_t i, float sum) {
       if (i < d)
@@ -161,7 +164,7 @@ void layer_norm_backward(const T* dy, const T* x, const T* gamma, const float* m
 
 std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(5, 5, 3, 3);
+  c.counts(5, 6, 3, 3);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   if (c.in(0).rank() == 0) c.fail("dy must have rank >= 1");
   const Dims& xd = c.in(0).dims;
@@ -171,6 +174,8 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
   c.input(2, dt, {d});
   c.input(3, TDM_F32, stat);
   c.input(4, TDM_F32, stat);
+  const bool addend = c.has_input(5);  // dx += addend, row by row (it may be dx)
+  if (addend) c.input(5, dt, xd);
   c.output(0, dt, xd);
   c.output(1, dt, {d});
   c.output(2, dt, {d});
@@ -180,8 +185,9 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& op, size_t& ws) {
     return make_fn(c, [=](void* const* in, void* const* out, void* workspace) {
       layer_norm_backward(static_cast<const T*>(in[0]), static_cast<const T*>(in[1]),
                           static_cast<const T*>(in[2]), static_cast<const float*>(in[3]),
-                          static_cast<const float*>(in[4]), static_cast<T*>(out[0]), static_cast<T*>(out[1]),
-                          static_cast<T*>(out[2]), rows, d, static_cast<float*>(workspace));
+                          static_cast<const float*>(in[4]), addend ? static_cast<const T*>(in[5]) : nullptr,
+                          static_cast<T*>(out[0]), static_cast<T*>(out[1]), static_cast<T*>(out[2]), rows, d,
+                          static_cast<float*>(workspace));
     });
   });
 }

@@ -47,19 +47,24 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
 
 std::unique_ptr<Kernel> linear_grad_input(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
+  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and w must be rank 2");
   const int64_t n = c.in(0).dims[0], o = c.in(0).dims[1], i = c.in(1).dims[1];
   c.input_shape(1, {o, i});
+  // dx = dy·w + addend: the addend is summed into dx where it lies (in
+  // place, when the host's plan lets dx take its bytes) by the GEMM itself.
+  const bool addend = c.has_input(2);
+  if (addend) c.input(2, dt, {n, i});
   c.output(0, dt, {n, i});
   if (n * i == 0 || o == 0) c.unsupported("empty dims are not implemented");
-  const sgemm::Problem own{n, i, o, false, false, false, false};
-  if (dt == TDM_F32 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, ws);
+  const sgemm::Problem own{.m = n, .n = i, .k = o, .accumulate = addend};
+  if (dt == TDM_F32 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, ws, 2);
+  const Slot addend_slot = in_slot(2);
   return matmul_kernel("linear_grad_input", view_md({}, n, o, false, dt), in_slot(0),
                        view_md({}, o, i, false, dt), in_slot(1), view_md({}, n, i, false, dt), out_slot(0),
-                       nullptr, {}, {}, ws);
+                       nullptr, {}, {}, ws, addend ? &addend_slot : nullptr);
 }
 
 std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {

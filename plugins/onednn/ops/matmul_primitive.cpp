@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -48,10 +49,21 @@ bool transposed_b_pays(const dnnl::matmul::primitive_desc& pd, const memory::des
 
 std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, Slot sa, const memory::desc& b,
                                       Slot sb, const memory::desc& y, Slot sy, const memory::desc* bias,
-                                      Slot sbias, const dnnl::post_ops& post, size_t& workspace) {
+                                      Slot sbias, const dnnl::post_ops& post, size_t& workspace,
+                                      const Slot* addend) {
   auto k = std::make_unique<PrimKernel>(std::move(name));
   dnnl::primitive_attr attr = user_scratchpad_attr();
-  attr.set_post_ops(post);
+  if (addend != nullptr) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.f);
+    attr.set_post_ops(sum);
+    const size_t bytes = y.get_size(), from = addend->index, to = sy.index;
+    k->hook([bytes, from, to](void* const* in, void* const* out, char*) {
+      if (in[from] != out[to]) std::memcpy(out[to], in[from], bytes);
+    });
+  } else {
+    attr.set_post_ops(post);
+  }
   const auto pd_with = [&](const memory::desc& w) {
     const auto d = bias ? dnnl::matmul::desc(a, w, *bias, y) : dnnl::matmul::desc(a, w, y);
     return dnnl::matmul::primitive_desc(d, attr, engine());
@@ -77,14 +89,16 @@ std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, S
 }
 
 std::unique_ptr<Kernel> sgemm_kernel(const Check& c, const sgemm::Problem& p, size_t a_slot, size_t b_slot,
-                                     size_t bias_slot, size_t& workspace) {
+                                     size_t bias_slot, size_t& workspace, size_t addend_slot) {
   // The thread count of prepare is the one the workspace holds buffers for;
   // launches keep to it (the backend sets it once, from the host's `threads`).
   const int threads = omp_get_max_threads();
   workspace = sgemm::workspace_bytes(p, threads);
   return make_fn_kernel(
       "onednn:own:" + c.op().op() + "(sgemm:avx2)",
-      [p, a_slot, b_slot, bias_slot, threads](void* const* in, void* const* out, void* ws) {
+      [p, a_slot, b_slot, bias_slot, addend_slot, threads](void* const* in, void* const* out, void* ws) {
+        if (p.accumulate && in[addend_slot] != out[0])
+          std::memcpy(out[0], in[addend_slot], size_t(p.m * p.n) * sizeof(float));
         sgemm::run(p, static_cast<const float*>(in[a_slot]), static_cast<const float*>(in[b_slot]),
                    p.bias ? static_cast<const float*>(in[bias_slot]) : nullptr, static_cast<float*>(out[0]),
                    p.row_sums ? static_cast<float*>(out[1]) : nullptr, ws, threads);

@@ -18,18 +18,22 @@ namespace tandem::onednn {
 dnnl::memory::desc view_md(const Dims& batch, int64_t rows, int64_t cols, bool transposed, tdm_dtype dt);
 
 // A kernel of one dnnl::matmul y = a·b (+ bias) with post-ops; sets the
-// workspace its scratchpad needs.
+// workspace its scratchpad needs. With `addend` (an input slot), y = a·b +
+// addend: a sum post-op over y, which holds the addend first (copied there
+// unless the launch passes it in place); then no other post-op.
 std::unique_ptr<Kernel> matmul_kernel(std::string name, const dnnl::memory::desc& a, Slot sa,
                                       const dnnl::memory::desc& b, Slot sb, const dnnl::memory::desc& y,
                                       Slot sy, const dnnl::memory::desc* bias, Slot sbias,
-                                      const dnnl::post_ops& post, size_t& workspace);
+                                      const dnnl::post_ops& post, size_t& workspace,
+                                      const Slot* addend = nullptr);
 
 // A kernel of the own GEMM (sgemm.hpp) for a CPU it serves: a, b and (when
 // p.bias) the bias from input slots, c the output 0 and (when p.row_sums)
-// a's row sums the output 1. Sets the workspace to the packing buffers of
-// the thread count at prepare.
+// a's row sums the output 1; when p.accumulate, c starts as the input at
+// addend_slot (copied into c unless the launch passes it in place). Sets
+// the workspace to the packing buffers of the thread count at prepare.
 std::unique_ptr<Kernel> sgemm_kernel(const Check& c, const sgemm::Problem& p, size_t a_slot, size_t b_slot,
-                                     size_t bias_slot, size_t& workspace);
+                                     size_t bias_slot, size_t& workspace, size_t addend_slot = 0);
 
 }  // namespace tandem::onednn
 

@@ -39,6 +39,9 @@ struct Problem {
   // weight gradient's dbias (dy's columns).
   // Only with a_transposed, where packing reads a row of every step.
   bool row_sums = false;
+  // c += op(a)·op(b): the first k block continues from what c holds (an
+  // addend the caller put there) instead of from 0.
+  bool accumulate = false;
 };
 
 // Register block and cache blocks: a 6 x 16 block of c is 12 AVX2

@@ -195,7 +195,7 @@ void rectangle(const Problem& p, const float* a, const float* b, const float* bi
         pack_a(p, a, ic, mc, pc, kc, pa, jc == n0 ? row_sums : nullptr);
         for (int64_t jr = 0; jr < nc; jr += kNr) {
           const int64_t nr = std::min(kNr, nc - jr), j = jc + jr;
-          const Finish f{pc > 0, last && p.bias ? bias + j : nullptr, last && p.relu};
+          const Finish f{pc > 0 || p.accumulate, last && p.bias ? bias + j : nullptr, last && p.relu};
           for (int64_t ir = 0; ir < mc; ir += kMr) {
             const int64_t mr = std::min(kMr, mc - ir);
             float* cb = c + (ic + ir) * p.n + j;

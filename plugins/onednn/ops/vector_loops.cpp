@@ -27,7 +27,7 @@ namespace tandem::onednn::loops {
   void layer_norm_row(const float* x, const float* gamma, const float* beta, float* y, int64_t d, float eps, \
                       float* mean, float* rstd);                                                             \
   void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,      \
-                           float* dx, int64_t d);                                                            \
+                           const float* addend, float* dx, int64_t d);                                       \
   void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,         \
                              float* dbeta, int64_t d);                                                       \
   void adamw(const AdamW& h, const float* param, const float* grad, const float* m, const float* v,          \
@@ -92,9 +92,9 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, float
 }
 
 void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
-                         float* dx, int64_t d) {
+                         const float* addend, float* dx, int64_t d) {
   static const auto fn = TANDEM_LOOPS_PICK(layer_norm_grad_row);
-  fn(dy, x, gamma, mean, rstd, dx, d);
+  fn(dy, x, gamma, mean, rstd, addend, dx, d);
 }
 
 void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,

@@ -75,9 +75,10 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, float
                     float* mean, float* rstd);
 
 // One row's input gradient from the saved statistics:
-// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·gamma, x̂ = (x − mean)·rstd.
+// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) (+ addend, when not null; it may
+// be dx itself) with g = dy·gamma, x̂ = (x − mean)·rstd.
 void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
-                         float* dx, int64_t d);
+                         const float* addend, float* dx, int64_t d);
 
 // One row's terms of the parameter gradients: dgamma += dy·x̂, dbeta += dy.
 void layer_norm_param_sums(const float* dy, const float* x, float mean, float rstd, float* dgamma,

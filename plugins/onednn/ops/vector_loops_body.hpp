@@ -275,7 +275,7 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, float
 }
 
 void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, float mean, float rstd,
-                         float* dx, int64_t d) {
+                         const float* addend, float* dx, int64_t d) {
   double sg = 0, sgx = 0;
 #pragma omp simd reduction(+ : sg, sgx)
   for (int64_t i = 0; i < d; ++i) {
@@ -284,10 +284,18 @@ void layer_norm_grad_row(const float* dy, const float* x, const float* gamma, fl
     sgx += double(g) * double((x[i] - mean) * rstd);
   }
   const float mg = float(sg / double(d)), mgx = float(sgx / double(d));
+  if (addend == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) {
+      const float xh = (x[i] - mean) * rstd;
+      dx[i] = rstd * (dy[i] * gamma[i] - mg - xh * mgx);
+    }
+    return;
+  }
 #pragma omp simd
   for (int64_t i = 0; i < d; ++i) {
     const float xh = (x[i] - mean) * rstd;
-    dx[i] = rstd * (dy[i] * gamma[i] - mg - xh * mgx);
+    dx[i] = rstd * (dy[i] * gamma[i] - mg - xh * mgx) + addend[i];
   }
 }
 

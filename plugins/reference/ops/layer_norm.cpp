@@ -57,10 +57,10 @@ std::unique_ptr<Kernel> layer_norm(const OpView& view, size_t&) {
 }
 
 // ---- layer_norm_grad: with x̂ = (x - mean)·rstd and g = dy·gamma,
-//   dx = rstd·(g - mean_D(g) - x̂·mean_D(g·x̂)), dgamma = Σ_rows dy·x̂, dbeta = Σ_rows dy.
+//   dx = rstd·(g - mean_D(g) - x̂·mean_D(g·x̂)) (+ addend), dgamma = Σ_rows dy·x̂, dbeta = Σ_rows dy.
 std::unique_ptr<Kernel> layer_norm_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(5, 5, 3, 3);
+  c.counts(5, 6, 3, 3);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_rank_at_least(0, 1);
   const Dims shape = c.in(0).dims;
@@ -75,11 +75,14 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& view, size_t&) {
     c.input_dtype(i, {st});
     c.input_shape(i, stat_shape);
   }
+  const bool addend = c.has_input(5);
+  if (addend) c.input(5, dt, shape);
   c.output(0, dt, shape);
   c.output(1, dt, {D});
   c.output(2, dt, {D});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto dy = load<double>(in[0], dt, rows * D), x = load<double>(in[1], dt, rows * D);
+    const auto base = addend ? load<double>(in[5], dt, rows * D) : std::vector<double>(size_t(rows * D), 0.0);
     const auto gamma = load<double>(in[2], dt, D), mean = load<double>(in[3], st, rows),
                rstd = load<double>(in[4], st, rows);
     std::vector<double> dx(x.size()), dgamma(size_t(D), 0.0), dbeta(size_t(D), 0.0);
@@ -96,7 +99,7 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& view, size_t&) {
       for (int64_t d = 0; d < D; ++d) {
         const size_t e = size_t(r * D + d);
         const double xhat = (x[e] - mean[size_t(r)]) * rstd[size_t(r)], g = dy[e] * gamma[size_t(d)];
-        dx[e] = rstd[size_t(r)] * (g - mean_g - xhat * mean_gx);
+        dx[e] = rstd[size_t(r)] * (g - mean_g - xhat * mean_gx) + base[e];
       }
     }
     store(out[0], dt, dx);

@@ -69,25 +69,28 @@ std::unique_ptr<Kernel> linear(const OpView& view, size_t&) {
   });
 }
 
-// ---- linear_grad_input: dx[N,I] = dy[N,O] · w[O,I]
+// ---- linear_grad_input: dx[N,I] = dy[N,O] · w[O,I] (+ addend[N,I])
 std::unique_ptr<Kernel> linear_grad_input(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
+  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_rank(0, 2);
   c.input_dtype(1, {dt});
   c.input_rank(1, 2);
   const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
   c.input_shape(1, {O, I});
+  const bool addend = c.has_input(2);
+  if (addend) c.input(2, dt, {N, I});
   c.output(0, dt, {N, I});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
       const std::vector<T> dy = load<T>(in[0], dt, N * O), w = load<T>(in[1], dt, O * I);
+      const std::vector<T> base = addend ? load<T>(in[2], dt, N * I) : std::vector<T>(size_t(N * I), T(0));
       std::vector<T> dx(size_t(N * I));
       for (int64_t n = 0; n < N; ++n)
         for (int64_t i = 0; i < I; ++i) {
-          double acc = 0;
+          double acc = double(base[size_t(n * I + i)]);
           for (int64_t o = 0; o < O; ++o) acc += double(dy[size_t(n * O + o)]) * double(w[size_t(o * I + i)]);
           dx[size_t(n * I + i)] = T(acc);
         }

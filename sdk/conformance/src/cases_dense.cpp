@@ -66,6 +66,12 @@ void add_linear(std::vector<Case>& v) {
     for (const L& s : shapes) {
       Case gi("linear_grad_input", dt);
       v.push_back(gi.in(dt, {s.n, s.o}).in(dt, {s.o, s.i}).out(dt, {s.n, s.i}).acc(s.o));
+      // With an addend (ABI 1.9): in its own buffer, and dx over it.
+      for (int in_place = 0; in_place < 2; ++in_place) {
+        Case ga("linear_grad_input", dt);
+        ga.in(dt, {s.n, s.o}).in(dt, {s.o, s.i}).in(dt, {s.n, s.i}).out(dt, {s.n, s.i}).acc(s.o + 1);
+        v.push_back(in_place ? ga.alias(0, 2) : ga);
+      }
       for (int bias = 0; bias < 2; ++bias) {
         Case gw("linear_grad_weight", dt);
         gw.in(dt, {s.n, s.o}).in(dt, {s.n, s.i}).out(dt, {s.o, s.i});

@@ -171,6 +171,19 @@ void add_norms(std::vector<Case>& v) {
         return n;
       }();
       v.push_back(g.out(dt, s).out(dt, {d}).out(dt, {d}).acc(std::max(n_rows, d)));
+      // With an addend (ABI 1.9): in its own buffer, and dx over it.
+      for (int in_place = 0; in_place < 2; ++in_place) {
+        Case ga("layer_norm_grad", dt);
+        ga.in(dt, s)
+            .in(dt, s)
+            .in(dt, {d}, Fill::range(0.5, 1.5))
+            .in(TDM_F32, rows)
+            .in(TDM_F32, rows)
+            .in(dt, s);
+        ga.fixup = layer_norm_stats;
+        ga.out(dt, s).out(dt, {d}).out(dt, {d}).acc(std::max(n_rows, d) + 1);
+        v.push_back(in_place ? ga.alias(0, 5) : ga);
+      }
     }
   const Dims bn_shapes[] = {{2, 3}, {4, 5, 3, 3}, {1, 2, 7, 5}, {8, 16, 4, 4}, {3, 4, 10}};
   const tdm_dtype f = TDM_F32;
