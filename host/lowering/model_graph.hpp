@@ -72,10 +72,10 @@ struct ModelGraph {
   // give them (layout "bthd", sdk/ops.md), without transposes: only when
   // every backend of the run speaks ABI 1.8 (kAttentionLayoutMinor).
   bool attention_tokens_first = false;
-  // Autodiff adds a value's gradient so far into linear_grad_input and
-  // layer_norm_grad (their `addend`) instead of summing the readers'
-  // gradients with `add`: only when every backend of the run speaks ABI 1.9
-  // (kGradientAddendMinor).
+  // Autodiff adds a value's gradient so far into linear_grad_input,
+  // layer_norm_grad and rms_norm_grad (their `addend`) instead of summing
+  // the readers' gradients with `add`: only when every backend of the run
+  // speaks ABI 1.9 (kGradientAddendMinor).
   bool gradient_addends = false;
   std::map<ValueId, Shard> shards;  // parameters split by tensor parallelism
   // Activations of which this rank holds a slice of the last dim (a
@@ -124,8 +124,8 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
                                  const Int8Plan* int8 = nullptr, uint32_t backend_abi_minor = 0);
 // The ABI minor that brought attention's `layout` attribute.
 constexpr uint32_t kAttentionLayoutMinor = 8;
-// ModelGraph::gradient_addends: linear_grad_input's and layer_norm_grad's
-// `addend` input (ABI 1.9).
+// ModelGraph::gradient_addends: the `addend` input of linear_grad_input,
+// layer_norm_grad and rms_norm_grad (ABI 1.9).
 constexpr uint32_t kGradientAddendMinor = 9;
 // Whether any layer asks for tensor parallelism.
 bool uses_tensor_parallelism(const model::ModelSpec& spec);

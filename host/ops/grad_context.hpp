@@ -41,7 +41,7 @@ class GradContext {
   // dx is (part of) x's gradient: summed with what x already has.
   virtual Result<void> accumulate(ValueId x, ValueId dx) = 0;
   // For an op that adds x's gradient so far into its result (an `addend`
-  // input: linear_grad_input, layer_norm_grad): that gradient, or kNoValue
+  // input: linear_grad_input, layer_norm_grad, rms_norm_grad): that gradient, or kNoValue
   // when x has none yet or a backend of the run takes no addend (older than
   // ABI 1.9). The op's result is then all of x's gradient: `replace`, not
   // `accumulate`.

@@ -27,17 +27,22 @@ Outputs rms_norm_grad_shape(const ShapeQuery& q) {
   if (!x) return x.error();
   if (!gamma) return gamma.error();
   if (dy->dims != x->dims) return bad("dy " + str(*dy) + " and x " + str(*x) + " must have one shape");
+  if (auto r = addend_like(q, 4, *x); !r) return r.error();
   return std::vector<TensorType>{*x, *gamma};
 }
 
-// dx and dgamma from (dy, x, gamma, rstd = output 1 of the forward node).
+// dx and dgamma from (dy, x, gamma, rstd = output 1 of the forward node),
+// dx onto x's gradient so far (the residual stream's) when there is one.
 Result<void> rms_norm_grad(GradContext& g) {
-  auto r = g.emit("rms_norm_grad", "grad", {g.dy(), g.in(0), g.in(1), g.out(1)}, g.node().attrs,
-                  {g.type(g.in(0)), g.type(g.in(1))});
+  const ValueId partial = g.partial(g.in(0));
+  std::vector<ValueId> inputs = {g.dy(), g.in(0), g.in(1), g.out(1)};
+  if (partial != kNoValue) inputs.push_back(partial);
+  auto r =
+      g.emit("rms_norm_grad", "grad", std::move(inputs), g.node().attrs, {g.type(g.in(0)), g.type(g.in(1))});
   if (!r) return r.error();
-  for (size_t i = 0; i < 2; ++i)
-    if (auto a = g.accumulate(g.in(i), (*r)[i]); !a) return a;
-  return {};
+  if (auto a = partial != kNoValue ? g.replace(g.in(0), (*r)[0]) : g.accumulate(g.in(0), (*r)[0]); !a)
+    return a;
+  return g.accumulate(g.in(1), (*r)[1]);
 }
 
 }  // namespace
@@ -52,8 +57,9 @@ std::vector<OpInfo> rms_norm_ops() {
            .grad_ops = {"rms_norm_grad"}},
           {.name = "rms_norm_grad",
            .section = "rms_norm",
-           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"rstd"}},
+           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"rstd"}, {"addend", true}},
            .outputs = {{"dx"}, {"dgamma"}},
+           .inplace = {{.out = 0, .in = 4, .reuse = true}},
            .flags = kGradient,
            .shape = rms_norm_grad_shape,
            .no_grad = "a gradient op"}};

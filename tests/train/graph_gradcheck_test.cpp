@@ -327,15 +327,16 @@ TEST(GradientAddends, OnlyForBackendsThatTakeThem) {
       adds += n.op == "add";
       if (n.op == "linear_grad_input") addends += n.inputs.size() > 2 && n.inputs[2] != host::kNoValue;
       if (n.op == "layer_norm_grad") addends += n.inputs.size() > 5 && n.inputs[5] != host::kNoValue;
+      if (n.op == "rms_norm_grad") addends += n.inputs.size() > 4 && n.inputs[4] != host::kNoValue;
     }
   }
   const auto [old_adds, old_addends] = adds_and_addends[lowering::kGradientAddendMinor - 1];
   const auto [adds, addends] = adds_and_addends[lowering::kGradientAddendMinor];
   EXPECT_EQ(old_addends, 0u);
-  // Per block: k's and v's input gradients onto q's (2); 2 blocks. The
-  // blocks' inputs keep their adds: rms_norm_grad takes no addend, and `up`
-  // reads res1 through a reshape, whose gradient is the one summed.
-  EXPECT_EQ(addends, 4u);
+  // Per block: k's and v's input gradients onto q's (2), the norm's onto
+  // the block input's (1); 2 blocks. res1 keeps its add: `up` reads it
+  // through a reshape, whose gradient is the one summed.
+  EXPECT_EQ(addends, 6u);
   EXPECT_EQ(old_adds - adds, addends);
 }
 

@@ -26,10 +26,11 @@ __global__ void rms_norm_kernel(const T* x, const T* gamma, T* y, float* rstd_ou
   if (threadIdx.x == 0) rstd_out[blockIdx.x] = rs;
 }
 
-// dx = rstd·(g − x̂·mean_D(g·x̂)), g = dy·gamma, x̂ = x·rstd.
+// dx = rstd·(g − x̂·mean_D(g·x̂)) (+ addend, which may be dx), g = dy·gamma,
+// x̂ = x·rstd.
 template <class T>
-__global__ void rms_norm_dx_kernel(const T* dy, const T* x, const T* gamma, const float* rstd, T* dx,
-                                   int64_t D) {
+__global__ void rms_norm_dx_kernel(const T* dy, const T* x, const T* gamma, const float* rstd,
+                                   const T* addend, T* dx, int64_t D) {
   __shared__ float scratch[32];
   const int64_t base = blockIdx.x * D;
   const float rs = rstd[blockIdx.x];
@@ -39,7 +40,7 @@ __global__ void rms_norm_dx_kernel(const T* dy, const T* x, const T* gamma, cons
   const float mean_gx = block_sum(sgx, scratch) / static_cast<float>(D);
   for (int64_t j = threadIdx.x; j < D; j += blockDim.x) {
     const float g = ld(dy, base + j) * ld(gamma, j), xh = ld(x, base + j) * rs;
-    st(dx, base + j, rs * (g - xh * mean_gx));
+    st(dx, base + j, rs * (g - xh * mean_gx) + (addend ? ld(addend, base + j) : 0.0f));
   }
 }
 
@@ -76,7 +77,7 @@ std::unique_ptr<Kernel> prepare_rms_norm(CudaDevice&, const OpView& v, size_t&) 
 
 std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(4, 4, 2, 2);
+  c.counts(4, 5, 2, 2);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   c.input_rank_at_least(0, 1);
   const Dims x = c.in(0).dims;
@@ -85,6 +86,8 @@ std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size
   c.input(1, t, x);
   c.input(2, t, {D});
   c.input(3, TDM_F32, Dims(x.begin(), x.end() - 1));
+  const bool addend = c.has_input(4);
+  if (addend) c.input(4, t, x);
   c.output(0, t, x);
   c.output(1, t, {D});
   const math::ColumnSumPlan plan = math::column_sum_plan(rows, D);
@@ -96,8 +99,9 @@ std::unique_ptr<Kernel> prepare_rms_norm_grad(CudaDevice&, const OpView& v, size
       const auto *dy = static_cast<const T*>(in[0]), *xx = static_cast<const T*>(in[1]);
       const auto* rstd = static_cast<const float*>(in[3]);
       if (rows > 0)
-        rms_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(dy, xx, static_cast<const T*>(in[2]),
-                                                                      rstd, static_cast<T*>(o[0]), D);
+        rms_norm_dx_kernel<T><<<unsigned(rows), kBlock, 0, s.get()>>>(
+            dy, xx, static_cast<const T*>(in[2]), rstd, addend ? static_cast<const T*>(in[4]) : nullptr,
+            static_cast<T*>(o[0]), D);
       launch_column_sums(plan, math::RmsNormParamTerm<T>{dy, xx, rstd, D},
                          ColumnOutputs<T, 1>{{static_cast<T*>(o[1])}}, ws, s.get());
     });

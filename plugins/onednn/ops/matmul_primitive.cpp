@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -51,6 +52,8 @@ std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, S
                                       Slot sb, const memory::desc& y, Slot sy, const memory::desc* bias,
                                       Slot sbias, const dnnl::post_ops& post, size_t& workspace,
                                       const Slot* addend) {
+  if (addend != nullptr && post.len() != 0)
+    throw std::logic_error(name + ": an addend takes the sum post-op, not other post-ops");
   auto k = std::make_unique<PrimKernel>(std::move(name));
   dnnl::primitive_attr attr = user_scratchpad_attr();
   if (addend != nullptr) {

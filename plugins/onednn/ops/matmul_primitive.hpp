@@ -20,7 +20,7 @@ dnnl::memory::desc view_md(const Dims& batch, int64_t rows, int64_t cols, bool t
 // A kernel of one dnnl::matmul y = a·b (+ bias) with post-ops; sets the
 // workspace its scratchpad needs. With `addend` (an input slot), y = a·b +
 // addend: a sum post-op over y, which holds the addend first (copied there
-// unless the launch passes it in place); then no other post-op.
+// unless the launch passes it in place); `post` must then be empty.
 std::unique_ptr<Kernel> matmul_kernel(std::string name, const dnnl::memory::desc& a, Slot sa,
                                       const dnnl::memory::desc& b, Slot sb, const dnnl::memory::desc& y,
                                       Slot sy, const dnnl::memory::desc* bias, Slot sbias,

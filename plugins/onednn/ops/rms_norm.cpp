@@ -66,13 +66,15 @@ std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
 // number of threads.
 std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(4, 4, 2, 2);
+  c.counts(4, 5, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const Rows r = check_rows(c, 0);
   const Dims shape = c.in(0).dims;
   c.input(1, dt, shape);
   c.input(2, dt, {r.d});
   c.input(3, TDM_F32, Dims(shape.begin(), shape.end() - 1));
+  const bool has_addend = c.has_input(4);  // dx += addend (it may be dx)
+  if (has_addend) c.input(4, dt, shape);
   c.output(0, dt, shape);
   c.output(1, dt, {r.d});
   const RowChunks chunks(r.rows);
@@ -84,6 +86,7 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t& ws) {
       const T* x = static_cast<const T*>(in[1]);
       const T* gamma = static_cast<const T*>(in[2]);
       const float* rstd = static_cast<const float*>(in[3]);
+      const T* addend = has_addend ? static_cast<const T*>(in[4]) : nullptr;
       T* dx = static_cast<T*>(out[0]);
       T* dgamma = static_cast<T*>(out[1]);
       float* partials = static_cast<float*>(workspace);
@@ -104,9 +107,17 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t& ws) {
               part[i] += ld(dy, base + i) * xr;  // before dx, which may be dy's memory, is written
             }
             mean_gx /= float(r.d);
+            if (addend == nullptr) {
 #pragma omp simd
-            for (int64_t i = 0; i < r.d; ++i)
-              st(dx, base + i, rs * (ld(dy, base + i) * ld(gamma, i) - ld(x, base + i) * rs * mean_gx));
+              for (int64_t i = 0; i < r.d; ++i)
+                st(dx, base + i, rs * (ld(dy, base + i) * ld(gamma, i) - ld(x, base + i) * rs * mean_gx));
+            } else {
+#pragma omp simd
+              for (int64_t i = 0; i < r.d; ++i)
+                st(dx, base + i,
+                   rs * (ld(dy, base + i) * ld(gamma, i) - ld(x, base + i) * rs * mean_gx) +
+                       ld(addend, base + i));
+            }
           }
         }
         chunks.add_in_order(partials, r.d, [&](int64_t i, float sum) { st(dgamma, i, sum); });

@@ -52,7 +52,7 @@ std::unique_ptr<Kernel> rms_norm(const OpView& view, size_t&) {
 
 std::unique_ptr<Kernel> rms_norm_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(4, 4, 2, 2);
+  c.counts(4, 5, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_rank_at_least(0, 1);
   const Dims shape = c.in(0).dims;
@@ -64,10 +64,13 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& view, size_t&) {
   const tdm_dtype st = stat_dtype(dt);
   c.input_dtype(3, {st});
   c.input_shape(3, Dims(shape.begin(), shape.end() - 1));
+  const bool addend = c.has_input(4);
+  if (addend) c.input(4, dt, shape);
   c.output(0, dt, shape);
   c.output(1, dt, {D});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto dy = load<double>(in[0], dt, rows * D), x = load<double>(in[1], dt, rows * D);
+    const auto base = addend ? load<double>(in[4], dt, rows * D) : std::vector<double>(size_t(rows * D), 0.0);
     const auto gamma = load<double>(in[2], dt, D), rstd = load<double>(in[3], st, rows);
     std::vector<double> dx(x.size()), dgamma(size_t(D), 0.0);
     for (int64_t r = 0; r < rows; ++r) {
@@ -81,7 +84,7 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& view, size_t&) {
       }
       for (int64_t d = 0; d < D; ++d) {
         const size_t e = size_t(r * D + d);
-        dx[e] = rs * (dy[e] * gamma[size_t(d)] - x[e] * rs * mean_gx);
+        dx[e] = rs * (dy[e] * gamma[size_t(d)] - x[e] * rs * mean_gx) + base[e];
       }
     }
     store(out[0], dt, dx);

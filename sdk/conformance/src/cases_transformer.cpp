@@ -41,6 +41,14 @@ void add_rms_norm(std::vector<Case>& v) {
       g.in(dt, s).in(dt, s).in(dt, {d}, Fill::range(0.5, 1.5)).in(TDM_F32, rows);
       g.fixup = rms_stats;
       v.push_back(g.out(dt, s).out(dt, {d}).acc(std::max(n_rows, d)));
+      // With an addend (ABI 1.9): in its own buffer, and dx over it.
+      for (int in_place = 0; in_place < 2; ++in_place) {
+        Case ga("rms_norm_grad", dt);
+        ga.in(dt, s).in(dt, s).in(dt, {d}, Fill::range(0.5, 1.5)).in(TDM_F32, rows).in(dt, s);
+        ga.fixup = rms_stats;
+        ga.out(dt, s).out(dt, {d}).acc(std::max(n_rows, d) + 1);
+        v.push_back(in_place ? ga.alias(0, 4) : ga);
+      }
     }
 }
 
