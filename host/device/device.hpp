@@ -54,9 +54,10 @@ class DeviceHandle {
   // with peer access, which this turns on). False when the backend lacks the
   // functions or says no: copies then go through host memory.
   bool copies_directly_to(const DeviceHandle& to) const;
-  // Whether the host may write an add, sub or mul over a dead operand of
-  // its own accord (ABI 1.9, sdk/ABI.md rule 31): the memory plan's reuse
-  // pairs. Older backends get separate buffers.
+  // Whether the memory plan may bind the op table's reuse pairs of its own
+  // accord (ABI 1.9, sdk/ABI.md rule 31): an add, sub or mul over a dead
+  // operand, a gradient op's dx over its dead addend. Older backends get
+  // separate buffers.
   bool takes_sums_over_operands() const noexcept { return backend_->abi_minor_effective >= 9; }
 
   // The host's allocator of this device: executors allocate through it.
