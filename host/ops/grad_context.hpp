@@ -51,6 +51,21 @@ class GradContext {
   // the axes x was broadcast along, reshaped to x, then accumulated.
   virtual Result<void> accumulate_unbroadcast(ValueId x, ValueId dx) = 0;
 
+  // A backward node whose output 0 is (part of) x's gradient: given x's
+  // gradient so far as its last input when the op takes an addend
+  // (`takes_addend`) and there is one (partial), which then makes output 0
+  // all of it (replace); otherwise output 0 is accumulated.
+  Result<std::vector<ValueId>> emit_gradient_of(ValueId x, bool takes_addend, const std::string& op,
+                                                const std::string& suffix, std::vector<ValueId> inputs,
+                                                std::vector<Attr> attrs, std::vector<TensorType> outputs) {
+    const ValueId so_far = takes_addend ? partial(x) : kNoValue;
+    if (so_far != kNoValue) inputs.push_back(so_far);
+    auto r = emit(op, suffix, std::move(inputs), std::move(attrs), std::move(outputs));
+    if (!r) return r.error();
+    if (auto a = so_far != kNoValue ? replace(x, (*r)[0]) : accumulate(x, (*r)[0]); !a) return a.error();
+    return r;
+  }
+
   // The one-input case of most rules: x = input 0 gets `op`(inputs) with x's type.
   Result<void> grad_to_input0(const std::string& op, std::vector<ValueId> inputs, std::vector<Attr> attrs) {
     auto dx = emit1(op, "grad", std::move(inputs), std::move(attrs), type(in(0)));

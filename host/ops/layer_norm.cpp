@@ -44,14 +44,10 @@ Outputs layer_norm_grad_shape(const ShapeQuery& q) {
 // Shared with batch_norm.cpp: dx, dgamma, dbeta from (dy, x, gamma, the two
 // saved statistics = outputs 1 and 2 of the forward node).
 Result<void> norm_grad(GradContext& g, const std::string& grad_op, bool input_addend) {
-  const ValueId partial = input_addend ? g.partial(g.in(0)) : kNoValue;
-  std::vector<ValueId> inputs = {g.dy(), g.in(0), g.in(1), g.out(1), g.out(2)};
-  if (partial != kNoValue) inputs.push_back(partial);
-  auto r =
-      g.emit(grad_op, "grad", std::move(inputs), {}, {g.type(g.in(0)), g.type(g.in(1)), g.type(g.in(2))});
+  auto r = g.emit_gradient_of(g.in(0), input_addend, grad_op, "grad",
+                              {g.dy(), g.in(0), g.in(1), g.out(1), g.out(2)}, {},
+                              {g.type(g.in(0)), g.type(g.in(1)), g.type(g.in(2))});
   if (!r) return r.error();
-  if (auto a = partial != kNoValue ? g.replace(g.in(0), (*r)[0]) : g.accumulate(g.in(0), (*r)[0]); !a)
-    return a;
   for (size_t i = 1; i < 3; ++i)
     if (auto a = g.accumulate(g.in(i), (*r)[i]); !a) return a;
   return {};

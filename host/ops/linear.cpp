@@ -86,12 +86,9 @@ Result<void> weight_grads(GradContext& g, const std::string& grad_input, const s
                           ValueId dz, std::vector<Attr> attrs, bool input_addend) {
   const bool has_bias = g.in(2) != kNoValue;
   if (g.needs(g.in(0))) {
-    const ValueId partial = input_addend ? g.partial(g.in(0)) : kNoValue;
-    std::vector<ValueId> inputs = {dz, g.in(1)};
-    if (partial != kNoValue) inputs.push_back(partial);
-    auto dx = g.emit1(grad_input, "grad_input", std::move(inputs), attrs, g.type(g.in(0)));
+    auto dx = g.emit_gradient_of(g.in(0), input_addend, grad_input, "grad_input", {dz, g.in(1)}, attrs,
+                                 {g.type(g.in(0))});
     if (!dx) return dx.error();
-    if (auto r = partial != kNoValue ? g.replace(g.in(0), *dx) : g.accumulate(g.in(0), *dx); !r) return r;
   }
   attrs.push_back({"has_bias", int64_t{has_bias}});
   std::vector<TensorType> outs = {g.type(g.in(1))};

@@ -34,14 +34,10 @@ Outputs rms_norm_grad_shape(const ShapeQuery& q) {
 // dx and dgamma from (dy, x, gamma, rstd = output 1 of the forward node),
 // dx onto x's gradient so far (the residual stream's) when there is one.
 Result<void> rms_norm_grad(GradContext& g) {
-  const ValueId partial = g.partial(g.in(0));
-  std::vector<ValueId> inputs = {g.dy(), g.in(0), g.in(1), g.out(1)};
-  if (partial != kNoValue) inputs.push_back(partial);
-  auto r =
-      g.emit("rms_norm_grad", "grad", std::move(inputs), g.node().attrs, {g.type(g.in(0)), g.type(g.in(1))});
+  auto r = g.emit_gradient_of(g.in(0), /*takes_addend=*/true, "rms_norm_grad", "grad",
+                              {g.dy(), g.in(0), g.in(1), g.out(1)}, g.node().attrs,
+                              {g.type(g.in(0)), g.type(g.in(1))});
   if (!r) return r.error();
-  if (auto a = partial != kNoValue ? g.replace(g.in(0), (*r)[0]) : g.accumulate(g.in(0), (*r)[0]); !a)
-    return a;
   return g.accumulate(g.in(1), (*r)[1]);
 }
 
