@@ -56,15 +56,18 @@ need=$("$tandem" plan "$repo/$model" --device "$first" --placement pinned --thre
   sed -n 's/^  total *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p' | head -1)
 half=$(echo "$need" | awk '{ printf "%.0fKiB", $1 * ($2 == "MiB" ? 1024 : $2 == "GiB" ? 1048576 : $2 == "KiB" ? 1 : 1/1024) / 2 }')
 
+# A configuration that fails is reported and the others still run; the
+# exit status is then 1.
+failed=0
 run() {  # run LABEL [options for plan and train...]
   local label=$1
   shift
   local dir="$out/$stamp-$name-$label"
   "$tandem" plan "$repo/$model" --threads "$threads" "$@" > "$dir.plan" 2>&1 ||
-    { echo "placement.sh: plan $label failed, see $dir.plan" >&2; tail -3 "$dir.plan" >&2; return; }
+    { echo "placement.sh: plan $label failed, see $dir.plan" >&2; tail -3 "$dir.plan" >&2; failed=1; return; }
   "$tandem" train "$repo/$model" --threads "$threads" --memory-report --run-dir "$dir" \
     --set "train.steps=$steps" "$@" > "$dir.log" 2>&1 ||
-    { echo "placement.sh: train $label failed, see $dir.log" >&2; tail -3 "$dir.log" >&2; return; }
+    { echo "placement.sh: train $label failed, see $dir.log" >&2; tail -3 "$dir.log" >&2; failed=1; return; }
   local est batch sps measured copies hidden planned peak
   est=$(sed -n 's/^estimated step time: \([0-9.]*\) \([mu]*s\) .*/\1 \2/p' "$dir.plan" |
     awk '{ print ($2 == "s" ? $1 * 1000 : $2 == "us" ? $1 / 1000 : $1) }')
@@ -87,3 +90,4 @@ run "auto, $first budget $half" --device "$first,$second" --memory-budget "$firs
 run "optimizer on $second" --device "$first" --set "train.optimizer_device=\"$second\""
 grep -q '^device *=' "$repo/$model" && run "pins, default $second" --device "$second" --placement pinned
 echo "uptime after: $(uptime)" >&2
+exit "$failed"

@@ -115,7 +115,9 @@ wanted memory && grep -E '^bench |samples/s|peak RSS' "$out/memory.log"
 step place "$repo/bench/placement.sh" --build "$build" --devices cuda:0,onednn:0 --steps 200
 wanted place && grep -vE '^uptime' "$out/place.log"
 
-step kernels env TANDEM_BENCH_OUT="$out" "$repo/bench/gpu_kernels.sh" --build "$build"
+kernels_build=()
+[ "$do_build" = 1 ] || kernels_build=(--no-build)
+step kernels env TANDEM_BENCH_OUT="$out" "$repo/bench/gpu_kernels.sh" --build "$build" "${kernels_build[@]}"
 wanted kernels && tail -15 "$out/kernels.log"
 
 # shellcheck disable=SC2317  # called through step
