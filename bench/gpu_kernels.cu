@@ -150,7 +150,8 @@ struct Row {
 // Every float of `a` and `b` (storage T) within 1e-3 of each other,
 // relative to 1 + |b|, plus one unit in the last place of a 2-byte T: the
 // two kernels sum in different orders in f32, and two sums a hair apart can
-// round to neighbouring bf16 values (2^-8 relative apart below a power of 2).
+// round to neighbouring bf16 values, which lie 2^-8 to 2^-7 of |b| apart
+// (|b|·2^-7 covers both).
 template <class T>
 bool agree(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, std::string& why) {
   const size_t n = a.size() / sizeof(T);
