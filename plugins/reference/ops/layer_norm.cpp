@@ -82,7 +82,7 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& view, size_t&) {
   c.output(2, dt, {D});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto dy = load<double>(in[0], dt, rows * D), x = load<double>(in[1], dt, rows * D);
-    const auto base = addend ? load<double>(in[5], dt, rows * D) : std::vector<double>(size_t(rows * D), 0.0);
+    const auto base = addend ? load<double>(in[5], dt, rows * D) : std::vector<double>{};
     const auto gamma = load<double>(in[2], dt, D), mean = load<double>(in[3], st, rows),
                rstd = load<double>(in[4], st, rows);
     std::vector<double> dx(x.size()), dgamma(size_t(D), 0.0), dbeta(size_t(D), 0.0);
@@ -99,7 +99,7 @@ std::unique_ptr<Kernel> layer_norm_grad(const OpView& view, size_t&) {
       for (int64_t d = 0; d < D; ++d) {
         const size_t e = size_t(r * D + d);
         const double xhat = (x[e] - mean[size_t(r)]) * rstd[size_t(r)], g = dy[e] * gamma[size_t(d)];
-        dx[e] = rstd[size_t(r)] * (g - mean_g - xhat * mean_gx) + base[e];
+        dx[e] = rstd[size_t(r)] * (g - mean_g - xhat * mean_gx) + (addend ? base[e] : 0.0);
       }
     }
     store(out[0], dt, dx);

@@ -86,11 +86,11 @@ std::unique_ptr<Kernel> linear_grad_input(const OpView& view, size_t&) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
       const std::vector<T> dy = load<T>(in[0], dt, N * O), w = load<T>(in[1], dt, O * I);
-      const std::vector<T> base = addend ? load<T>(in[2], dt, N * I) : std::vector<T>(size_t(N * I), T(0));
+      const std::vector<T> base = addend ? load<T>(in[2], dt, N * I) : std::vector<T>{};
       std::vector<T> dx(size_t(N * I));
       for (int64_t n = 0; n < N; ++n)
         for (int64_t i = 0; i < I; ++i) {
-          double acc = double(base[size_t(n * I + i)]);
+          double acc = addend ? double(base[size_t(n * I + i)]) : 0.0;
           for (int64_t o = 0; o < O; ++o) acc += double(dy[size_t(n * O + o)]) * double(w[size_t(o * I + i)]);
           dx[size_t(n * I + i)] = T(acc);
         }

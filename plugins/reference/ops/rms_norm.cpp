@@ -70,7 +70,7 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& view, size_t&) {
   c.output(1, dt, {D});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto dy = load<double>(in[0], dt, rows * D), x = load<double>(in[1], dt, rows * D);
-    const auto base = addend ? load<double>(in[4], dt, rows * D) : std::vector<double>(size_t(rows * D), 0.0);
+    const auto base = addend ? load<double>(in[4], dt, rows * D) : std::vector<double>{};
     const auto gamma = load<double>(in[2], dt, D), rstd = load<double>(in[3], st, rows);
     std::vector<double> dx(x.size()), dgamma(size_t(D), 0.0);
     for (int64_t r = 0; r < rows; ++r) {
@@ -84,7 +84,7 @@ std::unique_ptr<Kernel> rms_norm_grad(const OpView& view, size_t&) {
       }
       for (int64_t d = 0; d < D; ++d) {
         const size_t e = size_t(r * D + d);
-        dx[e] = rs * (dy[e] * gamma[size_t(d)] - x[e] * rs * mean_gx) + base[e];
+        dx[e] = rs * (dy[e] * gamma[size_t(d)] - x[e] * rs * mean_gx) + (addend ? base[e] : 0.0);
       }
     }
     store(out[0], dt, dx);
