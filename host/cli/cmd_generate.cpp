@@ -24,9 +24,9 @@ po::options_description generate_options() {
   options.add_options()("model", po::value<std::string>(), "model file (TOML) of a language model")(
       "weights", po::value<std::string>(),
       "checkpoint (.safetensors), run directory, or `tandem quantize` output")(
-      "prompt", po::value<std::string>()->default_value("\n"), "text to continue")(
+      "prompt", po::value<std::string>()->default_value("\n", "\"\\n\""), "text to continue")(
       "tokens", po::value<int64_t>()->default_value(200), "tokens to generate")(
-      "temperature", po::value<double>()->default_value(0.8),
+      "temperature", po::value<double>()->default_value(0.8, "0.8"),
       "sampling temperature; 0: the most likely token")("top-k", po::value<int64_t>()->default_value(0),
                                                         "sample among the k most likely tokens (0: all)")(
       "seed", po::value<uint64_t>()->default_value(0), "seed of the sampling (same seed, same text)")(

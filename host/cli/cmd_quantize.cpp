@@ -35,7 +35,8 @@ po::options_description quantize_options() {
       "calib", po::value<int64_t>()->default_value(512), "calibration samples (from the training set)")(
       "calibrator", po::value<std::string>()->default_value("minmax"),
       "activation calibrator: minmax, percentile or entropy")(
-      "percentile", po::value<double>()->default_value(99.99), "kept share (%) for --calibrator percentile")(
+      "percentile", po::value<double>()->default_value(99.99, "99.99"),
+      "kept share (%) for --calibrator percentile")(
       "per-channel", po::bool_switch(), "one weight scale per output channel (default: per tensor)")(
       "weight-bits", po::value<std::string>()->default_value("auto"),
       "s8 weight range: 8 (|w| <= 127), 7 (|w| <= 63) or auto: 7 where --device adds INT8 products "

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,40 @@ TEST(Cli, HelpOnEverySubcommand) {
     EXPECT_HAS(h.output, std::string("Usage: tandem ") + command);
   }
   EXPECT_HAS(tandem("plugins -h").output, "--verbose");
+}
+
+// The commands the top-level help lists, in its order.
+std::vector<std::string> listed_commands() {
+  const std::string help = tandem("--help").output;
+  std::vector<std::string> commands;
+  const size_t start = help.find("Commands:\n"), end = help.find("\n\n", start);
+  if (start == std::string::npos) return commands;
+  std::istringstream lines(help.substr(start, end - start));
+  std::string line;
+  std::getline(lines, line);  // "Commands:"
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string command;
+    if (words >> command) commands.push_back(command);
+  }
+  return commands;
+}
+
+// Every command's help shows its defaults as a user would type them: not
+// a bare line break (generate's prompt once broke the line it sat on, in
+// --help and in the manual page made from it) and not a binary fraction's
+// digits (0.80000000000000004 for 0.8).
+TEST(Cli, EveryCommandsHelpShowsItsDefaultsAsTyped) {
+  const std::vector<std::string> commands = listed_commands();
+  ASSERT_GE(commands.size(), 10u) << tandem("--help").output;
+  for (const std::string& command : commands) {
+    CliRun r = tandem(command + " --help");
+    EXPECT_EQ(r.code, 0) << command;
+    EXPECT_HAS(r.output, "Usage: tandem " + command);
+    EXPECT_FALSE(std::regex_search(r.output, std::regex(R"(\(=\n)"))) << command << ":\n" << r.output;
+    EXPECT_FALSE(std::regex_search(r.output, std::regex(R"(\(=-?\d*\.\d{7,}\))"))) << command << ":\n"
+                                                                                   << r.output;
+  }
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
