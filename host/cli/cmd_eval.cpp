@@ -95,6 +95,11 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error("eval needs a model file and --weights: tandem eval MODEL.toml --weights runs/NAME");
     return kExitUsage;
   }
+  const std::string split = vm["split"].as<std::string>();
+  if (split != "test" && split != "validation" && split != "train") {
+    print_error("--split must be test, validation or train, got '" + split + "'");
+    return kExitUsage;
+  }
   auto spec = parse_model_option(vm);
   if (!spec) {
     print_error(spec.error().message);
@@ -112,13 +117,17 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(data.error().message);
     return kExitInput;
   }
-  const std::string split = vm["split"].as<std::string>();
   const host::data::Dataset* set = split == "train"        ? &data->train
                                    : split == "validation" ? (data->validation ? &*data->validation : nullptr)
-                                   : split == "test"       ? (data->test ? &*data->test : nullptr)
-                                                           : nullptr;
+                                                           : (data->test ? &*data->test : nullptr);
   if (set == nullptr) {
-    print_error("the model file has no '" + split + "' data (use --split test, validation or train)");
+    // A language model's file often holds out validation data only, so the
+    // default --split test is not there: say which splits are.
+    std::string held = "train";
+    if (data->validation) held += ", validation";
+    if (data->test) held += ", test";
+    print_error(vm["model"].as<std::string>() + ": the model file has no '" + split + "' data; it has " +
+                held + " (pick one with --split)");
     return kExitUsage;
   }
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));

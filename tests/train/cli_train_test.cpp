@@ -448,6 +448,16 @@ windows_per_epoch = 320
   ASSERT_EQ(q.code, 0) << q.output;
   CliRun f32 = tandem("eval " + m + " --weights " + dir.file("run") + " --split validation --device onednn");
   CliRun int8 = tandem("eval " + m + " --weights " + dir.file("q8") + " --split validation --device onednn");
+  // The file holds out validation data only: eval's default split (test)
+  // is refused with the splits there are, and a split that does not exist
+  // anywhere with the ones eval knows.
+  CliRun no_test = tandem("eval " + m + " --weights " + dir.file("run") + " --device onednn");
+  EXPECT_EQ(no_test.code, 2) << no_test.output;
+  EXPECT_HAS(no_test.output,
+             m + ": the model file has no 'test' data; it has train, validation (pick one with --split)");
+  CliRun bad_split = tandem("eval " + m + " --weights " + dir.file("run") + " --split dev");
+  EXPECT_EQ(bad_split.code, 2) << bad_split.output;
+  EXPECT_HAS(bad_split.output, "--split must be test, validation or train, got 'dev'");
   ASSERT_EQ(int8.code, 0) << int8.output;
   const auto loss_of = [](const std::string& out) { return std::stod(out.substr(out.find(" loss ") + 6)); };
   EXPECT_NEAR(loss_of(int8.output), loss_of(f32.output), 0.05) << f32.output << int8.output;
