@@ -3,6 +3,7 @@
 // (`tandem quantize`: metadata tandem.quantized = int8) runs its linear and
 // conv layers as quantize + linear_int8 / conv2d_int8.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -160,8 +161,11 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
       return kExitRuntimeFailure;
     }
   std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
-            << result->accuracy << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")"
-            << std::endl;
+            << result->accuracy;
+  // As training's evaluation reports a language model (Progress::report_perplexity).
+  if (spec->language_model()) std::cout << " perplexity " << std::exp(result->loss);
+  if (spec->byte_level()) std::cout << " bits/byte " << result->loss / std::log(2.0);
+  std::cout << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")" << std::endl;
   if (*seconds > 0)
     std::cout << "throughput " << static_cast<int64_t>(static_cast<double>(result->samples) / *seconds)
               << " samples/s (graph runs only, batch " << spec->train.batch_size << ", each batch's best of "

@@ -120,6 +120,9 @@ struct ModelSpec {
   std::vector<int64_t> input_shape;  // one sample, e.g. [1, 28, 28]
   int64_t classes = 0;
   bool language_model() const { return task == "language_model"; }
+  // A language model over bytes (u8 token ids, all 256 of them): its loss
+  // per token, in bits, is its bits per byte.
+  bool byte_level() const { return language_model() && data.token_dtype == "u8" && classes == 256; }
   std::vector<LayerSpec> layers;
   LossSpec loss;
   TrainSpec train;

@@ -70,8 +70,7 @@ Result<TrainResult> Trainer::run() {
       return make_error("--tensorboard " + r.error().message + "; give a directory that can be written",
                         TDM_INVALID_ARGUMENT);
   record_placement(progress);
-  if (spec_.language_model())
-    progress.report_perplexity(spec_.data.token_dtype == "u8" && spec_.classes == 256);
+  if (spec_.language_model()) progress.report_perplexity(spec_.byte_level());
   Evaluator evaluator = make_evaluator();
   Loop loop{loader, progress, evaluator};
   loop.per_epoch = per_epoch;

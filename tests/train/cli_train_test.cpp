@@ -10,6 +10,7 @@
 
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -448,6 +449,17 @@ windows_per_epoch = 320
   ASSERT_EQ(q.code, 0) << q.output;
   CliRun f32 = tandem("eval " + m + " --weights " + dir.file("run") + " --split validation --device onednn");
   CliRun int8 = tandem("eval " + m + " --weights " + dir.file("q8") + " --split validation --device onednn");
+  ASSERT_EQ(int8.code, 0) << int8.output;
+  const auto loss_of = [](const std::string& out) { return std::stod(out.substr(out.find(" loss ") + 6)); };
+  EXPECT_NEAR(loss_of(int8.output), loss_of(f32.output), 0.05) << f32.output << int8.output;
+  // eval reports a language model as training's evaluation does: the
+  // perplexity, and for bytes the bits per byte, of its loss per token.
+  const double nats = loss_of(f32.output);
+  const size_t ppl = f32.output.find(" perplexity "), bits = f32.output.find(" bits/byte ");
+  ASSERT_NE(ppl, std::string::npos) << f32.output;
+  ASSERT_NE(bits, std::string::npos) << f32.output;
+  EXPECT_NEAR(std::stod(f32.output.substr(ppl + 12)), std::exp(nats), 1e-4 * std::exp(nats)) << f32.output;
+  EXPECT_NEAR(std::stod(f32.output.substr(bits + 11)), nats / std::log(2.0), 1e-4) << f32.output;
   // The file holds out validation data only: eval's default split (test)
   // is refused with the splits there are, and a split that does not exist
   // anywhere with the ones eval knows.
@@ -458,9 +470,6 @@ windows_per_epoch = 320
   CliRun bad_split = tandem("eval " + m + " --weights " + dir.file("run") + " --split dev");
   EXPECT_EQ(bad_split.code, 2) << bad_split.output;
   EXPECT_HAS(bad_split.output, "--split must be test, validation or train, got 'dev'");
-  ASSERT_EQ(int8.code, 0) << int8.output;
-  const auto loss_of = [](const std::string& out) { return std::stod(out.substr(out.find(" loss ") + 6)); };
-  EXPECT_NEAR(loss_of(int8.output), loss_of(f32.output), 0.05) << f32.output << int8.output;
   CliRun q_text = tandem("generate " + m + " --weights " + dir.file("q8") + " --device onednn --tokens 10");
   ASSERT_EQ(q_text.code, 0) << q_text.output;
   EXPECT_HAS(q_text.output, "(int8)");
