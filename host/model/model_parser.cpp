@@ -301,9 +301,12 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
   const std::string who = "layer '" + layer.name + "' (" + layer.op + ")";
   const LayerSchema* schema = find_layer_schema(layer.op);
   if (schema == nullptr) {
-    std::string known;
-    for (const auto& s : layer_schemas()) known += (known.empty() ? "" : ", ") + s.op;
-    r.fail(*t.get("op"), who + ": unknown op '" + layer.op + "'; expected one of: " + known);
+    std::vector<std::string> known;
+    for (const auto& s : layer_schemas()) known.push_back(s.op);
+    std::string list;
+    for (const auto& op : known) list += (list.empty() ? "" : ", ") + op;
+    r.fail(*t.get("op"), who + ": unknown op '" + layer.op + "'" + did_you_mean(layer.op, known) +
+                             "; expected one of: " + list);
     return;
   }
   if (!names.insert(layer.name).second) r.fail(t, who + ": the name '" + layer.name + "' is used twice");

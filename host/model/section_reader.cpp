@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 namespace tandem::host::model {
@@ -22,6 +23,18 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// Names other frameworks give to a key or op of ours; suggested only where
+// ours is one of the candidates.
+const std::map<std::string, std::string>& other_names() {
+  static const std::map<std::string, std::string> names = {
+      {"learning_rate", "lr"},     {"num_heads", "heads"},        {"n_heads", "heads"},
+      {"eps", "epsilon"},          {"units", "out_features"},     {"hidden_size", "out_features"},
+      {"dense", "linear"},         {"fully_connected", "linear"}, {"conv", "conv2d"},
+      {"layernorm", "layer_norm"}, {"rmsnorm", "rms_norm"},       {"maxpool", "max_pool2d"},
+      {"avgpool", "avg_pool2d"}};
+  return names;
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
@@ -29,6 +42,19 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  const auto is_candidate = [&](const std::string& c) {
+    return std::find(candidates.begin(), candidates.end(), c) != candidates.end();
+  };
+  if (auto it = other_names().find(word); it != other_names().end() && is_candidate(it->second))
+    return " (did you mean '" + it->second + "'?)";
+  const std::string* best = nullptr;
+  size_t best_distance = 3;  // two edits at most
+  for (const auto& c : candidates)
+    if (const size_t d = edit_distance(word, c); d < best_distance) best = &c, best_distance = d;
+  return best ? " (did you mean '" + *best + "'?)" : "";
+}
 
 std::string SourceLocation::str() const {
   if (line == 0) return file;  // a --set override, or a value with no place in the file
@@ -61,10 +87,8 @@ void Reader::check_keys(const toml::table& t, const std::string& who,
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string hint;
-    for (const auto& a : allowed)
-      if (edit_distance(key, a) <= 2) hint = " (did you mean '" + a + "'?)";
-    fail(node, who + ": unknown key '" + key + "'" + hint + "; expected one of: " + join(allowed));
+    fail(node, who + ": unknown key '" + key + "'" + did_you_mean(key, allowed) +
+                   "; expected one of: " + join(allowed));
   }
 }
 
@@ -171,7 +195,8 @@ bool Reader::get_choice(const toml::table& t, const std::string& key, std::strin
                         const std::vector<std::string>& choices) {
   if (!get(t, key, out)) return false;
   if (std::find(choices.begin(), choices.end(), out) == choices.end())
-    fail(*t.get(key), "'" + key + "' = \"" + out + "\" is not one of: " + join(choices));
+    fail(*t.get(key),
+         "'" + key + "' = \"" + out + "\" is not one of: " + join(choices) + did_you_mean(out, choices));
   return true;
 }
 

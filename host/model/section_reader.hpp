@@ -21,6 +21,11 @@ namespace tandem::host::model {
 // an error about such a value names the override, not a line of the file.
 using OverrideOrigins = std::map<const toml::node*, std::string>;
 
+// " (did you mean 'x'?)" for the candidate closest to `word` within two
+// edits, or for a name other frameworks use for a candidate (learning_rate
+// for lr, num_heads for heads, ...); "" when nothing is that close.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
 class Reader {
  public:
   explicit Reader(std::string file, const OverrideOrigins* overrides = nullptr)

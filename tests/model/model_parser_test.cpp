@@ -93,9 +93,33 @@ TEST(ModelParser, UnknownOpListsTheKnownOnes) {
   std::string text = kMlp;
   text.replace(text.find("op = \"flatten\""), 14, "op = \"flaten\"");
   const std::string e = error_of(text);
-  EXPECT_NE(e.find("m.toml:8:6: layer 'flat' (flaten): unknown op 'flaten'; expected one of: linear"),
+  EXPECT_NE(e.find("m.toml:8:6: layer 'flat' (flaten): unknown op 'flaten' (did you mean 'flatten'?); "
+                   "expected one of: linear"),
             std::string::npos)
       << e;
+}
+
+// A typo within two edits, or another framework's name for one of ours, is
+// answered with ours: keys, ops and the values of a choice alike.
+TEST(ModelParser, ANameFromAnotherFrameworkOrATypoIsAnsweredWithOurs) {
+  const auto hint_for = [](const std::string& from, const std::string& to) {
+    std::string text = kMlp;
+    text.replace(text.find(from), from.size(), to);
+    return error_of(text);
+  };
+  std::string e = hint_for("lr = 0.1", "learning_rate = 0.1");
+  EXPECT_NE(e.find("unknown key 'learning_rate' (did you mean 'lr'?)"), std::string::npos) << e;
+  e = hint_for("op = \"flatten\"", "op = \"dense\"");
+  EXPECT_NE(e.find("unknown op 'dense' (did you mean 'linear'?)"), std::string::npos) << e;
+  e = hint_for("op = \"flatten\"", "op = \"layernorm\"");
+  EXPECT_NE(e.find("unknown op 'layernorm' (did you mean 'layer_norm'?)"), std::string::npos) << e;
+  e = hint_for("optimizer = \"sgd\"", "optimizer = \"adam\"");
+  EXPECT_NE(e.find("'optimizer' = \"adam\" is not one of: sgd, adamw (did you mean 'adamw'?)"),
+            std::string::npos)
+      << e;
+  // Nothing close: no guess.
+  e = hint_for("op = \"flatten\"", "op = \"transformer\"");
+  EXPECT_NE(e.find("unknown op 'transformer'; expected one of:"), std::string::npos) << e;
 }
 
 TEST(ModelParser, SyntaxErrorHasLineAndColumn) {
