@@ -303,10 +303,8 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
   if (schema == nullptr) {
     std::vector<std::string> known;
     for (const auto& s : layer_schemas()) known.push_back(s.op);
-    std::string list;
-    for (const auto& op : known) list += (list.empty() ? "" : ", ") + op;
     r.fail(*t.get("op"), who + ": unknown op '" + layer.op + "'" + did_you_mean(layer.op, known) +
-                             "; expected one of: " + list);
+                             "; expected one of: " + join(known));
     return;
   }
   if (!names.insert(layer.name).second) r.fail(t, who + ": the name '" + layer.name + "' is used twice");

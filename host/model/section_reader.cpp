@@ -35,13 +35,13 @@ const std::map<std::string, std::string>& other_names() {
   return names;
 }
 
+}  // namespace
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
   return out;
 }
-
-}  // namespace
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
   const auto is_candidate = [&](const std::string& c) {
@@ -247,8 +247,8 @@ void Reader::get_attr(const toml::table& t, const std::string& who, const AttrSc
       std::string v = n->as_string()->get();
       if (!schema.choices.empty() &&
           std::find(schema.choices.begin(), schema.choices.end(), v) == schema.choices.end())
-        return fail(*n,
-                    who + ": '" + schema.key + "' = \"" + v + "\" is not one of: " + join(schema.choices));
+        return fail(*n, who + ": '" + schema.key + "' = \"" + v +
+                            "\" is not one of: " + join(schema.choices) + did_you_mean(v, schema.choices));
       attrs[schema.key] = v;
       return;
     }

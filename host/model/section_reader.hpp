@@ -21,6 +21,9 @@ namespace tandem::host::model {
 // an error about such a value names the override, not a line of the file.
 using OverrideOrigins = std::map<const toml::node*, std::string>;
 
+// "a, b, c": the names an error lists as the ones expected.
+std::string join(const std::vector<std::string>& items);
+
 // " (did you mean 'x'?)" for the candidate closest to `word` within two
 // edits, or for a name other frameworks use for a candidate (learning_rate
 // for lr, num_heads for heads, ...); "" when nothing is that close.

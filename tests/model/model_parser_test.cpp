@@ -117,6 +117,9 @@ TEST(ModelParser, ANameFromAnotherFrameworkOrATypoIsAnsweredWithOurs) {
   EXPECT_NE(e.find("'optimizer' = \"adam\" is not one of: sgd, adamw (did you mean 'adamw'?)"),
             std::string::npos)
       << e;
+  e = hint_for("activation = \"relu\"", "activation = \"rellu\"");
+  EXPECT_NE(e.find("'activation' = \"rellu\" is not one of: none, relu"), std::string::npos) << e;
+  EXPECT_NE(e.find("(did you mean 'relu'?)"), std::string::npos) << e;
   // Nothing close: no guess.
   e = hint_for("op = \"flatten\"", "op = \"transformer\"");
   EXPECT_NE(e.find("unknown op 'transformer'; expected one of:"), std::string::npos) << e;
