@@ -1,5 +1,7 @@
 #include "lowering/optimizer.hpp"
 
+#include "ops/op_table.hpp"
+
 namespace tandem::host::lowering {
 namespace {
 
@@ -47,8 +49,12 @@ class OptimizerBuilder {
   }
 
   // Sum over all gradients of sum(g*g), at the end of the backward phase.
+  // With tensor parallelism a rank holds a slice of each split parameter
+  // and the whole of every other (the same on every rank): the slices' sum
+  // is all-reduced over the ranks before the others' is added, so every
+  // rank clips by the norm of the whole model, as one process would.
   Result<void> global_norm() {
-    ValueId total = kNoValue;
+    ValueId split = kNoValue, whole = kNoValue;
     for (ValueId p : m_.parameters) {
       const ValueId g = m_.gradients.at(p);
       const std::string base = name_of(p);
@@ -57,20 +63,36 @@ class OptimizerBuilder {
       auto sum = emit("reduce_sum", base + ".grad_sq_sum", p, {(*sq)[0]}, {{"axes", std::vector<int64_t>{}}},
                       {kScalarF32}, TDM_PHASE_OPTIMIZER);
       if (!sum) return sum.error();
-      if (total == kNoValue) {
-        total = (*sum)[0];
-        continue;
-      }
-      auto acc =
-          emit("add", base + ".grad_norm_acc", p, {total, (*sum)[0]}, {}, {kScalarF32}, TDM_PHASE_OPTIMIZER);
+      const bool sliced = m_.tensor_parallel.size > 1 && m_.shards.count(p) != 0;
+      ValueId& total = sliced ? split : whole;
+      auto acc = add_to(total, (*sum)[0], base + ".grad_norm_acc", p);
       if (!acc) return acc.error();
-      total = (*acc)[0];
     }
-    if (auto r = g_.rename_value(total, "optim.grad_norm_sq"); !r) return r;
-    m_.grad_norm_sq = total;
+    if (split != kNoValue) {
+      const ValueId first = m_.parameters.front();
+      auto reduced = emit(ops::kAllReduce, "optim.grad_norm_sq_split.all_reduce", first, {split}, {},
+                          {kScalarF32}, TDM_PHASE_OPTIMIZER);
+      if (!reduced) return reduced.error();
+      split = (*reduced)[0];
+      if (auto acc = add_to(whole, split, "optim.grad_norm_sq_total", first); !acc) return acc.error();
+    }
+    if (auto r = g_.rename_value(whole, "optim.grad_norm_sq"); !r) return r;
+    m_.grad_norm_sq = whole;
     auto coef = g_.add_state("optim.clip_coef", kScalarF32, 1.0);
     if (!coef) return coef.error();
     m_.clip_coef = *coef;
+    return {};
+  }
+
+  // total += v (total = v when it is still empty).
+  Result<void> add_to(ValueId& total, ValueId v, const std::string& name, ValueId param) {
+    if (total == kNoValue) {
+      total = v;
+      return {};
+    }
+    auto acc = emit("add", name, param, {total, v}, {}, {kScalarF32}, TDM_PHASE_OPTIMIZER);
+    if (!acc) return acc.error();
+    total = (*acc)[0];
     return {};
   }
 

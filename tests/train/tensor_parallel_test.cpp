@@ -158,6 +158,28 @@ TEST_F(TensorParallel, SplitLinearLayersOverTwoRanksMatchOneProcess) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// Clipping by the global norm: each rank holds a slice of the split
+// weights and the whole of the others, so the norm is the slices' sums
+// added over the ranks plus the others'. With each rank's own norm the
+// ranks clipped by different coefficients (the losses parted from one
+// process's at the second step).
+TEST_F(TensorParallel, ClippingByTheGlobalNormMatchesOneProcess) {
+  const std::string clip = " --set train.clip_grad_norm=0.05";
+  CliRun unclipped = shell(tandem() + " --run-dir " + dir.file("unclipped"));
+  ASSERT_EQ(unclipped.code, 0) << unclipped.output;
+  CliRun one = shell(tandem() + clip + " --run-dir " + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  ASSERT_NE(losses(dir.file("one")), losses(dir.file("unclipped")))
+      << "the norm must be over 0.05, or nothing is clipped";
+  CliRun two = shell(two_ranks() + clip + " --run-dir " + dir.file("two"));
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_EQ(losses(dir.file("one")), losses(dir.file("two")));
+  const double worst = largest_difference(dir.file("one"), dir.file("two"));
+  std::cout << "largest weight difference, clipped, tensor parallel over 2 ranks vs one process: " << worst
+            << "\n";
+  EXPECT_LE(worst, 1e-5);
+}
+
 TEST_F(TensorParallel, ARunSplitOverTwoRanksResumesInOneProcess) {
   CliRun two = shell(two_ranks() + " --set train.steps=0 --set train.epochs=1 --run-dir " + dir.file("run"));
   ASSERT_EQ(two.code, 0) << two.output;
