@@ -64,8 +64,11 @@ Result<ValueId> Context::state(const std::string& suffix, Dims dims, double fill
   return id;
 }
 
-int64_t Context::dropout_seed() const {
-  return static_cast<int64_t>(data::random_u64(spec.train.seed, 0xD80, out.dropout_nodes.size()) >> 1);
+int64_t Context::dropout_seed(bool on_slice) const {
+  const uint64_t seed = data::random_u64(spec.train.seed, 0xD80, out.dropout_nodes.size());
+  const TensorParallel& tp = out.tensor_parallel;
+  if (!on_slice || tp.size == 1) return static_cast<int64_t>(seed >> 1);
+  return static_cast<int64_t>(data::random_u64(seed, 0xD81, static_cast<uint64_t>(tp.rank)) >> 1);
 }
 
 Result<ValueId> Context::dropout_step() {

@@ -259,7 +259,7 @@ Result<ValueId> dropout(Context& ctx, ValueId x) {
   if (ctx.out.mode != Mode::Train || p == 0) return x;  // identity at evaluation and decoding
   // Each dropout layer gets its own stream of masks (its seed attribute); the
   // host feeds the step as seed_offset, so every step draws new masks.
-  const int64_t seed = ctx.dropout_seed();
+  const int64_t seed = ctx.dropout_seed(ctx.out.split_activations.count(x) > 0);
   if (auto step = ctx.dropout_step(); !step) return step.error();
   auto y = ctx.emit("dropout", l.name, {x, ctx.out.dropout_step}, {{"p", p}, {"seed", seed}},
                     {ctx.value(x).type, TensorType{TDM_U8, ctx.dims(x)}}, {l.name, l.name + ".mask"});

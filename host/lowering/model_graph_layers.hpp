@@ -38,7 +38,12 @@ struct Context {
   // For a node that draws dropout masks (dropout, attention): its own seed,
   // and the s64 step the host feeds as every such node's seed_offset so each
   // step draws new masks. Push the node onto out.dropout_nodes once emitted.
-  int64_t dropout_seed() const;
+  // `on_slice`: the node works on this rank's slice of a tensor-parallel
+  // activation (or its share of the heads), whose mask must be drawn apart
+  // from the other ranks' slices: every rank then gets its own seed. The
+  // others keep one seed on every rank, so their whole activations stay
+  // the same on every rank.
+  int64_t dropout_seed(bool on_slice = false) const;
   Result<ValueId> dropout_step();
 };
 

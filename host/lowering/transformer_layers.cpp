@@ -254,7 +254,7 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
     if (!s) return s;
     step = *s;
     attrs.push_back({"dropout", p});
-    attrs.push_back({"seed", ctx.dropout_seed()});
+    attrs.push_back({"seed", ctx.dropout_seed(heads_split(ctx))});
   }
   auto o = ctx.emit("attention", l.name + ".attention", {*qh, *kh, *vh, kNoValue, step}, attrs,
                     {ctx.tensor(tokens_first ? Dims{B, T, Hl, hd} : Dims{B, Hl, T, hd}),

@@ -11,10 +11,13 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
+#include "lowering/model_graph.hpp"
+#include "model/model_parser.hpp"
 #include "parallel_runs.hpp"
 #include "temp_dir.hpp"
 #include "train/checkpointing.hpp"
@@ -156,6 +159,87 @@ TEST_F(TensorParallel, SplitLinearLayersOverTwoRanksMatchOneProcess) {
   std::cout << "largest weight difference, tensor parallel over 2 ranks vs one process, after 10 steps: "
             << worst << "\n";
   EXPECT_LE(worst, 1e-5);
+}
+
+// Dropout under tensor parallelism, as lowered for each rank: on a rank's
+// slice of an activation (after a column-parallel linear) and inside
+// attention split by heads, each rank draws from its own seed, so the
+// slices' masks are not copies of one another (with one seed, rank 1's
+// half of fc1 was dropped exactly where rank 0's half was); on a whole
+// activation every rank keeps the seed one process uses, so that activation
+// stays the same on every rank.
+std::map<std::string, int64_t> dropout_seeds(const std::string& model_text, int rank, int ranks) {
+  auto spec = host::model::parse_model_text(model_text, "dropout.toml");
+  EXPECT_TRUE(spec.ok()) << spec.error().message;
+  if (!spec.ok()) return {};
+  auto model = host::lowering::build_forward(*spec, 8, host::lowering::Mode::Train, TDM_F32,
+                                             host::lowering::TensorParallel{rank, ranks});
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  if (!model.ok()) return {};
+  std::map<std::string, int64_t> seeds;
+  for (size_t i = 0; i < model->graph.node_count(); ++i) {
+    const host::Node& n = *model->graph.node_at(i);
+    for (const host::Attr& a : n.attrs)
+      if (a.name == "seed") seeds[n.layer] = std::get<int64_t>(a.value);
+  }
+  return seeds;
+}
+
+TEST(TensorParallelLowering, DropoutOnARanksSliceDrawsFromItsOwnSeed) {
+  const std::string model = R"([model]
+name = "drop"
+task = "language_model"
+context = 8
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 4
+parallel = "heads"
+dropout = 0.1
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 32
+parallel = "column"
+gather_output = false
+[[layers]]
+name = "sliced"
+op = "dropout"
+p = 0.1
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 16
+parallel = "row"
+[[layers]]
+name = "whole"
+op = "dropout"
+p = 0.1
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+[train]
+batch_size = 8
+[data]
+format = "tokens"
+train_tokens = "unused.txt"
+)";
+  const auto one = dropout_seeds(model, 0, 1), rank0 = dropout_seeds(model, 0, 2),
+             rank1 = dropout_seeds(model, 1, 2);
+  ASSERT_EQ(one.size(), 3u);
+  ASSERT_EQ(rank0.size(), 3u);
+  ASSERT_EQ(rank1.size(), 3u);
+  EXPECT_NE(rank0.at("attn"), rank1.at("attn"));
+  EXPECT_NE(rank0.at("sliced"), rank1.at("sliced"));
+  EXPECT_EQ(rank0.at("whole"), rank1.at("whole"));
+  EXPECT_EQ(rank0.at("whole"), one.at("whole"));
 }
 
 // Clipping by the global norm: each rank holds a slice of the split
