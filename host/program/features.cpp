@@ -118,6 +118,14 @@ Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
   return skip;
 }
 
+std::string FeatureSet::skip_deciders() const {
+  std::string names;
+  for (const Active& a : active_)
+    if (a.plugin->feature->before_optimizer_step != nullptr)
+      names += (names.empty() ? "'" : ", '") + a.plugin->name + "'";
+  return names;
+}
+
 }  // namespace tandem::host::program
 
 namespace tandem::host::program {

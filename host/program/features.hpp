@@ -36,6 +36,8 @@ class FeatureSet {
   Result<void> gradients_ready(const tdm_step_info& info);
   // True when any feature asks to skip this optimizer step (e.g. overflow).
   Result<bool> before_optimizer_step(const tdm_step_info& info);
+  // The names of the features that may ask ('amp', 'x'), for messages.
+  std::string skip_deciders() const;
   Result<void> step_end(const tdm_step_info& info);
   // Micro-batches per optimizer step (ABI 1.2): 1 unless a feature says more;
   // two features asking for accumulation is an error.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace tandem::host::program {
 
@@ -43,6 +44,8 @@ Result<void> StepRunner::optimizer_step(int64_t step) {
   if (auto r = features.gradients_ready(i); !r) return r;
   auto skip = features.before_optimizer_step(i);
   if (!skip) return skip.error();
+  if (max_over_ranks_)
+    if (auto r = skip_agreed(step, *skip); !r) return r;
   if (*skip) {  // only what must run anyway (e.g. clearing accumulators)
     for (size_t n : program_.run_on_skip())
       if (auto r = ex.run(n, n + 1); !r) return r;
@@ -60,6 +63,22 @@ Result<void> StepRunner::optimizer_step(int64_t step) {
     return r;
   }
   return features.step_end(i);
+}
+
+Result<void> StepRunner::skip_agreed(int64_t step, bool skip) const {
+  auto some_skip = max_over_ranks_(skip ? 1 : 0);
+  if (!some_skip) return some_skip.error();
+  auto some_step = max_over_ranks_(skip ? 0 : 1);
+  if (!some_step) return some_step.error();
+  if (*some_skip == 0 || *some_step == 0) return {};
+  return make_error(
+      "step " + std::to_string(step + 1) + ": feature(s) " + program_.features().skip_deciders() +
+          " skipped the optimizer step on some tensor-parallel ranks and not on others: each " +
+          "rank judges only its own slices of the split layers' gradients (amp's overflow " +
+          "check does), so the ranks would no longer hold one model. The run stops here " +
+          "(checkpoints already written stay as they are). With tensor parallelism train in f32 or with " +
+          "amp:dtype=bf16 (no loss scaling)",
+      TDM_UNSUPPORTED);
 }
 
 }  // namespace tandem::host::program

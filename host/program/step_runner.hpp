@@ -6,6 +6,7 @@
 // all-reduces with backward there).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "program/executor_scalars.hpp"
@@ -26,12 +27,22 @@ class StepRunner {
   Result<void> end_micro_batch(int64_t step, uint32_t micro);
   // The optimizer phase of `step`, gradients averaged over ranks already.
   Result<void> optimizer_step(int64_t step);
+  // Tensor parallelism: every rank must skip the same optimizer steps, but
+  // a feature decides on this rank's gradients, which for the split layers
+  // are only its slices (amp's overflow check). With `max_over_ranks` (the
+  // maximum of a value over every rank), optimizer_step compares the
+  // decisions and stops the run, naming the step, when the ranks differ.
+  void check_skips_agree(std::function<Result<int32_t>(int32_t)> max_over_ranks) {
+    max_over_ranks_ = std::move(max_over_ranks);
+  }
 
  private:
   tdm_step_info info(int64_t step, uint32_t micro) const;
+  Result<void> skip_agreed(int64_t step, bool skip) const;
 
   Program& program_;
   std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
+  std::function<Result<int32_t>(int32_t)> max_over_ranks_;
 };
 
 }  // namespace tandem::host::program

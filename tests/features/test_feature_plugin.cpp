@@ -6,9 +6,13 @@
 //   annotate = true    the graph pass (after autodiff) annotates every
 //                      backward node with "testfeature.seen" = "1"
 //   skip_every = N     before_optimizer_step skips steps whose index % N == 0
+//   skip_if_env = "NAME=VALUE"
+//                      ... only in a process whose environment has NAME set
+//                      to VALUE (one rank of several: OMPI_COMM_WORLD_RANK=1)
 //   zero_lr = true     step_begin sets the run scalar "optim.lr" to 0
 #include <tandem/tandem.hpp>
 
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -18,7 +22,8 @@ class TestFeature final : public tandem::Feature {
   explicit TestFeature(const tandem::Config& config)
       : annotate_(config.get("annotate").value_or("false") == "true"),
         skip_every_(std::stol(config.get("skip_every").value_or("0"))),
-        zero_lr_(config.get("zero_lr").value_or("false") == "true") {
+        zero_lr_(config.get("zero_lr").value_or("false") == "true"),
+        skip_here_(environment_matches(config.get("skip_if_env").value_or(""))) {
     if (skip_every_ < 0) throw tandem::Error(TDM_INVALID_ARGUMENT, "skip_every must not be negative");
   }
 
@@ -43,13 +48,23 @@ class TestFeature final : public tandem::Feature {
   }
 
   bool before_optimizer_step(const tdm_step_info& info) override {
-    return skip_every_ > 0 && info.step % skip_every_ == 0;
+    return skip_here_ && skip_every_ > 0 && info.step % skip_every_ == 0;
   }
 
  private:
+  // "NAME=VALUE" holds in this process's environment ("" always holds).
+  static bool environment_matches(const std::string& condition) {
+    if (condition.empty()) return true;
+    const size_t eq = condition.find('=');
+    if (eq == std::string::npos) throw tandem::Error(TDM_INVALID_ARGUMENT, "skip_if_env must be NAME=VALUE");
+    const char* value = std::getenv(condition.substr(0, eq).c_str());
+    return value != nullptr && condition.substr(eq + 1) == value;
+  }
+
   bool annotate_;
   long skip_every_;
   bool zero_lr_;
+  bool skip_here_;
 };
 
 #ifndef TEST_FEATURE_NAME

@@ -264,6 +264,25 @@ TEST_F(TensorParallel, ClippingByTheGlobalNormMatchesOneProcess) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// A feature that skips the optimizer step on one rank only (as amp's
+// overflow check may, seeing only its rank's slices of the gradients) stops
+// the run at that step with a message, rather than letting the ranks'
+// weights part silently. The same feature skipping on every rank trains on.
+TEST_F(TensorParallel, AStepSkippedOnOneRankOnlyStopsTheRun) {
+  const std::string plugins = std::string("env TANDEM_PLUGIN_PATH='") + TANDEM_TEST_FEATURE_DIR + "' ";
+  const std::string launch = plugins + "'" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root '" +
+                             TANDEM_EXE + "' --allow-insecure-plugins train " + dir.file("tp.toml") +
+                             " --device reference --feature testfeature:skip_every=3";
+  CliRun everywhere = shell(launch + " --run-dir " + dir.file("everywhere"));
+  EXPECT_EQ(everywhere.code, 0) << everywhere.output;
+  CliRun one_rank = shell(launch + ",skip_if_env=OMPI_COMM_WORLD_RANK=1 --run-dir " + dir.file("one_rank"));
+  EXPECT_NE(one_rank.code, 0) << one_rank.output;
+  EXPECT_NE(one_rank.output.find("step 1: feature(s) 'testfeature' skipped the optimizer step on some "
+                                 "tensor-parallel ranks and not on others"),
+            std::string::npos)
+      << one_rank.output;
+}
+
 TEST_F(TensorParallel, ARunSplitOverTwoRanksResumesInOneProcess) {
   CliRun two = shell(two_ranks() + " --set train.steps=0 --set train.epochs=1 --run-dir " + dir.file("run"));
   ASSERT_EQ(two.code, 0) << two.output;
