@@ -4,7 +4,9 @@
 // training the same layers whole: same losses, same evaluation, and the same
 // weights after 10 steps (within 1e-5: the row-parallel layer sums its two
 // partial products in another order than one matmul). Checkpoints hold whole
-// tensors, so a tensor-parallel run resumes in one process.
+// tensors, so a tensor-parallel run resumes in one process. Also what every
+// rank must do alike: clip by the whole model's norm, skip the same steps;
+// and what each must not: draw one dropout mask for all the slices.
 #include <gtest/gtest.h>
 
 #include <cstdio>
