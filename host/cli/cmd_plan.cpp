@@ -2,6 +2,8 @@
 // memory each device would need against its budget, and the copies between
 // devices per step — without training or allocating device memory.
 #include <iostream>
+#include <sstream>
+#include <string>
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
@@ -28,6 +30,9 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
       "placement", po::value<std::string>(), "auto, pinned or strict (as for train)")(
       "no-prefetch", po::bool_switch(), "plan for train --no-prefetch (no second input buffers)")(
+      "ranks", po::value<int>(),
+      "plan one rank of a run over this many processes (mpirun -np N): layers marked `parallel` split "
+      "N ways, the others whole on every rank with its own batch (default: the launcher's ranks, else 1)")(
       "recalibrate", po::bool_switch(),
       "measure the op and copy costs again instead of reading them from the cache (~/.cache/tandem/costs)");
   po::positional_options_description positional;
@@ -55,14 +60,26 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(r.error().message);
     return kExitUsage;
   }
+  host::program::ProgramOptions program_options = host::train::program_options(train);
+  if (vm.count("ranks")) {
+    const int ranks = vm["ranks"].as<int>();
+    if (ranks < 1) {
+      print_error("--ranks must be at least 1, got " + std::to_string(ranks));
+      return kExitUsage;
+    }
+    // Rank 0 stands for every rank: the slices are of equal size.
+    program_options.group = {0, ranks, 0, 0, ""};
+  }
   // The program `tandem train` would build with these options, not allocated.
-  auto program =
-      host::program::Program::build(*spec, *device, *session->registry, host::train::program_options(train));
+  auto program = host::program::Program::build(*spec, *device, *session->registry, program_options);
   if (!program) {
     print_error(program.error().message);
     return exit_code_for(program.error());
   }
-  if (auto r = (*program)->write_plan(std::cout); !r) {
+  // Under a launcher every rank plans its own share, alike: rank 0 prints it.
+  std::ostringstream elsewhere;
+  std::ostream& out = program_options.group.rank == 0 ? std::cout : elsewhere;
+  if (auto r = (*program)->write_plan(out); !r) {
     print_error(r.error().message);
     return exit_code_for(r.error());
   }

@@ -78,7 +78,15 @@ Result<void> Program::write_plan(std::ostream& out) const {
   const std::vector<place::DeviceEstimate>& plans = estimate->devices;
   out << "plan for " << spec_.path << ": batch " << micro_batch_samples_ << " per micro-batch x "
       << micro_batches_ << ", " << plans.size() << (plans.size() == 1 ? " device" : " devices")
-      << ", placement " << placement_mode_ << "\n\nlayers\n";
+      << ", placement " << placement_mode_ << "\n";
+  const ProcessGroup& ranks = options_.group;
+  if (ranks.world > 1)
+    out << "one rank of " << ranks.world
+        << (model_.tensor_parallel.size > 1
+                ? ": the layers marked parallel hold 1/" + std::to_string(ranks.world) +
+                      " of their weights here (tensor parallelism)\n"
+                : ", each with the whole model and a batch of its own (data parallelism)\n");
+  out << "\nlayers\n";
   write_layers(out);
   write_memory_table(out, plans);
   write_copies(out);

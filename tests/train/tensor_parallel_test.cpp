@@ -244,6 +244,43 @@ train_tokens = "unused.txt"
   EXPECT_EQ(rank0.at("whole"), one.at("whole"));
 }
 
+// `tandem plan --ranks N` plans one rank of an N-process run without
+// launching it: a column-parallel layer holds 1/N of its weights there.
+TEST(TensorParallelPlan, ARanksShareIsPlannedWithoutLaunchingIt) {
+  TempDir dir;
+  std::ofstream(dir.file("tp.toml")) << kModel;
+  const std::string plan = "env -u TANDEM_PLUGIN_PATH '" + std::string(TANDEM_EXE) +
+                           "' --allow-insecure-plugins plan " + dir.file("tp.toml") + " --device reference";
+  const std::regex fc1_bytes("fc1 +linear +reference:0 +([0-9]+) B");
+  std::smatch m;
+  CliRun whole = shell(plan);
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  ASSERT_TRUE(std::regex_search(whole.output, m, fc1_bytes)) << whole.output;
+  EXPECT_EQ(m[1], "576") << "weight 16 x 8 and bias 16, f32";
+  EXPECT_EQ(whole.output.find("one rank of"), std::string::npos) << whole.output;
+  CliRun half = shell(plan + " --ranks 2");
+  ASSERT_EQ(half.code, 0) << half.output;
+  ASSERT_TRUE(std::regex_search(half.output, m, fc1_bytes)) << half.output;
+  EXPECT_EQ(m[1], "288");
+  EXPECT_NE(half.output.find("one rank of 2: the layers marked parallel hold 1/2 of their weights here"),
+            std::string::npos)
+      << half.output;
+  CliRun zero = shell(plan + " --ranks 0");
+  EXPECT_EQ(zero.code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("--ranks must be at least 1"), std::string::npos) << zero.output;
+}
+
+TEST_F(TensorParallel, UnderMpiexecRankZeroAlonePrintsThePlan) {
+  CliRun launched =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root '" +
+            std::string(TANDEM_EXE) + "' --allow-insecure-plugins plan " + dir.file("tp.toml") +
+            " --device reference");
+  ASSERT_EQ(launched.code, 0) << launched.output;
+  EXPECT_EQ(count_of(launched.output, "plan for"), 1u) << launched.output;
+  EXPECT_NE(launched.output.find("one rank of 2: the layers marked parallel"), std::string::npos)
+      << launched.output;
+}
+
 // Clipping by the global norm: each rank holds a slice of the split
 // weights and the whole of the others, so the norm is the slices' sums
 // added over the ranks plus the others'. With each rank's own norm the
