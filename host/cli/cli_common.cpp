@@ -7,6 +7,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "model/model_parser.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::cli {
 
@@ -184,7 +185,9 @@ void print_table(std::ostream& out, const std::vector<std::string>& header,
 }
 
 void print_error(const std::string& message) {
-  std::cerr << "tandem: error: " << message << "\n";
+  // One write: the ranks of a parallel run share the terminal, and a line
+  // written in pieces interleaves with theirs.
+  std::cerr << host::Logger::global().prefix() + "error: " + message + "\n";
 }
 
 int exit_code_or(const host::Error& e, int otherwise) {

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
+#include "program/process_group.hpp"
 #include "tandem/version.h"
 #include "tandem_git_commit.h"  // generated at build time (host/CMakeLists.txt)
+#include "util/logger.hpp"
 
 #ifndef TANDEM_VERSION
 #error "TANDEM_VERSION must be defined by the build (host/CMakeLists.txt)"
@@ -66,6 +69,10 @@ const CommandSpec* find_command(const std::string& name) {
 }
 
 int run_cli(int argc, char** argv) {
+  // Under a launcher every rank writes to the same terminal: tag the lines.
+  if (const host::program::ProcessGroup group = host::program::detect_process_group(); group.world > 1)
+    host::Logger::global().set_rank_tag("rank " + std::to_string(group.rank) + " of " +
+                                        std::to_string(group.world));
   // Split at the command: options before it are global, the rest is the
   // command's (which may repeat global options).
   std::vector<std::string> before;

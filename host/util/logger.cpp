@@ -56,8 +56,18 @@ void Logger::set_sink(Sink sink) {
   sink_ = std::move(sink);
 }
 
+void Logger::set_rank_tag(std::string tag) {
+  std::lock_guard lock(mutex_);
+  rank_tag_ = std::move(tag);
+}
+
+std::string Logger::prefix() const {
+  std::lock_guard lock(mutex_);
+  return rank_tag_.empty() ? std::string("tandem: ") : "tandem[" + rank_tag_ + "]: ";
+}
+
 void Logger::write(LogLevel level, std::string_view source, std::string_view message) {
-  std::string line = "tandem: ";
+  std::string line = prefix();
   if (!source.empty()) line.append("[").append(source).append("] ");
   if (level == LogLevel::error) line += "error: ";
   if (level == LogLevel::warning) line += "warning: ";

@@ -39,6 +39,13 @@ class Logger {
   // Replaces stderr as the destination (tests); an empty sink restores stderr.
   void set_sink(Sink sink);
 
+  // One process of a parallel run: its lines start "tandem[rank 1 of 2]: "
+  // instead of "tandem: ", so the launcher's merged output says whose they
+  // are. Empty (a single process) keeps "tandem: ".
+  void set_rank_tag(std::string tag);
+  // "tandem: " or "tandem[<tag>]: ", what every line of this process starts with.
+  std::string prefix() const;
+
   // `source` is a plugin name, or empty for the host itself.
   void write(LogLevel level, std::string_view source, std::string_view message);
 
@@ -46,6 +53,7 @@ class Logger {
   mutable std::mutex mutex_;
   LogLevel level_ = LogLevel::warning;
   Sink sink_;
+  std::string rank_tag_;
 };
 
 inline void log_error(std::string_view message) {

@@ -316,6 +316,9 @@ TEST_F(TensorParallel, AStepSkippedOnOneRankOnlyStopsTheRun) {
   EXPECT_EQ(everywhere.code, 0) << everywhere.output;
   CliRun one_rank = shell(launch + ",skip_if_env=OMPI_COMM_WORLD_RANK=1 --run-dir " + dir.file("one_rank"));
   EXPECT_NE(one_rank.code, 0) << one_rank.output;
+  // Both ranks say so, each line tagged with its rank.
+  for (const char* rank : {"tandem[rank 0 of 2]: error: step 1:", "tandem[rank 1 of 2]: error: step 1:"})
+    EXPECT_NE(one_rank.output.find(rank), std::string::npos) << one_rank.output;
   EXPECT_NE(one_rank.output.find("step 1: feature(s) 'testfeature' skipped the optimizer step on some "
                                  "tensor-parallel ranks and not on others"),
             std::string::npos)
