@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <string>
 #include <thread>
+
+#include "util/logger.hpp"
 
 namespace tandem::cli {
 namespace {
@@ -26,9 +28,9 @@ void unblock_in_child() {
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
-void say(const char* text) {
+void say(const std::string& text) {
   // One write(2) of a whole line: it cannot interleave within the line.
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
 }
 
 // The signal's default action, on this thread: the only one where it is
@@ -55,7 +57,8 @@ void watch() {
     }
     if (armed != nullptr && !armed->stop.exchange(true)) {
       armed->stop_signal.store(sig);
-      say("tandem: stopping after this step to save a checkpoint (the same signal again stops at once, "
+      say(host::Logger::global().prefix() +
+          "stopping after this step to save a checkpoint (the same signal again stops at once, "
           "without saving)\n");
       continue;
     }
