@@ -66,11 +66,14 @@ Result<void> StepRunner::optimizer_step(int64_t step) {
 }
 
 Result<void> StepRunner::skip_agreed(int64_t step, bool skip) const {
+  // Every rank gets the same answers, so all ask the second question or none:
+  // one collective a step, two on a step some rank skips.
   auto some_skip = max_over_ranks_(skip ? 1 : 0);
   if (!some_skip) return some_skip.error();
+  if (*some_skip == 0) return {};
   auto some_step = max_over_ranks_(skip ? 0 : 1);
   if (!some_step) return some_step.error();
-  if (*some_skip == 0 || *some_step == 0) return {};
+  if (*some_step == 0) return {};
   return make_error(
       "step " + std::to_string(step + 1) + ": feature(s) " + program_.features().skip_deciders() +
           " skipped the optimizer step on some tensor-parallel ranks and not on others: each " +
