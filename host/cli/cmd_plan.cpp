@@ -2,7 +2,6 @@
 // memory each device would need against its budget, and the copies between
 // devices per step — without training or allocating device memory.
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "cli/cli_common.hpp"
@@ -10,6 +9,7 @@
 #include "cli/memory_budget.hpp"
 #include "cli/model_option.hpp"
 #include "program/device_select.hpp"
+#include "program/process_group.hpp"
 #include "train/trainer.hpp"
 
 namespace tandem::cli {
@@ -47,6 +47,18 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
   int exit_code = 0;
   auto spec = read_model_option(vm, exit_code);
   if (!spec) return exit_code;
+  host::program::ProcessGroup group = host::program::detect_process_group();
+  if (vm.count("ranks")) {
+    const int ranks = vm["ranks"].as<int>();
+    if (ranks < 1) {
+      print_error("--ranks must be at least 1, got " + std::to_string(ranks));
+      return kExitUsage;
+    }
+    // Rank 0 stands for every rank: the slices are of equal size.
+    group = {0, ranks, 0, 0, ""};
+  } else if (group.rank != 0) {
+    return kExitOk;  // under a launcher every rank's plan is rank 0's: it alone plans and prints
+  }
   std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(vm["threads"].as<int>()));
   auto device =
       host::program::select_device(*session->registry, primary_device(vm["device"].as<std::string>()));
@@ -61,25 +73,14 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitUsage;
   }
   host::program::ProgramOptions program_options = host::train::program_options(train);
-  if (vm.count("ranks")) {
-    const int ranks = vm["ranks"].as<int>();
-    if (ranks < 1) {
-      print_error("--ranks must be at least 1, got " + std::to_string(ranks));
-      return kExitUsage;
-    }
-    // Rank 0 stands for every rank: the slices are of equal size.
-    program_options.group = {0, ranks, 0, 0, ""};
-  }
+  program_options.group = group;
   // The program `tandem train` would build with these options, not allocated.
   auto program = host::program::Program::build(*spec, *device, *session->registry, program_options);
   if (!program) {
     print_error(program.error().message);
     return exit_code_for(program.error());
   }
-  // Under a launcher every rank plans its own share, alike: rank 0 prints it.
-  std::ostringstream elsewhere;
-  std::ostream& out = program_options.group.rank == 0 ? std::cout : elsewhere;
-  if (auto r = (*program)->write_plan(out); !r) {
+  if (auto r = (*program)->write_plan(std::cout); !r) {
     print_error(r.error().message);
     return exit_code_for(r.error());
   }
