@@ -77,6 +77,51 @@ std::vector<std::string> losses(const std::string& run_dir) {
   return found;
 }
 
+// A small language model's file: a token embedding (+ `embedding`),
+// positions, attention split by heads (+ `attention`), a residual, then
+// `rest` (the MLP and the head), trained on the tokens of `text`.
+std::string language_model(const std::string& embedding, const std::string& attention,
+                           const std::string& rest, const std::string& text) {
+  return R"([model]
+name = "tp"
+task = "language_model"
+context = 8
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 16
+init_std = 0.02
+)" + embedding +
+         R"([[layers]]
+name = "pos"
+op = "position_embedding"
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 4
+parallel = "heads"
+)" + attention +
+         R"([[layers]]
+name = "res"
+op = "add"
+inputs = ["pos", "attn"]
+)" + rest +
+         R"([train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 8
+steps = 10
+seed = 4
+[data]
+format = "tokens"
+train_tokens = ")" +
+         text + R"("
+windows_per_epoch = 80
+)";
+}
+
 class TensorParallel : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -89,49 +134,14 @@ class TensorParallel : public ::testing::Test {
     return std::string("env -u TANDEM_PLUGIN_PATH '") + TANDEM_EXE + "' --allow-insecure-plugins train " +
            dir.file("tp.toml") + " --device reference";
   }
-  // A small language model on a repeated sentence (into tp.toml): a token
-  // embedding (+ `embedding`), positions, attention split by heads
-  // (+ `attention`), a residual, then `rest` (the MLP and the head).
+  // A small language model on a repeated sentence (into tp.toml).
   void write_language_model(const std::string& embedding, const std::string& attention,
                             const std::string& rest) {
     {
       std::ofstream text(dir.file("text.txt"));
       for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
     }
-    std::ofstream(dir.file("tp.toml")) << R"([model]
-name = "tp"
-task = "language_model"
-context = 8
-vocab_size = 256
-[[layers]]
-name = "tok"
-op = "embedding"
-num_embeddings = 256
-embedding_dim = 16
-init_std = 0.02
-)" + embedding + R"([[layers]]
-name = "pos"
-op = "position_embedding"
-[[layers]]
-name = "attn"
-op = "attention"
-heads = 4
-parallel = "heads"
-)" + attention + R"([[layers]]
-name = "res"
-op = "add"
-inputs = ["pos", "attn"]
-)" + rest + R"([train]
-optimizer = "adamw"
-lr = 0.01
-batch_size = 8
-steps = 10
-seed = 4
-[data]
-format = "tokens"
-train_tokens = ")" + dir.file("text.txt") + R"("
-windows_per_epoch = 80
-)";
+    std::ofstream(dir.file("tp.toml")) << language_model(embedding, attention, rest, dir.file("text.txt"));
   }
   std::string two_ranks() const {
     return "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
@@ -188,23 +198,7 @@ std::map<std::string, int64_t> dropout_seeds(const std::string& model_text, int 
 }
 
 TEST(TensorParallelLowering, DropoutOnARanksSliceDrawsFromItsOwnSeed) {
-  const std::string model = R"([model]
-name = "drop"
-task = "language_model"
-context = 8
-vocab_size = 256
-[[layers]]
-name = "tok"
-op = "embedding"
-num_embeddings = 256
-embedding_dim = 16
-[[layers]]
-name = "attn"
-op = "attention"
-heads = 4
-parallel = "heads"
-dropout = 0.1
-[[layers]]
+  const std::string model = language_model("", "dropout = 0.1\n", R"([[layers]]
 name = "fc1"
 op = "linear"
 out_features = 32
@@ -227,12 +221,8 @@ p = 0.1
 name = "head"
 op = "linear"
 out_features = 256
-[train]
-batch_size = 8
-[data]
-format = "tokens"
-train_tokens = "unused.txt"
-)";
+)",
+                                           "unused.txt");
   const auto one = dropout_seeds(model, 0, 1), rank0 = dropout_seeds(model, 0, 2),
              rank1 = dropout_seeds(model, 1, 2);
   ASSERT_EQ(one.size(), 3u);
