@@ -105,6 +105,18 @@ tdm_status api_run_scalar_set_impl(void* ctx, tdm_run* run, const char* name, do
   return TDM_OK;
 }
 
+tdm_status api_run_ranks_max_impl(void* ctx, tdm_run* run, int32_t* value) {
+  PluginContext* c = as_context(ctx);
+  if (run == nullptr || value == nullptr) return TDM_INVALID_ARGUMENT;
+  Result<int32_t> max = RunScalars::from_c(run)->max_over_ranks(*value);
+  if (!max) {
+    record_last_error(max.error().status, c != nullptr ? c->name : "", max.error().message);
+    return max.error().status;
+  }
+  *value = *max;
+  return TDM_OK;
+}
+
 // The C entry points: nothing may propagate into plugin code (sdk/ABI.md rule 14).
 void api_log(void* ctx, tdm_log_level level, const char* message) {
   try {
@@ -147,6 +159,14 @@ tdm_status api_run_scalar_set(void* ctx, tdm_run* run, const char* name, double 
   }
 }
 
+tdm_status api_run_ranks_max(void* ctx, tdm_run* run, int32_t* value) {
+  try {
+    return api_run_ranks_max_impl(ctx, run, value);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
 }  // namespace
 
 HostServices::HostServices(std::shared_ptr<ConfigStore> config) : config_(std::move(config)) {
@@ -171,6 +191,7 @@ PluginContext& HostServices::create_context(const std::string& name, const std::
   api.graph = graph_api_table();
   api.run_scalar_get = api_run_scalar_get;
   api.run_scalar_set = api_run_scalar_set;
+  api.run_ranks_max = api_run_ranks_max;
 
   ContextKeeper& k = keeper();
   std::lock_guard lock(k.mutex);

@@ -3,6 +3,7 @@
 // implement RunScalars; the tdm_run* handed to plugins points at it.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -17,6 +18,9 @@ class RunScalars {
   // TDM_NOT_FOUND (as Error::status) for an unknown name.
   virtual Result<double> get(const std::string& name) = 0;
   virtual Result<void> set(const std::string& name, double value) = 0;
+  // The maximum of `value` over the run's ranks (tdm_host_api.run_ranks_max);
+  // a single process's is `value` itself.
+  virtual Result<int32_t> max_over_ranks(int32_t value) { return value; }
 
   tdm_run* as_c() noexcept { return reinterpret_cast<tdm_run*>(this); }
   static RunScalars* from_c(tdm_run* run) noexcept { return reinterpret_cast<RunScalars*>(run); }

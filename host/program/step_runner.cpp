@@ -32,6 +32,11 @@ Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double 
   return program_.features().step_begin(info(step, micro));
 }
 
+void StepRunner::set_ranks(std::function<Result<int32_t>(int32_t)> max_over_ranks) {
+  if (!program_.features().skip_deciders().empty()) max_over_ranks_ = max_over_ranks;
+  scalars_->set_ranks(std::move(max_over_ranks));
+}
+
 Result<void> StepRunner::end_micro_batch(int64_t step, uint32_t micro) {
   return program_.features().micro_batch_end(info(step, micro));
 }
@@ -76,11 +81,12 @@ Result<void> StepRunner::skip_agreed(int64_t step, bool skip) const {
   if (*some_step == 0) return {};
   return make_error(
       "step " + std::to_string(step + 1) + ": feature(s) " + program_.features().skip_deciders() +
-          " skipped the optimizer step on some tensor-parallel ranks and not on others: each " +
-          "rank judges only its own slices of the split layers' gradients (amp's overflow " +
-          "check does), so the ranks would no longer hold one model. The run stops here " +
-          "(checkpoints already written stay as they are). With tensor parallelism train in f32 or with " +
-          "amp:dtype=bf16 (no loss scaling)",
+          " skipped the optimizer step on some ranks and not on others, so the ranks would no " +
+          "longer hold one model. A feature that judges this rank's gradients (its slices of the " +
+          "split layers, or its own before they are averaged) must decide with the other ranks " +
+          "through tdm_host_api.run_ranks_max (ABI 1.10), as amp does. The run stops here " +
+          "(checkpoints already written stay as they are); update or fix the feature plugin, or " +
+          "train without it",
       TDM_UNSUPPORTED);
 }
 

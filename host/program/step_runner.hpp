@@ -27,22 +27,23 @@ class StepRunner {
   Result<void> end_micro_batch(int64_t step, uint32_t micro);
   // The optimizer phase of `step`, gradients averaged over ranks already.
   Result<void> optimizer_step(int64_t step);
-  // Tensor parallelism: every rank must skip the same optimizer steps, but
-  // a feature decides on this rank's gradients, which for the split layers
-  // are only its slices (amp's overflow check). With `max_over_ranks` (the
-  // maximum of a value over every rank), optimizer_step compares the
-  // decisions and stops the run, naming the step, when the ranks differ.
-  void check_skips_agree(std::function<Result<int32_t>(int32_t)> max_over_ranks) {
-    max_over_ranks_ = std::move(max_over_ranks);
-  }
+  // A run of several ranks (data or tensor parallelism): `max_over_ranks`
+  // is the maximum of a value over every rank. Feature hooks reach it
+  // through run_ranks_max, to decide as one (amp's overflow check sees only
+  // this rank's gradients: its slices of the split layers', or its own
+  // before they are averaged). Every rank must skip the same optimizer
+  // steps, so when a feature decides to skip, optimizer_step also compares
+  // the ranks' decisions and stops the run, naming the step, when they
+  // differ (a feature that decides alone).
+  void set_ranks(std::function<Result<int32_t>(int32_t)> max_over_ranks);
 
  private:
   tdm_step_info info(int64_t step, uint32_t micro) const;
   Result<void> skip_agreed(int64_t step, bool skip) const;
 
   Program& program_;
-  std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
-  std::function<Result<int32_t>(int32_t)> max_over_ranks_;
+  std::unique_ptr<ExecutorScalars> scalars_;                // what feature hooks read and write
+  std::function<Result<int32_t>(int32_t)> max_over_ranks_;  // set when some feature skips steps
 };
 
 }  // namespace tandem::host::program

@@ -155,8 +155,7 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
 // checkpoint's state when resuming.
 Result<void> Trainer::prepare_run() {
   steps_ = std::make_unique<program::StepRunner>(*program_);
-  if (model().tensor_parallel.size > 1)
-    steps_->check_skips_agree([this](int32_t v) { return comm_->max(v); });
+  if (comm_) steps_->set_ranks([this](int32_t v) { return comm_->max(v); });
   shards_ = tensor_shards(model());
   if (program_->data_world() > 1) {
     const Graph& graph = model().graph;

@@ -72,7 +72,7 @@ class Amp final : public tandem::Feature {
       if (!std::isfinite(sum)) overflowed.push_back(&c);
       if (sum != 0) set(info, c.state.c_str(), 0.0);  // next step sums afresh
     }
-    const amp::Scaler::Decision d = scaler_.update(!overflowed.empty());
+    const amp::Scaler::Decision d = scaler_.update(any_rank(info, !overflowed.empty()));
     if (d.after != d.before) {
       set(info, amp::kScaleState, d.after);
       set(info, amp::kInverseState, 1.0 / d.after);
@@ -89,16 +89,19 @@ class Amp final : public tandem::Feature {
       gradients += (gradients.empty() ? "" : ", ") + c->gradient;
       if (seen.insert(c->layer).second) layers += (layers.empty() ? "'" : ", '") + c->layer + "'";
     }
+    // The other ranks name their own layers in their own lines.
+    const std::string where = overflowed.empty() ? "on another rank" : "in layer(s) " + layers;
     if (d.at_floor) {
       // The scale cannot go lower, so scaling is not the cause: say where.
       Host::log(TDM_LOG_ERROR, step + "gradients overflowed with the loss scale at its floor (min_scale " +
-                                   number(options_.min_scale) + ") in layer(s) " + layers + " (" + gradients +
-                                   "); step skipped. The overflow comes from the model or " +
+                                   number(options_.min_scale) + ") " + where +
+                                   (gradients.empty() ? "" : " (" + gradients + ")") +
+                                   "; step skipped. The overflow comes from the model or " +
                                    "its data, not the scale: lower [train] lr, add clip_grad_norm, check " +
                                    "the inputs of those layers, or train them in f32");
     } else {
       Host::log(TDM_LOG_WARNING,
-                step + "gradients overflowed (layer(s) " + layers + "); step skipped, " +
+                step + "gradients overflowed (" + where + "); step skipped, " +
                     (d.backed_off ? "loss scale " + number(d.before) + " -> " + number(d.after)
                                   : "loss scale stays " + number(d.after) +
                                         " (hysteresis: it backs off on the next overflow "
@@ -108,6 +111,22 @@ class Amp final : public tandem::Feature {
   }
 
  private:
+  // Every rank must skip the same steps and keep the same scale, so all
+  // decide on whether any rank's gradients overflowed. A host older than
+  // ABI 1.10 cannot say, and amp decides alone (such a host stops a
+  // tensor-parallel run when the ranks' decisions differ).
+  static bool any_rank(const tdm_step_info& info, bool overflow) {
+    const tdm_host_api* h = Host::api();
+    if (h->abi_minor < 10 || !TDM_STRUCT_HAS(h, tdm_host_api, run_ranks_max) || h->run_ranks_max == nullptr)
+      return overflow;
+    int32_t any = overflow ? 1 : 0;
+    const tdm_status s = h->run_ranks_max(h->ctx, info.run, &any);
+    if (s != TDM_OK)
+      throw Error(s, "amp: step " + std::to_string(info.step + 1) +
+                         ": the ranks could not agree on whether gradients overflowed (a rank failed or "
+                         "did not reach the step in time)");
+    return any != 0;
+  }
   std::string scaling_text() const {
     switch (options_.scaling) {
       case amp::Scaling::Dynamic:

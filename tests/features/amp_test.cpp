@@ -260,10 +260,11 @@ TEST_F(Amp, OverflowIsSkippedLoggedBackedOffAndNamedAtTheFloor) {
   const std::string log = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(weights(*t, "fc1.weight"), before) << "every step overflowed, so none may move the weights";
-  EXPECT_NE(log.find("step 1: gradients overflowed (layer(s) 'fc1', 'conv'); step skipped, loss scale stays"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("step 1: gradients overflowed (in layer(s) 'fc1', 'conv'); step skipped, loss scale stays"),
+      std::string::npos)
       << log;
-  EXPECT_NE(log.find("step 2: gradients overflowed (layer(s) 'fc1', 'conv'); step skipped, loss scale "
+  EXPECT_NE(log.find("step 2: gradients overflowed (in layer(s) 'fc1', 'conv'); step skipped, loss scale "
                      "1.26765e+30 -> 1.23794e+27"),
             std::string::npos)
       << log;

@@ -9,6 +9,8 @@
 //   skip_if_env = "NAME=VALUE"
 //                      ... only in a process whose environment has NAME set
 //                      to VALUE (one rank of several: OMPI_COMM_WORLD_RANK=1)
+//   agree = true       ... and every rank skips a step some rank skips, asked
+//                      through tdm_host_api.run_ranks_max (as amp decides)
 //   zero_lr = true     step_begin sets the run scalar "optim.lr" to 0
 #include <tandem/tandem.hpp>
 
@@ -23,7 +25,8 @@ class TestFeature final : public tandem::Feature {
       : annotate_(config.get("annotate").value_or("false") == "true"),
         skip_every_(std::stol(config.get("skip_every").value_or("0"))),
         zero_lr_(config.get("zero_lr").value_or("false") == "true"),
-        skip_here_(environment_matches(config.get("skip_if_env").value_or(""))) {
+        skip_here_(environment_matches(config.get("skip_if_env").value_or(""))),
+        agree_(config.get("agree").value_or("false") == "true") {
     if (skip_every_ < 0) throw tandem::Error(TDM_INVALID_ARGUMENT, "skip_every must not be negative");
   }
 
@@ -48,7 +51,13 @@ class TestFeature final : public tandem::Feature {
   }
 
   bool before_optimizer_step(const tdm_step_info& info) override {
-    return skip_here_ && skip_every_ > 0 && info.step % skip_every_ == 0;
+    const bool skip = skip_here_ && skip_every_ > 0 && info.step % skip_every_ == 0;
+    if (!agree_) return skip;
+    const tdm_host_api* h = tandem::Host::api();
+    int32_t any = skip ? 1 : 0;
+    if (h->run_ranks_max(h->ctx, info.run, &any) != TDM_OK)
+      throw tandem::Error(TDM_INTERNAL, "run_ranks_max failed");
+    return any != 0;
   }
 
  private:
@@ -65,6 +74,7 @@ class TestFeature final : public tandem::Feature {
   long skip_every_;
   bool zero_lr_;
   bool skip_here_;
+  bool agree_;
 };
 
 #ifndef TEST_FEATURE_NAME

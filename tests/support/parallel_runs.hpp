@@ -32,7 +32,9 @@ inline double largest_difference(const std::string& run_a, const std::string& ru
   double worst = 0;
   size_t compared = 0;
   for (const auto& t : a->tensors) {
-    if (t.dtype != TDM_F32 || t.name.rfind("optim.", 0) == 0 || t.name.rfind("grad_accum.", 0) == 0) continue;
+    if (t.dtype != TDM_F32 || t.name.rfind("optim.", 0) == 0 || t.name.rfind("grad_accum.", 0) == 0 ||
+        t.name.rfind("amp.", 0) == 0)
+      continue;
     const auto* u = b->find(t.name);
     EXPECT_NE(u, nullptr) << t.name;
     if (u == nullptr) return 1e9;
@@ -46,6 +48,34 @@ inline double largest_difference(const std::string& run_a, const std::string& ru
   }
   EXPECT_GT(compared, 100u);
   return worst;
+}
+
+// `launch` (an mpiexec line of 2 ranks up to `--feature testfeature:...`,
+// with the test feature plugin on the plugin path) trains with the test
+// feature skipping every third step, under `run_dir_base`-suffixed run
+// directories:
+// - on every rank: it trains on;
+// - on rank 1 only, deciding alone: both ranks stop at step 1, saying why,
+//   each line tagged with its rank, rather than letting the weights part;
+// - on rank 1 only, deciding with the other rank through run_ranks_max (as
+//   amp decides): it trains on, to the weights of the first run.
+inline void expect_one_ranks_skip_stops_unless_agreed(const std::string& launch,
+                                                      const std::string& run_dir_base) {
+  CliRun everywhere = shell(launch + "skip_every=3 --run-dir " + run_dir_base + "everywhere");
+  ASSERT_EQ(everywhere.code, 0) << everywhere.output;
+  CliRun alone =
+      shell(launch + "skip_every=3,skip_if_env=OMPI_COMM_WORLD_RANK=1 --run-dir " + run_dir_base + "alone");
+  EXPECT_NE(alone.code, 0) << alone.output;
+  for (const char* rank : {"tandem[rank 0 of 2]: error: step 1:", "tandem[rank 1 of 2]: error: step 1:"})
+    EXPECT_NE(alone.output.find(rank), std::string::npos) << alone.output;
+  EXPECT_NE(alone.output.find("step 1: feature(s) 'testfeature' skipped the optimizer step on some ranks and "
+                              "not on others"),
+            std::string::npos)
+      << alone.output;
+  CliRun agreed = shell(launch + "skip_every=3,skip_if_env=OMPI_COMM_WORLD_RANK=1,agree=true --run-dir " +
+                        run_dir_base + "agreed");
+  ASSERT_EQ(agreed.code, 0) << agreed.output;
+  EXPECT_EQ(largest_difference(run_dir_base + "everywhere", run_dir_base + "agreed"), 0.0);
 }
 
 }  // namespace tandem::test

@@ -164,6 +164,58 @@ windows_per_epoch = 160
   EXPECT_LE(worst, 1e-5);
 }
 
+// A feature decides from its rank's own gradients, before they are averaged
+// (as amp's overflow check does), so it may skip a step on one rank only.
+TEST_F(DataParallel, AStepSkippedOnOneRankOnlyStopsTheRunUnlessTheRanksAgree) {
+  TempDir dir;
+  std::ofstream(dir.file("dp.toml")) << kModel;
+  expect_one_ranks_skip_stops_unless_agreed(
+      std::string("env TANDEM_PLUGIN_PATH='") + TANDEM_TEST_FEATURE_DIR +
+          "' '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root '" + TANDEM_EXE +
+          "' --allow-insecure-plugins train " + dir.file("dp.toml") +
+          " --device reference --set train.batch_size=64 --feature "
+          "testfeature:",
+      dir.file("skips_"));
+}
+
+// amp in f16 with its scale held at 6e4 (min_scale), one sample a rank: a
+// rank's overflow check sees its own gradients before they are averaged,
+// and at this scale one rank overflows and the other does not on 7 of the
+// 20 steps (measured: one rank only at 5.6e4 and 6.4e4 as well, none at
+// 5.2e4, both at once on some steps at 6.8e4; re-pick it in that range if
+// the model or its data change). Every rank must skip those steps, as one process does with the
+// same scaled values (scale 1.2e5 over a batch of 2 gives each sample's loss
+// gradient the same scaled value as 6e4 over 1).
+TEST_F(DataParallel, AmpSkipsTheStepsOneRankOverflowsOnEveryRankLikeOneProcess) {
+  TempDir dir;
+  std::ofstream(dir.file("dp.toml")) << kModel;
+  const std::string tandem = std::string("'") + TANDEM_EXE + "' --allow-insecure-plugins train " +
+                             dir.file("dp.toml") +
+                             " --device reference --set train.steps=20 --feature amp:dtype=f16,";
+  CliRun one =
+      shell("env -u TANDEM_PLUGIN_PATH " + tandem +
+            "initial_scale=1.2e5,min_scale=1.2e5 --set train.batch_size=2 --run-dir " + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
+            tandem + "initial_scale=6e4,min_scale=6e4 --set train.batch_size=1 --run-dir " + dir.file("two"));
+  ASSERT_EQ(two.code, 0) << two.output;
+  const size_t skipped = count_of(one.output, "gradients overflowed");
+  const size_t on_another_rank = count_of(two.output,
+                                          "gradients overflowed with the loss scale at its floor "
+                                          "(min_scale 60000) on another rank; step skipped");
+  std::cout << "steps skipped of 20: " << skipped << " in one process; under 2 ranks " << on_another_rank
+            << " of them overflowed on one rank only\n";
+  EXPECT_GT(on_another_rank, 0u) << "no step overflowed on one rank only: re-pick the scale\n" << two.output;
+  EXPECT_GT(skipped, 0u);
+  EXPECT_LT(skipped, 20u) << "some steps must apply, or the weights would match trivially";
+  EXPECT_EQ(count_of(two.output, "gradients overflowed"), 2 * skipped) << two.output;
+  const double worst = largest_difference(dir.file("one"), dir.file("two"));
+  std::cout << "largest weight difference, amp f16, 1 rank x 2 vs 2 ranks x 1, after 20 steps: " << worst
+            << "\n";
+  EXPECT_LE(worst, 1e-5);
+}
+
 TEST_F(DataParallel, ARunResumesWithAnotherNumberOfRanks) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;

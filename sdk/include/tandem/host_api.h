@@ -68,6 +68,18 @@ typedef struct tdm_host_api {
    * called only from within a step hook on the thread that runs it. */
   tdm_status (*run_scalar_get)(void* ctx, tdm_run* run, const char* value_name, double* out);
   tdm_status (*run_scalar_set)(void* ctx, tdm_run* run, const char* value_name, double value);
+
+  /* Since ABI 1.10. Replaces *value with its maximum over every rank of
+   * the run (the processes of data or tensor parallelism), so that the
+   * ranks' feature hooks take one decision from what each rank sees: amp
+   * skips a step on every rank when any rank's gradients overflowed, as a
+   * rank holds only its slices of the split layers' gradients, or (data
+   * parallelism) only its own before they are averaged. In a single process
+   * *value stays as it is. Collective: every rank must call it at the same
+   * point of the same step hook, or the ranks wait on each other until the
+   * run's collective timeout fails them. Only from within a step hook, on
+   * the thread that runs it. */
+  tdm_status (*run_ranks_max)(void* ctx, tdm_run* run, int32_t* value);
 } tdm_host_api;
 
 #ifdef __cplusplus
