@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
@@ -48,6 +49,28 @@ inline double largest_difference(const std::string& run_a, const std::string& ru
   }
   EXPECT_GT(compared, 100u);
   return worst;
+}
+
+// Runs `one` (one process) and `two` (2 ranks) trained 20 steps with amp's
+// loss scale held where some steps overflow on one rank only: every rank
+// skipped those steps, the ones the single process skipped, and the weights
+// ended within `tolerance` of each other.
+inline void expect_amp_skipped_like_one_process(const CliRun& one, const std::string& one_dir,
+                                                const CliRun& two, const std::string& two_dir,
+                                                double tolerance) {
+  ASSERT_EQ(one.code, 0) << one.output;
+  ASSERT_EQ(two.code, 0) << two.output;
+  const size_t skipped = count_of(one.output, "gradients overflowed");
+  const size_t on_another_rank = count_of(two.output, "on another rank; step skipped");
+  std::cout << "steps skipped of 20: " << skipped << " in one process; under 2 ranks " << on_another_rank
+            << " of them overflowed on one rank only\n";
+  EXPECT_GT(on_another_rank, 0u) << "no step overflowed on one rank only: re-pick the scale\n" << two.output;
+  EXPECT_GT(skipped, 0u);
+  EXPECT_LT(skipped, 20u) << "some steps must apply, or the weights would match trivially";
+  EXPECT_EQ(count_of(two.output, "gradients overflowed"), 2 * skipped) << two.output;
+  const double worst = largest_difference(one_dir, two_dir);
+  std::cout << "largest weight difference against one process: " << worst << "\n";
+  EXPECT_LE(worst, tolerance);
 }
 
 // `launch` (an mpiexec line of 2 ranks up to `--feature testfeature:...`,

@@ -304,6 +304,25 @@ TEST_F(TensorParallel, AStepSkippedOnOneRankOnlyStopsTheRunUnlessTheRanksAgree) 
       dir.file("skips_"));
 }
 
+// amp in f16 with its scale held at 9e5 (min_scale). fc2 (row-parallel,
+// no activation, weights of std 4) magnifies the gradient it passes back,
+// so the first f16 value to overflow is in a rank's own slice of fc1's
+// output gradient, which no collective sums: rank 0 overflows alone at
+// step 1, rank 1 alone at step 11 (one rank only from 8e5 to 1e6; re-pick
+// the scale there if the model or its data change). Both ranks skip those
+// steps, as one process does, and end within f16 rounding of its weights.
+TEST_F(TensorParallel, AmpSkipsTheStepsOneRankOverflowsOnEveryRankLikeOneProcess) {
+  std::string model = kModel;
+  const std::string fc2 = "out_features = 12\nactivation = \"tanh\"\nparallel = \"row\"\n";
+  ASSERT_NE(model.find(fc2), std::string::npos);
+  model.replace(model.find(fc2), fc2.size(), "out_features = 12\nparallel = \"row\"\ninit_std = 4.0\n");
+  std::ofstream(dir.file("tp.toml")) << model;
+  const std::string amp = " --set train.steps=20 --feature amp:dtype=f16,initial_scale=9e5,min_scale=9e5";
+  CliRun one = shell(tandem() + amp + " --run-dir " + dir.file("one"));
+  CliRun two = shell(two_ranks() + amp + " --run-dir " + dir.file("two"));
+  expect_amp_skipped_like_one_process(one, dir.file("one"), two, dir.file("two"), 1e-3);
+}
+
 TEST_F(TensorParallel, ARunSplitOverTwoRanksResumesInOneProcess) {
   CliRun two = shell(two_ranks() + " --set train.steps=0 --set train.epochs=1 --run-dir " + dir.file("run"));
   ASSERT_EQ(two.code, 0) << two.output;
