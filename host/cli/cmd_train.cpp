@@ -13,6 +13,7 @@
 #include "cli/signals.hpp"
 #include "model/model_parser.hpp"
 #include "program/device_select.hpp"
+#include "program/parallel_layout.hpp"
 #include "train/checkpointing.hpp"
 #include "train/distributed.hpp"
 #include "train/trainer.hpp"
@@ -157,15 +158,19 @@ std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm
 }
 
 void print_start(const host::model::ModelSpec& spec, const std::string& device,
-                 const host::program::ProcessGroup& group, const std::string& run_dir) {
-  const bool tensor_parallel = group.world > 1 && host::lowering::uses_tensor_parallelism(spec);
+                 const host::program::ProcessGroup& group, const host::program::ParallelLayout& layout,
+                 const std::string& run_dir) {
   const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";
+  std::string split;
+  if (layout.tensor > 1 && layout.data > 1)
+    split = " per group x " + std::to_string(layout.data) + " groups, parallel layers split over the " +
+            std::to_string(layout.tensor) + " ranks of each: " + ranks;
+  else if (layout.tensor > 1)
+    split = ", parallel layers split over " + ranks;
+  else if (group.world > 1)
+    split = " per rank x " + ranks;
   std::cout << "training " << spec.name << " (" << spec.path << ") on " << device << ", batch "
-            << spec.train.batch_size
-            << (tensor_parallel   ? ", parallel layers split over " + ranks
-                : group.world > 1 ? " per rank x " + ranks
-                                  : std::string())
-            << ", run directory " << run_dir;
+            << spec.train.batch_size << split << ", run directory " << run_dir;
   if (spec.train.checkpoint_every.any())
     std::cout << ", checkpoints " << describe(spec.train.checkpoint_every) << " (last "
               << spec.train.keep_checkpoints << " kept)";
@@ -218,8 +223,13 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(r.error().message);
     return kExitUsage;
   }
+  auto layout = host::program::parallel_layout(*spec, group);
+  if (!layout) {
+    print_error(layout.error().message);
+    return kExitUsage;
+  }
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
-  if (leader) print_start(*spec, device->id(), group, train->run_dir);
+  if (leader) print_start(*spec, device->id(), group, *layout, train->run_dir);
   auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, *train);
   if (!trainer) {
     print_error(trainer.error().message);

@@ -29,12 +29,13 @@ std::string number_text(double v) {
 // Identifies the model a checkpoint belongs to: the document after overrides,
 // less the keys that only say how long or how verbosely to train (so a run
 // can be resumed with more epochs) or where layers run (a checkpoint holds
-// the same tensors on any device), in toml++'s canonical form.
+// the same tensors on any device, whole however the ranks split them), in
+// toml++'s canonical form.
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key :
-         {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every", "placement"})
+    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
+                            "placement", "tensor_parallel"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -116,12 +117,31 @@ void read_checkpoint_every(Reader& r, const toml::table& t, CheckpointEvery& eve
 }
 
 void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
-  r.check_keys(
-      t, "[train]",
-      {"optimizer", "lr",        "momentum",         "dampening",        "nesterov",     "weight_decay",
-       "beta1",     "beta2",     "epsilon",          "schedule",         "warmup_steps", "step_size",
-       "gamma",     "min_lr",    "batch_size",       "epochs",           "steps",        "clip_grad_norm",
-       "seed",      "log_every", "keep_checkpoints", "optimizer_device", "placement",    "checkpoint_every"});
+  r.check_keys(t, "[train]", {"optimizer",
+                              "lr",
+                              "momentum",
+                              "dampening",
+                              "nesterov",
+                              "weight_decay",
+                              "beta1",
+                              "beta2",
+                              "epsilon",
+                              "schedule",
+                              "warmup_steps",
+                              "step_size",
+                              "gamma",
+                              "min_lr",
+                              "batch_size",
+                              "epochs",
+                              "steps",
+                              "clip_grad_norm",
+                              "seed",
+                              "log_every",
+                              "keep_checkpoints",
+                              "optimizer_device",
+                              "placement",
+                              "checkpoint_every",
+                              "tensor_parallel"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -140,6 +160,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "epochs", s.epochs);
   r.get(t, "steps", s.steps);
   r.get(t, "clip_grad_norm", s.clip_grad_norm);
+  r.get(t, "tensor_parallel", s.tensor_parallel);
   int64_t seed = static_cast<int64_t>(s.seed);
   r.get(t, "seed", seed);
   s.seed = static_cast<uint64_t>(seed);
@@ -170,6 +191,8 @@ void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
   at_least("dampening", s.dampening, 0, "must not be negative");
   at_least("weight_decay", s.weight_decay, 0, "must not be negative");
   at_least("clip_grad_norm", s.clip_grad_norm, 0, "must not be negative (0: no clipping)");
+  at_least("tensor_parallel", double(s.tensor_parallel), 0,
+           "must not be negative (0: every rank of the run)");
   at_least("min_lr", s.min_lr, 0, "must not be negative");
   r.check(t, "gamma", s.gamma > 0, "[train] gamma = " + number_text(s.gamma) + ": must be positive");
   r.check(t, "epsilon", s.epsilon > 0, "[train] epsilon = " + number_text(s.epsilon) + ": must be positive");
@@ -455,6 +478,16 @@ Result<ModelSpec> parse_model_text(const std::string& text, const std::string& p
     r.fail(doc, "the model has no layers: add [[layers]] entries with op = \"...\"");
   } else {
     read_layers(r, *layers, spec.layers);
+  }
+  if (const toml::table* t = r.table(doc, "train", false); t != nullptr && spec.train.tensor_parallel > 1) {
+    const bool split = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+      return l.string_attr("parallel", "none") != "none";
+    });
+    r.check(
+        *t, "tensor_parallel", split,
+        "[train] tensor_parallel = " + std::to_string(spec.train.tensor_parallel) +
+            ", but no layer is marked `parallel`: mark the layers to split (parallel = \"column\", \"row\", "
+            "\"heads\" or \"vocab\"), or leave tensor_parallel out for data parallelism alone");
   }
   if (r.error()) return make_error(*r.error(), TDM_INVALID_ARGUMENT);
   return spec;

@@ -69,6 +69,10 @@ struct TrainSpec {
   int64_t epochs = 1;           // used when steps == 0
   int64_t steps = 0;            // total optimizer steps; overrides epochs when > 0
   double clip_grad_norm = 0.0;  // 0 = off
+  // Ranks of a launched run that split the layers marked `parallel`: each
+  // group of this many consecutive ranks holds one model, and the groups
+  // split the data. 0: every rank of the run. One process ignores it.
+  int64_t tensor_parallel = 0;
   uint64_t seed = 0;
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;

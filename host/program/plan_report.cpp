@@ -80,12 +80,17 @@ Result<void> Program::write_plan(std::ostream& out) const {
       << micro_batches_ << ", " << plans.size() << (plans.size() == 1 ? " device" : " devices")
       << ", placement " << placement_mode_ << "\n";
   const ProcessGroup& ranks = options_.group;
-  if (ranks.world > 1)
-    out << "one rank of " << ranks.world
-        << (model_.tensor_parallel.size > 1
-                ? ": the layers marked parallel hold 1/" + std::to_string(ranks.world) +
-                      " of their weights here (tensor parallelism)\n"
-                : ", each with the whole model and a batch of its own (data parallelism)\n");
+  if (ranks.world > 1) {
+    out << "one rank of " << ranks.world;
+    if (layout_.tensor > 1)
+      out << ": the layers marked parallel hold 1/" << layout_.tensor
+          << " of their weights here (tensor parallelism"
+          << (layout_.data > 1 ? ", in each of " + std::to_string(layout_.data) +
+                                     " groups with a batch of its own: data parallelism)\n"
+                               : ")\n");
+    else
+      out << ", each with the whole model and a batch of its own (data parallelism)\n";
+  }
   out << "\nlayers\n";
   write_layers(out);
   write_memory_table(out, plans);

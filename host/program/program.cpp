@@ -68,20 +68,15 @@ Result<uint32_t> Program::backend_abi_minor() {
 
 // Forward (the feature passes at their stages), autodiff, optimizer.
 Result<void> Program::lower() {
-  const ProcessGroup& group = options_.group;
-  // Layers marked `parallel` split over every rank of the run (tensor
-  // parallelism); otherwise the ranks split the data (data parallelism).
-  lowering::TensorParallel tp;
-  if (lowering::uses_tensor_parallelism(spec_) && group.world > 1) {
-    tp = {group.rank, group.world};
+  auto layout = parallel_layout(spec_, options_.group);
+  if (!layout) return layout.error();
+  layout_ = *layout;
+  const lowering::TensorParallel tp = layout_.tensor_parallel();
+  if (tp.size > 1)
     if (auto r =
             lowering::check_backend_for(spec_, device_.backend().name, device_.backend().abi_minor_effective);
         !r)
       return r;
-  } else {
-    data_rank_ = group.rank;
-    data_world_ = group.world;
-  }
   const bool train = options_.mode == lowering::Mode::Train;
   auto minor = backend_abi_minor();
   if (!minor) return minor.error();

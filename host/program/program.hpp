@@ -31,6 +31,7 @@
 #include "place/placement.hpp"
 #include "plugin/registry.hpp"
 #include "program/features.hpp"
+#include "program/parallel_layout.hpp"
 #include "program/process_group.hpp"
 
 namespace tandem::host::program {
@@ -113,11 +114,12 @@ class Program {
   // Every device of the run, by id, device() included.
   const std::map<std::string, const DeviceHandle*>& devices() const noexcept { return devices_; }
 
-  // Ranks: those that split the data (1 with tensor parallelism, which
-  // splits layers over every rank instead).
+  // The run's ranks, and how they share the work: the groups that split
+  // the data, the ranks of a group that split the parallel layers.
   const ProcessGroup& group() const noexcept { return options_.group; }
-  int data_rank() const noexcept { return data_rank_; }
-  int data_world() const noexcept { return data_world_; }
+  const ParallelLayout& layout() const noexcept { return layout_; }
+  int data_rank() const noexcept { return layout_.data_rank; }
+  int data_world() const noexcept { return layout_.data; }
 
   // Micro-batches per optimizer step (gradient accumulation) and samples in each.
   uint32_t micro_batches() const noexcept { return micro_batches_; }
@@ -169,7 +171,7 @@ class Program {
   const PluginRegistry& registry_;
   ProgramOptions options_;
   std::unique_ptr<FeatureSet> features_;
-  int data_rank_ = 0, data_world_ = 1;
+  ParallelLayout layout_;
   uint32_t micro_batches_ = 1;
   int64_t micro_batch_samples_ = 0;
   bool split_batches_ = false;  // a feature asked for micro-batches of a size

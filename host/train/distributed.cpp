@@ -70,13 +70,15 @@ Error GradientCommunicator::failure(const char* what, tdm_status status) const {
                     status);
 }
 
-Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const PluginRegistry& registry,
-                                                                           const DeviceHandle& device,
-                                                                           const ProcessGroup& group,
-                                                                           double timeout_seconds,
-                                                                           const std::string& rendezvous) {
+Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
+    const PluginRegistry& registry, const DeviceHandle& device, const ProcessGroup& group,
+    double timeout_seconds, const std::string& rendezvous, std::optional<int32_t> part) {
   auto info = device.info();
   if (!info) return info.error();
+  if (part && !info->host_addressable)
+    return make_error("groups of ranks (data and tensor parallelism together) on " + device.id() +
+                          " are not supported yet: they run on CPU devices (--device cpu)",
+                      TDM_UNSUPPORTED);
   if (info->kind == TDM_DEVICE_GPU) {
     const LoadedPlugin* nccl = registry.find("nccl");
     if (nccl == nullptr || nccl->comm == nullptr)
@@ -104,6 +106,16 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
                           "tandem-plugin-mpi, or see 'tandem plugins -v'",
                       TDM_NOT_FOUND);
   tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
+  if (part) {
+    if (plugin->abi_minor_effective < 10)
+      return make_error(
+          "data and tensor parallelism together need the mpi plugin of ABI 1.10 or newer to form "
+          "groups of ranks; " +
+              plugin->path.string() + " speaks ABI 1." + std::to_string(plugin->abi_minor_effective) +
+              ": update tandem-plugin-mpi",
+          TDM_UNSUPPORTED);
+    init.group = *part;
+  }
   tdm_comm* comm = nullptr;
   if (plugin->comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
     return make_error("data parallelism: could not join the " + std::to_string(group.world) +

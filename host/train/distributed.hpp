@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "device/device.hpp"
@@ -33,11 +34,16 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
   // GPU memory goes through the nccl plugin, whose id reaches every rank by
   // `rendezvous` ("mpi" or "file:///path", see rendezvous.hpp); host memory
   // through the mpi plugin.
+  // With `part`, the communicator joins only the ranks that pass the same
+  // number, `group` numbering them within it (the groups of tensor
+  // parallelism, and the ranks across them that average gradients): host
+  // memory only, through an mpi plugin of ABI 1.10 or newer.
   static Result<std::unique_ptr<GradientCommunicator>> create(const PluginRegistry& registry,
                                                               const DeviceHandle& device,
                                                               const ProcessGroup& group,
                                                               double timeout_seconds,
-                                                              const std::string& rendezvous = "mpi");
+                                                              const std::string& rendezvous = "mpi",
+                                                              std::optional<int32_t> part = std::nullopt);
   ~GradientCommunicator();
   GradientCommunicator(const GradientCommunicator&) = delete;
   GradientCommunicator& operator=(const GradientCommunicator&) = delete;

@@ -102,19 +102,35 @@ Result<void> Trainer::load_data() {
 Result<void> Trainer::connect(exec::ExecutorOptions& exec_options) {
   const program::ProcessGroup& group = program_->group();
   if (group.world == 1) return {};
+  const program::ParallelLayout& layout = program_->layout();
+  if (layout.tensor > 1) {
+    auto info = device_.info();
+    if (!info) return info.error();
+    // Checkpoints gather the slices in host memory.
+    if (!info->host_addressable)
+      return make_error("tensor parallelism on " + device_.id() +
+                            " is not supported yet: it runs on CPU devices (--device cpu)",
+                        TDM_UNSUPPORTED);
+  }
   auto comm = GradientCommunicator::create(registry_, device_, group, options_.comm_timeout_seconds,
                                            options_.rendezvous);
   if (!comm) return comm.error();
   comm_ = std::move(*comm);
-  if (model().tensor_parallel.size == 1) return {};
-  auto info = device_.info();
-  if (!info) return info.error();
-  // Checkpoints gather the slices in host memory.
-  if (!info->host_addressable)
-    return make_error("tensor parallelism on " + device_.id() +
-                          " is not supported yet: it runs on CPU devices (--device cpu)",
-                      TDM_UNSUPPORTED);
-  exec_options.collectives = comm_.get();
+  if (layout.tensor > 1 && layout.data > 1) {
+    // Every rank joins its tensor-parallel group, then the ranks across the
+    // groups that hold the same slices; in the same order on every rank.
+    auto tensor =
+        GradientCommunicator::create(registry_, device_, layout.tensor_group(group),
+                                     options_.comm_timeout_seconds, options_.rendezvous, layout.data_rank);
+    if (!tensor) return tensor.error();
+    tensor_comm_ = std::move(*tensor);
+    auto data =
+        GradientCommunicator::create(registry_, device_, layout.data_group(group),
+                                     options_.comm_timeout_seconds, options_.rendezvous, layout.tensor_rank);
+    if (!data) return data.error();
+    data_comm_ = std::move(*data);
+  }
+  if (layout.tensor > 1) exec_options.collectives = &tensor_comm();
   return {};
 }
 
@@ -141,12 +157,12 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
                           buffer.error().status);
       return buffer;
     };
-    auto streamed = StreamedAllReduce::create(device, *comm_, std::move(parts), reserve, profile);
+    auto streamed = StreamedAllReduce::create(device, data_comm(), std::move(parts), reserve, profile);
     if (!streamed) return streamed.error();
     streamed_ = std::move(*streamed);
     return {};
   }
-  allreduce_ = std::make_unique<OverlappedAllReduce>(*comm_, ex, model().graph, std::move(buckets),
+  allreduce_ = std::make_unique<OverlappedAllReduce>(data_comm(), ex, model().graph, std::move(buckets),
                                                      info->host_addressable, profile);
   return {};
 }
@@ -235,9 +251,10 @@ std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch
 
 Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batch) {
   // Rank 0 writes for everyone: data-parallel ranks hold identical weights,
-  // tensor-parallel ones first gather their slices into whole tensors.
+  // tensor-parallel ones first gather their slices into whole tensors (the
+  // ranks of rank 0's group; the other groups hold the same).
   const int rank = program_->group().rank;
-  if (rank != 0 && shards_.empty()) return std::string();
+  if (rank != 0 && (shards_.empty() || program_->data_rank() != 0)) return std::string();
   auto cp = collect_tensors(model().graph, executor(), metadata(step, epoch, next_batch));
   if (!cp) return cp.error();
   const int ranks = model().tensor_parallel.size;
@@ -246,7 +263,8 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
     if (shard == shards_.end()) continue;
     const size_t element = exec::dtype_size(t.dtype);
     std::vector<std::byte> slices(t.data.size() * static_cast<size_t>(ranks));
-    if (auto r = comm_->all_gather(t.data.data(), slices.data(), t.data.size() / element, t.dtype, nullptr);
+    if (auto r =
+            tensor_comm().all_gather(t.data.data(), slices.data(), t.data.size() / element, t.dtype, nullptr);
         !r)
       return r.error();
     t.data = assemble(slices, shard->second, ranks, element);

@@ -176,7 +176,14 @@ class Trainer {
   RunData data_;
   std::unique_ptr<program::Program> program_;
   std::unique_ptr<program::StepRunner> steps_;
-  std::unique_ptr<GradientCommunicator> comm_;  // only when world > 1
+  // The run's ranks when world > 1: every rank (agreeing to stop or skip,
+  // and the one communicator of data or tensor parallelism alone); with
+  // both, each rank's tensor-parallel group and the ranks across the groups
+  // that hold its slices.
+  GradientCommunicator& tensor_comm() const { return tensor_comm_ ? *tensor_comm_ : *comm_; }
+  GradientCommunicator& data_comm() const { return data_comm_ ? *data_comm_ : *comm_; }
+  std::unique_ptr<GradientCommunicator> comm_;
+  std::unique_ptr<GradientCommunicator> tensor_comm_, data_comm_;
   // With comm_, for data parallelism: one of the two. Declared after
   // program_, so destroyed before the executor whose gradients they use.
   std::unique_ptr<OverlappedAllReduce> allreduce_;  // host memory, or no stream to order against

@@ -103,7 +103,7 @@ Evaluator Trainer::make_evaluator() const {
   }
   Evaluator evaluator(spec_, device_, registry_, std::move(shared));
   if (program_->placement()) evaluator.use_placement(program_->placement_options(), program_->devices());
-  if (model().tensor_parallel.size > 1) evaluator.use_tensor_parallelism(program_->group(), comm_.get());
+  if (model().tensor_parallel.size > 1) evaluator.use_tensor_parallelism(program_->group(), &tensor_comm());
   return evaluator;
 }
 

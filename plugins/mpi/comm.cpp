@@ -96,6 +96,25 @@ MPI_Op mpi_op(tdm_reduce_op op, tdm_dtype dtype) {
   }
 }
 
+namespace {
+
+// Each rank of `comm` as MPI_COMM_WORLD numbers it, for messages that name
+// ranks the way the launcher does.
+std::vector<int> ranks_in_the_run(MPI_Comm comm, int size) {
+  MPI_Group mine = MPI_GROUP_NULL, all = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm, &mine), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &all), "MPI_Comm_group(MPI_COMM_WORLD)");
+  std::vector<int> ours(size_t(size), 0), theirs(size_t(size), 0);
+  for (int r = 0; r < size; ++r) ours[size_t(r)] = r;
+  check_mpi(MPI_Group_translate_ranks(mine, size, ours.data(), all, theirs.data()),
+            "MPI_Group_translate_ranks");
+  MPI_Group_free(&mine);
+  MPI_Group_free(&all);
+  return theirs;
+}
+
+}  // namespace
+
 MpiComm::MpiComm(const tdm_comm_init_info& info) {
   if (!TDM_STRUCT_HAS(&info, tdm_comm_init_info, local_rank))
     throw Error(TDM_INVALID_ARGUMENT,
@@ -105,17 +124,29 @@ MpiComm::MpiComm(const tdm_comm_init_info& info) {
   int world_rank = 0, world_size = 1;
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size");
+  // The processes of one group (ABI 1.10; one group before) form this
+  // communicator, in the launcher's order, which the host's numbering
+  // within a group must match (checked below).
+  const int group = TDM_STRUCT_HAS(&info, tdm_comm_init_info, group) ? info.group : 0;
+  if (group < 0) throw Error(TDM_INVALID_ARGUMENT, "mpi: group " + std::to_string(group) + " is negative");
+  check_mpi(MPI_Comm_split(MPI_COMM_WORLD, group, world_rank, &comm_), "MPI_Comm_split");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   // A negative rank / non-positive size means "take MPI's".
-  if ((info.rank >= 0 && info.rank != world_rank) || (info.world_size > 0 && info.world_size != world_size))
+  if ((info.rank >= 0 && info.rank != rank_) || (info.world_size > 0 && info.world_size != size_)) {
+    MPI_Comm_free(&comm_);
+    const std::string in_group =
+        group != 0 || size_ != world_size ? " in group " + std::to_string(group) : "";
     throw Error(TDM_INVALID_ARGUMENT,
                 "mpi: the host asked for rank " + std::to_string(info.rank) + " of " +
-                    std::to_string(info.world_size) + " but MPI says this process is rank " +
+                    std::to_string(info.world_size) + in_group + " but MPI says this process is rank " +
+                    std::to_string(rank_) + " of " + std::to_string(size_) + in_group + " (rank " +
                     std::to_string(world_rank) + " of " + std::to_string(world_size) +
-                    "; launch every process with one mpirun/srun (e.g. `mpirun -np " +
+                    " in all); launch every process with one mpirun/srun (e.g. `mpirun -np " +
                     std::to_string(info.world_size) + " tandem ...`) and let the launcher set the ranks");
-  rank_ = world_rank;
-  size_ = world_size;
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  }
+  run_size_ = world_size;
+  run_ranks_ = ranks_in_the_run(comm_, size_);
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_dup(comm_, &probe_), "MPI_Comm_dup(probe)");
   MPI_Comm node = MPI_COMM_NULL;
@@ -156,8 +187,14 @@ std::string MpiComm::describe(const Call& c) const {
   std::string s = c.name;
   s += " #" + std::to_string(c.seq) + " (" + std::to_string(c.count) + " x " + dtype_name(c.dtype);
   if (c.op != nullptr) s += std::string(", ") + c.op;
-  s += ") on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+  s += ") on rank " + rank_name(rank_) + " of " + std::to_string(run_size_);
+  if (size_ != run_size_)
+    s += " (rank " + std::to_string(rank_) + " of the " + std::to_string(size_) + " in its group)";
   return s;
+}
+
+std::string MpiComm::rank_name(int rank) const {
+  return std::to_string(run_ranks_[size_t(rank)]);
 }
 
 namespace {
@@ -293,11 +330,11 @@ void MpiComm::fail_timeout(const Call& call, Clock::time_point started) {
   for (int r = 0; r < size_; ++r) {
     const int64_t w = where[size_t(r)];
     if (w < 0)
-      add(missing, std::to_string(r));
+      add(missing, rank_name(r));
     else if (w != int64_t(call.seq))
-      add(behind, std::to_string(r) + " (in #" + std::to_string(w) + ")");
+      add(behind, rank_name(r) + " (in #" + std::to_string(w) + ")");
     else
-      add(arrived, std::to_string(r));
+      add(arrived, rank_name(r));
   }
   char secs[64];
   std::snprintf(secs, sizeof secs, "%.1f s (timeout_seconds %g)", waited, timeout_);

@@ -68,8 +68,14 @@ class MpiComm final : public Communicator {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm probe_ = MPI_COMM_NULL;
+  // This rank's number as the run's launcher gave it (this communicator may
+  // be one group of the run's processes: ABI 1.10's tdm_comm_init_info.group).
+  std::string rank_name(int rank) const;
+
   int rank_ = 0;
   int size_ = 1;
+  int run_size_ = 1;            // every process of the run
+  std::vector<int> run_ranks_;  // this communicator's rank r is the run's run_ranks_[r]
   int local_rank_ = 0;
   double timeout_ = 0.0;
   uint64_t seq_ = 0;

@@ -3,7 +3,8 @@
 //
 //   mpi_collectives collectives    every collective and dtype, exact values
 //                                  (bf16/f16 within a tolerance), with and
-//                                  without a timeout (non-blocking path)
+//                                  without a timeout (non-blocking path),
+//                                  and in groups of ranks
 //   mpi_collectives peer-failure   rank 1 dies before an allreduce; rank 0
 //                                  must get TDM_TIMEOUT naming the
 //                                  collective and rank 1 within the timeout
@@ -77,13 +78,15 @@ void check(bool ok, const std::string& what) {
 
 const tdm_comm_api* g_api = nullptr;
 
-tdm_comm* create(int rank, int size, double timeout) {
+tdm_comm* create(int rank, int size, double timeout, int32_t group = 0) {
   tdm_comm_init_info info{};
   info.struct_size = sizeof info;
   info.rank = rank;
   info.world_size = size;
   info.local_rank = -1;
   info.timeout_seconds = timeout;
+  info.device = -1;
+  info.group = group;
   tdm_comm* comm = nullptr;
   const tdm_status s = g_api->comm_create(&info, &comm);
   check(s == TDM_OK && comm != nullptr, "comm_create");
@@ -203,6 +206,19 @@ int run_collectives(int r, int n) {
   tdm_comm* polled = create(r, n, 30.0);
   if (blocking != nullptr) collectives(blocking, r, n, "blocking");
   if (polled != nullptr) collectives(polled, r, n, "timeout-30s");
+  // Groups (ABI 1.10): each rank alone in a group of its own, whose sum is
+  // its own value; then both ranks in group 7, a communicator like the first.
+  if (tdm_comm* alone = create(0, 1, 0.0, r)) {
+    int32_t value = r + 1;
+    check(g_api->allreduce(alone, &value, &value, 1, TDM_S32, TDM_REDUCE_SUM, nullptr) == TDM_OK &&
+              value == r + 1,
+          "a group of one sums its own value");
+    g_api->comm_destroy(alone);
+  }
+  if (tdm_comm* both = create(r, n, 0.0, 7)) {
+    collectives(both, r, n, "group-7");
+    g_api->comm_destroy(both);
+  }
   // The plugin refuses a rank that disagrees with MPI's (a local check).
   tdm_comm_init_info info{};
   info.struct_size = sizeof info;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -258,6 +259,16 @@ TEST(TensorParallelPlan, ARanksShareIsPlannedWithoutLaunchingIt) {
   CliRun zero = shell(plan + " --ranks 0");
   EXPECT_EQ(zero.code, 2) << zero.output;
   EXPECT_NE(zero.output.find("--ranks must be at least 1"), std::string::npos) << zero.output;
+  // Four ranks in groups of two: a group's share, the same as two ranks'.
+  CliRun groups = shell(plan + " --ranks 4 --set train.tensor_parallel=2");
+  ASSERT_EQ(groups.code, 0) << groups.output;
+  ASSERT_TRUE(std::regex_search(groups.output, m, fc1_bytes)) << groups.output;
+  EXPECT_EQ(m[1], "288");
+  EXPECT_NE(groups.output.find("one rank of 4: the layers marked parallel hold 1/2 of their weights here "
+                               "(tensor parallelism, in each of 2 groups with a batch of its own: data "
+                               "parallelism)"),
+            std::string::npos)
+      << groups.output;
 }
 
 TEST_F(TensorParallel, UnderMpiexecRankZeroAlonePrintsThePlan) {
@@ -321,6 +332,41 @@ TEST_F(TensorParallel, AmpSkipsTheStepsOneRankOverflowsOnEveryRankLikeOneProcess
   CliRun one = shell(tandem() + amp + " --run-dir " + dir.file("one"));
   CliRun two = shell(two_ranks() + amp + " --run-dir " + dir.file("two"));
   expect_amp_skipped_like_one_process(one, dir.file("one"), two, dir.file("two"), 1e-3);
+}
+
+// Data and tensor parallelism together: 4 ranks in 2 groups of 2 (each
+// group holds one model, its split layers halved; the groups average their
+// gradients, each rank with the rank of the other group that holds the same
+// slices) at batch 32 a group train like one process at batch 64.
+TEST_F(TensorParallel, TwoGroupsOfTwoRanksMatchOneProcessAtTwiceTheBatch) {
+  CliRun one = shell(tandem() + " --set train.batch_size=64 --run-dir " + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun four =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 4 --oversubscribe --allow-run-as-root " +
+            tandem() + " --set train.tensor_parallel=2 --run-dir " + dir.file("four"));
+  ASSERT_EQ(four.code, 0) << four.output;
+  EXPECT_NE(four.output.find("batch 32 per group x 2 groups, parallel layers split over the 2 ranks of each"),
+            std::string::npos)
+      << four.output;
+  const double worst = largest_difference(dir.file("one"), dir.file("four"));
+  std::cout << "largest weight difference, 2 groups of 2 ranks x 32 vs one process x 64: " << worst << "\n";
+  EXPECT_LE(worst, 1e-5);
+  // The whole tensors it saved resume in one process.
+  // 10 steps of 2 groups x 32 are 20 of one process x 32.
+  CliRun resumed = shell(tandem() + " --set train.steps=24 --resume " + dir.file("four"));
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("trained 24 steps"), std::string::npos) << resumed.output;
+}
+
+TEST_F(TensorParallel, AGroupSizeThatDoesNotDivideTheRanksIsRefused) {
+  CliRun three =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 3 --oversubscribe --allow-run-as-root " +
+            tandem() + " --set train.tensor_parallel=2 --run-dir " + dir.file("three"));
+  EXPECT_EQ(three.code, 2) << three.output;
+  EXPECT_NE(three.output.find("[train] tensor_parallel = 2 does not divide the 3 ranks of this run"),
+            std::string::npos)
+      << three.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("three") + "/checkpoints"));
 }
 
 TEST_F(TensorParallel, ARunSplitOverTwoRanksResumesInOneProcess) {

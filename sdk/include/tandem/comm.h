@@ -44,6 +44,18 @@ typedef struct tdm_comm_init_info {
    * plugin creates its communicator on this device; an older host leaves
    * the field out (struct_size), and the plugin then chooses itself. */
   int32_t device;
+  /* Since ABI 1.10: the processes whose comm_create passes the same `group`
+   * form one communicator, of `world_size` ranks numbered by `rank` within
+   * it (0 for all: one communicator over every process). A run of data and
+   * tensor parallelism together has one for each tensor-parallel group and
+   * one for each set of ranks that hold the same slices. Every process calls
+   * comm_create for the same communicators in the same order. An older host
+   * leaves the field out (struct_size): one group. A plugin that bootstraps
+   * itself (unique_id NULL) splits its world by it. The host asks for
+   * groups only of such a plugin today (mpi: tensor parallelism runs on
+   * host memory); a plugin that needs a rendezvous id would get one per
+   * group. */
+  int32_t group;
 } tdm_comm_init_info;
 
 typedef struct tdm_comm_api {
