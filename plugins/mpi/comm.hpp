@@ -66,12 +66,13 @@ class MpiComm final : public Communicator {
   std::string describe(const Call& call) const;
   void scale_average(void* data, size_t count, tdm_dtype dtype) const;
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Comm probe_ = MPI_COMM_NULL;
-  // This rank's number as the run's launcher gave it (this communicator may
-  // be one group of the run's processes: ABI 1.10's tdm_comm_init_info.group).
+  // A rank of this communicator as the run's launcher numbers it (the
+  // communicator may be one group of the run's processes: ABI 1.10's
+  // tdm_comm_init_info.group).
   std::string rank_name(int rank) const;
 
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm probe_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   int run_size_ = 1;            // every process of the run

@@ -144,10 +144,11 @@ class TensorParallel : public ::testing::Test {
     }
     std::ofstream(dir.file("tp.toml")) << language_model(embedding, attention, rest, dir.file("text.txt"));
   }
-  std::string two_ranks() const {
-    return "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
-           tandem();
+  std::string ranks(int n) const {
+    return "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np " + std::to_string(n) +
+           " --oversubscribe --allow-run-as-root " + tandem();
   }
+  std::string two_ranks() const { return ranks(2); }
   TempDir dir;
 };
 
@@ -341,9 +342,7 @@ TEST_F(TensorParallel, AmpSkipsTheStepsOneRankOverflowsOnEveryRankLikeOneProcess
 TEST_F(TensorParallel, TwoGroupsOfTwoRanksMatchOneProcessAtTwiceTheBatch) {
   CliRun one = shell(tandem() + " --set train.batch_size=64 --run-dir " + dir.file("one"));
   ASSERT_EQ(one.code, 0) << one.output;
-  CliRun four =
-      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 4 --oversubscribe --allow-run-as-root " +
-            tandem() + " --set train.tensor_parallel=2 --run-dir " + dir.file("four"));
+  CliRun four = shell(ranks(4) + " --set train.tensor_parallel=2 --run-dir " + dir.file("four"));
   ASSERT_EQ(four.code, 0) << four.output;
   EXPECT_NE(four.output.find("batch 32 per group x 2 groups, parallel layers split over the 2 ranks of each"),
             std::string::npos)
@@ -351,17 +350,15 @@ TEST_F(TensorParallel, TwoGroupsOfTwoRanksMatchOneProcessAtTwiceTheBatch) {
   const double worst = largest_difference(dir.file("one"), dir.file("four"));
   std::cout << "largest weight difference, 2 groups of 2 ranks x 32 vs one process x 64: " << worst << "\n";
   EXPECT_LE(worst, 1e-5);
-  // The whole tensors it saved resume in one process.
-  // 10 steps of 2 groups x 32 are 20 of one process x 32.
+  // The whole tensors it saved resume in one process (its 10 steps of 2
+  // groups x 32 count as 20 of one process x 32).
   CliRun resumed = shell(tandem() + " --set train.steps=24 --resume " + dir.file("four"));
   EXPECT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("trained 24 steps"), std::string::npos) << resumed.output;
 }
 
 TEST_F(TensorParallel, AGroupSizeThatDoesNotDivideTheRanksIsRefused) {
-  CliRun three =
-      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 3 --oversubscribe --allow-run-as-root " +
-            tandem() + " --set train.tensor_parallel=2 --run-dir " + dir.file("three"));
+  CliRun three = shell(ranks(3) + " --set train.tensor_parallel=2 --run-dir " + dir.file("three"));
   EXPECT_EQ(three.code, 2) << three.output;
   EXPECT_NE(three.output.find("[train] tensor_parallel = 2 does not divide the 3 ranks of this run"),
             std::string::npos)
