@@ -33,7 +33,7 @@ Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double 
 }
 
 void StepRunner::set_ranks(std::function<Result<int32_t>(int32_t)> max_over_ranks) {
-  if (!program_.features().skip_deciders().empty()) max_over_ranks_ = max_over_ranks;
+  check_skips_ = !program_.features().skip_deciders().empty();
   scalars_->set_ranks(std::move(max_over_ranks));
 }
 
@@ -49,7 +49,7 @@ Result<void> StepRunner::optimizer_step(int64_t step) {
   if (auto r = features.gradients_ready(i); !r) return r;
   auto skip = features.before_optimizer_step(i);
   if (!skip) return skip.error();
-  if (max_over_ranks_)
+  if (check_skips_)
     if (auto r = skip_agreed(step, *skip); !r) return r;
   if (*skip) {  // only what must run anyway (e.g. clearing accumulators)
     for (size_t n : program_.run_on_skip())
@@ -73,10 +73,10 @@ Result<void> StepRunner::optimizer_step(int64_t step) {
 Result<void> StepRunner::skip_agreed(int64_t step, bool skip) const {
   // Every rank gets the same answers, so all ask the second question or none:
   // one collective a step, two on a step some rank skips.
-  auto some_skip = max_over_ranks_(skip ? 1 : 0);
+  auto some_skip = scalars_->max_over_ranks(skip ? 1 : 0);
   if (!some_skip) return some_skip.error();
   if (*some_skip == 0) return {};
-  auto some_step = max_over_ranks_(skip ? 0 : 1);
+  auto some_step = scalars_->max_over_ranks(skip ? 0 : 1);
   if (!some_step) return some_step.error();
   if (*some_step == 0) return {};
   return make_error(

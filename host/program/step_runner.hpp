@@ -42,8 +42,8 @@ class StepRunner {
   Result<void> skip_agreed(int64_t step, bool skip) const;
 
   Program& program_;
-  std::unique_ptr<ExecutorScalars> scalars_;                // what feature hooks read and write
-  std::function<Result<int32_t>(int32_t)> max_over_ranks_;  // set when some feature skips steps
+  std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
+  bool check_skips_ = false;                  // several ranks, and some feature decides skips
 };
 
 }  // namespace tandem::host::program
