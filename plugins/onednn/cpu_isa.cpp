@@ -14,36 +14,28 @@ isa effective() {
   return value;
 }
 
+// oneDNN's ISA values are bit sets, each holding the bits of the ISAs it
+// extends, in oneDNN 2 and 3 alike; a test for inclusion also covers the
+// values a newer oneDNN adds (oneDNN 3's avx10_1_512 and avx512_core_amx_fp16
+// hold avx512_core_bf16's bits).
+bool includes(isa i, isa part) {
+  return (static_cast<unsigned>(i) & static_cast<unsigned>(part)) == static_cast<unsigned>(part);
+}
+
 bool at_least_avx512_core(isa i) {
-  return i == isa::avx512_core || i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 ||
-         i == isa::avx512_core_amx;
+  return includes(i, isa::avx512_core);
 }
 
 bool has_vnni(isa i) {
-  return i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 || i == isa::avx512_core_amx ||
-         i == isa::avx2_vnni;
+  return includes(i, isa::avx512_core_vnni) || includes(i, isa::avx2_vnni);
 }
 
 std::string features_of(isa i) {
-  std::string base;
-  switch (i) {
-    case isa::sse41:
-      base = "sse41";
-      break;
-    case isa::avx:
-      base = "avx";
-      break;
-    case isa::avx2:
-    case isa::avx2_vnni:
-      base = "avx2";
-      break;
-    case isa::avx512_mic:
-    case isa::avx512_mic_4ops:
-      base = "avx512_mic";
-      break;
-    default:
-      base = at_least_avx512_core(i) ? "avx512_core" : "baseline";
-  }
+  const std::string base = at_least_avx512_core(i)   ? "avx512_core"
+                           : includes(i, isa::avx2)  ? "avx2"
+                           : includes(i, isa::avx)   ? "avx"
+                           : includes(i, isa::sse41) ? "sse41"
+                                                     : "baseline";
   // FMA comes with AVX2 on every x86-64 CPU oneDNN's AVX2 kernels run on;
   // cpuid confirms it rather than assuming.
   __builtin_cpu_init();
@@ -51,8 +43,8 @@ std::string features_of(isa i) {
   std::string out = base;
   if (fma) out += " fma";
   if (has_vnni(i)) out += " vnni";
-  if (i == isa::avx512_core_bf16 || i == isa::avx512_core_amx) out += " bf16";
-  if (i == isa::avx512_core_amx) out += " amx";
+  if (includes(i, isa::avx512_core_bf16)) out += " bf16";
+  if (includes(i, isa::avx512_core_amx)) out += " amx";
   return out;
 }
 

@@ -12,6 +12,7 @@
 // elements each); this takes 18 ms (`tandem bench bench/models/gpt.toml --profile`).
 #include <cmath>
 
+#include "dnnl_api.hpp"
 #include "eltwise_primitive.hpp"
 #include "layout.hpp"
 #include "vector_loops.hpp"
@@ -101,10 +102,9 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
       algo == algorithm::eltwise_tanh_use_dst_for_bwd || algo == algorithm::eltwise_logistic_use_dst_for_bwd;
   auto k = std::make_unique<PrimKernel>(c.op().op());
   const memory::desc md = flat_md(c.in(0));
-  const dnnl::eltwise_forward::primitive_desc hint(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algo, md, alpha, 0.f), engine());
-  const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(algo, md, md, alpha, 0.f),
-                                                  user_scratchpad_attr(), engine(), hint);
+  const auto hint =
+      eltwise_forward_pd(dnnl::prop_kind::forward_training, algo, md, alpha, 0.f, dnnl::primitive_attr());
+  const auto pd = eltwise_backward_pd(algo, md, alpha, 0.f, hint, user_scratchpad_attr());
   const Slot dy = input_in_layout(*k, c, 0, c.op().output_native(0));
   const Slot x_or_y = input_in_layout(*k, c, 1, c.op().output_native(0));
   k->add<dnnl::eltwise_backward>(pd, {{DNNL_ARG_DIFF_DST, k->bind(md, dy)},

@@ -18,6 +18,7 @@
 // (conv_single_channel.hpp), where oneDNN's direct kernel is slow.
 #include "conv_single_channel.hpp"
 #include "cpu_isa.hpp"
+#include "dnnl_api.hpp"
 #include "layout.hpp"
 
 #include <omp.h>
@@ -71,7 +72,7 @@ memory::desc user_weights_md(const ConvGeometry& g) {
   return memory::desc({g.groups, g.k / g.groups, g.c / g.groups, g.r, g.s}, dnnl_type(g.dt), tag::goihw);
 }
 memory::desc any_md(const memory::desc& user) {
-  return memory::desc(user.dims(), user.data_type(), tag::any);
+  return memory::desc(dims_of(user), data_type_of(user), tag::any);
 }
 memory::desc any_weights_md(const ConvGeometry& g) {
   return any_md(user_weights_md(g));
@@ -83,16 +84,15 @@ memory::desc dst_md(const ConvGeometry& g) {
   return image_md(g.n, g.k, g.p, g.q, g.dt);
 }
 
+// The layer's descriptors, every layout left to oneDNN; `bias` (plain) may be null.
+ConvDescs descs(const ConvGeometry& g, const memory::desc* bias) {
+  return {any_md(src_md(g)), any_weights_md(g), any_md(dst_md(g)), bias, g.stride, g.dilate, g.pad, g.pad};
+}
+
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvGeometry& g, bool bias) {
   const memory::desc b({g.k}, dnnl_type(g.dt), tag::x);
-  const auto d =
-      bias ? dnnl::convolution_forward::desc(
-                 dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_md(src_md(g)),
-                 any_weights_md(g), b, any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad)
-           : dnnl::convolution_forward::desc(
-                 dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_md(src_md(g)),
-                 any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
-  return dnnl::convolution_forward::primitive_desc(d, user_scratchpad_attr(), engine());
+  return convolution_forward_pd(dnnl::prop_kind::forward_training, descs(g, bias ? &b : nullptr),
+                                user_scratchpad_attr());
 }
 
 std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
@@ -126,11 +126,7 @@ std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
   const ConvGeometry g = geometry(c, dt, c.out(0).dims, c.in(1).dims, c.in(0).dims);
   auto k = std::make_unique<PrimKernel>("conv2d_grad_input");
   const auto hint = forward_pd(g, false);
-  const dnnl::convolution_backward_data::primitive_desc pd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any_md(src_md(g)),
-                                            any_weights_md(g), any_md(dst_md(g)), g.stride, g.dilate, g.pad,
-                                            g.pad),
-      user_scratchpad_attr(), engine(), hint);
+  const auto pd = convolution_backward_data_pd(descs(g, nullptr), hint, user_scratchpad_attr());
   const memory dy = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.diff_dst_desc(), in_slot(0));
   const memory w = staged_in(*k, user_weights_md(g), pd.weights_desc(), in_slot(1));
   const StagedOut dx =
@@ -185,13 +181,8 @@ std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   auto k = std::make_unique<PrimKernel>("conv2d_grad_weight");
   const auto hint = forward_pd(g, has_bias);
   const memory::desc b({g.k}, dnnl_type(dt), tag::x);
-  const auto d = has_bias ? dnnl::convolution_backward_weights::desc(
-                                dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g), b,
-                                any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad)
-                          : dnnl::convolution_backward_weights::desc(
-                                dnnl::algorithm::convolution_direct, any_md(src_md(g)), any_weights_md(g),
-                                any_md(dst_md(g)), g.stride, g.dilate, g.pad, g.pad);
-  const dnnl::convolution_backward_weights::primitive_desc pd(d, user_scratchpad_attr(), engine(), hint);
+  const auto pd =
+      convolution_backward_weights_pd(descs(g, has_bias ? &b : nullptr), hint, user_scratchpad_attr());
   const memory x = staged_in(*k, layout_md(c.in(1), op.input_native(1)), pd.src_desc(), in_slot(1));
   const memory dy = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.diff_dst_desc(), in_slot(0));
   const StagedOut dw = staged_out(*k, user_weights_md(g), pd.diff_weights_desc(), out_slot(0));

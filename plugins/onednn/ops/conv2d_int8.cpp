@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "cpu_isa.hpp"
+#include "dnnl_api.hpp"
 #include "int8_pairs.hpp"
 #include "layout.hpp"
 #include "quant_params.hpp"
@@ -37,12 +38,13 @@ struct ConvInt8 {
 // come from add_doubling, each group's channels twice / as [h | g]).
 std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
-  attr.set_output_scales(c.m.size() == 1 ? 0 : 1 << 1, c.m);
-  if (c.zx != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {int32_t(c.zx)});
+  // The output channel is the weights' dimension 0 (oihw), or 0 and 1 (goihw).
+  const Int8Constants constants(c.m, int32_t(c.zx), c.groups == 1 ? 1 << 0 : 1 << 0 | 1 << 1);
+  constants.set(attr);
   dnnl::post_ops post;
   const memory::desc mbias({1, c.k, 1, 1}, memory::data_type::f32, tag::nchw);
   if (c.bias) post.append_binary(dnnl::algorithm::binary_add, mbias);
-  if (c.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (c.relu) append_eltwise(post, dnnl::algorithm::eltwise_relu);
   attr.set_post_ops(post);
 
   const int64_t ch = doubled ? 2 * c.ch : c.ch, g = c.groups;
@@ -51,13 +53,19 @@ std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) 
       g == 1 ? memory::desc({c.k, ch, c.r, c.s}, memory::data_type::s8, tag::oihw)
              : memory::desc({g, c.k / g, ch / g, c.r, c.s}, memory::data_type::s8, tag::goihw);
   const memory::desc user_y({c.n, c.k, c.p, c.q}, memory::data_type::f32, tag::nchw);
-  const memory::desc any_x(user_x.dims(), memory::data_type::u8, tag::any);
-  const memory::desc any_w(user_w.dims(), memory::data_type::s8, tag::any);
-  const memory::desc any_y(user_y.dims(), memory::data_type::f32, tag::any);
-  const dnnl::convolution_forward::desc d(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_x, any_w, any_y,
-      {c.st[0], c.st[1]}, {c.dl[0] - 1, c.dl[1] - 1}, {c.pd[0], c.pd[1]}, {c.pd[0], c.pd[1]});
-  const dnnl::convolution_forward::primitive_desc cpd(d, attr, engine());
+  const memory::desc any_x(dims_of(user_x), memory::data_type::u8, tag::any);
+  const memory::desc any_w(dims_of(user_w), memory::data_type::s8, tag::any);
+  const memory::desc any_y(dims_of(user_y), memory::data_type::f32, tag::any);
+  const auto cpd = convolution_forward_pd(dnnl::prop_kind::forward_inference,
+                                          {any_x,
+                                           any_w,
+                                           any_y,
+                                           nullptr,
+                                           {c.st[0], c.st[1]},
+                                           {c.dl[0] - 1, c.dl[1] - 1},
+                                           {c.pd[0], c.pd[1]},
+                                           {c.pd[0], c.pd[1]}},
+                                          attr);
 
   auto kernel = std::make_unique<PrimKernel>(doubled ? "conv2d_int8:doubled" : "conv2d_int8");
   DoubledOperands operands{in_slot(0), in_slot(1)};
@@ -67,6 +75,7 @@ std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) 
   const StagedOut y = staged_out(*kernel, user_y, cpd.dst_desc(), out_slot(0));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, y.chosen}};
   if (c.bias) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = kernel->bind(mbias, in_slot(2));
+  constants.add_args(args);
   kernel->add<dnnl::convolution_forward>(cpd, std::move(args));
   staged_out_finish(*kernel, y);
   return kernel;

@@ -6,6 +6,7 @@
 // broadcast, or sub with a broadcast a) and s32 (which must wrap modulo 2^32,
 // where oneDNN saturates) is an own strided loop, rows in parallel. scale
 // (y = alpha·x + beta) is a flat dnnl eltwise_linear (eltwise_primitive.hpp).
+#include "dnnl_api.hpp"
 #include "eltwise_primitive.hpp"
 
 namespace tandem::onednn {
@@ -99,8 +100,7 @@ std::unique_ptr<Kernel> binary(const OpView& view, size_t& ws) {
                     : op == Op::sub ? dnnl::algorithm::binary_sub
                                     : dnnl::algorithm::binary_mul;
   auto k = std::make_unique<PrimKernel>(name);
-  const dnnl::binary::primitive_desc pd(dnnl::binary::desc(algo, m0, m1, m0), user_scratchpad_attr(),
-                                        engine());
+  const auto pd = binary_pd(algo, m0, m1, m0, user_scratchpad_attr());
   k->add<dnnl::binary>(pd, {{DNNL_ARG_SRC_0, k->bind(m0, in_slot(src0))},
                             {DNNL_ARG_SRC_1, k->bind(m1, in_slot(1 - src0))},
                             {DNNL_ARG_DST, k->bind(m0, out_slot(0))}});

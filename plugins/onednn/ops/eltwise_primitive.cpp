@@ -1,6 +1,7 @@
 // oneDNN backend — the flat dnnl::eltwise_forward (eltwise_primitive.hpp).
 #include "eltwise_primitive.hpp"
 
+#include "dnnl_api.hpp"
 #include "layout.hpp"
 
 namespace tandem::onednn {
@@ -18,9 +19,8 @@ std::unique_ptr<Kernel> eltwise_forward(const Check& c, algorithm algo, float al
   if (numel(c.in(0).dims) == 0) return no_op(c);
   auto k = std::make_unique<PrimKernel>(c.op().op());
   const memory::desc md = flat_md(c.in(0));
-  const dnnl::eltwise_forward::primitive_desc pd(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algo, md, alpha, beta),
-      user_scratchpad_attr(), engine());
+  const auto pd =
+      eltwise_forward_pd(dnnl::prop_kind::forward_inference, algo, md, alpha, beta, user_scratchpad_attr());
   const Slot x = input_in_layout(*k, c, 0, c.op().output_native(0));
   k->add<dnnl::eltwise_forward>(pd,
                                 {{DNNL_ARG_SRC, k->bind(md, x)}, {DNNL_ARG_DST, k->bind(md, out_slot(0))}});

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "dnnl_api.hpp"
+
 namespace tandem::onednn {
 
 namespace {
@@ -22,11 +24,9 @@ int preferred_block() {
   try {
     const memory::dims x{1, 16, 8, 8}, w{16, 16, 3, 3};
     const auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, tag::any); };
-    const dnnl::convolution_forward::primitive_desc pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                        dnnl::algorithm::convolution_direct, any(x), any(w), any(x), {1, 1},
-                                        {1, 1}, {1, 1}),
-        engine());
+    const auto pd = convolution_forward_pd(dnnl::prop_kind::forward_training,
+                                           {any(x), any(w), any(x), nullptr, {1, 1}, {0, 0}, {1, 1}, {1, 1}},
+                                           dnnl::primitive_attr());
     if (pd.dst_desc() == memory::desc(x, memory::data_type::f32, tag::nChw16c)) return 16;
     if (pd.dst_desc() == memory::desc(x, memory::data_type::f32, tag::nChw8c)) return 8;
     return 0;

@@ -5,6 +5,7 @@
 // dbias is summed while the own GEMM packs dy, else an own column sum over
 // the batch dim (column_sum.hpp).
 #include "column_sum.hpp"
+#include "dnnl_api.hpp"
 #include "matmul_primitive.hpp"
 
 namespace tandem::onednn {
@@ -27,11 +28,11 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   const std::string act = c.string_attr("activation", "none");
   dnnl::post_ops post;
   if (act == "relu")
-    post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    append_eltwise(post, dnnl::algorithm::eltwise_relu);
   else if (act == "tanh")
-    post.append_eltwise(1.f, dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
+    append_eltwise(post, dnnl::algorithm::eltwise_tanh);
   else if (act == "sigmoid")
-    post.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+    append_eltwise(post, dnnl::algorithm::eltwise_logistic);
   else if (act != "none")
     c.fail("activation must be none/relu/tanh/sigmoid, got '" + act + "'");
   if (n * o == 0) return no_op(c);
@@ -88,7 +89,7 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
   const memory::desc mdy_t = view_md({}, o, n, true, dt), mx = view_md({}, n, i, false, dt);
   const memory::desc mdw = view_md({}, o, i, false, dt);
   const dnnl::primitive_attr attr = user_scratchpad_attr();
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mdy_t, mx, mdw), attr, engine());
+  const auto pd = matmul_pd(mdy_t, mx, nullptr, mdw, attr);
   k->add<dnnl::matmul>(pd, {{DNNL_ARG_SRC, k->bind(mdy_t, in_slot(0))},
                             {DNNL_ARG_WEIGHTS, k->bind(mx, in_slot(1))},
                             {DNNL_ARG_DST, k->bind(mdw, out_slot(0))}});

@@ -8,12 +8,14 @@
 // doubled variant keeps it exact (int8_pairs.hpp). The bias is a post-op and
 // not matmul's bias argument because oneDNN 2.x adds the bias to the s32
 // accumulator *before* the output scale (dst = oscale·(acc + bias)), while
-// the catalog adds an f32 bias after it. oneDNN picks its VNNI (or AMX)
+// the catalog adds an f32 bias after it (oneDNN 3 reads the scales at each
+// execution, dnnl_api.hpp; the post-op serves both). oneDNN picks its VNNI (or AMX)
 // brgemm kernel for u8×s8 on its own where the CPU has one; kernel_describe
 // shows which.
 #include <cmath>
 
 #include "cpu_isa.hpp"
+#include "dnnl_api.hpp"
 #include "int8_pairs.hpp"
 #include "quant_params.hpp"
 
@@ -34,19 +36,19 @@ struct LinearInt8 {
 // reading x' and w' that add_doubling writes into the workspace).
 std::unique_ptr<PrimKernel> linear_int8_kernel(const LinearInt8& p, bool doubled) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
-  attr.set_output_scales(p.m.size() == 1 ? 0 : 1 << 1, p.m);
-  if (p.zx != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {int32_t(p.zx)});
+  const Int8Constants constants(p.m, int32_t(p.zx), 1 << 1);  // w[n, k] seen as [k, n]: n is dimension 1
+  constants.set(attr);
   dnnl::post_ops post;
   const memory::desc mbias({1, p.n}, memory::data_type::f32, memory::format_tag::ab);
   if (p.bias) post.append_binary(dnnl::algorithm::binary_add, mbias);
-  if (p.relu) post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (p.relu) append_eltwise(post, dnnl::algorithm::eltwise_relu);
   attr.set_post_ops(post);
 
   const int64_t k = doubled ? 2 * p.k : p.k;
   const memory::desc mx({p.b, k}, memory::data_type::u8, memory::format_tag::ab);
   const memory::desc mw({k, p.n}, memory::data_type::s8, memory::format_tag::ba);  // w[n,k] seen as [k,n]
   const memory::desc my({p.b, p.n}, memory::data_type::f32, memory::format_tag::ab);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(mx, mw, my), attr, engine());
+  const auto pd = matmul_pd(mx, mw, nullptr, my, attr);
   auto kernel = std::make_unique<PrimKernel>(doubled ? "linear_int8:doubled" : "linear_int8");
   DoubledOperands operands{in_slot(0), in_slot(1)};
   if (doubled) operands = add_doubling(*kernel, p.b, p.k, p.n, p.k);
@@ -54,6 +56,7 @@ std::unique_ptr<PrimKernel> linear_int8_kernel(const LinearInt8& p, bool doubled
                                        {DNNL_ARG_WEIGHTS, kernel->bind(mw, operands.w)},
                                        {DNNL_ARG_DST, kernel->bind(my, out_slot(0))}};
   if (p.bias) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = kernel->bind(mbias, in_slot(2));
+  constants.add_args(args);
   kernel->add<dnnl::matmul>(pd, std::move(args));
   return kernel;
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "dnnl_api.hpp"
+
 namespace tandem::onednn {
 
 using dnnl::memory;
@@ -39,8 +41,9 @@ namespace {
 // KiB, the two run at the same speed and the copy is a loss, so it is made only where it was measured to pay.
 // Deterministic: the choice depends on the shapes and the implementation oneDNN picked, never on a timing.
 bool transposed_b_pays(const dnnl::matmul::primitive_desc& pd, const memory::desc& a, const memory::desc& b) {
-  if (b.data_type() != memory::data_type::f32 || std::string(pd.impl_info_str()) != "gemm:jit") return false;
-  const memory::dims ad = a.dims(), bd = b.dims();
+  if (data_type_of(b) != memory::data_type::f32 || std::string(pd.impl_info_str()) != "gemm:jit")
+    return false;
+  const memory::dims ad = dims_of(a), bd = dims_of(b);
   const int64_t m = ad[ad.size() - 2], k = bd[bd.size() - 2], n = bd.back();
   const bool stored_as_is = b == view_md(Dims(bd.begin(), bd.end() - 2), k, n, false, TDM_F32);
   return stored_as_is && (n * sizeof(float)) % 4096 == 0 && m >= 64 && m <= 256;
@@ -67,14 +70,11 @@ std::unique_ptr<Kernel> matmul_kernel(std::string name, const memory::desc& a, S
   } else {
     attr.set_post_ops(post);
   }
-  const auto pd_with = [&](const memory::desc& w) {
-    const auto d = bias ? dnnl::matmul::desc(a, w, *bias, y) : dnnl::matmul::desc(a, w, y);
-    return dnnl::matmul::primitive_desc(d, attr, engine());
-  };
+  const auto pd_with = [&](const memory::desc& w) { return matmul_pd(a, w, bias, y, attr); };
   dnnl::matmul::primitive_desc pd = pd_with(b);
   memory weights = k->bind(b, sb);
   if (transposed_b_pays(pd, a, b)) {
-    const memory::dims bd = b.dims();
+    const memory::dims bd = dims_of(b);
     const memory::desc bt =
         view_md(Dims(bd.begin(), bd.end() - 2), bd[bd.size() - 2], bd.back(), true, TDM_F32);
     const memory copy = k->bind(bt, {Slot::workspace, k->reserve(bt.get_size())});

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dnnl_api.hpp"
 #include "layout.hpp"
 
 namespace tandem::onednn {
@@ -402,13 +403,19 @@ memory::desc nchw(const Dims& d, tdm_dtype dt) {
   return memory::desc(to_dnnl(d), dnnl_type(dt), tag::nchw);
 }
 
+PoolDescs avg_descs(const Pool& g, tdm_dtype dt) {
+  return {nchw({g.n, g.c, g.h, g.w}, dt),
+          nchw({g.n, g.c, g.p, g.q}, dt),
+          {g.sh, g.sw},
+          {g.kh, g.kw},
+          {g.ph, g.pw},
+          {g.ph, g.pw}};
+}
+
 dnnl::pooling_forward::primitive_desc avg_forward_pd(const Pool& g, tdm_dtype dt, dnnl::prop_kind kind) {
   const auto algo = g.include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                   : dnnl::algorithm::pooling_avg_exclude_padding;
-  return dnnl::pooling_forward::primitive_desc(
-      dnnl::pooling_forward::desc(kind, algo, nchw({g.n, g.c, g.h, g.w}, dt), nchw({g.n, g.c, g.p, g.q}, dt),
-                                  {g.sh, g.sw}, {g.kh, g.kw}, {g.ph, g.pw}, {g.ph, g.pw}),
-      user_scratchpad_attr(), engine());
+  return pooling_forward_pd(kind, algo, avg_descs(g, dt), user_scratchpad_attr());
 }
 
 std::unique_ptr<Kernel> avg_pool2d(const OpView& op, size_t& ws) {
@@ -435,10 +442,7 @@ std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& op, size_t& ws) {
   const auto hint = avg_forward_pd(g, dt, dnnl::prop_kind::forward_training);
   const auto algo = g.include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                   : dnnl::algorithm::pooling_avg_exclude_padding;
-  const dnnl::pooling_backward::primitive_desc pd(
-      dnnl::pooling_backward::desc(algo, nchw({g.n, g.c, g.h, g.w}, dt), nchw({g.n, g.c, g.p, g.q}, dt),
-                                   {g.sh, g.sw}, {g.kh, g.kw}, {g.ph, g.pw}, {g.ph, g.pw}),
-      user_scratchpad_attr(), engine(), hint);
+  const auto pd = pooling_backward_pd(algo, avg_descs(g, dt), hint, user_scratchpad_attr());
   k->add<dnnl::pooling_backward>(pd, {{DNNL_ARG_DIFF_DST, k->bind(pd.diff_dst_desc(), in_slot(0))},
                                       {DNNL_ARG_DIFF_SRC, k->bind(pd.diff_src_desc(), out_slot(0))}});
   ws = k->workspace_bytes();

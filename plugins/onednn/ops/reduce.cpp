@@ -3,6 +3,7 @@
 // ones (column_sum.hpp); a copy when nothing is reduced.
 #include "column_sum.hpp"
 #include "common.hpp"
+#include "dnnl_api.hpp"
 
 namespace tandem::onednn {
 
@@ -50,10 +51,8 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
   }
   auto k = std::make_unique<PrimKernel>(op.op());
   const dnnl::memory::desc src = plain_md(x, dt), dst = plain_md(kept.empty() ? Dims{1} : kept, dt);
-  const dnnl::reduction::primitive_desc pd(
-      dnnl::reduction::desc(mean ? dnnl::algorithm::reduction_mean : dnnl::algorithm::reduction_sum, src, dst,
-                            0.f, 0.f),
-      user_scratchpad_attr(), engine());
+  const auto pd = reduction_pd(mean ? dnnl::algorithm::reduction_mean : dnnl::algorithm::reduction_sum, src,
+                               dst, user_scratchpad_attr());
   k->add<dnnl::reduction>(
       pd, {{DNNL_ARG_SRC, k->bind(src, in_slot(0))}, {DNNL_ARG_DST, k->bind(dst, out_slot(0))}});
   ws = k->workspace_bytes();

@@ -1,6 +1,7 @@
 // oneDNN backend — softmax, log_softmax and their gradients: dnnl softmax /
 // logsoftmax primitives on an [outer, axis, inner] view.
 #include "common.hpp"
+#include "dnnl_api.hpp"
 
 namespace tandem::onednn {
 
@@ -28,17 +29,7 @@ std::unique_ptr<Kernel> softmax(const OpView& op, size_t& ws) {
   auto k = std::make_unique<PrimKernel>(c.op().op());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, k->bind(md, in_slot(0))},
                                        {DNNL_ARG_DST, k->bind(md, out_slot(0))}};
-  const auto kind = dnnl::prop_kind::forward_inference;
-  if (c.op().op() == "softmax")
-    k->add<dnnl::softmax_forward>(
-        dnnl::softmax_forward::primitive_desc(dnnl::softmax_forward::desc(kind, md, 1),
-                                              user_scratchpad_attr(), engine()),
-        std::move(args));
-  else
-    k->add<dnnl::logsoftmax_forward>(
-        dnnl::logsoftmax_forward::primitive_desc(dnnl::logsoftmax_forward::desc(kind, md, 1),
-                                                 user_scratchpad_attr(), engine()),
-        std::move(args));
+  add_softmax_forward(*k, c.op().op() == "log_softmax", md, 1, std::move(args));
   ws = k->workspace_bytes();
   return k;
 }
@@ -55,21 +46,7 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
   std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, k->bind(md, in_slot(0))},
                                        {DNNL_ARG_DST, k->bind(md, in_slot(1))},
                                        {DNNL_ARG_DIFF_SRC, k->bind(md, out_slot(0))}};
-  const auto kind = dnnl::prop_kind::forward_training;
-  if (c.op().op() == "softmax_grad") {
-    const dnnl::softmax_forward::primitive_desc hint(dnnl::softmax_forward::desc(kind, md, 1), engine());
-    k->add<dnnl::softmax_backward>(
-        dnnl::softmax_backward::primitive_desc(dnnl::softmax_backward::desc(md, md, 1),
-                                               user_scratchpad_attr(), engine(), hint),
-        std::move(args));
-  } else {
-    const dnnl::logsoftmax_forward::primitive_desc hint(dnnl::logsoftmax_forward::desc(kind, md, 1),
-                                                        engine());
-    k->add<dnnl::logsoftmax_backward>(
-        dnnl::logsoftmax_backward::primitive_desc(dnnl::logsoftmax_backward::desc(md, md, 1),
-                                                  user_scratchpad_attr(), engine(), hint),
-        std::move(args));
-  }
+  add_softmax_backward(*k, c.op().op() == "log_softmax_grad", md, 1, std::move(args));
   ws = k->workspace_bytes();
   return k;
 }
