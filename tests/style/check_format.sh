@@ -8,6 +8,15 @@ if [[ -z "$clang_format" || ! -x "$clang_format" ]]; then
   echo "SKIPPED: clang-format is not installed (scripts/install-deps.sh installs it)"
   exit 77
 fi
+# The tree is formatted with Debian 12's clang-format 14; other major
+# versions lay out some constructs differently (Debian 13's 19 would change
+# eleven files), so they cannot judge it.
+formatted_with=14
+major=$("$clang_format" --version | sed -n 's/.*clang-format version \([0-9]*\).*/\1/p')
+if [[ "$major" != "$formatted_with" ]]; then
+  echo "SKIPPED: $clang_format is version ${major:-unknown}; the tree is formatted with clang-format $formatted_with (Debian 12's clang-format package)"
+  exit 77
+fi
 if [[ -z "$git" ]] || ! "$git" rev-parse --git-dir >/dev/null 2>&1; then
   echo "SKIPPED: not a git checkout, so the tracked files are unknown"
   exit 77
