@@ -31,7 +31,7 @@ if [ $# -ne 1 ]; then
 fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "$1" && pwd)
-cache=${TANDEM_ONEDNN3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tandem/onednn3}
+cache=${TANDEM_ONEDNN3_CACHE:-${XDG_CACHE_HOME:-${HOME:-$build}/.cache}/tandem/onednn3}
 mirror=${TANDEM_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=trixie
 root=$cache/root
