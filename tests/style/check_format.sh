@@ -10,7 +10,7 @@ if [[ -z "$clang_format" || ! -x "$clang_format" ]]; then
 fi
 # The tree is formatted with Debian 12's clang-format 14; other major
 # versions lay out some constructs differently (Debian 13's 19 would change
-# eleven files), so they cannot judge it.
+# at least eleven files), so they cannot judge it.
 formatted_with=14
 major=$("$clang_format" --version | sed -n 's/.*clang-format version \([0-9]*\).*/\1/p')
 if [[ "$major" != "$formatted_with" ]]; then

@@ -166,52 +166,60 @@ dnnl::reduction::primitive_desc reduction_pd(algorithm algo, const memory::desc&
 #endif
 }
 
+#if !TANDEM_ONEDNN_3
+namespace {
+
+// oneDNN 2's softmax and logsoftmax: two primitive families with the same
+// calls.
+template <class Forward>
+void add_forward_v2(PrimKernel& k, const memory::desc& md, int axis, std::unordered_map<int, memory> args) {
+  k.add<Forward>(
+      typename Forward::primitive_desc(typename Forward::desc(prop_kind::forward_inference, md, axis),
+                                       user_scratchpad_attr(), engine()),
+      std::move(args));
+}
+
+template <class Forward, class Backward>
+void add_backward_v2(PrimKernel& k, const memory::desc& md, int axis, std::unordered_map<int, memory> args) {
+  const typename Forward::primitive_desc hint(typename Forward::desc(prop_kind::forward_training, md, axis),
+                                              engine());
+  k.add<Backward>(typename Backward::primitive_desc(typename Backward::desc(md, md, axis),
+                                                    user_scratchpad_attr(), engine(), hint),
+                  std::move(args));
+}
+
+}  // namespace
+#endif
+
 void add_softmax_forward(PrimKernel& k, bool log, const memory::desc& md, int axis,
                          std::unordered_map<int, memory> args) {
-  const prop_kind kind = prop_kind::forward_inference;
 #if TANDEM_ONEDNN_3
   const algorithm algo = log ? algorithm::softmax_log : algorithm::softmax_accurate;
   k.add<dnnl::softmax_forward>(
-      dnnl::softmax_forward::primitive_desc(engine(), kind, algo, md, md, axis, user_scratchpad_attr()),
+      dnnl::softmax_forward::primitive_desc(engine(), prop_kind::forward_inference, algo, md, md, axis,
+                                            user_scratchpad_attr()),
       std::move(args));
 #else
   if (log)
-    k.add<dnnl::logsoftmax_forward>(
-        dnnl::logsoftmax_forward::primitive_desc(dnnl::logsoftmax_forward::desc(kind, md, axis),
-                                                 user_scratchpad_attr(), engine()),
-        std::move(args));
+    add_forward_v2<dnnl::logsoftmax_forward>(k, md, axis, std::move(args));
   else
-    k.add<dnnl::softmax_forward>(
-        dnnl::softmax_forward::primitive_desc(dnnl::softmax_forward::desc(kind, md, axis),
-                                              user_scratchpad_attr(), engine()),
-        std::move(args));
+    add_forward_v2<dnnl::softmax_forward>(k, md, axis, std::move(args));
 #endif
 }
 
 void add_softmax_backward(PrimKernel& k, bool log, const memory::desc& md, int axis,
                           std::unordered_map<int, memory> args) {
-  const prop_kind kind = prop_kind::forward_training;
 #if TANDEM_ONEDNN_3
   const algorithm algo = log ? algorithm::softmax_log : algorithm::softmax_accurate;
-  const dnnl::softmax_forward::primitive_desc hint(engine(), kind, algo, md, md, axis);
+  const dnnl::softmax_forward::primitive_desc hint(engine(), prop_kind::forward_training, algo, md, md, axis);
   k.add<dnnl::softmax_backward>(
       dnnl::softmax_backward::primitive_desc(engine(), algo, md, md, md, axis, hint, user_scratchpad_attr()),
       std::move(args));
 #else
-  if (log) {
-    const dnnl::logsoftmax_forward::primitive_desc hint(dnnl::logsoftmax_forward::desc(kind, md, axis),
-                                                        engine());
-    k.add<dnnl::logsoftmax_backward>(
-        dnnl::logsoftmax_backward::primitive_desc(dnnl::logsoftmax_backward::desc(md, md, axis),
-                                                  user_scratchpad_attr(), engine(), hint),
-        std::move(args));
-  } else {
-    const dnnl::softmax_forward::primitive_desc hint(dnnl::softmax_forward::desc(kind, md, axis), engine());
-    k.add<dnnl::softmax_backward>(
-        dnnl::softmax_backward::primitive_desc(dnnl::softmax_backward::desc(md, md, axis),
-                                               user_scratchpad_attr(), engine(), hint),
-        std::move(args));
-  }
+  if (log)
+    add_backward_v2<dnnl::logsoftmax_forward, dnnl::logsoftmax_backward>(k, md, axis, std::move(args));
+  else
+    add_backward_v2<dnnl::softmax_forward, dnnl::softmax_backward>(k, md, axis, std::move(args));
 #endif
 }
 
