@@ -4,7 +4,7 @@ repeat blocks, layer_norm, rms_norm, attention (its q/k/v and output
 projections, causal; kv_heads key/value heads shared by groups of query
 heads; rope on q and k in the halves layout of sdk/ops.md;
 F.scaled_dot_product_attention where this torch has it, else the
-softmax(q·kᵀ/√d)·v it computes), add, gelu, silu, linear per token, a head
+softmax(q·kᵀ/√d)·v it computes), add, mul (a SwiGLU gate), gelu, silu, linear per token, a head
 tied to the embedding — run as the file's DAG of named layers."""
 import math
 import sys
@@ -12,6 +12,11 @@ import sys
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+# torch >= 2.5 shares key/value heads inside scaled_dot_product_attention
+# (enable_gqa) instead of copying them out to every query head first.
+GQA_IN_SDPA = hasattr(F, "scaled_dot_product_attention") and tuple(
+    int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
 def expand(layers):
@@ -51,13 +56,25 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+_ROPE_TABLES = {}
+
+
+def rope_table(t, d, base, dtype, device):
+    """cos and sin of rope's angles for T positions (computed in f64 once per shape, then kept)."""
+    key = (t, d, base, dtype, str(device))
+    if key not in _ROPE_TABLES:
+        freq = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2 / d)
+        angle = torch.arange(t, dtype=torch.float64)[:, None] * freq[None, :]
+        cos = torch.cat([angle.cos(), angle.cos()], -1).to(dtype).to(device)
+        sin = torch.cat([angle.sin(), angle.sin()], -1).to(dtype).to(device)
+        _ROPE_TABLES[key] = (cos, sin)
+    return _ROPE_TABLES[key]
+
+
 def rotate(x, base):
     """Rope over the last two dims [..., T, D]: element i paired with i + D/2, angles in f64."""
     t, d = x.shape[-2], x.shape[-1]
-    freq = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2 / d)
-    angle = torch.arange(t, dtype=torch.float64)[:, None] * freq[None, :]
-    cos = torch.cat([angle.cos(), angle.cos()], -1).to(x.dtype).to(x.device)
-    sin = torch.cat([angle.sin(), angle.sin()], -1).to(x.dtype).to(x.device)
+    cos, sin = rope_table(t, d, base, x.dtype, x.device)
     first, second = x[..., : d // 2], x[..., d // 2:]
     return x * cos + torch.cat([-second, first], -1) * sin
 
@@ -79,7 +96,11 @@ class Attention(nn.Module):
         q, k, v = split(self.q(x), self.heads), split(self.k(x), self.kv_heads), split(self.v(x), self.kv_heads)
         if self.rope is not None:
             q, k = rotate(q, self.rope), rotate(k, self.rope)
-        if self.kv_heads != self.heads:  # query head h reads key/value head h // (heads / kv_heads)
+        grouped = self.kv_heads != self.heads  # query head h reads key/value head h // (heads / kv_heads)
+        if grouped and GQA_IN_SDPA:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, enable_gqa=True)
+            return self.out(o.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+        if grouped:
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         if hasattr(F, "scaled_dot_product_attention"):
@@ -98,9 +119,10 @@ class LanguageModel(nn.Module):
         self.layers = expand(spec["layers"])
         self.context = spec["model"]["context"]
         self.mods = nn.ModuleDict()
-        width = None
+        widths, previous = {}, None  # each value's feature width, by layer name
         for layer in self.layers:
             op, name = layer["op"], layer["name"].replace(".", "_")
+            width = widths.get(layer["inputs"][0]) if layer.get("inputs") else widths.get(previous)
             if op == "embedding":
                 width = layer["embedding_dim"]
                 self.mods[name] = nn.Embedding(layer["num_embeddings"], width)
@@ -118,8 +140,10 @@ class LanguageModel(nn.Module):
                     lin.weight = self.mods[layer["tie_weight"].replace(".", "_")].weight
                 self.mods[name] = lin
                 width = layer["out_features"]
-            elif op not in ("add", "gelu", "relu", "silu"):
+            elif op not in ("add", "mul", "gelu", "relu", "silu"):
                 sys.exit(f"torch_gpt: layer op {op} not supported")
+            widths[layer["name"]] = width
+            previous = layer["name"]
 
     def forward(self, tokens):
         values, previous = {"input": tokens}, tokens
@@ -130,6 +154,8 @@ class LanguageModel(nn.Module):
                 y = ins[0]
                 for other in ins[1:]:
                     y = y + other
+            elif op == "mul":
+                y = ins[0] * ins[1]
             elif op == "gelu":
                 y = F.gelu(ins[0], approximate=layer.get("approximate", "none"))
             elif op == "relu":

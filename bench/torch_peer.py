@@ -24,8 +24,12 @@ without TF32 in matrix products and convolutions (as Tandem's cuda backend
 without `cuda.tf32`); the loss read at the end of each repeat waits for the
 GPU, so each repeat's time is the GPU's.
 
+With --dtype bf16 the step runs under torch.autocast(bfloat16) (f32 weights
+and optimizer state, as Tandem's amp:dtype=bf16), and --compile puts the
+model through torch.compile. On a GPU AdamW is the fused kernel.
+
 Usage: torch_peer.py MODEL.toml --threads N [--steps 50 --warmup 10 --repeats 5] [--json FILE] [--label NAME]
-                     [--profile [--profile-json FILE]] [--device cpu|cuda]
+                     [--profile [--profile-json FILE]] [--device cpu|cuda] [--dtype f32|bf16] [--compile]
 """
 import argparse
 import json
@@ -121,6 +125,10 @@ def main():
     ap.add_argument("--profile", action="store_true", help="then profile `steps` steps and print the per-op table")
     ap.add_argument("--profile-json", help="with --profile: also write the matrix products' time and GFLOP/s here")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
+                    help="bf16: the forward and backward under torch.autocast(bfloat16), the weights and "
+                         "AdamW state f32 (as Tandem's amp:dtype=bf16)")
+    ap.add_argument("--compile", action="store_true", help="the model through torch.compile (compiled in the warm-up)")
     a = ap.parse_args()
     if a.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -147,9 +155,12 @@ def main():
         y = torch.randint(0, spec["model"]["classes"], (batch,))
     net, x, y = net.to(a.device), x.to(a.device), y.to(a.device)
     params = sum(p.numel() for p in net.parameters())
+    forward = torch.compile(net) if a.compile else net
     if train.get("optimizer", "sgd") == "adamw":
+        # On a GPU, PyTorch at its best: the fused multi-tensor AdamW kernel.
+        fused = {"fused": True} if a.device == "cuda" else {}
         opt = torch.optim.AdamW(net.parameters(), lr=train["lr"], betas=(train.get("beta1", 0.9), train.get("beta2", 0.999)),
-                                eps=train.get("epsilon", 1e-8), weight_decay=train.get("weight_decay", 0.01))
+                                eps=train.get("epsilon", 1e-8), weight_decay=train.get("weight_decay", 0.01), **fused)
     else:
         opt = torch.optim.SGD(net.parameters(), lr=train["lr"], momentum=train.get("momentum", 0.0),
                               nesterov=train.get("nesterov", False), weight_decay=train.get("weight_decay", 0.0))
@@ -157,8 +168,9 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=True)
-        out = net(x)
-        loss = loss_fn(out.reshape(-1, out.shape[-1]), y.reshape(-1)) if language else loss_fn(out, y)
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+            out = forward(x)
+            loss = loss_fn(out.reshape(-1, out.shape[-1]), y.reshape(-1)) if language else loss_fn(out, y)
         loss.backward()
         opt.step()
         return loss
@@ -178,6 +190,8 @@ def main():
     median = statistics.median(rates)
     result = {
         "framework": a.label,
+        "dtype": a.dtype,
+        "compiled": a.compile,
         "torch_version": torch.__version__,
         "blas": blas_loaded(),
         "kernels": kernel_level(),
