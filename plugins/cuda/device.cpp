@@ -295,6 +295,14 @@ CudaBackend::CudaBackend() {
                   "cuda plugin: --plugin-option cuda.conv_api=" + *v + " is not one of graph, legacy");
     options_.conv_api = *api;
   }
+  // Attention on the tensor cores where it applies (math/attention_path.hpp),
+  // or the f32-arithmetic kernels everywhere (to compare, or to rule one out).
+  if (auto v = Host::config("plugins.cuda.attention")) {
+    if (*v != "auto" && *v != "f32_tiles")
+      throw Error(TDM_INVALID_ARGUMENT,
+                  "cuda plugin: --plugin-option cuda.attention=" + *v + " is not one of auto, f32_tiles");
+    options_.attention_mma = *v == "auto";
+  }
 }
 
 uint32_t CudaBackend::device_count() {

@@ -21,6 +21,7 @@ struct CudaOptions {
   bool tf32 = false;                              // cuda.tf32
   math::ConvAlgorithmOptions conv;                // cuda.deterministic, cuda.conv_workspace_limit
   math::ConvApi conv_api = math::ConvApi::graph;  // cuda.conv_api
+  bool attention_mma = true;                      // cuda.attention: auto (true) or f32_tiles
 };
 
 class CudaDevice final : public Device {
@@ -49,6 +50,7 @@ class CudaDevice final : public Device {
   // What allocate(bytes) takes: the caching allocator's size class.
   uint64_t footprint(uint64_t bytes) override { return CachingAllocator::round_size(bytes); }
   bool tf32() const noexcept { return options_.tf32; }
+  bool attention_mma() const noexcept { return options_.attention_mma; }
   const math::ConvAlgorithmOptions& conv_options() const noexcept { return options_.conv; }
   math::ConvApi conv_api() const noexcept { return options_.conv_api; }
   // Called by a kernel's prepare for what every stream it may launch on

@@ -22,12 +22,13 @@
 // apart instead of width.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "device.hpp"
 #include "math/attention.hpp"
+#include "math/attention_path.hpp"
+#include "ops/attention_common.cuh"
 #include "ops/attention_tiles.cuh"
-#include "ops/kernels.cuh"
-#include "tandem/attention_operands.hpp"
 
 namespace tandem::cuda {
 namespace {
@@ -38,73 +39,6 @@ using namespace tiles;
 constexpr int kFwdR = 4, kFwdC = 2;  // forward: 64 queries x 32 keys
 constexpr int kDqR = 2, kDqC = 2;    // dq: 32 queries x 32 keys
 constexpr int kKvR = 2, kKvC = 2;    // dk, dv: 32 keys x 32 queries
-
-struct Attn {
-  int64_t B = 0, H = 0, G = 0, T = 0, S = 0;
-  int D = 0, E = 0;
-  bool causal = false;
-  AttentionLayout layout;
-  float scale = 0.0f, dropout = 0.0f, inv_keep = 1.0f;
-  uint64_t seed = 0;
-
-  __host__ __device__ int64_t group() const { return H / G; }
-  // Where the rows of q (and dq), o (do) of query head h, and of k (dk), v
-  // (dv) of kv head g start (position t or s), and their strides.
-  __host__ __device__ int64_t q_row(int64_t b, int64_t h, int64_t t = 0) const {
-    return layout.row(b, h, t, H, T, D);
-  }
-  __host__ __device__ int64_t o_row(int64_t b, int64_t h, int64_t t = 0) const {
-    return layout.row(b, h, t, H, T, E);
-  }
-  __host__ __device__ int64_t k_row(int64_t b, int64_t g, int64_t s = 0) const {
-    return layout.row(b, g, s, G, S, D);
-  }
-  __host__ __device__ int64_t v_row(int64_t b, int64_t g, int64_t s = 0) const {
-    return layout.row(b, g, s, G, S, E);
-  }
-  __host__ __device__ int64_t ldq() const { return layout.stride(H, D); }
-  __host__ __device__ int64_t ldo() const { return layout.stride(H, E); }
-  __host__ __device__ int64_t ldk() const { return layout.stride(G, D); }
-  __host__ __device__ int64_t ldv() const { return layout.stride(G, E); }
-  // A q-like tensor's dims in the layout (host side, for the checks).
-  Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
-  // One past the last key that a query before t_end may see.
-  __host__ __device__ int64_t key_end(int64_t t_end) const {
-    if (!causal) return S;
-    const int64_t e = t_end + S - T;
-    return e < 0 ? 0 : (e > S ? S : e);
-  }
-  // The first query that may see key s.
-  __host__ __device__ int64_t query_begin(int64_t s) const {
-    if (!causal) return 0;
-    const int64_t t = s - (S - T);
-    return t < 0 ? 0 : (t > T ? T : t);
-  }
-};
-
-// Every pointer one launch uses (the forward leaves the gradient's null).
-template <class T>
-struct AttnIo {
-  const T *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *dout = nullptr;
-  const uint8_t* mask = nullptr;
-  const int64_t* seed_offset = nullptr;
-  const float* lse = nullptr;
-  float* delta = nullptr;  // Δ, the gradient's workspace
-  T *out = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr;
-  float* lse_out = nullptr;
-};
-
-__device__ __forceinline__ uint64_t seed_of(const Attn& a, const int64_t* offset) {
-  return a.seed + (offset != nullptr ? static_cast<uint64_t>(*offset) : 0);
-}
-
-// Whether query t may see key s of batch b; `in_tile` guards the mask read.
-__device__ __forceinline__ bool allowed(const Attn& a, const uint8_t* mask, int64_t b, int64_t t, int64_t s,
-                                        bool in_tile) {
-  if (!in_tile) return false;
-  const bool padded = mask != nullptr && mask[b * a.S + s] != 0;
-  return math::attention_allowed(padded, a.causal, t, s, a.T, a.S);
-}
 
 // ---- forward -----------------------------------------------------------
 
@@ -423,6 +357,34 @@ AttnIo<T> common_io(const AttentionOperands& o, void* const* in, size_t first) {
   return io;
 }
 
+// The gradient's pointers: do, q, k, v, o, lse in, dq, dk, dv out, Δ in the workspace.
+template <class T>
+AttnIo<T> grad_io(const AttentionOperands& operands, void* const* in, void* const* o, void* ws) {
+  AttnIo<T> io = common_io<T>(operands, in, 1);
+  io.dout = static_cast<const T*>(in[0]);
+  io.o = static_cast<const T*>(in[4]);
+  io.lse = static_cast<const float*>(in[5]);
+  io.delta = static_cast<float*>(ws);
+  io.dq = static_cast<T*>(o[0]);
+  io.dk = static_cast<T*>(o[1]);
+  io.dv = static_cast<T*>(o[2]);
+  return io;
+}
+
+// Whether the tensor-core kernels run this attention: not with
+// --plugin-option cuda.attention=f32_tiles, and where math/attention_path.hpp
+// says they apply and their shared memory fits the device's block.
+bool use_mma(const CudaDevice& device, const Attn& a, tdm_dtype dt) {
+  if (!device.attention_mma() ||
+      math::mma_attention_declines(dt == TDM_BF16 || dt == TDM_F16, a.D, a.E, a.dropout, device.compute_major()))
+    return false;
+  int limit = 0;
+  TDM_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
+  if (mma_attention_smem(a.D, a.E) > size_t(limit)) return false;
+  allow_mma_attention_smem(limit);
+  return true;
+}
+
 std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, size_t&) {
   Check c(v);
   c.counts(3, 5, 2, 2);
@@ -436,8 +398,19 @@ std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, s
   std::unique_ptr<Kernel> k;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (use_mma(device, a, dt)) {
+        k = make_kernel("attention:mma", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+          AttnIo<T> io = common_io<T>(operands, in, 0);
+          io.out = static_cast<T*>(o[0]);
+          io.lse_out = static_cast<float*>(o[1]);
+          launch_mma_attention<T>(a, io, s.get());
+        });
+        return;
+      }
+    }
     reserve_smem(c, device, attention_kernel<T>, smem, forward_smem(kMaxHead, kMaxHead));
-    k = make_kernel("attention", [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    k = make_kernel("attention:f32_tiles", [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (blocks == 0) return;
       AttnIo<T> io = common_io<T>(operands, in, 0);
       io.out = static_cast<T*>(o[0]);
@@ -469,17 +442,21 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
   std::unique_ptr<Kernel> k;
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (use_mma(device, a, dt)) {
+        k = make_kernel("attention_grad:mma", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+          AttnIo<T> io = grad_io<T>(operands, in, o, ws);
+          if (rows > 0)
+            attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(a, io.dout, io.o, io.delta, rows);
+          launch_mma_attention_grad<T>(a, io, s.get());
+        });
+        return;
+      }
+    }
     reserve_smem(c, device, attention_dq_kernel<T>, dq_bytes, dq_smem(kMaxHead, kMaxHead));
     reserve_smem(c, device, attention_dkv_kernel<T>, kv_bytes, dkv_smem(kMaxHead, kMaxHead));
-    k = make_kernel("attention_grad", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
-      AttnIo<T> io = common_io<T>(operands, in, 1);
-      io.dout = static_cast<const T*>(in[0]);
-      io.o = static_cast<const T*>(in[4]);
-      io.lse = static_cast<const float*>(in[5]);
-      io.delta = static_cast<float*>(ws);
-      io.dq = static_cast<T*>(o[0]);
-      io.dk = static_cast<T*>(o[1]);
-      io.dv = static_cast<T*>(o[2]);
+    k = make_kernel("attention_grad:f32_tiles", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+      AttnIo<T> io = grad_io<T>(operands, in, o, ws);
       if (rows > 0)
         attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(a, io.dout, io.o, io.delta, rows);
       if (dq_blocks > 0) attention_dq_kernel<T><<<dq_blocks, kAttnThreads, dq_bytes, s.get()>>>(a, io);
