@@ -70,20 +70,21 @@ def table(directory, models, repo):
         layers, width = attention_shape(spec)
         context = spec["model"]["context"]
         runs = {side: load(os.path.join(directory, f"{model}-{side}.json"))
-                for side in ("tandem", "pytorch-eager", "pytorch-compile")}
+                for side in ("tandem", "tandem-f32_tiles", "pytorch-eager", "pytorch-compile")}
         for side, run in runs.items():
             if run is None:
-                rows.append((model, side, "not run", "", "", "", "", ""))
+                if side != "tandem-f32_tiles":
+                    rows.append((model, side, "not run", "", "", "", "", ""))
                 continue
             tokens = run["median_samples_per_second"] * run["tokens_per_sample"]
             flops_per_token = 6 * run["parameters"] + 12 * layers * context * width
             tflops = tokens * flops_per_token / 1e12
             mfu = f"{100 * tflops / peak_tflops:.1f} %" if peak_tflops else "-"
             ratio = ""
-            if side != "tandem" and runs["tandem"]:
+            if side.startswith("pytorch") and runs["tandem"]:
                 ratio = f"{runs['tandem']['median_samples_per_second'] / run['median_samples_per_second']:.2f}x"
             memory = ""
-            if side == "tandem" and run.get("device_peak_bytes"):
+            if side.startswith("tandem") and run.get("device_peak_bytes"):
                 memory = (f"{run['planned_bytes'] / 2**30:.2f} / {run['device_peak_bytes'] / 2**30:.2f} GiB")
             rows.append((model, side, f"{tokens:,.0f}", f"{run['step_ms']:.1f}", f"{tflops:.1f}", mfu, ratio, memory))
     header = ("model", "run", "tokens/s", "ms/step", "TFLOP/s", "MFU", "tandem/peer", "planned / measured")

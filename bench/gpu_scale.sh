@@ -7,6 +7,7 @@
 # batch, same step (zero_grad + forward + backward + AdamW).
 #
 #   bench/gpu_scale.sh [--build DIR] [--models "gpt2_small llama_1b"] [--quick] [--no-peer] [--profile]
+#                      [--compare-attention] [--plugin-option NAME.KEY=VALUE]...
 #
 # First the GPU's bf16 matrix peak is measured (bench/gpu_scale.py peak: an
 # 8192^3 bf16 product through PyTorch's cuBLAS, mean of 10 after warm-up,
@@ -26,6 +27,8 @@ models="gpt2_small llama_1b"
 steps=10 warmup=3 repeats=3
 peer=1
 profile=0
+compare=0
+options=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -33,7 +36,9 @@ while [ $# -gt 0 ]; do
     --quick) steps=4 warmup=2 repeats=2; shift ;;
     --no-peer) peer=0; shift ;;
     --profile) profile=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --compare-attention) compare=1; shift ;;
+    --plugin-option) options+=(--plugin-option "$2"); shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "gpu_scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -54,11 +59,16 @@ fi
 for model in $models; do
   file="$repo/bench/models/$model.toml"
   common=(--steps "$steps" --warmup "$warmup" --repeats "$repeats")
-  echo "== tandem $model"
-  "$tandem" bench "$file" --device cuda:0 --feature amp:dtype=bf16 "${common[@]}" \
+  echo "== tandem $model ${options[*]}"
+  "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16 "${common[@]}" \
     --json "$out/$model-tandem.json" || failed=1
+  if [ "$compare" = 1 ]; then
+    echo "== tandem-f32_tiles $model"
+    "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16 "${common[@]}" \
+      --plugin-option cuda.attention=f32_tiles --json "$out/$model-tandem-f32_tiles.json" || failed=1
+  fi
   if [ "$profile" = 1 ]; then
-    "$tandem" bench "$file" --device cuda:0 --feature amp:dtype=bf16 --steps 3 --warmup 2 --repeats 1 \
+    "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16 --steps 3 --warmup 2 --repeats 1 \
       --profile-nodes 12 || failed=1
   fi
   if [ "$peer" = 1 ] && [ "$has_torch" = 1 ]; then

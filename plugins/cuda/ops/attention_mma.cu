@@ -37,7 +37,7 @@ namespace {
 
 namespace mma = math::mma;
 
-constexpr int kWarps = 4, kThreads = 32 * kWarps;
+constexpr int kWarps = 4, kMmaThreads = 32 * kWarps;
 constexpr int kRows = 16 * kWarps;  // a block's queries (forward, dq) or keys (dk, dv)
 constexpr int kCols = 64;           // the inner tile: keys (forward, dq) or queries (dk, dv)
 constexpr int kPad = 8;             // elements of padding per shared-memory row
@@ -194,7 +194,7 @@ __device__ void load_tile(const T* src, int64_t ld, int64_t r0, int n, int rows,
 // ---- forward -----------------------------------------------------------
 
 template <class T, int kHead>
-__global__ void __launch_bounds__(kThreads) mma_attention_kernel(Attn a, AttnIo<T> io) {
+__global__ void __launch_bounds__(kMmaThreads) mma_attention_kernel(Attn a, AttnIo<T> io) {
   extern __shared__ __align__(16) uint16_t smem16[];
   const int ldq = a.D + kPad, ldv = a.E + kPad;
   uint16_t* qs = smem16;             // [kRows][D + 8]
@@ -298,7 +298,7 @@ __device__ __forceinline__ void p_and_ds(float score, float dp, float lse, float
 }
 
 template <class T, int kHead>
-__global__ void __launch_bounds__(kThreads) mma_attention_dq_kernel(Attn a, AttnIo<T> io) {
+__global__ void __launch_bounds__(kMmaThreads) mma_attention_dq_kernel(Attn a, AttnIo<T> io) {
   extern __shared__ __align__(16) uint16_t smem16[];
   const int ldq = a.D + kPad, ldv = a.E + kPad;
   uint16_t* qs = smem16;              // [kRows][D + 8]
@@ -383,7 +383,7 @@ __global__ void __launch_bounds__(kThreads) mma_attention_dq_kernel(Attn a, Attn
 // ---- backward: dk, dv ----------------------------------------------------
 
 template <class T, int kHead>
-__global__ void __launch_bounds__(kThreads) mma_attention_dkv_kernel(Attn a, AttnIo<T> io) {
+__global__ void __launch_bounds__(kMmaThreads) mma_attention_dkv_kernel(Attn a, AttnIo<T> io) {
   extern __shared__ __align__(16) uint16_t smem16[];
   const int ldq = a.D + kPad, ldv = a.E + kPad;
   uint16_t* ks = smem16;              // [kRows][D + 8]: this block's keys
@@ -518,7 +518,7 @@ void launch_mma_attention(const Attn& a, const AttnIo<T>& io, cudaStream_t strea
   const unsigned blocks = blocks_of(a.B * a.H, a.T);
   if (blocks == 0) return;
   by_head(a, [&](auto head) {
-    mma_attention_kernel<T, decltype(head)::value><<<blocks, kThreads, forward_bytes(a.D, a.E), stream>>>(a, io);
+    mma_attention_kernel<T, decltype(head)::value><<<blocks, kMmaThreads, forward_bytes(a.D, a.E), stream>>>(a, io);
   });
 }
 
@@ -527,9 +527,9 @@ void launch_mma_attention_grad(const Attn& a, const AttnIo<T>& io, cudaStream_t 
   const unsigned q_blocks = blocks_of(a.B * a.H, a.T), kv_blocks = blocks_of(a.B * a.G, a.S);
   by_head(a, [&](auto head) {
     if (q_blocks > 0)
-      mma_attention_dq_kernel<T, decltype(head)::value><<<q_blocks, kThreads, dq_bytes(a.D, a.E), stream>>>(a, io);
+      mma_attention_dq_kernel<T, decltype(head)::value><<<q_blocks, kMmaThreads, dq_bytes(a.D, a.E), stream>>>(a, io);
     if (kv_blocks > 0)
-      mma_attention_dkv_kernel<T, decltype(head)::value><<<kv_blocks, kThreads, dkv_bytes(a.D, a.E), stream>>>(a, io);
+      mma_attention_dkv_kernel<T, decltype(head)::value><<<kv_blocks, kMmaThreads, dkv_bytes(a.D, a.E), stream>>>(a, io);
   });
 }
 
