@@ -18,7 +18,11 @@
 #               with amp f16 (its overflow check sums every gradient) and
 #               with gradient clipping (likewise): what each costs a step;
 #   7. peer     bench/torch_peer.py --device cuda on the same GPT and CNN,
-#               where python3 has a PyTorch that sees the GPU.
+#               where python3 has a PyTorch that sees the GPU;
+#   8. scale    bench/gpu_scale.sh: GPT-2 small (124 M, 16 x 1024 tokens)
+#               and the 1.24 B Llama (--quick) in bf16 against PyTorch
+#               eager and torch.compile: tokens/s, MFU against the measured
+#               bf16 peak, planned against measured device memory.
 # Each step's whole output is kept in bench/results/gpu-checks-<stamp>/;
 # the terminal gets a summary. A failing step does not stop the others.
 #
@@ -32,14 +36,14 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 do_build=1
 jobs=$(nproc)
-only="tests,conform,memory,place,kernels,costs,peer"
+only="tests,conform,memory,place,kernels,costs,peer,scale"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "gpu-checks.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +60,7 @@ echo "gpu-checks: $(nvidia-smi --query-gpu=name,memory.total,driver_version --fo
   "sm_$cc; results in $out"
 
 # What the steps run, not the whole tree.
-targets=(tandem tandem-plugin-cuda tandem-plugin-nccl tandem-plugin-reference tandem-plugin-onednn
+targets=(tandem tandem-plugin-cuda tandem-plugin-nccl tandem-plugin-reference tandem-plugin-onednn tandem-plugin-amp
   tandem-conformance tandem-gpu-kernels-bench tandem_cuda_host_tests tandem_cuda_plugin_tests
   tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests)
 if [ "$do_build" = 1 ]; then
@@ -144,5 +148,13 @@ peer() {
 }
 step peer peer
 wanted peer && cat "$out/peer.log"
+
+# shellcheck disable=SC2317  # called through step
+scale() {
+  TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models gpt2_small &&
+    TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models llama_1b --quick
+}
+step scale scale
+wanted scale && grep -E '^(bf16 matrix peak|model |gpt2_small |llama_1b )' "$out/scale.log"
 
 exit "$failed"

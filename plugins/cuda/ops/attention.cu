@@ -1,6 +1,10 @@
 // CUDA backend — attention and its gradient: own flash-attention-style
 // kernels, so no more than one tile of the T x S scores exists at a time
-// (in shared memory), f32 arithmetic whatever the storage dtype.
+// (in shared memory). Prepare picks the tensor-core kernels of
+// ops/attention_mma.cu where math/attention_path.hpp says they apply (bf16
+// and f16 without dropout: "attention:mma"); the kernels here, f32
+// arithmetic whatever the storage dtype, take every case
+// ("attention:f32_tiles").
 //
 // Blocks of 256 threads as a 16 x 16 grid over a tile, per-row accumulators
 // over the head dim in registers (head dims up to 128): ops/attention_tiles.cuh.
@@ -375,8 +379,8 @@ AttnIo<T> grad_io(const AttentionOperands& operands, void* const* in, void* cons
 // --plugin-option cuda.attention=f32_tiles, and where math/attention_path.hpp
 // says they apply and their shared memory fits the device's block.
 bool use_mma(const CudaDevice& device, const Attn& a, tdm_dtype dt) {
-  if (!device.attention_mma() ||
-      math::mma_attention_declines(dt == TDM_BF16 || dt == TDM_F16, a.D, a.E, a.dropout, device.compute_major()))
+  if (!device.attention_mma() || math::mma_attention_declines(dt == TDM_BF16 || dt == TDM_F16, a.D, a.E,
+                                                              a.dropout, device.compute_major()))
     return false;
   int limit = 0;
   TDM_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
@@ -447,7 +451,8 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
         k = make_kernel("attention_grad:mma", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
           AttnIo<T> io = grad_io<T>(operands, in, o, ws);
           if (rows > 0)
-            attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(a, io.dout, io.o, io.delta, rows);
+            attention_delta_kernel<T>
+                <<<delta_blocks, kThreads, 0, s.get()>>>(a, io.dout, io.o, io.delta, rows);
           launch_mma_attention_grad<T>(a, io, s.get());
         });
         return;
@@ -455,7 +460,8 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
     }
     reserve_smem(c, device, attention_dq_kernel<T>, dq_bytes, dq_smem(kMaxHead, kMaxHead));
     reserve_smem(c, device, attention_dkv_kernel<T>, kv_bytes, dkv_smem(kMaxHead, kMaxHead));
-    k = make_kernel("attention_grad:f32_tiles", [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+    k = make_kernel("attention_grad:f32_tiles", [=](CudaStream& s, void* const* in, void* const* o,
+                                                    void* ws) {
       AttnIo<T> io = grad_io<T>(operands, in, o, ws);
       if (rows > 0)
         attention_delta_kernel<T><<<delta_blocks, kThreads, 0, s.get()>>>(a, io.dout, io.o, io.delta, rows);

@@ -197,11 +197,12 @@ template <class T, int kHead>
 __global__ void __launch_bounds__(kMmaThreads) mma_attention_kernel(Attn a, AttnIo<T> io) {
   extern __shared__ __align__(16) uint16_t smem16[];
   const int ldq = a.D + kPad, ldv = a.E + kPad;
-  uint16_t* qs = smem16;             // [kRows][D + 8]
-  uint16_t* ks = qs + kRows * ldq;   // [kCols][D + 8]
-  uint16_t* vs = ks + kCols * ldq;   // [kCols][E + 8]
+  uint16_t* qs = smem16;            // [kRows][D + 8]
+  uint16_t* ks = qs + kRows * ldq;  // [kCols][D + 8]
+  uint16_t* vs = ks + kCols * ldq;  // [kCols][E + 8]
   const int64_t tiles = (a.T + kRows - 1) / kRows, bh = blockIdx.x / tiles;
-  const int64_t t0 = (tiles - 1 - blockIdx.x % tiles) * kRows;  // late tiles first: under causal they see most
+  const int64_t t0 =
+      (tiles - 1 - blockIdx.x % tiles) * kRows;  // late tiles first: under causal they see most
   const int64_t b = bh / a.H, h = bh % a.H, g = h / a.group();
   const int bq = tile_len(kRows, a.T - t0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -301,10 +302,10 @@ template <class T, int kHead>
 __global__ void __launch_bounds__(kMmaThreads) mma_attention_dq_kernel(Attn a, AttnIo<T> io) {
   extern __shared__ __align__(16) uint16_t smem16[];
   const int ldq = a.D + kPad, ldv = a.E + kPad;
-  uint16_t* qs = smem16;              // [kRows][D + 8]
-  uint16_t* dos = qs + kRows * ldq;   // [kRows][E + 8]
-  uint16_t* ks = dos + kRows * ldv;   // [kCols][D + 8]
-  uint16_t* vs = ks + kCols * ldq;    // [kCols][E + 8]
+  uint16_t* qs = smem16;             // [kRows][D + 8]
+  uint16_t* dos = qs + kRows * ldq;  // [kRows][E + 8]
+  uint16_t* ks = dos + kRows * ldv;  // [kCols][D + 8]
+  uint16_t* vs = ks + kCols * ldq;   // [kCols][E + 8]
   const int64_t tiles = (a.T + kRows - 1) / kRows, bh = blockIdx.x / tiles;
   const int64_t t0 = (tiles - 1 - blockIdx.x % tiles) * kRows;
   const int64_t b = bh / a.H, h = bh % a.H, g = h / a.group();
@@ -386,10 +387,10 @@ template <class T, int kHead>
 __global__ void __launch_bounds__(kMmaThreads) mma_attention_dkv_kernel(Attn a, AttnIo<T> io) {
   extern __shared__ __align__(16) uint16_t smem16[];
   const int ldq = a.D + kPad, ldv = a.E + kPad;
-  uint16_t* ks = smem16;              // [kRows][D + 8]: this block's keys
-  uint16_t* vs = ks + kRows * ldq;    // [kRows][E + 8]
-  uint16_t* qs = vs + kRows * ldv;    // [kCols][D + 8]: a query tile
-  uint16_t* dos = qs + kCols * ldq;   // [kCols][E + 8]
+  uint16_t* ks = smem16;                                       // [kRows][D + 8]: this block's keys
+  uint16_t* vs = ks + kRows * ldq;                             // [kRows][E + 8]
+  uint16_t* qs = vs + kRows * ldv;                             // [kCols][D + 8]: a query tile
+  uint16_t* dos = qs + kCols * ldq;                            // [kCols][E + 8]
   float* stats = reinterpret_cast<float*>(dos + kCols * ldv);  // lse [kCols], Δ [kCols]
   const int64_t tiles = (a.S + kRows - 1) / kRows, kv = blockIdx.x / tiles, s0 = (blockIdx.x % tiles) * kRows;
   const int64_t b = kv / a.G, g = kv % a.G;
@@ -518,7 +519,8 @@ void launch_mma_attention(const Attn& a, const AttnIo<T>& io, cudaStream_t strea
   const unsigned blocks = blocks_of(a.B * a.H, a.T);
   if (blocks == 0) return;
   by_head(a, [&](auto head) {
-    mma_attention_kernel<T, decltype(head)::value><<<blocks, kMmaThreads, forward_bytes(a.D, a.E), stream>>>(a, io);
+    mma_attention_kernel<T, decltype(head)::value>
+        <<<blocks, kMmaThreads, forward_bytes(a.D, a.E), stream>>>(a, io);
   });
 }
 
@@ -527,9 +529,11 @@ void launch_mma_attention_grad(const Attn& a, const AttnIo<T>& io, cudaStream_t 
   const unsigned q_blocks = blocks_of(a.B * a.H, a.T), kv_blocks = blocks_of(a.B * a.G, a.S);
   by_head(a, [&](auto head) {
     if (q_blocks > 0)
-      mma_attention_dq_kernel<T, decltype(head)::value><<<q_blocks, kMmaThreads, dq_bytes(a.D, a.E), stream>>>(a, io);
+      mma_attention_dq_kernel<T, decltype(head)::value>
+          <<<q_blocks, kMmaThreads, dq_bytes(a.D, a.E), stream>>>(a, io);
     if (kv_blocks > 0)
-      mma_attention_dkv_kernel<T, decltype(head)::value><<<kv_blocks, kMmaThreads, dkv_bytes(a.D, a.E), stream>>>(a, io);
+      mma_attention_dkv_kernel<T, decltype(head)::value>
+          <<<kv_blocks, kMmaThreads, dkv_bytes(a.D, a.E), stream>>>(a, io);
   });
 }
 

@@ -122,9 +122,10 @@ void attention_forward(const Case& c, std::vector<HostTensor>& in) {
 
 void add_attention(std::vector<Case>& v) {
   const Shape shapes[] = {
-      {1, 1, 1, 1, 1, 1, 1},  {2, 3, 3, 5, 5, 8, 8},     {2, 4, 2, 7, 7, 16, 16},     {1, 4, 1, 9, 9, 8, 8},
-      {2, 2, 2, 3, 11, 8, 6}, {1, 2, 1, 70, 70, 32, 32}, {1, 1, 1, 130, 130, 64, 64},
-      {2, 4, 2, 33, 97, 32, 48},  // T < S, D ≠ E: the tensor-core kernels' partial tiles
+      {1, 1, 1, 1, 1, 1, 1},       {2, 3, 3, 5, 5, 8, 8},     {2, 4, 2, 7, 7, 16, 16},
+      {1, 4, 1, 9, 9, 8, 8},       {2, 2, 2, 3, 11, 8, 6},    {1, 2, 1, 70, 70, 32, 32},
+      {1, 1, 1, 130, 130, 64, 64}, {2, 4, 2, 33, 97, 32, 48},  // T < S, D ≠ E: the tensor-core kernels'
+                                                               // partial tiles
   };
   struct Variant {
     int causal;
