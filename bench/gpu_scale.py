@@ -65,7 +65,7 @@ def table(directory, models, repo):
     peak_tflops = peak["bf16_tflops"] if peak else None
     rows = []
     for model in models:
-        with open(os.path.join(repo, "bench", "models", f"{model}.toml"), "rb") as f:
+        with open(os.path.join(repo, "bench", "models", "gpu", f"{model}.toml"), "rb") as f:
             spec = tomllib.load(f)
         layers, width = attention_shape(spec)
         context = spec["model"]["context"]
@@ -85,9 +85,11 @@ def table(directory, models, repo):
                 ratio = f"{runs['tandem']['median_samples_per_second'] / run['median_samples_per_second']:.2f}x"
             memory = ""
             if side.startswith("tandem") and run.get("device_peak_bytes"):
-                memory = (f"{run['planned_bytes'] / 2**30:.2f} / {run['device_peak_bytes'] / 2**30:.2f} GiB")
+                memory = f"{run['planned_bytes'] / 2**30:.2f} / {run['device_peak_bytes'] / 2**30:.2f}"
+                reported = run.get("device_reported_bytes")
+                memory += f" / {reported / 2**30:.2f} GiB" if reported else " / - GiB"
             rows.append((model, side, f"{tokens:,.0f}", f"{run['step_ms']:.1f}", f"{tflops:.1f}", mfu, ratio, memory))
-    header = ("model", "run", "tokens/s", "ms/step", "TFLOP/s", "MFU", "tandem/peer", "planned / measured")
+    header = ("model", "run", "tokens/s", "ms/step", "TFLOP/s", "MFU", "tandem/peer", "planned / allocator / device")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print()
     print(f"bf16 matrix peak: {peak_tflops:.1f} TFLOP/s (measured)" if peak_tflops else "bf16 matrix peak: not measured")

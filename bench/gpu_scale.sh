@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training at the scale people train, on one GPU: GPT-2 small
-# (bench/models/gpt2_small.toml, 124 M parameters, batch 16 x 1024 tokens)
-# and a 1.24 B Llama (bench/models/llama_1b.toml, batch 8 x 1024), bf16
+# (bench/models/gpu/gpt2_small.toml, 124 M parameters, batch 16 x 1024 tokens)
+# and a 1.24 B Llama (bench/models/gpu/llama_1b.toml, batch 8 x 1024), bf16
 # (Tandem's amp:dtype=bf16, PyTorch's autocast: f32 weights and AdamW
 # state), against PyTorch eager and torch.compile on the same GPU, same
 # batch, same step (zero_grad + forward + backward + AdamW).
@@ -57,7 +57,7 @@ else
   echo "gpu_scale: SKIPPED the peak and the PyTorch peers: python3 has no PyTorch that sees a GPU"
 fi
 for model in $models; do
-  file="$repo/bench/models/$model.toml"
+  file="$repo/bench/models/gpu/$model.toml"
   common=(--steps "$steps" --warmup "$warmup" --repeats "$repeats")
   echo "== tandem $model ${options[*]}"
   "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16 "${common[@]}" \

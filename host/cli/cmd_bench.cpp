@@ -132,6 +132,9 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
                                         : " GFLOP/s (6 x parameters x samples/s)\n")
             << "  peak RSS    " << host::human_bytes(r.peak_rss_bytes) << " (device peak "
             << host::human_bytes(r.device_peak_bytes) << ", planned " << host::human_bytes(r.planned_bytes)
+            << (r.device_reported_bytes > 0
+                    ? ", the device reports " + host::human_bytes(r.device_reported_bytes) + " in use"
+                    : std::string())
             << ")\n"
             << "  last loss   " << r.last_loss << std::endl;
   if (!r.op_times.empty()) {

@@ -63,6 +63,15 @@ class DeviceHandle {
   // The host's allocator of this device: executors allocate through it.
   DeviceAllocator& allocator() const noexcept { return *allocator_; }
 
+  // What the device itself says is in use since it was opened: its free
+  // memory then (device_info) minus its free memory now. On a GPU that is
+  // cudaMemGetInfo's view, which also sees what no allocator of the host
+  // counts (library handles and their workspaces, the backend's own size
+  // classes). nullopt where the device's memory is the machine's (a CPU
+  // backend without TANDEM_DEVICE_MEMORY_LIMIT: its free memory is the
+  // whole machine's, which other processes move) or it reports none.
+  std::optional<uint64_t> reported_use() const;
+
   tdm_device* get() const noexcept { return device_; }
   const LoadedPlugin& backend() const noexcept { return *backend_; }
   uint32_t index() const noexcept { return index_; }
@@ -78,6 +87,7 @@ class DeviceHandle {
   const LoadedPlugin* backend_ = nullptr;
   uint32_t index_ = 0;
   tdm_device* device_ = nullptr;
+  uint64_t free_at_open_ = 0;                   // 0: not a memory of its own (reported_use)
   std::unique_ptr<DeviceAllocator> allocator_;  // released before the device is closed
 };
 

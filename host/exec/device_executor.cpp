@@ -139,6 +139,37 @@ Result<void*> DeviceExecutor::alloc(size_t bytes, const std::string& what) {
   return pointer;
 }
 
+// The persistent values this executor owns, in one allocation (planner.hpp
+// says why): each at a kPersistentAlignment offset, with --check-bounds'
+// guard after it.
+Result<void> DeviceExecutor::allocate_persistent() {
+  std::vector<size_t> offsets(plan_.persistent.size(), 0);
+  size_t block = 0, values = 0, count = 0, last = 0;
+  for (size_t i = 0; i < plan_.persistent.size(); ++i) {
+    if (persistent_[i] != nullptr) {
+      external_[i] = true;  // another executor's buffer: no guard after it
+      continue;
+    }
+    offsets[i] = block;
+    block += persistent_slot(plan_.persistent[i].bytes + plan_.guard_bytes);
+    values += plan_.persistent[i].bytes + plan_.guard_bytes;
+    ++count;
+    last = i;
+  }
+  if (count == 0) return {};
+  const std::string what = count == 1
+                               ? "'" + plan_.persistent[last].name + "'"
+                               : "the " + std::to_string(count) +
+                                     " persistent values (parameters, gradients, optimizer state, inputs)";
+  auto pointer = device_->allocator().allocate(block, what);
+  if (!pointer) return pointer.error();
+  buffers_.emplace_back(*device_, *pointer);
+  allocated_ += values;  // the alignment between them is the plan's allocator rounding
+  for (size_t i = 0; i < plan_.persistent.size(); ++i)
+    if (!external_[i]) persistent_[i] = static_cast<char*>(*pointer) + offsets[i];
+  return {};
+}
+
 Result<void> DeviceExecutor::allocate(const Graph& graph) {
   persistent_.assign(plan_.persistent.size(), nullptr);
   for (const auto& [name, pointer] : options_.external) {
@@ -156,15 +187,7 @@ Result<void> DeviceExecutor::allocate(const Graph& graph) {
     persistent_[storage->persistent] = pointer;
   }
   external_.assign(plan_.persistent.size(), false);
-  for (size_t i = 0; i < plan_.persistent.size(); ++i) {
-    if (persistent_[i] != nullptr) {
-      external_[i] = true;  // another executor's buffer: no guard after it
-      continue;
-    }
-    auto pointer = alloc(plan_.persistent[i].bytes + plan_.guard_bytes, "'" + plan_.persistent[i].name + "'");
-    if (!pointer) return pointer.error();
-    persistent_[i] = *pointer;
-  }
+  if (auto r = allocate_persistent(); !r) return r;
   bool any_transient = std::any_of(plan_.values.begin(), plan_.values.end(),
                                    [](const auto& v) { return v.second.kind == ValueStorage::Kind::Arena; });
   if (any_transient) {

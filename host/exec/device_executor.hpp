@@ -107,6 +107,7 @@ class DeviceExecutor final : public Executor {
   Result<void> check_budget(const MemoryEstimate& estimate) const;
   Result<void> create_stream();
   Result<void> allocate(const Graph& graph);
+  Result<void> allocate_persistent();
   Result<void*> alloc(size_t bytes, const std::string& what);
   Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
   // The node's floating outputs for the numerics guard.

@@ -200,8 +200,15 @@ MemoryEstimate estimate_of(const Plan& plan) {
   e.activations = plan.arena_bytes;
   e.workspace = plan.workspace_bytes;
   // Every allocation the executor makes takes a block of the device allocator's
-  // granule, or of the backend's size class where that is larger.
-  for (const PersistentBuffer& buffer : plan.persistent) e.allocator_rounding += rounding(plan, buffer.bytes);
+  // granule, or of the backend's size class where that is larger; the
+  // persistent values are one allocation, each value aligned in it.
+  uint64_t persistent_bytes = 0, persistent_block = 0;
+  for (const PersistentBuffer& buffer : plan.persistent) {
+    persistent_bytes += buffer.bytes;
+    persistent_block += persistent_slot(buffer.bytes);
+  }
+  if (persistent_block > 0)
+    e.allocator_rounding += persistent_block - persistent_bytes + rounding(plan, persistent_block);
   const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
     return v.second.kind == ValueStorage::Kind::Arena;
   });

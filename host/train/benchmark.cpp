@@ -159,6 +159,7 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.peak_rss_bytes = peak_rss();
   result.device_peak_bytes = ex.measured_peak();
   result.planned_bytes = ex.plan().estimate.total;
+  result.device_reported_bytes = device.reported_use().value_or(0);
   if (options.profile) summarise_profile(model.graph, ex, options.steps * options.repeats, result);
   return result;
 }
@@ -186,6 +187,7 @@ std::string bench_json(const BenchResult& r, int threads, size_t slowest_nodes) 
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   j["device_peak_bytes"] = r.device_peak_bytes;
   j["planned_bytes"] = r.planned_bytes;
+  if (r.device_reported_bytes > 0) j["device_reported_bytes"] = r.device_reported_bytes;
   if (!r.op_times.empty()) {
     j["profiled"] = true;
     j["gemm_gflops"] = r.gemm_gflops;

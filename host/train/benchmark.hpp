@@ -69,6 +69,10 @@ struct BenchResult {
   uint64_t peak_rss_bytes = 0;     // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
   uint64_t device_peak_bytes = 0;  // the device allocator's peak (memory_stats)
   uint64_t planned_bytes = 0;      // the planner's estimate
+  // What the device says is in use after the timed steps (DeviceHandle::
+  // reported_use: on a GPU, cudaMemGetInfo's count since the device was
+  // opened); 0 where its memory is the machine's.
+  uint64_t device_reported_bytes = 0;
   // With BenchOptions::profile: time per op type (largest first), and the
   // matmul-family ops (linear, linear_grad_input, linear_grad_weight, matmul):
   // 2·M·N·K FLOP each over their measured time.

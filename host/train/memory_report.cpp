@@ -43,6 +43,10 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
   if (training_peak > 0)
     std::cout << "  measured peak    " << human_bytes(training_peak) << share(training_peak)
               << " during the training steps\n";
+  if (const std::optional<uint64_t> used = device.reported_use())
+    std::cout << "  device reports   " << human_bytes(*used) << share(*used)
+              << " in use now (its free memory at open minus now: library handles and the backend's "
+                 "block sizes included)\n";
   std::cout << "  measured peak    " << human_bytes(stats.peak)
             << " with evaluation (its executors share the "
             << "parameters, not the activations)\n"

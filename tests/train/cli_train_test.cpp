@@ -55,6 +55,28 @@ TEST_F(TrainCli, TrainsAndEvaluates) {
   EXPECT_HAS(e.output, "test samples 64");
 }
 
+// What a device with memory of its own (a GPU; here reference:0 given a
+// capacity by TANDEM_DEVICE_MEMORY_LIMIT) says is in use, beside the plan
+// and the host allocator's count: in --memory-report and tandem bench. A
+// CPU device whose memory is the machine's says nothing (other processes
+// move its free memory).
+TEST_F(TrainCli, TheDevicesOwnCountOfItsMemoryIsShownBesideThePlan) {
+  const std::string m = model(kSynthetic);
+  const std::string limit = "TANDEM_DEVICE_MEMORY_LIMIT=reference:0=64MiB";
+  CliRun r =
+      tandem("train " + m + " --run-dir " + dir.file("run") + " --device reference:0 --memory-report", limit);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::regex reported("device reports +[0-9.]+ [KMG]?i?B \\([+-][0-9.]+% of the plan\\) in use now");
+  EXPECT_TRUE(std::regex_search(r.output, reported)) << r.output;
+  CliRun bench = tandem("bench " + m + " --device reference:0 --steps 2 --warmup 1 --repeats 1", limit);
+  ASSERT_EQ(bench.code, 0) << bench.output;
+  EXPECT_HAS(bench.output, ", the device reports ");
+  CliRun unlimited =
+      tandem("train " + m + " --run-dir " + dir.file("run2") + " --device reference:0 --memory-report");
+  ASSERT_EQ(unlimited.code, 0) << unlimited.output;
+  EXPECT_EQ(unlimited.output.find("device reports"), std::string::npos) << unlimited.output;
+}
+
 // A device that holds less than the plan counted on (a GPU another process
 // took memory from; here TANDEM_DEVICE_MEMORY_LIMIT): the run re-plans within
 // what the device held and trains, or, with nowhere to move layers, is
