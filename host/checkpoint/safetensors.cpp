@@ -117,6 +117,35 @@ Result<void> write_safetensors(const std::string& path, const Checkpoint& checkp
   return write_file_atomically(path, parts);
 }
 
+namespace {
+
+// Where the JSON header stops being JSON, in the file's bytes, and what
+// stood there (the parser's `byte` counts from 1 within the header, one past
+// the character it could not take).
+std::string json_error_at(std::string_view header, size_t byte) {
+  const size_t at = std::min(byte > 0 ? byte - 1 : 0, header.size());
+  if (at >= header.size())
+    return "its JSON header ends inside a value at byte " + std::to_string(8 + header.size()) +
+           " of the file, where more JSON was expected (a truncated file or a wrong header length)";
+  const size_t from = at > 24 ? at - 24 : 0;
+  std::string before(header.substr(from, at - from));
+  for (char& c : before)
+    if (c < 0x20) c = ' ';
+  const unsigned char c = static_cast<unsigned char>(header[at]);
+  const std::string found = c >= 0x20 && c < 0x7f
+                                ? "'" + std::string(1, char(c)) + "'"
+                                : "the byte 0x" + std::string(1, "0123456789abcdef"[c >> 4]) +
+                                      std::string(1, "0123456789abcdef"[c & 15]);
+  // What complete JSON stands before it, if any, wants nothing after it.
+  const std::string expected = json::accept(header.substr(0, at))
+                                   ? "the end of the header (one JSON object, then spaces only)"
+                                   : "a JSON value, a string key, ':', ',' or a closing bracket";
+  return "its JSON header is not valid JSON at byte " + std::to_string(8 + at) + " of the file: " + found +
+         " after '" + before + "', where " + expected + " was expected";
+}
+
+}  // namespace
+
 Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path) {
   const auto corrupt = [&](const std::string& why) {
     return make_error(path + ": not a valid safetensors checkpoint (" + why + "); nothing was loaded",
@@ -128,8 +157,8 @@ Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& 
   json header;
   try {
     header = json::parse(bytes.substr(8, n));
-  } catch (const json::exception& e) {
-    return corrupt(std::string("header is not JSON: ") + e.what());
+  } catch (const json::parse_error& e) {
+    return corrupt(json_error_at(bytes.substr(8, n), e.byte));
   }
   if (!header.is_object()) return corrupt("header is not a JSON object");
   const size_t data_start = 8 + n;
@@ -165,8 +194,10 @@ Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& 
       t.data.assign(begin, begin + (offsets[1] - offsets[0]));
       cp.tensors.push_back(std::move(t));
     }
-  } catch (const json::exception& e) {
-    return corrupt(std::string("malformed header: ") + e.what());
+  } catch (const json::exception&) {
+    return corrupt(
+        "a header entry has a missing or mistyped field: each tensor needs \"dtype\" (a string), "
+        "\"shape\" and \"data_offsets\" (lists of integers), and \"__metadata__\" maps strings to strings");
   }
   for (const auto& t : cp.tensors) {
     auto it = cp.metadata.find("crc32." + t.name);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "cli/exit_codes.hpp"
 #include "model/model_parser.hpp"
@@ -27,9 +30,37 @@ po::options_description global_options_description() {
   return desc;
 }
 
+namespace {
+
+// Every directory a --plugin-path value names (':'-separated) exists and is
+// a directory; else the message that says which and what to do.
+std::optional<std::string> bad_plugin_path(const std::string& value) {
+  std::stringstream list(value);
+  for (std::string dir; std::getline(list, dir, ':');) {
+    if (dir.empty()) continue;
+    std::error_code ec;
+    const auto status = std::filesystem::status(dir, ec);
+    if (!std::filesystem::exists(status))
+      return "--plugin-path " + dir +
+             ": no such directory (plugins are searched for in directories that exist)";
+    if (!std::filesystem::is_directory(status))
+      return "--plugin-path " + dir +
+             ": not a directory; plugins are searched for in directories, so put the plugin file in a "
+             "directory of its own and name that";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool merge_global_options(const po::variables_map& vm, GlobalOptions& globals) {
   if (vm.count("plugin-path") != 0) {
     const auto& paths = vm["plugin-path"].as<std::vector<std::string>>();
+    for (const std::string& path : paths)
+      if (std::optional<std::string> why = bad_plugin_path(path)) {
+        print_error(*why);
+        return false;
+      }
     globals.plugin_paths.insert(globals.plugin_paths.end(), paths.begin(), paths.end());
   }
   if (vm.count("plugin-option") != 0)
@@ -101,6 +132,21 @@ std::optional<std::string> out_of_range(const po::variables_map& vm) {
       return text.str();
     }
   }
+  if (vm.count("threads") != 0 && !vm["threads"].defaulted()) {
+    const std::optional<double> threads = number_of<int>(vm["threads"]);
+    const unsigned cores = std::thread::hardware_concurrency();
+    if (threads && cores > 0 && *threads > cores) {
+      std::ostringstream text;
+      text << "--threads " << *threads << ": this machine has " << cores
+           << " cores (hardware threads); give at most " << cores << ", or 0 for the backend's default";
+      return text.str();
+    }
+  }
+  if (vm.count("run-dir") != 0)
+    if (const auto* dir = boost::any_cast<std::string>(&vm["run-dir"].value());
+        dir != nullptr && dir->empty())
+      return "--run-dir '': an empty path; name the run directory (without the option: runs/<the model "
+             "file's name>)";
   if (vm.count("device") != 0) {
     const std::string list = vm["device"].as<std::string>();
     std::stringstream items(list);

@@ -71,7 +71,8 @@ OnednnBackend::OnednnBackend() {
   if (!threads) return;
   const int n = parse_threads(*threads);
   if (n == 0) {
-    Host::log(TDM_LOG_WARNING, "onednn: ignoring threads = '" + *threads + "' (not a positive integer)");
+    Host::log(TDM_LOG_WARNING,
+              "onednn: ignoring threads = '" + *threads + "' (not a whole number from 1 to 4096)");
     return;
   }
   omp_set_num_threads(n);

@@ -58,7 +58,7 @@ class OnednnBackend final : public Backend {
   OnednnDevice device_;
 };
 
-// Parses the "threads" value; 0 when absent or not a positive integer.
+// Parses the "threads" value; 0 when absent or not a whole number from 1 to 4096.
 int parse_threads(const std::string& value);
 
 }  // namespace tandem::onednn

@@ -55,9 +55,9 @@ std::map<std::string, std::string> snapshot(const std::string& dir) {
 }
 
 // What only a crash or an unhandled exception prints.
-const char* const kRawTexts[] = {
-    "std::",   "basic_string", "vector::",   "bad_alloc", "what():", "terminate called",
-    "Aborted", "Segmentation", "core dumped"};
+const char* const kRawTexts[] = {"std::",       "basic_string",     "vector::", "bad_alloc",
+                                 "what():",     "terminate called", "Aborted",  "Segmentation",
+                                 "core dumped", "[json.exception"};
 
 }  // namespace
 

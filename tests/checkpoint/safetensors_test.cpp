@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "temp_dir.hpp"
 
@@ -81,6 +83,59 @@ TEST(Safetensors, TruncatedFileIsRefused) {
   auto cp = read_safetensors(path);
   ASSERT_FALSE(cp.ok());
   EXPECT_NE(cp.error().message.find("points outside the file"), std::string::npos) << cp.error().message;
+}
+
+// A header that is not JSON is named by the byte of the file where it
+// breaks and what stood there, in the project's words, not the JSON
+// library's.
+TEST(Safetensors, AHeaderThatIsNotJsonIsNamedWithTheByteWhereItBreaks) {
+  test::TempDir dir;
+  const std::string path = dir.file("bad.safetensors");
+  ASSERT_TRUE(write_safetensors(path, sample()).ok());
+  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+  file.seekp(8 + 1);  // the header's second character, the first key's opening quote
+  file.put(':');
+  file.close();
+  auto cp = read_safetensors(path);
+  ASSERT_FALSE(cp.ok());
+  const std::string& m = cp.error().message;
+  EXPECT_NE(m.find(path + ": not a valid safetensors checkpoint"), std::string::npos) << m;
+  EXPECT_NE(m.find("not valid JSON at byte 9 of the file: ':' after '{', where a JSON value, a string key"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("parse_error"), std::string::npos) << m;  // nlohmann's own text
+  EXPECT_EQ(m.find("[json.exception"), std::string::npos) << m;
+
+  // A complete object with something after it.
+  {
+    std::fstream again(path, std::ios::binary | std::ios::in | std::ios::out);
+    again.seekp(8 + 1);
+    again.put('}');
+  }
+  auto trailing = read_safetensors(path);
+  ASSERT_FALSE(trailing.ok());
+  EXPECT_NE(
+      trailing.error().message.find("at byte 10 of the file: '_' after '{}', where the end of the header"),
+      std::string::npos)
+      << trailing.error().message;
+
+  // Cut inside the header: its JSON ends early.
+  ASSERT_TRUE(write_safetensors(path, sample()).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[0] = 20;  // the header length: 20 bytes, inside the first entry
+  for (int i = 1; i < 8; ++i) bytes[size_t(i)] = 0;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  auto cut = read_safetensors(path);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.error().message.find("ends inside a value at byte 28 of the file"), std::string::npos)
+      << cut.error().message;
 }
 
 TEST(Safetensors, FailedWriteLeavesThePreviousFileIntact) {

@@ -14,11 +14,13 @@
 
 #include "shell.hpp"
 #include "tandem/version.h"
+#include "temp_dir.hpp"
 
 namespace {
 
 using tandem::test::CliRun;
 using tandem::test::shell;
+using tandem::test::TempDir;
 
 // TANDEM_PLUGIN_PATH is cleared so only the build tree is searched.
 CliRun tandem(const std::string& args) {
@@ -147,10 +149,12 @@ TEST(Cli, ABadCudaOptionValueIsNamedWithTheValuesItTakes) {
   }
 }
 
-// A missing --plugin-path directory is not an error: the rest of the search
-// path still applies. Without any backend the exit code is 3 (plugin error).
+// A --plugin-path directory without plugins adds none: the rest of the
+// search path still applies. Without any backend the exit code is 3
+// (plugin error). A directory that does not exist is a usage error.
 TEST(Cli, DevicesExitCodeFollowsBackends) {
-  CliRun r = tandem("--plugin-path /nonexistent/tandem devices --log-level error" + plugin_flags());
+  TempDir empty;
+  CliRun r = tandem("--plugin-path " + empty.file("") + " devices --log-level error" + plugin_flags());
   if (TANDEM_HAVE_REFERENCE) {
     EXPECT_EQ(r.code, 0) << r.output;
   } else {
@@ -173,11 +177,16 @@ TEST(Cli, PluginsVerboseListsReference) {
 }
 
 TEST(Cli, PluginPathSearchedFirstAndShown) {
-  CliRun r = tandem("--plugin-path /nonexistent/a:/nonexistent/b plugins -v --plugin-path /nonexistent/c" +
-                    plugin_flags());
-  EXPECT_HAS(r.output, "1. /nonexistent/a (--plugin-path): does not exist");
-  EXPECT_HAS(r.output, "2. /nonexistent/b (--plugin-path): does not exist");
-  EXPECT_HAS(r.output, "3. /nonexistent/c (--plugin-path): does not exist");
+  TempDir dirs;
+  for (const char* d : {"a", "b", "c"}) std::filesystem::create_directory(dirs.file(d));
+  CliRun r = tandem("--plugin-path " + dirs.file("a") + ":" + dirs.file("b") + " plugins -v --plugin-path " +
+                    dirs.file("c") + plugin_flags());
+  EXPECT_HAS(r.output, "1. " + dirs.file("a") + " (--plugin-path)");
+  EXPECT_HAS(r.output, "2. " + dirs.file("b") + " (--plugin-path)");
+  EXPECT_HAS(r.output, "3. " + dirs.file("c") + " (--plugin-path)");
+  CliRun missing = tandem("--plugin-path /nonexistent/a plugins -v" + plugin_flags());
+  EXPECT_EQ(missing.code, 2) << missing.output;
+  EXPECT_HAS(missing.output, "--plugin-path /nonexistent/a: no such directory");
 }
 
 TEST(Cli, DevicesListsReferenceWithMemory) {
