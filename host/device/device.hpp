@@ -67,9 +67,10 @@ class DeviceHandle {
   // memory then (device_info) minus its free memory now. On a GPU that is
   // cudaMemGetInfo's view, which also sees what no allocator of the host
   // counts (library handles and their workspaces, the backend's own size
-  // classes). nullopt where the device's memory is the machine's (a CPU
-  // backend without TANDEM_DEVICE_MEMORY_LIMIT: its free memory is the
-  // whole machine's, which other processes move) or it reports none.
+  // classes), and what other processes on the same GPU took meanwhile.
+  // nullopt where the device's memory is the machine's (a CPU backend
+  // without TANDEM_DEVICE_MEMORY_LIMIT: its free memory is the whole
+  // machine's, which every process moves) or it reports none.
   std::optional<uint64_t> reported_use() const;
 
   tdm_device* get() const noexcept { return device_; }
