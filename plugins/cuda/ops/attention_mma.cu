@@ -1,9 +1,9 @@
 // CUDA backend — attention and its gradient on the tensor cores, for bf16
 // and f16 storage: every product is the warp-level m16n8k16 mma.sync
 // (sm_80 and newer) with f32 accumulators; the softmax, its statistics and
-// ds stay f32 in registers. The tiling and the order of the sums are those
-// of ops/attention.cu's f32 kernels (a block per 64 queries in the forward
-// and in dq, per 64 keys in dk and dv; each kernel owns what it writes, no
+// ds stay f32 in registers. The split of the work follows ops/attention.cu's
+// f32 kernels (a block per 64 queries in the forward and in dq, per 64 keys
+// in dk and dv, inner tiles of 64; each kernel owns what it writes, no
 // atomics, the same bits every run); math/attention_path.hpp says when
 // these run.
 //
