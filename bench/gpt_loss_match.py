@@ -89,12 +89,7 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(7)
     net = LanguageModel(spec)
-    with torch.no_grad():  # GPT-2's initialisation, as the model file asks
-        for name, p in net.named_parameters():
-            if name.endswith("bias"):
-                p.zero_()
-            elif p.dim() > 1:
-                p.normal_(0.0, 0.02)
+    net.init_like_the_model_files()
 
     work = tempfile.mkdtemp(prefix="gpt-loss-match-")
     text = "/usr/share/games/fortunes/cookie"  # Debian's fortunes (scripts/install-deps.sh)

@@ -145,6 +145,18 @@ class LanguageModel(nn.Module):
             widths[layer["name"]] = width
             previous = layer["name"]
 
+    def init_like_the_model_files(self):
+        """GPT-2's initialisation, which bench/models' language models ask for
+        (init = "normal", init_std = 0.02; zero biases; norms at one). Without
+        it nn.Embedding starts at N(0, 1), and with the head tied to it the
+        logits start large enough to diverge."""
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith("bias"):
+                    p.zero_()
+                elif p.dim() > 1:
+                    p.normal_(0.0, 0.02)
+
     def forward(self, tokens):
         values, previous = {"input": tokens}, tokens
         for layer in self.layers:

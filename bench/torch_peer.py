@@ -146,6 +146,7 @@ def main():
     if language:  # tokens in, the next token at every position out
         from torch_gpt import LanguageModel
         net = LanguageModel(spec)
+        net.init_like_the_model_files()
         vocab, context = spec["model"]["vocab_size"], spec["model"]["context"]
         x = torch.randint(0, vocab, (batch, context))
         y = torch.randint(0, vocab, (batch, context))
