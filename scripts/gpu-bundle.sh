@@ -33,7 +33,7 @@ while [ $# -gt 1 ]; do
     *) echo "gpu-bundle.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ $# -eq 1 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
 out=$1
 targets=(tandem tandem-plugin-cuda tandem-plugin-nccl tandem-plugin-reference tandem-plugin-onednn tandem-plugin-amp
   tandem-conformance tandem-gpu-kernels-bench tandem_cuda_host_tests tandem_cuda_plugin_tests
