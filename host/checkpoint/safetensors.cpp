@@ -159,6 +159,8 @@ Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& 
     header = json::parse(bytes.substr(8, n));
   } catch (const json::parse_error& e) {
     return corrupt(json_error_at(bytes.substr(8, n), e.byte));
+  } catch (const json::exception&) {  // out_of_range: a number no double holds (1e400)
+    return corrupt("its JSON header holds a number too large for a double");
   }
   if (!header.is_object()) return corrupt("header is not a JSON object");
   const size_t data_start = 8 + n;

@@ -119,6 +119,19 @@ TEST(Safetensors, AHeaderThatIsNotJsonIsNamedWithTheByteWhereItBreaks) {
       std::string::npos)
       << trailing.error().message;
 
+  // Valid JSON syntax with a number no double holds (found by the fuzzer).
+  {
+    std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[41e400],\"data_offsets\":[0,4]}}";
+    std::string file(8, '\0');
+    file[0] = static_cast<char>(header.size());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << file << header << std::string(4, '\0');
+  }
+  auto huge = read_safetensors(path);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().message.find("holds a number too large for a double"), std::string::npos)
+      << huge.error().message;
+
   // Cut inside the header: its JSON ends early.
   ASSERT_TRUE(write_safetensors(path, sample()).ok());
   std::string bytes;
