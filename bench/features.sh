@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Feature plugins against plain training on the same run — the measurements
-# of issue #7, on onednn: test accuracy, training throughput and the
-# activation memory the executor plans, for
+# Feature plugins against plain training on the same run — what each
+# feature costs and saves, on onednn: test accuracy, training throughput and
+# the activation memory the executor plans, for
 #   - amp (bf16) vs f32 on the model files given by --models;
 #   - checkpointing (sqrt(n) segments) and grad_accum (micro_batch = 64 at
 #     batch 256) vs plain on bench/models/mlp16.toml (16 layers of 512).

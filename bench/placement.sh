@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Heterogeneous placement (issue #5) on two devices, by default two CPU
+# Heterogeneous placement on two devices, by default two CPU
 # backends standing in for a GPU and a CPU (onednn:0 and reference:0): for
 # each configuration, the step
 # time `tandem plan` estimates from the measured cost model against the step

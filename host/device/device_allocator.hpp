@@ -1,5 +1,5 @@
 // The host's allocator of one device: every executor of a run allocates
-// through it (issue #5, point 1), so the host knows what each device holds
+// through it, so the host knows what each device holds
 // whatever the backend reports.
 //
 // Freed blocks are kept and reused for later requests of about the same

@@ -1,8 +1,8 @@
-// A graph placed on several devices (issue #5) run as one executor: one
+// A graph placed on several devices run as one executor: one
 // DeviceExecutor per device ("parts", split.hpp), the global schedule
 // interleaving their nodes with the copies between them.
 //
-// Overlap (issue #5, point 5): each copy is issued right after the node
+// Overlap: each copy is issued right after the node
 // that produces its source and waited for right before the first node that
 // reads it, on copy streams with events, or on a copy thread between
 // host-addressable devices (composed_executor_run.cpp, transfer_schedule.hpp,

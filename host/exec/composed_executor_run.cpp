@@ -1,7 +1,7 @@
 // Running a range of a ComposedExecutor's global schedule: the parts' nodes
 // and the copies between them.
 //
-// Copies overlap compute (issue #5, point 5). Each transfer is issued as
+// Copies overlap compute. Each transfer is issued as
 // early as its bytes allow — right after the last node that writes its
 // source (its producer), or at the start of the range for a value nobody in
 // it produces (a parameter, an input the host wrote) — and waited for as

@@ -1,6 +1,5 @@
 // The copies between the parts of a composed executor (composed_executor.hpp),
-// issued early and waited for late so they overlap compute (issue #5,
-// point 5).
+// issued early and waited for late so they overlap compute.
 //
 // Each transfer takes one route, decided once at creation from whether its
 // two devices are host-addressable:

@@ -71,7 +71,7 @@ struct ExecutorOptions {
 class DeviceExecutor;
 class ComposedExecutor;
 
-// One device's share of a composed executor (issue #5). Whoever destroys or
+// One device's share of a composed executor. Whoever destroys or
 // moves these needs device_executor.hpp (the executor's complete type).
 struct ExecutorPart {
   std::unique_ptr<DeviceExecutor> executor;

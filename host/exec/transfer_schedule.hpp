@@ -1,5 +1,5 @@
 // Where the copies of a composed executor are issued and waited for: as
-// early and as late as the bytes allow (issue #5, point 5). Pure analysis of
+// early and as late as the bytes allow. Pure analysis of
 // which storage each node reads and writes; composed_executor_run.cpp acts on it.
 //
 // For a transfer at global slot s from part A (source storage S) to part B

@@ -1,4 +1,4 @@
-// Automatic placement (issue #5, point 3): the device of every unpinned
+// Automatic placement: the device of every unpinned
 // layer, chosen so that every device stays within its budget and the
 // estimated step time is least.
 //

@@ -1,4 +1,4 @@
-// Measured costs for automatic placement (issue #5, point 3): how long each
+// Measured costs for automatic placement: how long each
 // op takes on each device, and how fast bytes move between two devices.
 //
 // Nothing is guessed from FLOP counts: an op is timed on the device the

@@ -1,6 +1,6 @@
 // The message of a training run that does not fit its devices: by how much
 // each device is over, and what would make it fit, with the figures that
-// matter for each remedy (issue #5, point 3).
+// matter for each remedy.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Placement: which device runs each node, where each tensor lives, and the
-// copies between devices that follow (issue #5).
+// copies between devices that follow.
 //
 // A layer pinned with `device = "..."` runs its forward, its backward and
 // its parameters' updates on that device; a layer without a pin goes where
