@@ -191,7 +191,80 @@ __device__ void load_tile(const T* src, int64_t ld, int64_t r0, int n, int rows,
   }
 }
 
+// ---- a warp's products over tiles -----------------------------------------
+
+// c[j] = x[row0 + i][0..width) · y[8j + n][0..width)ᵀ: this warp's 16 rows of
+// x against a tile's 64 rows of y (its rows are B's columns), over a head
+// dim of `width`.
+template <class T, int kHead>
+__device__ __forceinline__ void rows_times_tile(const uint16_t* x, const uint16_t* y, int ld, int width,
+                                                int row0, float (&c)[kColTiles][4]) {
+  zero(c);
+#pragma unroll
+  for (int kk = 0; kk < kHead / 16; ++kk)
+    if (kk * 16 < width) {
+      const FragA xa = load_a(x, ld, row0, kk * 16);
+#pragma unroll
+      for (int j = 0; j < kColTiles; ++j) mma_sync<T>(c[j], xa, load_b_rows(y, ld, j * 8, kk * 16));
+    }
+}
+
+// o[n] += p · z[0..64)[8n..8n+8) for the head-dim columns below `width`: p,
+// this warp's 16 x 64 accumulators, as A (rounded to T), the tile as it is as B.
+template <class T, int kHead>
+__device__ __forceinline__ void acc_times_tile(const float (&p)[kColTiles][4], const uint16_t* z, int ld,
+                                               int width, float (&o)[kHead / 8][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kCols / 16; ++kk) {
+    const FragA pa = a_from_c<T>(p, kk);
+#pragma unroll
+    for (int n = 0; n < kHead / 8; ++n)
+      if (n * 8 < width) mma_sync<T>(o[n], pa, load_b_cols(z, ld, kk * 16, n * 8));
+  }
+}
+
 // ---- forward -----------------------------------------------------------
+
+// One key tile's online-softmax step for this lane's two rows (row_t): the
+// scores s scaled and masked (keys s0 + col, bk of them real), the running
+// maxima m and sums l moved on, o rescaled, and exp(score − m) left in s.
+template <int kHead>
+__device__ __forceinline__ void online_softmax(const Attn& a, const uint8_t* mask, int64_t b,
+                                               const int64_t (&row_t)[2], int64_t s0, int bk,
+                                               float (&s)[kColTiles][4], float (&m)[2], float (&l)[2],
+                                               float (&o)[kHead / 8][4]) {
+  const int lane = threadIdx.x % 32;
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int j = 0; j < kColTiles; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int col = j * 8 + mma::c_place(lane, i).col;
+      const bool ok = allowed(a, mask, b, row_t[i >> 1], s0 + col, col < bk);
+      s[j][i] = ok ? s[j][i] * a.scale : -INFINITY;
+      mx[i >> 1] = fmaxf(mx[i >> 1], s[j][i]);
+    }
+  float alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float m_new = fmaxf(m[r], quad_max(mx[r]));
+    alpha[r] = math::online_rescale(m[r], m_new);
+    m[r] = m_new;
+  }
+#pragma unroll
+  for (int j = 0; j < kColTiles; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s[j][i] = math::online_prob(s[j][i], m[i >> 1]);
+      sum[i >> 1] += s[j][i];
+    }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + quad_sum(sum[r]);
+#pragma unroll
+  for (int n = 0; n < kHead / 8; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[n][i] *= alpha[i >> 1];
+}
 
 template <class T, int kHead>
 __global__ void __launch_bounds__(kMmaThreads) mma_attention_kernel(Attn a, AttnIo<T> io) {
@@ -232,44 +305,8 @@ __global__ void __launch_bounds__(kMmaThreads) mma_attention_kernel(Attn a, Attn
       if (kk * 16 < a.D)
 #pragma unroll
         for (int j = 0; j < kColTiles; ++j) mma_sync<T>(s[j], qa[kk], load_b_rows(ks, ldq, j * 8, kk * 16));
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int j = 0; j < kColTiles; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const mma::Place p = mma::c_place(lane, i);
-        const int col = j * 8 + p.col;
-        const bool ok = allowed(a, io.mask, b, row_t[i >> 1], s0 + col, col < bk);
-        s[j][i] = ok ? s[j][i] * a.scale : -INFINITY;
-        mx[i >> 1] = fmaxf(mx[i >> 1], s[j][i]);
-      }
-    float alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float m_new = fmaxf(m[r], quad_max(mx[r]));
-      alpha[r] = math::online_rescale(m[r], m_new);
-      m[r] = m_new;
-    }
-#pragma unroll
-    for (int j = 0; j < kColTiles; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        s[j][i] = math::online_prob(s[j][i], m[i >> 1]);
-        sum[i >> 1] += s[j][i];
-      }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + quad_sum(sum[r]);
-#pragma unroll
-    for (int n = 0; n < kHead / 8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) o[n][i] *= alpha[i >> 1];
-#pragma unroll
-    for (int kk = 0; kk < kCols / 16; ++kk) {
-      const FragA pa = a_from_c<T>(s, kk);
-#pragma unroll
-      for (int n = 0; n < kHead / 8; ++n)
-        if (n * 8 < a.E) mma_sync<T>(o[n], pa, load_b_cols(vs, ldv, kk * 16, n * 8));
-    }
+    online_softmax<kHead>(a, io.mask, b, row_t, s0, bk, s, m, l, o);
+    acc_times_tile<T, kHead>(s, vs, ldv, a.E, o);
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -333,22 +370,8 @@ __global__ void __launch_bounds__(kMmaThreads) mma_attention_dq_kernel(Attn a, A
     __syncthreads();
     if (s0 >= warp_end) continue;
     float s[kColTiles][4], dp[kColTiles][4];
-    zero(s);
-    zero(dp);
-#pragma unroll
-    for (int kk = 0; kk < kHead / 16; ++kk)
-      if (kk * 16 < a.D) {
-        const FragA qa = load_a(qs, ldq, warp * 16, kk * 16);
-#pragma unroll
-        for (int j = 0; j < kColTiles; ++j) mma_sync<T>(s[j], qa, load_b_rows(ks, ldq, j * 8, kk * 16));
-      }
-#pragma unroll
-    for (int kk = 0; kk < kHead / 16; ++kk)
-      if (kk * 16 < a.E) {
-        const FragA da = load_a(dos, ldv, warp * 16, kk * 16);
-#pragma unroll
-        for (int j = 0; j < kColTiles; ++j) mma_sync<T>(dp[j], da, load_b_rows(vs, ldv, j * 8, kk * 16));
-      }
+    rows_times_tile<T, kHead>(qs, ks, ldq, a.D, warp * 16, s);    // s = q·kᵀ
+    rows_times_tile<T, kHead>(dos, vs, ldv, a.E, warp * 16, dp);  // dp = do·vᵀ
 #pragma unroll
     for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
@@ -358,13 +381,7 @@ __global__ void __launch_bounds__(kMmaThreads) mma_attention_dq_kernel(Attn a, A
         float p;
         p_and_ds(s[j][i] * a.scale, dp[j][i], lse[r], delta[r], ok, p, s[j][i]);  // s now holds ds
       }
-#pragma unroll
-    for (int kk = 0; kk < kCols / 16; ++kk) {
-      const FragA dsa = a_from_c<T>(s, kk);
-#pragma unroll
-      for (int n = 0; n < kHead / 8; ++n)
-        if (n * 8 < a.D) mma_sync<T>(dq[n], dsa, load_b_cols(ks, ldq, kk * 16, n * 8));
-    }
+    acc_times_tile<T, kHead>(s, ks, ldq, a.D, dq);  // dq += ds·k
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -414,23 +431,9 @@ __global__ void __launch_bounds__(kMmaThreads) mma_attention_dkv_kernel(Attn a, 
         stats[kCols + i] = i < bq ? io.delta[bh * a.T + t0 + i] : 0.0f;
       }
       __syncthreads();
-      float st_[kColTiles][4], dpt[kColTiles][4];  // sᵀ then pᵀ; dpᵀ then dsᵀ
-      zero(st_);
-      zero(dpt);
-#pragma unroll
-      for (int kk = 0; kk < kHead / 16; ++kk)
-        if (kk * 16 < a.D) {
-          const FragA ka = load_a(ks, ldq, warp * 16, kk * 16);
-#pragma unroll
-          for (int j = 0; j < kColTiles; ++j) mma_sync<T>(st_[j], ka, load_b_rows(qs, ldq, j * 8, kk * 16));
-        }
-#pragma unroll
-      for (int kk = 0; kk < kHead / 16; ++kk)
-        if (kk * 16 < a.E) {
-          const FragA va = load_a(vs, ldv, warp * 16, kk * 16);
-#pragma unroll
-          for (int j = 0; j < kColTiles; ++j) mma_sync<T>(dpt[j], va, load_b_rows(dos, ldv, j * 8, kk * 16));
-        }
+      float st_[kColTiles][4], dpt[kColTiles][4];                    // sᵀ then pᵀ; dpᵀ then dsᵀ
+      rows_times_tile<T, kHead>(ks, qs, ldq, a.D, warp * 16, st_);   // sᵀ = k·qᵀ
+      rows_times_tile<T, kHead>(vs, dos, ldv, a.E, warp * 16, dpt);  // dpᵀ = v·doᵀ
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
@@ -440,15 +443,8 @@ __global__ void __launch_bounds__(kMmaThreads) mma_attention_dkv_kernel(Attn a, 
           const bool ok = allowed(a, io.mask, b, t0 + col, s, col < bq && s < s0 + bk);
           p_and_ds(st_[j][i] * a.scale, dpt[j][i], stats[col], stats[kCols + col], ok, st_[j][i], dpt[j][i]);
         }
-#pragma unroll
-      for (int kk = 0; kk < kCols / 16; ++kk) {
-        const FragA pa = a_from_c<T>(st_, kk), dsa = a_from_c<T>(dpt, kk);
-#pragma unroll
-        for (int n = 0; n < kHead / 8; ++n) {
-          if (n * 8 < a.E) mma_sync<T>(dv[n], pa, load_b_cols(dos, ldv, kk * 16, n * 8));
-          if (n * 8 < a.D) mma_sync<T>(dk[n], dsa, load_b_cols(qs, ldq, kk * 16, n * 8));
-        }
-      }
+      acc_times_tile<T, kHead>(st_, dos, ldv, a.E, dv);  // dv += pᵀ·do
+      acc_times_tile<T, kHead>(dpt, qs, ldq, a.D, dk);   // dk += dsᵀ·q
     }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
