@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fails when a tracked source file cites the issue tracker ("issue #5",
-# "issue 12"): the tracker is not part of the repository, so such a comment
-# points nowhere for a reader of the code; say the reason instead.
+# Fails when a tracked source file cites the issue tracker by number (the
+# word issue, then a number, with or without '#'): the tracker is not part
+# of the repository, so such a comment points nowhere for a reader of the
+# code; say the reason instead.
 #
 #   check_issue_refs.sh GIT [FILE...]   (without files: every tracked source file)
 set -euo pipefail
