@@ -16,6 +16,11 @@
 # half of the scores is counted too, as everyone reports it), and MFU is
 # model FLOP/s over that peak. --profile adds `tandem bench --profile` of
 # each model (one synchronisation per node: time per op, not a throughput).
+# --compare-attention also runs Tandem with the cuda plugin's f32-arithmetic
+# attention (--plugin-option cuda.attention=f32_tiles: the row
+# tandem-f32_tiles); --plugin-option passes an option to every Tandem run
+# (cuda.tf32=true puts the products amp keeps in f32 on TF32); --quick
+# takes fewer steps (the Llama).
 # Raw JSON per run goes to $TANDEM_BENCH_OUT (default bench/results/); the
 # table (bench/gpu_scale.py table) is printed last. Exit status: 0 every run
 # measured, 1 a run failed, 2 usage, 77 no usable GPU.
@@ -38,7 +43,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=1; shift ;;
     --compare-attention) compare=1; shift ;;
     --plugin-option) options+=(--plugin-option "$2"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "gpu_scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
