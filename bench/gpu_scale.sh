@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=1; shift ;;
     --compare-attention) compare=1; shift ;;
     --plugin-option) options+=(--plugin-option "$2"); shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu_scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
