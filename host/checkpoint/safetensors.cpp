@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -132,16 +133,15 @@ std::string json_error_at(std::string_view header, size_t byte) {
   for (char& c : before)
     if (c < 0x20) c = ' ';
   const unsigned char c = static_cast<unsigned char>(header[at]);
-  const std::string found = c >= 0x20 && c < 0x7f
-                                ? "'" + std::string(1, char(c)) + "'"
-                                : "the byte 0x" + std::string(1, "0123456789abcdef"[c >> 4]) +
-                                      std::string(1, "0123456789abcdef"[c & 15]);
+  char found[16];
+  std::snprintf(found, sizeof found, c >= 0x20 && c < 0x7f ? "'%c'" : "the byte 0x%02x", c);
   // What complete JSON stands before it, if any, wants nothing after it.
   const std::string expected = json::accept(header.substr(0, at))
                                    ? "the end of the header (one JSON object, then spaces only)"
                                    : "a JSON value, a string key, ':', ',' or a closing bracket";
-  return "its JSON header is not valid JSON at byte " + std::to_string(8 + at) + " of the file: " + found +
-         " after '" + before + "', where " + expected + " was expected";
+  return "its JSON header is not valid JSON at byte " + std::to_string(8 + at) +
+         " of the file: " + std::string(found) + " after '" + before + "', where " + expected +
+         " was expected";
 }
 
 }  // namespace

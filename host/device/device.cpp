@@ -1,12 +1,11 @@
 #include "device/device.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "plugin/optional_call.hpp"
 #include "plugin/registry.hpp"
+#include "util/host_memory.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host {
@@ -36,8 +35,8 @@ namespace {
 bool has_own_memory(const DeviceInfo& info) {
   if (info.free_memory == 0) return false;
   if (!info.host_addressable) return true;
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 && info.total_memory < uint64_t(pages) * uint64_t(page_size);
+  const uint64_t machine = physical_memory_bytes();
+  return machine > 0 && info.total_memory < machine;
 }
 
 }  // namespace

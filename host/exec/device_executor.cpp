@@ -131,11 +131,11 @@ Result<void> DeviceExecutor::create_stream() {
   return {};
 }
 
-Result<void*> DeviceExecutor::alloc(size_t bytes, const std::string& what) {
+Result<void*> DeviceExecutor::alloc(size_t bytes, const std::string& what, std::optional<size_t> counted) {
   auto pointer = device_->allocator().allocate(bytes, what);
   if (!pointer) return pointer.error();
   buffers_.emplace_back(*device_, *pointer);
-  allocated_ += bytes;
+  allocated_ += counted.value_or(bytes);
   return pointer;
 }
 
@@ -161,10 +161,8 @@ Result<void> DeviceExecutor::allocate_persistent() {
                                ? "'" + plan_.persistent[last].name + "'"
                                : "the " + std::to_string(count) +
                                      " persistent values (parameters, gradients, optimizer state, inputs)";
-  auto pointer = device_->allocator().allocate(block, what);
+  auto pointer = alloc(block, what, values);
   if (!pointer) return pointer.error();
-  buffers_.emplace_back(*device_, *pointer);
-  allocated_ += values;  // the alignment between them is the plan's allocator rounding
   for (size_t i = 0; i < plan_.persistent.size(); ++i)
     if (!external_[i]) persistent_[i] = static_cast<char*>(*pointer) + offsets[i];
   return {};

@@ -108,7 +108,9 @@ class DeviceExecutor final : public Executor {
   Result<void> create_stream();
   Result<void> allocate(const Graph& graph);
   Result<void> allocate_persistent();
-  Result<void*> alloc(size_t bytes, const std::string& what);
+  // `counted`: what allocated_bytes() adds, when not all of `bytes` are
+  // values (the persistent block's alignment is the plan's rounding).
+  Result<void*> alloc(size_t bytes, const std::string& what, std::optional<size_t> counted = std::nullopt);
   Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
   // The node's floating outputs for the numerics guard.
   void guard_outputs(const Graph& graph, NodeRun& run);
