@@ -339,15 +339,21 @@ unsigned grid_of(const Check& c, int64_t heads, int64_t n, int tile) {
 // Checks that `bytes` of dynamic shared memory fit a block of this device
 // and lets `kernel` use up to what the largest head dims need (the same
 // value for every prepare, so no prepare lowers another's limit).
-template <class K>
-void reserve_smem(const Check& c, const CudaDevice& device, K* kernel, size_t bytes, size_t most) {
+// The dynamic shared memory a block of this device may have, opted in.
+size_t smem_limit(const CudaDevice& device) {
   int limit = 0;
   TDM_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
-  if (bytes > size_t(limit))
+  return size_t(limit);
+}
+
+template <class K>
+void reserve_smem(const Check& c, const CudaDevice& device, K* kernel, size_t bytes, size_t most) {
+  const size_t limit = smem_limit(device);
+  if (bytes > limit)
     c.unsupported("these head dims need " + std::to_string(bytes) +
                   " bytes of shared memory per block, the device allows " + std::to_string(limit));
   TDM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(std::min(most, size_t(limit)))));
+                                      static_cast<int>(std::min(most, limit))));
 }
 
 template <class T>
@@ -382,10 +388,9 @@ bool use_mma(const CudaDevice& device, const Attn& a, tdm_dtype dt) {
   if (!device.attention_mma() || math::mma_attention_declines(dt == TDM_BF16 || dt == TDM_F16, a.D, a.E,
                                                               a.dropout, device.compute_major()))
     return false;
-  int limit = 0;
-  TDM_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index()));
-  if (mma_attention_smem(a.D, a.E) > size_t(limit)) return false;
-  allow_mma_attention_smem(limit);
+  const size_t limit = smem_limit(device);
+  if (mma_attention_smem(a.D, a.E) > limit) return false;
+  allow_mma_attention_smem(static_cast<int>(limit));
   return true;
 }
 
