@@ -59,6 +59,13 @@ tdm_status device_open(uint32_t index, tdm_device** out) {
   return TDM_OK;
 }
 void device_close(tdm_device*) {}
+// Two devices of their own memory, as GPUs (DeviceHandle asks at open).
+tdm_status device_info(tdm_device*, tdm_device_info* info) {
+  info->kind = TDM_DEVICE_GPU;
+  info->total_memory = info->free_memory = 1u << 30;
+  info->host_addressable = 0;
+  return TDM_OK;
+}
 tdm_status stream_create(tdm_device* d, tdm_stream** out) {
   *out = new tdm_stream{"copy" + dev(d)};
   return TDM_OK;
@@ -114,6 +121,7 @@ tdm_backend_api fake_api(bool with_peer_functions) {
   api.struct_size = sizeof api;
   api.device_open = device_open;
   api.device_close = device_close;
+  api.device_info = device_info;
   api.stream_create = stream_create;
   api.stream_destroy = stream_destroy;
   api.stream_synchronize = stream_synchronize;
