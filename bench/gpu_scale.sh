@@ -13,7 +13,7 @@
 # 8192^3 bf16 product through PyTorch's cuBLAS, mean of 10 after warm-up,
 # random data); model FLOPs per token are 6 x parameters + 12 x layers x
 # context x attention width (forward and backward, PaLM's count; the causal
-# half of the scores is counted too, as everyone reports it), and MFU is
+# half of the scores is counted too, as PaLM and nanoGPT count it), and MFU is
 # model FLOP/s over that peak. --profile adds `tandem bench --profile` of
 # each model (one synchronisation per node: time per op, not a throughput).
 # --compare-attention also runs Tandem with the cuda plugin's f32-arithmetic
