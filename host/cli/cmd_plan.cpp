@@ -28,6 +28,11 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
       "compute threads for CPU backends, as for train (the measured costs depend on it)")(
       "memory-budget", po::value<std::string>(),
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
+      "stream-params", po::bool_switch(),
+      "keep every layer's parameters, gradients and optimizer state in host memory and stream them through "
+      "the device around the nodes that use them (a layer's `stream` in the model file overrides it)")(
+      "stream-depth", po::value<int>()->default_value(1),
+      "with streaming: how many layers ahead a streamed tensor is fetched")(
       "placement", po::value<std::string>(), "auto, pinned or strict (as for train)")(
       "no-prefetch", po::bool_switch(), "plan for train --no-prefetch (no second input buffers)")(
       "ranks", po::value<int>(),

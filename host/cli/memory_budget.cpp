@@ -61,6 +61,14 @@ host::Result<void> apply_placement_options(const boost::program_options::variabl
   }
   train.cost_context = "threads=" + std::to_string(vm.count("threads") ? vm["threads"].as<int>() : 0);
   train.recalibrate = vm.count("recalibrate") > 0 && vm["recalibrate"].as<bool>();
+  if (vm.count("stream-params")) train.stream_params = vm["stream-params"].as<bool>();
+  if (vm.count("stream-depth")) {
+    const int depth = vm["stream-depth"].as<int>();
+    if (depth < 1 || depth > 64)
+      return host::make_error("--stream-depth must be 1 to 64 layers ahead, got " + std::to_string(depth),
+                              TDM_INVALID_ARGUMENT);
+    train.stream_depth = static_cast<size_t>(depth);
+  }
   if (vm.count("placement")) {
     const std::string placement = vm["placement"].as<std::string>();
     if (placement != "auto" && placement != "pinned" && placement != "strict")

@@ -24,8 +24,9 @@ host::Result<std::map<std::string, uint64_t>> parse_memory_budget(const std::str
 std::string primary_device(const std::string& device_list);
 
 // The placement options train and plan share: --memory-budget, the devices
-// after the first of --device and --threads (which the cost model's cache is
-// keyed by) into `train`, --placement into the spec. An error is a usage error.
+// after the first of --device, --threads (which the cost model's cache is
+// keyed by), --stream-params and --stream-depth into `train`, --placement into the spec. An error is a usage
+// error.
 host::Result<void> apply_placement_options(const boost::program_options::variables_map& vm,
                                            const host::PluginRegistry& registry, host::model::ModelSpec& spec,
                                            host::train::TrainOptions& train);

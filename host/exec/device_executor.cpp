@@ -56,6 +56,18 @@ Result<std::vector<std::optional<KernelBinding>>> prepare_kernels(const DeviceHa
   return kernels;
 }
 
+Result<StreamRequest> stream_request(const Graph& graph, const ExecutorOptions& options) {
+  StreamRequest request;
+  request.depth = std::max<size_t>(options.stream_depth, 1);
+  for (const std::string& name : options.streamed) {
+    const Value* v = graph.value_by_name(name);
+    if (v == nullptr)
+      return make_error("streamed value '" + name + "' is not in the graph", TDM_INVALID_ARGUMENT);
+    request.values.insert(v->id);
+  }
+  return request;
+}
+
 }  // namespace
 
 DeviceExecutor::Buffer::Buffer(Buffer&& other) noexcept
@@ -78,6 +90,7 @@ DeviceExecutor::~DeviceExecutor() {
   // Staged copies in flight write the spare input buffers: they finish
   // first. Nothing may be released while a stream still uses it.
   staged_.reset();
+  streamed_.reset();
   if (stream_) (void)api().stream_synchronize(stream_.get());
 }
 
@@ -93,10 +106,12 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(const DeviceHandl
       prepare_kernels(device, graph, layouts, executor->options_.collectives != nullptr, workspace);
   if (!kernels) return kernels.error();
   const size_t guard = executor->options_.numerics.bounds ? kBoundsGuardBytes : 0;
+  auto stream = stream_request(graph, executor->options_);
+  if (!stream) return stream.error();
   auto plan = make_plan(
       graph, workspace, *outputs, layouts.native, guard,
       [&device](uint64_t bytes) { return device.allocation_footprint(bytes); },
-      device.takes_sums_over_operands());
+      device.takes_sums_over_operands(), *stream);
   if (!plan) return plan.error();
   executor->plan_ = std::move(plan.value());
   if (auto r = executor->check_budget(executor->plan_.estimate); !r) return r.error();
@@ -146,6 +161,7 @@ Result<void> DeviceExecutor::allocate_persistent() {
   std::vector<size_t> offsets(plan_.persistent.size(), 0);
   size_t block = 0, values = 0, count = 0, last = 0;
   for (size_t i = 0; i < plan_.persistent.size(); ++i) {
+    if (plan_.persistent[i].streamed) continue;  // at home in host memory
     if (persistent_[i] != nullptr) {
       external_[i] = true;  // another executor's buffer: no guard after it
       continue;
@@ -164,12 +180,14 @@ Result<void> DeviceExecutor::allocate_persistent() {
   auto pointer = alloc(block, what, values);
   if (!pointer) return pointer.error();
   for (size_t i = 0; i < plan_.persistent.size(); ++i)
-    if (!external_[i]) persistent_[i] = static_cast<char*>(*pointer) + offsets[i];
+    if (!external_[i] && !plan_.persistent[i].streamed)
+      persistent_[i] = static_cast<char*>(*pointer) + offsets[i];
   return {};
 }
 
 Result<void> DeviceExecutor::allocate(const Graph& graph) {
   persistent_.assign(plan_.persistent.size(), nullptr);
+  home_.assign(plan_.persistent.size(), nullptr);
   for (const auto& [name, pointer] : options_.external) {
     const Value* value = graph.value_by_name(name);
     const ValueStorage* storage = value != nullptr ? plan_.find(value->id) : nullptr;
@@ -182,11 +200,13 @@ Result<void> DeviceExecutor::allocate(const Graph& graph) {
                         TDM_INVALID_ARGUMENT);
     if (pointer == nullptr)
       return make_error("external value '" + name + "' is bound to a null pointer", TDM_INVALID_ARGUMENT);
-    persistent_[storage->persistent] = pointer;
+    (plan_.persistent[storage->persistent].streamed ? home_ : persistent_)[storage->persistent] = pointer;
   }
   external_.assign(plan_.persistent.size(), false);
+  for (size_t i = 0; i < plan_.persistent.size(); ++i) external_[i] = home_[i] != nullptr;
   if (auto r = allocate_persistent(); !r) return r;
-  bool any_transient = std::any_of(plan_.values.begin(), plan_.values.end(),
+  bool any_transient = !plan_.residencies.empty() ||
+                       std::any_of(plan_.values.begin(), plan_.values.end(),
                                    [](const auto& v) { return v.second.kind == ValueStorage::Kind::Arena; });
   if (any_transient) {
     auto arena = alloc(plan_.arena_bytes, "the activation arena");
@@ -198,7 +218,64 @@ Result<void> DeviceExecutor::allocate(const Graph& graph) {
     if (!workspace) return workspace.error();
     workspace_ = *workspace;
   }
+  return allocate_streaming();
+}
+
+// One block of host memory for every streamed value this executor owns
+// (pinned allocations are few and costly), each at a 64-byte boundary.
+Result<void> DeviceExecutor::allocate_streaming() {
+  if (plan_.estimate.streamed_home == 0 && plan_.residencies.empty()) return {};
+  std::vector<size_t> offsets(plan_.persistent.size(), 0);
+  size_t block = 0;
+  for (size_t i = 0; i < plan_.persistent.size(); ++i) {
+    if (!plan_.persistent[i].streamed || home_[i] != nullptr) continue;
+    offsets[i] = block;
+    block += (plan_.persistent[i].bytes + plan_.guard_bytes + 63) / 64 * 64;
+  }
+  if (block > 0) {
+    auto homes = HostStaging::allocate(block, {device_});
+    if (!homes)
+      return make_error("cannot allocate " + human_bytes(block) +
+                            " of host memory for the streamed parameters and state: " + homes.error().message,
+                        homes.error().status);
+    home_block_ = std::move(*homes);
+    for (size_t i = 0; i < plan_.persistent.size(); ++i)
+      if (plan_.persistent[i].streamed && home_[i] == nullptr)
+        home_[i] = static_cast<char*>(home_block_.data()) + offsets[i];
+  }
+  std::vector<void*> homes;
+  std::vector<size_t> bytes;
+  for (const Residency& r : plan_.residencies) {
+    const size_t index = plan_.values.at(r.value).persistent;
+    homes.push_back(home_[index]);
+    bytes.push_back(plan_.persistent[index].bytes);
+    for (const Touch& t : r.touches) slot_of_[{r.value, t.position}] = r.offset;
+  }
+  auto state = StreamedState::create(*device_, stream_.get(), plan_.residencies, std::move(homes),
+                                     std::move(bytes), arena_);
+  if (!state) return state.error();
+  streamed_ = std::move(*state);
   return {};
+}
+
+void* DeviceExecutor::node_pointer(ValueId id, size_t position) const {
+  const ValueStorage* storage = plan_.find(id);
+  if (storage != nullptr && storage->kind == ValueStorage::Kind::Persistent &&
+      plan_.persistent[storage->persistent].streamed) {
+    auto slot = slot_of_.find({storage->owner, position});
+    return slot == slot_of_.end() ? nullptr : static_cast<char*>(arena_) + slot->second;
+  }
+  return device_pointer(id);
+}
+
+void* DeviceExecutor::stream_home(ValueId value) const {
+  const ValueStorage* storage = plan_.find(value);
+  if (storage == nullptr || storage->kind != ValueStorage::Kind::Persistent) return nullptr;
+  return home_[storage->persistent];
+}
+
+StreamStats DeviceExecutor::stream_stats() const {
+  return streamed_ ? streamed_->stats() : StreamStats{};
 }
 
 void* DeviceExecutor::device_pointer(ValueId value) const {
@@ -223,8 +300,8 @@ Result<void> DeviceExecutor::bind_nodes(const Graph& graph,
                 out.dtype,
                 {},
                 {}};
-    for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : device_pointer(id));
-    for (ValueId id : node.outputs) run.outputs.push_back(device_pointer(id));
+    for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : node_pointer(id, i));
+    for (ValueId id : node.outputs) run.outputs.push_back(node_pointer(id, i));
     run.reads = node.inputs;
     run.writes = node.outputs;
     run.phase = node.phase;

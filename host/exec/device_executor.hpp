@@ -16,14 +16,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/device_objects.hpp"
 #include "exec/executor.hpp"
 #include "exec/kernel_binding.hpp"
 #include "exec/staged_inputs.hpp"
+#include "exec/streamed_state.hpp"
 #include "ops/op_table.hpp"
 
 namespace tandem::host::exec {
@@ -41,6 +44,8 @@ class DeviceExecutor final : public Executor {
   // fill for a backend without a "fill" kernel: copies from host memory.
   Result<void> fill_by_copies(ValueId value, double number);
   void* device_pointer(ValueId value) const override;
+  void* stream_home(ValueId value) const override;
+  StreamStats stream_stats() const override;
 
   using Executor::run;
   Result<void> run(size_t first, size_t end) override;
@@ -108,6 +113,13 @@ class DeviceExecutor final : public Executor {
   Result<void> create_stream();
   Result<void> allocate(const Graph& graph);
   Result<void> allocate_persistent();
+  // The streamed values' homes in host memory (pinned where the device has
+  // it) and their copies' machinery; after the arena.
+  Result<void> allocate_streaming();
+  // Where node `position` finds value `id`: a streamed value's slot of the
+  // residency that covers the node, else device_pointer.
+  void* node_pointer(ValueId id, size_t position) const;
+  Result<void> launch_timed(size_t position);
   // `counted`: what allocated_bytes() adds, when not all of `bytes` are
   // values (the persistent block's alignment is the plan's rounding).
   Result<void*> alloc(size_t bytes, const std::string& what, std::optional<size_t> counted = std::nullopt);
@@ -125,13 +137,17 @@ class DeviceExecutor final : public Executor {
   std::optional<StagedInputs> staged_;  // created by the first allow_staging
   Plan plan_;
   std::unique_ptr<tdm_stream, StreamDeleter> stream_;
-  std::vector<Buffer> buffers_;            // everything this executor allocated
-  void* arena_ = nullptr;                  // within buffers_
-  void* workspace_ = nullptr;              // within buffers_
-  std::vector<void*> persistent_;          // by Plan::persistent index
-  std::vector<bool> external_;             // by Plan::persistent index: ExecutorOptions::external
-  std::vector<NodeRun> nodes_;             // schedule order; kernels released before buffers
-  std::optional<NumericsGuard> numerics_;  // with ExecutorOptions::numerics
+  std::vector<Buffer> buffers_;    // everything this executor allocated
+  void* arena_ = nullptr;          // within buffers_
+  void* workspace_ = nullptr;      // within buffers_
+  std::vector<void*> persistent_;  // by Plan::persistent index
+  std::vector<bool> external_;     // by Plan::persistent index: ExecutorOptions::external
+  std::vector<void*> home_;        // by Plan::persistent index: a streamed value's home
+  HostStaging home_block_;         // the homes this executor owns
+  std::map<std::pair<ValueId, size_t>, size_t> slot_of_;  // (streamed owner, position) -> arena offset
+  std::unique_ptr<StreamedState> streamed_;               // released first: its copies use all of the above
+  std::vector<NodeRun> nodes_;                            // schedule order; kernels released before buffers
+  std::optional<NumericsGuard> numerics_;                 // with ExecutorOptions::numerics
   uint64_t allocated_ = 0;
   NodeProfile profile_;
 };

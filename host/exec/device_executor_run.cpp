@@ -104,18 +104,36 @@ Result<void> DeviceExecutor::launch_range(size_t first, size_t end) {
     return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
                           ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
                       TDM_INVALID_ARGUMENT);
-  for (size_t i = first; i < end; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    if (auto launched = launch(i); !launched) return launched;
-    if (!options_.profile) continue;
-    clear_last_error();
-    tdm_status status = api().stream_synchronize(stream_.get());
-    if (status != TDM_OK)
-      return make_error(node_text(i) + " failed on " + device_->id() + ": " + plugin_reason(status), status);
-    auto stop = std::chrono::steady_clock::now();
-    profile_.time_us[i] += micros(stop - start);
-    profile_.events.push_back({i, micros(start - profile_.epoch), micros(stop - start)});
+  if (!streamed_) {
+    for (size_t i = first; i < end; ++i)
+      if (auto launched = launch_timed(i); !launched) return launched;
+    return {};
   }
+  // Streamed values: every copy the range issued is complete when it
+  // returns, an error or not (the next range may reuse their slots).
+  if (auto r = streamed_->begin(first, end); !r) return r;
+  Result<void> launched;
+  for (size_t i = first; i < end && launched; ++i) {
+    launched = streamed_->before(i);  // waiting for a copy is not the node's time
+    if (launched) launched = launch_timed(i);
+    if (launched) launched = streamed_->after(i);
+  }
+  Result<void> finished = streamed_->finish();
+  return launched ? finished : launched;
+}
+
+// A profiled run synchronises after each node and records its wall time.
+Result<void> DeviceExecutor::launch_timed(size_t i) {
+  auto start = std::chrono::steady_clock::now();
+  if (auto launched = launch(i); !launched) return launched;
+  if (!options_.profile) return {};
+  clear_last_error();
+  tdm_status status = api().stream_synchronize(stream_.get());
+  if (status != TDM_OK)
+    return make_error(node_text(i) + " failed on " + device_->id() + ": " + plugin_reason(status), status);
+  auto stop = std::chrono::steady_clock::now();
+  profile_.time_us[i] += micros(stop - start);
+  profile_.events.push_back({i, micros(start - profile_.epoch), micros(stop - start)});
   return {};
 }
 

@@ -38,6 +38,10 @@ Result<void> DeviceExecutor::write(ValueId value, const void* host, size_t bytes
   auto storage = checked(value, bytes, "write");
   if (!storage) return storage.error();
   if (staged_) staged_->discard(value);
+  if (void* home = stream_home(value)) {  // every run ends with its copies complete
+    std::memcpy(home, host, bytes);
+    return {};
+  }
   clear_last_error();
   tdm_status status = api().copy_h2d(stream_.get(), device_pointer(value), host, bytes);
   if (status != TDM_OK)
@@ -48,6 +52,10 @@ Result<void> DeviceExecutor::write(ValueId value, const void* host, size_t bytes
 Result<void> DeviceExecutor::read(ValueId value, void* host, size_t bytes) {
   auto storage = checked(value, bytes, "read");
   if (!storage) return storage.error();
+  if (const void* home = stream_home(value)) {
+    std::memcpy(host, home, bytes);
+    return {};
+  }
   clear_last_error();
   tdm_status status = api().copy_d2h(stream_.get(), host, device_pointer(value), bytes);
   if (status != TDM_OK)
@@ -63,6 +71,7 @@ Result<void> DeviceExecutor::fill(ValueId value, double number) {
   if (storage->native)  // the fill kernel writes plain bytes
     return make_error("cannot fill value " + std::to_string(value) + ": it is in the backend's native layout",
                       TDM_INVALID_ARGUMENT);
+  if (stream_home(value) != nullptr) return fill_by_copies(value, number);
   OpSpec spec;
   spec.op = "fill";
   spec.node_name = "fill." + std::to_string(value);
@@ -142,6 +151,11 @@ Result<void> DeviceExecutor::fill_by_copies(ValueId value, double number) {
   std::vector<unsigned char> chunk(std::min(bytes, kChunk / element.size() * element.size()));
   for (size_t i = 0; i < chunk.size(); i += element.size())
     std::memcpy(chunk.data() + i, element.data(), element.size());
+  if (auto* home = static_cast<unsigned char*>(stream_home(value))) {  // host memory
+    for (size_t done = 0; done < bytes; done += chunk.size())
+      std::memcpy(home + done, chunk.data(), std::min(chunk.size(), bytes - done));
+    return {};
+  }
   auto* target = static_cast<unsigned char*>(device_pointer(value));
   for (size_t done = 0; done < bytes; done += chunk.size()) {
     const size_t n = std::min(chunk.size(), bytes - done);

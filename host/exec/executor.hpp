@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "exec/node_profile.hpp"
 #include "exec/numerics_guard.hpp"
 #include "exec/planner.hpp"
+#include "exec/streamed_state.hpp"
 #include "exec/transfer_schedule.hpp"
 #include "graph/graph.hpp"
 #include "util/result.hpp"
@@ -66,6 +68,13 @@ struct ExecutorOptions {
   uint64_t memory_budget = 0;
   // Debug checks around every node (exec/numerics_guard.hpp).
   NumericsOptions numerics;
+  // Persistent values (parameters, gradients, optimizer state) whose home
+  // is host memory: each is on the device only around the nodes that touch
+  // it, in the arena, fetched `stream_depth` units ahead (stream_plan.hpp).
+  // One also bound in `external` has its home there: host memory another
+  // executor owns (an evaluation sharing a streamed run's parameters).
+  std::set<std::string> streamed;
+  size_t stream_depth = 1;
 };
 
 class DeviceExecutor;
@@ -118,8 +127,13 @@ class Executor {
   // then synchronised.
   virtual Result<void> fill(ValueId value, double number) = 0;
   // Device address of a value (arena values are only meaningful while live
-  // within a run); nullptr for an unknown id.
+  // within a run); nullptr for an unknown id or a streamed value.
   virtual void* device_pointer(ValueId value) const = 0;
+  // A streamed value's home in host memory (ExecutorOptions::streamed);
+  // nullptr for any other.
+  virtual void* stream_home(ValueId /*value*/) const { return nullptr; }
+  // The streamed values' copies since creation (none: zeros).
+  virtual StreamStats stream_stats() const { return {}; }
 
   // Launches nodes [first, end) of the schedule in order, then synchronises.
   // A failed launch names the node, its layer and the plugin's message; an

@@ -179,6 +179,10 @@ uint64_t rounding(const Plan& plan, uint64_t bytes) {
 MemoryEstimate estimate_of(const Plan& plan) {
   MemoryEstimate e;
   for (const PersistentBuffer& buffer : plan.persistent) {
+    if (buffer.streamed) {
+      e.streamed_home += buffer.bytes;
+      continue;
+    }
     switch (buffer.category) {
       case MemoryCategory::Parameters:
         e.parameters += buffer.bytes;
@@ -204,19 +208,57 @@ MemoryEstimate estimate_of(const Plan& plan) {
   // persistent values are one allocation, each value aligned in it.
   uint64_t persistent_bytes = 0, persistent_block = 0;
   for (const PersistentBuffer& buffer : plan.persistent) {
+    if (buffer.streamed) continue;
     persistent_bytes += buffer.bytes;
     persistent_block += persistent_slot(buffer.bytes);
   }
   if (persistent_block > 0)
     e.allocator_rounding += persistent_block - persistent_bytes + rounding(plan, persistent_block);
-  const bool any_transient = std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
-    return v.second.kind == ValueStorage::Kind::Arena;
-  });
+  const bool any_transient =
+      !plan.residencies.empty() || std::any_of(plan.values.begin(), plan.values.end(), [](const auto& v) {
+        return v.second.kind == ValueStorage::Kind::Arena;
+      });
   if (any_transient) e.allocator_rounding += rounding(plan, e.activations);
   if (e.workspace > 0) e.allocator_rounding += rounding(plan, e.workspace);
+  std::vector<size_t> residency_bytes;
+  for (const Residency& r : plan.residencies)
+    residency_bytes.push_back(plan.persistent[plan.values.at(r.value).persistent].bytes);
+  e.window = window_peak(plan.residencies, residency_bytes);
   e.total = e.parameters + e.gradients + e.optimizer_state + e.other_state + e.inputs + e.activations +
             e.workspace + e.allocator_rounding;
   return e;
+}
+
+// The residencies of the streamed values (stream_plan.hpp), each an arena
+// block over its interval; marks their buffers streamed.
+Result<void> plan_streaming(const Graph& graph, const StreamRequest& stream, Plan& plan,
+                            std::vector<Block>& blocks, size_t guard_bytes) {
+  std::set<ValueId> owners;
+  for (ValueId id : stream.values) {
+    const ValueStorage* storage = plan.find(id);
+    if (storage == nullptr || storage->kind != ValueStorage::Kind::Persistent)
+      return make_error(
+          "cannot stream value " + std::to_string(id) +
+              ": only persistent values (parameters, gradients, state) have a home to stream from",
+          TDM_INVALID_ARGUMENT);
+    owners.insert(storage->owner);
+    plan.persistent[plan.values.at(storage->owner).persistent].streamed = true;
+  }
+  std::vector<NodeTouches> nodes(graph.node_count());
+  for (size_t p = 0; p < graph.node_count(); ++p) {
+    const Node& node = *graph.node_at(p);
+    nodes[p].layer = node.layer;
+    for (ValueId v : node.inputs)
+      if (v != kNoValue) nodes[p].reads.push_back(plan.values.at(v).owner);
+    for (ValueId v : node.outputs)
+      if (v != kNoValue) nodes[p].writes.push_back(plan.values.at(v).owner);
+  }
+  plan.residencies = plan_residencies(nodes, owners, stream.depth);
+  for (const Residency& r : plan.residencies) {
+    const size_t bytes = plan.persistent[plan.values.at(r.value).persistent].bytes;
+    blocks.push_back({r.value, align_up(bytes + guard_bytes), r.start, r.end, 0});
+  }
+  return {};
 }
 
 }  // namespace
@@ -274,7 +316,8 @@ const ValueStorage* Plan::find(ValueId id) const {
 
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs, const std::map<ValueId, uint64_t>& native,
-                       size_t guard_bytes, AllocationFootprint footprint, bool reuse_operands) {
+                       size_t guard_bytes, AllocationFootprint footprint, bool reuse_operands,
+                       const StreamRequest& stream) {
   auto described = describe_values(graph, outputs);
   if (!described) return described.error();
   Plan plan;
@@ -310,7 +353,12 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
                         block_last.at(value.id), 0});
     }
   }
+  const size_t first_residency = blocks.size();
+  if (!stream.values.empty())
+    if (auto r = plan_streaming(graph, stream, plan, blocks, guard_bytes); !r) return r.error();
   plan.arena_bytes = place_blocks(blocks);
+  for (size_t i = 0; i < plan.residencies.size(); ++i)
+    plan.residencies[i].offset = blocks[first_residency + i].offset;
 
   // Owners are placed: every value takes its owner's place.
   for (auto& [id, storage] : plan.values) {

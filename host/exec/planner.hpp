@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/stream_plan.hpp"
 #include "graph/graph.hpp"
 #include "util/result.hpp"
 
@@ -86,6 +87,9 @@ struct PersistentBuffer {
   // An input the executor double-buffers so the next batch can be copied in
   // while a step runs (plan_staged_input): twice `bytes` on the device.
   bool staged = false;
+  // Its home is host memory; on the device only during its residencies
+  // (Plan::residencies, in the arena): StreamRequest.
+  bool streamed = false;
 };
 
 // Bytes per category; total is their sum. optimizer_state: STATE values
@@ -107,6 +111,18 @@ struct MemoryEstimate {
   // alignment of each persistent value in their one block.
   uint64_t allocator_rounding = 0;
   uint64_t total = 0;
+  // Streamed values (StreamRequest): their bytes at home in host memory,
+  // not in the categories above nor in total; and the most of them on the
+  // device at once (the window, part of `activations`: the arena).
+  uint64_t streamed_home = 0;
+  uint64_t window = 0;
+};
+
+// Persistent values (storage owners) to stream through the device instead
+// of keeping there (stream_plan.hpp), and how many units ahead to fetch.
+struct StreamRequest {
+  std::set<ValueId> values;
+  size_t depth = 1;
 };
 
 // What one allocation of n bytes takes on the device: the device
@@ -126,6 +142,9 @@ struct Plan {
   size_t guard_bytes = 0;
   MemoryEstimate estimate;
   AllocationFootprint footprint;  // what make_plan was given
+  // Of the streamed values, with their arena offsets; each one's
+  // PersistentBuffer says its size and home.
+  std::vector<Residency> residencies;
 
   const ValueStorage* find(ValueId id) const;
 };
@@ -140,10 +159,13 @@ struct Plan {
 // each allocation the executor will make, counted in estimate.
 // `reuse_operands`: bind the op table's reuse pairs (a backend of ABI 1.9
 // or newer, sdk/ABI.md rule 31); false: only the catalog's other pairs.
+// `stream`: persistent values homed in host memory, their residencies
+// packed into the arena beside the activations; a value there that is not
+// persistent (an activation) is refused.
 Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_per_node,
                        const std::set<ValueId>& outputs = {}, const std::map<ValueId, uint64_t>& native = {},
-                       size_t guard_bytes = 0, AllocationFootprint footprint = {},
-                       bool reuse_operands = true);
+                       size_t guard_bytes = 0, AllocationFootprint footprint = {}, bool reuse_operands = true,
+                       const StreamRequest& stream = {});
 
 // Counts one more device buffer of `bytes` the run allocates beside the
 // graph (Executor::reserve_buffer) in plan.estimate.

@@ -41,9 +41,13 @@ std::string model_hash(const toml::table& doc) {
     for (toml::node& layer : *layers)
       if (toml::table* t = layer.as_table()) {
         t->erase("device");
+        t->erase("stream");
         if (toml::array* body = (*t)["body"].as_array())  // a repeat block's layers
           for (toml::node& inner : *body)
-            if (toml::table* b = inner.as_table()) b->erase("device");
+            if (toml::table* b = inner.as_table()) {
+              b->erase("device");
+              b->erase("stream");
+            }
       }
   std::ostringstream canonical;
   canonical << copy;
@@ -331,12 +335,14 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
     return;
   }
   if (!names.insert(layer.name).second) r.fail(t, who + ": the name '" + layer.name + "' is used twice");
-  std::vector<std::string> keys = {"name", "op", "inputs", "device"};
+  std::vector<std::string> keys = {"name", "op", "inputs", "device", "stream"};
   for (const auto& a : schema->attrs) keys.push_back(a.key);
   r.check_keys(t, who, keys);
   r.get(t, "inputs", layer.inputs);
   std::string device;
   if (r.get(t, "device", device)) layer.device = device;
+  bool stream = false;
+  if (r.get(t, "stream", stream)) layer.stream = stream;
   if (static_cast<int>(std::max<size_t>(layer.inputs.size(), 1)) < schema->min_inputs ||
       static_cast<int>(layer.inputs.size()) > schema->max_inputs)
     r.fail(t,

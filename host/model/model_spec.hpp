@@ -37,6 +37,10 @@ struct LayerSpec {
   std::string op;                     // layer kind: linear, conv2d, relu, flatten, add, ...
   std::vector<std::string> inputs;    // empty = the previous layer (or the model input)
   std::optional<std::string> device;  // pinned device, e.g. "onednn:0" or "cpu"
+  // `stream = true`: its parameters, gradients and optimizer state live in
+  // host memory and are streamed through the device around its nodes
+  // (`false` keeps them resident even under --stream-params).
+  std::optional<bool> stream;
   std::map<std::string, AttrValue> attrs;
   SourceLocation where;
 

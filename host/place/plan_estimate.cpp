@@ -35,7 +35,12 @@ Result<size_t> WorkspaceCache::workspace(const DeviceHandle& device, const exec:
 
 Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
                                const std::set<std::string>& keep, const std::set<std::string>& staged,
-                               WorkspaceCache& workspaces) {
+                               WorkspaceCache& workspaces, const std::set<std::string>& stream,
+                               size_t stream_depth) {
+  exec::StreamRequest request;
+  request.depth = stream_depth;
+  for (const std::string& name : stream)
+    if (const Value* v = graph.value_by_name(name)) request.values.insert(v->id);
   std::set<ValueId> outputs;
   for (const std::string& name : keep)
     if (const Value* v = graph.value_by_name(name)) outputs.insert(v->id);
@@ -57,7 +62,7 @@ Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
   auto plan = exec::make_plan(
       graph, workspace, outputs, layouts.native, 0,
       [&device](uint64_t bytes) { return device.allocation_footprint(bytes); },
-      device.takes_sums_over_operands());
+      device.takes_sums_over_operands(), request);
   if (!plan) return plan;
   for (const std::string& name : staged)
     if (const Value* v = graph.value_by_name(name))
@@ -80,9 +85,16 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   DeviceEstimate d;
   d.device = id;
   if (auto b = in.budgets.find(id); b != in.budgets.end()) d.budget = b->second;
-  auto plan = plan_memory(*handle->second, graph, keep, in.staged, *in.workspaces);
+  auto plan =
+      plan_memory(*handle->second, graph, keep, in.staged, *in.workspaces, in.streamed, in.stream_depth);
   if (!plan) return plan.error();
   d.memory = plan->estimate;
+  for (const exec::Residency& r : plan->residencies) {
+    const uint64_t bytes = plan->persistent[plan->values.at(r.value).persistent].bytes;
+    const double per_step = runs(graph.node_at(r.first())->phase, in.micro_batches);
+    d.streamed_bytes +=
+        static_cast<uint64_t>(per_step * static_cast<double>(bytes * (r.fetch + r.write_home)));
+  }
   if (in.costs == nullptr) return d;
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& n = *graph.node_at(i);

@@ -24,8 +24,9 @@ namespace tandem::host::place {
 struct DeviceEstimate {
   std::string device;
   exec::MemoryEstimate memory;
-  double compute_us = 0;  // per optimizer step
-  uint64_t budget = 0;    // 0: none
+  double compute_us = 0;        // per optimizer step
+  uint64_t streamed_bytes = 0;  // per optimizer step, both ways (exec/stream_plan.hpp)
+  uint64_t budget = 0;          // 0: none
   uint64_t over() const { return budget > 0 && memory.total > budget ? memory.total - budget : 0; }
 };
 
@@ -53,10 +54,12 @@ class WorkspaceCache {
 // The executor's memory plan of `graph` on `device` (exec::Executor::create
 // makes the same one): `keep` are values the host reads after a run,
 // `staged` inputs get a second buffer (the next batch is copied into it
-// while a step runs).
+// while a step runs), `stream` values are streamed through the device
+// (their names absent from `graph` are skipped).
 Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
                                const std::set<std::string>& keep, const std::set<std::string>& staged,
-                               WorkspaceCache& workspaces);
+                               WorkspaceCache& workspaces, const std::set<std::string>& stream = {},
+                               size_t stream_depth = 1);
 
 struct EstimateInputs {
   std::map<std::string, const DeviceHandle*> devices;  // every device of the placement, by id
@@ -65,6 +68,8 @@ struct EstimateInputs {
   std::set<std::string> keep;                          // values the host reads (loss, logits)
   std::set<std::string> staged;                        // inputs prefetched into a second buffer
   uint32_t micro_batches = 1;
+  std::set<std::string> streamed;  // values streamed through the device (exec/stream_plan.hpp)
+  size_t stream_depth = 1;
   CostModel* costs = nullptr;  // null: memory only
   WorkspaceCache* workspaces = nullptr;
 };

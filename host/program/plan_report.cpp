@@ -3,6 +3,7 @@
 // same per-device graphs, with the layouts and kernel workspaces the
 // executors would choose (kernel_prepare allocates no device memory); step
 // time from the measured op and copy costs (place/cost_model.hpp).
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -51,6 +52,12 @@ void write_memory_table(std::ostream& out, const std::vector<place::DeviceEstima
     return cell(p.memory.other_state + p.memory.inputs + p.memory.allocator_rounding);
   });
   memory_row(out, "total", plans, [](const E& p) { return cell(p.memory.total); });
+  const bool streaming =
+      std::any_of(plans.begin(), plans.end(), [](const E& p) { return p.memory.window > 0; });
+  if (streaming) {
+    memory_row(out, "  of it window", plans, [](const E& p) { return cell(p.memory.window); });
+    memory_row(out, "streamed (host)", plans, [](const E& p) { return cell(p.memory.streamed_home); });
+  }
   memory_row(out, "budget", plans,
              [](const E& p) { return p.budget > 0 ? cell(p.budget) : std::string("none"); });
 }
@@ -95,6 +102,7 @@ Result<void> Program::write_plan(std::ostream& out) const {
   write_layers(out);
   write_memory_table(out, plans);
   write_copies(out);
+  write_streaming(out, plans);
   out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
   for (size_t i = 0; i < plans.size(); ++i)
     out << (i == 0 ? " compute " : " + ") << plans[i].device << " " << human_duration_us(plans[i].compute_us);
@@ -143,16 +151,42 @@ void Program::write_layers(std::ostream& out) const {
         break;
       }
     uint64_t params = 0;
+    bool streamed = false;
     for (ValueId p : model_.parameters) {
       const Value& v = *g.value(p);
-      if (v.name.rfind(layer.name + ".", 0) == 0) params += exec::tensor_bytes(v.type);
+      if (v.name.rfind(layer.name + ".", 0) != 0) continue;
+      params += exec::tensor_bytes(v.type);
+      streamed = streamed || streamed_.count(v.name) > 0;
     }
+    if (streamed) device += " streamed";
     std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s\n", layer.name.c_str(), layer.op.c_str(),
                   device.c_str(), params > 0 ? cell(params).c_str() : "-",
                   layer.device ? "  (pinned)"
                   : automatic_ ? "  (auto)"
                                : "");
     out << line;
+  }
+}
+
+// The streamed layers' traffic between host memory and the device, which
+// the copy stream runs beside compute (exec/streamed_state.hpp).
+void Program::write_streaming(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) const {
+  if (streamed_.empty()) return;
+  size_t layers = 0;
+  for (const model::LayerSpec& layer : spec_.layers)
+    for (ValueId p : model_.parameters)
+      if (const std::string& name = model_.graph.value(p)->name;
+          name.rfind(layer.name + ".", 0) == 0 && streamed_.count(name) > 0) {
+        ++layers;
+        break;
+      }
+  for (const place::DeviceEstimate& d : plans) {
+    if (d.memory.streamed_home == 0) continue;
+    out << "\nstreamed: " << layers << " layers' parameters, gradients and optimizer state ("
+        << human_bytes(d.memory.streamed_home) << ") live in host memory; " << human_bytes(d.streamed_bytes)
+        << " cross to and from " << d.device << " per step, fetched " << options_.stream_depth
+        << (options_.stream_depth == 1 ? " layer" : " layers") << " ahead into a window of at most "
+        << human_bytes(d.memory.window) << "\n";
   }
 }
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,12 @@ struct ProgramOptions {
   // Devices already open (by id) that the run shares (an evaluation of a
   // training run): opened again otherwise.
   std::map<std::string, const DeviceHandle*> open_devices;
+  // Training: every layer's parameters, gradients and optimizer state
+  // streamed through the device from host memory (--stream-params; a
+  // layer's `stream` in the model file overrides it), fetched
+  // `stream_depth` units ahead (exec/stream_plan.hpp).
+  bool stream_params = false;
+  size_t stream_depth = 1;
 };
 
 class Program {
@@ -130,6 +137,9 @@ class Program {
   size_t clip_point() const noexcept { return clip_point_; }
   const std::vector<ValueId>& synced_gradients() const noexcept { return synced_gradients_; }
   const std::vector<size_t>& run_on_skip() const noexcept { return run_on_skip_; }
+  // The values streamed through the device (streamed_layers.hpp); empty:
+  // everything resident.
+  const std::set<std::string>& streamed() const noexcept { return streamed_; }
 
  private:
   Program(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
@@ -165,6 +175,7 @@ class Program {
   // plan_report.cpp
   void write_layers(std::ostream& out) const;
   void write_copies(std::ostream& out) const;
+  void write_streaming(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) const;
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
@@ -191,6 +202,7 @@ class Program {
   size_t clip_point_ = 0;
   std::vector<ValueId> synced_gradients_;
   std::vector<size_t> run_on_skip_;
+  std::set<std::string> streamed_;
   std::unique_ptr<exec::Executor> executor_;
 };
 

@@ -93,6 +93,8 @@ place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::W
   if (options_.prefetch)
     in.staged = {model_.graph.value(model_.input)->name, model_.graph.value(model_.labels)->name};
   in.micro_batches = micro_batches_;
+  in.streamed = streamed_;
+  in.stream_depth = options_.stream_depth;
   in.costs = costs;
   in.workspaces = workspaces;
   return in;
@@ -282,6 +284,21 @@ Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOpt
       return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
   }
   Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
+  if (!streamed_.empty()) {
+    if (placement && !placement->only_on(device_.id()))
+      return make_error(spec_.path + ": streamed layers with layers placed on " +
+                            join_devices(placement->devices) +
+                            ": streaming within a run placed on several devices is not supported yet; stream "
+                            "on one device (drop --device's other devices and the pins), or do not stream",
+                        TDM_UNSUPPORTED);
+    if (layout_.data > 1)
+      return make_error(
+          spec_.path + ": streamed layers in a data-parallel run (" + std::to_string(layout_.data) +
+              " data-parallel ranks): not supported yet; stream with one rank, or do not stream",
+          TDM_UNSUPPORTED);
+    if (options.streamed.empty()) options.streamed = streamed_;
+    options.stream_depth = options_.stream_depth;
+  }
   if (placement && !placement->only_on(device_.id())) {
     auto placed = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
     if (placed)

@@ -56,7 +56,10 @@ Result<program::Program*> Evaluator::for_batch(int64_t batch) {
   exec::ExecutorOptions options;
   options.collectives = collectives_;
   for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
-    if (model.graph.value_by_name(name) != nullptr) options.external[name] = pointer;
+    if (model.graph.value_by_name(name) != nullptr) {
+      options.external[name] = pointer;
+      if (streamed_.count(name) > 0) options.streamed.insert(name);
+    }
   options.outputs = {"loss", model.graph.value(model.logits)->name};
   if (auto r = (*program)->allocate(std::move(options)); !r) return r.error();
   program::Program& p = *(compiled_[batch] = std::move(*program));

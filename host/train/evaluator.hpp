@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ class Evaluator {
     group_ = std::move(group);
     collectives_ = collectives;
   }
+
+  // Shared values of a training run that streams them (exec/stream_plan.hpp):
+  // their `shared` pointers are homes in host memory, and the evaluation
+  // streams them through the device too.
+  void use_streamed(std::set<std::string> names) { streamed_ = std::move(names); }
 
   // An INT8 model (`tandem quantize`): these layers run as quantize +
   // linear_int8 / conv2d_int8. Call before load().
@@ -89,6 +95,7 @@ class Evaluator {
   const DeviceHandle& device_;
   const PluginRegistry& registry_;
   std::map<std::string, void*> shared_;
+  std::set<std::string> streamed_;    // of shared_: homes in host memory
   bool borrowed_ = !shared_.empty();  // the parameters belong to the trainer's executor
   int64_t batch_ = 0;                 // the batch that fits (0: [train] batch_size)
   std::map<int64_t, std::unique_ptr<program::Program>> compiled_;

@@ -55,6 +55,22 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
             << static_cast<int>(stats.fragmentation * 100) << "%\n";
 }
 
+// The streamed values' copies (exec/streamed_state.hpp), measured.
+void report_streaming(const exec::Executor& ex, int64_t steps) {
+  const exec::StreamStats stats = ex.stream_stats();
+  if (stats.copies == 0 || steps <= 0) return;
+  const double n = static_cast<double>(steps);
+  std::ostringstream line;
+  line << "streamed per step (evaluation included): "
+       << human_bytes(static_cast<uint64_t>(stats.fetched_bytes / n)) << " to the device, "
+       << human_bytes(static_cast<uint64_t>(stats.written_home_bytes / n)) << " home, in "
+       << static_cast<uint64_t>(stats.copies / n) << " copies; " << std::fixed << std::setprecision(3)
+       << stats.busy_us / 1000.0 / n << " ms of copying, " << std::setprecision(0)
+       << (stats.busy_us > 0 ? 100.0 * (1.0 - std::min(stats.waited_us, stats.busy_us) / stats.busy_us) : 0.0)
+       << "% hidden behind compute\n";
+  std::cout << line.str();
+}
+
 }  // namespace
 
 void Trainer::note_training_peaks() {
@@ -113,6 +129,7 @@ void Trainer::report_memory(int64_t steps) const {
   const exec::Executor& ex = program_->executor();
   if (ex.parts().empty()) {
     print_plan(device_, ex, budget(device_.id()), peak(device_.id()));
+    report_streaming(ex, steps);
     return;
   }
   for (const exec::ExecutorPart& part : ex.parts())

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "train/evaluator.hpp"
@@ -95,13 +96,21 @@ Result<TrainResult> Trainer::run() {
 // graphs as training placed them.
 Evaluator Trainer::make_evaluator() const {
   std::map<std::string, void*> shared;
+  std::set<std::string> streamed;  // shared from their homes in host memory
   const Graph& g = model().graph;
+  const exec::Executor& executor = program_->executor();
   for (size_t i = 0; i < g.value_count(); ++i) {
     const Value& v = *g.value_at(i);
-    if (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE)
-      shared[v.name] = program_->executor().device_pointer(v.id);
+    if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
+    if (void* home = executor.stream_home(v.id)) {
+      shared[v.name] = home;
+      streamed.insert(v.name);
+    } else {
+      shared[v.name] = executor.device_pointer(v.id);
+    }
   }
   Evaluator evaluator(spec_, device_, registry_, std::move(shared));
+  evaluator.use_streamed(std::move(streamed));
   if (program_->placement()) evaluator.use_placement(program_->placement_options(), program_->devices());
   if (model().tensor_parallel.size > 1) evaluator.use_tensor_parallelism(program_->group(), &tensor_comm());
   return evaluator;

@@ -71,7 +71,7 @@ class TrainingOnReference : public ::testing::Test {
     auto spec = host::model::parse_model_text(model, "model.toml", overrides);
     if (!spec) return spec.error();
     specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
-    host::train::TrainOptions o;
+    host::train::TrainOptions o = options_;
     o.run_dir = dir_.file("run" + std::to_string(specs_.size()));
     return host::train::Trainer::create(*specs_.back(), device(backend), *registry_, o);
   }
@@ -92,6 +92,7 @@ class TrainingOnReference : public ::testing::Test {
   host::HostServices services_;
   std::optional<host::PluginRegistry> registry_;
   std::string backend_ = "reference";
+  host::train::TrainOptions options_;  // what trainer() starts from (its run_dir is replaced)
   std::map<std::string, std::unique_ptr<host::DeviceHandle>> devices_;
   std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;  // trainers keep a reference
   TempDir dir_;

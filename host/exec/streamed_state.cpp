@@ -1,0 +1,155 @@
+#include "exec/streamed_state.hpp"
+
+#include <algorithm>
+
+#include "util/format.hpp"
+#include "util/last_error.hpp"
+
+namespace tandem::host::exec {
+namespace {
+
+double micros(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StreamedState>> StreamedState::create(const DeviceHandle& device, tdm_stream* compute,
+                                                             std::vector<Residency> residencies,
+                                                             std::vector<void*> homes,
+                                                             std::vector<size_t> bytes, void* arena) {
+  std::unique_ptr<StreamedState> s(new StreamedState(device, compute));
+  auto stream = OwnedStream::create(device, "streaming");
+  if (!stream) return stream.error();
+  s->copy_ = std::move(*stream);
+  s->lanes_.resize(residencies.size());
+  for (Lane& lane : s->lanes_) {
+    auto fetch = OwnedEvent::create(device);
+    if (!fetch) return fetch.error();
+    auto home = OwnedEvent::create(device);
+    if (!home) return home.error();
+    lane.fetch_ready = std::move(*fetch);
+    lane.home_ready = std::move(*home);
+  }
+  s->residencies_ = std::move(residencies);
+  s->homes_ = std::move(homes);
+  s->bytes_ = std::move(bytes);
+  s->arena_ = arena;
+  return s;
+}
+
+StreamedState::~StreamedState() {
+  (void)finish();
+  worker_.reset();
+}
+
+std::shared_ptr<const StreamedState::Actions> StreamedState::actions_for(size_t first, size_t end) {
+  if (auto it = cache_.find({first, end}); it != cache_.end()) return it->second;
+  auto a = std::make_shared<Actions>();
+  const size_t n = end - first;
+  a->wait_home.resize(n);
+  a->fetch.resize(n);
+  a->wait_fetch.resize(n);
+  a->write_home.resize(n);
+  for (size_t i = 0; i < residencies_.size(); ++i) {
+    const Residency& r = residencies_[i];
+    std::vector<Touch> in;
+    for (const Touch& t : r.touches)
+      if (t.position >= first && t.position < end) in.push_back(t);
+    if (in.empty()) continue;
+    if (in.front().reads) {
+      // Begun before this range: its bytes may be stale, fetch at the start.
+      const size_t issue = in.front().position == r.first() ? std::max(r.start, first) : first;
+      a->fetch[issue - first].push_back(i);
+      a->wait_fetch[in.front().position - first].push_back(i);
+    }
+    if (std::any_of(in.begin(), in.end(), [](const Touch& t) { return t.writes; })) {
+      a->write_home[in.back().position - first].push_back(i);
+      if (r.end + 1 < end) a->wait_home[r.end + 1 - first].push_back(i);
+    }
+  }
+  cache_[{first, end}] = a;
+  return a;
+}
+
+Result<void> StreamedState::begin(size_t first, size_t end) {
+  current_ = actions_for(first, end);
+  first_ = first;
+  return {};
+}
+
+Result<void> StreamedState::issue(size_t r, bool fetch) {
+  Lane& lane = lanes_[r];
+  const OwnedEvent& ready = fetch ? lane.fetch_ready : lane.home_ready;
+  clear_last_error();
+  tdm_status status = api().event_record(ready.get(), compute_);
+  if (status != TDM_OK)
+    return make_error("streaming on " + device_->id() +
+                          ": cannot record the compute stream's progress: " + plugin_reason(status),
+                      status);
+  void* slot = static_cast<char*>(arena_) + residencies_[r].offset;
+  void* home = homes_[r];
+  const size_t bytes = bytes_[r];
+  auto job = [this, &lane, &ready, fetch, slot, home, bytes]() -> Result<void> {
+    clear_last_error();
+    tdm_status s = api().event_synchronize(ready.get());
+    const auto start = Clock::now();
+    if (s == TDM_OK)
+      s = fetch ? api().copy_h2d(copy_.get(), slot, home, bytes)
+                : api().copy_d2h(copy_.get(), home, slot, bytes);
+    if (s == TDM_OK) s = api().stream_synchronize(copy_.get());
+    lane.busy_us += micros(Clock::now() - start);  // only this thread writes it until finish()
+    if (s != TDM_OK)
+      return make_error(std::string("streaming ") + human_bytes(bytes) + (fetch ? " to " : " from ") +
+                            device_->id() + " failed: " + plugin_reason(s),
+                        s);
+    return {};
+  };
+  (fetch ? lane.fetch : lane.home) = worker_->post(std::move(job));
+  in_flight_.push_back(r);
+  ++stats_.copies;
+  (fetch ? stats_.fetched_bytes : stats_.written_home_bytes) += bytes;
+  return {};
+}
+
+Result<void> StreamedState::wait(CopyWorker::Ticket& ticket, bool counts_as_waited) {
+  if (!ticket) return {};
+  const auto start = Clock::now();
+  Result<void> r = worker_->wait(ticket);
+  if (counts_as_waited) stats_.waited_us += micros(Clock::now() - start);
+  ticket = {};
+  return r;
+}
+
+Result<void> StreamedState::before(size_t position) {
+  const size_t i = position - first_;
+  for (size_t r : current_->wait_home[i])
+    if (auto w = wait(lanes_[r].home, true); !w) return w;
+  for (size_t r : current_->fetch[i])
+    if (auto w = issue(r, true); !w) return w;
+  for (size_t r : current_->wait_fetch[i])
+    if (auto w = wait(lanes_[r].fetch, true); !w) return w;
+  return {};
+}
+
+Result<void> StreamedState::after(size_t position) {
+  for (size_t r : current_->write_home[position - first_])
+    if (auto w = issue(r, false); !w) return w;
+  return {};
+}
+
+Result<void> StreamedState::finish() {
+  Result<void> first;
+  for (size_t r : in_flight_) {
+    Lane& lane = lanes_[r];
+    // Waiting here is the range's tail: the copies compute did not hide.
+    for (CopyWorker::Ticket* t : {&lane.fetch, &lane.home})
+      if (auto w = wait(*t, true); !w && first) first = w;
+    stats_.busy_us += lane.busy_us;
+    lane.busy_us = 0;
+  }
+  in_flight_.clear();
+  return first;
+}
+
+}  // namespace tandem::host::exec

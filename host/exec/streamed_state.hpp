@@ -1,0 +1,103 @@
+// The copies of a DeviceExecutor's streamed values (stream_plan.hpp) while
+// it runs a range of its schedule: each residency fetched from its home in
+// host memory into its arena slot before its first touch, and written home
+// after its last.
+//
+// Copies run one at a time, in the order they are issued, on one copy
+// stream driven by one worker thread (so a fetch never overtakes the write
+// home of the same value, and a CPU backend's synchronous copies overlap
+// the compute thread). A copy first waits, in the worker, until the compute
+// stream passed the point it was issued at (an event recorded there): a
+// fetch's slot is then free of its earlier tenants, a write home's bytes
+// final. The host waits for a fetch before the node that first touches it,
+// and for a write home before the first node after its residency's end,
+// when the slot may hold something else; whatever is in flight when a
+// range ends is waited for by finish().
+//
+// Any range may run, in any order: a residency that begins before the range
+// is fetched at the range's start, one that ends after it is written home
+// at its end, so each run leaves every streamed value complete at home.
+//
+// Thread use: one thread calls begin/before/after/finish; the worker is
+// internal.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "device/device.hpp"
+#include "exec/copy_worker.hpp"
+#include "exec/device_objects.hpp"
+#include "exec/stream_plan.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::exec {
+
+// Since the executor was created.
+struct StreamStats {
+  uint64_t fetched_bytes = 0, written_home_bytes = 0;
+  uint64_t copies = 0;
+  double busy_us = 0;    // the copies' own time
+  double waited_us = 0;  // of it, the time the host waited (not hidden by compute)
+};
+
+class StreamedState {
+ public:
+  // `homes[i]`: where residency i's value lives in host memory, `bytes[i]`
+  // its size; `arena`: the executor's arena, which holds the slots.
+  static Result<std::unique_ptr<StreamedState>> create(const DeviceHandle& device, tdm_stream* compute,
+                                                       std::vector<Residency> residencies,
+                                                       std::vector<void*> homes, std::vector<size_t> bytes,
+                                                       void* arena);
+  StreamedState(const StreamedState&) = delete;
+  StreamedState& operator=(const StreamedState&) = delete;
+  ~StreamedState();  // waits for the copies in flight
+
+  // Around each node of a range [first, end), in order; finish() after the last.
+  Result<void> begin(size_t first, size_t end);
+  Result<void> before(size_t position);
+  Result<void> after(size_t position);
+  Result<void> finish();
+
+  const StreamStats& stats() const noexcept { return stats_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // What a range does at each of its positions (indices into residencies_).
+  struct Actions {
+    std::vector<std::vector<size_t>> wait_home, fetch, wait_fetch, write_home;  // by position - first
+  };
+  struct Lane {
+    OwnedEvent fetch_ready, home_ready;  // compute stream progress at each issue
+    CopyWorker::Ticket fetch, home;
+    double busy_us = 0;  // added to by the worker, read after both tickets' waits
+  };
+  StreamedState(const DeviceHandle& device, tdm_stream* compute) : device_(&device), compute_(compute) {}
+  std::shared_ptr<const Actions> actions_for(size_t first, size_t end);
+  Result<void> issue(size_t r, bool fetch);
+  Result<void> wait(CopyWorker::Ticket& ticket, bool counts_as_waited);
+  const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
+
+  const DeviceHandle* device_;
+  tdm_stream* compute_;
+  std::vector<Residency> residencies_;
+  std::vector<void*> homes_;
+  std::vector<size_t> bytes_;
+  void* arena_ = nullptr;
+  std::vector<Lane> lanes_;  // per residency; never resized after create (jobs point into it)
+  OwnedStream copy_;
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<const Actions>> cache_;
+  std::shared_ptr<const Actions> current_;
+  size_t first_ = 0;
+  std::vector<size_t> in_flight_;  // lanes issued in this range
+  StreamStats stats_;
+  // Last: its thread finishes its jobs before the lanes and stream go.
+  std::unique_ptr<CopyWorker> worker_ = std::make_unique<CopyWorker>();
+};
+
+}  // namespace tandem::host::exec
