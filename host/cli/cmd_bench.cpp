@@ -10,6 +10,7 @@
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/memory_budget.hpp"
 #include "cli/model_option.hpp"
 #include "program/device_select.hpp"
 #include "train/benchmark.hpp"
@@ -72,10 +73,12 @@ po::options_description bench_options() {
       "repeats", po::value<int64_t>()->default_value(5), "timed repeats (the median is reported)")(
       "profile", po::bool_switch(),
       "time every node (one synchronisation per node): time per op type and the GEMM ops' GFLOP/s")(
+      "memory-budget", po::value<std::string>(), "bytes each device may hold, as for train")(
       "profile-nodes", po::value<int64_t>()->default_value(0),
       "with the profile (implies --profile), also the N slowest nodes: name, op, time per step, and "
       "a matmul-family node's GFLOP/s")("json", po::value<std::string>(),
                                         "also write the result as JSON to this file");
+  add_streaming_options(options);
   return options;
 }
 
@@ -110,6 +113,26 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
                                   .warmup = vm["warmup"].as<int64_t>(),
                                   .repeats = vm["repeats"].as<int64_t>(),
                                   .profile = vm["profile"].as<bool>() || slowest > 0};
+  auto streaming = stream_choice(vm);
+  if (!streaming) {
+    print_error(streaming.error().message);
+    return kExitUsage;
+  }
+  bench.streaming = *streaming;
+  auto depth = stream_depth(vm);
+  if (!depth) {
+    print_error(depth.error().message);
+    return kExitUsage;
+  }
+  bench.stream_depth = *depth;
+  if (vm.count("memory-budget")) {
+    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), *session->registry);
+    if (!budgets) {
+      print_error(budgets.error().message);
+      return kExitUsage;
+    }
+    bench.memory_budgets = std::move(*budgets);
+  }
   auto result = host::train::run_benchmark(*spec, *device, *session->registry, bench);
   if (!result) {
     print_error(result.error().message);

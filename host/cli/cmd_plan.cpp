@@ -28,11 +28,6 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
       "compute threads for CPU backends, as for train (the measured costs depend on it)")(
       "memory-budget", po::value<std::string>(),
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB")(
-      "stream-params", po::bool_switch(),
-      "keep every layer's parameters, gradients and optimizer state in host memory and stream them through "
-      "the device around the nodes that use them (a layer's `stream` in the model file overrides it)")(
-      "stream-depth", po::value<int>()->default_value(1),
-      "with streaming: how many layers ahead a streamed tensor is fetched")(
       "placement", po::value<std::string>(), "auto, pinned or strict (as for train)")(
       "no-prefetch", po::bool_switch(), "plan for train --no-prefetch (no second input buffers)")(
       "ranks", po::value<int>(),
@@ -40,6 +35,7 @@ int run_plan(const std::vector<std::string>& args, GlobalOptions globals) {
       "N ways, the others whole on every rank with its own batch (default: the launcher's ranks, else 1)")(
       "recalibrate", po::bool_switch(),
       "measure the op and copy costs again instead of reading them from the cache (~/.cache/tandem/costs)");
+  add_streaming_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   po::variables_map vm;

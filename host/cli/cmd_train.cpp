@@ -76,11 +76,6 @@ po::options_description train_options() {
       "memory-budget", po::value<std::string>(),
       "bytes each device may hold, e.g. onednn:0=2GiB,reference:0=512MiB: a plan over it is refused before "
       "training, with what would make it fit")(
-      "stream-params", po::bool_switch(),
-      "keep every layer's parameters, gradients and optimizer state in host memory and stream them through "
-      "the device around the nodes that use them (a layer's `stream` in the model file overrides it)")(
-      "stream-depth", po::value<int>()->default_value(1),
-      "with streaming: how many layers ahead a streamed tensor is fetched")(
       "placement", po::value<std::string>(),
       "auto (layers go where the memory budgets and measured costs say; the default with several devices), "
       "pinned (layers run where their `device` says) or strict (and no copy between devices except between "
@@ -88,6 +83,7 @@ po::options_description train_options() {
       "rendezvous", po::value<std::string>()->default_value("mpi"),
       "data parallelism on GPUs: how the ranks exchange NCCL's id: mpi (under mpirun/srun) or "
       "file:///path (a new file on a file system every rank sees)");
+  add_streaming_options(options);
   return options;
 }
 

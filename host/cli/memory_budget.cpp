@@ -42,6 +42,37 @@ std::string primary_device(const std::string& device_list) {
   return device_list.substr(0, device_list.find(','));
 }
 
+void add_streaming_options(boost::program_options::options_description& options) {
+  namespace po = boost::program_options;
+  options.add_options()(
+      "stream-params", po::bool_switch(),
+      "keep every layer's parameters, gradients and optimizer state in host memory and stream them through "
+      "the device around the nodes that use them (by default only a run that does not fit its device "
+      "streams, the fewest layers that make it fit; a layer's `stream` in the model file decides for it)")(
+      "no-stream", po::bool_switch(), "never stream: every layer's state stays on its device")(
+      "stream-depth", po::value<int>()->default_value(1),
+      "with streaming: how many layers ahead a streamed tensor is fetched (1 to 64)");
+}
+
+host::Result<host::program::StreamChoice> stream_choice(const boost::program_options::variables_map& vm) {
+  const bool every = vm.count("stream-params") > 0 && vm["stream-params"].as<bool>();
+  const bool none = vm.count("no-stream") > 0 && vm["no-stream"].as<bool>();
+  if (every && none)
+    return host::make_error("--stream-params streams every layer and --no-stream none: give one of them",
+                            TDM_INVALID_ARGUMENT);
+  return every  ? host::program::StreamChoice::Every
+         : none ? host::program::StreamChoice::None
+                : host::program::StreamChoice::Auto;
+}
+
+host::Result<size_t> stream_depth(const boost::program_options::variables_map& vm) {
+  const int depth = vm.count("stream-depth") ? vm["stream-depth"].as<int>() : 1;
+  if (depth < 1 || depth > 64)
+    return host::make_error("--stream-depth must be 1 to 64 layers ahead, got " + std::to_string(depth),
+                            TDM_INVALID_ARGUMENT);
+  return static_cast<size_t>(depth);
+}
+
 host::Result<void> apply_placement_options(const boost::program_options::variables_map& vm,
                                            const host::PluginRegistry& registry, host::model::ModelSpec& spec,
                                            host::train::TrainOptions& train) {
@@ -61,14 +92,12 @@ host::Result<void> apply_placement_options(const boost::program_options::variabl
   }
   train.cost_context = "threads=" + std::to_string(vm.count("threads") ? vm["threads"].as<int>() : 0);
   train.recalibrate = vm.count("recalibrate") > 0 && vm["recalibrate"].as<bool>();
-  if (vm.count("stream-params")) train.stream_params = vm["stream-params"].as<bool>();
-  if (vm.count("stream-depth")) {
-    const int depth = vm["stream-depth"].as<int>();
-    if (depth < 1 || depth > 64)
-      return host::make_error("--stream-depth must be 1 to 64 layers ahead, got " + std::to_string(depth),
-                              TDM_INVALID_ARGUMENT);
-    train.stream_depth = static_cast<size_t>(depth);
-  }
+  auto streaming = stream_choice(vm);
+  if (!streaming) return streaming.error();
+  train.streaming = *streaming;
+  auto depth = stream_depth(vm);
+  if (!depth) return depth.error();
+  train.stream_depth = *depth;
   if (vm.count("placement")) {
     const std::string placement = vm["placement"].as<std::string>();
     if (placement != "auto" && placement != "pinned" && placement != "strict")

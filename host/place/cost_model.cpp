@@ -140,6 +140,14 @@ class Scratch {
   std::vector<void*> buffers_;
 };
 
+// latency + bytes / bandwidth through two measured sizes.
+CopyCost fit_copy(size_t small, double ts, size_t large, double tl) {
+  CopyCost c;
+  c.bytes_per_us = tl > ts ? static_cast<double>(large - small) / (tl - ts) : static_cast<double>(large) / tl;
+  c.latency_us = std::max(0.0, ts - static_cast<double>(small) / c.bytes_per_us);
+  return c;
+}
+
 Result<void> checked(tdm_status status, const std::string& what) {
   if (status == TDM_OK) return {};
   return make_error(what + ": " + last_error_text("status " + std::to_string(status)), status);
@@ -410,12 +418,54 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
       t_small.push_back(*s);
       t_large.push_back(*l);
     }
-    const double ts = median(t_small), tl = median(t_large);
-    CopyCost c;
-    c.bytes_per_us =
-        tl > ts ? static_cast<double>(large - small) / (tl - ts) : static_cast<double>(large) / tl;
-    c.latency_us = std::max(0.0, ts - static_cast<double>(small) / c.bytes_per_us);
-    it = (*costs)->copies.emplace(to, c).first;
+    it = (*costs)->copies.emplace(to, fit_copy(small, median(t_small), large, median(t_large))).first;
+    (*costs)->changed = true;
+  }
+  return it->second.micros(bytes);
+}
+
+// Between the device and host memory of the kind streamed values live in
+// (pinned where the device has it): copy_h2d and copy_d2h on a stream of
+// the device, each way timed and the two averaged.
+Result<double> CostModel::host_link_micros(const std::string& device, size_t bytes) {
+  auto costs = costs_of(device);
+  if (!costs) return costs.error();
+  auto it = (*costs)->copies.find(kHostMemory);
+  if (it == (*costs)->copies.end()) {
+    const DeviceHandle& d = *devices_.at(device);
+    const std::string what = "measuring copies between " + device + " and host memory";
+    auto stream = exec::OwnedStream::create(d, "calibration");
+    if (!stream) return stream.error();
+    Scratch scratch(d);
+    const size_t small = 4096;
+    size_t large = size_t(8) << 20;
+    Result<void*> buffer = nullptr;
+    for (;; large /= 2) {
+      buffer = scratch.get(large, what);
+      if (buffer || buffer.error().status != TDM_OUT_OF_MEMORY || large / 2 < 2 * small) break;
+    }
+    if (!buffer) return buffer.error();
+    auto host = exec::HostStaging::allocate(large, {&d});
+    if (!host) return host.error();
+    const tdm_backend_api& api = *d.backend().backend;
+    const auto once = [&](size_t n) -> Result<double> {
+      const auto start = Clock::now();
+      if (auto r = checked(api.copy_h2d(stream->get(), *buffer, host->data(), n), what); !r) return r.error();
+      if (auto r = checked(api.copy_d2h(stream->get(), host->data(), *buffer, n), what); !r) return r.error();
+      if (auto r = checked(api.stream_synchronize(stream->get()), what); !r) return r.error();
+      return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 2;
+    };
+    std::vector<double> t_small, t_large;
+    for (int i = 0; i < 7; ++i) {
+      auto s = once(small);
+      auto l = once(large);
+      if (!s) return s.error();
+      if (!l) return l.error();
+      t_small.push_back(*s);
+      t_large.push_back(*l);
+    }
+    it =
+        (*costs)->copies.emplace(kHostMemory, fit_copy(small, median(t_small), large, median(t_large))).first;
     (*costs)->changed = true;
   }
   return it->second.micros(bytes);

@@ -29,6 +29,9 @@
 
 namespace tandem::host::place {
 
+// The cost cache's name for host memory as a copy's other end.
+inline constexpr const char* kHostMemory = "host";
+
 struct OpCost {
   bool supported = true;
   double micros = 0;     // median time of one launch
@@ -70,6 +73,10 @@ class CostModel {
   Result<OpCost> op(const std::string& device, const exec::OpSpec& spec);
   // Moving `bytes` from one device to the other (calibrated on first use).
   Result<double> copy_micros(const std::string& from, const std::string& to, size_t bytes);
+  // One copy of `bytes` between `device` and host memory, either way: what a
+  // streamed value's fetch or write home costs (cached among the device's
+  // copies as kHostMemory).
+  Result<double> host_link_micros(const std::string& device, size_t bytes);
   // Writes what was measured since loading (atomically). Errors name the file.
   Result<void> save();
   // The cache file of `device`.

@@ -34,6 +34,19 @@ std::string remedies(const DeviceEstimate& d, uint64_t over, const FitContext& c
   const uint64_t activations = d.memory.activations;
   std::string out = ". To fit";
   std::string sep = ": ";
+  const uint64_t state = d.memory.parameters + d.memory.gradients + d.memory.optimizer_state;
+  if (state > 0 && c.streamed_total) {
+    const uint64_t limit = d.memory.total - over;
+    out +=
+        sep +
+        (*c.streamed_total <= limit
+             ? "keep parameters, gradients and optimizer state in host memory and stream them through " +
+                   d.device + " with --stream-params (it then needs " + human_bytes(*c.streamed_total) + ")"
+             : "streaming the parameters, gradients and optimizer state from host memory would not do (it "
+               "still needs " +
+                   human_bytes(*c.streamed_total) + ": a layer's update holds all of that layer's at once)");
+    sep = "; ";
+  }
   // Activations scale with the micro-batch: the smallest split that frees enough.
   int64_t parts = 0;
   for (int64_t k = 2; k <= c.micro_batch_samples && c.micro_batch_samples % k == 0; k *= 2) {

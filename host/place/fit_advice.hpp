@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "model/model_spec.hpp"
@@ -21,6 +22,10 @@ struct FitContext {
   // "total" (its whole memory), "free" (what it reported free), "held"
   // (what it held when it ran out at run time). Absent: the user's budget.
   std::map<std::string, std::string> limit_kind;
+  // One device: what it would need with every layer's parameters, gradients
+  // and optimizer state streamed from host memory (--stream-params); absent
+  // where streaming does not apply.
+  std::optional<uint64_t> streamed_total;
 };
 
 // "<model> does not fit: <device> needs X (...) but its budget is Y: over by

@@ -8,7 +8,7 @@ namespace tandem::host::place {
 
 double PlanEstimate::step_us() const {
   double total = transfer_us;
-  for (const DeviceEstimate& d : devices) total += d.compute_us;
+  for (const DeviceEstimate& d : devices) total += d.compute_us + d.stream_exposed_us();
   return total;
 }
 
@@ -91,9 +91,12 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   d.memory = plan->estimate;
   for (const exec::Residency& r : plan->residencies) {
     const uint64_t bytes = plan->persistent[plan->values.at(r.value).persistent].bytes;
-    const double per_step = runs(graph.node_at(r.first())->phase, in.micro_batches);
-    d.streamed_bytes +=
-        static_cast<uint64_t>(per_step * static_cast<double>(bytes * (r.fetch + r.write_home)));
+    const double copies = runs(graph.node_at(r.first())->phase, in.micro_batches) * (r.fetch + r.write_home);
+    d.streamed_bytes += static_cast<uint64_t>(copies * static_cast<double>(bytes));
+    if (in.costs == nullptr || copies == 0) continue;
+    auto t = in.costs->host_link_micros(id, bytes);
+    if (!t) return t.error();
+    d.stream_us += copies * *t;
   }
   if (in.costs == nullptr) return d;
   for (size_t i = 0; i < graph.node_count(); ++i) {

@@ -3,8 +3,10 @@
 // kernel workspaces the executor would choose) and step time (measured op
 // costs per device and copy costs between devices, cost_model.hpp).
 //
-// The step time adds compute and transfers as if nothing overlapped: an
-// upper bound when copies run beside compute. Forward and backward count
+// The step time adds compute and transfers between devices as if nothing
+// overlapped: an upper bound when copies run beside compute. A streamed
+// value's copies overlap its device's compute (exec/streamed_state.hpp):
+// only the part of them longer than that compute counts. Forward and backward count
 // once per micro-batch, the optimizer once per step.
 #pragma once
 
@@ -26,7 +28,11 @@ struct DeviceEstimate {
   exec::MemoryEstimate memory;
   double compute_us = 0;        // per optimizer step
   uint64_t streamed_bytes = 0;  // per optimizer step, both ways (exec/stream_plan.hpp)
-  uint64_t budget = 0;          // 0: none
+  double stream_us = 0;         // their copies' time per step (with a cost model)
+  // Streamed copies run beside compute on a copy stream: only what is
+  // longer than the compute lengthens the step.
+  double stream_exposed_us() const { return stream_us > compute_us ? stream_us - compute_us : 0; }
+  uint64_t budget = 0;  // 0: none
   uint64_t over() const { return budget > 0 && memory.total > budget ? memory.total - budget : 0; }
 };
 

@@ -104,8 +104,11 @@ Result<void> Program::write_plan(std::ostream& out) const {
   write_copies(out);
   write_streaming(out, plans);
   out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
-  for (size_t i = 0; i < plans.size(); ++i)
+  for (size_t i = 0; i < plans.size(); ++i) {
     out << (i == 0 ? " compute " : " + ") << plans[i].device << " " << human_duration_us(plans[i].compute_us);
+    if (plans[i].stream_exposed_us() > 0)
+      out << " + streaming not hidden " << human_duration_us(plans[i].stream_exposed_us());
+  }
   if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
@@ -187,6 +190,12 @@ void Program::write_streaming(std::ostream& out, const std::vector<place::Device
         << " cross to and from " << d.device << " per step, fetched " << options_.stream_depth
         << (options_.stream_depth == 1 ? " layer" : " layers") << " ahead into a window of at most "
         << human_bytes(d.memory.window) << "\n";
+    if (d.stream_us > 0)
+      out << "  link time " << human_duration_us(d.stream_us) << " per step on a copy stream, beside "
+          << human_duration_us(d.compute_us) << " of compute: "
+          << (d.stream_exposed_us() > 0 ? human_duration_us(d.stream_exposed_us()) + " not hidden"
+                                        : std::string("hidden"))
+          << "\n";
   }
 }
 

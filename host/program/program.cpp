@@ -22,11 +22,11 @@ Result<std::unique_ptr<Program>> Program::build(const model::ModelSpec& spec, co
   if (auto r = p->apply_features(); !r) return r.error();
   if (auto r = p->lower(); !r) return r.error();
   p->unplaced_ = p->model_.graph;
-  if (p->options_.mode == lowering::Mode::Train)
-    p->streamed_ = streamed_values(p->model_, spec, p->options_.stream_params);
+  p->stream_as_asked();
   if (auto r = p->place(); !r) return r.error();
   // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
   p->locate_optimizer_phase();
+  if (auto r = p->stream_to_fit(); !r) return r.error();
   return p;
 }
 

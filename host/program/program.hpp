@@ -4,7 +4,8 @@
 //
 //   model.toml -> lowering (forward, autodiff, optimizer) with the passes of
 //   [features.*] at their stages -> placement (pins, automatic, optimizer
-//   offload) -> memory plan -> executors
+//   offload) -> streaming (which layers' state lives in host memory) ->
+//   memory plan -> executors
 //
 // `tandem train`, `plan`, `bench` and `eval` all build theirs here, the same
 // way, so what `plan` prints and `bench` measures is what `train` runs. The
@@ -37,6 +38,12 @@
 
 namespace tandem::host::program {
 
+// Auto: none while the run fits its device; when it does not, the fewest
+// layers (largest first) that make it fit, and with several devices when
+// that is faster than moving layers to another. Every: all (--stream-params).
+// None: none (--no-stream).
+enum class StreamChoice { Auto, Every, None };
+
 struct ProgramOptions {
   lowering::Mode mode = lowering::Mode::Train;
   // Eval: samples per run of the graph (0: [train] batch_size). Train: the
@@ -65,11 +72,11 @@ struct ProgramOptions {
   // Devices already open (by id) that the run shares (an evaluation of a
   // training run): opened again otherwise.
   std::map<std::string, const DeviceHandle*> open_devices;
-  // Training: every layer's parameters, gradients and optimizer state
-  // streamed through the device from host memory (--stream-params; a
-  // layer's `stream` in the model file overrides it), fetched
-  // `stream_depth` units ahead (exec/stream_plan.hpp).
-  bool stream_params = false;
+  // Training: which layers' parameters, gradients and optimizer state live
+  // in host memory and are streamed through the device (exec/stream_plan.hpp),
+  // fetched `stream_depth` layers ahead. A layer's `stream` in the model
+  // file overrides the choice for that layer.
+  StreamChoice streaming = StreamChoice::Auto;
   size_t stream_depth = 1;
 };
 
@@ -150,11 +157,32 @@ class Program {
   // start, which gradients ranks average, which nodes run on a skipped step.
   void locate_optimizer_phase();
 
+  // program_streaming.cpp: what is streamed (ProgramOptions::streaming).
+  struct StreamingFit {
+    std::set<std::string> values;
+    size_t layers = 0, of = 0;
+    place::PlanEstimate estimate;
+  };
+  // The layers the model file or the choice streams whatever the budgets.
+  void stream_as_asked();
+  // Auto: the fewest layers whose streaming makes the graph, all on
+  // device(), fit `in`'s budgets; none when even all of them do not.
+  Result<std::optional<StreamingFit>> fewest_streamed(place::EstimateInputs in) const;
+  // One device over its budget or capacity: stream what makes it fit.
+  Result<void> stream_to_fit();
+  void adopt(const StreamingFit& fit, const std::string& why);
+  // One device: its planned total with every streamable layer streamed
+  // (for the advice of a run that does not fit); none where streaming
+  // does not apply.
+  std::optional<uint64_t> streamed_total() const;
+
   // program_placement.cpp: where every node runs, the copies between
   // devices, the devices to open (nothing placed: everything on device_).
   Result<void> place();
   Result<bool> placement_wanted(std::vector<std::string>& candidates, place::PlacementOptions& o);
   Result<void> place_automatically(std::vector<std::string>& candidates, place::PlacementOptions& o);
+  Result<void> prefer_streaming(place::AutoPlacement& chosen, const place::PlacementOptions& o,
+                                const place::EstimateInputs& in);
   Result<std::vector<std::string>> candidate_devices();
   Result<uint32_t> backend_abi_minor();
   Result<std::string> open_device(const std::string& name);

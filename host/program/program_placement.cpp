@@ -79,6 +79,7 @@ place::FitContext Program::fit_context(bool whole_memory) const {
       c.offload_device = id;
   if (c.offload_device.empty())
     if (auto cpu = select_device(registry_, "cpu")) c.offload_device = cpu->id();
+  c.streamed_total = streamed_total();
   return c;
 }
 
@@ -243,8 +244,10 @@ Result<void> Program::place_automatically(std::vector<std::string>& candidates, 
   place::WorkspaceCache workspaces;
   place::AutoPlacementInputs in{o, candidates, estimate_inputs(&costs, &workspaces, true)};
   auto chosen = place::place_automatically(model_.graph, spec_, in);
+  Result<void> streaming = chosen ? prefer_streaming(*chosen, o, in.estimate) : Result<void>{};
   if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
   if (!chosen) return chosen.error();
+  if (!streaming) return streaming.error();
   if (costs.calibrated() > 0)
     log_info("calibrated " + std::to_string(costs.calibrated()) +
              " op costs for automatic placement (cached in " + costs.cache_file(device_.id()) +
@@ -253,6 +256,32 @@ Result<void> Program::place_automatically(std::vector<std::string>& candidates, 
     return make_error(place::does_not_fit(chosen->estimate, fit_context()), TDM_OUT_OF_MEMORY);
   o.layer_devices = chosen->layer_devices;
   automatic_ = std::move(*chosen);
+  return {};
+}
+
+// Moving state instead of computation: every layer on the default device
+// with the fewest streamed layers that fit, when automatic placement moved
+// a layer elsewhere (or found nothing that fits) and that is faster.
+Result<void> Program::prefer_streaming(place::AutoPlacement& chosen, const place::PlacementOptions& o,
+                                       const place::EstimateInputs& in) {
+  const bool pinned = std::any_of(spec_.layers.begin(), spec_.layers.end(),
+                                  [](const model::LayerSpec& l) { return l.device.has_value(); });
+  const bool moved = std::any_of(chosen.layer_devices.begin(), chosen.layer_devices.end(),
+                                 [&](const auto& layer) { return layer.second != device_.id(); });
+  if (pinned || !o.optimizer_device.empty() || (chosen.fits && !moved)) return {};
+  auto alternative = fewest_streamed(in);
+  if (!alternative) return alternative.error();
+  if (!*alternative) return {};
+  const double streamed_us = (*alternative)->estimate.step_us(), placed_us = chosen.estimate.step_us();
+  if (chosen.fits && streamed_us >= placed_us) return {};
+  adopt(**alternative,
+        chosen.fits
+            ? "streaming on " + device_.id() + " (estimated step " + human_duration_us(streamed_us) +
+                  ") is faster than moving layers to other devices (" + human_duration_us(placed_us) + ")"
+            : "no placement of the layers on the devices fits");
+  for (auto& [layer, device] : chosen.layer_devices) device = device_.id();
+  chosen.estimate = (*alternative)->estimate;
+  chosen.fits = true;
   return {};
 }
 

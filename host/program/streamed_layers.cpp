@@ -1,43 +1,67 @@
 #include "program/streamed_layers.hpp"
 
+#include <map>
+
 #include "exec/tensor_text.hpp"
 #include "ops/op_table.hpp"
 
 namespace tandem::host::program {
+namespace {
 
-bool layer_streamed(const model::ModelSpec& spec, const std::string& layer, bool all_layers) {
+// A repeated layer's copies ("h.3.fc") are layers of the spec themselves.
+const model::LayerSpec* spec_of(const model::ModelSpec& spec, const std::string& layer) {
   for (const model::LayerSpec& l : spec.layers)
-    if (l.name == layer) return l.stream.value_or(all_layers);
-  return all_layers;
+    if (l.name == layer) return &l;
+  return nullptr;
 }
 
-std::set<std::string> streamed_values(const lowering::ModelGraph& model, const model::ModelSpec& spec,
-                                      bool all_layers) {
+// A parameter's gradient and the update's tensors of its size.
+void add_companions(const lowering::ModelGraph& model, ValueId p, StreamableLayer& layer) {
   const Graph& g = model.graph;
-  std::set<std::string> names;
+  const size_t bytes = exec::tensor_bytes(g.value(p)->type);
+  if (auto grad = model.gradients.find(p); grad != model.gradients.end())
+    layer.values.insert(g.value(grad->second)->name);
+  for (NodeId id : g.consumers(p)) {
+    const Node& update = *g.node(id);
+    if (!ops::is(update.op, ops::kOptimizer)) continue;
+    for (ValueId in : update.inputs) {
+      if (in == kNoValue) continue;
+      const Value& v = *g.value(in);
+      const bool persistent = v.kind != TDM_VALUE_ACTIVATION || v.producer == kNoNode;
+      if (persistent && v.kind != TDM_VALUE_INPUT && exec::tensor_bytes(v.type) == bytes)
+        layer.values.insert(v.name);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<StreamableLayer> streamable_layers(const lowering::ModelGraph& model,
+                                               const model::ModelSpec& spec) {
+  const Graph& g = model.graph;
+  std::vector<StreamableLayer> layers;
+  std::map<std::string, size_t> index;
   for (ValueId p : model.parameters) {
     const std::vector<NodeId> readers = g.consumers(p);
     if (readers.empty()) continue;
-    // The layer whose node reads it first (a tied weight: its owner's).
-    if (!layer_streamed(spec, g.node(readers.front())->layer, all_layers)) continue;
-    const Value& param = *g.value(p);
-    const size_t bytes = exec::tensor_bytes(param.type);
-    names.insert(param.name);
-    if (auto grad = model.gradients.find(p); grad != model.gradients.end())
-      names.insert(g.value(grad->second)->name);
-    for (NodeId id : readers) {
-      const Node& update = *g.node(id);
-      if (!ops::is(update.op, ops::kOptimizer)) continue;
-      for (ValueId in : update.inputs) {
-        if (in == kNoValue) continue;
-        const Value& v = *g.value(in);
-        const bool persistent = v.kind != TDM_VALUE_ACTIVATION || v.producer == kNoNode;
-        if (persistent && v.kind != TDM_VALUE_INPUT && exec::tensor_bytes(v.type) == bytes)
-          names.insert(v.name);
-      }
-    }
+    const std::string& name = g.node(readers.front())->layer;
+    const model::LayerSpec* l = spec_of(spec, name);
+    if (l != nullptr && l->stream == false) continue;
+    auto [at, added] = index.emplace(name, layers.size());
+    if (added) layers.push_back({name, {}, 0, l != nullptr && l->stream == true});
+    StreamableLayer& layer = layers[at->second];
+    layer.values.insert(g.value(p)->name);
+    add_companions(model, p, layer);
   }
-  return names;
+  for (StreamableLayer& layer : layers)
+    for (const std::string& v : layer.values) layer.bytes += exec::tensor_bytes(g.value_by_name(v)->type);
+  return layers;
+}
+
+std::set<std::string> values_of(const std::vector<StreamableLayer>& layers) {
+  std::set<std::string> out;
+  for (const StreamableLayer& l : layers) out.insert(l.values.begin(), l.values.end());
+  return out;
 }
 
 }  // namespace tandem::host::program

@@ -1,27 +1,35 @@
-// Which persistent values a training run streams through its device instead
-// of keeping them there (exec/stream_plan.hpp): for each streamed layer, its
-// parameters, their gradients, and the optimizer's tensors of each of them
-// (moments, a gradient accumulator: every persistent input of its update of
-// the parameter's size). Scalars every update shares (learning rate, step)
-// stay on the device.
+// Which persistent values a training run may stream through its device
+// instead of keeping them there (exec/stream_plan.hpp): per layer with
+// parameters, its parameters, their gradients, and the optimizer's tensors
+// of each (moments, a gradient accumulator: every persistent input of its
+// update of the parameter's size). Scalars every update shares (learning
+// rate, step) stay on the device.
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "lowering/model_graph.hpp"
 #include "model/model_spec.hpp"
 
 namespace tandem::host::program {
 
-// Whether the model file or --stream-params asks to stream layer `layer`
-// (a repeated layer's copies, "h.3.fc", answer as their template "fc" in
-// block "h" does).
-bool layer_streamed(const model::ModelSpec& spec, const std::string& layer, bool all_layers);
+struct StreamableLayer {
+  std::string name;              // as its nodes name it ("h.3.fc")
+  std::set<std::string> values;  // what streaming it moves to host memory
+  uint64_t bytes = 0;            // their size
+  bool forced = false;           // the model file says `stream = true`
+};
 
-// The names of the values streamed when the layers `layer_streamed` picks
-// are; empty when none is.
-std::set<std::string> streamed_values(const lowering::ModelGraph& model, const model::ModelSpec& spec,
-                                      bool all_layers);
+// Every layer with parameters whose `stream` in the model file is not
+// false, in model order. A parameter belongs to the layer of the node that
+// reads it first (a tied weight: its owner's).
+std::vector<StreamableLayer> streamable_layers(const lowering::ModelGraph& model,
+                                               const model::ModelSpec& spec);
+
+// The values of `layers` together.
+std::set<std::string> values_of(const std::vector<StreamableLayer>& layers);
 
 }  // namespace tandem::host::program

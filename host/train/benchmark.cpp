@@ -108,6 +108,9 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   // The program `tandem train` would run: the same passes and placement.
   program::ProgramOptions program_options;
   program_options.prefetch = false;  // the batch is written once, never staged
+  program_options.streaming = options.streaming;
+  program_options.stream_depth = options.stream_depth;
+  program_options.memory_budgets = options.memory_budgets;
   auto built = program::Program::build(spec, device, registry, std::move(program_options));
   if (!built) return built.error();
   program::Program& p = **built;
@@ -160,6 +163,13 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.device_peak_bytes = ex.measured_peak();
   result.planned_bytes = ex.plan().estimate.total;
   result.device_reported_bytes = device.reported_use().value_or(0);
+  const exec::StreamStats streamed = ex.stream_stats();
+  if (streamed.copies > 0) {
+    const auto timed = static_cast<uint64_t>(options.warmup + options.steps * options.repeats);
+    result.streamed_bytes_per_step = (streamed.fetched_bytes + streamed.written_home_bytes) / timed;
+    result.stream_hidden =
+        streamed.busy_us > 0 ? 1.0 - std::min(streamed.waited_us, streamed.busy_us) / streamed.busy_us : 0.0;
+  }
   if (options.profile) summarise_profile(model.graph, ex, options.steps * options.repeats, result);
   return result;
 }
@@ -188,6 +198,10 @@ std::string bench_json(const BenchResult& r, int threads, size_t slowest_nodes) 
   j["device_peak_bytes"] = r.device_peak_bytes;
   j["planned_bytes"] = r.planned_bytes;
   if (r.device_reported_bytes > 0) j["device_reported_bytes"] = r.device_reported_bytes;
+  if (r.streamed_bytes_per_step > 0) {
+    j["streamed_bytes_per_step"] = r.streamed_bytes_per_step;
+    j["stream_hidden_fraction"] = r.stream_hidden;
+  }
   if (!r.op_times.empty()) {
     j["profiled"] = true;
     j["gemm_gflops"] = r.gemm_gflops;

@@ -21,6 +21,7 @@
 #include "device/device.hpp"
 #include "model/model_spec.hpp"
 #include "plugin/registry.hpp"
+#include "program/program.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::train {
@@ -33,6 +34,10 @@ struct BenchOptions {
   // gives time per op type and the GEMM-family ops' own GFLOP/s, at the cost
   // of one stream synchronisation per node in the timed steps.
   bool profile = false;
+  // As train's --stream-params or --no-stream, --stream-depth, --memory-budget.
+  program::StreamChoice streaming = program::StreamChoice::Auto;
+  size_t stream_depth = 1;
+  std::map<std::string, uint64_t> memory_budgets;
 };
 
 struct OpTime {
@@ -73,6 +78,11 @@ struct BenchResult {
   // reported_use: on a GPU, cudaMemGetInfo's count since the device was
   // opened); 0 where its memory is the machine's.
   uint64_t device_reported_bytes = 0;
+  // Streamed parameters (--stream-params): bytes each timed step moved
+  // between host memory and the device, both ways, and the share of the
+  // copies' time compute hid.
+  uint64_t streamed_bytes_per_step = 0;
+  double stream_hidden = 0;
   // With BenchOptions::profile: time per op type (largest first), and the
   // matmul-family ops (linear, linear_grad_input, linear_grad_weight, matmul):
   // 2·M·N·K FLOP each over their measured time.

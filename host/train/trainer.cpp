@@ -29,7 +29,7 @@ program::ProgramOptions program_options(const TrainOptions& options) {
   o.cost_context = options.cost_context;
   o.recalibrate = options.recalibrate;
   o.prefetch = options.prefetch;
-  o.stream_params = options.stream_params;
+  o.streaming = options.streaming;
   o.stream_depth = options.stream_depth;
   return o;
 }

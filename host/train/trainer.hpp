@@ -61,9 +61,9 @@ struct TrainOptions {
   double comm_timeout_seconds = 300;
   // Bytes each device may hold, by device id ("onednn:0"); absent: no limit.
   std::map<std::string, uint64_t> memory_budgets;
-  // Parameters, gradients and optimizer state streamed from host memory
-  // (program::ProgramOptions::stream_params, stream_depth).
-  bool stream_params = false;
+  // Which layers' parameters, gradients and optimizer state are streamed
+  // from host memory (program::ProgramOptions::streaming, stream_depth).
+  program::StreamChoice streaming = program::StreamChoice::Auto;
   size_t stream_depth = 1;
   // Other devices the run may use besides the one it was created with
   // (`--device onednn:0,reference:0`): with them, layers are placed

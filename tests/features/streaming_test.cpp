@@ -76,6 +76,10 @@ train_tokens = ")" +
 )";
 }
 
+constexpr auto kNone = host::program::StreamChoice::None;
+constexpr auto kEvery = host::program::StreamChoice::Every;
+constexpr auto kAuto = host::program::StreamChoice::Auto;
+
 class Streaming : public TrainingOnReference, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
@@ -85,10 +89,10 @@ class Streaming : public TrainingOnReference, public ::testing::WithParamInterfa
     for (int i = 0; i < 60; ++i) out << "the quick brown fox jumps over the lazy dog. ";
   }
 
-  host::Result<std::unique_ptr<host::train::Trainer>> trained(bool stream,
+  host::Result<std::unique_ptr<host::train::Trainer>> trained(host::program::StreamChoice streaming,
                                                               const std::vector<std::string>& overrides = {},
                                                               std::map<std::string, uint64_t> budgets = {}) {
-    options_.stream_params = stream;
+    options_.streaming = streaming;
     options_.memory_budgets = std::move(budgets);
     auto t = trainer(language_model(text_), overrides);
     if (!t) return t.error();
@@ -117,8 +121,8 @@ class Streaming : public TrainingOnReference, public ::testing::WithParamInterfa
 };
 
 TEST_P(Streaming, TrainsBitIdenticallyWithNoStateLeftOnTheDevice) {
-  auto resident = trained(false);
-  auto streamed = trained(true);
+  auto resident = trained(kNone);
+  auto streamed = trained(kEvery);
   ASSERT_TRUE(resident.ok()) << resident.error().message;
   ASSERT_TRUE(streamed.ok()) << streamed.error().message;
   EXPECT_EQ(losses_[0], losses_[1]);
@@ -145,8 +149,8 @@ TEST_P(Streaming, TrainsBitIdenticallyWithNoStateLeftOnTheDevice) {
 TEST_P(Streaming, ComposesWithGradientAccumulationAndCheckpointing) {
   const std::vector<std::string> features = {"features.grad_accum.steps=2",
                                              "features.checkpointing.segments=\"blocks\""};
-  auto resident = trained(false, features);
-  auto streamed = trained(true, features);
+  auto resident = trained(kNone, features);
+  auto streamed = trained(kEvery, features);
   ASSERT_TRUE(resident.ok()) << resident.error().message;
   ASSERT_TRUE(streamed.ok()) << streamed.error().message;
   EXPECT_EQ(losses_[0], losses_[1]);
@@ -154,16 +158,16 @@ TEST_P(Streaming, ComposesWithGradientAccumulationAndCheckpointing) {
 }
 
 TEST_P(Streaming, MeetsABudgetTheResidentRunIsRefusedUnderAndItsPlanIsWhatIsMeasured) {
-  auto probe = trained(true);
+  auto probe = trained(kEvery);
   ASSERT_TRUE(probe.ok()) << probe.error().message;
   const uint64_t planned = (*probe)->executor().plan().estimate.total;
   const uint64_t budget = planned + planned / 20;
   probe->reset();  // the device's peak is of the next run alone
   const std::string device = GetParam() + ":0";
-  auto resident = trained(false, {}, {{device, budget}});
+  auto resident = trained(kNone, {}, {{device, budget}});
   ASSERT_FALSE(resident.ok()) << "the resident run must not fit for this test to mean anything";
   EXPECT_EQ(resident.error().status, TDM_OUT_OF_MEMORY);
-  auto streamed = trained(true, {}, {{device, budget}});
+  auto streamed = trained(kEvery, {}, {{device, budget}});
   ASSERT_TRUE(streamed.ok()) << streamed.error().message;
   const double plan = static_cast<double>((*streamed)->executor().plan().estimate.total);
   const double measured = static_cast<double>((*streamed)->training_peaks().at(device));
@@ -173,6 +177,28 @@ TEST_P(Streaming, MeetsABudgetTheResidentRunIsRefusedUnderAndItsPlanIsWhatIsMeas
   EXPECT_GE(measured, 0.98 * plan);
 }
 
+// Without --stream-params or --no-stream, a run over its budget streams
+// the fewest layers, largest first, that make it fit, and says so.
+TEST_P(Streaming, ARunOverItsBudgetStreamsTheFewestLayersThatMakeItFit) {
+  auto resident = trained(kNone);
+  ASSERT_TRUE(resident.ok()) << resident.error().message;
+  const host::exec::MemoryEstimate& r = (*resident)->executor().plan().estimate;
+  // The largest layer is the tied embedding and head (256 x 32 weights and
+  // their AdamW state): streaming it alone frees about 96 KiB.
+  const uint64_t budget = r.total - 32 * 1024;
+  auto automatic = trained(kAuto, {}, {{GetParam() + ":0", budget}});
+  ASSERT_TRUE(automatic.ok()) << automatic.error().message;
+  const std::set<std::string>& streamed = (*automatic)->program().streamed();
+  EXPECT_EQ(streamed.count("tok.weight"), 1u);
+  EXPECT_EQ(streamed.count("h.0.fc.weight"), 0u) << "one layer is enough";
+  EXPECT_LE((*automatic)->executor().plan().estimate.total, budget);
+  EXPECT_EQ(losses_[0], losses_[1]);
+  expect_identical(**resident, **automatic);
+  auto none = trained(kNone, {}, {{GetParam() + ":0", budget}});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("--stream-params"), std::string::npos) << none.error().message;
+}
+
 TEST_P(Streaming, ALayerOfTheModelFileStreamsAlone) {
   std::string model = language_model(text_);
   model.replace(model.find("name = \"fc\"\n"), 12, "name = \"fc\"\nstream = true\n");
@@ -180,6 +206,7 @@ TEST_P(Streaming, ALayerOfTheModelFileStreamsAlone) {
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
   options_.run_dir = dir_.file("one-layer");
+  options_.streaming = kAuto;
   auto t = host::train::Trainer::create(*specs_.back(), device(GetParam()), *registry_, options_);
   ASSERT_TRUE(t.ok()) << t.error().message;
   const std::set<std::string>& streamed = (*t)->program().streamed();
