@@ -245,16 +245,19 @@ Result<void> DeviceExecutor::allocate_streaming() {
   }
   std::vector<void*> homes;
   std::vector<size_t> bytes;
+  std::vector<std::string> names;
   for (const Residency& r : plan_.residencies) {
     const size_t index = plan_.values.at(r.value).persistent;
     homes.push_back(home_[index]);
     bytes.push_back(plan_.persistent[index].bytes);
+    names.push_back(plan_.persistent[index].name);
     for (const Touch& t : r.touches) slot_of_[{r.value, t.position}] = r.offset;
   }
   auto state = StreamedState::create(*device_, stream_.get(), plan_.residencies, std::move(homes),
-                                     std::move(bytes), arena_);
+                                     std::move(bytes), std::move(names), arena_);
   if (!state) return state.error();
   streamed_ = std::move(*state);
+  if (options_.profile) streamed_->record_into(&profile_);
   return {};
 }
 

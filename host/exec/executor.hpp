@@ -204,6 +204,8 @@ class Executor {
   // microseconds (indexed by schedule position) and every execution.
   const std::vector<double>& node_time_us() const noexcept { return profile().time_us; }
   const std::vector<ProfileEvent>& profile_events() const noexcept { return profile().events; }
+  // Streamed values' copies of the profiled runs (one device: its copy stream).
+  const std::vector<CopyEvent>& profile_copies() const noexcept { return profile().copies; }
   virtual void clear_profile() = 0;
   // Where the node at a schedule position runs: its device ("onednn:0";
   // "a -> b" for a copy between devices) and its kernel's own description

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace tandem::host::exec {
@@ -18,17 +19,29 @@ struct ProfileEvent {
   double dur_us = 0;
 };
 
+// A streamed value's copy between host memory and the device, as the copy
+// thread saw it (streamed_state.hpp), on the same clock.
+struct CopyEvent {
+  std::string value;
+  bool to_device = true;  // a fetch; else a write home
+  size_t bytes = 0;
+  double start_us = 0;
+  double dur_us = 0;
+};
+
 struct NodeProfile {
   // The instant event times count from: the executor's creation.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   std::vector<double> time_us;  // accumulated, by schedule position
   std::vector<ProfileEvent> events;
+  std::vector<CopyEvent> copies;
 
   // Forgets what was recorded; the epoch stays, so later events keep
   // counting from the same instant.
   void clear() {
     std::fill(time_us.begin(), time_us.end(), 0.0);
     events.clear();
+    copies.clear();
   }
 };
 

@@ -17,7 +17,8 @@ double micros(std::chrono::steady_clock::duration d) {
 Result<std::unique_ptr<StreamedState>> StreamedState::create(const DeviceHandle& device, tdm_stream* compute,
                                                              std::vector<Residency> residencies,
                                                              std::vector<void*> homes,
-                                                             std::vector<size_t> bytes, void* arena) {
+                                                             std::vector<size_t> bytes,
+                                                             std::vector<std::string> names, void* arena) {
   std::unique_ptr<StreamedState> s(new StreamedState(device, compute));
   auto stream = OwnedStream::create(device, "streaming");
   if (!stream) return stream.error();
@@ -34,6 +35,7 @@ Result<std::unique_ptr<StreamedState>> StreamedState::create(const DeviceHandle&
   s->residencies_ = std::move(residencies);
   s->homes_ = std::move(homes);
   s->bytes_ = std::move(bytes);
+  s->names_ = std::move(names);
   s->arena_ = arena;
   return s;
 }
@@ -98,7 +100,10 @@ Result<void> StreamedState::issue(size_t r, bool fetch) {
       s = fetch ? api().copy_h2d(copy_.get(), slot, home, bytes)
                 : api().copy_d2h(copy_.get(), home, slot, bytes);
     if (s == TDM_OK) s = api().stream_synchronize(copy_.get());
-    lane.busy_us += micros(Clock::now() - start);  // only this thread writes it until finish()
+    const auto end = Clock::now();
+    lane.busy_us += micros(end - start);  // only this thread writes the lane until finish()
+    (fetch ? lane.fetch_begin : lane.home_begin) = start;
+    (fetch ? lane.fetch_end : lane.home_end) = end;
     if (s != TDM_OK)
       return make_error(std::string("streaming ") + human_bytes(bytes) + (fetch ? " to " : " from ") +
                             device_->id() + " failed: " + plugin_reason(s),
@@ -138,6 +143,18 @@ Result<void> StreamedState::after(size_t position) {
   return {};
 }
 
+void StreamedState::record(size_t r) {
+  Lane& lane = lanes_[r];
+  for (const bool fetch : {true, false}) {
+    Clock::time_point& begin = fetch ? lane.fetch_begin : lane.home_begin;
+    const Clock::time_point end = fetch ? lane.fetch_end : lane.home_end;
+    if (begin == Clock::time_point{}) continue;
+    profile_->copies.push_back(
+        {names_[r], fetch, bytes_[r], micros(begin - profile_->epoch), micros(end - begin)});
+    begin = {};
+  }
+}
+
 Result<void> StreamedState::finish() {
   Result<void> first;
   for (size_t r : in_flight_) {
@@ -147,6 +164,7 @@ Result<void> StreamedState::finish() {
       if (auto w = wait(*t, true); !w && first) first = w;
     stats_.busy_us += lane.busy_us;
     lane.busy_us = 0;
+    if (profile_ != nullptr) record(r);
   }
   in_flight_.clear();
   return first;

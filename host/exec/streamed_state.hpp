@@ -27,12 +27,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "device/device.hpp"
 #include "exec/copy_worker.hpp"
 #include "exec/device_objects.hpp"
+#include "exec/node_profile.hpp"
 #include "exec/stream_plan.hpp"
 #include "util/result.hpp"
 
@@ -50,10 +52,11 @@ class StreamedState {
  public:
   // `homes[i]`: where residency i's value lives in host memory, `bytes[i]`
   // its size; `arena`: the executor's arena, which holds the slots.
+  // `names[i]`: its value's, for the profile.
   static Result<std::unique_ptr<StreamedState>> create(const DeviceHandle& device, tdm_stream* compute,
                                                        std::vector<Residency> residencies,
                                                        std::vector<void*> homes, std::vector<size_t> bytes,
-                                                       void* arena);
+                                                       std::vector<std::string> names, void* arena);
   StreamedState(const StreamedState&) = delete;
   StreamedState& operator=(const StreamedState&) = delete;
   ~StreamedState();  // waits for the copies in flight
@@ -65,6 +68,8 @@ class StreamedState {
   Result<void> finish();
 
   const StreamStats& stats() const noexcept { return stats_; }
+  // Each copy's span added to `profile` by finish() (nullptr: none).
+  void record_into(NodeProfile* profile) noexcept { profile_ = profile; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -75,12 +80,15 @@ class StreamedState {
   struct Lane {
     OwnedEvent fetch_ready, home_ready;  // compute stream progress at each issue
     CopyWorker::Ticket fetch, home;
-    double busy_us = 0;  // added to by the worker, read after both tickets' waits
+    // Written by the worker, read after both tickets' waits:
+    double busy_us = 0;
+    Clock::time_point fetch_begin, fetch_end, home_begin, home_end;
   };
   StreamedState(const DeviceHandle& device, tdm_stream* compute) : device_(&device), compute_(compute) {}
   std::shared_ptr<const Actions> actions_for(size_t first, size_t end);
   Result<void> issue(size_t r, bool fetch);
   Result<void> wait(CopyWorker::Ticket& ticket, bool counts_as_waited);
+  void record(size_t r);
   const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
 
   const DeviceHandle* device_;
@@ -88,7 +96,9 @@ class StreamedState {
   std::vector<Residency> residencies_;
   std::vector<void*> homes_;
   std::vector<size_t> bytes_;
+  std::vector<std::string> names_;
   void* arena_ = nullptr;
+  NodeProfile* profile_ = nullptr;
   std::vector<Lane> lanes_;  // per residency; never resized after create (jobs point into it)
   OwnedStream copy_;
   std::map<std::pair<size_t, size_t>, std::shared_ptr<const Actions>> cache_;

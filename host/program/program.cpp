@@ -26,6 +26,7 @@ Result<std::unique_ptr<Program>> Program::build(const model::ModelSpec& spec, co
   if (auto r = p->place(); !r) return r.error();
   // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
   p->locate_optimizer_phase();
+  p->stream_as_asked();
   if (auto r = p->stream_to_fit(); !r) return r.error();
   return p;
 }

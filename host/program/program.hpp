@@ -163,8 +163,10 @@ class Program {
     size_t layers = 0, of = 0;
     place::PlanEstimate estimate;
   };
-  // The layers the model file or the choice streams whatever the budgets.
+  // The layers the model file or the choice streams whatever the budgets
+  // (again once the gradients a data-parallel run all-reduces are known).
   void stream_as_asked();
+  std::set<ValueId> kept_resident() const;
   // Auto: the fewest layers whose streaming makes the graph, all on
   // device(), fit `in`'s budgets; none when even all of them do not.
   Result<std::optional<StreamingFit>> fewest_streamed(place::EstimateInputs in) const;

@@ -320,11 +320,6 @@ Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOpt
                             ": streaming within a run placed on several devices is not supported yet; stream "
                             "on one device (drop --device's other devices and the pins), or do not stream",
                         TDM_UNSUPPORTED);
-    if (layout_.data > 1)
-      return make_error(
-          spec_.path + ": streamed layers in a data-parallel run (" + std::to_string(layout_.data) +
-              " data-parallel ranks): not supported yet; stream with one rank, or do not stream",
-          TDM_UNSUPPORTED);
     if (options.streamed.empty()) options.streamed = streamed_;
     options.stream_depth = options_.stream_depth;
   }

@@ -21,19 +21,26 @@ std::vector<StreamableLayer> forced_only(std::vector<StreamableLayer> layers) {
 
 }  // namespace
 
+// Data parallelism all-reduces the gradients the updates read in device
+// memory, so they stay there; the parameters and the optimizer state stream.
+std::set<ValueId> Program::kept_resident() const {
+  if (layout_.data <= 1) return {};
+  return {synced_gradients_.begin(), synced_gradients_.end()};
+}
+
 void Program::stream_as_asked() {
   streamed_.clear();
   if (options_.mode != lowering::Mode::Train) return;
-  const std::vector<StreamableLayer> layers = streamable_layers(model_, spec_);
+  const std::vector<StreamableLayer> layers = streamable_layers(model_, spec_, kept_resident());
   streamed_ = values_of(options_.streaming == StreamChoice::Every ? layers : forced_only(layers));
 }
 
 Result<std::optional<Program::StreamingFit>> Program::fewest_streamed(place::EstimateInputs in) const {
   if (options_.mode != lowering::Mode::Train || options_.streaming != StreamChoice::Auto ||
-      placement_mode_ == "strict" || layout_.data > 1)
+      placement_mode_ == "strict")
     return std::optional<StreamingFit>();
   std::vector<StreamableLayer> forced, free;
-  for (StreamableLayer& l : streamable_layers(model_, spec_))
+  for (StreamableLayer& l : streamable_layers(model_, spec_, kept_resident()))
     (l.forced ? forced : free).push_back(std::move(l));
   std::stable_sort(free.begin(), free.end(),
                    [](const StreamableLayer& a, const StreamableLayer& b) { return a.bytes > b.bytes; });
@@ -72,18 +79,17 @@ Result<std::optional<Program::StreamingFit>> Program::fewest_streamed(place::Est
 void Program::adopt(const StreamingFit& fit, const std::string& why) {
   streamed_ = fit.values;
   const place::DeviceEstimate& d = fit.estimate.devices.front();
-  log_info(why + ": streaming " + std::to_string(fit.layers) + " of " + std::to_string(fit.of) +
-           " layers' parameters, gradients and optimizer state (" + human_bytes(d.memory.streamed_home) +
-           ") from host memory, " + human_bytes(d.memory.total) + " on " + d.device +
-           " (tandem plan shows the window and the traffic; --no-stream keeps everything resident)");
+  log_warning(why + ": streaming " + std::to_string(fit.layers) + " of " + std::to_string(fit.of) +
+              " layers' parameters, gradients and optimizer state (" + human_bytes(d.memory.streamed_home) +
+              ") from host memory, " + human_bytes(d.memory.total) + " on " + d.device +
+              " (tandem plan shows the window and the traffic; --no-stream keeps everything resident)");
 }
 
 std::optional<uint64_t> Program::streamed_total() const {
-  if (options_.mode != lowering::Mode::Train || (placement_ && !placement_->only_on(device_.id())) ||
-      layout_.data > 1)
+  if (options_.mode != lowering::Mode::Train || (placement_ && !placement_->only_on(device_.id())))
     return std::nullopt;
   place::EstimateInputs in = estimate_inputs(nullptr, nullptr, false);
-  in.streamed = values_of(streamable_layers(model_, spec_));
+  in.streamed = values_of(streamable_layers(model_, spec_, kept_resident()));
   auto estimate = place::estimate_plan(model_.graph, nullptr, in);
   if (!estimate || in.streamed.empty()) return std::nullopt;
   return estimate->devices.front().memory.total;

@@ -37,7 +37,8 @@ void add_companions(const lowering::ModelGraph& model, ValueId p, StreamableLaye
 }  // namespace
 
 std::vector<StreamableLayer> streamable_layers(const lowering::ModelGraph& model,
-                                               const model::ModelSpec& spec) {
+                                               const model::ModelSpec& spec,
+                                               const std::set<ValueId>& resident) {
   const Graph& g = model.graph;
   std::vector<StreamableLayer> layers;
   std::map<std::string, size_t> index;
@@ -53,8 +54,11 @@ std::vector<StreamableLayer> streamable_layers(const lowering::ModelGraph& model
     layer.values.insert(g.value(p)->name);
     add_companions(model, p, layer);
   }
-  for (StreamableLayer& layer : layers)
+  for (StreamableLayer& layer : layers) {
+    std::erase_if(layer.values,
+                  [&](const std::string& v) { return resident.count(g.value_by_name(v)->id) > 0; });
     for (const std::string& v : layer.values) layer.bytes += exec::tensor_bytes(g.value_by_name(v)->type);
+  }
   return layers;
 }
 

@@ -26,8 +26,11 @@ struct StreamableLayer {
 // Every layer with parameters whose `stream` in the model file is not
 // false, in model order. A parameter belongs to the layer of the node that
 // reads it first (a tied weight: its owner's).
+// `resident`: values that stay on the device whatever their layer (the
+// gradients a data-parallel run all-reduces in device memory).
 std::vector<StreamableLayer> streamable_layers(const lowering::ModelGraph& model,
-                                               const model::ModelSpec& spec);
+                                               const model::ModelSpec& spec,
+                                               const std::set<ValueId>& resident = {});
 
 // The values of `layers` together.
 std::set<std::string> values_of(const std::vector<StreamableLayer>& layers);

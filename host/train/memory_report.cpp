@@ -35,7 +35,11 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
             << "  other state      " << human_bytes(e.other_state) << "\n"
             << "  inputs           " << human_bytes(e.inputs) << "\n"
             << "  activations      " << human_bytes(e.activations) << " (reused by liveness; "
-            << human_bytes(ex.plan().activations_unshared) << " without reuse)\n"
+            << human_bytes(ex.plan().activations_unshared) << " without reuse"
+            << (e.window > 0 ? "; with the streamed parameters' window of at most " + human_bytes(e.window) +
+                                   ", their " + human_bytes(e.streamed_home) + " at home in host memory"
+                             : std::string())
+            << ")\n"
             << "  workspace        " << human_bytes(e.workspace) << "\n"
             << "  block rounding   " << human_bytes(e.allocator_rounding) << "\n"
             << "  planned total    " << human_bytes(e.total)

@@ -52,14 +52,14 @@ Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
   // One track per device a node ran on (copies between devices on theirs),
   // after the data and all-reduce tracks; in order of first appearance.
   std::map<std::string, int> tracks;
-  auto track_of = [&](const std::string& where) {
+  auto track_of = [&](const std::string& where, const std::string& label = "") {
     auto [it, added] = tracks.emplace(where.empty() ? device : where, int(tracks.size()) + 4);
     if (added)
       events.push_back({{"ph", "M"},
                         {"name", "thread_name"},
                         {"pid", 1},
                         {"tid", it->second},
-                        {"args", {{"name", it->first + " stream 0"}}}});
+                        {"args", {{"name", label.empty() ? it->first + " stream 0" : label}}}});
     return it->second;
   };
   for (const exec::ProfileEvent& e : executor.profile_events()) {
@@ -76,6 +76,18 @@ Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
                       {"ts", e.start_us},
                       {"dur", e.dur_us},
                       {"args", args}});
+  }
+  if (!executor.profile_copies().empty()) {
+    const int copies = track_of(device + " streaming", device + " copy stream (streamed parameters)");
+    for (const exec::CopyEvent& c : executor.profile_copies())
+      events.push_back({{"ph", "X"},
+                        {"pid", 1},
+                        {"tid", copies},
+                        {"name", (c.to_device ? "fetch " : "write home ") + c.value},
+                        {"cat", "streaming"},
+                        {"ts", c.start_us},
+                        {"dur", c.dur_us},
+                        {"args", {{"bytes", c.bytes}}}});
   }
   const auto base = executor.profile_epoch();
   for (const Span& s : waits_)

@@ -110,6 +110,49 @@ TEST_F(TrainCli, RunningOutOfDeviceMemoryAtRunTimeRePlans) {
   EXPECT_HAS(malformed.output, "TANDEM_DEVICE_MEMORY_LIMIT: 'lots' for onednn:0 is not a size");
 }
 
+// A device too small for the model's parameters, gradients and optimizer
+// state: the run streams them from host memory (saying so), trains and
+// evaluates; --memory-report and the trace show the copies, tandem plan the
+// window and the traffic; --no-stream is refused with what streaming needs.
+TEST_F(TrainCli, ADeviceTooSmallForTheStateStreamsItFromHostMemory) {
+  std::string text = "[model]\nname = \"deep\"\ninput = [64]\nclasses = 4\n";
+  for (int i = 1; i <= 6; ++i)
+    text += "[[layers]]\nname = \"fc" + std::to_string(i) +
+            "\"\nop = \"linear\"\nout_features = " + (i < 6 ? "64\nactivation = \"relu\"\n" : "4\n");
+  text +=
+      "[train]\noptimizer = \"adamw\"\nlr = 0.01\nbatch_size = 8\nepochs = 1\nseed = 3\n"
+      "[data]\nformat = \"synthetic\"\nsynthetic_samples = 64\nsynthetic_test_samples = 16\n";
+  const std::string m = model(text);
+  // About 350 KiB resident, two thirds of it AdamW's state and the weights.
+  const std::string limit = "TANDEM_DEVICE_MEMORY_LIMIT=reference:0=256KiB";
+  CliRun r = tandem("train " + m + " --run-dir " + dir.file("run") +
+                        " --device reference:0 --memory-report --profile " + dir.file("trace.json"),
+                    limit);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "with everything resident, over what it has by ");
+  EXPECT_HAS(r.output, "layers' parameters, gradients and optimizer state (");
+  EXPECT_HAS(r.output, "streamed per step (evaluation included): ");
+  EXPECT_HAS(r.output, "test accuracy");
+  std::ifstream trace(dir.file("trace.json"));
+  const std::string events((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  EXPECT_HAS(events, "reference:0 copy stream (streamed parameters)");
+  EXPECT_HAS(events, "\"fetch fc1.weight\"");
+  EXPECT_HAS(events, "\"write home fc1.weight\"");
+  CliRun plan = tandem("plan " + m + " --device reference:0", limit);
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_HAS(plan.output, "reference:0 streamed");
+  EXPECT_HAS(plan.output, "of it window");
+  EXPECT_HAS(plan.output,
+             " cross to and from reference:0 per step, fetched 1 layer ahead into a window of at most ");
+  CliRun resident =
+      tandem("train " + m + " --run-dir " + dir.file("run2") + " --device reference:0 --no-stream", limit);
+  EXPECT_EQ(resident.code, 1) << resident.output;
+  EXPECT_HAS(resident.output, "stream them through reference:0 with --stream-params (it then needs ");
+  CliRun both = tandem("plan " + m + " --device reference:0 --stream-params --no-stream");
+  EXPECT_EQ(both.code, 2) << both.output;
+  EXPECT_HAS(both.output, "give one of them");
+}
+
 // A device with room for training but not for an evaluation executor beside
 // it: the test set is evaluated in smaller batches, with the same numbers.
 TEST_F(TrainCli, EvaluationThatDoesNotFitBesideTrainingRunsInSmallerBatches) {

@@ -86,6 +86,25 @@ TEST_F(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// Streamed parameters under data parallelism: each rank streams its own
+// copy of the parameters and the optimizer state; the gradients stay on the
+// device, where the ranks all-reduce them. Bit-identical to resident ranks.
+TEST_F(DataParallel, EachRankStreamsItsCopyAndTrainsAsResidentRanksDo) {
+  TempDir dir;
+  std::ofstream(dir.file("dp.toml")) << kModel;
+  const std::string two = "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC
+                          "' -np 2 --oversubscribe --allow-run-as-root '" +
+                          std::string(TANDEM_EXE) + "' --allow-insecure-plugins train " +
+                          dir.file("dp.toml") + " --device reference --set train.batch_size=64";
+  CliRun resident = shell(two + " --run-dir " + dir.file("resident"));
+  ASSERT_EQ(resident.code, 0) << resident.output;
+  CliRun streamed = shell(two + " --stream-params --memory-report --run-dir " + dir.file("streamed"));
+  ASSERT_EQ(streamed.code, 0) << streamed.output;
+  EXPECT_NE(streamed.output.find("streamed per step"), std::string::npos) << streamed.output;
+  EXPECT_NE(streamed.output.find("per rank x 2 ranks"), std::string::npos) << streamed.output;
+  EXPECT_EQ(largest_difference(dir.file("resident"), dir.file("streamed")), 0.0);
+}
+
 TEST_F(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
   TempDir dir;
   std::ofstream(dir.file("dp.toml")) << kModel;

@@ -175,6 +175,18 @@ TEST_F(TensorParallel, SplitLinearLayersOverTwoRanksMatchOneProcess) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// Streamed parameters under tensor parallelism: each rank streams its own
+// shard from its host memory, and the ranks train exactly as resident ones.
+TEST_F(TensorParallel, EachRankStreamsItsShardAndTrainsAsResidentRanksDo) {
+  CliRun resident = shell(two_ranks() + " --run-dir " + dir.file("resident"));
+  ASSERT_EQ(resident.code, 0) << resident.output;
+  CliRun streamed = shell(two_ranks() + " --stream-params --memory-report --run-dir " + dir.file("streamed"));
+  ASSERT_EQ(streamed.code, 0) << streamed.output;
+  EXPECT_NE(streamed.output.find("streamed per step"), std::string::npos) << streamed.output;
+  EXPECT_EQ(losses(dir.file("resident")), losses(dir.file("streamed")));
+  EXPECT_EQ(largest_difference(dir.file("resident"), dir.file("streamed")), 0.0);
+}
+
 // Dropout under tensor parallelism, as lowered for each rank: on a rank's
 // slice of an activation (after a column-parallel linear) and inside
 // attention split by heads, each rank draws from its own seed, so the
