@@ -4,8 +4,9 @@
 # whose parameters, gradients and AdamW state the planner chose to stream
 # from host memory (or every layer, --every), against
 # the same model resident on an unlimited onednn:0, in one invocation:
-# throughput ratio, last loss of each (the same steps from the same start:
-# equal when streaming changes no number), planned against measured device
+# throughput ratio, last loss and a fingerprint of the final weights of each
+# (the same steps from the same start: equal when streaming changes no
+# number), planned against measured device
 # peak, bytes streamed per step and the share of the copies' time hidden
 # behind compute. Then `tandem plan` of the streamed run.
 #
@@ -79,5 +80,6 @@ print(f"streamed (limit {sys.argv[3]}): {s['median_samples_per_second']:8.2f} sa
 print(f"streamed per step: {mib(s.get('streamed_bytes_per_step', 0)):.0f} MiB, "
       f"{100 * s.get('stream_hidden_fraction', 0):.0f}% of the copies' time hidden")
 print(f"throughput streamed / resident: {s['median_samples_per_second'] / r['median_samples_per_second']:.3f}; "
-      f"losses {'equal' if s['last_loss'] == r['last_loss'] else 'DIFFER'}")
+      f"last losses {'equal' if s['last_loss'] == r['last_loss'] else 'DIFFER'}; final weights "
+      f"{'bit-identical' if s['weights_fnv1a'] == r['weights_fnv1a'] else 'DIFFER'} (FNV-1a {s['weights_fnv1a']})")
 EOF

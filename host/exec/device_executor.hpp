@@ -1,17 +1,19 @@
 // Runs a planned graph on one device: prepared kernels, one arena for the
-// transient values, one workspace, one allocation per persistent value, and
-// one stream on which nodes run in schedule order. An input may be staged:
-// the next batch's copy into a second device buffer runs while the current
-// step does (staged_inputs.hpp); the second buffer is part of the plan's
-// estimate.
+// transient values, one workspace, one allocation for the persistent
+// values, and one stream on which nodes run in schedule order. An input may
+// be staged: the next batch's copy into a second device buffer runs while
+// the current step does (staged_inputs.hpp); the second buffer is part of
+// the plan's estimate. Streamed values (ExecutorOptions::streamed) live in
+// host memory and visit slots of the arena around the nodes that touch them
+// (streamed_state.hpp); the host's reads and writes of them go to that home.
 //
 // A ComposedExecutor drives several of these as its parts: it launches
 // their nodes without waiting (launch_range) and orders its copies with
 // their streams, so those few internals are public (the "As a part" block).
 //
-// Files: device_executor.cpp (creation, memory), device_executor_run.cpp
-// (launching nodes), device_executor_values.cpp (the host's access to
-// values: copies, fill, staged inputs).
+// Files: device_executor.cpp (creation, memory, streamed values' homes),
+// device_executor_run.cpp (launching nodes), device_executor_values.cpp (the
+// host's access to values: copies, fill, staged inputs).
 #pragma once
 
 #include <cstddef>

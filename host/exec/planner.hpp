@@ -7,6 +7,10 @@
 // every allocation to its size classes (the cuda plugin's 2 MiB above
 // 1 MiB) would otherwise take nearly twice the bytes of a 2.25 MiB weight,
 // and as much again for its gradient and each optimizer moment.
+// A persistent value the caller streams (StreamRequest) is not in that
+// block: its home is host memory, and each of its residencies
+// (stream_plan.hpp) is an arena block over the positions it holds, packed
+// with the activations below.
 // Transient values (ACTIVATION produced by a node) share one arena. Each
 // lives from its producer's schedule position to its last consumer's (a
 // value nobody reads lives at its producer only); two values may share bytes

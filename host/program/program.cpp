@@ -26,7 +26,8 @@ Result<std::unique_ptr<Program>> Program::build(const model::ModelSpec& spec, co
   if (auto r = p->place(); !r) return r.error();
   // Passes and copies may have inserted nodes anywhere: find the optimizer phase again.
   p->locate_optimizer_phase();
-  p->stream_as_asked();
+  // The gradients a data-parallel run all-reduces are known now: they stay.
+  if (p->layout_.data > 1) p->stream_as_asked();
   if (auto r = p->stream_to_fit(); !r) return r.error();
   return p;
 }

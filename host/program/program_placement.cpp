@@ -129,6 +129,14 @@ Result<void> Program::replan_after_oom(const Error& oom) {
   const std::string what = device + " ran out of memory at run time: it held " + human_bytes(failure.held) +
                            " of this run when " + human_bytes(failure.requested) + " more were asked";
   const auto before = layer_devices();
+  if (devices_.size() < 2 && placement_mode_ != "strict") {  // move memory: stream what makes it fit
+    auto fit = fewest_streamed(estimate_inputs(nullptr, nullptr, true));
+    if (!fit) return fit.error();
+    if (*fit) {
+      adopt(**fit, what + "; re-planned within that");
+      return {};
+    }
+  }
   if (devices_.size() < 2 || placement_mode_ == "strict") {
     auto estimate = place::estimate_plan(model_.graph, placement_ ? &*placement_ : nullptr,
                                          estimate_inputs(nullptr, nullptr, true));

@@ -11,11 +11,13 @@
 #include <variant>
 
 #include "exec/executor.hpp"
+#include "exec/tensor_text.hpp"
 #include "ops/op_table.hpp"
 #include "ops/shapes.hpp"
 #include "program/program.hpp"
 #include "program/step_runner.hpp"
 #include "train/initializers.hpp"
+#include "util/fnv1a.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -92,6 +94,19 @@ void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, 
   r.gemm_gflops = gemm_us > 0 ? gemm_flop / (gemm_us * 1e-6) * 1e-9 : 0;
 }
 
+// FNV-1a of every parameter's bytes in model order: two runs that trained
+// the same weights bit for bit (streamed or resident) print the same.
+Result<uint64_t> weights_fingerprint(const lowering::ModelGraph& model, exec::Executor& ex) {
+  uint64_t h = kFnv1aBasis;
+  std::vector<char> bytes;
+  for (ValueId p : model.parameters) {
+    bytes.resize(exec::tensor_bytes(model.graph.value(p)->type));
+    if (auto r = ex.read(p, bytes.data(), bytes.size()); !r) return r.error();
+    h = fnv1a64({bytes.data(), bytes.size()}, h);
+  }
+  return h;
+}
+
 uint64_t peak_rss() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -163,6 +178,9 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   result.device_peak_bytes = ex.measured_peak();
   result.planned_bytes = ex.plan().estimate.total;
   result.device_reported_bytes = device.reported_use().value_or(0);
+  auto fingerprint = weights_fingerprint(model, ex);
+  if (!fingerprint) return fingerprint.error();
+  result.weights_fingerprint = *fingerprint;
   const exec::StreamStats streamed = ex.stream_stats();
   if (streamed.copies > 0) {
     const auto timed = static_cast<uint64_t>(options.warmup + options.steps * options.repeats);
@@ -194,6 +212,7 @@ std::string bench_json(const BenchResult& r, int threads, size_t slowest_nodes) 
   j["step_ms"] = r.step_ms;
   j["effective_gflops"] = r.effective_gflops();
   j["last_loss"] = r.last_loss;
+  j["weights_fnv1a"] = hex64(r.weights_fingerprint);
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   j["device_peak_bytes"] = r.device_peak_bytes;
   j["planned_bytes"] = r.planned_bytes;

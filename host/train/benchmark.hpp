@@ -71,9 +71,10 @@ struct BenchResult {
   double median = 0, min = 0, max = 0;     // samples/s
   double step_ms = 0;                      // at the median
   double last_loss = 0;
-  uint64_t peak_rss_bytes = 0;     // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
-  uint64_t device_peak_bytes = 0;  // the device allocator's peak (memory_stats)
-  uint64_t planned_bytes = 0;      // the planner's estimate
+  uint64_t weights_fingerprint = 0;  // FNV-1a of every parameter's bytes after the last step
+  uint64_t peak_rss_bytes = 0;       // getrusage(RUSAGE_SELF).ru_maxrss, the whole process
+  uint64_t device_peak_bytes = 0;    // the device allocator's peak (memory_stats)
+  uint64_t planned_bytes = 0;        // the planner's estimate
   // What the device says is in use after the timed steps (DeviceHandle::
   // reported_use: on a GPU, cudaMemGetInfo's count since the device was
   // opened); 0 where its memory is the machine's.

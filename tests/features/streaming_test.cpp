@@ -2,8 +2,9 @@
 // parameters, gradients and optimizer state live in host memory and visit
 // the device around the nodes that use them. Training computes exactly what
 // resident training computes (the same kernels in the same order), with
-// gradient accumulation and activation checkpointing too, on the reference
-// backend and on onednn; the device then holds no parameter, gradient or
+// gradient accumulation, activation checkpointing, mixed precision,
+// quantization-aware training and a resume too, on the reference backend
+// and on onednn; the device then holds no parameter, gradient or
 // optimizer state of a streamed layer outside its window, so a memory
 // budget the resident run is refused under is met, and the device's
 // measured peak is the plan's.
@@ -83,8 +84,8 @@ constexpr auto kAuto = host::program::StreamChoice::Auto;
 class Streaming : public TrainingOnReference, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
-    load_all({"grad_accum", "checkpointing", "amp"}, GetParam());
-    text_ = ::testing::TempDir() + "/streaming_lm.txt";
+    load_all({"grad_accum", "checkpointing", "amp", "quantize"}, GetParam());
+    text_ = dir_.file("streaming_lm.txt");  // one per test: ctest runs them side by side
     std::ofstream out(text_);
     for (int i = 0; i < 60; ++i) out << "the quick brown fox jumps over the lazy dog. ";
   }
@@ -192,6 +193,18 @@ TEST_P(Streaming, ComposesWithMixedPrecision) {
   EXPECT_EQ(losses_[0], losses_[1]);
   expect_identical(**resident, **streamed);
   EXPECT_EQ((*streamed)->executor().plan().estimate.parameters, 0u);
+}
+
+// Quantization-aware training: the fake-quantized weights are computed from
+// the streamed f32 weights on the device, the observers' state streams too.
+TEST_P(Streaming, ComposesWithQuantizationAwareTraining) {
+  const std::vector<std::string> qat = {"features.quantize.mode=qat", "features.quantize.per_channel=true"};
+  auto resident = trained(kNone, qat);
+  auto streamed = trained(kEvery, qat);
+  ASSERT_TRUE(resident.ok()) << resident.error().message;
+  ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+  EXPECT_EQ(losses_[0], losses_[1]);
+  expect_identical(**resident, **streamed);
 }
 
 // A run resumed from a streamed run's checkpoint continues it exactly:
