@@ -92,6 +92,29 @@ Timing summary(std::vector<double> ms) {
 
 }  // namespace
 
+// `op` prepared on the plugin's device, or nullptr after saying why.
+template <class Kit>
+tdm_kernel* prepare_kernel(Kit& kit, const std::vector<tdm_attr>& attrs, const char* op,
+                           std::vector<tdm_tensor_desc>& in, std::vector<tdm_tensor_desc>& out,
+                           size_t& workspace) {
+  tdm_op_desc d{};
+  d.struct_size = sizeof d;
+  d.op = op;
+  d.op_version = 1;
+  d.attrs = attrs.data();
+  d.n_attrs = attrs.size();
+  d.inputs = in.data();
+  d.n_inputs = in.size();
+  d.outputs = out.data();
+  d.n_outputs = out.size();
+  tdm_kernel* k = nullptr;
+  if (kit.api().kernel_prepare(kit.device(), &d, &k, &workspace) != TDM_OK) {
+    std::fprintf(stderr, "tandem-attention-bench: %s: %s\n", op, tc::last_plugin_error().c_str());
+    return nullptr;
+  }
+  return k;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   tc::Outcome outcome;
@@ -102,32 +125,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   omp_set_num_threads(o.threads);
-  const bool bthd = o.layout == "bthd";
-  const std::vector<int64_t> qkv =
-      bthd ? std::vector<int64_t>{o.B, o.T, o.H, o.D} : std::vector<int64_t>{o.B, o.H, o.T, o.D};
+  const std::vector<int64_t> qkv = o.layout == "bthd" ? std::vector<int64_t>{o.B, o.T, o.H, o.D}
+                                                      : std::vector<int64_t>{o.B, o.H, o.T, o.D};
   const std::vector<int64_t> lse_dims{o.B, o.H, o.T};
   tc::Attrs attrs;
   attrs.integer("causal", o.causal ? 1 : 0).string("layout", o.layout);
   const std::vector<tdm_attr> attr_view = attrs.view();
 
   const auto prepare = [&](const char* op, std::vector<tdm_tensor_desc> in, std::vector<tdm_tensor_desc> out,
-                           size_t& workspace) -> tdm_kernel* {
-    tdm_op_desc d{};
-    d.struct_size = sizeof d;
-    d.op = op;
-    d.op_version = 1;
-    d.attrs = attr_view.data();
-    d.n_attrs = attr_view.size();
-    d.inputs = in.data();
-    d.n_inputs = in.size();
-    d.outputs = out.data();
-    d.n_outputs = out.size();
-    tdm_kernel* k = nullptr;
-    if (kit->api().kernel_prepare(kit->device(), &d, &k, &workspace) != TDM_OK) {
-      std::fprintf(stderr, "tandem-attention-bench: %s: %s\n", op, tc::last_plugin_error().c_str());
-      return nullptr;
-    }
-    return k;
+                           size_t& workspace) {
+    return prepare_kernel(*kit, attr_view, op, in, out, workspace);
   };
   size_t ws_forward = 0, ws_grad = 0;
   tdm_kernel* forward =

@@ -82,64 +82,33 @@ po::options_description bench_options() {
   return options;
 }
 
-int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
-  po::options_description options = bench_options();
-  po::positional_options_description positional;
-  positional.add("model", 1);
-  po::variables_map vm;
-  if (auto stop = parse_command_options("bench", "MODEL.toml", args, options, positional, vm, globals))
-    return *stop;
-  if (!vm.count("model")) {
-    print_error("bench needs a model file: tandem bench MODEL.toml (see tandem bench --help)");
-    return kExitUsage;
-  }
-  const std::string model_path = vm["model"].as<std::string>();
-  int exit_code = 0;
-  auto spec = read_model_option(vm, exit_code);
-  if (!spec) return exit_code;
-  const int threads = vm["threads"].as<int>();
-  std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(threads));
-  auto device = host::program::select_device(*session->registry, vm["device"].as<std::string>());
-  if (!device) {
-    print_error(device.error().message);
-    return kExitPlugin;
-  }
+// What the options ask of the benchmark; an error is a usage error.
+host::Result<host::train::BenchOptions> bench_settings(const po::variables_map& vm,
+                                                       const host::PluginRegistry& registry) {
   const int64_t slowest = vm["profile-nodes"].as<int64_t>();
-  if (slowest < 0) {
-    print_error("bench: --profile-nodes must be 0 or more, got " + std::to_string(slowest));
-    return kExitUsage;
-  }
+  if (slowest < 0)
+    return host::make_error("bench: --profile-nodes must be 0 or more, got " + std::to_string(slowest),
+                            TDM_INVALID_ARGUMENT);
   host::train::BenchOptions bench{.steps = vm["steps"].as<int64_t>(),
                                   .warmup = vm["warmup"].as<int64_t>(),
                                   .repeats = vm["repeats"].as<int64_t>(),
                                   .profile = vm["profile"].as<bool>() || slowest > 0};
   auto streaming = stream_choice(vm);
-  if (!streaming) {
-    print_error(streaming.error().message);
-    return kExitUsage;
-  }
+  if (!streaming) return streaming.error();
   bench.streaming = *streaming;
   auto depth = stream_depth(vm);
-  if (!depth) {
-    print_error(depth.error().message);
-    return kExitUsage;
-  }
+  if (!depth) return depth.error();
   bench.stream_depth = *depth;
   if (vm.count("memory-budget")) {
-    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), *session->registry);
-    if (!budgets) {
-      print_error(budgets.error().message);
-      return kExitUsage;
-    }
+    auto budgets = parse_memory_budget(vm["memory-budget"].as<std::string>(), registry);
+    if (!budgets) return budgets.error();
     bench.memory_budgets = std::move(*budgets);
   }
-  auto result = host::train::run_benchmark(*spec, *device, *session->registry, bench);
-  if (!result) {
-    print_error(result.error().message);
-    return exit_code_or(result.error(),
-                        result.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure);
-  }
-  const auto& r = *result;
+  return bench;
+}
+
+void print_result(const host::train::BenchResult& r, const std::string& model_path, int threads,
+                  size_t slowest) {
   const std::string thread_text =
       threads > 0 ? std::to_string(threads)
                   : "backend default (" + std::to_string(std::thread::hardware_concurrency()) + " cores)";
@@ -160,19 +129,54 @@ int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
                     : std::string())
             << ")\n"
             << "  last loss   " << r.last_loss << std::endl;
-  if (!r.op_times.empty()) {
-    std::cout << "  profiled (synchronised after every node); per step:\n"
-              << "  matmul-family ops  " << fixed(r.gemm_ms_per_step, 3) << " ms, " << fixed(r.gemm_gflops, 1)
-              << " GFLOP/s (2·M·N·K over their own time)\n";
-    for (const auto& t : r.op_times)
-      std::cout << "    " << std::left << std::setw(28) << t.op << std::right << std::setw(10)
-                << fixed(t.ms_per_step, 3) << " ms  (" << t.nodes << " nodes)\n";
-    print_slowest_nodes(r, size_t(slowest));
-    std::cout << std::flush;
+  if (r.op_times.empty()) return;
+  std::cout << "  profiled (synchronised after every node); per step:\n"
+            << "  matmul-family ops  " << fixed(r.gemm_ms_per_step, 3) << " ms, " << fixed(r.gemm_gflops, 1)
+            << " GFLOP/s (2·M·N·K over their own time)\n";
+  for (const auto& t : r.op_times)
+    std::cout << "    " << std::left << std::setw(28) << t.op << std::right << std::setw(10)
+              << fixed(t.ms_per_step, 3) << " ms  (" << t.nodes << " nodes)\n";
+  print_slowest_nodes(r, slowest);
+  std::cout << std::flush;
+}
+
+int run_bench(const std::vector<std::string>& args, GlobalOptions globals) {
+  po::options_description options = bench_options();
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  po::variables_map vm;
+  if (auto stop = parse_command_options("bench", "MODEL.toml", args, options, positional, vm, globals))
+    return *stop;
+  if (!vm.count("model")) {
+    print_error("bench needs a model file: tandem bench MODEL.toml (see tandem bench --help)");
+    return kExitUsage;
   }
+  int exit_code = 0;
+  auto spec = read_model_option(vm, exit_code);
+  if (!spec) return exit_code;
+  const int threads = vm["threads"].as<int>();
+  std::unique_ptr<PluginSession> session = load_plugins(globals, threads_config(threads));
+  auto device = host::program::select_device(*session->registry, vm["device"].as<std::string>());
+  if (!device) {
+    print_error(device.error().message);
+    return kExitPlugin;
+  }
+  auto bench = bench_settings(vm, *session->registry);
+  if (!bench) {
+    print_error(bench.error().message);
+    return kExitUsage;
+  }
+  auto result = host::train::run_benchmark(*spec, *device, *session->registry, *bench);
+  if (!result) {
+    print_error(result.error().message);
+    return exit_code_or(result.error(),
+                        result.error().status == TDM_INVALID_ARGUMENT ? kExitInput : kExitRuntimeFailure);
+  }
+  const auto slowest = static_cast<size_t>(vm["profile-nodes"].as<int64_t>());
+  print_result(*result, vm["model"].as<std::string>(), threads, slowest);
   if (vm.count("json")) {
     std::ofstream out(vm["json"].as<std::string>());
-    out << host::train::bench_json(r, threads, size_t(slowest)) << "\n";
+    out << host::train::bench_json(*result, threads, slowest) << "\n";
     if (!out) {
       print_error("cannot write " + vm["json"].as<std::string>());
       return kExitRuntimeFailure;

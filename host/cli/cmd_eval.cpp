@@ -84,6 +84,23 @@ host::Result<void> write_outputs(const std::string& path, const host::train::Eva
   return ckpt::write_safetensors(path, file);
 }
 
+// `where`: the weights, the device and whether INT8; `seconds`: the graph
+// runs' best time (0: not timed).
+void print_evaluation(const host::model::ModelSpec& spec, const std::string& split,
+                      const host::train::EvalResult& result, const std::string& where, double seconds,
+                      int repeat) {
+  std::cout << split << " samples " << result.samples << " loss " << result.loss << " accuracy "
+            << result.accuracy;
+  // As training's evaluation reports a language model (Progress::report_perplexity).
+  if (spec.language_model()) std::cout << " perplexity " << std::exp(result.loss);
+  if (spec.byte_level()) std::cout << " bits/byte " << result.loss / std::log(2.0);
+  std::cout << " (" << where << ")" << std::endl;
+  if (seconds > 0)
+    std::cout << "throughput " << static_cast<int64_t>(static_cast<double>(result.samples) / seconds)
+              << " samples/s (graph runs only, batch " << spec.train.batch_size << ", each batch's best of "
+              << repeat << ")" << std::endl;
+}
+
 int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
   po::options_description options = eval_options();
   po::positional_options_description positional;
@@ -160,16 +177,8 @@ int run_eval(const std::vector<std::string>& args, GlobalOptions globals) {
       print_error(r.error().message);
       return kExitRuntimeFailure;
     }
-  std::cout << split << " samples " << result->samples << " loss " << result->loss << " accuracy "
-            << result->accuracy;
-  // As training's evaluation reports a language model (Progress::report_perplexity).
-  if (spec->language_model()) std::cout << " perplexity " << std::exp(result->loss);
-  if (spec->byte_level()) std::cout << " bits/byte " << result->loss / std::log(2.0);
-  std::cout << " (" << weights << ", " << device->id() << (int8 ? ", int8" : "") << ")" << std::endl;
-  if (*seconds > 0)
-    std::cout << "throughput " << static_cast<int64_t>(static_cast<double>(result->samples) / *seconds)
-              << " samples/s (graph runs only, batch " << spec->train.batch_size << ", each batch's best of "
-              << vm["repeat"].as<int>() << ")" << std::endl;
+  print_evaluation(*spec, split, *result, weights + ", " + device->id() + (int8 ? ", int8" : ""), *seconds,
+                   vm["repeat"].as<int>());
   return kExitOk;
 }
 

@@ -144,24 +144,9 @@ Result<void> CopyEngine::issue(size_t t, void* dst, const void* src) {
 Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
   const size_t from = lane.request.from_part, to = lane.request.to_part;
   const size_t bytes = lane.request.bytes;
-  const auto check = [&](tdm_status status, const char* what) -> Result<void> {
-    if (status == TDM_OK) return {};
-    return failure(lane, what, status);
-  };
   switch (lane.route) {
     case CopyRoute::HostMemcpy:
-      lane.host_step = worker_->post([this, &lane, dst, src, bytes]() -> Result<void> {
-        clear_last_error();
-        // The source part's stream may run behind the host on a backend of
-        // its own making; a synchronous CPU stream returns at once.
-        const tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
-        if (status != TDM_OK) return failure(lane, "waiting for the source", status);
-        const auto start = Clock::now();
-        std::memcpy(dst, src, bytes);
-        lane.finished_at = Clock::now();
-        lane.busy_us = micros(lane.finished_at - start);
-        return {};
-      });
+      issue_memcpy(lane, dst, src);
       return {};
     case CopyRoute::DeviceToHost: {
       void* target = lane.staged ? lane.staging.data() : dst;
@@ -179,27 +164,9 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
         });
       break;
     }
-    case CopyRoute::HostToDevice: {
-      if (lane.staged) {
-        lane.host_step = worker_->post([this, &lane, dst, src, bytes]() -> Result<void> {
-          clear_last_error();
-          tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
-          if (status != TDM_OK) return failure(lane, "waiting for the source", status);
-          std::memcpy(lane.staging.data(), src, bytes);
-          return copy_from_staging(lane, dst);
-        });
-        break;
-      }
-      clear_last_error();
-      // A host-addressable source: its stream is synchronous or nearly so.
-      if (auto r = check(api(from).event_synchronize(lane.ready.get()), "waiting for the source"); !r)
-        return r;
-      std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
-      tdm_stream* copy = copy_streams_[to].get();
-      if (auto r = check(api(to).copy_h2d(copy, dst, src, bytes), "copy_h2d"); !r) return r;
-      if (auto r = check(api(to).event_record(lane.done.get(), copy), "recording its end"); !r) return r;
+    case CopyRoute::HostToDevice:
+      if (auto r = issue_host_to_device(lane, dst, src); !r) return r;
       break;
-    }
     case CopyRoute::PeerToPeer: {
       tdm_device* peer = parts_[to].device->get();
       auto r = on_source_stream(
@@ -226,6 +193,49 @@ Result<void> CopyEngine::issue_steps(Lane& lane, void* dst, const void* src) {
   }
   observe(lane);
   return {};
+}
+
+// HostMemcpy: on the worker, once the source reached "ready" (its stream
+// may run behind the host on a backend of its own making; a synchronous CPU
+// stream returns at once).
+void CopyEngine::issue_memcpy(Lane& lane, void* dst, const void* src) {
+  const size_t bytes = lane.request.bytes;
+  lane.host_step = worker_->post([this, &lane, dst, src, bytes]() -> Result<void> {
+    clear_last_error();
+    const tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
+    if (status != TDM_OK) return failure(lane, "waiting for the source", status);
+    const auto start = Clock::now();
+    std::memcpy(dst, src, bytes);
+    lane.finished_at = Clock::now();
+    lane.busy_us = micros(lane.finished_at - start);
+    return {};
+  });
+}
+
+Result<void> CopyEngine::issue_host_to_device(Lane& lane, void* dst, const void* src) {
+  const size_t from = lane.request.from_part, to = lane.request.to_part;
+  const size_t bytes = lane.request.bytes;
+  if (lane.staged) {
+    lane.host_step = worker_->post([this, &lane, dst, src, bytes]() -> Result<void> {
+      clear_last_error();
+      tdm_status status = api_of(lane.ready).event_synchronize(lane.ready.get());
+      if (status != TDM_OK) return failure(lane, "waiting for the source", status);
+      std::memcpy(lane.staging.data(), src, bytes);
+      return copy_from_staging(lane, dst);
+    });
+    return {};
+  }
+  const auto check = [&](tdm_status status, const char* what) -> Result<void> {
+    if (status == TDM_OK) return {};
+    return failure(lane, what, status);
+  };
+  clear_last_error();
+  // A host-addressable source: its stream is synchronous or nearly so.
+  if (auto r = check(api(from).event_synchronize(lane.ready.get()), "waiting for the source"); !r) return r;
+  std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
+  tdm_stream* copy = copy_streams_[to].get();
+  if (auto r = check(api(to).copy_h2d(copy, dst, src, bytes), "copy_h2d"); !r) return r;
+  return check(api(to).event_record(lane.done.get(), copy), "recording its end");
 }
 
 Result<void> CopyEngine::on_source_stream(Lane& lane, const std::function<tdm_status(tdm_stream*)>& copy,

@@ -146,6 +146,8 @@ class CopyEngine {
   CopyEngine() = default;
   Result<void> add_lane(const CopyRequest& request);
   Result<void> issue_steps(Lane& lane, void* dst, const void* src);
+  void issue_memcpy(Lane& lane, void* dst, const void* src);
+  Result<void> issue_host_to_device(Lane& lane, void* dst, const void* src);
   // On the source's copy stream: wait for "ready", `copy`, record `end`.
   Result<void> on_source_stream(Lane& lane, const std::function<tdm_status(tdm_stream*)>& copy,
                                 const char* what, OwnedEvent& end, const char* end_what);

@@ -241,8 +241,13 @@ Result<void> plan_streaming(const Graph& graph, const StreamRequest& stream, Pla
           "cannot stream value " + std::to_string(id) +
               ": only persistent values (parameters, gradients, state) have a home to stream from",
           TDM_INVALID_ARGUMENT);
+    PersistentBuffer& buffer = plan.persistent[plan.values.at(storage->owner).persistent];
+    if (buffer.category == MemoryCategory::Inputs)
+      return make_error(
+          "cannot stream '" + buffer.name + "': it is an input the host writes each step (stage it instead)",
+          TDM_INVALID_ARGUMENT);
     owners.insert(storage->owner);
-    plan.persistent[plan.values.at(storage->owner).persistent].streamed = true;
+    buffer.streamed = true;
   }
   std::vector<NodeTouches> nodes(graph.node_count());
   for (size_t p = 0; p < graph.node_count(); ++p) {

@@ -16,14 +16,16 @@ const AttrRange kAtLeast0{0, std::numeric_limits<double>::infinity(), false, "0 
 const AttrRange kPositive{0, std::numeric_limits<double>::infinity(), true, "positive"};
 const AttrRange kProbability{0, 1, false, "in [0, 1]"};
 
-std::vector<LayerSchema> build() {
-  const AttrSchema bias{"bias", AttrKind::Bool};
-  const AttrSchema activation{"activation", AttrKind::String, kActivations};
-  const AttrSchema kernel{"kernel", AttrKind::IntOrInts, {}, true, kAtLeast1};
-  const AttrSchema stride{"stride", AttrKind::IntOrInts, {}, false, kAtLeast1};
-  const AttrSchema padding{"padding", AttrKind::IntOrInts, {}, false, kAtLeast0};
-  const AttrSchema epsilon{"epsilon", AttrKind::Float, {}, false, kPositive};
-  const AttrSchema init_std{"init_std", AttrKind::Float, {}, false, kPositive};
+const AttrSchema bias{"bias", AttrKind::Bool};
+const AttrSchema activation{"activation", AttrKind::String, kActivations};
+const AttrSchema kernel{"kernel", AttrKind::IntOrInts, {}, true, kAtLeast1};
+const AttrSchema stride{"stride", AttrKind::IntOrInts, {}, false, kAtLeast1};
+const AttrSchema padding{"padding", AttrKind::IntOrInts, {}, false, kAtLeast0};
+const AttrSchema epsilon{"epsilon", AttrKind::Float, {}, false, kPositive};
+const AttrSchema init_std{"init_std", AttrKind::Float, {}, false, kPositive};
+
+// Layers with weights over features or pixels, and pooling.
+std::vector<LayerSchema> dense_layers() {
   return {
       {"linear",
        "y = act(x W^T + b); x is flattened to [batch, features] first",
@@ -56,6 +58,12 @@ std::vector<LayerSchema> build() {
       {"avg_pool2d",
        "average pooling over NCHW",
        {kernel, stride, padding, {"count_include_pad", AttrKind::Bool}}},
+  };
+}
+
+// Activations, normalisations and reshapes: one input, no mixing of samples.
+std::vector<LayerSchema> pointwise_layers() {
+  return {
       {"relu", "max(x, 0)", {}},
       {"leaky_relu",
        "x where x > 0, else negative_slope x (default 0.01)",
@@ -73,6 +81,12 @@ std::vector<LayerSchema> build() {
       {"layer_norm", "normalisation over the last dim", {epsilon}},
       {"rms_norm", "root-mean-square normalisation over the last dim (Llama)", {epsilon}},
       {"silu", "x sigmoid(x) (swish)", {}},
+  };
+}
+
+// The layers of language models: token and position embeddings, attention.
+std::vector<LayerSchema> sequence_layers() {
+  return {
       {"position_embedding",
        "adds a learned vector per position to token vectors [batch, context, features] (GPT-2)",
        {{"max_positions", AttrKind::Int, {}, false, kAtLeast1}, init_attr("init"), init_std}},
@@ -104,11 +118,24 @@ std::vector<LayerSchema> build() {
         {"parallel", AttrKind::String, {"none", "vocab"}},
         init_attr("init"),
         {"init_std", AttrKind::Float}}},
+  };
+}
+
+// Layers of several inputs, and the inference heads.
+std::vector<LayerSchema> combining_layers() {
+  return {
       {"add", "elementwise sum of its inputs (residual connections)", {}, 2, 8},
       {"mul", "elementwise product of two inputs", {}, 2, 2},
       {"concat", "concatenation along an axis", {{"axis", AttrKind::Int}}, 2, 8},
       {"softmax", "softmax over the last dim (inference heads)", {}},
   };
+}
+
+std::vector<LayerSchema> build() {
+  std::vector<LayerSchema> all;
+  for (auto part : {dense_layers, pointwise_layers, sequence_layers, combining_layers})
+    for (LayerSchema& schema : part()) all.push_back(std::move(schema));
+  return all;
 }
 
 }  // namespace

@@ -125,10 +125,16 @@ Result<void> Program::replan_after_oom(const Error& oom) {
   };
   for (const auto& [id, handle] : devices_) check(id, *handle);
   if (device.empty()) return oom;  // refused by a budget before allocating: the plan's own words
-  measured_capacity_[device] = failure.held;
+  // Holding nothing of this run, it had less than the first allocation
+  // free: that is its capacity (0 would read as no limit at all).
+  uint64_t capacity = failure.held;
+  if (capacity == 0)
+    if (auto info = devices_.at(device)->info(); info) capacity = std::max<uint64_t>(info->free_memory, 1);
+  measured_capacity_[device] = std::max<uint64_t>(capacity, 1);
   const std::string what = device + " ran out of memory at run time: it held " + human_bytes(failure.held) +
                            " of this run when " + human_bytes(failure.requested) + " more were asked";
   const auto before = layer_devices();
+  const std::set<std::string> streamed_before = streamed_;
   if (devices_.size() < 2 && placement_mode_ != "strict") {  // move memory: stream what makes it fit
     auto fit = fewest_streamed(estimate_inputs(nullptr, nullptr, true));
     if (!fit) return fit.error();
@@ -158,10 +164,11 @@ Result<void> Program::replan_after_oom(const Error& oom) {
   std::string moves;
   for (const auto& [layer, to] : layer_devices())
     if (before.at(layer) != to) moves += (moves.empty() ? "" : ", ") + layer + " -> " + to;
+  if (moves.empty() && streamed_ != streamed_before) return {};  // streams instead, and said so
   if (moves.empty())
     return make_error(what + "; re-planning within that moved no layer. " + oom.message, TDM_OUT_OF_MEMORY);
-  log_warning(what + ". Re-planned within " + human_bytes(failure.held) + " on " + device + ": " + moves +
-              " (tandem plan --memory-budget " + device + "=" + human_bytes(failure.held) +
+  log_warning(what + ". Re-planned within " + human_bytes(capacity) + " on " + device + ": " + moves +
+              " (tandem plan --memory-budget " + device + "=" + human_bytes(capacity) +
               " shows the new plan; a budget avoids the retry)");
   return {};
 }

@@ -10,6 +10,7 @@
 // measured peak is the plan's.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -145,6 +146,28 @@ TEST_P(Streaming, TrainsBitIdenticallyWithNoStateLeftOnTheDevice) {
             << stats.written_home_bytes << " B home" << std::endl;
   EXPECT_GE(stats.fetched_bytes, 5u * (2 * r.parameters + s.streamed_home - r.parameters - r.gradients));
   EXPECT_GE(stats.written_home_bytes, 5u * s.streamed_home);
+}
+
+// A GPU orders the copies with events, the host never waiting
+// (streamed_state.hpp); a CPU backend's synchronous streams run that path
+// too, each copy inline: the same numbers.
+TEST_P(Streaming, OrderingTheCopiesByEventsAsOnAGpuTrainsTheSame) {
+  auto resident = trained(kNone, {"features.grad_accum.steps=2"});
+  ASSERT_TRUE(resident.ok()) << resident.error().message;
+  setenv("TANDEM_STREAM_ORDERING", "events", 1);
+  auto streamed = trained(kEvery, {"features.grad_accum.steps=2"});
+  unsetenv("TANDEM_STREAM_ORDERING");
+  ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+  EXPECT_EQ(losses_[0], losses_[1]);
+  expect_identical(**resident, **streamed);
+  EXPECT_GT((*streamed)->executor().stream_stats().fetched_bytes, 0u);
+  setenv("TANDEM_STREAM_ORDERING", "sideways", 1);
+  auto bad = trained(kEvery);
+  unsetenv("TANDEM_STREAM_ORDERING");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("TANDEM_STREAM_ORDERING='sideways': expected events or worker"),
+            std::string::npos)
+      << bad.error().message;
 }
 
 TEST_P(Streaming, ComposesWithGradientAccumulationAndCheckpointing) {

@@ -98,8 +98,8 @@ void expect_eq(const std::vector<T>& got, const std::vector<T>& want, const std:
   check(got == want, what);
 }
 
-// Every collective on `comm`, for a world of `n` ranks; this process is `r`.
-void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
+// allreduce of f32 (SUM, MAX, MIN, AVG, in place) and s32 (SUM, MAX, AVG).
+void allreduce_cases(tdm_comm* comm, int r, int n, const std::string& tag) {
   const size_t k = 1000;
   {  // f32 SUM / MAX / MIN / AVG: values are small integers, sums are exact
     std::vector<float> send(k), out(k), sum(k), max(k), min(k), avg(k);
@@ -140,6 +140,11 @@ void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
           "s32");
     expect_eq(out, avg, tag + " allreduce s32 AVG");
   }
+}
+
+// allgather, reduce_scatter and broadcast.
+void movement_cases(tdm_comm* comm, int r, int n, const std::string& tag) {
+  const size_t k = 1000;
   {  // allgather s64: rank-major blocks
     std::vector<int64_t> send(k), out(k * size_t(n)), want(k * size_t(n));
     for (size_t i = 0; i < k; ++i) send[i] = int64_t(r) * 1000000 + int64_t(i);
@@ -174,7 +179,11 @@ void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
     check(g_api->broadcast(comm, bytes.data(), k, TDM_U8, root, nullptr) == TDM_OK, "broadcast u8");
     expect_eq(bytes, bwant, tag + " broadcast u8");
   }
-  check(g_api->barrier(comm) == TDM_OK, tag + " barrier");
+}
+
+// allreduce of bf16 and f16.
+void half_precision_cases(tdm_comm* comm, int r, int n, const std::string& tag) {
+  const size_t k = 1000;
   {                          // bf16 and f16 SUM: rounded at every step, so within 1% of the f32 sum
     using namespace tandem;  // the SDK's f16/bf16 conversions (tandem/half.hpp)
     std::vector<uint16_t> bsend(k), bout(k), hsend(k), hout(k);
@@ -199,6 +208,14 @@ void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
     check(bf_ok, tag + " allreduce bf16 SUM within 1%");
     check(h_ok, tag + " allreduce f16 SUM within 1%");
   }
+}
+
+// Every collective on `comm`, for a world of `n` ranks; this process is `r`.
+void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
+  allreduce_cases(comm, r, n, tag);
+  movement_cases(comm, r, n, tag);
+  check(g_api->barrier(comm) == TDM_OK, tag + " barrier");
+  half_precision_cases(comm, r, n, tag);
 }
 
 int run_collectives(int r, int n) {

@@ -199,12 +199,8 @@ TEST_F(AutoPlacementTest, NothingFitsIsReportedWithTheClosestPlacement) {
   EXPECT_GT(placed->estimate.over(), 0u);
 }
 
-TEST_F(AutoPlacementTest, ATransformerTooLargeForItsDeviceIsCutWhereItFits) {
-  // Residual blocks: a single layer moved out of a full device adds copy
-  // buffers on both sides of it, often more than it frees, so moving one
-  // layer at a time from the all-fast start takes many rounds (or stalls
-  // over the budget). The model cut in two fits at once.
-  load(R"([model]
+// Four pre-norm transformer blocks, AdamW.
+const char* kFourBlocks = R"([model]
 task = "language_model"
 context = 16
 vocab_size = 32
@@ -255,7 +251,14 @@ op = "linear"
 out_features = 32
 [train]
 optimizer = "adamw"
-)");
+)";
+
+TEST_F(AutoPlacementTest, ATransformerTooLargeForItsDeviceIsCutWhereItFits) {
+  // Residual blocks: a single layer moved out of a full device adds copy
+  // buffers on both sides of it, often more than it frees, so moving one
+  // layer at a time from the all-fast start takes many rounds (or stalls
+  // over the budget). The model cut in two fits at once.
+  load(kFourBlocks);
   // Per-op ratios like a GPU's against a CPU's: attention the cheapest to move.
   write_costs(
       [](const std::string& device, const std::string& layer) -> std::optional<double> {

@@ -29,6 +29,74 @@ namespace {
 
 class TrainCli : public CliTest {
  protected:
+  // A byte-level language model of two blocks on a repeated sentence
+  // (validation held out, no test split); its model file's path.
+  std::string byte_language_model() {
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "the cat sat on the mat. ";
+    { std::ofstream(dir.file("text.txt")) << text; }
+    return model(R"([model]
+task = "language_model"
+context = 16
+vocab_size = 256
+[[layers]]
+name = "tok"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 32
+[[layers]]
+name = "pos"
+op = "position_embedding"
+[[layers]]
+name = "h"
+op = "repeat"
+count = 2
+[[layers.body]]
+name = "ln"
+op = "layer_norm"
+[[layers.body]]
+name = "attn"
+op = "attention"
+heads = 4
+[[layers.body]]
+name = "res"
+op = "add"
+inputs = ["h", "attn"]
+[[layers.body]]
+name = "fc"
+op = "linear"
+out_features = 64
+activation = "relu"
+[[layers.body]]
+name = "proj"
+op = "linear"
+out_features = 32
+[[layers.body]]
+name = "res2"
+op = "add"
+inputs = ["res", "proj"]
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+tie_weight = "tok"
+bias = false
+[train]
+optimizer = "adamw"
+lr = 0.01
+batch_size = 16
+steps = 60
+seed = 2
+[data]
+format = "tokens"
+train_tokens = ")" +
+                 dir.file("text.txt") +
+                 R"("
+validation_split = 0.1
+windows_per_epoch = 320
+)");
+  }
+
   // A run's memory record for `device` (metrics.jsonl, "event": "memory"):
   // the allocator's peak during the training steps, and with evaluation.
   static std::pair<uint64_t, uint64_t> memory_figures(const std::string& run_dir, const std::string& device) {
@@ -421,68 +489,7 @@ namespace {
 // line, its validation loss falls below that of guessing among the bytes it
 // saw, and `tandem plan` lists its repeated blocks.
 TEST_F(TrainCli, ALanguageModelLearnsTheBytesOfAText) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "the cat sat on the mat. ";
-  { std::ofstream(dir.file("text.txt")) << text; }
-  const std::string m = model(R"([model]
-task = "language_model"
-context = 16
-vocab_size = 256
-[[layers]]
-name = "tok"
-op = "embedding"
-num_embeddings = 256
-embedding_dim = 32
-[[layers]]
-name = "pos"
-op = "position_embedding"
-[[layers]]
-name = "h"
-op = "repeat"
-count = 2
-[[layers.body]]
-name = "ln"
-op = "layer_norm"
-[[layers.body]]
-name = "attn"
-op = "attention"
-heads = 4
-[[layers.body]]
-name = "res"
-op = "add"
-inputs = ["h", "attn"]
-[[layers.body]]
-name = "fc"
-op = "linear"
-out_features = 64
-activation = "relu"
-[[layers.body]]
-name = "proj"
-op = "linear"
-out_features = 32
-[[layers.body]]
-name = "res2"
-op = "add"
-inputs = ["res", "proj"]
-[[layers]]
-name = "head"
-op = "linear"
-out_features = 256
-tie_weight = "tok"
-bias = false
-[train]
-optimizer = "adamw"
-lr = 0.01
-batch_size = 16
-steps = 60
-seed = 2
-[data]
-format = "tokens"
-train_tokens = ")" + dir.file("text.txt") +
-                              R"("
-validation_split = 0.1
-windows_per_epoch = 320
-)");
+  const std::string m = byte_language_model();
   CliRun plan = tandem("plan " + m);
   ASSERT_EQ(plan.code, 0) << plan.output;
   EXPECT_HAS(plan.output, "h.1.attn");

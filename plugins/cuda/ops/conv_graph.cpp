@@ -223,6 +223,36 @@ struct ConvGraphPlan::Built {
   void* bound[4] = {};
 };
 
+namespace {
+
+// The device's properties as cuDNN 9.8 and later take them: from the
+// handle, or from the JSON a test gives for a device it does not have.
+Descriptor device_properties(const ConvGraphDevice& device, cudnnHandle_t& handle) {
+  Descriptor d(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
+  const std::string& json = device.properties_json;
+  if (json.empty())
+    d.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "device properties");
+  else
+    d.set(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, int64_t(json.size()), json.data(),
+          "device properties");
+  d.finalize("the device properties");
+  return d;
+}
+
+// The heuristic's engine configurations whose numerics the dtype and the
+// TF32 setting allow, with what each is.
+void allowed_configs(Descriptor& graph, Descriptor* device, bool f32, bool tf32,
+                     std::vector<Descriptor>& allowed, std::vector<EngineFacts>& facts) {
+  for (Descriptor& config : engine_configs(graph, device)) {
+    const EngineFacts f = facts_of(config);
+    if (!math::engine_numerics_allowed(f.numerics, f32, tf32)) continue;
+    allowed.push_back(std::move(config));
+    facts.push_back(f);
+  }
+}
+
+}  // namespace
+
 ConvGraphPlan::ConvGraphPlan(std::unique_ptr<Built> built) noexcept : built_(std::move(built)) {}
 ConvGraphPlan::~ConvGraphPlan() = default;
 
@@ -248,30 +278,14 @@ std::unique_ptr<ConvGraphPlan> ConvGraphPlan::build(const ConvGraphDevice& devic
     if (!by_properties)
       b->graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "graph handle");
     b->graph.finalize("the operation graph");
-    if (by_properties) {
-      b->device = Descriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
-      const std::string& json = device.properties_json;
-      if (json.empty())
-        b->device.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &prepare, "device properties");
-      else
-        b->device.set(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, int64_t(json.size()),
-                      json.data(), "device properties");
-      b->device.finalize("the device properties");
-    }
-
+    if (by_properties) b->device = device_properties(device, prepare);
     // The configurations whose numerics keep the plugin's promise, as
     // candidates of the rule; their plans are finalized in the rule's order
     // until one fits.
-    std::vector<Descriptor> configs = engine_configs(b->graph, by_properties ? &b->device : nullptr);
-    const bool f32 = shape.dtype == CUDNN_DATA_FLOAT;
     std::vector<Descriptor> allowed;
     std::vector<EngineFacts> facts;
-    for (Descriptor& config : configs) {
-      const EngineFacts f = facts_of(config);
-      if (!math::engine_numerics_allowed(f.numerics, f32, tf32)) continue;
-      allowed.push_back(std::move(config));
-      facts.push_back(f);
-    }
+    allowed_configs(b->graph, by_properties ? &b->device : nullptr, shape.dtype == CUDNN_DATA_FLOAT, tf32,
+                    allowed, facts);
     std::vector<math::ConvAlgorithmCandidate> candidates(allowed.size());
     std::vector<bool> deterministic(allowed.size()), tried(allowed.size());
     std::vector<Descriptor> plans(allowed.size());
