@@ -7,8 +7,8 @@
 
 #include "util/format.hpp"
 
-#ifndef TANDEM_PLUGIN_INSTALL_DIR_ABS
-#error "TANDEM_PLUGIN_INSTALL_DIR_ABS must be defined by the build (host/CMakeLists.txt)"
+#if !defined(TANDEM_PLUGIN_INSTALL_DIR_ABS) || !defined(TANDEM_PLUGIN_INSTALL_DIR_REL)
+#error "TANDEM_PLUGIN_INSTALL_DIR_ABS and _REL must be defined by the build (host/CMakeLists.txt)"
 #endif
 
 namespace fs = std::filesystem;
@@ -23,11 +23,24 @@ fs::path default_install_dir() {
   return fs::path(TANDEM_PLUGIN_INSTALL_DIR_ABS);
 }
 
-fs::path default_exe_relative_dir() {
+namespace {
+
+// <dir of the executable>/../<relative>, or empty when unknown.
+fs::path beside_executable(const fs::path& relative) {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec || exe.empty()) return {};
-  return (exe.parent_path() / ".." / "lib" / "tandem" / "plugins").lexically_normal();
+  if (ec || exe.empty() || relative.empty()) return {};
+  return (exe.parent_path() / ".." / relative).lexically_normal();
+}
+
+}  // namespace
+
+fs::path default_exe_relative_dir() {
+  return beside_executable(fs::path("lib") / "tandem" / "plugins");
+}
+
+fs::path default_relocated_install_dir() {
+  return beside_executable(TANDEM_PLUGIN_INSTALL_DIR_REL);
 }
 
 std::vector<SearchDir> plugin_search_dirs(const DiscoveryOptions& options) {
@@ -45,6 +58,10 @@ std::vector<SearchDir> plugin_search_dirs(const DiscoveryOptions& options) {
 
   fs::path install = options.install_dir ? *options.install_dir : default_install_dir();
   if (!install.empty()) dirs.push_back({install, "install directory", "", true});
+  if (!options.exe_relative_dir)
+    if (fs::path moved = default_relocated_install_dir();
+        !moved.empty() && moved != default_exe_relative_dir())
+      dirs.push_back({moved, "installation beside the program", "", true});
   fs::path build = options.exe_relative_dir ? *options.exe_relative_dir : default_exe_relative_dir();
   if (!build.empty()) dirs.push_back({build, "build tree", "", true});
 

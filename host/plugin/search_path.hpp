@@ -2,7 +2,9 @@
 //   1. --plugin-path directories (each ':'-separated, several allowed);
 //   2. TANDEM_PLUGIN_PATH (':'-separated);
 //   3. the install directory fixed at configure time;
-//   4. <dir of the executable>/../lib/tandem/plugins, so a build tree works.
+//   4. <dir of the executable>/../<libdir>/tandem/plugins, so an installation
+//      moved elsewhere (cmake --install --prefix) finds its own;
+//   5. <dir of the executable>/../lib/tandem/plugins, so a build tree works.
 #pragma once
 
 #include <filesystem>
@@ -16,8 +18,10 @@ namespace tandem::host {
 struct DiscoveryOptions {
   std::vector<std::string> plugin_paths;  // from --plugin-path
   // Each source can be overridden (tests); nullopt means "the real one".
-  std::optional<std::string> env_path;                    // TANDEM_PLUGIN_PATH
-  std::optional<std::filesystem::path> install_dir;       // empty path disables
+  std::optional<std::string> env_path;               // TANDEM_PLUGIN_PATH
+  std::optional<std::filesystem::path> install_dir;  // empty path disables
+  // The build tree's directory; set (even empty), it also disables the
+  // installation's directory beside the executable (entry 4).
   std::optional<std::filesystem::path> exe_relative_dir;  // empty path disables
   bool allow_insecure = false;                            // --allow-insecure-plugins
   // --override-plugin NAME: a plugin of this name from --plugin-path or
@@ -27,9 +31,11 @@ struct DiscoveryOptions {
 
 struct SearchDir {
   std::filesystem::path path;
-  std::string origin;  // "--plugin-path", "TANDEM_PLUGIN_PATH", "install directory", "build tree"
-  std::string note;    // why it is not searched ("does not exist"), empty when searched
-  // The install directory or the build tree's: the plugins that came with
+  // "--plugin-path", "TANDEM_PLUGIN_PATH", "install directory",
+  // "installation beside the program", "build tree"
+  std::string origin;
+  std::string note;  // why it is not searched ("does not exist"), empty when searched
+  // The install directories or the build tree's: the plugins that came with
   // this host, which a user's directory may not shadow (sdk/ABI.md rule 10).
   bool system = false;
 };
@@ -38,6 +44,9 @@ struct SearchDir {
 std::filesystem::path default_install_dir();
 // <dir of /proc/self/exe>/../lib/tandem/plugins, or empty when unknown.
 std::filesystem::path default_exe_relative_dir();
+// <dir of /proc/self/exe>/../<the configured plugin directory, relative to
+// the prefix>, or empty when unknown or configured absolute.
+std::filesystem::path default_relocated_install_dir();
 
 // Directories in search order; repeats and missing ones carry a note.
 std::vector<SearchDir> plugin_search_dirs(const DiscoveryOptions& options);
