@@ -115,7 +115,7 @@ Result<void> StreamedState::issue(size_t r, bool fetch) {
   const size_t bytes = bytes_[r];
   const OwnedEvent* done = nullptr;
   if (ordering_ == StreamOrdering::Events) {
-    if (auto r = enqueue_copy(lane, fetch, slot, home, bytes); !r) return r;
+    if (auto queued = enqueue_copy(lane, fetch, slot, home, bytes); !queued) return queued;
     (fetch ? lane.fetch_pending : lane.home_pending) = true;
     done = fetch ? &lane.fetch_done : &lane.home_done;
   }

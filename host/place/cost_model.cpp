@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -140,8 +141,19 @@ class Scratch {
   std::vector<void*> buffers_;
 };
 
-// latency + bytes / bandwidth through two measured sizes.
-CopyCost fit_copy(size_t small, double ts, size_t large, double tl) {
+// latency + bytes / bandwidth through two sizes, each copy timed by `once`
+// seven times (the medians).
+Result<CopyCost> fit_copy(size_t small, size_t large, const std::function<Result<double>(size_t)>& once) {
+  std::vector<double> t_small, t_large;
+  for (int i = 0; i < 7; ++i) {
+    auto s = once(small);
+    auto l = once(large);
+    if (!s) return s.error();
+    if (!l) return l.error();
+    t_small.push_back(*s);
+    t_large.push_back(*l);
+  }
+  const double ts = median(t_small), tl = median(t_large);
   CopyCost c;
   c.bytes_per_us = tl > ts ? static_cast<double>(large - small) / (tl - ts) : static_cast<double>(large) / tl;
   c.latency_us = std::max(0.0, ts - static_cast<double>(small) / c.bytes_per_us);
@@ -409,16 +421,9 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
       }
       return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
     };
-    std::vector<double> t_small, t_large;
-    for (int i = 0; i < 7; ++i) {
-      auto s = once(small);
-      auto l = once(large);
-      if (!s) return s.error();
-      if (!l) return l.error();
-      t_small.push_back(*s);
-      t_large.push_back(*l);
-    }
-    it = (*costs)->copies.emplace(to, fit_copy(small, median(t_small), large, median(t_large))).first;
+    auto fitted = fit_copy(small, large, once);
+    if (!fitted) return fitted.error();
+    it = (*costs)->copies.emplace(to, *fitted).first;
     (*costs)->changed = true;
   }
   return it->second.micros(bytes);
@@ -455,17 +460,9 @@ Result<double> CostModel::host_link_micros(const std::string& device, size_t byt
       if (auto r = checked(api.stream_synchronize(stream->get()), what); !r) return r.error();
       return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / 2;
     };
-    std::vector<double> t_small, t_large;
-    for (int i = 0; i < 7; ++i) {
-      auto s = once(small);
-      auto l = once(large);
-      if (!s) return s.error();
-      if (!l) return l.error();
-      t_small.push_back(*s);
-      t_large.push_back(*l);
-    }
-    it =
-        (*costs)->copies.emplace(kHostMemory, fit_copy(small, median(t_small), large, median(t_large))).first;
+    auto fitted = fit_copy(small, large, once);
+    if (!fitted) return fitted.error();
+    it = (*costs)->copies.emplace(kHostMemory, *fitted).first;
     (*costs)->changed = true;
   }
   return it->second.micros(bytes);

@@ -65,11 +65,10 @@ void report_streaming(const exec::Executor& ex, int64_t steps) {
   if (stats.copies == 0 || steps <= 0) return;
   const double n = static_cast<double>(steps);
   std::ostringstream line;
-  line << "streamed per step (evaluation included): "
-       << human_bytes(static_cast<uint64_t>(stats.fetched_bytes / n)) << " to the device, "
-       << human_bytes(static_cast<uint64_t>(stats.written_home_bytes / n)) << " home, in "
-       << static_cast<uint64_t>(stats.copies / n) << " copies; " << std::fixed << std::setprecision(3)
-       << stats.busy_us / 1000.0 / n << " ms of copying, " << std::setprecision(0)
+  line << "streamed per training step: " << human_bytes(static_cast<uint64_t>(stats.fetched_bytes / n))
+       << " to the device, " << human_bytes(static_cast<uint64_t>(stats.written_home_bytes / n))
+       << " home, in " << static_cast<uint64_t>(stats.copies / n) << " copies; " << std::fixed
+       << std::setprecision(3) << stats.busy_us / 1000.0 / n << " ms of copying, " << std::setprecision(0)
        << (stats.busy_us > 0 ? 100.0 * (1.0 - std::min(stats.waited_us, stats.busy_us) / stats.busy_us) : 0.0)
        << "% hidden behind compute\n";
   std::cout << line.str();

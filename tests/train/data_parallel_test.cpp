@@ -100,7 +100,7 @@ TEST_F(DataParallel, EachRankStreamsItsCopyAndTrainsAsResidentRanksDo) {
   ASSERT_EQ(resident.code, 0) << resident.output;
   CliRun streamed = shell(two + " --stream-params --memory-report --run-dir " + dir.file("streamed"));
   ASSERT_EQ(streamed.code, 0) << streamed.output;
-  EXPECT_NE(streamed.output.find("streamed per step"), std::string::npos) << streamed.output;
+  EXPECT_NE(streamed.output.find("streamed per training step"), std::string::npos) << streamed.output;
   EXPECT_NE(streamed.output.find("per rank x 2 ranks"), std::string::npos) << streamed.output;
   EXPECT_EQ(largest_difference(dir.file("resident"), dir.file("streamed")), 0.0);
 }

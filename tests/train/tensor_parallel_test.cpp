@@ -182,7 +182,7 @@ TEST_F(TensorParallel, EachRankStreamsItsShardAndTrainsAsResidentRanksDo) {
   ASSERT_EQ(resident.code, 0) << resident.output;
   CliRun streamed = shell(two_ranks() + " --stream-params --memory-report --run-dir " + dir.file("streamed"));
   ASSERT_EQ(streamed.code, 0) << streamed.output;
-  EXPECT_NE(streamed.output.find("streamed per step"), std::string::npos) << streamed.output;
+  EXPECT_NE(streamed.output.find("streamed per training step"), std::string::npos) << streamed.output;
   EXPECT_EQ(losses(dir.file("resident")), losses(dir.file("streamed")));
   EXPECT_EQ(largest_difference(dir.file("resident"), dir.file("streamed")), 0.0);
 }
