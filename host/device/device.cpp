@@ -22,9 +22,8 @@ Result<uint32_t> device_count(const LoadedPlugin& backend) {
                       TDM_UNAVAILABLE);
   }
   if (status != TDM_OK)
-    return make_error(
-        backend.name + ": cannot count devices: " + last_error_text("status " + std::to_string(status)),
-        status);
+    return make_error(backend.name + ": cannot count devices: " + last_error_text(silent_failure(status)),
+                      status);
   return count;
 }
 

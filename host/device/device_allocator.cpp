@@ -34,7 +34,7 @@ Result<void*> DeviceAllocator::allocate(size_t bytes, const std::string& what) {
     }
     if (status != TDM_OK || pointer == nullptr) {
       if (status == TDM_OUT_OF_MEMORY) failure_ = AllocationFailure{size, stats_.allocated};
-      const std::string why = last_error_text("status " + std::to_string(status));
+      const std::string why = last_error_text(silent_failure(status));
       return make_error("cannot allocate " + human_bytes(bytes) + " for " + what + " on " + id_ + " (" +
                             human_bytes(stats_.allocated) + " already held by this run): " + why,
                         status != TDM_OK ? status : TDM_OUT_OF_MEMORY);

@@ -8,7 +8,7 @@ namespace tandem::host::exec {
 
 std::string plugin_reason(tdm_status status) {
   std::optional<LastError> why = take_last_error();
-  return why && !why->message.empty() ? why->message : "status " + std::to_string(status);
+  return why && !why->message.empty() ? why->message : silent_failure(status);
 }
 
 Result<OwnedStream> OwnedStream::create(const DeviceHandle& device, const std::string& purpose) {

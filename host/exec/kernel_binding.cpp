@@ -123,7 +123,7 @@ Result<KernelBinding> KernelBinding::prepare(const DeviceHandle& device, const O
   if (status == TDM_OK && kernel != nullptr) return KernelBinding(backend, kernel, workspace);
 
   std::optional<LastError> why = take_last_error();
-  std::string reason = why && !why->message.empty() ? why->message : "status " + std::to_string(status);
+  std::string reason = why && !why->message.empty() ? why->message : silent_failure(status);
   const char* verb = status == TDM_UNSUPPORTED ? "cannot run" : "rejected";
   if (status == TDM_OK) {  // OK without a kernel breaks the contract
     reason = "kernel_prepare returned OK but no kernel";

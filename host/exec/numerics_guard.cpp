@@ -70,7 +70,7 @@ Result<void> NumericsGuard::fill_guards(tdm_stream* stream, const std::vector<Gu
     if (status == TDM_OK) status = api.stream_synchronize(stream);
     if (status != TDM_OK)
       return make_error("--check-bounds: writing the guard after '" + out.value + "' on " + device_->id() +
-                            " failed: " + last_error_text("status " + std::to_string(status)),
+                            " failed: " + last_error_text(silent_failure(status)),
                         status);
   }
   return {};
@@ -87,9 +87,8 @@ Result<void> NumericsGuard::check_guards(tdm_stream* stream, const std::vector<G
         api.copy_d2h(stream, host_.data(), static_cast<char*>(out.pointer) + out.extent, out.guard);
     if (status == TDM_OK) status = api.stream_synchronize(stream);
     if (status != TDM_OK)
-      return make_error(
-          node + " failed on " + device_->id() + ": " + last_error_text("status " + std::to_string(status)),
-          status);
+      return make_error(node + " failed on " + device_->id() + ": " + last_error_text(silent_failure(status)),
+                        status);
     size_t first = out.guard, last = 0, changed = 0;
     for (size_t i = 0; i < out.guard; ++i)
       if (host_[i] != guard_byte(i)) first = std::min(first, i), last = i, ++changed;
@@ -126,7 +125,7 @@ Result<void> NumericsGuard::poison(tdm_stream* stream, const std::vector<Guarded
     if (status == TDM_OK) status = api.stream_synchronize(stream);
     if (status != TDM_OK)
       return make_error("--poison-outputs: filling '" + out.value + "' on " + device_->id() +
-                            " failed: " + last_error_text("status " + std::to_string(status)),
+                            " failed: " + last_error_text(silent_failure(status)),
                         status);
   }
   return {};
@@ -145,9 +144,8 @@ Result<void> NumericsGuard::check(tdm_stream* stream, const std::vector<GuardedO
     tdm_status status = api.copy_d2h(stream, host_.data(), out.pointer, out.bytes);
     if (status == TDM_OK) status = api.stream_synchronize(stream);
     if (status != TDM_OK)
-      return make_error(
-          node + " failed on " + device_->id() + ": " + last_error_text("status " + std::to_string(status)),
-          status);
+      return make_error(node + " failed on " + device_->id() + ": " + last_error_text(silent_failure(status)),
+                        status);
     const size_t count = out.bytes / dtype_size(out.dtype);
     if (auto bad = first_non_finite(host_.data(), count, out.dtype))
       return make_error("--check-numerics: " + node + " on " + device_->id() +

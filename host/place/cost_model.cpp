@@ -162,7 +162,7 @@ Result<CopyCost> fit_copy(size_t small, size_t large, const std::function<Result
 
 Result<void> checked(tdm_status status, const std::string& what) {
   if (status == TDM_OK) return {};
-  return make_error(what + ": " + last_error_text("status " + std::to_string(status)), status);
+  return make_error(what + ": " + last_error_text(silent_failure(status)), status);
 }
 
 // Inputs hold small valid numbers: 0.01 in f32 (no denormals, no overflow in

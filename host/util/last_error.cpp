@@ -1,5 +1,6 @@
 #include "util/last_error.hpp"
 
+#include <iterator>
 #include <utility>
 
 namespace tandem::host {
@@ -35,6 +36,16 @@ std::string last_error_text(const std::string& fallback) {
   if (!error || error->message.empty()) return fallback;
   if (error->source.empty()) return error->message;
   return "[" + error->source + "] " + error->message;
+}
+
+std::string silent_failure(tdm_status status) {
+  static const char* const kNames[] = {
+      "TDM_OK",          "TDM_UNSUPPORTED",      "TDM_INVALID_ARGUMENT", "TDM_OUT_OF_MEMORY", "TDM_NOT_FOUND",
+      "TDM_UNAVAILABLE", "TDM_VERSION_MISMATCH", "TDM_TIMEOUT",          "TDM_ABORTED",       "TDM_INTERNAL"};
+  const auto index = static_cast<size_t>(status);
+  const std::string name = index < std::size(kNames) ? kNames[index] : "status " + std::to_string(status);
+  return name +
+         " (the plugin gave no message: a plugin calls set_error on the thread that returns the status)";
 }
 
 }  // namespace tandem::host

@@ -27,4 +27,9 @@ void clear_last_error();
 // no reason. Clears the slot.
 std::string last_error_text(const std::string& fallback);
 
+// What a failed call says when its plugin gave no message: the status's
+// name, and how a plugin gives one (set_error on the thread that returns
+// the status, sdk/ABI.md).
+std::string silent_failure(tdm_status status);
+
 }  // namespace tandem::host

@@ -14,8 +14,11 @@
 namespace tandem::test {
 namespace {
 
+using host::clear_last_error;
 using host::HostServices;
+using host::last_error_text;
 using host::PluginContext;
+using host::silent_failure;
 
 TEST(HostServices, TableIsComplete) {
   HostServices services;
@@ -108,6 +111,19 @@ TEST(HostServices, APluginsErrorKeepsTheReasonTheGraphGaveIt) {
             "[amp] graph edit: inserting node 'fc1.bf16' failed: node name 'fc1.bf16' is used twice");
   host::record_last_error(TDM_INVALID_ARGUMENT, "amp", "bad config");
   EXPECT_EQ(host::last_error_text(""), "[amp] bad config") << "nothing from the graph: nothing added";
+}
+
+// A failure the plugin gave no message for says which status it was and how
+// a plugin gives one, instead of a bare number.
+TEST(HostServices, ASilentFailureNamesItsStatusAndWhatThePluginShouldDo) {
+  const std::string oom = silent_failure(TDM_OUT_OF_MEMORY);
+  EXPECT_NE(oom.find("TDM_OUT_OF_MEMORY"), std::string::npos) << oom;
+  EXPECT_NE(oom.find("the plugin gave no message"), std::string::npos) << oom;
+  EXPECT_NE(oom.find("set_error on the thread that returns the status"), std::string::npos) << oom;
+  EXPECT_EQ(silent_failure(TDM_INTERNAL).rfind("TDM_INTERNAL (", 0), 0u);
+  EXPECT_EQ(silent_failure(static_cast<tdm_status>(42)).rfind("status 42 (", 0), 0u);
+  clear_last_error();
+  EXPECT_EQ(last_error_text(silent_failure(TDM_TIMEOUT)).rfind("TDM_TIMEOUT (", 0), 0u);
 }
 
 TEST(HostServices, LogLinesNamePlugin) {
