@@ -51,7 +51,7 @@ stamp=$(date +%Y%m%d-%H%M%S)
 echo "uptime before: $(uptime)" >&2
 
 # What the model needs resident on onednn:0, in KiB; the limit is a fraction of it.
-need_kib=$("$tandem" plan "$repo/$model" --device onednn:0 --placement pinned --threads "$threads" "${sets[@]}" |
+need_kib=$("$tandem" plan "$repo/$model" --device onednn:0 --placement pinned --no-stream --threads "$threads" "${sets[@]}" |
   sed -n 's/^  total *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p' | head -1 |
   awk '{ printf "%.0f", $1 * ($2 == "MiB" ? 1024 : $2 == "GiB" ? 1048576 : $2 == "KiB" ? 1 : 1/1024) }')
 limit="$((need_kib / fraction))KiB"

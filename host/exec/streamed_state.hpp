@@ -77,7 +77,6 @@ class StreamedState {
   Result<void> finish();
 
   const StreamStats& stats() const noexcept { return stats_; }
-  StreamOrdering ordering() const noexcept { return ordering_; }
   // Each copy's span added to `profile` by finish() (nullptr: none).
   void record_into(NodeProfile* profile) noexcept { profile_ = profile; }
 

@@ -49,7 +49,7 @@ std::vector<StreamableLayer> streamable_layers(const lowering::ModelGraph& model
     const model::LayerSpec* l = spec_of(spec, name);
     if (l != nullptr && l->stream == false) continue;
     auto [at, added] = index.emplace(name, layers.size());
-    if (added) layers.push_back({name, {}, 0, l != nullptr && l->stream == true});
+    if (added) layers.push_back({{}, 0, l != nullptr && l->stream == true});
     StreamableLayer& layer = layers[at->second];
     layer.values.insert(g.value(p)->name);
     add_companions(model, p, layer);

@@ -17,7 +17,6 @@
 namespace tandem::host::program {
 
 struct StreamableLayer {
-  std::string name;              // as its nodes name it ("h.3.fc")
   std::set<std::string> values;  // what streaming it moves to host memory
   uint64_t bytes = 0;            // their size
   bool forced = false;           // the model file says `stream = true`
