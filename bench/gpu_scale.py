@@ -70,10 +70,11 @@ def table(directory, models, repo):
         layers, width = attention_shape(spec)
         context = spec["model"]["context"]
         runs = {side: load(os.path.join(directory, f"{model}-{side}.json"))
-                for side in ("tandem", "tandem-f32_tiles", "pytorch-eager", "pytorch-compile")}
+                for side in ("tandem", "tandem-f32_tiles", "tandem-f32_products", "pytorch-eager",
+                             "pytorch-compile")}
         for side, run in runs.items():
             if run is None:
-                if side != "tandem-f32_tiles":
+                if side not in ("tandem-f32_tiles", "tandem-f32_products"):
                     rows.append((model, side, "not run", "", "", "", "", ""))
                 continue
             tokens = run["median_samples_per_second"] * run["tokens_per_sample"]

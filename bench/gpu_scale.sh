@@ -7,7 +7,7 @@
 # batch, same step (zero_grad + forward + backward + AdamW).
 #
 #   bench/gpu_scale.sh [--build DIR] [--models "gpt2_small llama_1b"] [--quick] [--no-peer] [--profile]
-#                      [--compare-attention] [--plugin-option NAME.KEY=VALUE]...
+#                      [--compare-attention] [--compare-wide] [--plugin-option NAME.KEY=VALUE]...
 #
 # First the GPU's bf16 matrix peak is measured (bench/gpu_scale.py peak: an
 # 8192^3 bf16 product through PyTorch's cuBLAS, mean of 10 after warm-up,
@@ -18,7 +18,9 @@
 # each model (one synchronisation per node: time per op, not a throughput).
 # --compare-attention also runs Tandem with the cuda plugin's f32-arithmetic
 # attention (--plugin-option cuda.attention=f32_tiles: the row
-# tandem-f32_tiles); --plugin-option passes an option to every Tandem run
+# tandem-f32_tiles); --compare-wide also runs Tandem with amp's
+# wide_products = false (the products amp keeps in f32 read f32 operands:
+# the row tandem-f32_products); --plugin-option passes an option to every Tandem run
 # (cuda.tf32=true puts the products amp keeps in f32 on TF32); --quick
 # takes fewer steps (the Llama).
 # Raw JSON per run goes to $TANDEM_BENCH_OUT (default bench/results/); the
@@ -33,6 +35,7 @@ steps=10 warmup=3 repeats=3
 peer=1
 profile=0
 compare=0
+compare_wide=0
 options=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,8 +45,9 @@ while [ $# -gt 0 ]; do
     --no-peer) peer=0; shift ;;
     --profile) profile=1; shift ;;
     --compare-attention) compare=1; shift ;;
+    --compare-wide) compare_wide=1; shift ;;
     --plugin-option) options+=(--plugin-option "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "gpu_scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -71,6 +75,11 @@ for model in $models; do
     echo "== tandem-f32_tiles $model"
     "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16 "${common[@]}" \
       --plugin-option cuda.attention=f32_tiles --json "$out/$model-tandem-f32_tiles.json" || failed=1
+  fi
+  if [ "$compare_wide" = 1 ]; then
+    echo "== tandem-f32_products $model"
+    "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16,wide_products=false \
+      "${common[@]}" --json "$out/$model-tandem-f32_products.json" || failed=1
   fi
   if [ "$profile" = 1 ]; then
     "$tandem" "${options[@]}" bench "$file" --device cuda:0 --feature amp:dtype=bf16 --steps 3 --warmup 2 --repeats 1 \

@@ -12,8 +12,12 @@
 #
 #   bench/streaming.sh [--model bench/models/gpt2_small_bytes.toml] [--steps N] [--threads N]
 #                      [--fraction 3] [--depth 1] [--every] [--build DIR] [--set KEY=VALUE ...]
+#                      [--device onednn:0] [--feature NAME:KEY=VALUE,...]
 #
 # The model default is GPT-2 small's shape on bytes (85 M parameters).
+# --device cuda:0 runs it on a GPU, limited by --memory-budget rather than
+# TANDEM_DEVICE_MEMORY_LIMIT (the onednn plugin's); --feature is passed to
+# every run (amp:dtype=bf16 on a GPU).
 # --set passes model-file overrides to both runs (for example
 # features.checkpointing.segments="blocks" when the activations alone do not
 # fit the limit). Results go to bench/results/streaming/ (JSON per run).
@@ -29,6 +33,8 @@ depth=1
 choice=()
 build="$repo/build"
 sets=()
+device=onednn:0
+features=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
@@ -39,7 +45,9 @@ while [ $# -gt 0 ]; do
     --every) choice=(--stream-params); shift ;;
     --build) build=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --device) device=$2; shift 2 ;;
+    --feature) features+=(--feature "$2"); shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "streaming.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -51,21 +59,28 @@ stamp=$(date +%Y%m%d-%H%M%S)
 echo "uptime before: $(uptime)" >&2
 
 # What the model needs resident on onednn:0, in KiB; the limit is a fraction of it.
-need_kib=$("$tandem" plan "$repo/$model" --device onednn:0 --placement pinned --no-stream --threads "$threads" "${sets[@]}" |
+need_kib=$("$tandem" plan "$repo/$model" --device "$device" --placement pinned --no-stream --threads "$threads" \
+  "${features[@]}" "${sets[@]}" |
   sed -n 's/^  total *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p' | head -1 |
   awk '{ printf "%.0f", $1 * ($2 == "MiB" ? 1024 : $2 == "GiB" ? 1048576 : $2 == "KiB" ? 1 : 1/1024) }')
 limit="$((need_kib / fraction))KiB"
-echo "resident plan: ${need_kib} KiB on onednn:0; limit 1/${fraction}: ${limit}" >&2
+echo "resident plan: ${need_kib} KiB on $device; limit 1/${fraction}: ${limit}" >&2
+# The limit: the onednn plugin's own capacity, else the host's budget.
+limited=(env "TANDEM_DEVICE_MEMORY_LIMIT=$device=$limit")
+budget=()
+if [[ "$device" != onednn* ]]; then
+  limited=()
+  budget=(--memory-budget "$device=$limit")
+fi
 
-common=(--device onednn:0 --threads "$threads" --steps "$steps" --warmup 0 --repeats 1 "${sets[@]}")
+common=(--device "$device" --threads "$threads" --steps "$steps" --warmup 0 --repeats 1 "${features[@]}" "${sets[@]}")
 resident="$out/$stamp-resident.json"
 streamed="$out/$stamp-streamed.json"
-"$tandem" bench "$repo/$model" "${common[@]}" --json "$resident" >&2
-TANDEM_DEVICE_MEMORY_LIMIT="onednn:0=$limit" \
-  "$tandem" bench "$repo/$model" "${common[@]}" "${choice[@]}" --stream-depth "$depth" --json "$streamed" >&2
-TANDEM_DEVICE_MEMORY_LIMIT="onednn:0=$limit" \
-  "$tandem" plan "$repo/$model" --device onednn:0 --threads "$threads" "${choice[@]}" --stream-depth "$depth" \
-  "${sets[@]}" | tee "$out/$stamp-plan.txt"
+"$tandem" bench "$repo/$model" "${common[@]}" --no-stream --json "$resident" >&2
+"${limited[@]}" "$tandem" bench "$repo/$model" "${common[@]}" "${budget[@]}" "${choice[@]}" --stream-depth "$depth" \
+  --json "$streamed" >&2
+"${limited[@]}" "$tandem" plan "$repo/$model" --device "$device" --threads "$threads" "${budget[@]}" "${choice[@]}" \
+  --stream-depth "$depth" "${features[@]}" "${sets[@]}" | tee "$out/$stamp-plan.txt"
 echo "uptime after: $(uptime)" >&2
 
 python3 - "$resident" "$streamed" "$limit" <<'EOF'

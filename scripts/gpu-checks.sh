@@ -1,49 +1,61 @@
 #!/usr/bin/env bash
 # The GPU checks in one run, for a machine with an NVIDIA GPU and the
-# project's build dependencies (scripts/install-deps.sh). Builds what they
-# need for this GPU's architecture only (a full build compiles the CUDA
-# kernels for every supported GPU), then:
-#   1. tests    the cuda and nccl tests: every GPU test runs, or says
-#               SKIPPED and why (two-GPU tests on a one-GPU machine);
-#   2. conform  cuda:0 against reference on every case of the op catalogue
-#               (tandem-conformance --verbose: each case's implementation);
-#   3. memory   tandem bench of bench/models/gpt.toml and cnn.toml on
-#               cuda:0: planned against measured device peak;
-#   4. place    bench/placement.sh --devices cuda:0,onednn:0: estimated and
-#               measured step, copies per step and the share hidden behind
-#               compute, planned against measured peak of cuda:0;
-#   5. kernels  bench/gpu_kernels.sh: the reductions' bandwidth against the
-#               GPU's peak, old and new kernels;
-#   6. costs    tandem bench of the GPT on cuda:0 as it is, with amp bf16,
-#               with amp f16 (its overflow check sums every gradient) and
-#               with gradient clipping (likewise): what each costs a step;
-#   7. peer     bench/torch_peer.py --device cuda on the same GPT and CNN,
-#               where python3 has a PyTorch that sees the GPU;
-#   8. scale    bench/gpu_scale.sh: GPT-2 small (124 M, 16 x 1024 tokens)
-#               and the 1.24 B Llama (--quick) in bf16 against PyTorch
-#               eager and torch.compile: tokens/s, MFU against the measured
-#               bf16 peak, planned against measured device memory.
-# Each step's whole output is kept in bench/results/gpu-checks-<stamp>/;
-# the terminal gets a summary. A failing step does not stop the others.
+# project's build dependencies (scripts/install-deps.sh), or a bundle of the
+# build (scripts/gpu-bundle.sh). Builds what they need for this GPU's
+# architecture only (a full build compiles the CUDA kernels for every
+# supported GPU), then, in this order:
+#   scale    bench/gpu_scale.sh: GPT-2 small (124 M, 16 x 1024 tokens) in
+#            bf16 against PyTorch eager and torch.compile, and beside it
+#            Tandem with amp's wide_products = false; tokens/s, MFU against
+#            the measured bf16 peak, planned against measured device memory;
+#   stream   bench/streaming.sh on cuda:0: GPT-2 small with every layer's
+#            parameters, gradients and AdamW state streamed from host memory
+#            against the same model resident: throughput ratio, final
+#            weights (bit-identical when streaming changes no number);
+#   conform  cuda:0 against reference on every case of the op catalogue
+#            (tandem-conformance --verbose: each case's implementation);
+#   profile  tandem bench --profile of GPT-2 small: time per op and the
+#            slowest nodes (one synchronisation per node);
+#   llama    bench/gpu_scale.sh --quick of the 1.24 B Llama, Tandem alone;
+#   tests    the cuda and nccl tests: every GPU test runs, or says SKIPPED
+#            and why (two-GPU tests on a one-GPU machine);
+#   memory   tandem bench of bench/models/gpt.toml and cnn.toml on cuda:0:
+#            planned against measured device peak;
+#   costs    tandem bench of the GPT on cuda:0 as it is, with amp bf16,
+#            with amp f16 and with gradient clipping: what each costs a step;
+#   peer     bench/torch_peer.py --device cuda on the same GPT and CNN;
+#   place    bench/placement.sh --devices cuda:0,onednn:0;
+#   kernels  bench/gpu_kernels.sh: the reductions' bandwidth, old and new.
+# Each step runs under its own time limit and all of them within
+# --deadline seconds (default 540): a step that would start with less than
+# 20 s left is skipped and says so. Each step's whole output is kept in the
+# results directory (--out, default bench/results/gpu-checks-<stamp>/); the
+# terminal gets a line per step and, last, the table of every step and the
+# scale figures. A failing step does not stop the others.
 #
-#   scripts/gpu-checks.sh [--build DIR] [--no-build] [--jobs N] [--only STEP,...]
+#   scripts/gpu-checks.sh [--build DIR] [--no-build] [--jobs N] [--only STEP,...] [--out DIR]
+#                         [--deadline SECONDS]
 #
-# Exit status: 0 every step passed, 1 a step failed, 2 usage or build
-# failure, 77 no usable GPU (nothing measured).
+# Exit status: 0 every step passed, 1 a step failed or ran out of time,
+# 2 usage or build failure, 77 no usable GPU (nothing measured).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 do_build=1
 jobs=$(nproc)
-only="tests,conform,memory,place,kernels,costs,peer,scale"
+only="scale,stream,conform,profile,llama,tests,memory,costs,peer,place,kernels"
+out=""
+deadline=540
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --out) out=$2; shift 2 ;;
+    --deadline) deadline=$2; shift 2 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "gpu-checks.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +66,7 @@ if [ -z "$cc" ]; then
   echo "gpu-checks.sh: no usable GPU (nvidia-smi answers no compute capability); nothing measured" >&2
   exit 77
 fi
-out="$repo/bench/results/gpu-checks-$(date +%Y%m%d-%H%M%S)"
+[ -n "$out" ] || out="$repo/bench/results/gpu-checks-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 echo "gpu-checks: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)," \
   "sm_$cc; results in $out"
@@ -79,52 +91,103 @@ tandem="$build/bin/tandem"
 [ -x "$tandem" ] || { echo "gpu-checks.sh: no $tandem; build first (drop --no-build)" >&2; exit 2; }
 
 failed=0
+began=$SECONDS
+summary=()
 wanted() { [[ ",$only," == *",$1,"* ]]; }
-# step NAME COMMAND...: runs it, keeps its output, prints its last lines.
+# step NAME LIMIT COMMAND...: runs it for at most LIMIT seconds (less when
+# the deadline is nearer), keeps its output, prints its last lines.
+# COMMAND "fn F" runs this script's shell function F in a child bash.
 step() {
-  local name=$1
-  shift
+  local name=$1 limit=$2
+  shift 2
   wanted "$name" || return 0
+  [ "$1" = fn ] && set -- bash -c "$(declare -f "$2"); $2"
+  local left=$((deadline - (SECONDS - began)))
+  if [ "$left" -lt 20 ]; then
+    summary+=("$(printf '%-8s %-22s %5s  %s' "$name" "skipped (out of time)" "-" "")")
+    failed=1
+    return 0
+  fi
+  [ "$limit" -le "$left" ] || limit=$left
   local start=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
+  timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
   local status=$?
+  local verdict="passed"
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    verdict="stopped at its ${limit} s"
+  elif [ "$status" -ne 0 ]; then
+    verdict="failed (exit $status)"
+  fi
   echo
-  echo "== $name: exit $status, $((SECONDS - start)) s ($out/$name.log)"
+  echo "== $name: $verdict, $((SECONDS - start)) s ($out/$name.log)"
   if [ "$status" -ne 0 ]; then
     failed=1
-    tail -3 "$out/$name.log" | sed 's/^/  /'
+    tail -3 "$out/$name.log" | sed 's/^  */  /'
   fi
+  summary+=("$(printf '%-8s %-22s %5s' "$name" "$verdict" "$((SECONDS - start))")")
   return 0
 }
+# What the steps that are shell functions read in their child bash.
+export repo build tandem out do_build
 
-step tests ctest --test-dir "$build" -R '^(cuda|nccl)\.' --output-on-failure -j 4
-if wanted tests; then
-  grep -E 'tests passed|tests failed' "$out/tests.log"
-  grep -E '\(Skipped\)|\*\*\*Failed' "$out/tests.log" | sed 's/^/  /'
-fi
+# shellcheck disable=SC2317  # called through step
+scale() {
+  TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models gpt2_small --compare-wide
+}
+step scale 240 fn scale
+wanted scale && grep -E '^(bf16 matrix peak|model |gpt2_small )' "$out/scale.log"
 
-step conform "$build/bin/tandem-conformance" --plugin "$build/lib/tandem/plugins/libtandem-cuda.so" \
+# shellcheck disable=SC2317
+stream() {
+  TANDEM_BENCH_OUT="$out/stream" "$repo/bench/streaming.sh" --build "$build" --device cuda:0 \
+    --model bench/models/gpu/gpt2_small.toml --feature amp:dtype=bf16 --steps 10 --fraction 1 --every
+}
+step stream 120 fn stream
+wanted stream && grep -E '^(resident|streamed|throughput)' "$out/stream.log"
+
+step conform 150 "$build/bin/tandem-conformance" --plugin "$build/lib/tandem/plugins/libtandem-cuda.so" \
   --reference "$build/lib/tandem/plugins/libtandem-reference.so" --verbose
 wanted conform && tail -5 "$out/conform.log"
 
-# shellcheck disable=SC2317  # called through step
+step profile 60 "$tandem" bench "$repo/bench/models/gpu/gpt2_small.toml" --device cuda:0 \
+  --feature amp:dtype=bf16 --steps 3 --warmup 2 --repeats 1 --profile-nodes 15
+wanted profile && tail -40 "$out/profile.log"
+
+# shellcheck disable=SC2317
+llama() {
+  TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models llama_1b --quick --no-peer
+}
+step llama 90 fn llama
+wanted llama && grep -E '^(model |llama_1b )' "$out/llama.log"
+
+# shellcheck disable=SC2317
+tests() {
+  if [ -f "$build/CTestTestfile.cmake" ]; then
+    ctest --test-dir "$build" -R '^(cuda|nccl)\.' --output-on-failure -j 4
+    return
+  fi
+  # A bundle has the test programs without CTest's files.
+  local status=0 program
+  for program in "$build"/bin/tandem_cuda_*_tests "$build"/bin/tandem_nccl_*_tests; do
+    [ -x "$program" ] || continue
+    echo "== $(basename "$program")"
+    "$program" --gtest_brief=1 || status=1
+  done
+  return "$status"
+}
+step tests 90 fn tests
+wanted tests && grep -E 'tests passed|tests failed|PASSED|FAILED|SKIPPED' "$out/tests.log" | head -20
+
+# shellcheck disable=SC2317
 memory() {
   for model in gpt cnn; do
     "$tandem" bench "$repo/bench/models/$model.toml" --device cuda:0 --steps 20 --repeats 3 || return 1
   done
 }
-step memory memory
+step memory 60 fn memory
 wanted memory && grep -E '^bench |samples/s|peak RSS' "$out/memory.log"
 
-step place "$repo/bench/placement.sh" --build "$build" --devices cuda:0,onednn:0 --steps 200
-wanted place && grep -vE '^uptime' "$out/place.log"
-
-kernels_build=()
-[ "$do_build" = 1 ] || kernels_build=(--no-build)
-step kernels env TANDEM_BENCH_OUT="$out" "$repo/bench/gpu_kernels.sh" --build "$build" "${kernels_build[@]}"
-wanted kernels && tail -15 "$out/kernels.log"
-
-# shellcheck disable=SC2317  # called through step
+# shellcheck disable=SC2317
 costs() {
   local gpt="$repo/bench/models/gpt.toml" common=(--device cuda:0 --steps 20 --warmup 5 --repeats 3)
   "$tandem" bench "$gpt" "${common[@]}" &&
@@ -132,10 +195,10 @@ costs() {
     "$tandem" bench "$gpt" "${common[@]}" --feature amp:dtype=f16 &&
     "$tandem" bench "$gpt" "${common[@]}" --set train.clip_grad_norm=1.0
 }
-step costs costs
+step costs 60 fn costs
 wanted costs && grep -E '^bench |features|  step ' "$out/costs.log"
 
-# shellcheck disable=SC2317  # called through step
+# shellcheck disable=SC2317
 peer() {
   if ! python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
     echo "SKIPPED: python3 has no PyTorch that sees a GPU"
@@ -146,15 +209,25 @@ peer() {
       --steps 20 --warmup 5 --repeats 3 || return 1
   done
 }
-step peer peer
+step peer 60 fn peer
 wanted peer && cat "$out/peer.log"
 
-# shellcheck disable=SC2317  # called through step
-scale() {
-  TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models gpt2_small &&
-    TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models llama_1b --quick
-}
-step scale scale
-wanted scale && grep -E '^(bf16 matrix peak|model |gpt2_small |llama_1b )' "$out/scale.log"
+step place 120 "$repo/bench/placement.sh" --build "$build" --devices cuda:0,onednn:0 --steps 200
+wanted place && grep -vE '^uptime' "$out/place.log"
 
+kernels_build=()
+[ "$do_build" = 1 ] || kernels_build=(--no-build)
+step kernels 90 env TANDEM_BENCH_OUT="$out" "$repo/bench/gpu_kernels.sh" --build "$build" "${kernels_build[@]}"
+wanted kernels && tail -15 "$out/kernels.log"
+
+echo
+echo "gpu-checks: $((SECONDS - began)) s of steps (deadline $deadline s); results in $out"
+printf '%-8s %-22s %5s\n' step result s
+for line in "${summary[@]}"; do echo "$line"; done
+if [ -d "$out/scale" ] && python3 -c 'import tomllib' 2> /dev/null; then
+  models=""
+  [ -f "$out/scale/gpt2_small-tandem.json" ] && models="gpt2_small"
+  [ -f "$out/scale/llama_1b-tandem.json" ] && models="$models llama_1b"
+  [ -n "$models" ] && python3 "$repo/bench/gpu_scale.py" table --dir "$out/scale" --models "$models"
+fi
 exit "$failed"

@@ -76,6 +76,16 @@ class ComposedExecutor final : public Executor {
   // buffer, allocated later, shows in its part's figure only).
   uint64_t allocated_bytes() const noexcept override { return allocated_; }
   uint64_t measured_peak() const override;
+  uint64_t host_reads() const noexcept override {
+    uint64_t n = 0;
+    for (const ExecutorPart& p : parts_) n += p.executor->host_reads();
+    return n;
+  }
+  uint64_t host_read_bytes() const noexcept override {
+    uint64_t n = 0;
+    for (const ExecutorPart& p : parts_) n += p.executor->host_read_bytes();
+    return n;
+  }
   void clear_profile() override;
   NodeKernel node_kernel(size_t position) const override;
 

@@ -65,6 +65,8 @@ class DeviceExecutor final : public Executor {
   size_t node_count() const noexcept override { return nodes_.size(); }
   uint64_t allocated_bytes() const noexcept override { return allocated_; }
   uint64_t measured_peak() const override;
+  uint64_t host_reads() const noexcept override { return host_reads_; }
+  uint64_t host_read_bytes() const noexcept override { return host_read_bytes_; }
   void clear_profile() override { profile_.clear(); }
   NodeKernel node_kernel(size_t position) const override;
 
@@ -151,6 +153,7 @@ class DeviceExecutor final : public Executor {
   std::vector<NodeRun> nodes_;                            // schedule order; kernels released before buffers
   std::optional<NumericsGuard> numerics_;                 // with ExecutorOptions::numerics
   uint64_t allocated_ = 0;
+  uint64_t host_reads_ = 0, host_read_bytes_ = 0;
   NodeProfile profile_;
 };
 

@@ -57,6 +57,8 @@ Result<void> DeviceExecutor::read(ValueId value, void* host, size_t bytes) {
     return {};
   }
   clear_last_error();
+  ++host_reads_;
+  host_read_bytes_ += bytes;
   tdm_status status = api().copy_d2h(stream_.get(), host, device_pointer(value), bytes);
   if (status != TDM_OK)
     return make_error("copy from " + device_->id() + " failed: " + plugin_reason(status), status);

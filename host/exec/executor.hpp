@@ -189,6 +189,10 @@ class Executor {
   // The per-device executors, and the copies between them in schedule order.
   virtual const std::vector<ExecutorPart>& parts() const noexcept;
   virtual const std::vector<ExecutorTransfer>& transfers() const noexcept;
+  // Reads from device memory into the host (each one waits for the device),
+  // and their bytes, since creation: what a training step costs the link.
+  virtual uint64_t host_reads() const noexcept { return 0; }
+  virtual uint64_t host_read_bytes() const noexcept { return 0; }
   // Cross-device copies run, and their bytes, since creation.
   virtual uint64_t transfers_run() const noexcept { return 0; }
   virtual uint64_t transferred_bytes() const noexcept { return 0; }

@@ -161,6 +161,46 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
   return {};
 }
 
+// Node `op` of layer "loss" with one output, which it returns.
+Result<ValueId> loss_node(ModelGraph& g, const std::string& op, const std::string& name,
+                          std::vector<ValueId> inputs, TensorType out, std::vector<Attr> attrs = {}) {
+  NodeSpec n;
+  n.op = op;
+  n.name = name;
+  n.layer = "loss";
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = {std::move(out)};
+  auto id = g.graph.insert_node(std::move(n));
+  if (!id) return id.error();
+  return g.graph.node(*id)->outputs[0];
+}
+
+// stats += [loss, count_correct(logits, labels)] after every micro-batch, in
+// place: the trainer reads the two sums at its log interval instead of the
+// loss and the whole logits tensor after every micro-batch.
+Result<void> add_train_stats(ModelGraph& g) {
+  const Node& loss = *g.graph.node(g.graph.value(g.loss)->producer);
+  const ValueId scores = loss.inputs[0], labels = loss.inputs[1];
+  auto correct = loss_node(g, "count_correct", "loss.correct", {scores, labels}, TensorType{TDM_F32, {}});
+  if (!correct) return correct.error();
+  auto loss_1 = loss_node(g, "reshape", "loss.stats.loss", {g.loss}, TensorType{TDM_F32, {1}});
+  auto correct_1 = loss_node(g, "reshape", "loss.stats.correct", {*correct}, TensorType{TDM_F32, {1}});
+  if (!loss_1) return loss_1.error();
+  if (!correct_1) return correct_1.error();
+  auto step = loss_node(g, "concat", "loss.stats.step", {*loss_1, *correct_1}, TensorType{TDM_F32, {2}},
+                        {{"axis", int64_t{0}}});
+  if (!step) return step.error();
+  auto stats = g.graph.add_state(kTrainStatsName, TensorType{TDM_F32, {2}}, 0.0);
+  if (!stats) return stats.error();
+  auto sum = loss_node(g, "add", "loss.stats.add", {*stats, *step}, TensorType{TDM_F32, {2}});
+  if (!sum) return sum.error();
+  if (auto r = g.graph.annotate(g.graph.value(*sum)->producer, "tandem.inplace", std::string("0:0")); !r)
+    return r;
+  g.train_stats = *stats;
+  return {};
+}
+
 Result<void> add_decode_inputs(ModelGraph& g, const model::ModelSpec& spec) {
   const int64_t context = spec.input_shape.at(0);
   auto position = g.graph.add_value("decode.position", TDM_VALUE_INPUT, TensorType{TDM_S64, {}});
@@ -176,6 +216,12 @@ Result<void> add_decode_inputs(ModelGraph& g, const model::ModelSpec& spec) {
 }
 
 }  // namespace
+
+std::vector<std::string> training_reads(const ModelGraph& m) {
+  std::vector<std::string> reads = {m.graph.value(m.loss)->name};
+  if (m.train_stats == kNoValue) reads.push_back(m.graph.value(m.logits)->name);
+  return reads;
+}
 
 bool uses_tensor_parallelism(const model::ModelSpec& spec) {
   for (const auto& layer : spec.layers)
@@ -239,6 +285,9 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
                           "false needs a row-parallel linear after it, or gather_output = true)",
                       TDM_INVALID_ARGUMENT);
   if (auto r = add_loss(g, spec, previous); !r) return r.error();
+  if (mode == Mode::Train && spec.loss.op == "softmax_cross_entropy" && g.dtype == TDM_F32 &&
+      backend_abi_minor >= kDeviceStatsMinor)
+    if (auto r = add_train_stats(g); !r) return r.error();
   return g;
 }
 

@@ -65,6 +65,10 @@ struct ModelGraph {
   ValueId labels = kNoValue;
   ValueId logits = kNoValue;
   ValueId loss = kNoValue;
+  // Training's running sums on the device, [Σ loss, Σ rows predicted right]
+  // over the micro-batches since the trainer last read and cleared them
+  // (kTrainStatsName; kNoValue where the backends predate count_correct).
+  ValueId train_stats = kNoValue;
   std::vector<ValueId> parameters;              // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;
@@ -127,6 +131,20 @@ constexpr uint32_t kAttentionLayoutMinor = 8;
 // ModelGraph::gradient_addends: the `addend` input of linear_grad_input,
 // layer_norm_grad and rms_norm_grad (ABI 1.9).
 constexpr uint32_t kGradientAddendMinor = 9;
+// Products from bf16/f16 operands into f32 outputs (ops.md "Wide outputs"),
+// which feature passes may insert when every backend speaks ABI 1.11.
+constexpr uint32_t kWideProductsMinor = 11;
+// ModelGraph::train_stats: count_correct, in the catalog of SDK 1.12 (ABI 1.11).
+constexpr uint32_t kDeviceStatsMinor = 11;
+constexpr const char* kTrainStatsName = "tandem.train.stats";
+// The activations a training step's host reads after its forward and
+// backward, which the memory plan keeps live: the loss, and the logits
+// where the accuracy is counted on the host (no train_stats).
+std::vector<std::string> training_reads(const ModelGraph& m);
+// Values of a run that no checkpoint holds (the training statistics).
+inline bool run_local(const Value& v) {
+  return v.name.rfind("tandem.train.", 0) == 0;
+}
 // Whether any layer asks for tensor parallelism.
 bool uses_tensor_parallelism(const model::ModelSpec& spec);
 // Whether a backend of ABI minor `abi_minor` can run the model's tensor

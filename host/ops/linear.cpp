@@ -13,9 +13,12 @@ Outputs linear_shape(const ShapeQuery& q) {
   if (!w) return w.error();
   if (x->dims.size() != 2 || w->dims.size() != 2 || x->dims[1] != w->dims[1])
     return bad("x " + str(*x) + " and w " + str(*w) + " must be [N, I] and [O, I]");
-  if (present(q, 2) && q.inputs[2]->dims != Dims{w->dims[0]})
-    return bad("bias " + str(*q.inputs[2]) + " must be [" + std::to_string(w->dims[0]) + "]");
-  return std::vector<TensorType>{{x->dtype, {x->dims[0], w->dims[0]}}};
+  if (w->dtype != x->dtype) return bad("x " + str(*x) + " and w " + str(*w) + " must have one dtype");
+  const tdm_dtype y = product_output_dtype(q, 0, x->dtype);
+  if (present(q, 2) && (q.inputs[2]->dims != Dims{w->dims[0]} || q.inputs[2]->dtype != y))
+    return bad("bias " + str(*q.inputs[2]) + " must be " + tandem::dtype_name(y) + "[" +
+               std::to_string(w->dims[0]) + "], the output's dtype");
+  return std::vector<TensorType>{{y, {x->dims[0], w->dims[0]}}};
 }
 
 Outputs grad_input_shape(const ShapeQuery& q) {
@@ -37,8 +40,10 @@ Outputs grad_weight_shape(const ShapeQuery& q) {
   if (!x) return x.error();
   if (dy->dims.size() != 2 || x->dims.size() != 2 || dy->dims[0] != x->dims[0])
     return bad("dy " + str(*dy) + " and x " + str(*x) + " must be [N, O] and [N, I]");
-  std::vector<TensorType> out = {{dy->dtype, {dy->dims[1], x->dims[1]}}};
-  if (int_attr(q, "has_bias", 1) != 0) out.push_back({dy->dtype, {dy->dims[1]}});
+  if (x->dtype != dy->dtype) return bad("dy " + str(*dy) + " and x " + str(*x) + " must have one dtype");
+  const tdm_dtype dw = product_output_dtype(q, 0, dy->dtype);
+  std::vector<TensorType> out = {{dw, {dy->dims[1], x->dims[1]}}};
+  if (int_attr(q, "has_bias", 1) != 0) out.push_back({dw, {dy->dims[1]}});
   return out;
 }
 

@@ -70,4 +70,9 @@ bool is_floating(tdm_dtype dtype) {
   return dtype == TDM_F32 || dtype == TDM_F64 || dtype == TDM_F16 || dtype == TDM_BF16;
 }
 
+tdm_dtype product_output_dtype(const ShapeQuery& q, size_t j, tdm_dtype operands) {
+  const bool low = operands == TDM_BF16 || operands == TDM_F16;
+  return low && j < q.declared.size() && q.declared[j].dtype == TDM_F32 ? TDM_F32 : operands;
+}
+
 }  // namespace tandem::host::ops::rules

@@ -66,6 +66,11 @@ Outputs same_as(const ShapeQuery& q, size_t i, const char* name);
 // type (a gradient op that adds x's gradient so far into dx).
 Result<void> addend_like(const ShapeQuery& q, size_t i, const TensorType& dx);
 bool is_floating(tdm_dtype dtype);
+// The dtype of a product's output j from operands of dtype `operands`: f32
+// when the caller declared output j f32 over bf16/f16 operands (ops.md,
+// "Wide outputs": the f32 sum is not rounded to the operands' dtype), else
+// `operands`.
+tdm_dtype product_output_dtype(const ShapeQuery& q, size_t j, tdm_dtype operands);
 
 }  // namespace rules
 }  // namespace tandem::host::ops

@@ -1,5 +1,6 @@
-// softmax_cross_entropy, softmax_cross_entropy_grad (sdk/ops.md): logits
-// [N, C], s32 labels [N], a scalar loss (f64 when the op runs in f64).
+// softmax_cross_entropy, softmax_cross_entropy_grad, count_correct
+// (sdk/ops.md): logits [N, C], s32 labels [N], a scalar loss (f64 when the
+// op runs in f64) or count of rows predicted right.
 #include "ops/rules.hpp"
 
 namespace tandem::host::ops {
@@ -39,6 +40,15 @@ Outputs grad_shape(const ShapeQuery& q) {
   return std::vector<TensorType>{*logits};
 }
 
+Outputs count_shape(const ShapeQuery& q) {
+  auto logits = input(q, 0, "logits");
+  auto labels = input(q, 1, "labels");
+  if (!logits) return logits.error();
+  if (!labels) return labels.error();
+  if (auto r = check_operands(*logits, *labels); !r) return r.error();
+  return std::vector<TensorType>{{TDM_F32, {}}};
+}
+
 Result<void> loss_grad(GradContext& g) {
   return g.grad_to_input0("softmax_cross_entropy_grad", {g.dy(), g.in(0), g.in(1)}, g.node().attrs);
 }
@@ -59,7 +69,13 @@ std::vector<OpInfo> softmax_cross_entropy_ops() {
            .outputs = {{"dlogits"}},
            .flags = kGradient,
            .shape = grad_shape,
-           .no_grad = "a gradient op"}};
+           .no_grad = "a gradient op"},
+          {.name = "count_correct",
+           .section = "softmax_cross_entropy",
+           .inputs = {{"logits"}, {"labels"}},
+           .outputs = {{"correct"}},
+           .shape = count_shape,
+           .no_grad = "a count, not differentiable"}};
 }
 
 }  // namespace tandem::host::ops

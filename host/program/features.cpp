@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/graph_api.hpp"
+#include "lowering/model_graph.hpp"
 #include "plugin/config_store.hpp"
 #include "util/last_error.hpp"
 
@@ -39,7 +40,8 @@ FeatureSet::~FeatureSet() {
 }
 
 Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& registry,
-                                                       const model::ModelSpec& spec) {
+                                                       const model::ModelSpec& spec,
+                                                       uint32_t backend_abi_minor) {
   std::unique_ptr<FeatureSet> set(new FeatureSet());
   for (const auto& [name, section] : spec.features) {
     const LoadedPlugin* plugin = registry.find(name);
@@ -62,6 +64,8 @@ Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& reg
     std::map<std::string, std::string> entries = section;
     if (plugin->abi_minor_effective >= 3)  // read-only facts the feature may need (feature.h)
       entries["tandem.batch_size"] = std::to_string(spec.train.batch_size);
+    if (plugin->abi_minor_effective >= lowering::kWideProductsMinor)
+      entries["tandem.wide_products"] = backend_abi_minor >= lowering::kWideProductsMinor ? "1" : "0";
     ConfigSectionView config(std::move(entries));
     tdm_feature* instance = nullptr;
     if (plugin->feature->create(config.get(), &instance) != TDM_OK || instance == nullptr)

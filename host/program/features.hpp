@@ -18,8 +18,10 @@ namespace tandem::host::program {
 
 class FeatureSet {
  public:
+  // `backend_abi_minor`: the lowest negotiated minor of the run's backends,
+  // for the read-only facts the features are told (feature.h).
   static Result<std::unique_ptr<FeatureSet>> create(const PluginRegistry& registry,
-                                                    const model::ModelSpec& spec);
+                                                    const model::ModelSpec& spec, uint32_t backend_abi_minor);
   // No feature (evaluation graphs run without them).
   static std::unique_ptr<FeatureSet> none() { return std::unique_ptr<FeatureSet>(new FeatureSet()); }
   ~FeatureSet();

@@ -41,7 +41,9 @@ Result<void> Program::apply_features() {
     features_ = FeatureSet::none();
     return {};
   }
-  auto features = FeatureSet::create(registry_, spec_);
+  auto minor = backend_abi_minor();
+  if (!minor) return minor.error();
+  auto features = FeatureSet::create(registry_, spec_, *minor);
   if (!features) return features.error();
   features_ = std::move(*features);
   auto micro_size = features_->micro_batch_size();

@@ -90,7 +90,8 @@ place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::W
   in.devices[device_.id()] = &device_;
   in.default_device = device_.id();
   in.budgets = capacity ? capacities() : options_.memory_budgets;
-  in.keep = {"loss", model_.graph.value(model_.logits)->name};
+  const std::vector<std::string> reads = lowering::training_reads(model_);
+  in.keep = {reads.begin(), reads.end()};
   if (options_.prefetch)
     in.staged = {model_.graph.value(model_.input)->name, model_.graph.value(model_.labels)->name};
   in.micro_batches = micro_batches_;

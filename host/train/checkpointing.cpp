@@ -10,6 +10,7 @@
 
 #include "checkpoint/torch_names.hpp"
 #include "exec/tensor_text.hpp"
+#include "lowering/model_graph.hpp"
 #include "ops/shapes.hpp"
 
 namespace tandem::host::train {
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 bool persistent(const Value& v) {
-  return v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE;
+  return (v.kind == TDM_VALUE_PARAMETER || v.kind == TDM_VALUE_STATE) && !lowering::run_local(v);
 }
 bool optimizer_state(const Value& v) {
   return v.name.rfind("optim.", 0) == 0;

@@ -61,7 +61,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (auto r = t->program_->check_evaluation(); !r) return r.error();
   exec::ExecutorOptions exec_options;
   exec_options.profile = !t->options_.profile.empty();
-  exec_options.outputs = {"loss", t->model().graph.value(t->model().logits)->name};
+  exec_options.outputs = lowering::training_reads(t->model());
   exec_options.numerics = t->numerics_options();
   if (auto r = t->connect(exec_options); !r) return r.error();
   if (auto r = t->program_->allocate(exec_options); !r) return r.error();
@@ -292,7 +292,8 @@ Result<void> Trainer::write_batch(const data::Batch& batch, bool staged, const d
 }
 
 Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const data::Batch* next,
-                                   int64_t step, uint32_t micro, int64_t total_steps, int64_t& correct) {
+                                   int64_t step, uint32_t micro, int64_t total_steps, int64_t& correct,
+                                   bool read_loss) {
   if (auto r = write_batch(batch, staged, next); !r) return r.error();
   if (auto r = steps_->begin_micro_batch(step, micro, learning_rate(spec_.train, step, total_steps)); !r)
     return r.error();
@@ -300,6 +301,8 @@ Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const 
   if (auto r = steps_->end_micro_batch(step, micro); !r) return r.error();
   exec::Executor& ex = executor();
   const lowering::ModelGraph& m = model();
+  const bool on_device = m.train_stats != kNoValue;
+  if (on_device && !read_loss) return std::nan("");
   float loss = 0;
   if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
   if (!std::isfinite(loss))
@@ -307,6 +310,7 @@ Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const 
                           ": training diverged; lower [train] lr, add clip_grad_norm, or check the data "
                           "(--check-numerics names the first node whose output is not finite)",
                       TDM_ABORTED);
+  if (on_device) return static_cast<double>(loss);
   // One label per sample, or per token of a language model.
   const int64_t classes = m.graph.value(m.logits)->type.dims.back(), rows = int64_t(batch.labels.size());
   logits_.resize(static_cast<size_t>(rows * classes));

@@ -122,6 +122,10 @@ class Trainer {
   struct EpochTotals {
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, predictions = 0;  // predictions: labels (tokens of a language model)
+    // Micro-batches whose loss and count still lie in the device's running
+    // sums (model().train_stats), from step `pending_from` on.
+    int64_t pending_micro = 0, pending_samples = 0, pending_predictions = 0, pending_from = 0;
+    int64_t all_seen() const { return seen + pending_samples; }
   };
 
   Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
@@ -140,15 +144,25 @@ class Trainer {
   // training_loop.cpp. One epoch's steps; false when the run stopped on a
   // signal (`loop.result` says where).
   Result<bool> train_epoch(Loop& loop);
+  // The step's loss, or NaN where the loss stays on the device (train_stats).
   Result<double> train_step(Loop& loop, EpochTotals& totals, std::shared_ptr<const data::Batch>& ahead);
-  void report_step(Loop& loop, const EpochTotals& totals);
+  Result<void> report_step(Loop& loop, EpochTotals& totals);
+  // train_stats.cpp. Whether the device's running sums are read after this
+  // step: at each log interval, a status request, the run's last step,
+  // and before an f32 count could pass 2^24.
+  bool stats_due(const Loop& loop, const EpochTotals& totals) const;
+  // Reads the running sums into `totals` and clears them (one read of two
+  // floats); an error when the loss is no longer finite.
+  Result<void> drain_stats(EpochTotals& totals);
   Result<void> finish_run(Loop& loop, std::chrono::steady_clock::time_point run_start);
   Evaluator make_evaluator() const;
   // Forward and backward of one micro-batch; returns its loss. `staged`:
   // the batch was staged during the previous micro-batch (use it, do not
   // write it); `next`: the batch to stage while this one runs (or null).
+  // With train_stats the loss is read only when `read_loss` (NaN otherwise)
+  // and the logits never: the device counts what was predicted right.
   Result<double> micro_step(const data::Batch& batch, bool staged, const data::Batch* next, int64_t step,
-                            uint32_t micro, int64_t total_steps, int64_t& correct);
+                            uint32_t micro, int64_t total_steps, int64_t& correct, bool read_loss);
   Result<void> write_batch(const data::Batch& batch, bool staged, const data::Batch* next);
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
   // bucket's all-reduce started once backward has finished it. With

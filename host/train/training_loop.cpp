@@ -1,7 +1,9 @@
 // Trainer::run: epochs of steps over the loader's batches, progress,
 // evaluation and a checkpoint at each epoch end, a checkpoint and a clean
 // stop on a signal, and the run's closing reports.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -133,8 +135,8 @@ Result<bool> Trainer::train_epoch(Loop& loop) {
     if (!step_loss) return step_loss.error();
     if (auto r = steps_->optimizer_step(loop.step); !r) return r.error();
     ++loop.step;
-    report_step(loop, totals);
-    loop.result.last_loss = *step_loss;
+    if (auto r = report_step(loop, totals); !r) return r.error();
+    if (!std::isnan(*step_loss)) loop.result.last_loss = *step_loss;
     if (auto why = loop.progress.output_error())
       return make_error(
           *why + " at step " + std::to_string(loop.step) + "; the last checkpoint " +
@@ -143,6 +145,9 @@ Result<bool> Trainer::train_epoch(Loop& loop) {
           TDM_UNAVAILABLE);
     auto after = after_step(loop);
     if (!after) return after.error();
+    // A checkpoint is written only of a run whose loss is known to be finite.
+    if (*after != AfterStep::Continue)
+      if (auto r = drain_stats(totals); !r) return r.error();
     if (*after == AfterStep::Save) {
       auto saved = save(loop.step, loop.epoch, loop.index);
       if (!saved) return saved.error();
@@ -177,6 +182,10 @@ Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
     return b;
   };
   double step_loss = 0;
+  const bool on_device = model().train_stats != kNoValue;
+  // The run's last step reads its loss (Result::last_loss) as without train_stats.
+  const bool read_loss = !on_device || loop.step + 1 == loop.total;
+  if (on_device && totals.pending_micro == 0) totals.pending_from = loop.step;
   for (uint32_t micro = 0; micro < micro_batches; ++micro) {
     const bool staged = ahead != nullptr;
     std::shared_ptr<const data::Batch> b = std::move(ahead);
@@ -188,33 +197,55 @@ Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
       ahead = next_batch();
       if (!ahead) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
     }
-    auto loss = micro_step(*b, staged, ahead.get(), loop.step, micro, loop.total, totals.correct);
+    auto loss = micro_step(*b, staged, ahead.get(), loop.step, micro, loop.total, totals.correct, read_loss);
     if (!loss) return loss.error();
     ++loop.index;
-    totals.seen += b->size;
-    totals.predictions += int64_t(b->labels.size());
-    totals.loss_sum += *loss * static_cast<double>(b->size);
+    if (on_device) {
+      ++totals.pending_micro;
+      totals.pending_samples += b->size;
+      totals.pending_predictions += int64_t(b->labels.size());
+    } else {
+      totals.seen += b->size;
+      totals.predictions += int64_t(b->labels.size());
+      totals.loss_sum += *loss * static_cast<double>(b->size);
+    }
     step_loss += *loss / micro_batches;
   }
-  return step_loss;
+  return read_loss ? step_loss : std::nan("");
 }
 
-void Trainer::report_step(Loop& loop, const EpochTotals& totals) {
+Result<void> Trainer::report_step(Loop& loop, EpochTotals& totals) {
+  const bool status = options_.status_request != nullptr && options_.status_request->exchange(false);
+  if (status || stats_due(loop, totals))
+    if (auto r = drain_stats(totals); !r) return r;
   const double elapsed = seconds_since(loop.epoch_start);
   StepReport& report = loop.report;
   report.batch = loop.index;
   report.step = loop.step;
-  report.loss = totals.loss_sum / static_cast<double>(totals.seen);
-  report.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.predictions);
+  // Between reads of the device's sums (train_stats): the last ones read.
+  if (totals.seen > 0) {
+    report.loss = totals.loss_sum / static_cast<double>(totals.seen);
+    report.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.predictions);
+  }
   report.lr = learning_rate(spec_.train, loop.step - 1, loop.total);
-  report.samples_per_second = static_cast<double>(totals.seen) / elapsed;
+  report.samples_per_second = static_cast<double>(totals.all_seen()) / elapsed;
   report.data_wait_fraction = loop.loader.wait_seconds() / elapsed;
-  report.eta_seconds = elapsed / static_cast<double>(totals.seen) *
+  report.eta_seconds = elapsed / static_cast<double>(totals.all_seen()) *
                        static_cast<double>((loop.total - loop.step) * program_->micro_batch_samples() *
                                            program_->micro_batches());
   loop.progress.step(report);
-  if (options_.status_request != nullptr && options_.status_request->exchange(false))
-    loop.progress.status(report);
+  if (status) loop.progress.status(report);
+  return {};
+}
+
+bool Trainer::stats_due(const Loop& loop, const EpochTotals& totals) const {
+  if (totals.pending_micro == 0) return false;
+  const uint32_t micro = program_->micro_batches();
+  const bool epoch_ends = loop.step >= loop.total || loop.index + micro > loop.per_epoch;
+  // f32 counts rows exactly up to 2^24: read before the next step could pass it.
+  const int64_t per_step = totals.pending_predictions / std::max<int64_t>(1, loop.step - totals.pending_from);
+  const bool near_exact_limit = totals.pending_predictions + per_step > (int64_t{1} << 24);
+  return loop.step % spec_.train.log_every == 0 || epoch_ends || near_exact_limit;
 }
 
 Result<void> Trainer::end_epoch(Loop& loop, bool epoch_done) {

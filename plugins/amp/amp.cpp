@@ -42,14 +42,16 @@ class Amp final : public tandem::Feature {
 
   void graph_pass(tdm_graph* graph) override {
     amp::GraphEdit g(graph);
-    const amp::AutocastReport cast = amp::autocast(g, options_.dtype);
+    const amp::AutocastReport cast =
+        amp::autocast(g, options_.dtype, options_.wide_products, options_.scaling == amp::Scaling::None);
     if (cast.converted == 0)
       Host::log(TDM_LOG_WARNING,
                 "amp: no op of this model is on the low-precision list; it trains in f32 as before");
     if (options_.scaling != amp::Scaling::None) checks_ = amp::insert_loss_scaling(g, options_.initial_scale);
     Host::log(TDM_LOG_INFO, std::string("amp: ") + std::to_string(cast.converted) + " nodes run in " +
-                                amp::dtype_name(options_.dtype) + " (" + std::to_string(cast.casts) +
-                                " casts); loss scaling " + scaling_text());
+                                amp::dtype_name(options_.dtype) + ", " + std::to_string(cast.wide) +
+                                " products from " + amp::dtype_name(options_.dtype) + " into f32 (" +
+                                std::to_string(cast.casts) + " casts); loss scaling " + scaling_text());
   }
 
   void step_begin(const tdm_step_info& info) override {

@@ -27,6 +27,15 @@
 //   - the node producing the loss's input (the logits), also behind the
 //     reshapes of a language model's per-token loss: the trainer reports
 //     those values, and the classifier head is the usual f32 exception.
+//   Where the host offers wide products (ABI 1.11) the two kinds of
+//   product among these, linear_grad_weight and a linear head, keep their
+//   f32 outputs (and the head's f32 bias) but read compute-dtype operands:
+//   the node itself stays, only its inputs change, so the gradient keeps
+//   its identity, and the sum is the f32 one of bf16 products (exact in
+//   f32) instead of an f32 product on the FMA units after up-casts. Under
+//   loss scaling linear_grad_weight keeps f32 operands: the scaling pass
+//   unscales a gradient's inputs, which must be f32 for that (a 16-bit
+//   unscaled dy would underflow, the reason for scaling).
 // bf16 kernels: sdk/ops.md lists bf16 for every op above on reference;
 // onednn implements bf16 for all of them (plugins/onednn/README.md) and
 // declines f16, so dtype = "f16" runs on reference and cuda only.
@@ -69,9 +78,17 @@ bool is_float(tdm_dtype t) {
   return t == TDM_F32 || t == TDM_F16 || t == TDM_BF16 || t == TDM_F64;
 }
 
+// The products that may read compute-dtype operands into f32 outputs
+// (ops.md "Wide outputs"), and how many leading inputs are the operands
+// (linear's bias stays f32, like its output).
+size_t wide_operands(const std::string& op) {
+  return op == "linear" || op == "linear_grad_weight" ? 2 : 0;
+}
+
 class Autocast {
  public:
-  Autocast(GraphEdit& g, tdm_dtype dtype) : g_(g), dtype_(dtype) {}
+  Autocast(GraphEdit& g, tdm_dtype dtype, bool wide_products, bool wide_gradients)
+      : g_(g), dtype_(dtype), wide_(wide_products), wide_gradients_(wide_gradients) {}
 
   AutocastReport run() {
     const std::vector<NodeView> nodes = g_.nodes();
@@ -79,9 +96,13 @@ class Autocast {
     AutocastReport report;
     for (const NodeView& snapshot : nodes) {
       const NodeView n = g_.node(snapshot.id);  // inputs may have moved to casts since
-      if (!convertible(n)) continue;
-      convert(n);
-      ++report.converted;
+      if (convertible(n)) {
+        convert(n);
+        ++report.converted;
+      } else if (widenable(n)) {
+        for (size_t i = 0; i < wide_operands(n.op); ++i) g_.set_input(n.id, i, lowered(n.inputs[i], n));
+        ++report.wide;
+      }
     }
     report.casts = remove_unused_up_casts();
     report.casts += down_.size();
@@ -127,6 +148,19 @@ class Autocast {
       if (is_float(t) && t != TDM_F32 && up_source_.count(v) == 0) return false;  // f64 runs stay as they are
     }
     return any_f32;
+  }
+
+  // A product kept in f32 (above) whose operands are f32 values.
+  bool widenable(const NodeView& n) const {
+    const size_t operands = wide_operands(n.op);
+    if (!wide_ || n.phase == TDM_PHASE_OPTIMIZER || operands == 0 || n.inputs.size() < operands) return false;
+    for (tdm_value_id v : n.outputs) {
+      const ValueView out = g_.value(v);
+      if (out.dtype != TDM_F32 || (out.kind == TDM_VALUE_GRADIENT && !wide_gradients_)) return false;
+    }
+    for (size_t i = 0; i < operands; ++i)
+      if (n.inputs[i] == TDM_NO_VALUE || g_.value(n.inputs[i]).dtype != TDM_F32) return false;
+    return true;
   }
 
   // The compute-dtype version of f32 value `v`, cast once and shared by
@@ -215,6 +249,7 @@ class Autocast {
 
   GraphEdit& g_;
   tdm_dtype dtype_;
+  bool wide_, wide_gradients_;
   std::set<tdm_value_id> protected_;
   std::map<tdm_value_id, tdm_value_id> down_;       // f32 value -> its compute-dtype cast
   std::map<tdm_value_id, tdm_value_id> up_source_;  // f32 cast-back -> the compute-dtype value
@@ -223,8 +258,8 @@ class Autocast {
 
 }  // namespace
 
-AutocastReport autocast(GraphEdit& graph, tdm_dtype dtype) {
-  return Autocast(graph, dtype).run();
+AutocastReport autocast(GraphEdit& graph, tdm_dtype dtype, bool wide_products, bool wide_gradients) {
+  return Autocast(graph, dtype, wide_products, wide_gradients).run();
 }
 
 }  // namespace amp

@@ -31,14 +31,15 @@ const char* dtype_name(tdm_dtype dtype) {
 }
 
 Options parse_options(const tandem::Config& config) {
-  static const std::set<std::string> known = {"dtype",   "loss_scale",      "initial_scale", "growth",
-                                              "backoff", "growth_interval", "min_scale",     "hysteresis"};
+  static const std::set<std::string> known = {"dtype",     "loss_scale", "initial_scale",
+                                              "growth",    "backoff",    "growth_interval",
+                                              "min_scale", "hysteresis", "wide_products"};
   for (const auto& [key, value] : config.values())
     if (known.count(key) == 0 && key.rfind("tandem.", 0) != 0)  // "tandem.": facts from the host (ABI 1.3)
       throw Error(TDM_INVALID_ARGUMENT,
                   "[features.amp]: unknown key '" + key +
                       "' (expected: dtype, loss_scale, initial_scale, growth, backoff, growth_interval, "
-                      "min_scale, hysteresis)");
+                      "min_scale, hysteresis, wide_products)");
   Options o;
   const std::string dtype = config.get("dtype").value_or("bf16");
   if (dtype == "bf16")
@@ -82,6 +83,9 @@ Options parse_options(const tandem::Config& config) {
     if (d < 1 || d != std::floor(d)) throw bad("hysteresis", *v, "a whole number >= 1");
     o.hysteresis = static_cast<int64_t>(d);
   }
+  const std::string wide = config.get("wide_products").value_or("true");
+  if (wide != "true" && wide != "false") throw bad("wide_products", wide, "true or false");
+  o.wide_products = wide == "true" && config.get("tandem.wide_products").value_or("0") == "1";
   if (o.scaling == Scaling::Dynamic && o.initial_scale < o.min_scale)
     throw Error(TDM_INVALID_ARGUMENT, "[features.amp] initial_scale is below min_scale");
   return o;

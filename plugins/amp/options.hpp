@@ -12,6 +12,14 @@
 //       nothing and the per-gradient overflow check would cost a pass over
 //       every gradient each step (set "dynamic" to get it anyway, e.g. to
 //       skip steps whose gradients hold a NaN).
+//   wide_products = true | false (default true)
+//       true: the products amp keeps in f32 (the parameter gradients'
+//       linear_grad_weight and the head that makes the logits) read
+//       compute-dtype operands and write f32, the sum accumulated in f32
+//       and rounded once (ops.md "Wide outputs"): the matrix units' speed,
+//       f32 results. Only where the host says every backend of the run
+//       computes them ("tandem.wide_products" = "1", ABI 1.11); otherwise,
+//       or with false, those products read f32 operands as before.
 //   initial_scale (65536), growth (2), backoff (0.5), growth_interval
 //   (2000 clean steps), min_scale (1, the floor), hysteresis (2: overflowed
 //   steps in a row before the scale backs off; every overflowed step is
@@ -36,6 +44,7 @@ struct Options {
   int64_t growth_interval = 2000;
   double min_scale = 1.0;
   int64_t hysteresis = 2;
+  bool wide_products = false;  // asked (or defaulted) and offered by the host
 };
 
 // Throws tandem::Error(TDM_INVALID_ARGUMENT) naming the key and the value.

@@ -71,49 +71,73 @@ class Amp : public TrainingOnReference {
   std::vector<float> weights(host::train::Trainer& t, const std::string& name) { return read(t, name); }
 };
 
-TEST_F(Amp, PassCastsComputeOpsAndKeepsTheF32List) {
-  auto t = trainer({"features.amp.dtype=\"bf16\""});
-  ASSERT_TRUE(t);
-  const host::Graph& g = t->model().graph;
+// The node kinds of the amp graph: which ops write bf16, how many casts
+// each layer has, and the dtypes the f32 list reads.
+struct AmpGraph {
   std::map<std::string, int> low, casts;
+};
+
+AmpGraph inspect(const host::Graph& g, bool wide) {
+  AmpGraph r;
+  const auto dtype = [&](host::ValueId v) { return g.value(v)->type.dtype; };
   for (size_t i = 0; i < g.node_count(); ++i) {
     const host::Node& n = *g.node_at(i);
-    const auto dtype = [&](host::ValueId v) { return g.value(v)->type.dtype; };
     if (n.op == "cast") {
-      ++casts[n.layer];
+      ++r.casts[n.layer];
       continue;
     }
     bool any_low = false;
     for (host::ValueId v : n.outputs) any_low = any_low || dtype(v) == TDM_BF16;
-    if (any_low) ++low[n.op];
-    // The f32 list: loss, its gradient, weight gradients, the optimizer.
+    if (any_low) ++r.low[n.op];
+    // The f32 list: loss, its gradient, weight gradients, the optimizer;
+    // with wide products linear_grad_weight reads bf16 operands into f32.
+    const bool wide_node = wide && n.op == "linear_grad_weight";
     if (n.op == "softmax_cross_entropy" || n.op == "softmax_cross_entropy_grad" ||
         n.op == "linear_grad_weight" || n.op == "conv2d_grad_weight" || n.op == "sgd_update") {
-      for (host::ValueId v : n.inputs)
-        if (v != host::kNoValue && dtype(v) != TDM_S32) {
-          EXPECT_EQ(dtype(v), TDM_F32) << n.name;
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] != host::kNoValue && dtype(n.inputs[k]) != TDM_S32) {
+          EXPECT_EQ(dtype(n.inputs[k]), wide_node ? TDM_BF16 : TDM_F32) << n.name << " input " << k;
         }
       EXPECT_FALSE(any_low) << n.name;
     }
   }
-  // conv, pool, fc1 (relu fused) forward; fc1/fc2 grad_input, relu_grad,
-  // pool grad backward; the head fc2 forward stays f32 (it makes the logits).
-  EXPECT_EQ(low["conv2d"], 1);
-  EXPECT_EQ(low["max_pool2d"], 1);
-  EXPECT_EQ(low["max_pool2d_grad"], 1);
-  EXPECT_EQ(low["linear"], 1);
-  EXPECT_EQ(low["linear_grad_input"], 2);
-  EXPECT_GE(casts["conv"], 1);
-  EXPECT_EQ(g.value(t->model().logits)->type.dtype, TDM_F32);
-  for (const char* p : {"conv.weight", "fc1.weight", "fc2.weight"}) {
-    EXPECT_EQ(g.value_by_name(p)->type.dtype, TDM_F32) << p;
-    const host::Value* grad = g.value_by_name(std::string(p) + ".grad");
-    ASSERT_NE(grad, nullptr) << p;
-    EXPECT_EQ(grad->type.dtype, TDM_F32) << p;
-    EXPECT_EQ(grad->kind, TDM_VALUE_GRADIENT) << p;
+  return r;
+}
+
+TEST_F(Amp, PassCastsComputeOpsAndKeepsTheF32List) {
+  for (const bool wide : {true, false}) {
+    SCOPED_TRACE(wide ? "wide products" : "wide_products = false");
+    auto t = trainer({"features.amp.dtype=\"bf16\"",
+                      std::string("features.amp.wide_products=") + (wide ? "true" : "false")});
+    ASSERT_TRUE(t);
+    const host::Graph& g = t->model().graph;
+    const AmpGraph r = inspect(g, wide);
+    // conv, pool, fc1 (relu fused) forward; fc1/fc2 grad_input, relu_grad,
+    // pool grad backward; the head fc2 forward writes f32 (it makes the
+    // logits), from bf16 operands with wide products.
+    EXPECT_EQ(r.low.at("conv2d"), 1);
+    EXPECT_EQ(r.low.at("max_pool2d"), 1);
+    EXPECT_EQ(r.low.at("max_pool2d_grad"), 1);
+    EXPECT_EQ(r.low.at("linear"), 1);
+    EXPECT_EQ(r.low.at("linear_grad_input"), 2);
+    EXPECT_GE(r.casts.at("conv"), 1);
+    const host::Value* logits = g.value(t->model().logits);
+    EXPECT_EQ(logits->type.dtype, TDM_F32);
+    const host::Node& head = *g.node(logits->producer);
+    EXPECT_EQ(head.op, "linear");
+    EXPECT_EQ(g.value(head.inputs[0])->type.dtype, wide ? TDM_BF16 : TDM_F32) << "the head's x";
+    EXPECT_EQ(g.value(head.inputs[1])->type.dtype, wide ? TDM_BF16 : TDM_F32) << "the head's w";
+    EXPECT_EQ(g.value(head.inputs[2])->type.dtype, TDM_F32) << "the head's bias stays f32";
+    for (const char* p : {"conv.weight", "fc1.weight", "fc2.weight"}) {
+      EXPECT_EQ(g.value_by_name(p)->type.dtype, TDM_F32) << p;
+      const host::Value* grad = g.value_by_name(std::string(p) + ".grad");
+      ASSERT_NE(grad, nullptr) << p;
+      EXPECT_EQ(grad->type.dtype, TDM_F32) << p;
+      EXPECT_EQ(grad->kind, TDM_VALUE_GRADIENT) << p;
+    }
+    // bf16's default: no loss scaling, so nothing of it in the graph.
+    EXPECT_EQ(g.value_by_name("amp.loss_scale"), nullptr);
   }
-  // bf16's default: no loss scaling, so nothing of it in the graph.
-  EXPECT_EQ(g.value_by_name("amp.loss_scale"), nullptr);
 }
 
 // Tolerance 3% of the loss after 12 SGD steps: bf16 keeps 8 significant
@@ -140,6 +164,25 @@ TEST_F(Amp, Bf16TrainsLikeF32OnReference) {
 
 // A language model: attention, rope and the MLP run in bf16; the logits
 // (behind the per-token loss's reshapes) and the tied head stay f32.
+// Wide products keep fewer f32 copies of bf16 activations alive for the
+// weight gradients, and train as the f32 products do within bf16's noise.
+TEST_F(Amp, WideProductsTrainLikeF32ProductsWithFewerCasts) {
+  auto wide = trainer({"features.amp.dtype=\"bf16\""});
+  auto narrow = trainer({"features.amp.dtype=\"bf16\"", "features.amp.wide_products=false"});
+  ASSERT_TRUE(wide && narrow);
+  size_t wide_casts = 0, narrow_casts = 0;
+  for (size_t i = 0; i < wide->model().graph.node_count(); ++i)
+    wide_casts += wide->model().graph.node_at(i)->op == "cast";
+  for (size_t i = 0; i < narrow->model().graph.node_count(); ++i)
+    narrow_casts += narrow->model().graph.node_at(i)->op == "cast";
+  EXPECT_LT(wide_casts, narrow_casts);
+  auto a = narrow->run();
+  auto b = wide->run();
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_close_losses(*this, a->last_loss, b->last_loss,
+                      "reference bf16, wide products against f32 products");
+}
+
 TEST_F(Amp, Bf16TrainsALanguageModelLikeF32) {
   const std::string text = ::testing::TempDir() + "/amp_lm.txt";
   {

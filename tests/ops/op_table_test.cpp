@@ -161,5 +161,29 @@ TEST(OpTable, ShapeErrorsNameTheOpAndTheShapes) {
   EXPECT_NE(r.error().message.find("do not broadcast"), std::string::npos) << r.error().message;
 }
 
+// A product of bf16 operands writes bf16 unless the node declares f32
+// (ops.md "Wide outputs"); then its bias is f32 too.
+TEST(OpTable, WideOutputsOnlyWhereDeclared) {
+  ops::ShapeQuery q;
+  q.inputs = {TensorType{TDM_BF16, {4, 3}}, TensorType{TDM_BF16, {5, 3}}};
+  auto r = ops::infer("linear", q);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)[0].dtype, TDM_BF16);
+  const std::vector<TensorType> wide = {TensorType{TDM_F32, {4, 5}}};
+  q.declared = wide;
+  r = ops::infer("linear", q);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)[0].dtype, TDM_F32);
+  q.inputs.push_back(TensorType{TDM_BF16, {5}});
+  r = ops::infer("linear", q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("the output's dtype"), std::string::npos) << r.error().message;
+  // f32 operands cannot declare a narrower output, and mixed operands are refused.
+  q.inputs = {TensorType{TDM_F32, {4, 3}}, TensorType{TDM_BF16, {5, 3}}};
+  r = ops::infer("linear", q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("must have one dtype"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace tandem::test

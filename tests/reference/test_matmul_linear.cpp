@@ -52,3 +52,48 @@ TEST(Matmul, F64Accepted) {
   EXPECT_RUN_OK(run("matmul", {f64({1, 2}, {0.1, 0.2}), f64({2, 1}, {3, 4})}, o));
   expect_near<double>(o[0], {0.1 * 3 + 0.2 * 4}, 1e-15);
 }
+
+// bf16 patterns of values with 8 significant bits, and the f32 values they hold.
+namespace {
+std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> b;
+  for (float f : v) {
+    uint32_t u = 0;
+    std::memcpy(&u, &f, 4);
+    EXPECT_EQ(u & 0xFFFFu, 0u) << f << " is not a bf16 value";
+    b.push_back(uint16_t(u >> 16));
+  }
+  return b;
+}
+}  // namespace
+
+TEST(Linear, WideOutputsAreTheF32SumsOfBf16Operands) {
+  // x·wᵀ with x = [[1, 2^-8]], w = [[1, 1]]: 1 + 2^-8 is exact in f32 but
+  // lies between two bf16 values (a bf16 output would round it to 1).
+  const std::vector<float> x = {1.0f, 0x1p-8f, -3.0f, 0.5f}, w = {1.0f, 1.0f, 0.25f, 2.0f};
+  std::vector<Tensor> wide = {out(TDM_F32, {2, 2})}, f32_out = {out(TDM_F32, {2, 2})};
+  EXPECT_RUN_OK(run("linear",
+                    {bits16(TDM_BF16, {2, 2}, bf16_bits(x)), bits16(TDM_BF16, {2, 2}, bf16_bits(w)),
+                     f32({2}, {0x1p-10f, 0.0f})},
+                    wide));
+  EXPECT_RUN_OK(run("linear", {f32({2, 2}, x), f32({2, 2}, w), f32({2}, {0x1p-10f, 0.0f})}, f32_out));
+  EXPECT_EQ(wide[0].bytes, f32_out[0].bytes);
+  EXPECT_EQ(wide[0].as<float>()[0], 1.0f + 0x1p-8f + 0x1p-10f);
+  // A bf16 bias with an f32 output is refused: the bias has the output's dtype.
+  std::vector<Tensor> o = {out(TDM_F32, {2, 2})};
+  EXPECT_EQ(run("linear",
+                {bits16(TDM_BF16, {2, 2}, bf16_bits(x)), bits16(TDM_BF16, {2, 2}, bf16_bits(w)),
+                 bits16(TDM_BF16, {2}, bf16_bits({1.0f, 1.0f}))},
+                o)
+                .status,
+            TDM_INVALID_ARGUMENT);
+  // dw = dyᵀ·x and dbias likewise.
+  std::vector<Tensor> dw = {out(TDM_F32, {2, 2}), out(TDM_F32, {2})},
+                      dw32 = {out(TDM_F32, {2, 2}), out(TDM_F32, {2})};
+  EXPECT_RUN_OK(run("linear_grad_weight",
+                    {bits16(TDM_BF16, {2, 2}, bf16_bits(x)), bits16(TDM_BF16, {2, 2}, bf16_bits(w))}, dw));
+  EXPECT_RUN_OK(run("linear_grad_weight", {f32({2, 2}, x), f32({2, 2}, w)}, dw32));
+  EXPECT_EQ(dw[0].bytes, dw32[0].bytes);
+  EXPECT_EQ(dw[1].bytes, dw32[1].bytes);
+  EXPECT_EQ(dw[1].as<float>()[1], 0x1p-8f + 0.5f);
+}

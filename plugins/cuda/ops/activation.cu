@@ -116,11 +116,14 @@ void launch_bias_act(tdm_dtype dtype, void* y, const void* bias, int64_t outer, 
   });
 }
 
-void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, const math::ChannelSumPlan& plan,
-                        void* scratch, cudaStream_t stream) {
+void launch_channel_sum(tdm_dtype dtype, const void* dy, tdm_dtype dbias_dtype, void* dbias,
+                        const math::ChannelSumPlan& plan, void* scratch, cudaStream_t stream) {
   dispatch_float(dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_channel_sums(plan, static_cast<const T*>(dy), static_cast<T*>(dbias), scratch, stream);
+    if (dbias_dtype == TDM_F32)
+      launch_channel_sums(plan, static_cast<const T*>(dy), static_cast<float*>(dbias), scratch, stream);
+    else
+      launch_channel_sums(plan, static_cast<const T*>(dy), static_cast<T*>(dbias), scratch, stream);
   });
 }
 

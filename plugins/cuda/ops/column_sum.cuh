@@ -88,22 +88,22 @@ __global__ void run_sums_kernel(const T* dy, float* sums, int64_t runs, int64_t 
 }
 
 // dbias[c] = Σ_{o,i} dy[o, c, i] (math::ChannelSumPlan), with
-// p.workspace_bytes() of scratch.
-template <class T>
-void launch_channel_sums(const math::ChannelSumPlan& p, const T* dy, T* dbias, void* scratch,
+// p.workspace_bytes() of scratch; Out is T, or float to keep the f32 sums.
+template <class T, class Out>
+void launch_channel_sums(const math::ChannelSumPlan& p, const T* dy, Out* dbias, void* scratch,
                          cudaStream_t stream) {
   if (p.channels == 0) return;
   auto* f = static_cast<float*>(scratch);
   if (p.inner == 1) {
-    launch_column_sums(p.columns, math::PlainTerm<T>{dy, p.channels}, ColumnOutputs<T, 1>{{dbias}}, f,
+    launch_column_sums(p.columns, math::PlainTerm<T>{dy, p.channels}, ColumnOutputs<Out, 1>{{dbias}}, f,
                        stream);
     return;
   }
   const int64_t runs = p.row_sums();
   if (runs > 0)
     run_sums_kernel<T><<<grid_for(runs * math::kWarp), kThreads, 0, stream>>>(dy, f, runs, p.inner);
-  launch_column_sums(p.columns, math::PlainTerm<float>{f, p.channels}, ColumnOutputs<T, 1>{{dbias}}, f + runs,
-                     stream);
+  launch_column_sums(p.columns, math::PlainTerm<float>{f, p.channels}, ColumnOutputs<Out, 1>{{dbias}},
+                     f + runs, stream);
 }
 
 }  // namespace tandem::cuda

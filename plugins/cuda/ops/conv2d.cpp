@@ -304,7 +304,7 @@ std::unique_ptr<Kernel> prepare_conv(CudaDevice& d, const OpView& v, size_t& wor
         if (dir == Dir::Forward && bias)
           launch_bias_act(t, o[0], in[2], N, K, inner, math::Act::None, s.get());
         if (dir == Dir::GradWeight && bias)
-          launch_channel_sum(t, in[0], o[1], bias_plan, static_cast<char*>(ws) + bias_offset, s.get());
+          launch_channel_sum(t, in[0], t, o[1], bias_plan, static_cast<char*>(ws) + bias_offset, s.get());
       });
 }
 

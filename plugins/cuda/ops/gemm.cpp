@@ -42,7 +42,7 @@ void Gemm::run(CudaStream& s, const void* a, const void* b, void* y, void* works
   // A sum over nothing: y = 0. cuBLAS rejects K = 0 leading dimensions.
   if (K == 0) {
     if (beta == 0.0f)
-      TDM_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(batch * M * N * elem), s.get()));
+      TDM_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(batch * M * N * out_elem), s.get()));
     return;
   }
   cublasHandle_t h = blas_handle(s);
@@ -51,7 +51,7 @@ void Gemm::run(CudaStream& s, const void* a, const void* b, void* y, void* works
   for (size_t i = 0; i < offsets.size(); ++i)
     call(h, static_cast<const char*>(a) + offsets[i].first * elem,
          static_cast<const char*>(b) + offsets[i].second * elem,
-         static_cast<char*>(y) + static_cast<int64_t>(i) * M * N * elem, 1);
+         static_cast<char*>(y) + static_cast<int64_t>(i) * M * N * out_elem, 1);
 }
 
 void Gemm::call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const {
@@ -59,16 +59,22 @@ void Gemm::call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
   check_blas(cublasGemmStridedBatchedEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         int(N), int(M), int(K), &alpha, b, type, int(ldb), stride_b, a, type,
-                                        int(lda), stride_a, &beta, y, type, int(N), M * N, int(count),
+                                        int(lda), stride_a, &beta, y, out_type, int(N), M * N, int(count),
                                         compute, CUBLAS_GEMM_DEFAULT),
              "cublasGemmStridedBatchedEx");
 }
 
 Gemm make_gemm(CudaDevice& d, tdm_dtype t, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  return make_gemm(d, t, t, ta, tb, M, N, K);
+}
+
+Gemm make_gemm(CudaDevice& d, tdm_dtype t, tdm_dtype out, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
   const bool tf32 = t == TDM_F32 && d.tf32();
   if (const std::string why = gemm_limit(M, N, K, 1); !why.empty()) throw Unsupported("cuda plugin: " + why);
   Gemm g;
   g.type = data_type(t);
+  g.out_type = data_type(out);
+  g.out_elem = static_cast<int64_t>(dtype_size(out));
   g.compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   g.ta = ta, g.tb = tb, g.M = M, g.N = N, g.K = K;
   g.elem = static_cast<int64_t>(dtype_size(t));

@@ -21,7 +21,8 @@ cublasHandle_t blas_handle(CudaStream& s);
 
 // y[b] = op(a[b]) · op(b[b]), strides 0 for a broadcast operand.
 struct Gemm {
-  cudaDataType_t type = CUDA_R_32F;
+  cudaDataType_t type = CUDA_R_32F;      // a and b
+  cudaDataType_t out_type = CUDA_R_32F;  // y: type, or f32 over bf16/f16 (a wide output)
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   bool ta = false, tb = false;
   int64_t M = 0, N = 0, K = 0, batch = 1, stride_a = 0, stride_b = 0;
@@ -32,7 +33,7 @@ struct Gemm {
   // strided call: then `offsets` holds each output batch's (a, b) element
   // offsets, resolved in prepare, and run issues one GEMM per batch.
   std::vector<std::pair<int64_t, int64_t>> offsets;
-  int64_t elem = 4;  // bytes per element
+  int64_t elem = 4, out_elem = 4;  // bytes per element of a and b, of y
   // cuBLAS's workspace, taken from the kernel's planned workspace (prepare
   // reports it) rather than allocated by cuBLAS behind the plan's back.
   size_t workspace_bytes = 0;
@@ -43,9 +44,12 @@ struct Gemm {
   void call(cublasHandle_t h, const void* a, const void* b, void* y, int64_t count) const;
 };
 
-// An unbatched GEMM of dtype t (TF32 for f32 when the device allows it);
-// Unsupported for dimensions of 2^31 or more (launch_limits.hpp).
+// An unbatched GEMM of operands of dtype t into y of dtype `out` (t, or
+// f32 over bf16/f16: the f32 accumulators written as they are), TF32 for
+// f32 when the device allows it; Unsupported for dimensions of 2^31 or more
+// (launch_limits.hpp).
 Gemm make_gemm(CudaDevice& d, tdm_dtype t, bool ta, bool tb, int64_t M, int64_t N, int64_t K);
+Gemm make_gemm(CudaDevice& d, tdm_dtype t, tdm_dtype out, bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 
 }  // namespace tandem::cuda
 

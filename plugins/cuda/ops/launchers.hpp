@@ -22,9 +22,10 @@ void launch_bias_act(tdm_dtype dtype, void* y, const void* bias, int64_t outer, 
 // dbias[c] = Σ_{o,i} dy[o, c, i] over [outer, channels, inner]
 // (`plan` = math::channel_sum_plan(outer, channels, inner)), accumulated in
 // f32 in the fixed order of math/column_sum.hpp; `scratch` holds
-// plan.workspace_bytes() of the kernel's planned workspace.
-void launch_channel_sum(tdm_dtype dtype, const void* dy, void* dbias, const math::ChannelSumPlan& plan,
-                        void* scratch, cudaStream_t stream);
+// plan.workspace_bytes() of the kernel's planned workspace. dbias has
+// dy's dtype or f32.
+void launch_channel_sum(tdm_dtype dtype, const void* dy, tdm_dtype dbias_dtype, void* dbias,
+                        const math::ChannelSumPlan& plan, void* scratch, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

@@ -27,16 +27,17 @@ std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t& w
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
   const int64_t N = c.in(0).dims[0], I = c.in(0).dims[1], O = c.in(1).dims[0];
   c.input(1, t, {O, I});
+  const tdm_dtype yt = c.product_output_dtype(0, t);  // f32 from bf16/f16 operands too, bias likewise
   const bool has_bias = c.has_input(2);
-  if (has_bias) c.input(2, t, {O});
-  c.output(0, t, {N, O});
+  if (has_bias) c.input(2, yt, {O});
+  c.output(0, yt, {N, O});
   const math::Act act = linear_act(c);
-  const Gemm g = make_gemm(d, t, false, true, N, O, I);
+  const Gemm g = make_gemm(d, t, yt, false, true, N, O, I);
   workspace = g.workspace_bytes;
   return make_kernel("linear:cublasGemmEx+epilogue",
                      [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
                        g.run(s, in[0], in[1], o[0], ws);
-                       launch_bias_act(t, o[0], has_bias ? in[2] : nullptr, N, O, 1, act, s.get());
+                       launch_bias_act(yt, o[0], has_bias ? in[2] : nullptr, N, O, 1, act, s.get());
                      });
 }
 
@@ -65,7 +66,8 @@ std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v
   });
 }
 
-// dw[O,I] = dy[N,O]ᵀ · x[N,I];  dbias[O] = Σ_n dy[n,O]
+// dw[O,I] = dy[N,O]ᵀ · x[N,I];  dbias[O] = Σ_n dy[n,O] (both f32 over bf16/f16
+// operands when declared so: the f32 sums as they are)
 std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
   c.counts(2, 2, 1, 2);
@@ -73,10 +75,11 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and x must be rank 2");
   const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
   c.input(1, t, {N, I});
-  c.output(0, t, {O, I});
+  const tdm_dtype wt = c.product_output_dtype(0, t);  // f32 from bf16/f16 operands too
+  c.output(0, wt, {O, I});
   const bool dbias = v.int_attr("has_bias", 1) != 0 && c.has_output(1);
-  if (dbias) c.output(1, t, {O});
-  const Gemm g = make_gemm(d, t, true, false, O, I, N);
+  if (dbias) c.output(1, wt, {O});
+  const Gemm g = make_gemm(d, t, wt, true, false, O, I, N);
   // cuBLAS's workspace (0 or whole MiB, so what follows stays aligned),
   // then the dbias reduction's partials.
   const math::ChannelSumPlan bias_plan = math::channel_sum_plan(N, O, 1);
@@ -85,7 +88,7 @@ std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& 
                                                                         void* const* o, void* ws) {
     g.run(s, in[0], in[1], o[0], ws);
     if (dbias)
-      launch_channel_sum(t, in[0], o[1], bias_plan, static_cast<char*>(ws) + g.workspace_bytes, s.get());
+      launch_channel_sum(t, in[0], wt, o[1], bias_plan, static_cast<char*>(ws) + g.workspace_bytes, s.get());
   });
 }
 

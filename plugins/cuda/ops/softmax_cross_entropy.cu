@@ -1,4 +1,4 @@
-// CUDA backend — softmax_cross_entropy and its gradient. One block per row
+// CUDA backend — softmax_cross_entropy, its gradient and count_correct. One block per row
 // of logits; f32 throughout. Row math of the loss is in math/softmax.hpp
 // (tested on the CPU).
 //
@@ -86,6 +86,57 @@ __global__ void ce_grad_kernel(const float* logits, const int32_t* labels, const
     dx[j] = bad ? NAN : math::ce_grad(x[j], m, lse, j == label, int(ce.C), ce.eps, *scale);
 }
 
+// count_correct, stage 1: hit[i] = 1 when row i holds no NaN and its label
+// is the first index of its largest value. fmaxf skips NaNs; the first
+// index comes as the largest -j among the maxima (exact in f32 while
+// C < 2^24, which prepare checks).
+__global__ void correct_rows_kernel(const float* logits, const int32_t* labels, float* hit, int64_t C) {
+  __shared__ float scratch[32];
+  const int64_t i = blockIdx.x;
+  const float* x = logits + i * C;
+  float m = -INFINITY, nans = 0.0f;
+  for (int64_t j = threadIdx.x; j < C; j += blockDim.x) m = fmaxf(m, x[j]), nans += isnan(x[j]) ? 1.0f : 0.0f;
+  m = block_max(m, scratch);
+  nans = block_sum(nans, scratch);
+  float first = -INFINITY;
+  for (int64_t j = threadIdx.x; j < C; j += blockDim.x)
+    if (x[j] == m) first = fmaxf(first, -static_cast<float>(j));
+  first = block_max(first, scratch);
+  if (threadIdx.x == 0) hit[i] = nans == 0.0f && -first == static_cast<float>(labels[i]) ? 1.0f : 0.0f;
+}
+
+// Stage 2 (one block): the sum of the hits, exact in f32 below 2^24 rows.
+__global__ void correct_total_kernel(const float* hit, float* correct, int64_t N) {
+  __shared__ float scratch[32];
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) sum += hit[i];
+  sum = block_sum(sum, scratch);
+  if (threadIdx.x == 0) *correct = sum;
+}
+
+std::unique_ptr<Kernel> prepare_count_correct(CudaDevice&, const OpView& v, size_t& workspace) {
+  Check c(v);
+  c.counts(2, 2, 1, 1);
+  if (c.in(0).dtype != TDM_F32) c.unsupported("logits must be f32");
+  if (c.in(0).rank() != 2) c.fail("logits must be [N, C]");
+  const int64_t N = c.in(0).dims[0], C = c.in(0).dims[1];
+  c.input(1, TDM_S32, {N});
+  c.output(0, TDM_F32, {});
+  if (C >= (int64_t{1} << 24) || N >= (int64_t{1} << 24))
+    c.unsupported("rows or classes of 2^24 or more are not implemented (f32 indices and counts)");
+  decline_if(c, one_block_per_limit(N, "row"));
+  workspace = static_cast<size_t>(N) * sizeof(float);
+  return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
+    auto* hit = static_cast<float*>(ws);
+    if (N > 0 && C > 0)
+      correct_rows_kernel<<<unsigned(N), kRowThreads, 0, s.get()>>>(
+          static_cast<const float*>(in[0]), static_cast<const int32_t*>(in[1]), hit, C);
+    else if (N > 0)
+      TDM_CUDA_CHECK(cudaMemsetAsync(hit, 0, static_cast<size_t>(N) * sizeof(float), s.get()));
+    correct_total_kernel<<<1, 1024, 0, s.get()>>>(hit, static_cast<float*>(o[0]), N);
+  });
+}
+
 Ce ce_of(const Check& c, size_t first) {
   c.counts(first + 2, first + 2, 1, 1);
   if (c.in(first).dtype != TDM_F32) c.unsupported("logits must be f32");
@@ -136,6 +187,7 @@ std::unique_ptr<Kernel> prepare_ce_grad(CudaDevice&, const OpView& v, size_t& wo
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax_cross_entropy", prepare_ce);
   r.add("softmax_cross_entropy_grad", prepare_ce_grad);
+  r.add("count_correct", prepare_count_correct);
 });
 
 }  // namespace

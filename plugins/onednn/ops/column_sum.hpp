@@ -14,7 +14,8 @@
 
 namespace tandem::onednn {
 
-// y[j] = scale · sum over rows i of x[i, j] (T = float or bf16). Each task
+// y[j] = scale · sum over rows i of x[i, j] (T = float or bf16; Out = T, or
+// float for a bf16 sum kept in f32). Each task
 // owns a range of columns and streams every row's slice of it into f32
 // accumulators that stay in L1, so x is read once, row after row, as it lies
 // in memory. Column blocks of 32, each walking down all the rows, read it
@@ -24,10 +25,10 @@ namespace tandem::onednn {
 // GEMM; by those timings, about 3.7 ms of a 1-thread step with 4 blocks
 // of five narrow and one wide bias). Every column is still summed by one
 // thread in row order, so the result is the same bits for any thread count.
-template <class T>
+template <class T, class Out = T>
 void column_sum(const void* src, void* dst, int64_t rows, int64_t cols, float scale = 1.f) {
   const T* x = static_cast<const T*>(src);
-  T* y = static_cast<T*>(dst);
+  Out* y = static_cast<Out*>(dst);
   // A range per thread, in whole cache lines, and at most 1024 columns so
   // its accumulators (4 KiB) stay in L1 beside the rows streaming past.
   constexpr int64_t kLine = 16, kWidest = 1024;

@@ -22,9 +22,10 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
   const int64_t n = c.in(0).dims[0], i = c.in(0).dims[1], o = c.in(1).dims[0];
   c.input_shape(1, {o, i});
+  const tdm_dtype yt = c.product_output_dtype(0, dt);  // f32 from bf16 operands too, bias likewise
   const bool bias = c.has_input(2);
-  if (bias) c.input(2, dt, {o});
-  c.output(0, dt, {n, o});
+  if (bias) c.input(2, yt, {o});
+  c.output(0, yt, {n, o});
   const std::string act = c.string_attr("activation", "none");
   dnnl::post_ops post;
   if (act == "relu")
@@ -41,7 +42,7 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   if (dt == TDM_F32 && (act == "none" || act == "relu") && sgemm::serves(own))
     return sgemm_kernel(c, own, 0, 1, 2, ws);
   const memory::desc mx = view_md({}, n, i, false, dt), mw = view_md({}, i, o, true, dt);
-  const memory::desc my = view_md({}, n, o, false, dt), mbias = view_md({}, 1, o, false, dt);
+  const memory::desc my = view_md({}, n, o, false, yt), mbias = view_md({}, 1, o, false, yt);
   return matmul_kernel("linear", mx, in_slot(0), mw, in_slot(1), my, out_slot(0), bias ? &mbias : nullptr,
                        in_slot(2), post, ws);
 }
@@ -76,18 +77,19 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and x must be rank 2");
   const int64_t n = c.in(0).dims[0], o = c.in(0).dims[1], i = c.in(1).dims[1];
   c.input_shape(1, {n, i});
-  c.output(0, dt, {o, i});
+  const tdm_dtype wt = c.product_output_dtype(0, dt);  // f32 from bf16 operands too
+  c.output(0, wt, {o, i});
   const bool has_bias = c.int_attr("has_bias", 1) != 0;
   if (has_bias != c.has_output(1))
     c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
-  if (has_bias) c.output(1, dt, {o});
+  if (has_bias) c.output(1, wt, {o});
   if (n == 0 || o * i == 0) c.unsupported("empty dims are not implemented");
   // dw = dyᵀ·x, dy stored [n, o]; dbias = dy's column sums, taken while packing dy.
   const sgemm::Problem own{o, i, n, true, false, false, false, has_bias};
   if (dt == TDM_F32 && sgemm::serves(own)) return sgemm_kernel(c, own, 0, 1, 0, ws);
   auto k = std::make_unique<PrimKernel>("linear_grad_weight");
   const memory::desc mdy_t = view_md({}, o, n, true, dt), mx = view_md({}, n, i, false, dt);
-  const memory::desc mdw = view_md({}, o, i, false, dt);
+  const memory::desc mdw = view_md({}, o, i, false, wt);
   const dnnl::primitive_attr attr = user_scratchpad_attr();
   const auto pd = matmul_pd(mdy_t, mx, nullptr, mdw, attr);
   k->add<dnnl::matmul>(pd, {{DNNL_ARG_SRC, k->bind(mdy_t, in_slot(0))},
@@ -100,7 +102,11 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
     // accumulators), so the result is deterministic for any thread count.
     with_f32_bf16(dt, [&](auto tag_value) {
       using T = decltype(tag_value);
-      k->hook([n, o](void* const* in, void* const* out, char*) { column_sum<T>(in[0], out[1], n, o); });
+      if (wt == TDM_F32)
+        k->hook(
+            [n, o](void* const* in, void* const* out, char*) { column_sum<T, float>(in[0], out[1], n, o); });
+      else
+        k->hook([n, o](void* const* in, void* const* out, char*) { column_sum<T>(in[0], out[1], n, o); });
     });
   }
   ws = k->workspace_bytes();

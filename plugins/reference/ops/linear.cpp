@@ -31,18 +31,21 @@ std::unique_ptr<Kernel> linear(const OpView& view, size_t&) {
   c.input_rank(1, 2);
   const int64_t O = c.in(1).dims[0];
   c.input_shape(1, {O, I});
+  // A wide output (f32 from bf16/f16 operands) takes its bias in f32 and
+  // is the compute type's sum, not rounded to the operands' dtype.
+  const tdm_dtype yt = c.product_output_dtype(0, dt);
   const bool has_bias = c.has_input(2);
   if (has_bias) {
-    c.input_dtype(2, {dt});
+    c.input_dtype(2, {yt});
     c.input_shape(2, {O});
   }
-  c.output(0, dt, {N, O});
+  c.output(0, yt, {N, O});
   const Act act = parse_activation(c);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
       const std::vector<T> x = load<T>(in[0], dt, N * I), w = load<T>(in[1], dt, O * I);
-      const std::vector<T> bias = has_bias ? load<T>(in[2], dt, O) : std::vector<T>(size_t(O), T(0));
+      const std::vector<T> bias = has_bias ? load<T>(in[2], yt, O) : std::vector<T>(size_t(O), T(0));
       std::vector<T> y(size_t(N * O));
       for (int64_t n = 0; n < N; ++n)
         for (int64_t o = 0; o < O; ++o) {
@@ -64,7 +67,7 @@ std::unique_ptr<Kernel> linear(const OpView& view, size_t&) {
           }
           y[size_t(n * O + o)] = v;
         }
-      store(out[0], dt, y);
+      store(out[0], yt, y);
     });
   });
 }
@@ -109,12 +112,13 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& view, size_t&) {
   c.input_rank(1, 2);
   const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
   c.input_shape(1, {N, I});
-  c.output(0, dt, {O, I});
+  const tdm_dtype wt = c.product_output_dtype(0, dt);  // f32 for a wide output
+  c.output(0, wt, {O, I});
   const bool has_bias = c.int_attr("has_bias", 1) != 0;
   if (has_bias != c.has_output(1))
     c.fail(std::string("has_bias=") + (has_bias ? "1" : "0") + " but output 1 (dbias) is " +
            (c.has_output(1) ? "present" : "absent"));
-  if (has_bias) c.output(1, dt, {O});
+  if (has_bias) c.output(1, wt, {O});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -130,8 +134,8 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& view, size_t&) {
         for (int64_t n = 0; n < N; ++n) acc += double(dy[size_t(n * O + o)]);
         db[size_t(o)] = T(acc);
       }
-      store(out[0], dt, dw);
-      if (has_bias) store(out[1], dt, db);
+      store(out[0], wt, dw);
+      if (has_bias) store(out[1], wt, db);
     });
   });
 }

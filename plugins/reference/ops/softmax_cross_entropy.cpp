@@ -1,4 +1,4 @@
-// Reference backend — softmax_cross_entropy and its gradient.
+// Reference backend — softmax_cross_entropy, its gradient, and count_correct.
 //
 // Computed entirely in double (the log-softmax of softmax_rows.hpp) and
 // rounded once on store. Cross entropy follows PyTorch's CrossEntropyLoss with
@@ -114,9 +114,38 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
   });
 }
 
+// count_correct: the rows whose label is the first index of their largest
+// logit; a row with a NaN, or a label outside [0, C), is never right.
+std::unique_ptr<Kernel> count_correct(const OpView& view, size_t&) {
+  Check c(view);
+  c.counts(2, 2, 1, 1);
+  const tdm_dtype dt = c.primary_dtype(0, kF32);
+  c.input_rank(0, 2);
+  const int64_t N = c.in(0).dims[0], C = c.in(0).dims[1];
+  c.input(1, TDM_S32, {N});
+  c.output(0, TDM_F32, {});
+  return make_kernel(c, [=](void* const* in, void* const* out) {
+    const std::vector<double> logits = load<double>(in[0], dt, N * C);
+    const std::vector<int64_t> labels = load_indices(in[1], TDM_S32, N);
+    int64_t right = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      const double* row = logits.data() + i * C;
+      int64_t best = 0;
+      bool nan = false;
+      for (int64_t j = 0; j < C; ++j) {
+        nan = nan || std::isnan(row[j]);
+        if (row[j] > row[best]) best = j;
+      }
+      right += !nan && C > 0 && best == labels[size_t(i)];
+    }
+    store(out[0], TDM_F32, std::vector<double>{double(right)});
+  });
+}
+
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
   r.add("softmax_cross_entropy", cross_entropy);
   r.add("softmax_cross_entropy_grad", cross_entropy_grad);
+  r.add("count_correct", count_correct);
 });
 
 }  // namespace

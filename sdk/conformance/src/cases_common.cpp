@@ -39,7 +39,10 @@ std::string Case::label() const {
     if (t.dtype != dtype) s += std::string(":") + dtype_name(t.dtype);
   }
   if (inputs.empty() && !outputs.empty()) s += "->" + dims_str(outputs[0].dims);
-  if (op == "cast" && !outputs.empty()) s += std::string("->") + dtype_name(outputs[0].dtype);
+  // A cast's target, and a 16-bit case's wide (f32) result.
+  const bool wide =
+      !outputs.empty() && outputs[0].dtype == TDM_F32 && (dtype == TDM_BF16 || dtype == TDM_F16);
+  if ((op == "cast" && !outputs.empty()) || wide) s += std::string("->") + dtype_name(outputs[0].dtype);
   if (!attrs.empty()) s += " " + attrs.str();
   for (auto [o, i] : options.in_place) s += " inplace:" + std::to_string(o) + "=" + std::to_string(i);
   return s;
@@ -104,6 +107,7 @@ const std::vector<std::string>& catalog_ops() {
                                                "log_softmax_grad",
                                                "softmax_cross_entropy",
                                                "softmax_cross_entropy_grad",
+                                               "count_correct",
                                                "layer_norm",
                                                "layer_norm_grad",
                                                "batch_norm_train",

@@ -81,6 +81,21 @@ void add_linear(std::vector<Case>& v) {
       }
     }
   }
+  // Wide outputs (ABI 1.11): bf16/f16 operands, f32 results (and bias),
+  // held to f32's tolerance, so a result rounded to 16 bits fails.
+  for (tdm_dtype dt : {TDM_BF16, TDM_F16})
+    for (const L& s : shapes)
+      for (int bias = 0; bias < 2; ++bias) {
+        Case c("linear", dt);
+        c.in(dt, {s.n, s.i}).in(dt, {s.o, s.i});
+        bias ? c.in(TDM_F32, {s.o}) : c.none();
+        v.push_back(c.out(TDM_F32, {s.n, s.o}).acc(s.i));
+        Case gw("linear_grad_weight", dt);
+        gw.in(dt, {s.n, s.o}).in(dt, {s.n, s.i}).out(TDM_F32, {s.o, s.i});
+        bias ? gw.out(TDM_F32, {s.o}) : gw.no_out();
+        if (!bias) gw.attrs.integer("has_bias", 0);
+        v.push_back(gw.acc(s.n));
+      }
 }
 
 struct Conv {

@@ -33,6 +33,18 @@ void layer_norm_stats(const Case&, std::vector<HostTensor>& in) {
   fill_stats(in, 1, in[1].numel() / d, d);  // one "channel" per row
 }
 
+// count_correct: every other row's label becomes the row's first largest
+// logit, so the count is not left to chance on long rows.
+void half_right(const Case&, std::vector<HostTensor>& in) {
+  const int64_t rows = in[1].numel(), cols = in[0].numel() / std::max<int64_t>(rows, 1);
+  for (int64_t r = 0; r < rows; r += 2) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < cols; ++c)
+      if (in[0].get(r * cols + c) > in[0].get(r * cols + best)) best = c;
+    in[1].set(r, double(best));
+  }
+}
+
 void batch_norm_stats(const Case&, std::vector<HostTensor>& in) {
   const Dims& x = in[1].dims();
   fill_stats(in, x[0], x[1], in[1].numel() / (x[0] * x[1]));
@@ -148,6 +160,23 @@ void add_softmax(std::vector<Case>& v) {
       c.op == "softmax_cross_entropy" ? c.out(TDM_F32, {}) : c.out(TDM_F32, {l.n, l.c});
       v.push_back(c.acc(l.n * l.c));
     }
+  // count_correct (SDK 1.12): small integer logits tie often (the first
+  // largest wins), labels include -1 and C (never right); distinct logits
+  // over a long row, where every label is in range.
+  struct Count {
+    int64_t n, c;
+    Fill logits;
+    int64_t label_lo, label_hi;
+  };
+  const Count counts[] = {{1, 1, Fill::ints(0, 2), 0, 0},         {16, 4, Fill::ints(0, 3), -1, 4},
+                          {64, 3, Fill::ints(0, 1), -1, 3},       {9, 7, Fill::no_ties(), 0, 6},
+                          {33, 1000, Fill::range(-5, 5), 0, 999}, {4, 50257, Fill::range(-5, 5), 0, 50256}};
+  for (const Count& k : counts) {
+    Case c("count_correct", TDM_F32);
+    c.in(TDM_F32, {k.n, k.c}, k.logits).in(TDM_S32, {k.n}, Fill::ints(k.label_lo, k.label_hi));
+    if (k.c > 4) c.fixup = half_right;
+    v.push_back(c.out(TDM_F32, {}));
+  }
 }
 
 void add_norms(std::vector<Case>& v) {

@@ -56,7 +56,7 @@ const std::map<std::string, OpClass>& classes() {
     std::map<std::string, OpClass> r;
     for (const char* op :
          {"reshape", "transpose", "concat", "copy", "fill", "cast", "embedding", "max_pool2d", "relu",
-          "relu_grad", "quantize", "dequantize", "fake_quant", "fake_quant_grad"})
+          "relu_grad", "quantize", "dequantize", "fake_quant", "fake_quant_grad", "count_correct"})
       r[op] = OpClass::exact;
     for (const char* op : {"add", "sub", "mul", "scale", "dropout", "dropout_grad", "leaky_relu",
                            "leaky_relu_grad", "tanh_grad", "sigmoid_grad", "linear_int8", "conv2d_int8"})

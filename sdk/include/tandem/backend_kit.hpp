@@ -144,6 +144,18 @@ class Check {
                   " is not implemented (supported: " + set_str(implemented) + ")");
     return out(j).dtype;
   }
+  // The dtype output j of a product (linear, linear_grad_weight) must have
+  // over operands of dtype `operands`: f32 for bf16/f16 operands when the
+  // node declares it f32 (ops.md "Wide outputs", ABI 1.11), else
+  // `operands`. A backend that does not compute wide outputs passes
+  // wide_implemented = false and declines them with a reason.
+  tdm_dtype product_output_dtype(size_t j, tdm_dtype operands, bool wide_implemented = true) const {
+    require(false, j);
+    const bool wide = (operands == TDM_BF16 || operands == TDM_F16) && out(j).dtype == TDM_F32;
+    if (wide && !wide_implemented)
+      unsupported(std::string("f32 outputs from ") + dtype_name(operands) + " operands are not implemented");
+    return wide ? TDM_F32 : operands;
+  }
   // A tensor whose dtype the signature fixes: required, one of `allowed`.
   void input_dtype(size_t i, const DtypeSet& allowed) const {
     require(true, i);

@@ -80,7 +80,11 @@ typedef struct tdm_feature_api {
    * 0 = the model file's batch_size. Called once, right after create and
    * before any graph exists. Optional.
    * For it, since ABI 1.3 the host adds read-only keys under "tandem." to
-   * every feature's configuration: "tandem.batch_size" (per rank). */
+   * every feature's configuration: "tandem.batch_size" (per rank); since
+   * ABI 1.11 also "tandem.wide_products" = "1" when every backend the run
+   * may use computes linear and linear_grad_weight from bf16/f16 operands
+   * into f32 outputs (ops.md, "Wide outputs"), "0" otherwise: a pass that
+   * inserts such nodes does so only under "1". */
   uint32_t (*micro_batch_size)(tdm_feature* feature);
 } tdm_feature_api;
 
