@@ -8,12 +8,12 @@
 #            bf16 against PyTorch eager and torch.compile, and beside it
 #            Tandem with amp's wide_products = false; tokens/s, MFU against
 #            the measured bf16 peak, planned against measured device memory;
+#   conform  cuda:0 against reference on every case of the op catalogue
+#            (tandem-conformance --verbose: each case's implementation);
 #   stream   bench/streaming.sh on cuda:0: GPT-2 small with every layer's
 #            parameters, gradients and AdamW state streamed from host memory
 #            against the same model resident: throughput ratio, final
 #            weights (bit-identical when streaming changes no number);
-#   conform  cuda:0 against reference on every case of the op catalogue
-#            (tandem-conformance --verbose: each case's implementation);
 #   profile  tandem bench --profile of GPT-2 small: time per op and the
 #            slowest nodes (one synchronisation per node);
 #   llama    bench/gpu_scale.sh --quick of the 1.24 B Llama, Tandem alone;
@@ -44,7 +44,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 do_build=1
 jobs=$(nproc)
-only="scale,stream,conform,profile,llama,tests,memory,costs,peer,place,kernels"
+only="scale,conform,stream,profile,llama,tests,memory,costs,peer,place,kernels"
 out=""
 deadline=540
 while [ $# -gt 0 ]; do
@@ -137,6 +137,10 @@ scale() {
 step scale 240 fn scale
 wanted scale && grep -E '^(bf16 matrix peak|model |gpt2_small )' "$out/scale.log"
 
+step conform 150 "$build/bin/tandem-conformance" --plugin "$build/lib/tandem/plugins/libtandem-cuda.so" \
+  --reference "$build/lib/tandem/plugins/libtandem-reference.so" --verbose
+wanted conform && tail -5 "$out/conform.log"
+
 # shellcheck disable=SC2317
 stream() {
   TANDEM_BENCH_OUT="$out/stream" "$repo/bench/streaming.sh" --build "$build" --device cuda:0 \
@@ -145,9 +149,6 @@ stream() {
 step stream 120 fn stream
 wanted stream && grep -E '^(resident|streamed|throughput)' "$out/stream.log"
 
-step conform 150 "$build/bin/tandem-conformance" --plugin "$build/lib/tandem/plugins/libtandem-cuda.so" \
-  --reference "$build/lib/tandem/plugins/libtandem-reference.so" --verbose
-wanted conform && tail -5 "$out/conform.log"
 
 step profile 60 "$tandem" bench "$repo/bench/models/gpu/gpt2_small.toml" --device cuda:0 \
   --feature amp:dtype=bf16 --steps 3 --warmup 2 --repeats 1 --profile-nodes 15
