@@ -158,7 +158,7 @@ wanted profile && tail -40 "$out/profile.log"
 llama() {
   TANDEM_BENCH_OUT="$out/scale" "$repo/bench/gpu_scale.sh" --build "$build" --models llama_1b --quick --no-peer
 }
-step llama 90 fn llama
+step llama 240 fn llama
 wanted llama && grep -E '^(model |llama_1b )' "$out/llama.log"
 
 # shellcheck disable=SC2317
@@ -167,8 +167,14 @@ tests() {
     ctest --test-dir "$build" -R '^(cuda|nccl)\.' --output-on-failure -j 4
     return
   fi
-  # A bundle has the test programs without CTest's files.
-  local status=0 program
+  # A bundle has the test programs without CTest's files; they look for the
+  # plugins where the build put them, which then leads to the bundle's.
+  local status=0 program built
+  built=$(grep -aom1 '/[^[:space:]"]*/lib/tandem/plugins' "$build/bin/tandem_cuda_plugin_tests" | head -1)
+  built=${built%/lib/tandem/plugins}
+  if [ -n "$built" ] && [ ! -e "$built/lib" ]; then
+    mkdir -p "$built" && ln -s "$(cd "$build" && pwd)/lib" "$built/lib"
+  fi
   for program in "$build"/bin/tandem_cuda_*_tests "$build"/bin/tandem_nccl_*_tests; do
     [ -x "$program" ] || continue
     echo "== $(basename "$program")"
