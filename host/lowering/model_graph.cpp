@@ -176,16 +176,22 @@ Result<ValueId> loss_node(ModelGraph& g, const std::string& op, const std::strin
   return g.graph.node(*id)->outputs[0];
 }
 
-// stats += [loss, count_correct(logits, labels)] after every micro-batch, in
-// place: the trainer reads the two sums at its log interval instead of the
-// loss and the whole logits tensor after every micro-batch.
-Result<void> add_train_stats(ModelGraph& g) {
+// correct = count_correct(logits, labels), the rows predicted right.
+Result<void> add_correct(ModelGraph& g) {
   const Node& loss = *g.graph.node(g.graph.value(g.loss)->producer);
   const ValueId scores = loss.inputs[0], labels = loss.inputs[1];
   auto correct = loss_node(g, "count_correct", "loss.correct", {scores, labels}, TensorType{TDM_F32, {}});
   if (!correct) return correct.error();
+  g.correct = *correct;
+  return {};
+}
+
+// stats += [loss, correct] after every micro-batch, in place: the trainer
+// reads the two sums at its log interval instead of the loss and the whole
+// logits tensor after every micro-batch.
+Result<void> add_train_stats(ModelGraph& g) {
   auto loss_1 = loss_node(g, "reshape", "loss.stats.loss", {g.loss}, TensorType{TDM_F32, {1}});
-  auto correct_1 = loss_node(g, "reshape", "loss.stats.correct", {*correct}, TensorType{TDM_F32, {1}});
+  auto correct_1 = loss_node(g, "reshape", "loss.stats.correct", {g.correct}, TensorType{TDM_F32, {1}});
   if (!loss_1) return loss_1.error();
   if (!correct_1) return correct_1.error();
   auto step = loss_node(g, "concat", "loss.stats.step", {*loss_1, *correct_1}, TensorType{TDM_F32, {2}},
@@ -285,9 +291,12 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
                           "false needs a row-parallel linear after it, or gather_output = true)",
                       TDM_INVALID_ARGUMENT);
   if (auto r = add_loss(g, spec, previous); !r) return r.error();
-  if (mode == Mode::Train && spec.loss.op == "softmax_cross_entropy" && g.dtype == TDM_F32 &&
-      backend_abi_minor >= kDeviceStatsMinor)
-    if (auto r = add_train_stats(g); !r) return r.error();
+  if (mode != Mode::Decode && spec.loss.op == "softmax_cross_entropy" && g.dtype == TDM_F32 &&
+      backend_abi_minor >= kDeviceStatsMinor) {
+    if (auto r = add_correct(g); !r) return r.error();
+    if (mode == Mode::Train)
+      if (auto r = add_train_stats(g); !r) return r.error();
+  }
   return g;
 }
 

@@ -69,6 +69,9 @@ struct ModelGraph {
   // over the micro-batches since the trainer last read and cleared them
   // (kTrainStatsName; kNoValue where the backends predate count_correct).
   ValueId train_stats = kNoValue;
+  // count_correct of the logits and labels (f32[]): an evaluation reads it
+  // instead of the logits (kNoValue where the backends predate the op).
+  ValueId correct = kNoValue;
   std::vector<ValueId> parameters;              // trained tensors, in layer order
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;

@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "plugin/plugin_call.hpp"
 #include "plugin/search_path.hpp"
 #include "tandem/plugin_check.hpp"
 #include "tandem/version.h"
@@ -141,7 +142,15 @@ Result<LoadedPlugin> load_plugin_file(const fs::path& file, HostServices& servic
   PluginContext& context = services.create_context(p.name, file.string());
   p.context = &context;
   clear_last_error();
-  const tdm_plugin* descriptor = entry(&context.api, TDM_ABI_MAJOR, TDM_ABI_MINOR);
+  const tdm_plugin* descriptor = nullptr;
+  const tdm_status entered = call_plugin(p, TDM_PLUGIN_ENTRY_SYMBOL, [&] {
+    descriptor = entry(&context.api, TDM_ABI_MAJOR, TDM_ABI_MINOR);
+    return TDM_OK;
+  });
+  if (entered != TDM_OK)
+    return refuse(
+        "plugin " + p.name + " (" + file.string() + ") was skipped: " + last_error_text("its entry failed"),
+        TDM_INTERNAL);
   if (descriptor == nullptr)
     return refuse("plugin " + p.name + " (" + file.string() + ") refused to load: " +
                       last_error_text("[" + p.name + "] it returned no descriptor and gave no reason"),
@@ -166,10 +175,11 @@ Result<void> init_plugin(LoadedPlugin& plugin, const ConfigStore& config) {
   }
   ConfigSectionView section(config.section(plugin_config_section(plugin)));
   clear_last_error();
-  tdm_status status = plugin.descriptor->init(section.get());
+  const tdm_status status =
+      call_plugin(plugin, "init", [&] { return plugin.descriptor->init(section.get()); });
   if (status != TDM_OK)
     return refuse("plugin " + plugin.name + " (" + plugin.path.string() + ") failed to initialise: " +
-                      last_error_text("[" + plugin.name + "] init returned status " + std::to_string(status)),
+                      last_error_text("[" + plugin.name + "] init " + silent_failure(status)),
                   status);
   plugin.initialized = true;
   return {};

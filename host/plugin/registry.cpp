@@ -1,6 +1,7 @@
 #include "plugin/registry.hpp"
 
 #include "plugin/loader.hpp"
+#include "plugin/plugin_call.hpp"
 #include "tandem/plugin_check.hpp"
 #include "util/logger.hpp"
 
@@ -126,7 +127,9 @@ std::vector<Candidate> PluginRegistry::skipped() const {
 void PluginRegistry::shutdown() {
   for (auto it = plugins_.rbegin(); it != plugins_.rend(); ++it) {
     LoadedPlugin& p = **it;
-    if (p.initialized && p.descriptor->shutdown != nullptr) p.descriptor->shutdown();
+    if (p.initialized && p.descriptor->shutdown != nullptr &&
+        call_plugin(p, "shutdown", [&] { p.descriptor->shutdown(); }) != TDM_OK)
+      log_warning("plugin " + p.name + " (" + p.path.string() + "): " + last_error_text("shutdown failed"));
     p.initialized = false;
   }
 }

@@ -5,7 +5,9 @@
 #include "graph/graph_api.hpp"
 #include "lowering/model_graph.hpp"
 #include "plugin/config_store.hpp"
+#include "plugin/plugin_call.hpp"
 #include "util/last_error.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::host::program {
 namespace {
@@ -16,9 +18,10 @@ std::vector<std::string> names(const char* const* list) {
   return out;
 }
 
-Error failure(const std::string& feature, const std::string& what, tdm_status status) {
-  return make_error(
-      "feature '" + feature + "' failed in " + what + ": " + last_error_text("it gave no reason"), status);
+Error failure(const LoadedPlugin& feature, const std::string& what, tdm_status status) {
+  return make_error("feature '" + feature.name + "' (" + feature.path.string() + ") failed in " + what +
+                        ": " + last_error_text(silent_failure(status)),
+                    status);
 }
 
 // Where [features.NAME]'s settings came from: "model.toml:14:1",
@@ -36,7 +39,10 @@ std::string origins_of(const model::ModelSpec& spec, const std::string& name) {
 
 FeatureSet::~FeatureSet() {
   for (auto it = active_.rbegin(); it != active_.rend(); ++it)
-    if (it->instance != nullptr) it->plugin->feature->destroy(it->instance);
+    if (it->instance != nullptr)
+      if (call_plugin(*it->plugin, "destroy", [&] { it->plugin->feature->destroy(it->instance); }) != TDM_OK)
+        log_warning("feature '" + it->plugin->name + "' (" + it->plugin->path.string() +
+                    "): " + last_error_text("destroy failed"));
 }
 
 Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& registry,
@@ -68,8 +74,11 @@ Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& reg
       entries["tandem.wide_products"] = backend_abi_minor >= lowering::kWideProductsMinor ? "1" : "0";
     ConfigSectionView config(std::move(entries));
     tdm_feature* instance = nullptr;
-    if (plugin->feature->create(config.get(), &instance) != TDM_OK || instance == nullptr)
-      return failure(name, "create (check " + origins_of(spec, name) + ")", TDM_INVALID_ARGUMENT);
+    const tdm_status created =
+        call_plugin(*plugin, "create", [&] { return plugin->feature->create(config.get(), &instance); });
+    if (created != TDM_OK || instance == nullptr)
+      return failure(*plugin, "create (check " + origins_of(spec, name) + ")",
+                     created == TDM_INTERNAL ? TDM_INTERNAL : TDM_INVALID_ARGUMENT);
     set->active_.push_back({plugin, instance});
   }
   return set;
@@ -79,8 +88,9 @@ Result<void> FeatureSet::run_passes(tdm_pass_stage stage, Graph& graph) {
   for (const Active& a : active_) {
     const tdm_feature_api& api = *a.plugin->feature;
     if (api.pass_stage != stage || api.graph_pass == nullptr) continue;
-    const tdm_status status = api.graph_pass(a.instance, to_c(graph));
-    if (status != TDM_OK) return failure(a.plugin->name, "its graph pass", status);
+    const tdm_status status =
+        call_plugin(*a.plugin, "graph_pass", [&] { return api.graph_pass(a.instance, to_c(graph)); });
+    if (status != TDM_OK) return failure(*a.plugin, "its graph pass", status);
   }
   return {};
 }
@@ -90,8 +100,8 @@ Result<void> FeatureSet::call_hooks(Hook tdm_feature_api::*hook, const char* wha
   for (const Active& a : active_) {
     const Hook fn = a.plugin->feature->*hook;
     if (fn == nullptr) continue;
-    const tdm_status status = fn(a.instance, &info);
-    if (status != TDM_OK) return failure(a.plugin->name, what, status);
+    const tdm_status status = call_plugin(*a.plugin, what, [&] { return fn(a.instance, &info); });
+    if (status != TDM_OK) return failure(*a.plugin, what, status);
   }
   return {};
 }
@@ -115,8 +125,9 @@ Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
     const auto fn = a.plugin->feature->before_optimizer_step;
     if (fn == nullptr) continue;
     int32_t wants_skip = 0;
-    const tdm_status status = fn(a.instance, &info, &wants_skip);
-    if (status != TDM_OK) return failure(a.plugin->name, "before_optimizer_step", status);
+    const tdm_status status =
+        call_plugin(*a.plugin, "before_optimizer_step", [&] { return fn(a.instance, &info, &wants_skip); });
+    if (status != TDM_OK) return failure(*a.plugin, "before_optimizer_step", status);
     skip = skip || wants_skip != 0;
   }
   return skip;
@@ -142,7 +153,10 @@ Result<uint32_t> FeatureSet::micro_batch_size() const {
     if (a.plugin->abi_minor_effective < 3 || !TDM_STRUCT_HAS(&api, tdm_feature_api, micro_batch_size) ||
         api.micro_batch_size == nullptr)
       continue;
-    const uint32_t n = api.micro_batch_size(a.instance);
+    uint32_t n = 0;
+    const tdm_status status =
+        call_plugin(*a.plugin, "micro_batch_size", [&] { n = api.micro_batch_size(a.instance); });
+    if (status != TDM_OK) return failure(*a.plugin, "micro_batch_size", status);
     if (n == 0) continue;
     if (result > 0)
       return make_error("features '" + who + "' and '" + a.plugin->name + "' both split batches; enable one",
@@ -161,7 +175,10 @@ Result<uint32_t> FeatureSet::micro_batches() const {
     if (a.plugin->abi_minor_effective < 2 || !TDM_STRUCT_HAS(&api, tdm_feature_api, micro_batches) ||
         api.micro_batches == nullptr)
       continue;
-    const uint32_t n = api.micro_batches(a.instance);
+    uint32_t n = 0;
+    const tdm_status status =
+        call_plugin(*a.plugin, "micro_batches", [&] { n = api.micro_batches(a.instance); });
+    if (status != TDM_OK) return failure(*a.plugin, "micro_batches", status);
     if (n <= 1) continue;
     if (result > 1)
       return make_error(

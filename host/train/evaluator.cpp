@@ -1,6 +1,7 @@
 #include "train/evaluator.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include "data/loader.hpp"
 #include "train/checkpointing.hpp"
@@ -60,7 +61,12 @@ Result<program::Program*> Evaluator::for_batch(int64_t batch) {
       options.external[name] = pointer;
       if (streamed_.count(name) > 0) options.streamed.insert(name);
     }
-  options.outputs = {"loss", model.graph.value(model.logits)->name};
+  // The logits only where they are kept (predictions) or counted here.
+  options.outputs = {"loss"};
+  if (outputs_ != nullptr || model.correct == kNoValue)
+    options.outputs.push_back(model.graph.value(model.logits)->name);
+  else
+    options.outputs.push_back(model.graph.value(model.correct)->name);
   if (auto r = (*program)->allocate(std::move(options)); !r) return r.error();
   program::Program& p = *(compiled_[batch] = std::move(*program));
   if (shared_.empty()) {
@@ -118,16 +124,21 @@ Result<EvalResult> Evaluator::evaluate_in_batches(const data::Dataset& set,
     if (auto r = ex.run(); !r) return r.error();
     // One label per sample, or per token of a language model.
     const int64_t classes = m.graph.value(m.logits)->type.dims.back(), rows = int64_t(batch->labels.size());
-    logits.resize(static_cast<size_t>(rows * classes));
-    float loss = 0;
-    if (auto r = ex.read(m.logits, logits.data(), logits.size() * sizeof(float)); !r) return r.error();
+    const bool on_device = outputs_ == nullptr && m.correct != kNoValue;
+    float loss = 0, right = 0;
+    if (on_device) {
+      if (auto r = ex.read(m.correct, &right, sizeof right); !r) return r.error();
+    } else {
+      logits.resize(static_cast<size_t>(rows * classes));
+      if (auto r = ex.read(m.logits, logits.data(), logits.size() * sizeof(float)); !r) return r.error();
+    }
     if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.compute_seconds += seconds;
     result.batch_seconds.push_back(seconds);
     if (outputs_ != nullptr) keep(*outputs_, m, *batch, logits);
     loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size);
-    correct += count_correct(logits, batch->labels, rows, classes);
+    correct += on_device ? std::llround(right) : count_correct(logits, batch->labels, rows, classes);
     predictions += rows;
     result.samples += batch->size;
   }

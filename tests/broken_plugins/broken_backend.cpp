@@ -15,6 +15,8 @@
 //   overrun      relu and relu_grad write 4 floats past the end of their output
 //   unwritten    relu leaves its output as it found it
 //   throws       kernel_launch lets a C++ exception escape
+//   entry_throws the entry point lets a C++ exception escape
+//   init_throws  init lets a C++ exception escape
 //   writes_input relu also zeroes its input
 //   shadow       correct, but calls itself "reference"
 //   no_bn_eval   also accepts batch_norm_train, batch_norm_grad and
@@ -173,6 +175,10 @@ void kernel_release(tdm_kernel* k) {
   delete k;
 }
 
+tdm_status init_throws(const tdm_config*) {
+  throw std::runtime_error("broken: init threw");
+}
+
 }  // extern "C"
 
 tdm_backend_api g_api{};
@@ -182,6 +188,7 @@ tdm_plugin g_plugin{};
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major, uint32_t) {
   g_host = host;
+  if (BROKEN_IS("entry_throws")) throw std::runtime_error("broken: the entry point threw");
   if (major != TDM_ABI_MAJOR) {
     host->set_error(host->ctx, TDM_VERSION_MISMATCH, "built for ABI %d, the host speaks %u", TDM_ABI_MAJOR,
                     major);
@@ -218,5 +225,6 @@ extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* hos
   g_plugin.sdk_version = TDM_SDK_VERSION;
   g_plugin.description = "a backend broken on purpose (" BROKEN ")";
   g_plugin.backend = &g_api;
+  if (BROKEN_IS("init_throws")) g_plugin.init = init_throws;
   return &g_plugin;
 }

@@ -59,7 +59,7 @@ void show(const std::string& who, const CliRun& run) {
 }
 
 class Verdict : public ::testing::Test {
- protected:
+ public:
   // `tandem [global] COMMAND` in the test's directory, with the variant's
   // plugin directory on the plugin path.
   CliRun tandem(const std::string& variant, const std::string& global, const std::string& command) {
@@ -140,6 +140,33 @@ TEST_F(Verdict, AFileWithAnInstalledPluginsName) {
                          own.file("libtandem-reference.so") + "' --op relu");
   EXPECT_EQ(k.code, 2) << k.output;
   EXPECT_HAS(k.output, "it is named 'reference', like the installed plugin");
+}
+
+// An exception out of the entry point or init: that plugin is skipped with
+// the reason, and every other command goes on (rules 12 and 14).
+void expect_skipped_by_host_and_refused_by_kit(Verdict& v, const std::string& variant,
+                                               const std::string& reason) {
+  const CliRun plugins = v.tandem(variant, "", "plugins -v");
+  EXPECT_EQ(plugins.code, 0) << plugins.output;
+  EXPECT_HAS(plugins.output, "skipped " + plugin_dir(variant) + "/libtandem-broken.so");
+  EXPECT_HAS(plugins.output, reason);
+  EXPECT_HAS(plugins.output, "rule 14");
+  const CliRun devices = v.tandem(variant, "", "devices");
+  EXPECT_EQ(devices.code, 0) << devices.output;
+  EXPECT_HAS(devices.output, "reference:0");
+  const CliRun k = v.kit(variant);
+  EXPECT_EQ(k.code, 2) << k.output;
+  EXPECT_HAS(k.output, reason);
+}
+
+TEST_F(Verdict, AnEntryPointThatThrowsIsSkipped) {
+  expect_skipped_by_host_and_refused_by_kit(
+      *this, "entry_throws", "a C++ exception escaped from tdm_plugin_entry: broken: the entry point threw");
+}
+
+TEST_F(Verdict, AnInitThatThrowsIsSkipped) {
+  expect_skipped_by_host_and_refused_by_kit(*this, "init_throws",
+                                            "a C++ exception escaped from init: broken: init threw");
 }
 
 TEST_F(Verdict, AKernelThatThrows) {

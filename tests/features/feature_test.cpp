@@ -88,7 +88,8 @@ TEST_F(Features, DeclaredConflictIsExplained) {
 TEST_F(Features, BadConfigurationNamesTheFeature) {
   auto t = trainer({"features.testfeature.skip_every=-1"});
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.error().message.find("feature 'testfeature' failed in create"), std::string::npos)
+  EXPECT_NE(t.error().message.find("feature 'testfeature' ("), std::string::npos) << t.error().message;
+  EXPECT_NE(t.error().message.find("libtandem-testfeature.so) failed in create"), std::string::npos)
       << t.error().message;
   EXPECT_NE(t.error().message.find("skip_every must not be negative"), std::string::npos)
       << t.error().message;
