@@ -84,18 +84,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--workloads", default="fmnist_mlp cnn gemm_mlp tiny_mlp gpt")
+    ap.add_argument("--workloads",
+                    default="fmnist_mlp cnn gemm_mlp tiny_mlp gpt gpt2_small_bytes gpt2_small_bytes_bf16")
     a = ap.parse_args()
     peaks = measured_peaks(a.folder)
     peak = max(peaks) if peaks else None
 
     def sps(r):
-        return f"{r['median_samples_per_second']:.0f}" if r else "-"
+        if not r:
+            return "-"
+        v = r["median_samples_per_second"]
+        return f"{v:.2f}" if v < 10 else f"{v:.0f}"
 
     def mib(r):
         return f"{r['peak_rss_bytes'] / 2**20:.0f}" if r else "-"
 
-    header = ["workload", "batch", "thr", "tandem/s", "pt-debian/s", "pt-pypi/s", "ratio", "rounds",
+    header = ["workload", "batch", "thr", "tandem/s", "pt-debian/s", "pt-pypi/s", "pt-compile/s", "ratio", "rounds",
               "RSS tandem MiB", "RSS pt-deb MiB", "RSS pt-pypi MiB", "RSS/pt", "GFLOP/s tandem", "GFLOP/s best-pt"]
     rows = []
     versions = set()
@@ -104,7 +108,8 @@ def main():
         t = load_rounds(a.folder, w, "tandem")
         d = load_rounds(a.folder, w, "debian")
         p = load_rounds(a.folder, w, "pypi")
-        peers = [r for r in (d, p) if r]
+        c = load_rounds(a.folder, w, "compile")
+        peers = [r for r in (d, p, c) if r]
         n_rounds = max([n_rounds] + [len(r["rounds"]) for r in [t] + peers if r])
         for r in peers:
             kernels = f", {r['kernels']} kernels" if r.get("kernels") else ""
@@ -123,7 +128,7 @@ def main():
         batch = str((t or best or {}).get("batch", "-"))
         rss_ratio = (f"{t['peak_rss_bytes'] / min(r['peak_rss_bytes'] for r in peers):.2f}"
                      if t and peers else "-")
-        rows.append([w, batch, str(a.threads), sps(t), sps(d), sps(p), ratio, spread, mib(t), mib(d), mib(p),
+        rows.append([w, batch, str(a.threads), sps(t), sps(d), sps(p), sps(c), ratio, spread, mib(t), mib(d), mib(p),
                      rss_ratio, gf_t, gf_p])
     for line in read_lines(a.folder, "machine.txt"):
         print(line)

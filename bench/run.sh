@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tandem vs PyTorch on identical training work — the one command.
 #
-#   bench/run.sh [--threads N] [--rounds N] [--repeats N] [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp gpt"] [--no-setup]
+#   bench/run.sh [--threads N] [--rounds N] [--repeats N] [--no-setup]
+#                [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp gpt gpt2_small_bytes gpt2_small_bytes_bf16"]
 #
 # 1. Sets up the PyTorch peers (idempotent): Debian's python3-torch with
 #    OpenBLAS (libopenblas0-pthread), and PyPI's current `torch` wheel in a
@@ -21,7 +22,12 @@
 #    from one minute to the next, and rounds spread that drift over every side
 #    instead of charging it to whichever ran at a bad moment. The table gives
 #    the median over every repeat of every round and the range of the
-#    per-round ratios. gemm_mlp is then profiled on Tandem and on the faster
+#    per-round ratios. gpt2_small_bytes is GPT-2 small's shape on bytes
+#    (85 M parameters); its _bf16 workload is the same model under mixed
+#    precision: Tandem's amp:dtype=bf16 against PyTorch's
+#    torch.autocast("cpu", torch.bfloat16); both also run against PyPI
+#    PyTorch's torch.compile (compilation in the warm-up, excluded).
+#    gemm_mlp is then profiled on Tandem and on the faster
 #    PyTorch (each one's matmul ops' own GFLOP/s). Then the footprint rows
 #    (bench/footprint.py: startup commands, training the Fashion-MNIST
 #    example on its real data against bench/torch_train.py, per-epoch
@@ -36,7 +42,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 threads=2
 rounds=3
 repeats=3
-workloads="fmnist_mlp cnn gemm_mlp tiny_mlp gpt"
+workloads="fmnist_mlp cnn gemm_mlp tiny_mlp gpt gpt2_small_bytes gpt2_small_bytes_bf16"
 setup=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -45,7 +51,7 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --no-setup) setup=0; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -57,8 +63,10 @@ venv=$cache/venv
 mkdir -p "$cache" "$out"
 
 # Steps per timed repeat, chosen so one repeat takes roughly a second here.
-declare -A steps=([fmnist_mlp]=200 [cnn]=20 [gemm_mlp]=40 [tiny_mlp]=3000 [gpt]=5)
-declare -A warmup=([fmnist_mlp]=20 [cnn]=5 [gemm_mlp]=5 [tiny_mlp]=200 [gpt]=2)
+declare -A steps=([fmnist_mlp]=200 [cnn]=20 [gemm_mlp]=40 [tiny_mlp]=3000 [gpt]=5 [gpt2_small_bytes]=2
+                  [gpt2_small_bytes_bf16]=3)
+declare -A warmup=([fmnist_mlp]=20 [cnn]=5 [gemm_mlp]=5 [tiny_mlp]=200 [gpt]=2 [gpt2_small_bytes]=1
+                   [gpt2_small_bytes_bf16]=1)
 
 log() { echo "== $*" >&2; }
 
@@ -150,17 +158,30 @@ case " $workloads " in
 esac
 for round in $(seq 1 "$rounds"); do
   for w in $workloads; do
-    model=$repo/bench/models/$w.toml
+    # A _bf16 workload: its model under mixed precision on every side.
+    model=$repo/bench/models/${w%_bf16}.toml
+    tandem_mixed=() peer_mixed=()
+    if [[ "$w" == *_bf16 ]]; then
+      tandem_mixed=(--feature amp:dtype=bf16)
+      peer_mixed=(--dtype bf16)
+    fi
     common=(--threads "$threads" --steps "${steps[$w]}" --warmup "${warmup[$w]}" --repeats "$repeats")
     log "$w, round $round of $rounds: tandem"
-    "$tandem" bench "$model" --device onednn:0 "${common[@]}" --json "$out/$w.tandem.r$round.json" >&2
+    "$tandem" bench "$model" --device onednn:0 "${common[@]}" "${tandem_mixed[@]}" \
+      --json "$out/$w.tandem.r$round.json" >&2
     log "$w, round $round of $rounds: pytorch-debian (OpenBLAS; ${peer_env[*]})"
-    env "${peer_env[@]}" /usr/bin/python3 "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+    env "${peer_env[@]}" /usr/bin/python3 "$repo/bench/torch_peer.py" "$model" "${common[@]}" "${peer_mixed[@]}" \
       --label pytorch-debian --json "$out/$w.debian.r$round.json" >&2 || rm -f "$out/$w.debian.r$round.json"
     if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
       log "$w, round $round of $rounds: pytorch-pypi"
-      env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+      env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" "${peer_mixed[@]}" \
         --label pytorch-pypi --json "$out/$w.pypi.r$round.json" >&2 || rm -f "$out/$w.pypi.r$round.json"
+      if [[ "$w" == gpt2_* ]]; then
+        log "$w, round $round of $rounds: pytorch-pypi torch.compile"
+        env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" \
+          "${peer_mixed[@]}" --compile --label pytorch-compile --json "$out/$w.compile.r$round.json" >&2 ||
+          rm -f "$out/$w.compile.r$round.json"
+      fi
     fi
   done
 done

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops/op_table.hpp"
+#include "plugin/call_window.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host {
@@ -38,10 +39,19 @@ tdm_status copy_fitting(const T& full, T* out) {
   return TDM_OK;
 }
 
-// Every entry point catches everything: no exception crosses into the plugin.
+// Why graph `g` may not be used by `function` now (CallWindow); "" if it may.
+std::string closed(const tdm_graph* g, const char* function) {
+  return CallWindow::refusal(CallWindow::kGraphPass, g, function);
+}
+
+// Every entry point catches everything: no exception crosses into the
+// plugin; and works only inside the pass's window.
 template <class Body>
-tdm_status guarded(Body&& body) noexcept {
+tdm_status guarded(const tdm_graph* g, const char* function, Body&& body) noexcept {
   try {
+    if (g != nullptr)
+      if (std::string why = closed(g, function); !why.empty())
+        return fail(TDM_INVALID_ARGUMENT, std::move(why));
     return body();
   } catch (const std::bad_alloc&) {
     return fail(TDM_OUT_OF_MEMORY, "host memory exhausted while editing the graph");
@@ -109,11 +119,16 @@ TensorType type_from_c(const tdm_tensor_desc& d) {
 }
 
 size_t g_node_count(const tdm_graph* g) {
-  return g == nullptr ? 0 : as_graph(g).node_count();
+  if (g == nullptr) return 0;
+  if (std::string why = closed(g, "node_count"); !why.empty()) {
+    fail(TDM_INVALID_ARGUMENT, std::move(why));
+    return 0;
+  }
+  return as_graph(g).node_count();
 }
 
 tdm_status g_node_at(const tdm_graph* g, size_t index, tdm_node_info* out) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_at", [&]() -> tdm_status {
     if (g == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph is NULL");
     const Node* n = as_graph(g).node_at(index);
     if (n == nullptr)
@@ -124,7 +139,7 @@ tdm_status g_node_at(const tdm_graph* g, size_t index, tdm_node_info* out) {
 }
 
 tdm_status g_node_get(const tdm_graph* g, tdm_node_id id, tdm_node_info* out) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_get", [&]() -> tdm_status {
     if (g == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph is NULL");
     const Node* n = as_graph(g).node(id);
     if (n == nullptr) return fail(TDM_INVALID_ARGUMENT, "unknown node id " + std::to_string(id));
@@ -133,7 +148,7 @@ tdm_status g_node_get(const tdm_graph* g, tdm_node_id id, tdm_node_info* out) {
 }
 
 tdm_status g_node_port(const tdm_graph* g, tdm_node_id id, size_t i, tdm_value_id* out, bool input) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_input", [&]() -> tdm_status {
     if (g == nullptr || out == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph or output pointer is NULL");
     const Node* n = as_graph(g).node(id);
     if (n == nullptr) return fail(TDM_INVALID_ARGUMENT, "unknown node id " + std::to_string(id));
@@ -156,7 +171,7 @@ tdm_status g_node_output(const tdm_graph* g, tdm_node_id id, size_t i, tdm_value
 }
 
 tdm_status g_node_attr_at(const tdm_graph* g, tdm_node_id id, size_t i, tdm_attr* out) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_attr_at", [&]() -> tdm_status {
     if (g == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph is NULL");
     const Node* n = as_graph(g).node(id);
     if (n == nullptr) return fail(TDM_INVALID_ARGUMENT, "unknown node id " + std::to_string(id));
@@ -166,11 +181,16 @@ tdm_status g_node_attr_at(const tdm_graph* g, tdm_node_id id, size_t i, tdm_attr
 }
 
 size_t g_value_count(const tdm_graph* g) {
-  return g == nullptr ? 0 : as_graph(g).value_count();
+  if (g == nullptr) return 0;
+  if (std::string why = closed(g, "value_count"); !why.empty()) {
+    fail(TDM_INVALID_ARGUMENT, std::move(why));
+    return 0;
+  }
+  return as_graph(g).value_count();
 }
 
 tdm_status g_value_at(const tdm_graph* g, size_t index, tdm_value_info* out) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "value_at", [&]() -> tdm_status {
     if (g == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph is NULL");
     const Value* v = as_graph(g).value_at(index);
     if (v == nullptr) return fail(TDM_NOT_FOUND, "value index " + std::to_string(index) + " is past the end");
@@ -179,7 +199,7 @@ tdm_status g_value_at(const tdm_graph* g, size_t index, tdm_value_info* out) {
 }
 
 tdm_status g_value_get(const tdm_graph* g, tdm_value_id id, tdm_value_info* out) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "value_get", [&]() -> tdm_status {
     if (g == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph is NULL");
     const Value* v = as_graph(g).value(id);
     if (v == nullptr) return fail(TDM_INVALID_ARGUMENT, "unknown value id " + std::to_string(id));
@@ -188,7 +208,7 @@ tdm_status g_value_get(const tdm_graph* g, tdm_value_id id, tdm_value_info* out)
 }
 
 tdm_status g_node_insert(tdm_graph* g, const tdm_node_spec* spec, tdm_node_id* out_id) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_insert", [&]() -> tdm_status {
     if (g == nullptr || spec == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph or node spec is NULL");
     if (spec->struct_size < TDM_STRUCT_SIZE(tdm_node_spec, anchor))
       return fail(TDM_INVALID_ARGUMENT, "node spec struct_size " + std::to_string(spec->struct_size) +
@@ -228,21 +248,21 @@ tdm_status g_node_insert(tdm_graph* g, const tdm_node_spec* spec, tdm_node_id* o
 }
 
 tdm_status g_node_remove(tdm_graph* g, tdm_node_id id) {
-  return guarded([&] {
+  return guarded(g, "node_remove", [&] {
     return g == nullptr ? fail(TDM_INVALID_ARGUMENT, "graph is NULL")
                         : from_result(as_graph(g).remove_node(id));
   });
 }
 
 tdm_status g_node_set_input(tdm_graph* g, tdm_node_id id, size_t i, tdm_value_id value) {
-  return guarded([&] {
+  return guarded(g, "node_set_input", [&] {
     return g == nullptr ? fail(TDM_INVALID_ARGUMENT, "graph is NULL")
                         : from_result(as_graph(g).set_input(id, i, value));
   });
 }
 
 tdm_status g_node_set_attr(tdm_graph* g, tdm_node_id id, const tdm_attr* attr) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_set_attr", [&]() -> tdm_status {
     if (g == nullptr || attr == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph or attribute is NULL");
     Result<Attr> a = attr_from_c(*attr);
     if (!a) return fail(TDM_INVALID_ARGUMENT, a.error().message);
@@ -251,7 +271,7 @@ tdm_status g_node_set_attr(tdm_graph* g, tdm_node_id id, const tdm_attr* attr) {
 }
 
 tdm_status g_value_replace_uses(tdm_graph* g, tdm_value_id from, tdm_value_id to, tdm_node_id except) {
-  return guarded([&] {
+  return guarded(g, "value_replace_uses", [&] {
     return g == nullptr ? fail(TDM_INVALID_ARGUMENT, "graph is NULL")
                         : from_result(as_graph(g).replace_uses(from, to, except));
   });
@@ -259,7 +279,7 @@ tdm_status g_value_replace_uses(tdm_graph* g, tdm_value_id from, tdm_value_id to
 
 tdm_status g_state_add(tdm_graph* g, const char* name, const tdm_tensor_desc* desc, double initial,
                        tdm_value_id* out) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "state_add", [&]() -> tdm_status {
     if (g == nullptr || name == nullptr || desc == nullptr)
       return fail(TDM_INVALID_ARGUMENT, "graph, name or tensor description is NULL");
     Result<ValueId> id = as_graph(g).add_state(name, type_from_c(*desc), initial);
@@ -270,16 +290,23 @@ tdm_status g_state_add(tdm_graph* g, const char* name, const tdm_tensor_desc* de
 }
 
 tdm_status g_node_annotate(tdm_graph* g, tdm_node_id id, const char* key, const char* value) {
-  return guarded([&]() -> tdm_status {
+  return guarded(g, "node_annotate", [&]() -> tdm_status {
     if (g == nullptr || key == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph or annotation key is NULL");
     std::optional<std::string> v;
     if (value != nullptr) v = value;
+    if (v && std::strcmp(key, "tandem.inplace") == 0)
+      if (const Node* n = as_graph(g).node(id))
+        if (auto checked = ops::check_inplace_request(*n, *v); !checked) return from_result(checked);
     return from_result(as_graph(g).annotate(id, key, v));
   });
 }
 
 const char* g_node_annotation(const tdm_graph* g, tdm_node_id id, const char* key) {
   if (g == nullptr || key == nullptr) return nullptr;
+  if (std::string why = closed(g, "node_annotation"); !why.empty()) {
+    fail(TDM_INVALID_ARGUMENT, std::move(why));
+    return nullptr;
+  }
   const Node* n = as_graph(g).node(id);
   if (n == nullptr) return nullptr;
   auto it = n->annotations.find(key);

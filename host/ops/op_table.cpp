@@ -113,6 +113,35 @@ std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
   return pairs;
 }
 
+Result<void> check_inplace_request(const Node& node, const std::string& text) {
+  const OpInfo* info = find(node.op);
+  std::string allowed;
+  if (info != nullptr)
+    for (const InplacePair& p : info->inplace)
+      allowed += (allowed.empty() ? "" : ", ") + std::to_string(p.out) + ":" + std::to_string(p.in);
+  const std::string where = "node '" + node.name + "' (" + node.op + "): tandem.inplace = \"" + text + "\": ";
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    size_t out = 0, in = 0;
+    int used = 0;
+    if (std::sscanf(item.c_str(), "%zu:%zu%n", &out, &in, &used) != 2 || used != int(item.size()))
+      return make_error(where + "'" + item + "' is not out:in (two slot numbers)", TDM_INVALID_ARGUMENT);
+    if (!slot_present(node.outputs, out) || !slot_present(node.inputs, in))
+      return make_error(where + "the node has no output " + std::to_string(out) + " or no input " +
+                            std::to_string(in) + " (" + std::to_string(node.outputs.size()) + " outputs, " +
+                            std::to_string(node.inputs.size()) + " inputs)",
+                        TDM_INVALID_ARGUMENT);
+    bool ok = info == nullptr;  // a plugin's own op: its request is taken at its word
+    if (info != nullptr)
+      for (const InplacePair& p : info->inplace) ok = ok || (p.out == out && p.in == in);
+    if (!ok)
+      return make_error(where + "sdk/ops.md allows " + (allowed.empty() ? "no in-place pair" : allowed) +
+                            " for " + node.op + ", not " + item + " (sdk/ABI.md rule 31)",
+                        TDM_INVALID_ARGUMENT);
+  }
+  return {};
+}
+
 std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node) {
   std::vector<std::pair<size_t, size_t>> pairs;
   if (const OpInfo* info = find(node.op))

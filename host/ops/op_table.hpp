@@ -108,6 +108,12 @@ bool is(std::string_view op, Flag flag);
 // catalog's `always` pairs whose slots are present, and the pairs a pass
 // asked for ("tandem.inplace") that the op's catalog allows.
 std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node);
+// A pass's "tandem.inplace" request `text` for `node`, checked before it is
+// recorded: every item "out:in" with both slots present and, for a catalog
+// op, a pair the catalog allows (sdk/ABI.md rule 31); an error names the
+// node, the item and what is allowed, instead of a binding quietly ignored
+// (and a state quietly never updated).
+Result<void> check_inplace_request(const Node& node, const std::string& text);
 // The catalog's `reuse` pairs of `node` whose slots are present: the memory
 // plan's own choice, only into a dead transient input (exec/planner.hpp).
 std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node);

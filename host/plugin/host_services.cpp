@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "graph/graph_api.hpp"
+#include "plugin/call_window.hpp"
 #include "plugin/run_scalars.hpp"
 #include "tandem/version.h"
 #include "util/last_error.hpp"
@@ -85,6 +86,10 @@ void api_scratch_free(void*, void* pointer) {
 tdm_status api_run_scalar_get_impl(void* ctx, tdm_run* run, const char* name, double* out) {
   PluginContext* c = as_context(ctx);
   if (run == nullptr || name == nullptr || out == nullptr) return TDM_INVALID_ARGUMENT;
+  if (std::string why = CallWindow::refusal(CallWindow::kStepHook, run, "run_scalar_get"); !why.empty()) {
+    record_last_error(TDM_INVALID_ARGUMENT, c != nullptr ? c->name : "", std::move(why));
+    return TDM_INVALID_ARGUMENT;
+  }
   Result<double> value = RunScalars::from_c(run)->get(name);
   if (!value) {
     record_last_error(value.error().status, c != nullptr ? c->name : "", value.error().message);
@@ -97,6 +102,10 @@ tdm_status api_run_scalar_get_impl(void* ctx, tdm_run* run, const char* name, do
 tdm_status api_run_scalar_set_impl(void* ctx, tdm_run* run, const char* name, double value) {
   PluginContext* c = as_context(ctx);
   if (run == nullptr || name == nullptr) return TDM_INVALID_ARGUMENT;
+  if (std::string why = CallWindow::refusal(CallWindow::kStepHook, run, "run_scalar_set"); !why.empty()) {
+    record_last_error(TDM_INVALID_ARGUMENT, c != nullptr ? c->name : "", std::move(why));
+    return TDM_INVALID_ARGUMENT;
+  }
   Result<void> done = RunScalars::from_c(run)->set(name, value);
   if (!done) {
     record_last_error(done.error().status, c != nullptr ? c->name : "", done.error().message);
@@ -108,6 +117,10 @@ tdm_status api_run_scalar_set_impl(void* ctx, tdm_run* run, const char* name, do
 tdm_status api_run_ranks_max_impl(void* ctx, tdm_run* run, int32_t* value) {
   PluginContext* c = as_context(ctx);
   if (run == nullptr || value == nullptr) return TDM_INVALID_ARGUMENT;
+  if (std::string why = CallWindow::refusal(CallWindow::kStepHook, run, "run_ranks_max"); !why.empty()) {
+    record_last_error(TDM_INVALID_ARGUMENT, c != nullptr ? c->name : "", std::move(why));
+    return TDM_INVALID_ARGUMENT;
+  }
   Result<int32_t> max = RunScalars::from_c(run)->max_over_ranks(*value);
   if (!max) {
     record_last_error(max.error().status, c != nullptr ? c->name : "", max.error().message);

@@ -4,6 +4,7 @@
 
 #include "graph/graph_api.hpp"
 #include "lowering/model_graph.hpp"
+#include "plugin/call_window.hpp"
 #include "plugin/config_store.hpp"
 #include "plugin/plugin_call.hpp"
 #include "util/last_error.hpp"
@@ -88,6 +89,7 @@ Result<void> FeatureSet::run_passes(tdm_pass_stage stage, Graph& graph) {
   for (const Active& a : active_) {
     const tdm_feature_api& api = *a.plugin->feature;
     if (api.pass_stage != stage || api.graph_pass == nullptr) continue;
+    const CallWindow window(CallWindow::kGraphPass, to_c(graph));
     const tdm_status status =
         call_plugin(*a.plugin, "graph_pass", [&] { return api.graph_pass(a.instance, to_c(graph)); });
     if (status != TDM_OK) return failure(*a.plugin, "its graph pass", status);
@@ -100,6 +102,7 @@ Result<void> FeatureSet::call_hooks(Hook tdm_feature_api::*hook, const char* wha
   for (const Active& a : active_) {
     const Hook fn = a.plugin->feature->*hook;
     if (fn == nullptr) continue;
+    const CallWindow window(CallWindow::kStepHook, info.run);
     const tdm_status status = call_plugin(*a.plugin, what, [&] { return fn(a.instance, &info); });
     if (status != TDM_OK) return failure(*a.plugin, what, status);
   }
@@ -125,6 +128,7 @@ Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {
     const auto fn = a.plugin->feature->before_optimizer_step;
     if (fn == nullptr) continue;
     int32_t wants_skip = 0;
+    const CallWindow window(CallWindow::kStepHook, info.run);
     const tdm_status status =
         call_plugin(*a.plugin, "before_optimizer_step", [&] { return fn(a.instance, &info, &wants_skip); });
     if (status != TDM_OK) return failure(*a.plugin, "before_optimizer_step", status);

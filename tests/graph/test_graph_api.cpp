@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "graph/graph_api.hpp"
+#include "plugin/call_window.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host {
@@ -13,6 +15,7 @@ struct Fixture {
   Graph g;
   const tdm_graph_api* api = graph_api_table();
   tdm_graph* cg = to_c(g);
+  CallWindow pass{CallWindow::kGraphPass, cg};  // as the host opens it around graph_pass
   ValueId x;
   NodeId fc1, relu;
   Fixture() {
@@ -160,6 +163,50 @@ TEST(GraphApi, RewritesAndRefusals) {
   EXPECT_EQ(vi.desc.rank, 0u);
   EXPECT_EQ(vi.desc.dims, nullptr);
   EXPECT_EQ(f.api->state_add(f.cg, "amp.loss_scale", &scalar, 1.0, &s), TDM_INVALID_ARGUMENT);
+}
+
+// A binding the catalog does not allow is refused when the pass asks for it
+// (sdk/ABI.md rule 31), not dropped later with the state never updated.
+TEST(GraphApi, InPlaceRequestsAreCheckedAgainstTheCatalog) {
+  Fixture f;
+  const auto refused = [&](const char* request, const std::string& reason) {
+    clear_last_error();
+    EXPECT_EQ(f.api->node_annotate(f.cg, f.fc1, "tandem.inplace", request), TDM_INVALID_ARGUMENT) << request;
+    const std::string why = last_error_text("");
+    EXPECT_NE(why.find(reason), std::string::npos) << why;
+  };
+  refused("0:0", "sdk/ops.md allows no in-place pair for linear, not 0:0");
+  refused("0:7", "no input 7");
+  refused("zero:0", "is not out:in");
+  EXPECT_EQ(f.api->node_annotation(f.cg, f.fc1, "tandem.inplace"), nullptr) << "nothing recorded";
+}
+
+// A graph kept after its pass, or used from another thread than the pass's,
+// is refused with the rule (sdk/ABI.md rule 43), not edited behind the
+// host's back.
+TEST(GraphApi, CallsOutsideThePassAreRefused) {
+  Graph g;
+  (void)*g.add_value("x", TDM_VALUE_INPUT, {TDM_F32, {2}});
+  const tdm_graph_api* api = graph_api_table();
+  clear_last_error();
+  EXPECT_EQ(api->value_count(to_c(g)), 0u);
+  const std::string why = last_error_text("");
+  EXPECT_NE(why.find("value_count outside a graph pass"), std::string::npos) << why;
+  EXPECT_NE(why.find("rule 43"), std::string::npos) << why;
+  tdm_value_id id = TDM_NO_VALUE;
+  tdm_tensor_desc desc{sizeof(tdm_tensor_desc), TDM_F32, 0, nullptr, nullptr};
+  EXPECT_EQ(api->state_add(to_c(g), "late", &desc, 0.0, &id), TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(g.value_by_name("late"), nullptr);
+  {
+    CallWindow pass(CallWindow::kGraphPass, to_c(g));
+    EXPECT_EQ(api->value_count(to_c(g)), 1u);
+    Graph other;
+    EXPECT_EQ(api->value_count(to_c(other)), 0u) << "only the pass's graph";
+    size_t from_helper = 99;
+    std::thread([&] { from_helper = api->value_count(to_c(g)); }).join();
+    EXPECT_EQ(from_helper, 0u) << "only on the pass's thread";
+  }
+  EXPECT_EQ(api->value_count(to_c(g)), 0u) << "closed again after the pass";
 }
 
 }  // namespace

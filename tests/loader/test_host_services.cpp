@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "plugin/call_window.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/run_scalars.hpp"
 #include "tandem/version.h"
@@ -165,6 +166,19 @@ TEST(HostServices, RunScalars) {
   host::MapRunScalars scalars;
   scalars.define("amp.loss_scale", 65536.0);
   double value = 0;
+  // Outside a hook (a tdm_run* kept after it), and from a helper thread
+  // during one: refused with the rule.
+  host::clear_last_error();
+  EXPECT_EQ(api.run_scalar_get(api.ctx, scalars.as_c(), "amp.loss_scale", &value), TDM_INVALID_ARGUMENT);
+  const std::string why = host::last_error_text("");
+  EXPECT_NE(why.find("run_scalar_get outside a step hook"), std::string::npos) << why;
+  host::CallWindow hook(host::CallWindow::kStepHook, scalars.as_c());  // as the host opens it around a hook
+  tdm_status from_helper = TDM_OK;
+  std::thread([&] {
+    from_helper = api.run_scalar_set(api.ctx, scalars.as_c(), "amp.loss_scale", 1.0);
+  }).join();
+  EXPECT_EQ(from_helper, TDM_INVALID_ARGUMENT);
+  EXPECT_EQ(*scalars.get("amp.loss_scale"), 65536.0);
   EXPECT_EQ(api.run_scalar_get(api.ctx, scalars.as_c(), "amp.loss_scale", &value), TDM_OK);
   EXPECT_EQ(value, 65536.0);
   EXPECT_EQ(api.run_scalar_set(api.ctx, scalars.as_c(), "amp.loss_scale", 32768.0), TDM_OK);
