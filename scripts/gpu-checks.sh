@@ -128,7 +128,7 @@ step() {
   return 0
 }
 # What the steps that are shell functions read in their child bash.
-export repo build tandem out do_build
+export repo build tandem out
 
 # shellcheck disable=SC2317  # called through step
 scale() {

@@ -100,6 +100,21 @@ Result<std::vector<ValueId>> resolve_inputs(const detail::Context& ctx,
   return ids;
 }
 
+// Node `op` of layer "loss" with one output, which it returns.
+Result<ValueId> loss_node(ModelGraph& g, const std::string& op, const std::string& name,
+                          std::vector<ValueId> inputs, TensorType out, std::vector<Attr> attrs = {}) {
+  NodeSpec n;
+  n.op = op;
+  n.name = name;
+  n.layer = "loss";
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = {std::move(out)};
+  auto id = g.graph.insert_node(std::move(n));
+  if (!id) return id.error();
+  return g.graph.node(*id)->outputs[0];
+}
+
 // A language model's loss: the logits [B, T, V] and the next tokens [B, T]
 // as [B·T, V] and [B·T] (reshapes move no bytes), so softmax_cross_entropy's
 // mean is the mean over tokens.
@@ -113,20 +128,13 @@ Result<std::pair<ValueId, ValueId>> token_rows(ModelGraph& g, const model::Model
                           std::to_string(spec.classes) + " out_features",
                       TDM_INVALID_ARGUMENT);
   const int64_t rows = dims[0] * dims[1];
-  std::pair<ValueId, ValueId> out;
-  for (auto [value, name, shape] : {std::tuple{logits, "loss.logits", Dims{rows, dims[2]}},
-                                    std::tuple{g.labels, "loss.labels", Dims{rows}}}) {
-    NodeSpec r;
-    r.op = "reshape";
-    r.name = name;
-    r.layer = "loss";
-    r.inputs = {value};
-    r.outputs = {TensorType{g.graph.value(value)->type.dtype, shape}};
-    auto id = g.graph.insert_node(std::move(r));
-    if (!id) return id.error();
-    (value == logits ? out.first : out.second) = g.graph.node(*id)->outputs[0];
-  }
-  return out;
+  auto scores = loss_node(g, "reshape", "loss.logits", {logits},
+                          TensorType{g.graph.value(logits)->type.dtype, {rows, dims[2]}});
+  if (!scores) return scores.error();
+  auto labels = loss_node(g, "reshape", "loss.labels", {g.labels},
+                          TensorType{g.graph.value(g.labels)->type.dtype, {rows}});
+  if (!labels) return labels.error();
+  return std::pair<ValueId, ValueId>{*scores, *labels};
 }
 
 Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logits) {
@@ -159,21 +167,6 @@ Result<void> add_loss(ModelGraph& g, const model::ModelSpec& spec, ValueId logit
   g.logits = logits;
   g.loss = g.graph.node(*id)->outputs[0];
   return {};
-}
-
-// Node `op` of layer "loss" with one output, which it returns.
-Result<ValueId> loss_node(ModelGraph& g, const std::string& op, const std::string& name,
-                          std::vector<ValueId> inputs, TensorType out, std::vector<Attr> attrs = {}) {
-  NodeSpec n;
-  n.op = op;
-  n.name = name;
-  n.layer = "loss";
-  n.attrs = std::move(attrs);
-  n.inputs = std::move(inputs);
-  n.outputs = {std::move(out)};
-  auto id = g.graph.insert_node(std::move(n));
-  if (!id) return id.error();
-  return g.graph.node(*id)->outputs[0];
 }
 
 // correct = count_correct(logits, labels), the rows predicted right.

@@ -305,11 +305,7 @@ Result<double> Trainer::micro_step(const data::Batch& batch, bool staged, const 
   if (on_device && !read_loss) return std::nan("");
   float loss = 0;
   if (auto r = ex.read(m.loss, &loss, sizeof loss); !r) return r.error();
-  if (!std::isfinite(loss))
-    return make_error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-                          ": training diverged; lower [train] lr, add clip_grad_norm, or check the data "
-                          "(--check-numerics names the first node whose output is not finite)",
-                      TDM_ABORTED);
+  if (!std::isfinite(loss)) return diverged(loss, "at step " + std::to_string(step + 1));
   if (on_device) return static_cast<double>(loss);
   // One label per sample, or per token of a language model.
   const int64_t classes = m.graph.value(m.logits)->type.dims.back(), rows = int64_t(batch.labels.size());

@@ -154,6 +154,9 @@ class Trainer {
   // Reads the running sums into `totals` and clears them (one read of two
   // floats); an error when the loss is no longer finite.
   Result<void> drain_stats(EpochTotals& totals);
+  // The error of a loss that is no longer finite, `when` it was seen ("at
+  // step 12", "in steps 11 to 20").
+  static Error diverged(double loss, const std::string& when);
   Result<void> finish_run(Loop& loop, std::chrono::steady_clock::time_point run_start);
   Evaluator make_evaluator() const;
   // Forward and backward of one micro-batch; returns its loss. `staged`:

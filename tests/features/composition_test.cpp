@@ -5,7 +5,7 @@
 // Tolerance: after 40 steps both reach a test accuracy above 55% (10% is
 // chance), and their means over two seeds lie within 5 points of each other
 // (measured with seeds 2 and 3: f32 71.2% and 70.0%, combined 72.1% and
-// 70.4%; with seed 5 alone 70.9% against 62.6%: 40 steps is early, where a
+// 70.4%; with the model file's seed 1 alone 70.9% against 62.6%: 40 steps is early, where a
 // single run still moves fast). bf16 rounds each op to 8 mantissa
 // bits and the runs sum micro-batch gradients in another order, so they
 // drift apart slowly; a broken composition (a missed accumulation, a wrong
