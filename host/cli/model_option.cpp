@@ -14,12 +14,16 @@ namespace tandem::cli {
 void add_feature_option(po::options_description& options) {
   options.add_options()("feature", po::value<std::vector<std::string>>()->composing(),
                         "enable a feature plugin as [features.NAME] would: --feature amp, --feature "
-                        "amp:dtype=f16,loss_scale=dynamic, --feature grad_accum:steps=4 (repeatable)");
+                        "amp:dtype=f16,loss_scale=dynamic, --feature grad_accum:steps=4 (repeatable)")(
+      "zero", po::value<int>(),
+      "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state, 2 the gradients too "
+      "(overrides [train] zero)");
 }
 
 std::optional<host::model::ModelSpec> read_model_option(const po::variables_map& vm, int& exit_code) {
   const std::string model_path = vm["model"].as<std::string>();
   auto overrides = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (vm.count("zero")) overrides.push_back("train.zero=" + std::to_string(vm["zero"].as<int>()));
   std::vector<std::string> bare_features;
   std::map<std::string, std::string> flag_of;  // override -> the --feature flag that made it
   for (const std::string& text :

@@ -11,10 +11,11 @@
 
 namespace tandem::cli {
 
-// Adds `--feature NAME[:KEY=VALUE,...]` (repeatable) to a command's options.
+// Adds `--feature NAME[:KEY=VALUE,...]` (repeatable) and `--zero N` (the
+// [train] zero stage) to a command's options.
 void add_feature_option(po::options_description& options);
 
-// The model file with --set and --feature applied; nullopt after printing
+// The model file with --set, --zero and --feature applied; nullopt after printing
 // why, with `exit_code` set (a malformed --feature is a usage error, a bad
 // model file or override an input error).
 std::optional<host::model::ModelSpec> read_model_option(const po::variables_map& vm, int& exit_code);

@@ -1,9 +1,10 @@
 // Graph nodes that communicate instead of compute: tensor parallelism
 // (Megatron-LM) exchanges activations between the ranks holding slices of a
-// layer. The executor runs them on the host, through this interface, which
-// the trainer implements with a comm plugin; backends never see them. The
-// ops (comm.all_reduce, comm.copy_to_parallel, comm.all_gather, comm.chunk)
-// and their gradients are in the op table: host/ops/host_run.cpp.
+// layer, and ZeRO shares the optimizer's state and work between
+// data-parallel peers. The executor runs them on the host, through this
+// interface, which the trainer implements with a comm plugin (one per
+// group of ranks); backends never see them. The ops (comm.*, zero.*) are in
+// the op table: host/ops/host_run.cpp.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +26,10 @@ class Collectives {
   virtual Result<void> all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) = 0;
   virtual Result<void> all_gather(const void* send, void* receive, size_t send_count, tdm_dtype dtype,
                                   void* stream) = 0;
+  // `send` holds world() blocks of `receive_count`; rank r receives the mean
+  // over ranks of block r.
+  virtual Result<void> reduce_scatter_mean(const void* send, void* receive, size_t receive_count,
+                                           tdm_dtype dtype, void* stream) = 0;
 };
 
 }  // namespace tandem::host::exec

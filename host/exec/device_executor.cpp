@@ -25,23 +25,41 @@ Result<std::set<ValueId>> output_ids(const Graph& graph, const std::vector<std::
   return outputs;
 }
 
-// One kernel per node, none for a "comm.*" node (the host runs it with the
-// collectives); `workspace` gets each node's workspace bytes.
+// Bytes a ZeRO node needs beside its operands: the padded whole of world
+// shards, where the shards cover more than the tensor's elements.
+size_t zero_scratch_bytes(const Graph& graph, const Node& node, const Collectives& c) {
+  const ops::OpInfo* info = ops::find(node.op);
+  if (info->host != ops::HostKind::ZeroReduceScatter && info->host != ops::HostKind::ZeroGather) return 0;
+  const bool gather = info->host == ops::HostKind::ZeroGather;
+  const TensorType& whole = graph.value(gather ? node.inputs[1] : node.inputs[0])->type;
+  const TensorType& shard = graph.value(gather ? node.inputs[0] : node.outputs[0])->type;
+  const size_t padded = tensor_bytes(shard) * static_cast<size_t>(c.world());
+  return padded == tensor_bytes(whole) ? 0 : padded;
+}
+
+// One kernel per node, none for a host-run collective (the host runs it
+// with the collectives of its group of ranks); `workspace` gets each node's
+// workspace bytes (a ZeRO node's padding buffer).
 Result<std::vector<std::optional<KernelBinding>>> prepare_kernels(const DeviceHandle& device,
                                                                   const Graph& graph,
                                                                   const LayoutPlan& layouts,
-                                                                  bool has_collectives,
+                                                                  const ExecutorOptions& options,
                                                                   std::vector<size_t>& workspace) {
   std::vector<std::optional<KernelBinding>> kernels;
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& node = *graph.node_at(i);
     if (ops::is(node.op, ops::kCollective)) {
-      if (!has_collectives)
+      const bool zero = ops::data_parallel(ops::find(node.op)->host);
+      const Collectives* c = zero ? options.data_collectives : options.collectives;
+      if (c == nullptr)
         return make_error("node '" + node.name + "' (layer '" + node.layer + "', " + node.op +
-                              ") exchanges data with the other ranks of a tensor-parallel run, but this run "
-                              "has none: launch it with mpirun, or remove `parallel` from the layer",
+                              ") exchanges data with the other ranks of a " +
+                              (zero ? "data-parallel run sharing its optimizer state ([train] zero)"
+                                    : "tensor-parallel run") +
+                              ", but this run has none: launch it with mpirun, or remove " +
+                              (zero ? "`zero` from [train]" : "`parallel` from the layer"),
                           TDM_INVALID_ARGUMENT);
-      workspace.push_back(0);
+      workspace.push_back(zero ? zero_scratch_bytes(graph, node, *c) : 0);
       kernels.emplace_back(std::nullopt);
       continue;
     }
@@ -102,8 +120,7 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(const DeviceHandl
   // Layouts are decided before prepare: a kernel is built for them (ABI 1.3).
   const LayoutPlan layouts = decide_layouts(device, graph, *outputs);
   std::vector<size_t> workspace;
-  auto kernels =
-      prepare_kernels(device, graph, layouts, executor->options_.collectives != nullptr, workspace);
+  auto kernels = prepare_kernels(device, graph, layouts, executor->options_, workspace);
   if (!kernels) return kernels.error();
   const size_t guard = executor->options_.numerics.bounds ? kBoundsGuardBytes : 0;
   auto stream = stream_request(graph, executor->options_);
@@ -303,6 +320,12 @@ Result<void> DeviceExecutor::bind_nodes(const Graph& graph,
                 out.dtype,
                 {},
                 {}};
+    if (run.host == ops::HostKind::ZeroGather) {  // bytes: of the shard, as for the other zero.* ops
+      run.whole_bytes = run.bytes;
+      run.bytes = tensor_bytes(graph.value(node.inputs[0])->type);
+    } else if (ops::data_parallel(run.host)) {
+      run.whole_bytes = tensor_bytes(graph.value(node.inputs[0])->type);
+    }
     for (ValueId id : node.inputs) run.inputs.push_back(id == kNoValue ? nullptr : node_pointer(id, i));
     for (ValueId id : node.outputs) run.outputs.push_back(node_pointer(id, i));
     run.reads = node.inputs;

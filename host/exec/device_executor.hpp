@@ -109,6 +109,7 @@ class DeviceExecutor final : public Executor {
     std::vector<ValueId> reads, writes;  // the values of inputs and outputs
     tdm_phase phase = TDM_PHASE_FORWARD;
     std::vector<GuardedOutput> guarded;  // outputs, with ExecutorOptions::numerics
+    size_t whole_bytes = 0;              // "zero.*": of the whole tensor of the shards
   };
 
   DeviceExecutor(const DeviceHandle& device, ExecutorOptions options);
@@ -132,6 +133,8 @@ class DeviceExecutor final : public Executor {
   void guard_outputs(const Graph& graph, NodeRun& run);
   Result<void> launch(size_t position);
   Result<void> communicate(size_t position);
+  // A "zero.*" node (device_executor_zero.cpp).
+  Result<void> share(size_t position);
   Result<const ValueStorage*> checked(ValueId value, size_t bytes, const char* action) const;
   std::string node_text(size_t position) const;
   const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }

@@ -1,7 +1,7 @@
 // A DeviceExecutor's nodes launched in schedule order on its stream: kernel
 // launches (between the numerics guard's poison and check), the host-run
-// "comm.*" nodes of tensor parallelism, and the per-node timing of a
-// profiled run.
+// "comm.*" nodes of tensor parallelism (ZeRO's "zero.*" ones are in
+// device_executor_zero.cpp), and the per-node timing of a profiled run.
 #include <chrono>
 #include <string>
 
@@ -36,6 +36,12 @@ Executor::NodeKernel DeviceExecutor::node_kernel(size_t position) const {
 Result<void> DeviceExecutor::communicate(size_t position) {
   NodeRun& node = nodes_[position];
   if (auto r = synchronize(); !r) return r;  // the inputs are complete
+  if (ops::data_parallel(node.host)) {
+    auto shared = share(position);
+    if (!shared)
+      return make_error(node_text(position) + ": " + shared.error().message, shared.error().status);
+    return synchronize();
+  }
   Collectives& c = *options_.collectives;
   auto native = TANDEM_OPTIONAL_FN(device_->backend(), backend, tdm_backend_api, stream_native_handle, 1);
   void* stream = native != nullptr ? native(stream_.get()) : nullptr;

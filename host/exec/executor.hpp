@@ -63,6 +63,9 @@ struct ExecutorOptions {
   // Runs the graph's "comm.*" nodes (tensor parallelism); must outlive the
   // executor. A graph with such nodes and no collectives is refused.
   Collectives* collectives = nullptr;
+  // Runs the graph's "zero.*" nodes (ZeRO: the data-parallel peers that
+  // share the optimizer's state); must outlive the executor.
+  Collectives* data_collectives = nullptr;
   // Bytes this executor may allocate on its device (0: no limit). A plan
   // over it is refused before anything is allocated, with the breakdown.
   uint64_t memory_budget = 0;

@@ -9,6 +9,7 @@
 //   "loss"   [] f32                     the training objective
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -55,6 +56,23 @@ struct Shard {
   int axis = 0;
   std::vector<int64_t> full;
 };
+
+// ZeRO (lowering/optimizer.hpp): the data-parallel peers that share the
+// optimizer's state and work, and the optimizer state each holds one shard
+// of (s = ceil(n / world) of the parameter's n elements, rank r the
+// elements [r*s, r*s + s), zero-padded past n).
+struct ZeroSharding {
+  int stage = 0;  // 0: none; 1: optimizer state; 2: gradients too
+  int world = 1;
+  std::map<ValueId, std::vector<int64_t>> states;     // shard -> the parameter's whole shape
+  std::map<ValueId, std::vector<int64_t>> gradients;  // stage 2: gradient shard -> its whole shape
+  bool active() const { return stage > 0 && world > 1; }
+};
+
+// Elements of one rank's shard of a tensor of `elements` over `world` ranks.
+inline int64_t zero_shard_elements(int64_t elements, int world) {
+  return std::max<int64_t>(1, (elements + world - 1) / world);
+}
 
 struct ModelGraph {
   Graph graph;
@@ -113,6 +131,7 @@ struct ModelGraph {
   ValueId step = kNoValue;               // "optim.step" [] s32 (1-based), for AdamW
   ValueId grad_norm_sq = kNoValue;       // "optim.grad_norm_sq" [], when clipping
   ValueId clip_coef = kNoValue;          // "optim.clip_coef" [], written by the host
+  ZeroSharding zero;                     // [train] zero over the data-parallel ranks
 };
 
 // Builds the forward graph, inferring every shape. Errors name the layer,

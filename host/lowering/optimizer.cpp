@@ -12,6 +12,9 @@ class OptimizerBuilder {
   OptimizerBuilder(ModelGraph& m, const model::TrainSpec& t) : m_(m), g_(m.graph), t_(t) {}
 
   Result<void> run() {
+    if (m_.zero.stage == 2 && m_.zero.active())
+      for (ValueId p : m_.parameters)
+        if (auto r = reduce_scatter(p); !r) return r;
     auto lr = g_.add_state("optim.lr", kScalarF32, t_.lr);
     if (!lr) return lr.error();
     m_.lr = *lr;
@@ -56,7 +59,7 @@ class OptimizerBuilder {
   Result<void> global_norm() {
     ValueId split = kNoValue, whole = kNoValue;
     for (ValueId p : m_.parameters) {
-      const ValueId g = m_.gradients.at(p);
+      const ValueId g = averaged_gradient(p);
       const std::string base = name_of(p);
       auto sq = emit("mul", base + ".grad_sq", p, {g, g}, {}, {g_.value(g)->type}, TDM_PHASE_OPTIMIZER);
       if (!sq) return sq.error();
@@ -75,6 +78,12 @@ class OptimizerBuilder {
       if (!reduced) return reduced.error();
       split = (*reduced)[0];
       if (auto acc = add_to(whole, split, "optim.grad_norm_sq_total", first); !acc) return acc.error();
+    }
+    if (m_.zero.stage == 2 && m_.zero.active()) {  // each rank summed its shards
+      auto total = emit(ops::kZeroAllReduce, "optim.grad_norm_sq.zero_all_reduce", m_.parameters.front(),
+                        {whole}, {}, {kScalarF32}, TDM_PHASE_OPTIMIZER);
+      if (!total) return total.error();
+      whole = (*total)[0];
     }
     if (auto r = g_.rename_value(whole, "optim.grad_norm_sq"); !r) return r;
     m_.grad_norm_sq = whole;
@@ -96,10 +105,72 @@ class OptimizerBuilder {
     return {};
   }
 
+  // The gradient the optimizer phase reads: with ZeRO stage 2, this rank's
+  // shard of the average; otherwise the whole gradient (the host averages it).
+  ValueId averaged_gradient(ValueId p) const {
+    auto shard = gradient_shards_.find(p);
+    return shard != gradient_shards_.end() ? shard->second : m_.gradients.at(p);
+  }
+
+  TensorType shard_type(ValueId p) const {
+    const TensorType& whole = g_.value(p)->type;
+    return {whole.dtype, {zero_shard_elements(numel(whole.dims), m_.zero.world)}};
+  }
+
+  // Stage 2: the gradient averaged into this rank's shard right after the
+  // last backward node that writes or reads it, so the arena can reuse the
+  // whole gradient's bytes for the rest of backward.
+  Result<void> reduce_scatter(ValueId p) {
+    const ValueId g = m_.gradients.at(p);
+    size_t last = *g_.position(g_.value(g)->producer);
+    for (NodeId reader : g_.consumers(g)) last = std::max(last, *g_.position(reader));
+    const NodeId anchor = last + 1 < g_.node_count() ? g_.node_at(last + 1)->id : kNoNode;
+    const std::string name = g_.value(g)->name + ".shard";
+    NodeSpec spec{ops::kZeroReduceScatter,
+                  name_of(p) + ".grad_zero_shard",
+                  layer_of(p),
+                  TDM_PHASE_BACKWARD,
+                  {},
+                  {g},
+                  {shard_type(p)},
+                  {name}};
+    auto id = g_.insert_node(std::move(spec), anchor);
+    if (!id) return id.error();
+    const ValueId shard = g_.node(*id)->outputs[0];
+    gradient_shards_[p] = shard;
+    m_.zero.gradients[shard] = g_.value(p)->type.dims;
+    // The shard is the gradient the step keeps (and a pass such as
+    // grad_accum accumulates); the whole one is an activation of backward.
+    if (auto r = g_.set_value_kind(shard, TDM_VALUE_GRADIENT); !r) return r;
+    return g_.set_value_kind(g, TDM_VALUE_ACTIVATION);
+  }
+
   Result<void> update(ValueId p) {
     const std::string base = name_of(p);
-    const TensorType type = g_.value(p)->type;
-    ValueId grad = m_.gradients.at(p);
+    const bool zero = m_.zero.active();
+    const TensorType type = zero ? shard_type(p) : g_.value(p)->type;
+    ValueId grad = averaged_gradient(p), target = p;
+    if (zero) {
+      if (m_.zero.stage == 1) {
+        auto g = emit(ops::kZeroShard, base + ".grad_zero_shard", p, {grad}, {}, {type});
+        if (!g) return g.error();
+        grad = (*g)[0];
+      }
+      auto shard = emit(ops::kZeroShard, base + ".zero_shard", p, {p}, {}, {type});
+      if (!shard) return shard.error();
+      target = (*shard)[0];
+    }
+    if (auto r = update(p, target, grad, type); !r) return r;
+    if (!zero) return {};
+    auto gathered = emit(ops::kZeroGather, base + ".zero_gather", p, {updated_, p}, {}, {g_.value(p)->type});
+    if (!gathered) return gathered.error();
+    return {};
+  }
+
+  // One update of `target` (the parameter `p`, or this rank's shard of it)
+  // from `grad`; its state has `type`.
+  Result<void> update(ValueId p, ValueId target, ValueId grad, const TensorType& type) {
+    const std::string base = name_of(p);
     if (m_.clip_coef != kNoValue) {
       auto clipped = emit("mul", base + ".clip", p, {grad, m_.clip_coef}, {}, {type});
       if (!clipped) return clipped.error();
@@ -109,20 +180,23 @@ class OptimizerBuilder {
       auto m = g_.add_state("optim." + base + ".m", type, 0.0);
       auto v = g_.add_state("optim." + base + ".v", type, 0.0);
       if (!m || !v) return make_error("cannot add AdamW state for '" + base + "'", TDM_INTERNAL);
-      auto r = emit("adamw_update", base + ".update", p, {p, grad, *m, *v, m_.lr, m_.step},
+      record_shard(p, {*m, *v});
+      auto r = emit("adamw_update", base + ".update", p, {target, grad, *m, *v, m_.lr, m_.step},
                     {{"beta1", t_.beta1},
                      {"beta2", t_.beta2},
                      {"epsilon", t_.epsilon},
                      {"weight_decay", t_.weight_decay}},
                     {type, type, type});
       if (!r) return r.error();
+      updated_ = (*r)[0];
       return {};
     }
-    std::vector<ValueId> inputs = {p, grad, m_.lr};
+    std::vector<ValueId> inputs = {target, grad, m_.lr};
     std::vector<TensorType> outputs = {type};
     if (t_.momentum != 0) {
       auto buf = g_.add_state("optim." + base + ".momentum", type, 0.0);
       if (!buf) return buf.error();
+      record_shard(p, {*buf});
       inputs.push_back(*buf);
       outputs.push_back(type);
     }
@@ -133,17 +207,26 @@ class OptimizerBuilder {
                    {"weight_decay", t_.weight_decay}},
                   outputs);
     if (!r) return r.error();
+    updated_ = (*r)[0];
     return {};
+  }
+
+  void record_shard(ValueId p, std::initializer_list<ValueId> states) {
+    if (!m_.zero.active()) return;
+    for (ValueId s : states) m_.zero.states[s] = g_.value(p)->type.dims;
   }
 
   ModelGraph& m_;
   Graph& g_;
   const model::TrainSpec& t_;
+  std::map<ValueId, ValueId> gradient_shards_;  // stage 2: parameter -> its averaged gradient shard
+  ValueId updated_ = kNoValue;                  // the last update's new parameter (or shard)
 };
 
 }  // namespace
 
-Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train) {
+Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train, int zero, int zero_world) {
+  model.zero = ZeroSharding{zero, zero_world, {}};
   return OptimizerBuilder(model, train).run();
 }
 

@@ -35,7 +35,7 @@ std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
     for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
-                            "placement", "tensor_parallel"})
+                            "placement", "tensor_parallel", "zero"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -145,7 +145,8 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
                               "optimizer_device",
                               "placement",
                               "checkpoint_every",
-                              "tensor_parallel"});
+                              "tensor_parallel",
+                              "zero"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -165,6 +166,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "steps", s.steps);
   r.get(t, "clip_grad_norm", s.clip_grad_norm);
   r.get(t, "tensor_parallel", s.tensor_parallel);
+  r.get(t, "zero", s.zero);
   int64_t seed = static_cast<int64_t>(s.seed);
   r.get(t, "seed", seed);
   s.seed = static_cast<uint64_t>(seed);
@@ -197,6 +199,10 @@ void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
   at_least("clip_grad_norm", s.clip_grad_norm, 0, "must not be negative (0: no clipping)");
   at_least("tensor_parallel", double(s.tensor_parallel), 0,
            "must not be negative (0: every rank of the run)");
+  r.check(t, "zero", s.zero >= 0 && s.zero <= 2,
+          "[train] zero = " + std::to_string(s.zero) +
+              ": must be 0 (none), 1 (shard the optimizer state over the data-parallel ranks) or 2 (the "
+              "gradients too); stage 3 (the parameters too) is not supported yet");
   at_least("min_lr", s.min_lr, 0, "must not be negative");
   r.check(t, "gamma", s.gamma > 0, "[train] gamma = " + number_text(s.gamma) + ": must be positive");
   r.check(t, "epsilon", s.epsilon > 0, "[train] epsilon = " + number_text(s.epsilon) + ": must be positive");

@@ -6,8 +6,18 @@
 //   comm.copy_to_parallel  y = x                              grad: comm.all_reduce
 //   comm.all_gather        y[r] = x of rank r; y = [world, ...x]   grad: comm.chunk
 //   comm.chunk             y = x[rank]; x = [world, ...y]     grad: comm.all_gather
+// ZeRO (lowering/zero_optimizer.hpp) shares the optimizer's work between the
+// data-parallel peers: each holds one shard of s = ceil(n / world) elements
+// of every parameter's n, rank r the elements [r*s, r*s + s), the last
+// shards padded with zeros (they run in the optimizer phase: no gradients):
+//   zero.shard           y = x.flat[rank*s : rank*s+s]
+//   zero.reduce_scatter  y = (mean over ranks of x).flat[rank*s : rank*s+s]
+//   zero.gather          x.flat = the ranks' shards y, concatenated (x in place)
+//   zero.all_reduce      y = sum over ranks of x
 // Placement (place/placement.hpp) moves a value between devices:
 //   tandem.copy            y = x on another device            (inserted after autodiff)
+#include <algorithm>
+
 #include "ops/rules.hpp"
 
 namespace tandem::host::ops {
@@ -35,6 +45,39 @@ Outputs chunk_shape(const ShapeQuery& q) {
   if (!x) return x.error();
   if (x->dims.empty()) return bad("x must be [world, ...]");
   return std::vector<TensorType>{{x->dtype, Dims(x->dims.begin() + 1, x->dims.end())}};
+}
+
+// The shard's size is the caller's: the world size is not the graph's.
+Outputs shard_shape(const ShapeQuery& q) {
+  auto x = input(q, 0, "x");
+  auto y = declared(q, 0, "shard size");
+  if (!x) return x.error();
+  if (!y) return y.error();
+  const int64_t n = numel(x->dims);
+  if (y->dims.size() != 1 || y->dims[0] < 1 || y->dims[0] > std::max<int64_t>(n, 1))
+    return bad("y " + str(*y) + " must be one shard [s] of x " + str(*x) + " (1 <= s <= its elements)");
+  return std::vector<TensorType>{{x->dtype, y->dims}};
+}
+
+Outputs gather_shards_shape(const ShapeQuery& q) {
+  auto shard = input(q, 0, "shard");
+  auto x = input(q, 1, "x");
+  if (!shard) return shard.error();
+  if (!x) return x.error();
+  if (shard->dims.size() != 1 || shard->dtype != x->dtype)
+    return bad("shard " + str(*shard) + " must be [s] of x's dtype (x " + str(*x) + ")");
+  return std::vector<TensorType>{*x};
+}
+
+OpInfo zero_op(std::string_view name, HostKind kind, ShapeFn shape) {
+  return {.name = name,
+          .section = "host_run",
+          .inputs = {{"x"}},
+          .outputs = {{"y"}},
+          .flags = kHostRun | kCollective,
+          .shape = shape,
+          .no_grad = "the optimizer phase's (ZeRO)",
+          .host = kind};
 }
 
 Result<void> all_reduce_grad(GradContext& g) {
@@ -78,7 +121,19 @@ std::vector<OpInfo> host_run_ops() {
        .flags = kHostRun,
        .shape = same_shape,
        .no_grad = "inserted by placement after autodiff",
-       .host = HostKind::DeviceCopy}};
+       .host = HostKind::DeviceCopy},
+      zero_op(kZeroShard, HostKind::ZeroShard, shard_shape),
+      zero_op(kZeroReduceScatter, HostKind::ZeroReduceScatter, shard_shape),
+      {.name = kZeroGather,
+       .section = "host_run",
+       .inputs = {{"shard"}, {"x"}},
+       .outputs = {{"x_out"}},
+       .inplace = {{0, 1, true}},
+       .flags = kHostRun | kCollective,
+       .shape = gather_shards_shape,
+       .no_grad = "the optimizer phase's (ZeRO)",
+       .host = HostKind::ZeroGather},
+      zero_op(kZeroAllReduce, HostKind::ZeroAllReduce, same_shape)};
 }
 
 }  // namespace tandem::host::ops

@@ -38,12 +38,36 @@ enum Flag : uint32_t {
 };
 
 // What a host-run op does (kHostRun), and their names (host_run.cpp).
-enum class HostKind { None, AllReduce, CopyToParallel, AllGather, Chunk, DeviceCopy };
+// The first four exchange between the ranks of a tensor-parallel group; the
+// zero.* ops between the data-parallel peers that share training state (ZeRO,
+// lowering/zero_optimizer.hpp).
+enum class HostKind {
+  None,
+  AllReduce,
+  CopyToParallel,
+  AllGather,
+  Chunk,
+  DeviceCopy,
+  ZeroShard,
+  ZeroReduceScatter,
+  ZeroGather,
+  ZeroAllReduce
+};
 inline constexpr const char* kAllReduce = "comm.all_reduce";
 inline constexpr const char* kCopyToParallel = "comm.copy_to_parallel";
 inline constexpr const char* kAllGather = "comm.all_gather";
 inline constexpr const char* kChunk = "comm.chunk";
 inline constexpr const char* kDeviceCopy = "tandem.copy";
+inline constexpr const char* kZeroShard = "zero.shard";
+inline constexpr const char* kZeroReduceScatter = "zero.reduce_scatter";
+inline constexpr const char* kZeroGather = "zero.gather";
+inline constexpr const char* kZeroAllReduce = "zero.all_reduce";
+// Whether a host-run op exchanges with the data-parallel peers (the zero.*
+// ops) rather than with the tensor-parallel group.
+inline bool data_parallel(HostKind kind) {
+  return kind == HostKind::ZeroShard || kind == HostKind::ZeroReduceScatter || kind == HostKind::ZeroGather ||
+         kind == HostKind::ZeroAllReduce;
+}
 
 // One input or output, in catalog order.
 struct Slot {

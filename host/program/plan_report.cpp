@@ -97,6 +97,12 @@ Result<void> Program::write_plan(std::ostream& out) const {
                                : ")\n");
     else
       out << ", each with the whole model and a batch of its own (data parallelism)\n";
+    if (model_.zero.active())
+      out << "ZeRO stage " << model_.zero.stage << ": each rank updates and keeps the optimizer state of 1/"
+          << model_.zero.world << " of every parameter"
+          << (model_.zero.stage == 2 ? ", and its gradients averaged into that shard as backward makes them"
+                                     : "")
+          << "; the updated shards are gathered into every rank's parameters\n";
   }
   out << "\nlayers\n";
   write_layers(out);

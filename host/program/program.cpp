@@ -96,7 +96,13 @@ Result<void> Program::lower() {
   if (auto r = features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r;
   if (auto r = lowering::append_backward(model_); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
-  if (auto r = lowering::append_optimizer(model_, spec_.train); !r) return r;
+  const int zero = layout_.data > 1 ? static_cast<int>(spec_.train.zero) : 0;
+  if (zero > 0 && tp.size > 1)
+    return make_error("[train] zero = " + std::to_string(zero) +
+                          " with tensor parallelism is not supported yet: train with zero = 0, or without "
+                          "tensor_parallel",
+                      TDM_UNSUPPORTED);
+  if (auto r = lowering::append_optimizer(model_, spec_.train, zero, layout_.data); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r;
   // Training reads the loss and the logits back every step: a pass that
   // removed either broke the graph (a plugin bug, not a user's mistake).
@@ -132,6 +138,11 @@ void Program::locate_optimizer_phase() {
         std::find(n.inputs.begin(), n.inputs.end(), model_.clip_coef) != n.inputs.end())
       clip_point_ = i;
   }
+  // The host reads the norm as soon as it is computed: a later node (ZeRO's
+  // shards, for one) may reuse its bytes.
+  if (model_.grad_norm_sq != kNoValue)
+    if (auto at = g.position(g.value(model_.grad_norm_sq)->producer))
+      clip_point_ = std::min(clip_point_, *at + 1);
   // The gradient each update reads, before clipping scales it: after a pass
   // such as grad_accum this is the accumulated sum, not the autodiff value.
   for (size_t i = model_.optimizer_begin; i < g.node_count(); ++i) {
@@ -141,8 +152,16 @@ void Program::locate_optimizer_phase() {
     ValueId grad = n.inputs[size_t(info->gradient_input)];
     const Node* producer = g.node(g.value(grad)->producer);
     if (producer != nullptr && model_.clip_coef != kNoValue && producer->inputs.size() == 2 &&
-        producer->inputs[1] == model_.clip_coef)
+        producer->inputs[1] == model_.clip_coef) {
       grad = producer->inputs[0];
+      producer = g.node(g.value(grad)->producer);
+    }
+    // ZeRO: stage 1 shards the gradient the host averaged; stage 2's graph
+    // averages every gradient itself (zero.reduce_scatter), before a pass
+    // such as grad_accum accumulates the shards.
+    if (model_.zero.active() && model_.zero.stage >= 2) continue;
+    const ops::OpInfo* made_by = producer != nullptr ? ops::find(producer->op) : nullptr;
+    if (made_by != nullptr && made_by->host == ops::HostKind::ZeroShard) grad = producer->inputs[0];
     synced_gradients_.push_back(grad);
   }
 }

@@ -138,8 +138,9 @@ class Program {
   // Micro-batches per optimizer step (gradient accumulation) and samples in each.
   uint32_t micro_batches() const noexcept { return micro_batches_; }
   int64_t micro_batch_samples() const noexcept { return micro_batch_samples_; }
-  // The optimizer phase: the first node that needs the clipping
-  // coefficient, the gradients ranks average (as the optimizer reads them,
+  // The optimizer phase: the first node after the global norm (nothing
+  // from there on runs before the host has read it and written the clipping
+  // coefficient), the gradients ranks average (as the optimizer reads them,
   // before clipping), and the optimizer nodes that run on a skipped step.
   size_t clip_point() const noexcept { return clip_point_; }
   const std::vector<ValueId>& synced_gradients() const noexcept { return synced_gradients_; }

@@ -153,14 +153,22 @@ Result<int32_t> GradientCommunicator::max(int32_t value) {
 
 Result<void> GradientCommunicator::all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) {
   const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_SUM, stream);
-  if (s != TDM_OK) return failure("tensor parallelism: summing over ranks", s);
+  if (s != TDM_OK) return failure("summing over ranks", s);
   return {};
 }
 
 Result<void> GradientCommunicator::all_gather(const void* send, void* receive, size_t send_count,
                                               tdm_dtype dtype, void* stream) {
   const tdm_status s = plugin_.comm->allgather(comm_, send, receive, send_count, dtype, stream);
-  if (s != TDM_OK) return failure("tensor parallelism: gathering from ranks", s);
+  if (s != TDM_OK) return failure("gathering from ranks", s);
+  return {};
+}
+
+Result<void> GradientCommunicator::reduce_scatter_mean(const void* send, void* receive, size_t receive_count,
+                                                       tdm_dtype dtype, void* stream) {
+  const tdm_status s =
+      plugin_.comm->reduce_scatter(comm_, send, receive, receive_count, dtype, TDM_REDUCE_AVG, stream);
+  if (s != TDM_OK) return failure("ZeRO: averaging gradient shards over ranks", s);
   return {};
 }
 

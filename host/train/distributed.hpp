@@ -63,6 +63,8 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
   Result<void> all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) override;
   Result<void> all_gather(const void* send, void* receive, size_t send_count, tdm_dtype dtype,
                           void* stream) override;
+  Result<void> reduce_scatter_mean(const void* send, void* receive, size_t receive_count, tdm_dtype dtype,
+                                   void* stream) override;
 
  private:
   GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group)

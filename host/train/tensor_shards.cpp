@@ -1,5 +1,6 @@
 #include "train/tensor_shards.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "exec/tensor_text.hpp"
@@ -87,6 +88,46 @@ Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
                         TDM_INVALID_ARGUMENT);
     t.data = slice_of(t.data, it->second, rank, size, exec::dtype_size(t.dtype));
     t.shape[static_cast<size_t>(it->second.axis)] /= size;
+  }
+  return {};
+}
+
+std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGraph& model) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& [id, whole] : model.zero.states) out[model.graph.value(id)->name] = whole;
+  // Accumulators of gradient shards (grad_accum), by the pass's naming.
+  for (const auto& [id, whole] : model.zero.gradients)
+    if (const Value* acc = model.graph.value_by_name("grad_accum." + model.graph.value(id)->name))
+      out[acc->name] = whole;
+  return out;
+}
+
+std::vector<std::byte> zero_assemble(const std::vector<std::byte>& shards, const std::vector<int64_t>& whole,
+                                     size_t element) {
+  const auto bytes = static_cast<size_t>(numel(whole)) * element;
+  return {shards.begin(), shards.begin() + static_cast<std::ptrdiff_t>(bytes)};
+}
+
+Result<void> zero_slice_checkpoint(checkpoint::Checkpoint& cp,
+                                   const std::map<std::string, std::vector<int64_t>>& states, int rank,
+                                   int world, const std::string& source) {
+  for (checkpoint::TensorRecord& t : cp.tensors) {
+    auto it = states.find(t.name);
+    if (it == states.end()) continue;
+    if (t.shape != it->second)
+      return make_error(source + ": tensor '" + t.name + "' is " + ops::dims_str(t.shape) +
+                            " but the model needs it whole as " + ops::dims_str(it->second) +
+                            " to shard it over " + std::to_string(world) + " ranks ([train] zero)",
+                        TDM_INVALID_ARGUMENT);
+    const size_t element = exec::dtype_size(t.dtype);
+    const int64_t shard = lowering::zero_shard_elements(numel(t.shape), world);
+    const size_t bytes = static_cast<size_t>(shard) * element;
+    const size_t begin = std::min(t.data.size(), static_cast<size_t>(rank) * bytes);
+    const size_t taken = std::min(bytes, t.data.size() - begin);
+    std::vector<std::byte> mine(bytes, std::byte{0});
+    std::memcpy(mine.data(), t.data.data() + begin, taken);
+    t.data = std::move(mine);
+    t.shape = {shard};
   }
   return {};
 }

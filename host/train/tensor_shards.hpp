@@ -35,4 +35,19 @@ Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
                               const std::map<std::string, lowering::Shard>& shards, int rank, int size,
                               const std::string& source);
 
+// ZeRO: the optimizer state this rank holds one shard of (ModelGraph::zero),
+// by name, with its whole shape. Checkpoints hold it whole, as for tensor
+// parallelism, so a run resumes at any number of ranks or any stage.
+std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGraph& model);
+// Every rank's shard of a tensor (`shards`: world shards of s elements,
+// rank-major) as the whole tensor of shape `whole`.
+std::vector<std::byte> zero_assemble(const std::vector<std::byte>& shards, const std::vector<int64_t>& whole,
+                                     size_t element);
+// In place: every ZeRO state of `cp` (whole, as saved) becomes rank `rank`'s
+// shard of `world`, zero-padded; an error names a tensor of another shape
+// and `source`.
+Result<void> zero_slice_checkpoint(checkpoint::Checkpoint& cp,
+                                   const std::map<std::string, std::vector<int64_t>>& states, int rank,
+                                   int world, const std::string& source);
+
 }  // namespace tandem::host::train

@@ -133,6 +133,7 @@ Result<void> Trainer::connect(exec::ExecutorOptions& exec_options) {
     data_comm_ = std::move(*data);
   }
   if (layout.tensor > 1) exec_options.collectives = &tensor_comm();
+  if (model().zero.active()) exec_options.data_collectives = &data_comm();
   return {};
 }
 
@@ -175,7 +176,9 @@ Result<void> Trainer::prepare_run() {
   steps_ = std::make_unique<program::StepRunner>(*program_);
   if (comm_) steps_->set_ranks([this](int32_t v) { return comm_->max(v); });
   shards_ = tensor_shards(model());
-  if (program_->data_world() > 1) {
+  zero_states_ = zero_states(model());
+  // ZeRO stage 2 averages every gradient in its graph (zero.reduce_scatter).
+  if (program_->data_world() > 1 && !program_->synced_gradients().empty()) {
     const Graph& graph = model().graph;
     auto buckets = plan_gradient_buckets(graph, program_->synced_gradients(), model().optimizer_begin,
                                          options_.bucket_bytes);
@@ -199,6 +202,9 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
   if (!cp) return cp.error();
   const lowering::TensorParallel& tp = model().tensor_parallel;
   if (auto r = slice_checkpoint(*cp, shards_, tp.rank, tp.size, file); !r) return r;
+  if (auto r = zero_slice_checkpoint(*cp, zero_states_, program_->data_rank(), program_->data_world(), file);
+      !r)
+    return r;
   if (!weights_only) {
     const auto hash = cp->metadata.find("tandem.model_hash");
     if (hash != cp->metadata.end() && hash->second != spec_.source_hash)
@@ -255,8 +261,11 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   // Rank 0 writes for everyone: data-parallel ranks hold identical weights,
   // tensor-parallel ones first gather their slices into whole tensors (the
   // ranks of rank 0's group; the other groups hold the same).
+  // With ZeRO every data-parallel rank first gathers its shards of the
+  // optimizer state.
   const int rank = program_->group().rank;
-  if (rank != 0 && (shards_.empty() || program_->data_rank() != 0)) return std::string();
+  if (rank != 0 && (shards_.empty() || program_->data_rank() != 0) && zero_states_.empty())
+    return std::string();
   auto cp = collect_tensors(model().graph, executor(), metadata(step, epoch, next_batch));
   if (!cp) return cp.error();
   const int ranks = model().tensor_parallel.size;
@@ -272,8 +281,26 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
     t.data = assemble(slices, shard->second, ranks, element);
     t.shape = shard->second.full;
   }
+  if (auto r = gather_zero_states(*cp); !r) return r.error();
   if (rank != 0) return std::string();
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
+}
+
+Result<void> Trainer::gather_zero_states(checkpoint::Checkpoint& cp) {
+  const int ranks = program_->data_world();
+  for (checkpoint::TensorRecord& t : cp.tensors) {
+    auto whole = zero_states_.find(t.name);
+    if (whole == zero_states_.end()) continue;
+    const size_t element = exec::dtype_size(t.dtype);
+    std::vector<std::byte> shards(t.data.size() * static_cast<size_t>(ranks));
+    if (auto r =
+            data_comm().all_gather(t.data.data(), shards.data(), t.data.size() / element, t.dtype, nullptr);
+        !r)
+      return r;
+    t.data = zero_assemble(shards, whole->second, element);
+    t.shape = whole->second;
+  }
+  return {};
 }
 
 Result<void> Trainer::write_batch(const data::Batch& batch, bool staged, const data::Batch* next) {

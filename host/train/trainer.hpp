@@ -182,6 +182,9 @@ class Trainer {
   Result<void> end_epoch(Loop& loop, bool epoch_done);
 
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
+  // ZeRO: every rank's shards of the optimizer state, gathered into `cp`'s
+  // whole tensors (every data-parallel rank takes part).
+  Result<void> gather_zero_states(checkpoint::Checkpoint& cp);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;
@@ -210,6 +213,7 @@ class Trainer {
   std::unique_ptr<OverlappedAllReduce> allreduce_;  // host memory, or no stream to order against
   std::unique_ptr<StreamedAllReduce> streamed_;     // device memory, on a comm stream
   std::map<std::string, lowering::Shard> shards_;   // tensors split by tensor parallelism, by name
+  std::map<std::string, std::vector<int64_t>> zero_states_;  // ZeRO's sharded state: its whole shape
   std::unique_ptr<ProfileRecorder> profiler_;
   std::optional<RunDirectory> run_directory_;  // locked for the run's life (rank 0)
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
