@@ -15,21 +15,39 @@ const model::LayerSpec* spec_of(const model::ModelSpec& spec, const std::string&
   return nullptr;
 }
 
-// A parameter's gradient and the update's tensors of its size.
+ops::HostKind host_kind(const Graph& g, NodeId id) {
+  const ops::OpInfo* info = ops::find(g.node(id)->op);
+  return info != nullptr ? info->host : ops::HostKind::None;
+}
+
+bool persistent(const Value& v) {
+  return (v.kind != TDM_VALUE_ACTIVATION || v.producer == kNoNode) && v.kind != TDM_VALUE_INPUT;
+}
+
+// A parameter's gradient and the update's tensors of its size; with ZeRO
+// the update's of this rank's shard of it (its state and gradient shards,
+// the whole gradient being transient in stage 2).
 void add_companions(const lowering::ModelGraph& model, ValueId p, StreamableLayer& layer) {
   const Graph& g = model.graph;
-  const size_t bytes = exec::tensor_bytes(g.value(p)->type);
-  if (auto grad = model.gradients.find(p); grad != model.gradients.end())
-    layer.values.insert(g.value(grad->second)->name);
-  for (NodeId id : g.consumers(p)) {
-    const Node& update = *g.node(id);
-    if (!ops::is(update.op, ops::kOptimizer)) continue;
-    for (ValueId in : update.inputs) {
-      if (in == kNoValue) continue;
-      const Value& v = *g.value(in);
-      const bool persistent = v.kind != TDM_VALUE_ACTIVATION || v.producer == kNoNode;
-      if (persistent && v.kind != TDM_VALUE_INPUT && exec::tensor_bytes(v.type) == bytes)
-        layer.values.insert(v.name);
+  if (auto grad = model.gradients.find(p); grad != model.gradients.end()) {
+    if (persistent(*g.value(grad->second))) layer.values.insert(g.value(grad->second)->name);
+    for (NodeId id : g.consumers(grad->second))  // stage 2: the shard it is averaged into
+      if (host_kind(g, id) == ops::HostKind::ZeroReduceScatter)
+        layer.values.insert(g.value(g.node(id)->outputs[0])->name);
+  }
+  std::vector<ValueId> targets = {p};
+  for (NodeId id : g.consumers(p))
+    if (host_kind(g, id) == ops::HostKind::ZeroShard) targets.push_back(g.node(id)->outputs[0]);
+  for (ValueId target : targets) {
+    const size_t bytes = exec::tensor_bytes(g.value(target)->type);
+    for (NodeId id : g.consumers(target)) {
+      const Node& update = *g.node(id);
+      if (!ops::is(update.op, ops::kOptimizer)) continue;
+      for (ValueId in : update.inputs) {
+        if (in == kNoValue) continue;
+        const Value& v = *g.value(in);
+        if (persistent(v) && exec::tensor_bytes(v.type) == bytes) layer.values.insert(v.name);
+      }
     }
   }
 }

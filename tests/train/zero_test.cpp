@@ -143,6 +143,41 @@ TEST_F(Zero, WithGradientAccumulationEachMicroBatchIsAveragedIntoTheShards) {
   EXPECT_LE(largest_loss_difference(runs[0], runs[2]), 1e-5);
 }
 
+// Streamed parameters: each rank streams its whole parameters and, with
+// the layer, its shards of the gradients (stage 2) and of the state.
+TEST_F(Zero, EachRankStreamsItsShardsAndTrainsAsResidentRanksDo) {
+  for (int stage : {1, 2}) {
+    const std::string zero = " --zero " + std::to_string(stage) + " --run-dir ";
+    const std::string resident = dir.file("resident" + std::to_string(stage));
+    const std::string streamed = dir.file("streamed" + std::to_string(stage));
+    CliRun a = tandem(2, "train", zero + resident);
+    ASSERT_EQ(a.code, 0) << a.output;
+    CliRun b = tandem(2, "train", "--stream-params --memory-report" + zero + streamed);
+    ASSERT_EQ(b.code, 0) << b.output;
+    EXPECT_NE(b.output.find("streamed per training step"), std::string::npos) << b.output;
+    if (stage == 2) {
+      EXPECT_NE(b.output.find("  gradients        0 B"), std::string::npos) << b.output;
+    }
+    EXPECT_EQ(largest_difference(resident, streamed), 0.0) << "stage " << stage;
+  }
+}
+
+// amp decides on this rank's whole gradients, before they are averaged into
+// the shards, with the other ranks (run_ranks_max): the steps plain data
+// parallelism skips, and only those, are skipped.
+TEST_F(Zero, AmpSkipsTheStepsPlainDataParallelismSkips) {
+  const std::string amp = "--set train.batch_size=1 --feature amp:dtype=f16,initial_scale=6e4,min_scale=6e4 ";
+  CliRun plain = tandem(2, "train", amp + "--zero 0 --run-dir " + dir.file("plain"));
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  CliRun sharded = tandem(2, "train", amp + "--zero 2 --run-dir " + dir.file("sharded"));
+  ASSERT_EQ(sharded.code, 0) << sharded.output;
+  const size_t skipped = count_of(plain.output, "step skipped");
+  EXPECT_GT(skipped, 0u) << plain.output;
+  EXPECT_LT(skipped, 40u) << "some steps must apply, or the weights would match trivially";
+  EXPECT_EQ(count_of(sharded.output, "step skipped"), skipped) << sharded.output;
+  EXPECT_LE(largest_difference(dir.file("plain"), dir.file("sharded")), 1e-5);
+}
+
 TEST_F(Zero, EachRankPlansAQuarterOfTheOptimizerStateAndGradientsOnFourRanks) {
   std::map<int, std::string> plans;
   for (int stage : {0, 1, 2}) {

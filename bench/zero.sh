@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# ZeRO against plain data parallelism, in one invocation: the GPT example
+# (examples/gpt_fortunes.toml, AdamW with clipping) trained for --steps
+# steps on --ranks ranks (mpirun, oversubscribed where the machine has fewer
+# cores) at the same global batch, with [train] zero = 0, 1 and 2. For each
+# stage: the step time (the run's steps after the first, from metrics.jsonl)
+# and its ratio to plain data parallelism's, the largest difference of any
+# step's loss from plain data parallelism's, and what `tandem plan` puts on
+# each rank (parameters, gradients, optimizer state).
+#
+#   bench/zero.sh [--ranks 2] [--steps 50] [--batch 32] [--threads 1] [--device onednn] [--build DIR]
+#
+# Results go to bench/results/zero/ (the runs' metrics). Measure on a quiet
+# machine: uptime is printed.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ranks=2
+steps=50
+batch=32
+threads=1
+device=onednn
+build="$repo/build"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks) ranks=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "zero.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+tandem="$build/bin/tandem"
+[ -x "$tandem" ] || { echo "zero.sh: no $tandem; build the tandem, tandem-plugin-mpi and tandem-plugin-$device targets" >&2; exit 2; }
+command -v mpirun >/dev/null || { echo "zero.sh: mpirun not found (install openmpi-bin)" >&2; exit 2; }
+[ $((batch % ranks)) -eq 0 ] || { echo "zero.sh: --batch $batch does not split over $ranks ranks" >&2; exit 2; }
+model="$repo/examples/gpt_fortunes.toml"
+out=${TANDEM_BENCH_OUT:-$repo/bench/results/zero}/$(date +%Y%m%d-%H%M%S)-np$ranks
+mkdir -p "$out"
+echo "uptime before: $(uptime)" >&2
+sets=(--set "train.steps=$steps" --set "train.batch_size=$((batch / ranks))" --set train.log_every=1
+      --set train.warmup_steps=5)
+launch=(mpirun -np "$ranks" --oversubscribe --allow-run-as-root)
+for stage in 0 1 2; do
+  echo "zero.sh: stage $stage on $ranks ranks" >&2
+  "${launch[@]}" "$tandem" train "$model" --device "$device" --threads "$threads" "${sets[@]}" --zero "$stage" \
+    --run-dir "$out/zero$stage" > "$out/zero$stage.log" 2>&1 ||
+    { tail -20 "$out/zero$stage.log" >&2; exit 1; }
+  "$tandem" plan "$model" --device "$device" --threads "$threads" "${sets[@]}" --ranks "$ranks" --zero "$stage" \
+    > "$out/plan$stage.txt" 2>&1 || { cat "$out/plan$stage.txt" >&2; exit 1; }
+done
+echo "uptime after: $(uptime)" >&2
+python3 - "$out" "$ranks" "$steps" "$batch" <<'EOF'
+import json, re, sys
+out, ranks, steps, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+
+def steps_of(stage):
+    rows = [json.loads(l) for l in open(f"{out}/zero{stage}/metrics.jsonl")]
+    return {r["step"]: r for r in rows if r.get("event") == "step"}
+
+def step_ms(rows):  # the steps after the first (its time includes the warm-up)
+    times = [batch / r["samples_per_second"] * 1e3 for s, r in sorted(rows.items()) if s > 1]
+    return sum(times) / len(times)
+
+def planned(stage, row):
+    text = open(f"{out}/plan{stage}.txt").read()
+    m = re.search(r"\n  " + row + r" +([0-9.]+ [KMG]?i?B)", text)
+    return m.group(1) if m else "?"
+
+runs = {stage: steps_of(stage) for stage in (0, 1, 2)}
+base = step_ms(runs[0])
+print(f"GPT example, {ranks} ranks, global batch {batch}, {steps} steps")
+print(f"{'stage':>5} {'step ms':>9} {'vs DP':>6} {'max |loss - DP|':>16} {'params':>10} {'grads':>10} {'opt state':>10}")
+for stage, rows in runs.items():
+    diff = max(abs(rows[s]["loss"] - runs[0][s]["loss"]) for s in runs[0])
+    ms = step_ms(rows)
+    print(f"{stage:>5} {ms:9.1f} {ms / base:6.3f} {diff:16.3g} {planned(stage, 'parameters'):>10} "
+          f"{planned(stage, 'gradients'):>10} {planned(stage, 'optimizer state'):>10}")
+EOF
