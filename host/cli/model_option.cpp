@@ -16,8 +16,8 @@ void add_feature_option(po::options_description& options) {
                         "enable a feature plugin as [features.NAME] would: --feature amp, --feature "
                         "amp:dtype=f16,loss_scale=dynamic, --feature grad_accum:steps=4 (repeatable)")(
       "zero", po::value<int>(),
-      "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state, 2 the gradients too "
-      "(overrides [train] zero)");
+      "ZeRO stage over the data-parallel ranks: 1 shards the optimizer state, 2 the gradients too, 3 "
+      "the parameters too (overrides [train] zero)");
 }
 
 std::optional<host::model::ModelSpec> read_model_option(const po::variables_map& vm, int& exit_code) {

@@ -25,18 +25,6 @@ Result<std::set<ValueId>> output_ids(const Graph& graph, const std::vector<std::
   return outputs;
 }
 
-// Bytes a ZeRO node needs beside its operands: the padded whole of world
-// shards, where the shards cover more than the tensor's elements.
-size_t zero_scratch_bytes(const Graph& graph, const Node& node, const Collectives& c) {
-  const ops::OpInfo* info = ops::find(node.op);
-  if (info->host != ops::HostKind::ZeroReduceScatter && info->host != ops::HostKind::ZeroGather) return 0;
-  const bool gather = info->host == ops::HostKind::ZeroGather;
-  const TensorType& whole = graph.value(gather ? node.inputs[1] : node.inputs[0])->type;
-  const TensorType& shard = graph.value(gather ? node.inputs[0] : node.outputs[0])->type;
-  const size_t padded = tensor_bytes(shard) * static_cast<size_t>(c.world());
-  return padded == tensor_bytes(whole) ? 0 : padded;
-}
-
 // One kernel per node, none for a host-run collective (the host runs it
 // with the collectives of its group of ranks); `workspace` gets each node's
 // workspace bytes (a ZeRO node's padding buffer).
@@ -59,7 +47,7 @@ Result<std::vector<std::optional<KernelBinding>>> prepare_kernels(const DeviceHa
                               ", but this run has none: launch it with mpirun, or remove " +
                               (zero ? "`zero` from [train]" : "`parallel` from the layer"),
                           TDM_INVALID_ARGUMENT);
-      workspace.push_back(zero ? zero_scratch_bytes(graph, node, *c) : 0);
+      workspace.push_back(zero ? zero_scratch_bytes(graph, node, c->world()) : 0);
       kernels.emplace_back(std::nullopt);
       continue;
     }
@@ -320,7 +308,8 @@ Result<void> DeviceExecutor::bind_nodes(const Graph& graph,
                 out.dtype,
                 {},
                 {}};
-    if (run.host == ops::HostKind::ZeroGather) {  // bytes: of the shard, as for the other zero.* ops
+    if (run.host == ops::HostKind::ZeroGather || run.host == ops::HostKind::ZeroAllGather) {
+      // bytes: of the shard, as for the other zero.* ops
       run.whole_bytes = run.bytes;
       run.bytes = tensor_bytes(graph.value(node.inputs[0])->type);
     } else if (ops::data_parallel(run.host)) {

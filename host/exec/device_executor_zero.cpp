@@ -59,8 +59,9 @@ Result<void> DeviceExecutor::share(size_t position) {
       if (auto r = synchronize(); !r) return r;
       return c.reduce_scatter_mean(send, node.outputs[0], shard / element, node.dtype, stream);
     }
-    case ops::HostKind::ZeroGather: {
-      // In place: outputs[0] is the whole tensor (input 1).
+    case ops::HostKind::ZeroGather:
+    case ops::HostKind::ZeroAllGather: {
+      // zero.gather: in place, outputs[0] is the whole tensor (input 1).
       void* receive = padded == whole ? node.outputs[0] : workspace_;
       if (auto r = c.all_gather(node.inputs[0], receive, shard / element, node.dtype, stream); !r) return r;
       if (receive == node.outputs[0]) return {};

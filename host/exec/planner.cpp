@@ -268,6 +268,27 @@ Result<void> plan_streaming(const Graph& graph, const StreamRequest& stream, Pla
 
 }  // namespace
 
+size_t zero_scratch_bytes(const Graph& graph, const Node& node, int world) {
+  const ops::OpInfo* info = ops::find(node.op);
+  const TensorType* whole = nullptr;
+  const TensorType* shard = nullptr;
+  switch (info != nullptr ? info->host : ops::HostKind::None) {
+    case ops::HostKind::ZeroReduceScatter:
+      whole = &graph.value(node.inputs[0])->type, shard = &graph.value(node.outputs[0])->type;
+      break;
+    case ops::HostKind::ZeroGather:
+      whole = &graph.value(node.inputs[1])->type, shard = &graph.value(node.inputs[0])->type;
+      break;
+    case ops::HostKind::ZeroAllGather:
+      whole = &graph.value(node.outputs[0])->type, shard = &graph.value(node.inputs[0])->type;
+      break;
+    default:
+      return 0;
+  }
+  const size_t padded = tensor_bytes(*shard) * static_cast<size_t>(world);
+  return padded == tensor_bytes(*whole) ? 0 : padded;
+}
+
 const char* category_name(MemoryCategory category) {
   switch (category) {
     case MemoryCategory::Parameters:

@@ -171,6 +171,11 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
                        size_t guard_bytes = 0, AllocationFootprint footprint = {}, bool reuse_operands = true,
                        const StreamRequest& stream = {});
 
+// The workspace a ZeRO node ("zero.*") needs over `world` ranks: the padded
+// whole of world shards, where they cover more than the tensor's elements
+// (0 for any other node).
+size_t zero_scratch_bytes(const Graph& graph, const Node& node, int world);
+
 // Counts one more device buffer of `bytes` the run allocates beside the
 // graph (Executor::reserve_buffer) in plan.estimate.
 void plan_buffer(Plan& plan, uint64_t bytes);

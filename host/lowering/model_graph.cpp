@@ -49,12 +49,28 @@ Result<ValueId> Context::sharded_parameter(const std::string& suffix, Dims full,
 }
 
 Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initializer init) {
-  auto id = out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER,
-                                TensorType{out.dtype, std::move(dims)});
+  const bool shard = out.zero.shards_parameters() && out.mode != Mode::Decode;
+  const Dims stored = shard ? Dims{zero_shard_elements(numel(dims), out.zero.world)} : dims;
+  auto id =
+      out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER, TensorType{out.dtype, stored});
   if (!id) return id.error();
   out.parameters.push_back(*id);
   out.initializers[*id] = init;
-  return id;
+  if (!shard) return id;
+  out.zero.parameters[*id] = dims;
+  return gathered(*id);
+}
+
+Result<ValueId> Context::gathered(ValueId shard) {
+  auto whole = out.zero.parameters.find(shard);
+  if (whole == out.zero.parameters.end()) return shard;
+  const std::string name = out.graph.value(shard)->name;
+  const std::string node = out.graph.node_by_name(name + ".zero_all_gather") == nullptr
+                               ? name + ".zero_all_gather"
+                               : layer->name + "." + name + ".zero_all_gather";
+  auto y = emit(ops::kZeroAllGather, node, {shard}, {}, {TensorType{out.dtype, whole->second}});
+  if (!y) return y.error();
+  return (*y)[0];
 }
 
 Result<ValueId> Context::state(const std::string& suffix, Dims dims, double fill) {
@@ -240,9 +256,11 @@ Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& 
 }
 
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode, tdm_dtype dtype,
-                                 TensorParallel tp, const Int8Plan* int8, uint32_t backend_abi_minor) {
+                                 TensorParallel tp, const Int8Plan* int8, uint32_t backend_abi_minor,
+                                 ZeroSharding zero) {
   ModelGraph g;
   g.tensor_parallel = tp;
+  g.zero = std::move(zero);
   g.attention_tokens_first = backend_abi_minor >= kAttentionLayoutMinor;
   g.gradient_addends = backend_abi_minor >= kGradientAddendMinor;
   g.mode = mode;

@@ -62,11 +62,16 @@ struct Shard {
 // of (s = ceil(n / world) of the parameter's n elements, rank r the
 // elements [r*s, r*s + s), zero-padded past n).
 struct ZeroSharding {
-  int stage = 0;  // 0: none; 1: optimizer state; 2: gradients too
+  int stage = 0;  // 0: none; 1: optimizer state; 2: gradients too; 3: parameters too
   int world = 1;
   std::map<ValueId, std::vector<int64_t>> states;     // shard -> the parameter's whole shape
   std::map<ValueId, std::vector<int64_t>> gradients;  // stage 2: gradient shard -> its whole shape
+  // Stage 3: the parameters, each a shard, with their whole shape; a layer
+  // reads the whole one gathered just before its forward (and again before
+  // its backward: lowering/zero_gathers.hpp).
+  std::map<ValueId, std::vector<int64_t>> parameters;
   bool active() const { return stage > 0 && world > 1; }
+  bool shards_parameters() const { return stage >= 3 && world > 1; }
 };
 
 // Elements of one rank's shard of a tensor of `elements` over `world` ranks.
@@ -145,9 +150,12 @@ struct ModelGraph {
 // `backend_abi_minor`: the lowest negotiated ABI minor of the backends that
 // will run the graph; catalog attributes newer than it are not emitted
 // (ABI.md rule 33). 0 builds what every backend runs.
+// `zero`: with stage 3 over several ranks, every parameter is this rank's
+// shard, gathered whole before the layer that reads it.
 Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mode mode,
                                  tdm_dtype dtype = TDM_F32, TensorParallel tp = {},
-                                 const Int8Plan* int8 = nullptr, uint32_t backend_abi_minor = 0);
+                                 const Int8Plan* int8 = nullptr, uint32_t backend_abi_minor = 0,
+                                 ZeroSharding zero = {});
 // The ABI minor that brought attention's `layout` attribute.
 constexpr uint32_t kAttentionLayoutMinor = 8;
 // ModelGraph::gradient_addends: the `addend` input of linear_grad_input,

@@ -132,11 +132,12 @@ Result<ValueId> linear_weight(Context& ctx, int64_t in, int64_t out) {
   const std::string tied = l.string_attr("tie_weight", "");
   if (tied.empty()) return ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
   const Value* found = ctx.out.graph.value_by_name(tied + ".weight");
-  const ValueId table = found != nullptr && found->kind == TDM_VALUE_PARAMETER ? found->id : kNoValue;
-  if (table == kNoValue)
+  if (found == nullptr || found->kind != TDM_VALUE_PARAMETER)
     return ctx.error("tie_weight = \"" + tied + "\" names no earlier embedding layer with a weight");
-  if (ctx.dims(table) != Dims{out, in})
-    return ctx.error("tie_weight: '" + tied + ".weight' is " + dims_str(ctx.dims(table)) +
+  auto table = ctx.gathered(found->id);  // ZeRO stage 3: gathered again here
+  if (!table) return table;
+  if (ctx.dims(*table) != Dims{out, in})
+    return ctx.error("tie_weight: '" + tied + ".weight' is " + dims_str(ctx.dims(*table)) +
                      " but this layer's weight is [" + std::to_string(out) + "," + std::to_string(in) +
                      "] (out_features, input features)");
   return table;

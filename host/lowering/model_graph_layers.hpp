@@ -30,7 +30,12 @@ struct Context {
                                     std::vector<ValueId> inputs, std::vector<Attr> attrs,
                                     std::vector<TensorType> outputs,
                                     std::vector<std::string> output_names = {});
+  // A parameter of this layer, as the layer reads it: with ZeRO stage 3 the
+  // whole tensor gathered from every rank's shard (the parameter itself).
   Result<ValueId> parameter(const std::string& suffix, Dims dims, Initializer init);
+  // `shard`, a stage-3 parameter, gathered whole again for this layer (a
+  // tied weight); any other value as it is.
+  Result<ValueId> gathered(ValueId shard);
   // This rank's slice along `axis` of a parameter of shape `full` (the whole
   // parameter when tensor parallelism is off); `init` describes the whole.
   Result<ValueId> sharded_parameter(const std::string& suffix, Dims full, int axis, Initializer init);

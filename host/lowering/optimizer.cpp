@@ -15,6 +15,7 @@ class OptimizerBuilder {
     if (m_.zero.stage == 2 && m_.zero.active())
       for (ValueId p : m_.parameters)
         if (auto r = reduce_scatter(p); !r) return r;
+    for (const auto& [p, whole] : m_.zero.parameters) m_.zero.gradients[m_.gradients.at(p)] = whole;
     auto lr = g_.add_state("optim.lr", kScalarF32, t_.lr);
     if (!lr) return lr.error();
     m_.lr = *lr;
@@ -79,7 +80,7 @@ class OptimizerBuilder {
       split = (*reduced)[0];
       if (auto acc = add_to(whole, split, "optim.grad_norm_sq_total", first); !acc) return acc.error();
     }
-    if (m_.zero.stage == 2 && m_.zero.active()) {  // each rank summed its shards
+    if (m_.zero.stage >= 2 && m_.zero.active()) {  // each rank summed its shards
       auto total = emit(ops::kZeroAllReduce, "optim.grad_norm_sq.zero_all_reduce", m_.parameters.front(),
                         {whole}, {}, {kScalarF32}, TDM_PHASE_OPTIMIZER);
       if (!total) return total.error();
@@ -147,7 +148,7 @@ class OptimizerBuilder {
 
   Result<void> update(ValueId p) {
     const std::string base = name_of(p);
-    const bool zero = m_.zero.active();
+    const bool zero = m_.zero.active() && !m_.zero.shards_parameters();  // stage 3: p is a shard
     const TensorType type = zero ? shard_type(p) : g_.value(p)->type;
     ValueId grad = averaged_gradient(p), target = p;
     if (zero) {
@@ -213,7 +214,9 @@ class OptimizerBuilder {
 
   void record_shard(ValueId p, std::initializer_list<ValueId> states) {
     if (!m_.zero.active()) return;
-    for (ValueId s : states) m_.zero.states[s] = g_.value(p)->type.dims;
+    auto whole = m_.zero.parameters.find(p);
+    for (ValueId s : states)
+      m_.zero.states[s] = whole != m_.zero.parameters.end() ? whole->second : g_.value(p)->type.dims;
   }
 
   ModelGraph& m_;
@@ -225,8 +228,7 @@ class OptimizerBuilder {
 
 }  // namespace
 
-Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train, int zero, int zero_world) {
-  model.zero = ZeroSharding{zero, zero_world, {}};
+Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train) {
   return OptimizerBuilder(model, train).run();
 }
 

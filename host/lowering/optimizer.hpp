@@ -9,7 +9,7 @@
 // The learning rate is a scalar state value "optim.lr" the host writes each
 // step (schedules never re-prepare kernels); AdamW's step count is "optim.step".
 //
-// ZeRO (`zero`, over `zero_world` data-parallel ranks; as DeepSpeed's ZeRO
+// ZeRO (ModelGraph::zero over the data-parallel ranks; as DeepSpeed's ZeRO
 // and PyTorch's FSDP2, each parameter sharded flat on its own): every rank
 // updates one shard of every parameter and holds the optimizer state of
 // that shard only; the updated shards are then gathered into every rank's
@@ -17,8 +17,10 @@
 // averaged (zero.shard); stage 2 averages each gradient straight into this
 // rank's shard (zero.reduce_scatter) as soon as backward has finished it,
 // so the whole gradient's memory is free from there, and clipping sums the
-// shards' squares over the ranks (zero.all_reduce). The ops:
-// host/ops/host_run.cpp.
+// shards' squares over the ranks (zero.all_reduce). Stage 3 shards the
+// parameters themselves (zero_gathers.hpp): autodiff's gradient of each
+// gathered parameter is already the rank's averaged shard, which the
+// update reads as stage 2's. The ops: host/ops/host_run.cpp.
 #pragma once
 
 #include "lowering/model_graph.hpp"
@@ -26,7 +28,7 @@
 
 namespace tandem::host::lowering {
 
-Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train, int zero = 0,
-                              int zero_world = 1);
+// ZeRO's stage and ranks are the model's (ModelGraph::zero, from build_forward).
+Result<void> append_optimizer(ModelGraph& model, const model::TrainSpec& train);
 
 }  // namespace tandem::host::lowering

@@ -121,32 +121,33 @@ void read_checkpoint_every(Reader& r, const toml::table& t, CheckpointEvery& eve
 }
 
 void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
-  r.check_keys(t, "[train]", {"optimizer",
-                              "lr",
-                              "momentum",
-                              "dampening",
-                              "nesterov",
-                              "weight_decay",
-                              "beta1",
-                              "beta2",
-                              "epsilon",
-                              "schedule",
-                              "warmup_steps",
-                              "step_size",
-                              "gamma",
-                              "min_lr",
-                              "batch_size",
-                              "epochs",
-                              "steps",
-                              "clip_grad_norm",
-                              "seed",
-                              "log_every",
-                              "keep_checkpoints",
-                              "optimizer_device",
-                              "placement",
-                              "checkpoint_every",
-                              "tensor_parallel",
-                              "zero"});
+  r.check_keys(t, "[train]",
+               {"optimizer",
+                "lr",
+                "momentum",
+                "dampening",
+                "nesterov",
+                "weight_decay",
+                "beta1",
+                "beta2",
+                "epsilon",
+                "schedule",
+                "warmup_steps",
+                "step_size",
+                "gamma",
+                "min_lr",
+                "batch_size",
+                "epochs",
+                "steps",
+                "clip_grad_norm",
+                "seed",
+                "log_every",
+                "keep_checkpoints",
+                "optimizer_device",
+                "placement",
+                "checkpoint_every",
+                "tensor_parallel",
+                "zero"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -199,10 +200,10 @@ void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
   at_least("clip_grad_norm", s.clip_grad_norm, 0, "must not be negative (0: no clipping)");
   at_least("tensor_parallel", double(s.tensor_parallel), 0,
            "must not be negative (0: every rank of the run)");
-  r.check(t, "zero", s.zero >= 0 && s.zero <= 2,
+  r.check(t, "zero", s.zero >= 0 && s.zero <= 3,
           "[train] zero = " + std::to_string(s.zero) +
-              ": must be 0 (none), 1 (shard the optimizer state over the data-parallel ranks) or 2 (the "
-              "gradients too); stage 3 (the parameters too) is not supported yet");
+              ": must be 0 (none), 1 (shard the optimizer state over the data-parallel ranks), 2 (the "
+              "gradients too) or 3 (the parameters too)");
   at_least("min_lr", s.min_lr, 0, "must not be negative");
   r.check(t, "gamma", s.gamma > 0, "[train] gamma = " + number_text(s.gamma) + ": must be positive");
   r.check(t, "epsilon", s.epsilon > 0, "[train] epsilon = " + number_text(s.epsilon) + ": must be positive");

@@ -78,7 +78,8 @@ struct TrainSpec {
   // split the data. 0: every rank of the run. One process ignores it.
   int64_t tensor_parallel = 0;
   // ZeRO over the data-parallel ranks (lowering/optimizer.hpp): 0 none, 1
-  // optimizer state sharded, 2 gradients too. One process ignores it.
+  // optimizer state sharded, 2 gradients too, 3 parameters too. One
+  // process ignores it.
   int64_t zero = 0;
   uint64_t seed = 0;
   int64_t log_every = 50;  // steps between plain progress lines

@@ -6,14 +6,18 @@
 //   comm.copy_to_parallel  y = x                              grad: comm.all_reduce
 //   comm.all_gather        y[r] = x of rank r; y = [world, ...x]   grad: comm.chunk
 //   comm.chunk             y = x[rank]; x = [world, ...y]     grad: comm.all_gather
-// ZeRO (lowering/zero_optimizer.hpp) shares the optimizer's work between the
+// ZeRO (lowering/optimizer.hpp) shares the optimizer's work between the
 // data-parallel peers: each holds one shard of s = ceil(n / world) elements
 // of every parameter's n, rank r the elements [r*s, r*s + s), the last
-// shards padded with zeros (they run in the optimizer phase: no gradients):
+// shards padded with zeros (these four run in the optimizer phase, or
+// average a gradient: no gradients of their own):
 //   zero.shard           y = x.flat[rank*s : rank*s+s]
 //   zero.reduce_scatter  y = (mean over ranks of x).flat[rank*s : rank*s+s]
 //   zero.gather          x.flat = the ranks' shards y, concatenated (x in place)
 //   zero.all_reduce      y = sum over ranks of x
+// and with stage 3, where the parameters are shards too, a layer's forward
+// and backward read the whole parameter gathered just before them:
+//   zero.all_gather      y = the ranks' shards x, concatenated   grad: zero.reduce_scatter
 // Placement (place/placement.hpp) moves a value between devices:
 //   tandem.copy            y = x on another device            (inserted after autodiff)
 #include <algorithm>
@@ -67,6 +71,21 @@ Outputs gather_shards_shape(const ShapeQuery& q) {
   if (shard->dims.size() != 1 || shard->dtype != x->dtype)
     return bad("shard " + str(*shard) + " must be [s] of x's dtype (x " + str(*x) + ")");
   return std::vector<TensorType>{*x};
+}
+
+// The whole is the caller's: the world size is not the graph's.
+Outputs all_gather_shape(const ShapeQuery& q) {
+  auto x = input(q, 0, "x");
+  auto y = declared(q, 0, "whole shape");
+  if (!x) return x.error();
+  if (!y) return y.error();
+  if (x->dims.size() != 1 || x->dtype != y->dtype || numel(y->dims) < x->dims[0])
+    return bad("x " + str(*x) + " must be one shard [s] of y " + str(*y) + ", of its dtype");
+  return std::vector<TensorType>{*y};
+}
+
+Result<void> all_gather_shards_grad(GradContext& g) {
+  return g.grad_to_input0(kZeroReduceScatter, {g.dy()}, {});
 }
 
 OpInfo zero_op(std::string_view name, HostKind kind, ShapeFn shape) {
@@ -133,7 +152,16 @@ std::vector<OpInfo> host_run_ops() {
        .shape = gather_shards_shape,
        .no_grad = "the optimizer phase's (ZeRO)",
        .host = HostKind::ZeroGather},
-      zero_op(kZeroAllReduce, HostKind::ZeroAllReduce, same_shape)};
+      zero_op(kZeroAllReduce, HostKind::ZeroAllReduce, same_shape),
+      {.name = kZeroAllGather,
+       .section = "host_run",
+       .inputs = {{"x"}},
+       .outputs = {{"y"}},
+       .flags = kHostRun | kCollective,
+       .shape = all_gather_shape,
+       .grad = all_gather_shards_grad,
+       .grad_ops = {kZeroReduceScatter},
+       .host = HostKind::ZeroAllGather}};
 }
 
 }  // namespace tandem::host::ops

@@ -51,7 +51,8 @@ enum class HostKind {
   ZeroShard,
   ZeroReduceScatter,
   ZeroGather,
-  ZeroAllReduce
+  ZeroAllReduce,
+  ZeroAllGather
 };
 inline constexpr const char* kAllReduce = "comm.all_reduce";
 inline constexpr const char* kCopyToParallel = "comm.copy_to_parallel";
@@ -62,11 +63,12 @@ inline constexpr const char* kZeroShard = "zero.shard";
 inline constexpr const char* kZeroReduceScatter = "zero.reduce_scatter";
 inline constexpr const char* kZeroGather = "zero.gather";
 inline constexpr const char* kZeroAllReduce = "zero.all_reduce";
+inline constexpr const char* kZeroAllGather = "zero.all_gather";
 // Whether a host-run op exchanges with the data-parallel peers (the zero.*
 // ops) rather than with the tensor-parallel group.
 inline bool data_parallel(HostKind kind) {
   return kind == HostKind::ZeroShard || kind == HostKind::ZeroReduceScatter || kind == HostKind::ZeroGather ||
-         kind == HostKind::ZeroAllReduce;
+         kind == HostKind::ZeroAllReduce || kind == HostKind::ZeroAllGather;
 }
 
 // One input or output, in catalog order.

@@ -36,7 +36,7 @@ Result<size_t> WorkspaceCache::workspace(const DeviceHandle& device, const exec:
 Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
                                const std::set<std::string>& keep, const std::set<std::string>& staged,
                                WorkspaceCache& workspaces, const std::set<std::string>& stream,
-                               size_t stream_depth) {
+                               size_t stream_depth, int zero_world) {
   exec::StreamRequest request;
   request.depth = stream_depth;
   for (const std::string& name : stream)
@@ -49,7 +49,7 @@ Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
   for (size_t i = 0; i < graph.node_count(); ++i) {
     const Node& n = *graph.node_at(i);
     if (ops::is(n.op, ops::kHostRun)) {
-      workspace.push_back(0);
+      workspace.push_back(exec::zero_scratch_bytes(graph, n, zero_world));
       continue;
     }
     auto spec = exec::op_spec_of(graph, n);
@@ -85,8 +85,8 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   DeviceEstimate d;
   d.device = id;
   if (auto b = in.budgets.find(id); b != in.budgets.end()) d.budget = b->second;
-  auto plan =
-      plan_memory(*handle->second, graph, keep, in.staged, *in.workspaces, in.streamed, in.stream_depth);
+  auto plan = plan_memory(*handle->second, graph, keep, in.staged, *in.workspaces, in.streamed,
+                          in.stream_depth, in.zero_world);
   if (!plan) return plan.error();
   d.memory = plan->estimate;
   for (const exec::Residency& r : plan->residencies) {

@@ -61,11 +61,12 @@ class WorkspaceCache {
 // makes the same one): `keep` are values the host reads after a run,
 // `staged` inputs get a second buffer (the next batch is copied into it
 // while a step runs), `stream` values are streamed through the device
-// (their names absent from `graph` are skipped).
+// (their names absent from `graph` are skipped), ZeRO's nodes exchange
+// with `zero_world` ranks.
 Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
                                const std::set<std::string>& keep, const std::set<std::string>& staged,
                                WorkspaceCache& workspaces, const std::set<std::string>& stream = {},
-                               size_t stream_depth = 1);
+                               size_t stream_depth = 1, int zero_world = 1);
 
 struct EstimateInputs {
   std::map<std::string, const DeviceHandle*> devices;  // every device of the placement, by id
@@ -76,6 +77,7 @@ struct EstimateInputs {
   uint32_t micro_batches = 1;
   std::set<std::string> streamed;  // values streamed through the device (exec/stream_plan.hpp)
   size_t stream_depth = 1;
+  int zero_world = 1;          // ZeRO's ranks: the padding buffers of its nodes
   CostModel* costs = nullptr;  // null: memory only
   WorkspaceCache* workspaces = nullptr;
 };

@@ -100,9 +100,12 @@ Result<void> Program::write_plan(std::ostream& out) const {
     if (model_.zero.active())
       out << "ZeRO stage " << model_.zero.stage << ": each rank updates and keeps the optimizer state of 1/"
           << model_.zero.world << " of every parameter"
-          << (model_.zero.stage == 2 ? ", and its gradients averaged into that shard as backward makes them"
+          << (model_.zero.stage >= 2 ? ", and its gradients averaged into that shard as backward makes them"
                                      : "")
-          << "; the updated shards are gathered into every rank's parameters\n";
+          << (model_.zero.stage >= 3
+                  ? "; it keeps only that shard of the parameters too, each layer's "
+                    "gathered whole just before its forward and again before its backward\n"
+                  : "; the updated shards are gathered into every rank's parameters\n");
   }
   out << "\nlayers\n";
   write_layers(out);

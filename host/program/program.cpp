@@ -5,6 +5,7 @@
 
 #include "lowering/autodiff.hpp"
 #include "lowering/optimizer.hpp"
+#include "lowering/zero_gathers.hpp"
 #include "ops/op_table.hpp"
 #include "util/logger.hpp"
 
@@ -87,22 +88,26 @@ Result<void> Program::lower() {
   const bool train = options_.mode == lowering::Mode::Train;
   auto minor = backend_abi_minor();
   if (!minor) return minor.error();
-  auto model =
-      lowering::build_forward(spec_, micro_batch_samples_, options_.mode, TDM_F32, tp, options_.int8, *minor);
-  if (!model) return model.error();
-  model_ = std::move(*model);
-  if (!train) return {};
-  Graph& graph = model_.graph;
-  if (auto r = features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r;
-  if (auto r = lowering::append_backward(model_); !r) return r;
-  if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
+  // ZeRO over the data-parallel ranks; stage 3 shards the parameters of
+  // every graph of the run (its evaluation's too).
   const int zero = layout_.data > 1 ? static_cast<int>(spec_.train.zero) : 0;
   if (zero > 0 && tp.size > 1)
     return make_error("[train] zero = " + std::to_string(zero) +
                           " with tensor parallelism is not supported yet: train with zero = 0, or without "
                           "tensor_parallel",
                       TDM_UNSUPPORTED);
-  if (auto r = lowering::append_optimizer(model_, spec_.train, zero, layout_.data); !r) return r;
+  lowering::ZeroSharding sharding{zero, layout_.data, {}, {}, {}};
+  auto model = lowering::build_forward(spec_, micro_batch_samples_, options_.mode, TDM_F32, tp, options_.int8,
+                                       *minor, sharding);
+  if (!model) return model.error();
+  model_ = std::move(*model);
+  if (!train) return {};
+  Graph& graph = model_.graph;
+  if (auto r = features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r;
+  if (auto r = lowering::append_backward(model_); !r) return r;
+  if (auto r = lowering::gather_again_for_backward(model_); !r) return r;
+  if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
+  if (auto r = lowering::append_optimizer(model_, spec_.train); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r;
   // Training reads the loss and the logits back every step: a pass that
   // removed either broke the graph (a plugin bug, not a user's mistake).

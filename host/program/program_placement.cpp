@@ -97,6 +97,7 @@ place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::W
   in.micro_batches = micro_batches_;
   in.streamed = streamed_;
   in.stream_depth = options_.stream_depth;
+  in.zero_world = model_.zero.world;
   in.costs = costs;
   in.workspaces = workspaces;
   return in;

@@ -56,6 +56,7 @@ Result<program::Program*> Evaluator::for_batch(int64_t batch) {
   const lowering::ModelGraph& model = (*program)->model();
   exec::ExecutorOptions options;
   options.collectives = collectives_;
+  options.data_collectives = zero_collectives_;
   for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
     if (model.graph.value_by_name(name) != nullptr) {
       options.external[name] = pointer;

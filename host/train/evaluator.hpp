@@ -53,6 +53,13 @@ class Evaluator {
     collectives_ = collectives;
   }
 
+  // ZeRO stage 3: the evaluation gathers each layer's parameters from the
+  // shards every rank holds, as training does; every rank evaluates.
+  void use_zero(program::ProcessGroup group, exec::Collectives* collectives) {
+    group_ = std::move(group);
+    zero_collectives_ = collectives;
+  }
+
   // Shared values of a training run that streams them (exec/stream_plan.hpp):
   // their `shared` pointers are homes in host memory, and the evaluation
   // streams them through the device too.
@@ -103,6 +110,7 @@ class Evaluator {
   std::optional<place::PlacementOptions> placement_;
   std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
+  exec::Collectives* zero_collectives_ = nullptr;
   lowering::Int8Plan int8_;
   Outputs* outputs_ = nullptr;
 };

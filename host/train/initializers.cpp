@@ -45,7 +45,8 @@ std::vector<float> initial_values(const lowering::Initializer& init, const std::
   return v;
 }
 
-Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed) {
+Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed,
+                                int zero_rank) {
   const Graph& g = model.graph;
   for (size_t i = 0; i < g.value_count(); ++i) {
     const Value& v = *g.value_at(i);
@@ -53,6 +54,15 @@ Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executo
     auto init = model.initializers.find(v.id);
     if (init == model.initializers.end()) {
       if (auto r = executor.fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
+      continue;
+    }
+    if (auto whole = model.zero.parameters.find(v.id); whole != model.zero.parameters.end()) {
+      const auto values = initial_values(init->second, v.name, ops::numel(whole->second), seed);
+      const auto n = static_cast<size_t>(ops::numel(v.type.dims));
+      std::vector<float> mine(n, 0.0f);
+      for (size_t i = 0, at = n * static_cast<size_t>(zero_rank); i < n && at + i < values.size(); ++i)
+        mine[i] = values[at + i];
+      if (auto r = executor.write(v.id, mine.data(), mine.size() * sizeof(float)); !r) return r;
       continue;
     }
     auto shard = model.shards.find(v.id);

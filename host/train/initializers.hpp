@@ -28,6 +28,10 @@ std::vector<float> initial_values(const lowering::Initializer& init, const std::
 // values: with its initializer (this rank's slice of a tensor split by
 // tensor parallelism, so every rank starts from the one whole tensor), else
 // filled with its initial value. What train and bench both start from.
-Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed);
+// A tensor-parallel rank starts from its slice of the values the whole
+// tensor would start with, a ZeRO stage-3 rank (`zero_rank` of the data
+// ranks) from its shard of them: every run starts from the same model.
+Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed,
+                                int zero_rank = 0);
 
 }  // namespace tandem::host::train

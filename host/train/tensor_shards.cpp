@@ -95,6 +95,7 @@ Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
 std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGraph& model) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const auto& [id, whole] : model.zero.states) out[model.graph.value(id)->name] = whole;
+  for (const auto& [id, whole] : model.zero.parameters) out[model.graph.value(id)->name] = whole;
   // Accumulators of gradient shards (grad_accum), by the pass's naming.
   for (const auto& [id, whole] : model.zero.gradients)
     if (const Value* acc = model.graph.value_by_name("grad_accum." + model.graph.value(id)->name))

@@ -35,9 +35,9 @@ Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
                               const std::map<std::string, lowering::Shard>& shards, int rank, int size,
                               const std::string& source);
 
-// ZeRO: the optimizer state this rank holds one shard of (ModelGraph::zero),
-// by name, with its whole shape. Checkpoints hold it whole, as for tensor
-// parallelism, so a run resumes at any number of ranks or any stage.
+// ZeRO: the optimizer state (and with stage 3 the parameters) this rank
+// holds one shard of (ModelGraph::zero), by name, with its whole shape. Checkpoints hold it whole, as for
+// tensor parallelism, so a run resumes at any number of ranks or any stage.
 std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGraph& model);
 // Every rank's shard of a tensor (`shards`: world shards of s elements,
 // rank-major) as the whole tensor of shape `whole`.

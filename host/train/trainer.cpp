@@ -185,7 +185,7 @@ Result<void> Trainer::prepare_run() {
     if (auto r = make_allreduce(std::move(buckets)); !r) return r;
   }
   profiler_ = std::make_unique<ProfileRecorder>(!options_.profile.empty());
-  if (auto r = initialise_tensors(model(), executor(), spec_.train.seed); !r) return r;
+  if (auto r = initialise_tensors(model(), executor(), spec_.train.seed, program_->data_rank()); !r) return r;
   if (!options_.resume.empty()) return resume_from(options_.resume, false);
   if (!options_.init_from.empty()) return resume_from(options_.init_from, true);
   return {};

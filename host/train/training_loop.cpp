@@ -115,6 +115,7 @@ Evaluator Trainer::make_evaluator() const {
   evaluator.use_streamed(std::move(streamed));
   if (program_->placement()) evaluator.use_placement(program_->placement_options(), program_->devices());
   if (model().tensor_parallel.size > 1) evaluator.use_tensor_parallelism(program_->group(), &tensor_comm());
+  if (model().zero.shards_parameters()) evaluator.use_zero(program_->group(), &data_comm());
   return evaluator;
 }
 

@@ -1,9 +1,10 @@
 // ZeRO ([train] zero, --zero N) end to end under mpiexec: each rank keeps
-// the optimizer state of one shard of every parameter (stage 1) and its
-// gradients averaged into that shard (stage 2), and still trains the model
-// plain data parallelism trains: stage 1 bit for bit (the same all-reduce,
-// the same elementwise update on a slice), stage 2 within 1e-5 (clipping
-// sums the shards' squares in another order). Parameter sizes that do not
+// the optimizer state of one shard of every parameter (stage 1), its
+// gradients averaged into that shard (stage 2) and only that shard of the
+// parameters, gathered whole for each layer (stage 3), and still trains the
+// model plain data parallelism trains: stage 1 bit for bit (the same
+// all-reduce, the same elementwise update on a slice), stages 2 and 3
+// within 1e-5 (clipping sums the shards' squares in another order). Parameter sizes that do not
 // divide by the ranks (a bias of 17 over 2 and 4) exercise the padded last
 // shards; checkpoints hold the state whole, so a run resumes at another
 // number of ranks and another stage.
@@ -108,11 +109,11 @@ double planned_bytes(const std::string& plan, const std::string& row) {
   return std::stod(m[1]) * scale;
 }
 
-TEST_F(Zero, StagesOneAndTwoTrainAsPlainDataParallelismOnTwoAndFourRanks) {
+TEST_F(Zero, EveryStageTrainsAsPlainDataParallelismOnTwoAndFourRanks) {
   for (int ranks : {2, 4}) {
     const std::string batch = " --set train.batch_size=" + std::to_string(128 / ranks);
     std::map<int, std::string> runs;
-    for (int stage : {0, 1, 2}) {
+    for (int stage : {0, 1, 2, 3}) {
       runs[stage] = dir.file("np" + std::to_string(ranks) + "-zero" + std::to_string(stage));
       CliRun run =
           tandem(ranks, "train", batch + " --zero " + std::to_string(stage) + " --run-dir " + runs[stage]);
@@ -120,13 +121,18 @@ TEST_F(Zero, StagesOneAndTwoTrainAsPlainDataParallelismOnTwoAndFourRanks) {
     }
     const double stage1 = largest_difference(runs[0], runs[1]);
     const double stage2 = largest_difference(runs[0], runs[2]);
+    const double stage3 = largest_difference(runs[0], runs[3]);
     const double loss2 = largest_loss_difference(runs[0], runs[2]);
+    const double loss3 = largest_loss_difference(runs[0], runs[3]);
     std::cout << ranks << " ranks, 20 steps against plain data parallelism: stage 1 weights differ by "
-              << stage1 << ", stage 2 weights by " << stage2 << " and losses by " << loss2 << "\n";
+              << stage1 << ", stage 2 weights by " << stage2 << " and losses by " << loss2
+              << ", stage 3 weights by " << stage3 << " and losses by " << loss3 << "\n";
     EXPECT_EQ(stage1, 0.0) << "stage 1 sums in the order plain data parallelism does";
     EXPECT_EQ(largest_loss_difference(runs[0], runs[1]), 0.0);
     EXPECT_LE(stage2, 1e-5);
     EXPECT_LE(loss2, 1e-5);
+    EXPECT_LE(stage3, 1e-5);
+    EXPECT_LE(loss3, 1e-5);
   }
 }
 
@@ -143,10 +149,11 @@ TEST_F(Zero, WithGradientAccumulationEachMicroBatchIsAveragedIntoTheShards) {
   EXPECT_LE(largest_loss_difference(runs[0], runs[2]), 1e-5);
 }
 
-// Streamed parameters: each rank streams its whole parameters and, with
-// the layer, its shards of the gradients (stage 2) and of the state.
+// Streamed parameters: each rank streams its parameters (stage 3: its
+// shards) and, with the layer, its shards of the gradients (stages 2 and
+// 3) and of the state.
 TEST_F(Zero, EachRankStreamsItsShardsAndTrainsAsResidentRanksDo) {
-  for (int stage : {1, 2}) {
+  for (int stage : {1, 2, 3}) {
     const std::string zero = " --zero " + std::to_string(stage) + " --run-dir ";
     const std::string resident = dir.file("resident" + std::to_string(stage));
     const std::string streamed = dir.file("streamed" + std::to_string(stage));
@@ -155,7 +162,7 @@ TEST_F(Zero, EachRankStreamsItsShardsAndTrainsAsResidentRanksDo) {
     CliRun b = tandem(2, "train", "--stream-params --memory-report" + zero + streamed);
     ASSERT_EQ(b.code, 0) << b.output;
     EXPECT_NE(b.output.find("streamed per training step"), std::string::npos) << b.output;
-    if (stage == 2) {
+    if (stage >= 2) {
       EXPECT_NE(b.output.find("  gradients        0 B"), std::string::npos) << b.output;
     }
     EXPECT_EQ(largest_difference(resident, streamed), 0.0) << "stage " << stage;
@@ -178,9 +185,9 @@ TEST_F(Zero, AmpSkipsTheStepsPlainDataParallelismSkips) {
   EXPECT_LE(largest_difference(dir.file("plain"), dir.file("sharded")), 1e-5);
 }
 
-TEST_F(Zero, EachRankPlansAQuarterOfTheOptimizerStateAndGradientsOnFourRanks) {
+TEST_F(Zero, EachRankPlansAQuarterOfItsShardedStateOnFourRanks) {
   std::map<int, std::string> plans;
-  for (int stage : {0, 1, 2}) {
+  for (int stage : {0, 1, 2, 3}) {
     CliRun plan = tandem(1, "plan", "--ranks 4 --zero " + std::to_string(stage));
     ASSERT_EQ(plan.code, 0) << plan.output;
     plans[stage] = plan.output;
@@ -199,21 +206,28 @@ TEST_F(Zero, EachRankPlansAQuarterOfTheOptimizerStateAndGradientsOnFourRanks) {
   EXPECT_EQ(planned_bytes(plans[2], "optimizer state"), 2 * 57 * 4 + 12);
   EXPECT_EQ(planned_bytes(plans[2], "gradients"), 57 * 4);
   EXPECT_EQ(planned_bytes(plans[2], "parameters"), 225 * 4) << "stage 2 keeps whole parameters";
+  EXPECT_EQ(planned_bytes(plans[3], "parameters"), 57 * 4);
+  EXPECT_EQ(planned_bytes(plans[3], "gradients"), 57 * 4);
+  EXPECT_EQ(planned_bytes(plans[3], "optimizer state"), 2 * 57 * 4 + 12);
+  // The padding buffer of the uneven shards: fc1's bias, 4 shards of 5.
+  EXPECT_EQ(planned_bytes(plans[3], "workspace"), 4 * 5 * 4);
 }
 
 TEST_F(Zero, ACheckpointHoldsTheStateWholeAndResumesAtAnotherNumberOfRanksAndStage) {
   const std::string epoch = " --set train.steps=0 --set data.synthetic_samples=512 --set train.log_every=4";
   CliRun four =
       tandem(4, "train",
-             epoch + " --set train.epochs=1 --set train.batch_size=16 --zero 2 --run-dir " + dir.file("run"));
+             epoch + " --set train.epochs=1 --set train.batch_size=16 --zero 3 --run-dir " + dir.file("run"));
   ASSERT_EQ(four.code, 0) << four.output;
   auto saved = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(dir.file("run")));
   ASSERT_TRUE(saved.ok()) << saved.error().message;
-  for (const char* name : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
-    for (const char* moment : {".m", ".v"}) {
-      const auto* state = saved->find(std::string("optim.") + name + moment);
-      ASSERT_NE(state, nullptr) << name << moment;
-      EXPECT_EQ(state->shape, saved->find(name)->shape) << "whole, as one process holds it";
+  const std::map<std::string, std::vector<int64_t>> whole = {
+      {"fc1.weight", {17, 8}}, {"fc1.bias", {17}}, {"fc2.weight", {4, 17}}, {"fc2.bias", {4}}};
+  for (const auto& [name, shape] : whole)
+    for (const std::string& tensor : {name, "optim." + name + ".m", "optim." + name + ".v"}) {
+      const auto* saved_tensor = saved->find(tensor);
+      ASSERT_NE(saved_tensor, nullptr) << tensor;
+      EXPECT_EQ(saved_tensor->shape, shape) << tensor << ": whole, as one process holds it";
     }
   // Two ranks continue from it, sharded in halves (stage 1) or not at all:
   // the same training either way.
@@ -228,12 +242,10 @@ TEST_F(Zero, ACheckpointHoldsTheStateWholeAndResumesAtAnotherNumberOfRanksAndSta
   EXPECT_EQ(largest_difference(dir.file("run"), dir.file("plain")), 0.0);
 }
 
-TEST_F(Zero, WhatItCannotDoYetIsRefusedWithTheReason) {
-  CliRun three = tandem(1, "plan", "--ranks 2 --zero 3");
-  EXPECT_NE(three.code, 0);
-  EXPECT_NE(three.output.find("[train] zero = 3: must be 0 (none), 1"), std::string::npos) << three.output;
-  EXPECT_NE(three.output.find("stage 3 (the parameters too) is not supported yet"), std::string::npos)
-      << three.output;
+TEST_F(Zero, WhatItCannotDoIsRefusedWithTheReason) {
+  CliRun four = tandem(1, "plan", "--ranks 2 --zero 4");
+  EXPECT_NE(four.code, 0);
+  EXPECT_NE(four.output.find("[train] zero = 4: must be 0 (none), 1"), std::string::npos) << four.output;
   std::string split = kModel;
   split.replace(split.find("out_features = 17"), 17, "out_features = 16\nparallel = \"column\"");
   split.replace(split.find("out_features = 4"), 0, "parallel = \"row\"\n");
