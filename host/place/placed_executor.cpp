@@ -13,9 +13,10 @@ Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
     return make_error("tensor parallelism across several devices of one process is not supported yet",
                       TDM_UNSUPPORTED);
   if (options.data_collectives != nullptr)
-    return make_error("[train] zero across several devices of one process is not supported yet: place the "
-                          "run on one device per rank, or train with zero = 0",
-                      TDM_UNSUPPORTED);
+    return make_error(
+        "[train] zero across several devices of one process is not supported yet: place the "
+        "run on one device per rank, or train with zero = 0",
+        TDM_UNSUPPORTED);
   auto split = split_by_device(placed, placement);
   if (!split) return split.error();
   std::vector<exec::ExecutorPart> parts;

@@ -210,9 +210,9 @@ class Trainer {
   std::unique_ptr<GradientCommunicator> tensor_comm_, data_comm_;
   // With comm_, for data parallelism: one of the two. Declared after
   // program_, so destroyed before the executor whose gradients they use.
-  std::unique_ptr<OverlappedAllReduce> allreduce_;  // host memory, or no stream to order against
-  std::unique_ptr<StreamedAllReduce> streamed_;     // device memory, on a comm stream
-  std::map<std::string, lowering::Shard> shards_;   // tensors split by tensor parallelism, by name
+  std::unique_ptr<OverlappedAllReduce> allreduce_;           // host memory, or no stream to order against
+  std::unique_ptr<StreamedAllReduce> streamed_;              // device memory, on a comm stream
+  std::map<std::string, lowering::Shard> shards_;            // tensors split by tensor parallelism, by name
   std::map<std::string, std::vector<int64_t>> zero_states_;  // ZeRO's sharded state: its whole shape
   std::unique_ptr<ProfileRecorder> profiler_;
   std::optional<RunDirectory> run_directory_;  // locked for the run's life (rank 0)
