@@ -2,13 +2,16 @@
 # ZeRO against plain data parallelism, in one invocation: the GPT example
 # (examples/gpt_fortunes.toml, AdamW with clipping) trained for --steps
 # steps on --ranks ranks (mpirun, oversubscribed where the machine has fewer
-# cores) at the same global batch, with [train] zero = 0, 1 and 2. For each
-# stage: the step time (the run's steps after the first, from metrics.jsonl)
-# and its ratio to plain data parallelism's, the largest difference of any
-# step's loss from plain data parallelism's, and what `tandem plan` puts on
-# each rank (parameters, gradients, optimizer state).
+# cores) at the same global batch, with [train] zero = 0, 1, 2 and 3, each
+# once per round, the stages interleaved, --rounds rounds. For each stage:
+# the step time (the median over rounds of a run's mean step after the
+# first, from metrics.jsonl) and its ratio to plain data parallelism's (in
+# brackets the lowest and highest ratio of a single round), the largest
+# difference of any step's loss from plain data parallelism's, and what
+# `tandem plan` puts on each rank (parameters, gradients, optimizer state).
 #
-#   bench/zero.sh [--ranks 2] [--steps 50] [--batch 32] [--threads 1] [--device onednn] [--build DIR]
+#   bench/zero.sh [--ranks 2] [--steps 50] [--batch 32] [--rounds 3] [--threads 1] [--device onednn]
+#                 [--build DIR]
 #
 # Results go to bench/results/zero/ (the runs' metrics). Measure on a quiet
 # machine: uptime is printed.
@@ -18,6 +21,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ranks=2
 steps=50
 batch=32
+rounds=3
 threads=1
 device=onednn
 build="$repo/build"
@@ -26,10 +30,11 @@ while [ $# -gt 0 ]; do
     --ranks) ranks=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "zero.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,21 +49,26 @@ echo "uptime before: $(uptime)" >&2
 sets=(--set "train.steps=$steps" --set "train.batch_size=$((batch / ranks))" --set train.log_every=1
       --set train.warmup_steps=5)
 launch=(mpirun -np "$ranks" --oversubscribe --allow-run-as-root)
-for stage in 0 1 2; do
-  echo "zero.sh: stage $stage on $ranks ranks" >&2
-  "${launch[@]}" "$tandem" train "$model" --device "$device" --threads "$threads" "${sets[@]}" --zero "$stage" \
-    --run-dir "$out/zero$stage" > "$out/zero$stage.log" 2>&1 ||
-    { tail -20 "$out/zero$stage.log" >&2; exit 1; }
+for round in $(seq 1 "$rounds"); do
+  for stage in 0 1 2 3; do
+    echo "zero.sh: round $round, stage $stage on $ranks ranks" >&2
+    run="$out/round$round-zero$stage"
+    "${launch[@]}" "$tandem" train "$model" --device "$device" --threads "$threads" "${sets[@]}" --zero "$stage" \
+      --run-dir "$run" > "$run.log" 2>&1 || { tail -20 "$run.log" >&2; exit 1; }
+  done
+done
+for stage in 0 1 2 3; do
   "$tandem" plan "$model" --device "$device" --threads "$threads" "${sets[@]}" --ranks "$ranks" --zero "$stage" \
     > "$out/plan$stage.txt" 2>&1 || { cat "$out/plan$stage.txt" >&2; exit 1; }
 done
 echo "uptime after: $(uptime)" >&2
-python3 - "$out" "$ranks" "$steps" "$batch" <<'EOF'
-import json, re, sys
-out, ranks, steps, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+python3 - "$out" "$ranks" "$steps" "$batch" "$rounds" <<'EOF'
+import json, re, statistics, sys
+out, ranks, steps, batch, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+stages = (0, 1, 2, 3)
 
-def steps_of(stage):
-    rows = [json.loads(l) for l in open(f"{out}/zero{stage}/metrics.jsonl")]
+def steps_of(round_, stage):
+    rows = [json.loads(l) for l in open(f"{out}/round{round_}-zero{stage}/metrics.jsonl")]
     return {r["step"]: r for r in rows if r.get("event") == "step"}
 
 def step_ms(rows):  # the steps after the first (its time includes the warm-up)
@@ -70,13 +80,17 @@ def planned(stage, row):
     m = re.search(r"\n  " + row + r" +([0-9.]+ [KMG]?i?B)", text)
     return m.group(1) if m else "?"
 
-runs = {stage: steps_of(stage) for stage in (0, 1, 2)}
-base = step_ms(runs[0])
-print(f"GPT example, {ranks} ranks, global batch {batch}, {steps} steps")
-print(f"{'stage':>5} {'step ms':>9} {'vs DP':>6} {'max |loss - DP|':>16} {'params':>10} {'grads':>10} {'opt state':>10}")
-for stage, rows in runs.items():
-    diff = max(abs(rows[s]["loss"] - runs[0][s]["loss"]) for s in runs[0])
-    ms = step_ms(rows)
-    print(f"{stage:>5} {ms:9.1f} {ms / base:6.3f} {diff:16.3g} {planned(stage, 'parameters'):>10} "
-          f"{planned(stage, 'gradients'):>10} {planned(stage, 'optimizer state'):>10}")
+runs = {(r, s): steps_of(r, s) for r in range(1, rounds + 1) for s in stages}
+ms = {k: step_ms(v) for k, v in runs.items()}
+base = statistics.median(ms[(r, 0)] for r in range(1, rounds + 1))
+print(f"GPT example, {ranks} ranks, global batch {batch}, {steps} steps, {rounds} rounds")
+print(f"{'stage':>5} {'step ms':>9} {'vs DP':>6} {'(rounds)':>13} {'max |loss - DP|':>16} {'params':>10} "
+      f"{'grads':>10} {'opt state':>10}")
+for s in stages:
+    median = statistics.median(ms[(r, s)] for r in range(1, rounds + 1))
+    ratios = [ms[(r, s)] / ms[(r, 0)] for r in range(1, rounds + 1)]
+    diff = max(abs(runs[(r, s)][k]["loss"] - runs[(r, 0)][k]["loss"])
+               for r in range(1, rounds + 1) for k in runs[(r, 0)])
+    print(f"{s:>5} {median:9.1f} {median / base:6.3f} [{min(ratios):.3f}-{max(ratios):.3f}] {diff:16.3g} "
+          f"{planned(s, 'parameters'):>10} {planned(s, 'gradients'):>10} {planned(s, 'optimizer state'):>10}")
 EOF
