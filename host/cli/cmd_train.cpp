@@ -16,6 +16,7 @@
 #include "program/parallel_layout.hpp"
 #include "train/checkpointing.hpp"
 #include "train/distributed.hpp"
+#include "train/sharded_checkpoint.hpp"
 #include "train/trainer.hpp"
 
 namespace tandem::cli {
@@ -46,8 +47,10 @@ po::options_description train_options() {
       "15min\" (besides each epoch's end and a stop; overrides [train] checkpoint_every)")(
       "keep-checkpoints", po::value<int64_t>(),
       "checkpoints kept in <run-dir>/checkpoints, the newest (default: [train] keep_checkpoints, 3)")(
-      "init-from", po::value<std::string>(),
-      "start from the weights of a checkpoint (not its optimizer state)")(
+      "checkpoint-format", po::value<std::string>()->default_value("sharded"),
+      "with [train] zero: sharded (each rank writes its shards of the state) or whole (rank 0 gathers "
+      "one file)")("init-from", po::value<std::string>(),
+                   "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
       "tensorboard", po::value<std::string>(),
       "also write the logged figures (train/loss, train/accuracy, lr, samples_per_second, data_wait, "
@@ -130,7 +133,8 @@ std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm
   train.resume = vm.count("resume") ? vm["resume"].as<std::string>() : "";
   train.init_from = vm.count("init-from") ? vm["init-from"].as<std::string>() : "";
   train.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>()
-                  : (!train.resume.empty() && std::filesystem::is_directory(train.resume))
+                  : (!train.resume.empty() && std::filesystem::is_directory(train.resume) &&
+                     !host::train::is_sharded_checkpoint(train.resume))
                       ? train.resume
                       : default_run_dir(vm["model"].as<std::string>());
   if (train.resume.empty() && host::train::latest_checkpoint(train.run_dir)) {
@@ -155,6 +159,11 @@ std::optional<host::train::TrainOptions> run_options(const po::variables_map& vm
   train.comm_timeout_seconds = vm["comm-timeout"].as<double>();
   train.bucket_bytes = static_cast<size_t>(vm["bucket-mb"].as<double>() * 1024 * 1024);
   train.rendezvous = vm["rendezvous"].as<std::string>();
+  train.checkpoint_format = vm["checkpoint-format"].as<std::string>();
+  if (train.checkpoint_format != "sharded" && train.checkpoint_format != "whole") {
+    print_error("--checkpoint-format " + train.checkpoint_format + ": expected sharded or whole");
+    return std::nullopt;
+  }
   return train;
 }
 

@@ -12,6 +12,7 @@
 #include "exec/tensor_text.hpp"
 #include "lowering/model_graph.hpp"
 #include "ops/shapes.hpp"
+#include "train/sharded_checkpoint.hpp"
 
 namespace tandem::host::train {
 namespace fs = std::filesystem;
@@ -33,7 +34,9 @@ std::vector<fs::path> checkpoints_in(const std::string& run_dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(checkpoint_dir(run_dir), ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && e.path().extension() == ".safetensors") files.push_back(e.path());
+    const auto kind = e.path().extension();
+    if (name.rfind("step-", 0) == 0 && (kind == ".safetensors" || (kind == ".sharded" && e.is_directory())))
+      files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());  // zero-padded step numbers sort by step
   return files;
@@ -121,9 +124,20 @@ Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
   std::snprintf(name, sizeof name, "step-%09ld.safetensors", static_cast<long>(step));
   const std::string path = (fs::path(checkpoint_dir(run_dir)) / name).string();
   if (auto r = checkpoint::write_safetensors(path, cp); !r) return r.error();
-  const auto files = checkpoints_in(run_dir);
-  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < files.size(); ++i) fs::remove(files[i], ec);
+  remove_old_checkpoints(run_dir, keep);
   return path;
+}
+
+void remove_old_checkpoints(const std::string& run_dir, int64_t keep) {
+  std::error_code ec;
+  const auto files = checkpoints_in(run_dir);
+  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < files.size(); ++i)
+    fs::remove_all(files[i], ec);
+}
+
+Result<checkpoint::Checkpoint> read_checkpoint(const std::string& path) {
+  if (is_sharded_checkpoint(path)) return read_sharded_checkpoint(path);
+  return checkpoint::read_safetensors(path);
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& run_dir) {

@@ -1,7 +1,8 @@
 // Moving a model's persistent tensors (parameters and state: optimizer
 // moments, running statistics, lr/step scalars) between an executor and a
 // safetensors checkpoint, and managing the checkpoints of a run directory:
-//   <run-dir>/checkpoints/step-<step, 9 digits>.safetensors, the last N kept.
+//   <run-dir>/checkpoints/step-<step, 9 digits>.safetensors, the last N kept
+// (or step-….sharded directories of a ZeRO run: sharded_checkpoint.hpp).
 #pragma once
 
 #include <map>
@@ -43,7 +44,12 @@ std::string checkpoint_dir(const std::string& run_dir);
 // Saves atomically, then deletes the oldest beyond `keep`.
 Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
                                     const checkpoint::Checkpoint& cp, int64_t keep);
-// The newest checkpoint of a run directory, if any.
+// Deletes the oldest checkpoints of a run directory beyond `keep` (0: none).
+void remove_old_checkpoints(const std::string& run_dir, int64_t keep);
+// The newest checkpoint of a run directory (a file or a sharded
+// checkpoint's directory), if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
+// A checkpoint file, or a sharded checkpoint's directory assembled whole.
+Result<checkpoint::Checkpoint> read_checkpoint(const std::string& path);
 
 }  // namespace tandem::host::train

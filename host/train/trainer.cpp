@@ -11,6 +11,7 @@
 #include "train/evaluator.hpp"
 #include "train/initializers.hpp"
 #include "train/lr_schedule.hpp"
+#include "train/sharded_checkpoint.hpp"
 #include "util/logger.hpp"
 
 namespace tandem::host::train {
@@ -193,12 +194,12 @@ Result<void> Trainer::prepare_run() {
 
 Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
   std::string file = path;
-  if (std::filesystem::is_directory(path)) {
+  if (std::filesystem::is_directory(path) && !is_sharded_checkpoint(path)) {
     auto latest = latest_checkpoint(path);
     if (!latest) return make_error(path + ": no checkpoint in " + checkpoint_dir(path), TDM_NOT_FOUND);
     file = *latest;
   }
-  auto cp = checkpoint::read_safetensors(file);
+  auto cp = read_checkpoint(file);
   if (!cp) return cp.error();
   const lowering::TensorParallel& tp = model().tensor_parallel;
   if (auto r = slice_checkpoint(*cp, shards_, tp.rank, tp.size, file); !r) return r;
@@ -263,6 +264,8 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   // ranks of rank 0's group; the other groups hold the same).
   // With ZeRO every data-parallel rank first gathers its shards of the
   // optimizer state.
+  if (!zero_states_.empty() && options_.checkpoint_format == "sharded")
+    return save_shards(step, epoch, next_batch);
   const int rank = program_->group().rank;
   if (rank != 0 && (shards_.empty() || program_->data_rank() != 0) && zero_states_.empty())
     return std::string();
@@ -284,6 +287,28 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
   if (auto r = gather_zero_states(*cp); !r) return r.error();
   if (rank != 0) return std::string();
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
+}
+
+Result<std::string> Trainer::save_shards(int64_t step, int64_t epoch, int64_t next_batch) {
+  auto cp = collect_tensors(model().graph, executor(), metadata(step, epoch, next_batch));
+  if (!cp) return cp.error();
+  const int rank = program_->data_rank();
+  if (rank != 0)  // rank 0 writes what every rank holds whole
+    std::erase_if(cp->tensors,
+                  [this](const checkpoint::TensorRecord& t) { return zero_states_.count(t.name) == 0; });
+  auto wrote = write_checkpoint_shard(options_.run_dir, step, rank, program_->data_world(), std::move(*cp),
+                                      zero_states_);
+  // Every rank learns whether every shard was written before rank 0 makes
+  // the checkpoint visible.
+  auto failed = comm_->max(wrote ? 0 : 1);
+  if (!failed) return failed.error();
+  if (!wrote) return wrote.error();
+  if (*failed != 0)
+    return make_error("another rank could not write its shard of the checkpoint of step " +
+                          std::to_string(step) + " (its error says why); earlier checkpoints are intact",
+                      TDM_INVALID_ARGUMENT);
+  if (rank != 0) return std::string();
+  return publish_checkpoint_shards(options_.run_dir, step, spec_.train.keep_checkpoints);
 }
 
 Result<void> Trainer::gather_zero_states(checkpoint::Checkpoint& cp) {

@@ -80,6 +80,9 @@ struct TrainOptions {
   // GPU data parallelism: how NCCL's id reaches every rank ("mpi" or
   // "file:///shared/path").
   std::string rendezvous = "mpi";
+  // With ZeRO: "sharded" (the default: each rank writes its shards,
+  // sharded_checkpoint.hpp) or "whole" (rank 0 gathers one file).
+  std::string checkpoint_format = "sharded";
 };
 
 struct TrainResult {
@@ -185,6 +188,8 @@ class Trainer {
   // ZeRO: every rank's shards of the optimizer state, gathered into `cp`'s
   // whole tensors (every data-parallel rank takes part).
   Result<void> gather_zero_states(checkpoint::Checkpoint& cp);
+  // ZeRO's sharded format: every data-parallel rank writes its shards.
+  Result<std::string> save_shards(int64_t step, int64_t epoch, int64_t next_batch);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;

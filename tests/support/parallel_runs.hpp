@@ -26,8 +26,8 @@ inline size_t count_of(const std::string& text, const std::string& part) {
 
 // Largest difference between the parameters of the newest checkpoints of two runs.
 inline double largest_difference(const std::string& run_a, const std::string& run_b) {
-  auto a = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(run_a));
-  auto b = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(run_b));
+  auto a = host::train::read_checkpoint(*host::train::latest_checkpoint(run_a));  // a file, or ZeRO's shards
+  auto b = host::train::read_checkpoint(*host::train::latest_checkpoint(run_b));
   EXPECT_TRUE(a.ok() && b.ok());
   if (!a.ok() || !b.ok()) return 1e9;
   double worst = 0;

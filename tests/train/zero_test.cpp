@@ -10,6 +10,7 @@
 // number of ranks and another stage.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -213,33 +214,74 @@ TEST_F(Zero, EachRankPlansAQuarterOfItsShardedStateOnFourRanks) {
   EXPECT_EQ(planned_bytes(plans[3], "workspace"), 4 * 5 * 4);
 }
 
-TEST_F(Zero, ACheckpointHoldsTheStateWholeAndResumesAtAnotherNumberOfRanksAndStage) {
+// A stage-3 run of 4 ranks writes its checkpoints in shards (the default),
+// or whole with --checkpoint-format whole: the two hold the same tensors,
+// `tandem export` makes one whole file of either, and either resumes on 2
+// ranks, at stage 1 or without ZeRO, to the same weights.
+TEST_F(Zero, AShardedCheckpointOfFourRanksResumesOnTwoAndExportsWhole) {
+  namespace fs = std::filesystem;
   const std::string epoch = " --set train.steps=0 --set data.synthetic_samples=512 --set train.log_every=4";
-  CliRun four =
-      tandem(4, "train",
-             epoch + " --set train.epochs=1 --set train.batch_size=16 --zero 3 --run-dir " + dir.file("run"));
-  ASSERT_EQ(four.code, 0) << four.output;
-  auto saved = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(dir.file("run")));
+  const std::string first = epoch + " --set train.epochs=1 --set train.batch_size=16 --zero 3 --run-dir ";
+  CliRun sharded = tandem(4, "train", first + dir.file("sharded"));
+  ASSERT_EQ(sharded.code, 0) << sharded.output;
+  CliRun whole = tandem(4, "train", first + dir.file("whole") + " --checkpoint-format whole");
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  const std::string shards = *host::train::latest_checkpoint(dir.file("sharded"));
+  EXPECT_EQ(fs::path(shards).extension(), ".sharded") << shards;
+  for (const char* file : {"rank-00000.safetensors", "rank-00001.safetensors", "rank-00002.safetensors",
+                           "rank-00003.safetensors"})
+    EXPECT_TRUE(fs::exists(fs::path(shards) / file)) << file;
+  auto saved = host::checkpoint::read_safetensors(*host::train::latest_checkpoint(dir.file("whole")));
   ASSERT_TRUE(saved.ok()) << saved.error().message;
-  const std::map<std::string, std::vector<int64_t>> whole = {
+  const std::map<std::string, std::vector<int64_t>> shapes = {
       {"fc1.weight", {17, 8}}, {"fc1.bias", {17}}, {"fc2.weight", {4, 17}}, {"fc2.bias", {4}}};
-  for (const auto& [name, shape] : whole)
+  for (const auto& [name, shape] : shapes)
     for (const std::string& tensor : {name, "optim." + name + ".m", "optim." + name + ".v"}) {
       const auto* saved_tensor = saved->find(tensor);
       ASSERT_NE(saved_tensor, nullptr) << tensor;
       EXPECT_EQ(saved_tensor->shape, shape) << tensor << ": whole, as one process holds it";
     }
-  // Two ranks continue from it, sharded in halves (stage 1) or not at all:
-  // the same training either way.
-  std::filesystem::copy(dir.file("run"), dir.file("plain"), std::filesystem::copy_options::recursive);
+  EXPECT_EQ(largest_difference(dir.file("sharded"), dir.file("whole")), 0.0);
+  for (const char* run : {"sharded", "whole"}) {
+    CliRun exported =
+        shell("'" + std::string(TANDEM_EXE) + "' export " + dir.file("zero.toml") + " --weights " +
+              dir.file(run) + " --format safetensors --output " + dir.file(std::string(run) + ".st"));
+    ASSERT_EQ(exported.code, 0) << exported.output;
+  }
+  auto a = host::checkpoint::read_safetensors(dir.file("sharded.st"));
+  auto b = host::checkpoint::read_safetensors(dir.file("whole.st"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->tensors.size(), 4u);
+  for (const auto& t : a->tensors) {
+    ASSERT_NE(b->find(t.name), nullptr) << t.name;
+    EXPECT_EQ(t.shape, b->find(t.name)->shape) << t.name;
+    EXPECT_EQ(t.data, b->find(t.name)->data) << t.name;
+  }
+  // Two ranks continue from each, sharded in halves (stage 1) or not at
+  // all: the same training either way.
   const std::string more = epoch + " --set train.epochs=2 --set train.batch_size=16 --resume ";
-  CliRun stage1 = tandem(2, "train", more + dir.file("run") + " --zero 1");
+  CliRun stage1 = tandem(2, "train", more + dir.file("sharded") + " --zero 1");
   ASSERT_EQ(stage1.code, 0) << stage1.output;
   EXPECT_NE(stage1.output.find("epoch 2/2 done"), std::string::npos) << stage1.output;
-  CliRun plain = tandem(2, "train", more + dir.file("plain") + " --zero 0");
+  CliRun plain = tandem(2, "train", more + dir.file("whole") + " --zero 0");
   ASSERT_EQ(plain.code, 0) << plain.output;
   EXPECT_NE(plain.output.find("epoch 2/2 done"), std::string::npos) << plain.output;
-  EXPECT_EQ(largest_difference(dir.file("run"), dir.file("plain")), 0.0);
+  EXPECT_EQ(largest_difference(dir.file("sharded"), dir.file("whole")), 0.0);
+}
+
+// A shard lost: resuming says which file is missing, and starts nothing.
+TEST_F(Zero, AShardedCheckpointMissingAShardIsRefusedNamingIt) {
+  CliRun run = tandem(2, "train", "--set train.steps=4 --zero 2 --run-dir " + dir.file("run"));
+  ASSERT_EQ(run.code, 0) << run.output;
+  const std::string shards = *host::train::latest_checkpoint(dir.file("run"));
+  std::filesystem::remove(std::filesystem::path(shards) / "rank-00001.safetensors");
+  CliRun resumed = tandem(2, "train", "--set train.steps=8 --zero 2 --resume " + dir.file("run"));
+  EXPECT_NE(resumed.code, 0) << resumed.output;
+  EXPECT_NE(
+      resumed.output.find(shards + ": rank-00001.safetensors is missing: the checkpoint has 2 shards and is "
+                                   "incomplete"),
+      std::string::npos)
+      << resumed.output;
 }
 
 TEST_F(Zero, WhatItCannotDoIsRefusedWithTheReason) {

@@ -1,0 +1,150 @@
+#include "train/sharded_checkpoint.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
+#include "train/checkpointing.hpp"
+
+namespace tandem::host::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kShards = "tandem.shards";
+constexpr const char* kShard = "tandem.shard";
+constexpr const char* kWhole = "tandem.whole.";
+
+std::string step_name(int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "step-%09ld.sharded", static_cast<long>(step));
+  return name;
+}
+
+std::string rank_file(int rank) {
+  char name[64];
+  std::snprintf(name, sizeof name, "rank-%05d.safetensors", rank);
+  return name;
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string out;
+  for (int64_t d : dims) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+Result<std::vector<int64_t>> dims_of(const std::string& text, const std::string& what) {
+  std::vector<int64_t> dims;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    const long long d = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || d < 0)
+      return make_error(what + " = \"" + text + "\" is not a shape", TDM_INVALID_ARGUMENT);
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+Result<int> whole_number(const checkpoint::Checkpoint& cp, const char* key, const std::string& file) {
+  auto it = cp.metadata.find(key);
+  if (it == cp.metadata.end())
+    return make_error(file + ": no " + key + " in its metadata: not a shard of a Tandem checkpoint",
+                      TDM_INVALID_ARGUMENT);
+  char* end = nullptr;
+  const long value = std::strtol(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || value < 0 || value > 1 << 20)
+    return make_error(file + ": " + key + " = \"" + it->second + "\" is not a rank count",
+                      TDM_INVALID_ARGUMENT);
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+bool is_sharded_checkpoint(const std::string& path) {
+  return fs::path(path).extension() == ".sharded" && fs::is_directory(path);
+}
+
+Result<void> write_checkpoint_shard(const std::string& run_dir, int64_t step, int rank, int world,
+                                    checkpoint::Checkpoint cp,
+                                    const std::map<std::string, std::vector<int64_t>>& whole) {
+  const fs::path partial = fs::path(checkpoint_dir(run_dir)) / (step_name(step) + ".partial");
+  std::error_code ec;
+  fs::create_directories(partial, ec);
+  if (ec)
+    return make_error(partial.string() + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
+  cp.metadata[kShard] = std::to_string(rank);
+  cp.metadata[kShards] = std::to_string(world);
+  for (const auto& [name, dims] : whole) cp.metadata[kWhole + name] = dims_text(dims);
+  return checkpoint::write_safetensors((partial / rank_file(rank)).string(), cp);
+}
+
+Result<std::string> publish_checkpoint_shards(const std::string& run_dir, int64_t step, int64_t keep) {
+  const fs::path final_dir = fs::path(checkpoint_dir(run_dir)) / step_name(step);
+  const fs::path partial = final_dir.string() + ".partial";
+  std::error_code ec;
+  fs::remove_all(final_dir, ec);  // the same step written again (a resumed run)
+  fs::rename(partial, final_dir, ec);
+  if (ec)
+    return make_error(
+        partial.string() + ": cannot rename to " + final_dir.string() + " (" + ec.message() + ")",
+        TDM_INVALID_ARGUMENT);
+  remove_old_checkpoints(run_dir, keep);
+  return final_dir.string();
+}
+
+Result<checkpoint::Checkpoint> read_sharded_checkpoint(const std::string& dir) {
+  const std::string first = (fs::path(dir) / rank_file(0)).string();
+  auto cp = checkpoint::read_safetensors(first);
+  if (!cp) return cp.error();
+  auto world = whole_number(*cp, kShards, first);
+  if (!world) return world.error();
+  std::vector<checkpoint::Checkpoint> ranks;
+  for (int r = 1; r < *world; ++r) {
+    const std::string file = (fs::path(dir) / rank_file(r)).string();
+    if (!fs::exists(file))
+      return make_error(
+          dir + ": " + rank_file(r) + " is missing: the checkpoint has " + std::to_string(*world) +
+              " shards and is incomplete (restore the file, or resume from an earlier checkpoint)",
+          TDM_NOT_FOUND);
+    auto shard = checkpoint::read_safetensors(file);
+    if (!shard) return shard.error();
+    auto rank = whole_number(*shard, kShard, file);
+    if (!rank) return rank.error();
+    if (*rank != r || shard->metadata[kShards] != cp->metadata[kShards])
+      return make_error(file + ": written as shard " + std::to_string(*rank) + " of " +
+                            shard->metadata[kShards] + ", not " + std::to_string(r) + " of " +
+                            std::to_string(*world),
+                        TDM_INVALID_ARGUMENT);
+    ranks.push_back(std::move(*shard));
+  }
+  for (checkpoint::TensorRecord& t : cp->tensors) {
+    auto it = cp->metadata.find(kWhole + t.name);
+    if (it == cp->metadata.end()) continue;
+    auto whole = dims_of(it->second, first + ": " + kWhole + t.name);
+    if (!whole) return whole.error();
+    const size_t shard_bytes = t.data.size();
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const checkpoint::TensorRecord* part = ranks[r].find(t.name);
+      if (part == nullptr || part->dtype != t.dtype || part->data.size() != shard_bytes)
+        return make_error(dir + ": " + rank_file(static_cast<int>(r) + 1) + " lacks its shard of '" + t.name +
+                              "' (or holds one of another size or dtype)",
+                          TDM_INVALID_ARGUMENT);
+      t.data.insert(t.data.end(), part->data.begin(), part->data.end());
+    }
+    const size_t bytes = static_cast<size_t>(ops::numel(*whole)) * exec::dtype_size(t.dtype);
+    if (bytes > t.data.size())
+      return make_error(dir + ": the shards of '" + t.name + "' hold fewer elements than its whole shape " +
+                            ops::dims_str(*whole),
+                        TDM_INVALID_ARGUMENT);
+    t.data.resize(bytes);
+    t.shape = *whole;
+  }
+  for (auto it = cp->metadata.begin(); it != cp->metadata.end();)
+    it = it->first.rfind("tandem.shard", 0) == 0 || it->first.rfind(kWhole, 0) == 0 ? cp->metadata.erase(it)
+                                                                                    : std::next(it);
+  return cp;
+}
+
+}  // namespace tandem::host::train
