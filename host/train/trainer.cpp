@@ -259,18 +259,21 @@ std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch
 }
 
 Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batch) {
-  // Rank 0 writes for everyone: data-parallel ranks hold identical weights,
-  // tensor-parallel ones first gather their slices into whole tensors (the
-  // ranks of rank 0's group; the other groups hold the same).
-  // With ZeRO every data-parallel rank first gathers its shards of the
-  // optimizer state.
-  if (!zero_states_.empty() && options_.checkpoint_format == "sharded")
+  // ZeRO alone: each rank writes its shards (unless asked for one file).
+  if (!zero_states_.empty() && options_.checkpoint_format == "sharded" && shards_.empty())
     return save_shards(step, epoch, next_batch);
+  // Otherwise rank 0 writes for everyone: data-parallel ranks hold
+  // identical weights, tensor-parallel ones first gather their slices into
+  // whole tensors (the ranks of rank 0's group; the other groups hold the
+  // same), and with ZeRO every rank first gathers its shards.
   const int rank = program_->group().rank;
   if (rank != 0 && (shards_.empty() || program_->data_rank() != 0) && zero_states_.empty())
     return std::string();
   auto cp = collect_tensors(model().graph, executor(), metadata(step, epoch, next_batch));
   if (!cp) return cp.error();
+  // ZeRO's shards into this rank's tensor-parallel slices, then the slices
+  // into whole tensors.
+  if (auto r = gather_zero_states(*cp); !r) return r.error();
   const int ranks = model().tensor_parallel.size;
   for (checkpoint::TensorRecord& t : cp->tensors) {
     auto shard = shards_.find(t.name);
@@ -284,7 +287,6 @@ Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batc
     t.data = assemble(slices, shard->second, ranks, element);
     t.shape = shard->second.full;
   }
-  if (auto r = gather_zero_states(*cp); !r) return r.error();
   if (rank != 0) return std::string();
   return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
 }
