@@ -88,17 +88,6 @@ Result<void> all_gather_shards_grad(GradContext& g) {
   return g.grad_to_input0(kZeroReduceScatter, {g.dy()}, {});
 }
 
-OpInfo zero_op(std::string_view name, HostKind kind, ShapeFn shape) {
-  return {.name = name,
-          .section = "host_run",
-          .inputs = {{"x"}},
-          .outputs = {{"y"}},
-          .flags = kHostRun | kCollective,
-          .shape = shape,
-          .no_grad = "the optimizer phase's (ZeRO)",
-          .host = kind};
-}
-
 Result<void> all_reduce_grad(GradContext& g) {
   return g.accumulate(g.in(0), g.dy());
 }
@@ -123,6 +112,14 @@ OpInfo collective(std::string_view name, HostKind kind, ShapeFn shape, GradFn gr
           .grad = grad,
           .grad_ops = std::move(grad_ops),
           .host = kind};
+}
+
+// ZeRO's ops of the optimizer phase, or that average a gradient: none of
+// them is differentiated.
+OpInfo zero_op(std::string_view name, HostKind kind, ShapeFn shape) {
+  OpInfo op = collective(name, kind, shape, nullptr, {});
+  op.no_grad = "the optimizer phase's (ZeRO)";
+  return op;
 }
 
 }  // namespace
@@ -153,15 +150,8 @@ std::vector<OpInfo> host_run_ops() {
        .no_grad = "the optimizer phase's (ZeRO)",
        .host = HostKind::ZeroGather},
       zero_op(kZeroAllReduce, HostKind::ZeroAllReduce, same_shape),
-      {.name = kZeroAllGather,
-       .section = "host_run",
-       .inputs = {{"x"}},
-       .outputs = {{"y"}},
-       .flags = kHostRun | kCollective,
-       .shape = all_gather_shape,
-       .grad = all_gather_shards_grad,
-       .grad_ops = {kZeroReduceScatter},
-       .host = HostKind::ZeroAllGather}};
+      collective(kZeroAllGather, HostKind::ZeroAllGather, all_gather_shape, all_gather_shards_grad,
+                 {kZeroReduceScatter})};
 }
 
 }  // namespace tandem::host::ops

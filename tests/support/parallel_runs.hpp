@@ -24,6 +24,18 @@ inline size_t count_of(const std::string& text, const std::string& part) {
   return n;
 }
 
+// Tests that run `tandem` under mpiexec with the mpi plugin: SKIPPED, saying
+// what is missing, without them (the test program defines TANDEM_MPIEXEC
+// and TANDEM_HAVE_MPI_PLUGIN).
+class MpiRuns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
+    if (!TANDEM_HAVE_MPI_PLUGIN)
+      GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+  }
+};
+
 // Largest difference between the parameters of the newest checkpoints of two runs.
 inline double largest_difference(const std::string& run_a, const std::string& run_b) {
   auto a = host::train::read_checkpoint(*host::train::latest_checkpoint(run_a));  // a file, or ZeRO's shards

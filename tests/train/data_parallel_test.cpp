@@ -50,14 +50,7 @@ synthetic_samples = 2048
 synthetic_test_samples = 64
 )";
 
-class DataParallel : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-    if (!TANDEM_HAVE_MPI_PLUGIN)
-      GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
-  }
-};
+class DataParallel : public MpiRuns {};
 
 TEST_F(DataParallel, TwoRanksAtHalfTheBatchMatchOneRank) {
   TempDir dir;

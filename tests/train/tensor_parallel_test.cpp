@@ -123,12 +123,11 @@ windows_per_epoch = 80
 )";
 }
 
-class TensorParallel : public ::testing::Test {
+class TensorParallel : public MpiRuns {
  protected:
   void SetUp() override {
-    if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-    if (!TANDEM_HAVE_MPI_PLUGIN)
-      GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+    MpiRuns::SetUp();
+    if (IsSkipped()) return;
     std::ofstream(dir.file("tp.toml")) << kModel;
   }
   std::string tandem() const {

@@ -55,12 +55,11 @@ synthetic_samples = 2048
 synthetic_test_samples = 64
 )";
 
-class Zero : public ::testing::Test {
+class Zero : public MpiRuns {
  protected:
   void SetUp() override {
-    if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
-    if (!TANDEM_HAVE_MPI_PLUGIN)
-      GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
+    MpiRuns::SetUp();
+    if (IsSkipped()) return;
     std::ofstream(dir.file("zero.toml")) << kModel;
   }
 
