@@ -94,6 +94,48 @@ Result<std::string> publish_checkpoint_shards(const std::string& run_dir, int64_
   return final_dir.string();
 }
 
+Result<checkpoint::Checkpoint> read_checkpoint_shard(
+    const std::string& dir, int rank, int world, const std::map<std::string, std::vector<int64_t>>& sharded) {
+  const std::string first = (fs::path(dir) / rank_file(0)).string();
+  auto cp = checkpoint::read_safetensors(first);
+  if (!cp) return cp.error();
+  auto shards = whole_number(*cp, kShards, first);
+  if (!shards) return shards.error();
+  bool same = *shards == world;
+  for (const auto& [key, value] : cp->metadata)
+    if (key.rfind(kWhole, 0) == 0) same = same && sharded.count(key.substr(std::string(kWhole).size())) > 0;
+  if (!same) return read_sharded_checkpoint(dir);
+  if (rank != 0) {
+    const std::string file = (fs::path(dir) / rank_file(rank)).string();
+    if (!fs::exists(file))
+      return make_error(
+          dir + ": " + rank_file(rank) + " is missing: the checkpoint has " + std::to_string(world) +
+              " shards and is incomplete (restore the file, or resume from an earlier checkpoint)",
+          TDM_NOT_FOUND);
+    auto own = checkpoint::read_safetensors(file);
+    if (!own) return own.error();
+    auto index = whole_number(*own, kShard, file);
+    if (!index) return index.error();
+    if (*index != rank)
+      return make_error(
+          file + ": written as shard " + std::to_string(*index) + ", not " + std::to_string(rank),
+          TDM_INVALID_ARGUMENT);
+    for (checkpoint::TensorRecord& t : cp->tensors) {
+      if (cp->metadata.count(kWhole + t.name) == 0) continue;
+      const checkpoint::TensorRecord* mine = own->find(t.name);
+      if (mine == nullptr || mine->dtype != t.dtype || mine->data.size() != t.data.size())
+        return make_error(
+            file + " lacks its shard of '" + t.name + "' (or holds one of another size or dtype)",
+            TDM_INVALID_ARGUMENT);
+      t.data = mine->data;
+    }
+  }
+  for (auto it = cp->metadata.begin(); it != cp->metadata.end();)
+    it = it->first.rfind("tandem.shard", 0) == 0 || it->first.rfind(kWhole, 0) == 0 ? cp->metadata.erase(it)
+                                                                                    : std::next(it);
+  return cp;
+}
+
 Result<checkpoint::Checkpoint> read_sharded_checkpoint(const std::string& dir) {
   const std::string first = (fs::path(dir) / rank_file(0)).string();
   auto cp = checkpoint::read_safetensors(first);

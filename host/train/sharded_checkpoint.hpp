@@ -39,5 +39,13 @@ Result<std::string> publish_checkpoint_shards(const std::string& run_dir, int64_
 // The whole tensors of a sharded checkpoint; an incomplete or inconsistent
 // one is an error naming the file and what is wrong.
 Result<checkpoint::Checkpoint> read_sharded_checkpoint(const std::string& dir);
+// Rank `rank` of a run of `world` ranks resuming from a sharded checkpoint
+// of as many shards, every tensor of which the run shards too (`sharded`,
+// by name): rank 0's file and this rank's own, each sharded tensor as this
+// rank's shard (its shape [s]), so no rank holds the whole model in host
+// memory. Otherwise (another number of shards, another stage): the whole
+// tensors, as above.
+Result<checkpoint::Checkpoint> read_checkpoint_shard(
+    const std::string& dir, int rank, int world, const std::map<std::string, std::vector<int64_t>>& sharded);
 
 }  // namespace tandem::host::train

@@ -115,13 +115,15 @@ Result<void> zero_slice_checkpoint(checkpoint::Checkpoint& cp,
   for (checkpoint::TensorRecord& t : cp.tensors) {
     auto it = states.find(t.name);
     if (it == states.end()) continue;
+    const int64_t shard = lowering::zero_shard_elements(numel(it->second), world);
+    if (t.shape == std::vector<int64_t>{shard} && t.shape != it->second)
+      continue;  // this rank's shard already
     if (t.shape != it->second)
       return make_error(source + ": tensor '" + t.name + "' is " + ops::dims_str(t.shape) +
                             " but the model needs it whole as " + ops::dims_str(it->second) +
                             " to shard it over " + std::to_string(world) + " ranks ([train] zero)",
                         TDM_INVALID_ARGUMENT);
     const size_t element = exec::dtype_size(t.dtype);
-    const int64_t shard = lowering::zero_shard_elements(numel(t.shape), world);
     const size_t bytes = static_cast<size_t>(shard) * element;
     const size_t begin = std::min(t.data.size(), static_cast<size_t>(rank) * bytes);
     const size_t taken = std::min(bytes, t.data.size() - begin);

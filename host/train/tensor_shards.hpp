@@ -44,7 +44,8 @@ std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGra
 std::vector<std::byte> zero_assemble(const std::vector<std::byte>& shards, const std::vector<int64_t>& whole,
                                      size_t element);
 // In place: every ZeRO state of `cp` (whole, as saved) becomes rank `rank`'s
-// shard of `world`, zero-padded; an error names a tensor of another shape
+// shard of `world`, zero-padded (one read as this rank's shard already,
+// sharded_checkpoint.hpp, stays); an error names a tensor of another shape
 // and `source`.
 Result<void> zero_slice_checkpoint(checkpoint::Checkpoint& cp,
                                    const std::map<std::string, std::vector<int64_t>>& states, int rank,

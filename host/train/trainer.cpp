@@ -199,7 +199,9 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
     if (!latest) return make_error(path + ": no checkpoint in " + checkpoint_dir(path), TDM_NOT_FOUND);
     file = *latest;
   }
-  auto cp = read_checkpoint(file);
+  auto cp = is_sharded_checkpoint(file) && shards_.empty()
+                ? read_checkpoint_shard(file, program_->data_rank(), program_->data_world(), zero_states_)
+                : read_checkpoint(file);
   if (!cp) return cp.error();
   const lowering::TensorParallel& tp = model().tensor_parallel;
   if (auto r = slice_checkpoint(*cp, shards_, tp.rank, tp.size, file); !r) return r;

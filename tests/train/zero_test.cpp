@@ -269,6 +269,19 @@ TEST_F(Zero, AShardedCheckpointOfFourRanksResumesOnTwoAndExportsWhole) {
   EXPECT_EQ(largest_difference(dir.file("sharded"), dir.file("whole")), 0.0);
 }
 
+// Resumed at the same number of ranks, each rank reads only rank 0's file
+// and its own shard; the run continues as if it had not stopped, bit for bit.
+TEST_F(Zero, AStageThreeRunResumedFromItsShardsTrainsAsTheUninterruptedRun) {
+  CliRun straight = tandem(2, "train", "--set train.steps=12 --zero 3 --run-dir " + dir.file("straight"));
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  CliRun first = tandem(2, "train", "--set train.steps=6 --zero 3 --run-dir " + dir.file("resumed"));
+  ASSERT_EQ(first.code, 0) << first.output;
+  CliRun second = tandem(2, "train", "--set train.steps=12 --zero 3 --resume " + dir.file("resumed"));
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_NE(second.output.find("step-000000006.sharded at step 6 of 12"), std::string::npos) << second.output;
+  EXPECT_EQ(largest_difference(dir.file("straight"), dir.file("resumed")), 0.0);
+}
+
 // A shard lost: resuming says which file is missing, and starts nothing.
 TEST_F(Zero, AShardedCheckpointMissingAShardIsRefusedNamingIt) {
   CliRun run = tandem(2, "train", "--set train.steps=4 --zero 2 --run-dir " + dir.file("run"));
