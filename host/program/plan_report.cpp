@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "exec/tensor_text.hpp"
+#include "ops/op_table.hpp"
 #include "place/plan_estimate.hpp"
 #include "program/program.hpp"
 #include "util/format.hpp"
@@ -32,6 +33,31 @@ void memory_row(std::ostream& out, const char* name, const std::vector<place::De
     out << line;
   }
   out << "\n";
+}
+
+// ZeRO stage 3: the most bytes of gathered whole parameters alive at once
+// (each from its zero.all_gather to its last reader), part of the
+// activations the table counts.
+uint64_t gather_window(const Graph& g) {
+  std::vector<std::pair<size_t, size_t>> lives;  // [gather, last reader] positions
+  std::vector<uint64_t> bytes;
+  for (size_t i = 0; i < g.node_count(); ++i) {
+    const Node& n = *g.node_at(i);
+    const ops::OpInfo* info = ops::find(n.op);
+    if (info == nullptr || info->host != ops::HostKind::ZeroAllGather) continue;
+    size_t last = i;
+    for (NodeId reader : g.consumers(n.outputs[0])) last = std::max(last, *g.position(reader));
+    lives.emplace_back(i, last);
+    bytes.push_back(exec::tensor_bytes(g.value(n.outputs[0])->type));
+  }
+  uint64_t most = 0;
+  for (size_t i = 0; i < g.node_count(); ++i) {
+    uint64_t now = 0;
+    for (size_t k = 0; k < lives.size(); ++k)
+      if (lives[k].first <= i && i <= lives[k].second) now += bytes[k];
+    most = std::max(most, now);
+  }
+  return most;
 }
 
 void write_memory_table(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) {
@@ -106,6 +132,9 @@ Result<void> Program::write_plan(std::ostream& out) const {
                   ? "; it keeps only that shard of the parameters too, each layer's "
                     "gathered whole just before its forward and again before its backward\n"
                   : "; the updated shards are gathered into every rank's parameters\n");
+    if (model_.zero.shards_parameters())
+      out << "gather window: up to " << human_bytes(gather_window(model_.graph))
+          << " of gathered whole parameters at once (within the activations below)\n";
   }
   out << "\nlayers\n";
   write_layers(out);

@@ -210,6 +210,10 @@ TEST_F(Zero, EachRankPlansAQuarterOfItsShardedStateOnFourRanks) {
   EXPECT_EQ(planned_bytes(plans[3], "parameters"), 57 * 4);
   EXPECT_EQ(planned_bytes(plans[3], "gradients"), 57 * 4);
   EXPECT_EQ(planned_bytes(plans[3], "optimizer state"), 2 * 57 * 4 + 12);
+  // fc1's weight and bias gathered whole while fc1 runs: 8x17 + 17 elements.
+  EXPECT_NE(plans[3].find("gather window: up to 612 B of gathered whole parameters at once"),
+            std::string::npos)
+      << plans[3];
   // The padding buffer of the uneven shards: fc1's bias, 4 shards of 5.
   EXPECT_EQ(planned_bytes(plans[3], "workspace"), 4 * 5 * 4);
 }
