@@ -117,7 +117,7 @@ TEST_F(DataParallel, WithGradientAccumulationTwoRanksMatchOneRank) {
 
 // A language model (attention, a tied head) on token windows: two ranks at
 // half the batch draw the same windows as one process and end with its
-// weights.
+// weights, with ZeRO as without.
 TEST_F(DataParallel, ALanguageModelOnTwoRanksMatchesOneRank) {
   TempDir dir;
   {
@@ -174,6 +174,16 @@ windows_per_epoch = 160
   std::cout << "largest weight difference of a language model, 1 rank x 16 vs 2 ranks x 8, after 10 steps: "
             << worst << "\n";
   EXPECT_LE(worst, 1e-5);
+  // ZeRO's stages 2 and 3 too: stage 3 gathers the tied table for the
+  // embedding and again for the head, and sums both gradients into its shard.
+  for (const char* stage : {"2", "3"}) {
+    CliRun zero = shell(
+        "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " + tandem +
+        " --set train.batch_size=8 --zero " + stage + " --run-dir " + dir.file(std::string("zero") + stage));
+    ASSERT_EQ(zero.code, 0) << zero.output;
+    EXPECT_LE(largest_difference(dir.file("two"), dir.file(std::string("zero") + stage)), 1e-5)
+        << "stage " << stage;
+  }
 }
 
 // A feature decides from its rank's own gradients, before they are averaged
