@@ -192,6 +192,13 @@ Result<void> Program::place() {
   if (!wanted) return wanted.error();
   if (!*wanted) return {};
   auto placement = place::place_layers(model_.graph, spec_, o);
+  if (!placement && options_.group.world > 1)  // what ranks cannot do yet comes first
+    return make_error(spec_.path + ": this run has " + std::to_string(options_.group.world) +
+                          " ranks and places layers beyond this rank's " + device_.id() +
+                          ": placement across devices within a data- or tensor-parallel run is not supported "
+                          "yet; run one device per process (placing them said: " +
+                          placement.error().message + ")",
+                      TDM_UNSUPPORTED);
   if (!placement) return placement.error();
   if (!placement->only_on(device_.id()) && options_.group.world > 1)
     return make_error(spec_.path + ": layers are placed on " + join_devices(placement->devices) +
