@@ -107,7 +107,8 @@ class OptimizerBuilder {
   }
 
   // The gradient the optimizer phase reads: with ZeRO stage 2, this rank's
-  // shard of the average; otherwise the whole gradient (the host averages it).
+  // shard of the average; otherwise autodiff's (with stage 3 already that
+  // shard; else the whole gradient, which the host averages).
   ValueId averaged_gradient(ValueId p) const {
     auto shard = gradient_shards_.find(p);
     return shard != gradient_shards_.end() ? shard->second : m_.gradients.at(p);
