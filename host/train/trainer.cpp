@@ -178,6 +178,17 @@ Result<void> Trainer::prepare_run() {
   if (comm_) steps_->set_ranks([this](int32_t v) { return comm_->max(v); });
   shards_ = tensor_shards(model());
   zero_states_ = zero_states(model());
+  if (!zero_states_.empty() && options_.checkpoint_format == "whole") {
+    auto info = device_.info();
+    if (!info) return info.error();
+    if (!info->host_addressable)
+      return make_error(
+          "--checkpoint-format whole with [train] zero on " + device_.id() +
+              " is not supported yet (the shards are gathered in host memory): keep the default "
+              "sharded checkpoints; `tandem export MODEL --weights RUN --format safetensors` "
+              "writes one whole file from them",
+          TDM_UNSUPPORTED);
+  }
   // ZeRO stage 2 averages every gradient in its graph (zero.reduce_scatter).
   if (program_->data_world() > 1 && !program_->synced_gradients().empty()) {
     const Graph& graph = model().graph;
@@ -187,9 +198,16 @@ Result<void> Trainer::prepare_run() {
   }
   profiler_ = std::make_unique<ProfileRecorder>(!options_.profile.empty());
   if (auto r = initialise_tensors(model(), executor(), spec_.train.seed, program_->data_rank()); !r) return r;
-  if (!options_.resume.empty()) return resume_from(options_.resume, false);
-  if (!options_.init_from.empty()) return resume_from(options_.init_from, true);
-  return {};
+  if (options_.resume.empty() && options_.init_from.empty()) return {};
+  const std::string& from = options_.resume.empty() ? options_.init_from : options_.resume;
+  auto loaded = resume_from(from, options_.resume.empty());
+  if (!comm_) return loaded;
+  // Ranks read different files of a sharded checkpoint: one that fails must
+  // not leave the others waiting in their first collective.
+  auto failed = comm_->max(loaded ? 0 : 1);
+  if (!failed) return failed.error();
+  if (!loaded || *failed == 0) return loaded;
+  return make_error("another rank could not load " + from + " (its error says why)", TDM_INVALID_ARGUMENT);
 }
 
 Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
