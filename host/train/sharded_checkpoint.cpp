@@ -60,6 +60,34 @@ Result<int> whole_number(const checkpoint::Checkpoint& cp, const char* key, cons
   return static_cast<int>(value);
 }
 
+// Shard `rank` of a checkpoint of `world` shards in `dir`, checked to be that.
+Result<checkpoint::Checkpoint> read_shard_file(const std::string& dir, int rank, int world) {
+  const std::string file = (fs::path(dir) / rank_file(rank)).string();
+  if (!fs::exists(file))
+    return make_error(
+        dir + ": " + rank_file(rank) + " is missing: the checkpoint has " + std::to_string(world) +
+            " shards and is incomplete (restore the file, or resume from an earlier checkpoint)",
+        TDM_NOT_FOUND);
+  auto shard = checkpoint::read_safetensors(file);
+  if (!shard) return shard.error();
+  auto index = whole_number(*shard, kShard, file);
+  if (!index) return index.error();
+  auto of = whole_number(*shard, kShards, file);
+  if (!of) return of.error();
+  if (*index != rank || *of != world)
+    return make_error(file + ": written as shard " + std::to_string(*index) + " of " + std::to_string(*of) +
+                          ", not " + std::to_string(rank) + " of " + std::to_string(world),
+                      TDM_INVALID_ARGUMENT);
+  return shard;
+}
+
+// What only the files of a sharded checkpoint need to say.
+void drop_shard_metadata(checkpoint::Checkpoint& cp) {
+  for (auto it = cp.metadata.begin(); it != cp.metadata.end();)
+    it = it->first.rfind("tandem.shard", 0) == 0 || it->first.rfind(kWhole, 0) == 0 ? cp.metadata.erase(it)
+                                                                                    : std::next(it);
+}
+
 }  // namespace
 
 bool is_sharded_checkpoint(const std::string& path) {
@@ -106,20 +134,9 @@ Result<checkpoint::Checkpoint> read_checkpoint_shard(
     if (key.rfind(kWhole, 0) == 0) same = same && sharded.count(key.substr(std::string(kWhole).size())) > 0;
   if (!same) return read_sharded_checkpoint(dir);
   if (rank != 0) {
-    const std::string file = (fs::path(dir) / rank_file(rank)).string();
-    if (!fs::exists(file))
-      return make_error(
-          dir + ": " + rank_file(rank) + " is missing: the checkpoint has " + std::to_string(world) +
-              " shards and is incomplete (restore the file, or resume from an earlier checkpoint)",
-          TDM_NOT_FOUND);
-    auto own = checkpoint::read_safetensors(file);
+    auto own = read_shard_file(dir, rank, world);
     if (!own) return own.error();
-    auto index = whole_number(*own, kShard, file);
-    if (!index) return index.error();
-    if (*index != rank)
-      return make_error(
-          file + ": written as shard " + std::to_string(*index) + ", not " + std::to_string(rank),
-          TDM_INVALID_ARGUMENT);
+    const std::string file = (fs::path(dir) / rank_file(rank)).string();
     for (checkpoint::TensorRecord& t : cp->tensors) {
       if (cp->metadata.count(kWhole + t.name) == 0) continue;
       const checkpoint::TensorRecord* mine = own->find(t.name);
@@ -130,9 +147,7 @@ Result<checkpoint::Checkpoint> read_checkpoint_shard(
       t.data = mine->data;
     }
   }
-  for (auto it = cp->metadata.begin(); it != cp->metadata.end();)
-    it = it->first.rfind("tandem.shard", 0) == 0 || it->first.rfind(kWhole, 0) == 0 ? cp->metadata.erase(it)
-                                                                                    : std::next(it);
+  drop_shard_metadata(*cp);
   return cp;
 }
 
@@ -144,21 +159,8 @@ Result<checkpoint::Checkpoint> read_sharded_checkpoint(const std::string& dir) {
   if (!world) return world.error();
   std::vector<checkpoint::Checkpoint> ranks;
   for (int r = 1; r < *world; ++r) {
-    const std::string file = (fs::path(dir) / rank_file(r)).string();
-    if (!fs::exists(file))
-      return make_error(
-          dir + ": " + rank_file(r) + " is missing: the checkpoint has " + std::to_string(*world) +
-              " shards and is incomplete (restore the file, or resume from an earlier checkpoint)",
-          TDM_NOT_FOUND);
-    auto shard = checkpoint::read_safetensors(file);
+    auto shard = read_shard_file(dir, r, *world);
     if (!shard) return shard.error();
-    auto rank = whole_number(*shard, kShard, file);
-    if (!rank) return rank.error();
-    if (*rank != r || shard->metadata[kShards] != cp->metadata[kShards])
-      return make_error(file + ": written as shard " + std::to_string(*rank) + " of " +
-                            shard->metadata[kShards] + ", not " + std::to_string(r) + " of " +
-                            std::to_string(*world),
-                        TDM_INVALID_ARGUMENT);
     ranks.push_back(std::move(*shard));
   }
   for (checkpoint::TensorRecord& t : cp->tensors) {
@@ -183,9 +185,7 @@ Result<checkpoint::Checkpoint> read_sharded_checkpoint(const std::string& dir) {
     t.data.resize(bytes);
     t.shape = *whole;
   }
-  for (auto it = cp->metadata.begin(); it != cp->metadata.end();)
-    it = it->first.rfind("tandem.shard", 0) == 0 || it->first.rfind(kWhole, 0) == 0 ? cp->metadata.erase(it)
-                                                                                    : std::next(it);
+  drop_shard_metadata(*cp);
   return cp;
 }
 
