@@ -60,8 +60,8 @@ Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executo
       const auto values = initial_values(init->second, v.name, ops::numel(whole->second), seed);
       const auto n = static_cast<size_t>(ops::numel(v.type.dims));
       std::vector<float> mine(n, 0.0f);
-      for (size_t i = 0, at = n * static_cast<size_t>(zero_rank); i < n && at + i < values.size(); ++i)
-        mine[i] = values[at + i];
+      for (size_t k = 0, at = n * static_cast<size_t>(zero_rank); k < n && at + k < values.size(); ++k)
+        mine[k] = values[at + k];
       if (auto r = executor.write(v.id, mine.data(), mine.size() * sizeof(float)); !r) return r;
       continue;
     }
