@@ -20,9 +20,11 @@ class Collectives {
   virtual ~Collectives() = default;
   virtual int rank() const = 0;
   virtual int world() const = 0;
-  // Device buffers of the executor's device; `stream` is the executor's
-  // stream's native handle (NULL for host backends); the executor has
-  // synchronised its stream before the call.
+  // Device buffers of the executor's device. `stream` is the native handle
+  // of the stream the executor ordered the call on (its compute stream, or
+  // the stream of ZeRO's overlapped exchanges); NULL for host backends, whose
+  // buffers are complete when the call comes. Calls come from one thread at
+  // a time, in the same order on every rank.
   virtual Result<void> all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) = 0;
   virtual Result<void> all_gather(const void* send, void* receive, size_t send_count, tdm_dtype dtype,
                                   void* stream) = 0;

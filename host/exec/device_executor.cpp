@@ -5,8 +5,10 @@
 #include <set>
 #include <utility>
 
+#include "exec/collectives.hpp"
 #include "exec/device_executor.hpp"
 #include "exec/native_layouts.hpp"
+#include "exec/planner.hpp"
 #include "exec/tensor_text.hpp"
 #include "util/format.hpp"
 #include "util/last_error.hpp"
@@ -96,6 +98,8 @@ DeviceExecutor::~DeviceExecutor() {
   // Staged copies in flight write the spare input buffers: they finish
   // first. Nothing may be released while a stream still uses it.
   staged_.reset();
+  if (exchanges_) (void)drain_exchanges();
+  exchanges_.reset();
   streamed_.reset();
   if (stream_) (void)api().stream_synchronize(stream_.get());
 }
@@ -119,10 +123,14 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(const DeviceHandl
       device.takes_sums_over_operands(), *stream);
   if (!plan) return plan.error();
   executor->plan_ = std::move(plan.value());
+  const Collectives* data = executor->options_.data_collectives;
+  const size_t staging = data != nullptr ? exchange_staging_bytes(graph, data->world()) : 0;
+  if (staging > 0) plan_buffer(executor->plan_, staging);
   if (auto r = executor->check_budget(executor->plan_.estimate); !r) return r.error();
   if (auto r = executor->create_stream(); !r) return r.error();
   if (auto allocated = executor->allocate(graph); !allocated) return allocated.error();
   if (auto bound = executor->bind_nodes(graph, std::move(*kernels)); !bound) return bound.error();
+  if (auto r = executor->prepare_exchanges(graph, staging); !r) return r.error();
   executor->profile_.time_us.assign(executor->nodes_.size(), 0.0);
   return executor;
 }

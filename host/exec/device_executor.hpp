@@ -21,9 +21,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "exec/copy_worker.hpp"
 #include "exec/device_objects.hpp"
 #include "exec/executor.hpp"
 #include "exec/kernel_binding.hpp"
@@ -110,6 +112,24 @@ class DeviceExecutor final : public Executor {
     tdm_phase phase = TDM_PHASE_FORWARD;
     std::vector<GuardedOutput> guarded;  // outputs, with ExecutorOptions::numerics
     size_t whole_bytes = 0;              // "zero.*": of the whole tensor of the shards
+    // ZeRO's overlapped exchanges (planner.hpp overlapped_exchange): its
+    // padding goes through the exchange buffer; `in_flight`: it runs while
+    // later nodes do (not where it reads a streamed value, whose slot the
+    // arena may give away after the node). A zero.wait: its exchange's position.
+    bool staged_exchange = false;
+    bool in_flight = false;
+    size_t exchange = 0;
+  };
+  // ZeRO's exchanges in flight, in launch order (device_executor_zero.cpp).
+  struct Exchanges {
+    bool on_streams = false;  // else on `worker`
+    std::optional<CopyWorker> worker;
+    OwnedStream stream;                            // the exchanges' copies (and collectives, on_streams)
+    OwnedEvent ready;                              // on_streams: the compute stream reached a launch
+    std::map<size_t, OwnedEvent> done;             // on_streams: by launch position
+    std::map<size_t, CopyWorker::Ticket> tickets;  // the worker's, by launch position
+    std::set<size_t> pending;                      // on_streams: launched, not yet waited for
+    void* staging = nullptr;                       // within buffers_
   };
 
   DeviceExecutor(const DeviceHandle& device, ExecutorOptions options);
@@ -135,6 +155,17 @@ class DeviceExecutor final : public Executor {
   Result<void> communicate(size_t position);
   // A "zero.*" node (device_executor_zero.cpp).
   Result<void> share(size_t position);
+  // The exchanges' machinery and buffer, where the graph has overlapped ones.
+  Result<void> prepare_exchanges(const Graph& graph, size_t staging_bytes);
+  // Node `position`'s collectives and copies on `stream` (`native`: its
+  // handle for the comm plugin; nullptr: they run now, on this thread),
+  // padding through `scratch`.
+  Result<void> exchange(size_t position, tdm_stream* stream, void* native, void* scratch) const;
+  Result<void> launch_exchange(size_t position);
+  Result<void> wait_exchange(size_t position);
+  // Every exchange in flight has ended (before one that runs in place, and
+  // at the end of a range); the first failure.
+  Result<void> drain_exchanges();
   Result<const ValueStorage*> checked(ValueId value, size_t bytes, const char* action) const;
   std::string node_text(size_t position) const;
   const tdm_backend_api& api() const noexcept { return *device_->backend().backend; }
@@ -154,6 +185,8 @@ class DeviceExecutor final : public Executor {
   std::map<std::pair<ValueId, size_t>, size_t> slot_of_;  // (streamed owner, position) -> arena offset
   std::unique_ptr<StreamedState> streamed_;               // released first: its copies use all of the above
   std::vector<NodeRun> nodes_;                            // schedule order; kernels released before buffers
+  std::vector<unsigned char> zero_padding_;               // zeros for the zero.* nodes' padding
+  std::unique_ptr<Exchanges> exchanges_;                  // released first: its jobs read nodes_
   std::optional<NumericsGuard> numerics_;                 // with ExecutorOptions::numerics
   uint64_t allocated_ = 0;
   uint64_t host_reads_ = 0, host_read_bytes_ = 0;

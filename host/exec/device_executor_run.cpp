@@ -1,7 +1,8 @@
 // A DeviceExecutor's nodes launched in schedule order on its stream: kernel
 // launches (between the numerics guard's poison and check), the host-run
-// "comm.*" nodes of tensor parallelism (ZeRO's "zero.*" ones are in
-// device_executor_zero.cpp), and the per-node timing of a profiled run.
+// "comm.*" nodes of tensor parallelism (ZeRO's "zero.*" ones, and the
+// exchanges that run meanwhile, are in device_executor_zero.cpp), and the
+// per-node timing of a profiled run.
 #include <chrono>
 #include <string>
 
@@ -35,13 +36,13 @@ Executor::NodeKernel DeviceExecutor::node_kernel(size_t position) const {
 
 Result<void> DeviceExecutor::communicate(size_t position) {
   NodeRun& node = nodes_[position];
-  if (auto r = synchronize(); !r) return r;  // the inputs are complete
   if (ops::data_parallel(node.host)) {
     auto shared = share(position);
     if (!shared)
       return make_error(node_text(position) + ": " + shared.error().message, shared.error().status);
-    return synchronize();
+    return {};
   }
+  if (auto r = synchronize(); !r) return r;  // the inputs are complete
   Collectives& c = *options_.collectives;
   auto native = TANDEM_OPTIONAL_FN(device_->backend(), backend, tdm_backend_api, stream_native_handle, 1);
   void* stream = native != nullptr ? native(stream_.get()) : nullptr;
@@ -110,22 +111,25 @@ Result<void> DeviceExecutor::launch_range(size_t first, size_t end) {
     return make_error("run [" + std::to_string(first) + ", " + std::to_string(end) +
                           ") is outside the schedule of " + std::to_string(nodes_.size()) + " nodes",
                       TDM_INVALID_ARGUMENT);
-  if (!streamed_) {
-    for (size_t i = first; i < end; ++i)
-      if (auto launched = launch_timed(i); !launched) return launched;
-    return {};
-  }
-  // Streamed values: every copy the range issued is complete when it
-  // returns, an error or not (the next range may reuse their slots).
-  if (auto r = streamed_->begin(first, end); !r) return r;
+  // ZeRO's exchanges and streamed values' copies the range issued are
+  // complete when it returns, an error or not (the next range may reuse
+  // their buffers).
   Result<void> launched;
+  if (!streamed_) {
+    for (size_t i = first; i < end && launched; ++i) launched = launch_timed(i);
+    Result<void> drained = drain_exchanges();
+    return launched ? drained : launched;
+  }
+  if (auto r = streamed_->begin(first, end); !r) return r;
   for (size_t i = first; i < end && launched; ++i) {
     launched = streamed_->before(i);  // waiting for a copy is not the node's time
     if (launched) launched = launch_timed(i);
     if (launched) launched = streamed_->after(i);
   }
+  Result<void> drained = drain_exchanges();
   Result<void> finished = streamed_->finish();
-  return launched ? finished : launched;
+  if (!launched) return launched;
+  return drained ? finished : drained;
 }
 
 // A profiled run synchronises after each node and records its wall time.

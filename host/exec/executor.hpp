@@ -66,6 +66,11 @@ struct ExecutorOptions {
   // Runs the graph's "zero.*" nodes (ZeRO: the data-parallel peers that
   // share the optimizer's state); must outlive the executor.
   Collectives* data_collectives = nullptr;
+  // ZeRO's overlapped exchanges (lowering/zero_overlap.hpp) go on a
+  // communication stream ordered by events where the backend gives the comm
+  // plugin a native stream, else on a host thread. Tests set this to take
+  // the stream route on a CPU backend, whose streams run synchronously.
+  bool exchanges_on_streams = false;
   // Bytes this executor may allocate on its device (0: no limit). A plan
   // over it is refused before anything is allocated, with the breakdown.
   uint64_t memory_budget = 0;

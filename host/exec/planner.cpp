@@ -268,7 +268,9 @@ Result<void> plan_streaming(const Graph& graph, const StreamRequest& stream, Pla
 
 }  // namespace
 
-size_t zero_scratch_bytes(const Graph& graph, const Node& node, int world) {
+namespace {
+
+size_t padded_exchange_bytes(const Graph& graph, const Node& node, int world) {
   const ops::OpInfo* info = ops::find(node.op);
   const TensorType* whole = nullptr;
   const TensorType* shard = nullptr;
@@ -287,6 +289,31 @@ size_t zero_scratch_bytes(const Graph& graph, const Node& node, int world) {
   }
   const size_t padded = tensor_bytes(*shard) * static_cast<size_t>(world);
   return padded == tensor_bytes(*whole) ? 0 : padded;
+}
+
+}  // namespace
+
+bool overlapped_exchange(const Graph& graph, const Node& node) {
+  const ops::OpInfo* info = ops::find(node.op);
+  if (info == nullptr ||
+      (info->host != ops::HostKind::ZeroReduceScatter && info->host != ops::HostKind::ZeroAllGather))
+    return false;
+  for (NodeId reader : graph.consumers(node.outputs[0]))
+    if (graph.node(reader)->op == ops::kZeroWait) return true;
+  return false;
+}
+
+size_t zero_scratch_bytes(const Graph& graph, const Node& node, int world) {
+  return overlapped_exchange(graph, node) ? 0 : padded_exchange_bytes(graph, node, world);
+}
+
+size_t exchange_staging_bytes(const Graph& graph, int world) {
+  size_t most = 0;
+  for (size_t i = 0; i < graph.node_count(); ++i) {
+    const Node& node = *graph.node_at(i);
+    if (overlapped_exchange(graph, node)) most = std::max(most, padded_exchange_bytes(graph, node, world));
+  }
+  return most;
 }
 
 const char* category_name(MemoryCategory category) {

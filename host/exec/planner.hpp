@@ -175,6 +175,14 @@ Result<Plan> make_plan(const Graph& graph, const std::vector<size_t>& workspace_
 // whole of world shards, where they cover more than the tensor's elements
 // (0 for any other node).
 size_t zero_scratch_bytes(const Graph& graph, const Node& node, int world);
+// Whether `node` is one of ZeRO's exchanges that runs while later nodes
+// compute: a zero.wait reads its output (lowering/zero_overlap.hpp). Its
+// padded copy cannot be the node's workspace, which those nodes use
+// meanwhile: zero_scratch_bytes is 0 for it, and the executor keeps one
+// buffer of exchange_staging_bytes for all of them (they run one at a time,
+// in order), counted with plan_buffer.
+bool overlapped_exchange(const Graph& graph, const Node& node);
+size_t exchange_staging_bytes(const Graph& graph, int world);
 
 // Counts one more device buffer of `bytes` the run allocates beside the
 // graph (Executor::reserve_buffer) in plan.estimate.

@@ -115,6 +115,39 @@ Result<NodeId> Graph::insert_node(NodeSpec spec, NodeId anchor) {
   return id;
 }
 
+Result<void> Graph::move_node(NodeId id, NodeId anchor) {
+  const Node* n = node(id);
+  if (n == nullptr) return invalid("cannot move unknown node id " + std::to_string(id));
+  if (anchor == id) return {};
+  std::vector<NodeId> schedule = schedule_;
+  schedule.erase(std::find(schedule.begin(), schedule.end(), id));
+  auto at = schedule.end();
+  if (anchor != kNoNode) {
+    at = std::find(schedule.begin(), schedule.end(), anchor);
+    if (at == schedule.end())
+      return invalid("node '" + n->name + "' cannot move before unknown node id " + std::to_string(anchor));
+  }
+  const size_t to = static_cast<size_t>(at - schedule.begin());
+  schedule.insert(at, id);
+  auto place = [&](NodeId of) {
+    return static_cast<size_t>(std::find(schedule.begin(), schedule.end(), of) - schedule.begin());
+  };
+  for (ValueId input : n->inputs) {
+    const Value* v = value(input);
+    if (v != nullptr && v->producer != kNoNode && place(v->producer) > to)
+      return invalid("node '" + n->name + "' cannot move before '" + node(v->producer)->name +
+                     "', which produces its input '" + v->name + "'");
+  }
+  for (ValueId out : n->outputs)
+    for (NodeId reader : consumers(out))
+      if (place(reader) < to)
+        return invalid("node '" + n->name + "' cannot move after '" + node(reader)->name +
+                       "', which reads its output '" + value(out)->name + "'");
+  schedule_ = std::move(schedule);
+  touch();
+  return {};
+}
+
 Result<void> Graph::remove_node(NodeId id) {
   const Node* n = node(id);
   if (n == nullptr) return invalid("cannot remove unknown node id " + std::to_string(id));

@@ -81,6 +81,10 @@ class Graph {
   Result<ValueId> add_state(const std::string& name, TensorType type, double initial_value);
   // Inserts before `anchor` in the schedule, or appends when anchor is kNoNode.
   Result<NodeId> insert_node(NodeSpec spec, NodeId anchor = kNoNode);
+  // Moves a node to just before `anchor` (kNoNode: the end of the
+  // schedule); refused where it would read a value before its producer or
+  // write one after a reader.
+  Result<void> move_node(NodeId id, NodeId anchor);
   // Removes a node and its outputs; refused while an output is still read.
   Result<void> remove_node(NodeId id);
   Result<void> set_input(NodeId id, size_t index, ValueId value);

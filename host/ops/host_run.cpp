@@ -18,6 +18,11 @@
 // and with stage 3, where the parameters are shards too, a layer's forward
 // and backward read the whole parameter gathered just before them:
 //   zero.all_gather      y = the ranks' shards x, concatenated   grad: zero.reduce_scatter
+// The exchanges of backward and forward (zero.reduce_scatter, zero.all_gather)
+// run while later nodes compute when a wait follows them
+// (lowering/zero_overlap.hpp):
+//   zero.wait            y = x, once the exchange that makes x has ended; `keep`
+//                        (the exchange's input) lives until then
 // Placement (place/placement.hpp) moves a value between devices:
 //   tandem.copy            y = x on another device            (inserted after autodiff)
 #include <algorithm>
@@ -151,7 +156,16 @@ std::vector<OpInfo> host_run_ops() {
        .host = HostKind::ZeroGather},
       zero_op(kZeroAllReduce, HostKind::ZeroAllReduce, same_shape),
       collective(kZeroAllGather, HostKind::ZeroAllGather, all_gather_shape, all_gather_shards_grad,
-                 {kZeroReduceScatter})};
+                 {kZeroReduceScatter}),
+      {.name = kZeroWait,
+       .section = "host_run",
+       .inputs = {{"x"}, {"keep"}},
+       .outputs = {{"y"}},
+       .inplace = {{0, 0, true}},
+       .flags = kHostRun | kCollective,
+       .shape = same_shape,
+       .no_grad = "inserted after autodiff (ZeRO's overlap)",
+       .host = HostKind::ZeroWait}};
 }
 
 }  // namespace tandem::host::ops

@@ -40,7 +40,7 @@ enum Flag : uint32_t {
 // What a host-run op does (kHostRun), and their names (host_run.cpp).
 // The first four exchange between the ranks of a tensor-parallel group; the
 // zero.* ops between the data-parallel peers that share training state (ZeRO,
-// lowering/zero_optimizer.hpp).
+// lowering/optimizer.hpp, lowering/zero_overlap.hpp).
 enum class HostKind {
   None,
   AllReduce,
@@ -52,7 +52,8 @@ enum class HostKind {
   ZeroReduceScatter,
   ZeroGather,
   ZeroAllReduce,
-  ZeroAllGather
+  ZeroAllGather,
+  ZeroWait
 };
 inline constexpr const char* kAllReduce = "comm.all_reduce";
 inline constexpr const char* kCopyToParallel = "comm.copy_to_parallel";
@@ -64,11 +65,12 @@ inline constexpr const char* kZeroReduceScatter = "zero.reduce_scatter";
 inline constexpr const char* kZeroGather = "zero.gather";
 inline constexpr const char* kZeroAllReduce = "zero.all_reduce";
 inline constexpr const char* kZeroAllGather = "zero.all_gather";
+inline constexpr const char* kZeroWait = "zero.wait";
 // Whether a host-run op exchanges with the data-parallel peers (the zero.*
 // ops) rather than with the tensor-parallel group.
 inline bool data_parallel(HostKind kind) {
   return kind == HostKind::ZeroShard || kind == HostKind::ZeroReduceScatter || kind == HostKind::ZeroGather ||
-         kind == HostKind::ZeroAllReduce || kind == HostKind::ZeroAllGather;
+         kind == HostKind::ZeroAllReduce || kind == HostKind::ZeroAllGather || kind == HostKind::ZeroWait;
 }
 
 // One input or output, in catalog order.

@@ -64,6 +64,9 @@ Result<exec::Plan> plan_memory(const DeviceHandle& device, const Graph& graph,
       [&device](uint64_t bytes) { return device.allocation_footprint(bytes); },
       device.takes_sums_over_operands(), request);
   if (!plan) return plan;
+  if (zero_world > 1)
+    if (const size_t staging = exec::exchange_staging_bytes(graph, zero_world); staging > 0)
+      exec::plan_buffer(*plan, staging);
   for (const std::string& name : staged)
     if (const Value* v = graph.value_by_name(name))
       if (auto r = exec::plan_staged_input(*plan, v->id); !r) return r.error();

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "exec/tensor_text.hpp"
+#include "lowering/zero_overlap.hpp"
 #include "ops/op_table.hpp"
 #include "place/plan_estimate.hpp"
 #include "program/program.hpp"
@@ -36,7 +37,8 @@ void memory_row(std::ostream& out, const char* name, const std::vector<place::De
 }
 
 // ZeRO stage 3: the most bytes of gathered whole parameters alive at once
-// (each from its zero.all_gather to its last reader), part of the
+// (each from its zero.all_gather, started a layer early where it overlaps
+// compute, to its last reader), part of the
 // activations the table counts.
 uint64_t gather_window(const Graph& g) {
   std::vector<std::pair<size_t, size_t>> lives;  // [gather, last reader] positions
@@ -46,7 +48,8 @@ uint64_t gather_window(const Graph& g) {
     const ops::OpInfo* info = ops::find(n.op);
     if (info == nullptr || info->host != ops::HostKind::ZeroAllGather) continue;
     size_t last = i;
-    for (NodeId reader : g.consumers(n.outputs[0])) last = std::max(last, *g.position(reader));
+    for (ValueId v : {n.outputs[0], lowering::zero_exchange_result(g, n.outputs[0])})
+      for (NodeId reader : g.consumers(v)) last = std::max(last, *g.position(reader));
     lives.emplace_back(i, last);
     bytes.push_back(exec::tensor_bytes(g.value(n.outputs[0])->type));
   }
@@ -74,6 +77,10 @@ void write_memory_table(std::ostream& out, const std::vector<place::DeviceEstima
   memory_row(out, "optimizer state", plans, [](const E& p) { return cell(p.memory.optimizer_state); });
   memory_row(out, "activations", plans, [](const E& p) { return cell(p.memory.activations); });
   memory_row(out, "workspace", plans, [](const E& p) { return cell(p.memory.workspace); });
+  // The run's buffers beside the graph (data parallelism's bucket, ZeRO's
+  // exchange buffer), where it has any.
+  if (std::any_of(plans.begin(), plans.end(), [](const E& p) { return p.memory.buffers > 0; }))
+    memory_row(out, "buffers", plans, [](const E& p) { return cell(p.memory.buffers); });
   memory_row(out, "other", plans, [](const E& p) {
     return cell(p.memory.other_state + p.memory.inputs + p.memory.allocator_rounding);
   });

@@ -6,6 +6,7 @@
 #include "lowering/autodiff.hpp"
 #include "lowering/optimizer.hpp"
 #include "lowering/zero_gathers.hpp"
+#include "lowering/zero_overlap.hpp"
 #include "ops/op_table.hpp"
 #include "util/logger.hpp"
 
@@ -109,6 +110,8 @@ Result<void> Program::lower() {
   if (auto r = lowering::gather_again_for_backward(model_); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
   if (auto r = lowering::append_optimizer(model_, spec_.train); !r) return r;
+  if (model_.zero.active())
+    if (auto r = lowering::overlap_zero_exchanges(model_); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r;
   // Training reads the loss and the logits back every step: a pass that
   // removed either broke the graph (a plugin bug, not a user's mistake).

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "exec/tensor_text.hpp"
+#include "lowering/zero_overlap.hpp"
 #include "ops/op_table.hpp"
 
 namespace tandem::host::program {
@@ -33,7 +34,7 @@ void add_companions(const lowering::ModelGraph& model, ValueId p, StreamableLaye
     if (persistent(*g.value(grad->second))) layer.values.insert(g.value(grad->second)->name);
     for (NodeId id : g.consumers(grad->second))  // stage 2: the shard it is averaged into
       if (host_kind(g, id) == ops::HostKind::ZeroReduceScatter)
-        layer.values.insert(g.value(g.node(id)->outputs[0])->name);
+        layer.values.insert(g.value(lowering::zero_exchange_result(g, g.node(id)->outputs[0]))->name);
   }
   std::vector<ValueId> targets = {p};
   for (NodeId id : g.consumers(p))

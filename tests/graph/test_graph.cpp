@@ -87,6 +87,29 @@ TEST(Graph, CyclesRejected) {
   EXPECT_EQ(m.g.generation(), before);
 }
 
+TEST(Graph, MoveKeepsEveryReadAfterItsProducer) {
+  Mlp m;
+  // A node that reads only graph inputs may go anywhere before its readers.
+  const NodeId scale =
+      *m.g.insert_node({"mul", "scale", "scale", TDM_PHASE_FORWARD, {}, {m.w, m.w}, {f32({8, 8})}, {}});
+  ASSERT_TRUE(m.g.move_node(scale, m.fc1).ok());
+  EXPECT_EQ(m.g.node_at(0)->name, "scale");
+  EXPECT_EQ(m.g.node_at(1)->name, "fc1");
+  ASSERT_TRUE(m.g.move_node(scale, kNoNode).ok());
+  EXPECT_EQ(m.g.node_at(2)->name, "scale");
+  // relu1 before fc1 would read fc1's output before fc1 runs; fc1 after
+  // relu1 would write it after relu1 read it.
+  auto early = m.g.move_node(m.relu, m.fc1);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.error().message.find("which produces its input"), std::string::npos)
+      << early.error().message;
+  auto late = m.g.move_node(m.fc1, kNoNode);
+  ASSERT_FALSE(late.ok());
+  EXPECT_NE(late.error().message.find("which reads its output"), std::string::npos) << late.error().message;
+  EXPECT_EQ(m.g.node_at(0)->name, "fc1") << "a refused move leaves the schedule as it was";
+  EXPECT_FALSE(m.g.move_node(m.fc1, 12345).ok());
+}
+
 TEST(Graph, RemoveNeverReusesIds) {
   Mlp m;
   EXPECT_FALSE(m.g.remove_node(m.fc1).ok());  // relu1 still reads its output

@@ -210,12 +210,16 @@ TEST_F(Zero, EachRankPlansAQuarterOfItsShardedStateOnFourRanks) {
   EXPECT_EQ(planned_bytes(plans[3], "parameters"), 57 * 4);
   EXPECT_EQ(planned_bytes(plans[3], "gradients"), 57 * 4);
   EXPECT_EQ(planned_bytes(plans[3], "optimizer state"), 2 * 57 * 4 + 12);
-  // fc1's weight and bias gathered whole while fc1 runs: 8x17 + 17 elements.
-  EXPECT_NE(plans[3].find("gather window: up to 612 B of gathered whole parameters at once"),
+  // fc1's weight and bias gathered whole while fc1 runs (8x17 + 17
+  // elements), and fc2's (17x4 + 4) gathered meanwhile for the next layer.
+  EXPECT_NE(plans[3].find("gather window: up to 900 B of gathered whole parameters at once"),
             std::string::npos)
       << plans[3];
-  // The padding buffer of the uneven shards: fc1's bias, 4 shards of 5.
-  EXPECT_EQ(planned_bytes(plans[3], "workspace"), 4 * 5 * 4);
+  // The padding buffer of the uneven shards: fc1's bias, 4 shards of 5,
+  // gathered and reduce-scattered while other nodes run (their workspace is
+  // the kernels').
+  EXPECT_EQ(planned_bytes(plans[3], "buffers"), 4 * 5 * 4) << plans[3];
+  EXPECT_EQ(planned_bytes(plans[3], "workspace"), 0) << plans[3];
 }
 
 // A stage-3 run of 4 ranks writes its checkpoints in shards (the default),
