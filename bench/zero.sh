@@ -2,13 +2,17 @@
 # ZeRO against plain data parallelism, in one invocation: the GPT example
 # (examples/gpt_fortunes.toml, AdamW with clipping) trained for --steps
 # steps on --ranks ranks (mpirun, oversubscribed where the machine has fewer
-# cores) at the same global batch, with [train] zero = 0, 1, 2 and 3, each
-# once per round, the stages interleaved, --rounds rounds. For each stage:
+# cores) at the same global batch, with [train] zero = 0, 1, 2 and 3, and 2
+# and 3 again with their exchanges in place (rows "2 in place", "3 in place":
+# zero_overlap = false), each once per round, interleaved, --rounds rounds.
+# For each:
 # the step time (the median over rounds of a run's mean step after the
 # first, from metrics.jsonl) and its ratio to plain data parallelism's (in
 # brackets the lowest and highest ratio of a single round), the largest
 # difference of any step's loss from plain data parallelism's, and what
-# `tandem plan` puts on each rank (parameters, gradients, optimizer state).
+# `tandem plan` puts on each rank (parameters, gradients, optimizer state,
+# and the activations, where the exchanges in flight and the gathered
+# parameters are).
 #
 #   bench/zero.sh [--ranks 2] [--steps 50] [--batch 32] [--rounds 3] [--threads 1] [--device onednn]
 #                 [--build DIR]
@@ -34,7 +38,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "zero.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,23 +53,32 @@ echo "uptime before: $(uptime)" >&2
 sets=(--set "train.steps=$steps" --set "train.batch_size=$((batch / ranks))" --set train.log_every=1
       --set train.warmup_steps=5)
 launch=(mpirun -np "$ranks" --oversubscribe --allow-run-as-root)
+configs=(0 1 2 3 2i 3i)  # "i": the exchanges in place
+options() {  # the stage and overlap options of configuration $1
+  local stage=${1%i}
+  echo "--zero $stage"
+  [ "$1" = "$stage" ] || echo "--set train.zero_overlap=false"
+}
 for round in $(seq 1 "$rounds"); do
-  for stage in 0 1 2 3; do
-    echo "zero.sh: round $round, stage $stage on $ranks ranks" >&2
-    run="$out/round$round-zero$stage"
-    "${launch[@]}" "$tandem" train "$model" --device "$device" --threads "$threads" "${sets[@]}" --zero "$stage" \
+  for config in "${configs[@]}"; do
+    echo "zero.sh: round $round, zero $config on $ranks ranks" >&2
+    run="$out/round$round-zero$config"
+    # shellcheck disable=SC2046 # options are words
+    "${launch[@]}" "$tandem" train "$model" --device "$device" --threads "$threads" "${sets[@]}" $(options "$config") \
       --run-dir "$run" > "$run.log" 2>&1 || { tail -20 "$run.log" >&2; exit 1; }
   done
 done
-for stage in 0 1 2 3; do
-  "$tandem" plan "$model" --device "$device" --threads "$threads" "${sets[@]}" --ranks "$ranks" --zero "$stage" \
-    > "$out/plan$stage.txt" 2>&1 || { cat "$out/plan$stage.txt" >&2; exit 1; }
+for config in "${configs[@]}"; do
+  # shellcheck disable=SC2046
+  "$tandem" plan "$model" --device "$device" --threads "$threads" "${sets[@]}" --ranks "$ranks" $(options "$config") \
+    > "$out/plan$config.txt" 2>&1 || { cat "$out/plan$config.txt" >&2; exit 1; }
 done
 echo "uptime after: $(uptime)" >&2
 python3 - "$out" "$ranks" "$steps" "$batch" "$rounds" <<'EOF'
 import json, re, statistics, sys
 out, ranks, steps, batch, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-stages = (0, 1, 2, 3)
+stages = ("0", "1", "2", "3", "2i", "3i")
+label = {s: s.replace("i", " in place") for s in stages}
 
 def steps_of(round_, stage):
     rows = [json.loads(l) for l in open(f"{out}/round{round_}-zero{stage}/metrics.jsonl")]
@@ -82,15 +95,16 @@ def planned(stage, row):
 
 runs = {(r, s): steps_of(r, s) for r in range(1, rounds + 1) for s in stages}
 ms = {k: step_ms(v) for k, v in runs.items()}
-base = statistics.median(ms[(r, 0)] for r in range(1, rounds + 1))
+base = statistics.median(ms[(r, "0")] for r in range(1, rounds + 1))
 print(f"GPT example, {ranks} ranks, global batch {batch}, {steps} steps, {rounds} rounds")
-print(f"{'stage':>5} {'step ms':>9} {'vs DP':>6} {'(rounds)':>13} {'max |loss - DP|':>16} {'params':>10} "
-      f"{'grads':>10} {'opt state':>10}")
+print(f"{'stage':>10} {'step ms':>9} {'vs DP':>6} {'(rounds)':>13} {'max |loss - DP|':>16} {'params':>10} "
+      f"{'grads':>10} {'opt state':>10} {'activations':>12}")
 for s in stages:
     median = statistics.median(ms[(r, s)] for r in range(1, rounds + 1))
-    ratios = [ms[(r, s)] / ms[(r, 0)] for r in range(1, rounds + 1)]
-    diff = max(abs(runs[(r, s)][k]["loss"] - runs[(r, 0)][k]["loss"])
-               for r in range(1, rounds + 1) for k in runs[(r, 0)])
-    print(f"{s:>5} {median:9.1f} {median / base:6.3f} [{min(ratios):.3f}-{max(ratios):.3f}] {diff:16.3g} "
-          f"{planned(s, 'parameters'):>10} {planned(s, 'gradients'):>10} {planned(s, 'optimizer state'):>10}")
+    ratios = [ms[(r, s)] / ms[(r, "0")] for r in range(1, rounds + 1)]
+    diff = max(abs(runs[(r, s)][k]["loss"] - runs[(r, "0")][k]["loss"])
+               for r in range(1, rounds + 1) for k in runs[(r, "0")])
+    print(f"{label[s]:>10} {median:9.1f} {median / base:6.3f} [{min(ratios):.3f}-{max(ratios):.3f}] {diff:16.3g} "
+          f"{planned(s, 'parameters'):>10} {planned(s, 'gradients'):>10} {planned(s, 'optimizer state'):>10} "
+          f"{planned(s, 'activations'):>12}")
 EOF

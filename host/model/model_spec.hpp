@@ -81,6 +81,10 @@ struct TrainSpec {
   // optimizer state sharded, 2 gradients too, 3 parameters too. One
   // process ignores it.
   int64_t zero = 0;
+  // Stages 2 and 3 exchange while backward and forward compute
+  // (lowering/zero_overlap.hpp); false exchanges in place, holding the
+  // schedule up (less memory: no gradient in flight, one layer gathered).
+  bool zero_overlap = true;
   uint64_t seed = 0;
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;

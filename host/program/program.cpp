@@ -110,7 +110,7 @@ Result<void> Program::lower() {
   if (auto r = lowering::gather_again_for_backward(model_); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
   if (auto r = lowering::append_optimizer(model_, spec_.train); !r) return r;
-  if (model_.zero.active())
+  if (model_.zero.active() && spec_.train.zero_overlap)
     if (auto r = lowering::overlap_zero_exchanges(model_); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_OPTIMIZER, graph); !r) return r;
   // Training reads the loss and the logits back every step: a pass that

@@ -1,7 +1,8 @@
 // The built NCCL plugin, loaded the way the host loads it. Loading, the
 // descriptor and argument checks run on every machine; the GPU tests create
 // a one-rank communicator on GPU 0 and report SKIPPED with the plugin's
-// (the CUDA runtime's) reason where no GPU is usable.
+// (the CUDA runtime's) reason where no GPU is usable; the tests of 2 and 4
+// ranks need as many GPUs.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -218,3 +219,96 @@ TEST_P(NcclGpu, BucketOnACommStreamWaitsForItsProducers) {
 
 // 0: blocking communicator, no watchdog; 30: non-blocking + watchdog.
 INSTANTIATE_TEST_SUITE_P(Timeouts, NcclGpu, ::testing::Values(0.0, 30.0));
+
+// 2 and 4 ranks, one GPU each, as threads of this process (SKIPPED where
+// the machine has fewer GPUs than ranks), doing what ZeRO asks of them: each
+// rank's gradient of 10 elements, padded as the host pads it to whole
+// shards (4 of 3, or 2 of 5), averaged into the rank's shard by
+// reduce_scatter AVG, and the shards all-gathered whole on the same stream.
+class NcclRanks : public ::testing::TestWithParam<int> {};
+
+struct RankResult {
+  std::string error;
+  std::vector<float> shard, whole;
+};
+
+RankResult zero_exchanges(int rank, int world, const std::vector<char>& id) {
+  RankResult out;
+  const tdm_comm_api* api = plugin()->comm;
+  constexpr size_t n = 10;
+  const size_t shard = (n + world - 1) / world, padded = shard * world;
+  auto fail = [&](const std::string& what) {
+    out.error = "rank " + std::to_string(rank) + ": " + what + " " + g_error;
+    return out;
+  };
+  if (cudaSetDevice(rank) != cudaSuccess) return fail("cudaSetDevice");
+  tdm_comm_init_info info{};
+  info.struct_size = sizeof info;
+  info.rank = rank;
+  info.world_size = world;
+  info.local_rank = rank;
+  info.unique_id = id.data();
+  info.unique_id_bytes = id.size();
+  info.timeout_seconds = 30;
+  info.device = rank;
+  tdm_comm* comm = nullptr;
+  if (api->comm_create(&info, &comm) != TDM_OK) return fail("comm_create");
+  cudaStream_t stream = nullptr;
+  float *send = nullptr, *mine = nullptr, *whole = nullptr;
+  std::vector<float> gradient(padded, 0.0f);
+  for (size_t i = 0; i < n; ++i) gradient[i] = float(i) + 10.0f * float(rank);
+  bool ok = cudaStreamCreate(&stream) == cudaSuccess && cudaMalloc(&send, padded * 4) == cudaSuccess &&
+            cudaMalloc(&mine, shard * 4) == cudaSuccess && cudaMalloc(&whole, padded * 4) == cudaSuccess &&
+            cudaMemcpy(send, gradient.data(), padded * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+  if (ok && api->reduce_scatter(comm, send, mine, shard, TDM_F32, TDM_REDUCE_AVG, stream) != TDM_OK) {
+    fail("reduce_scatter");
+    ok = false;
+  }
+  if (ok && api->allgather(comm, mine, whole, shard, TDM_F32, stream) != TDM_OK) {
+    fail("allgather");
+    ok = false;
+  }
+  if (ok && cudaStreamSynchronize(stream) == cudaSuccess) {
+    out.shard.resize(shard);
+    out.whole.resize(padded);
+    cudaMemcpy(out.shard.data(), mine, shard * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(out.whole.data(), whole, padded * 4, cudaMemcpyDeviceToHost);
+  } else if (out.error.empty()) {
+    fail("the CUDA calls around the collectives failed");
+  }
+  api->comm_destroy(comm);
+  cudaFree(send);
+  cudaFree(mine);
+  cudaFree(whole);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  return out;
+}
+
+TEST_P(NcclRanks, ReduceScatterAndGatherUnevenShardsAsZeroDoes) {
+  ASSERT_NE(plugin(), nullptr) << g_error;
+  const int world = GetParam();
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+  if (gpus < world)
+    GTEST_SKIP() << world << " ranks need " << world << " GPUs, one each; this machine has " << gpus;
+  std::vector<char> id(4096);
+  size_t bytes = id.size();
+  ASSERT_EQ(plugin()->comm->comm_unique_id(id.data(), &bytes), TDM_OK) << g_error;
+  id.resize(bytes);
+  std::vector<RankResult> results(world);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) ranks.emplace_back([&, r] { results[r] = zero_exchanges(r, world, id); });
+  for (std::thread& t : ranks) t.join();
+  // The mean over ranks of i + 10 r, and the padding's zeros.
+  const size_t shard = results[0].shard.size();
+  std::vector<float> mean(shard * world, 0.0f);
+  for (size_t i = 0; i < 10; ++i) mean[i] = float(i) + 5.0f * float(world - 1);
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(results[r].error.empty()) << results[r].error;
+    EXPECT_EQ(results[r].whole, mean) << "rank " << r;
+    EXPECT_EQ(results[r].shard, std::vector<float>(mean.begin() + r * shard, mean.begin() + (r + 1) * shard))
+        << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, NcclRanks, ::testing::Values(2, 4));

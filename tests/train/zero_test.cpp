@@ -135,6 +135,16 @@ TEST_F(Zero, EveryStageTrainsAsPlainDataParallelismOnTwoAndFourRanks) {
     EXPECT_LE(stage3, 1e-5);
     EXPECT_LE(loss3, 1e-5);
   }
+  // The exchanges in place ([train] zero_overlap = false) compute what the
+  // overlapped ones do, in the same order.
+  for (int stage : {2, 3}) {
+    const std::string run = dir.file("np2-zero" + std::to_string(stage) + "-in-place");
+    CliRun in_place = tandem(2, "train",
+                             " --set train.batch_size=64 --set train.zero_overlap=false --zero " +
+                                 std::to_string(stage) + " --run-dir " + run);
+    ASSERT_EQ(in_place.code, 0) << in_place.output;
+    EXPECT_EQ(largest_difference(dir.file("np2-zero" + std::to_string(stage)), run), 0.0);
+  }
 }
 
 TEST_F(Zero, WithGradientAccumulationEachMicroBatchIsAveragedIntoTheShards) {
@@ -220,6 +230,15 @@ TEST_F(Zero, EachRankPlansAQuarterOfItsShardedStateOnFourRanks) {
   // the kernels').
   EXPECT_EQ(planned_bytes(plans[3], "buffers"), 4 * 5 * 4) << plans[3];
   EXPECT_EQ(planned_bytes(plans[3], "workspace"), 0) << plans[3];
+  // In place, one layer is gathered at a time and the padding is the
+  // exchanging node's workspace.
+  CliRun in_place = tandem(1, "plan", "--ranks 4 --zero 3 --set train.zero_overlap=false");
+  ASSERT_EQ(in_place.code, 0) << in_place.output;
+  EXPECT_NE(in_place.output.find("gather window: up to 612 B of gathered whole parameters at once"),
+            std::string::npos)
+      << in_place.output;
+  EXPECT_EQ(planned_bytes(in_place.output, "workspace"), 4 * 5 * 4) << in_place.output;
+  EXPECT_EQ(in_place.output.find("\n  buffers"), std::string::npos) << in_place.output;
 }
 
 // A stage-3 run of 4 ranks writes its checkpoints in shards (the default),
