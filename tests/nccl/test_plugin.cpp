@@ -254,7 +254,7 @@ RankResult zero_exchanges(int rank, int world, const std::vector<char>& id) {
   tdm_comm* comm = nullptr;
   if (api->comm_create(&info, &comm) != TDM_OK) return fail("comm_create");
   cudaStream_t stream = nullptr;
-  float *send = nullptr, *mine = nullptr, *whole = nullptr;
+  void *send = nullptr, *mine = nullptr, *whole = nullptr;
   std::vector<float> gradient(padded, 0.0f);
   for (size_t i = 0; i < n; ++i) gradient[i] = float(i) + 10.0f * float(rank);
   bool ok = cudaStreamCreate(&stream) == cudaSuccess && cudaMalloc(&send, padded * 4) == cudaSuccess &&
