@@ -44,7 +44,8 @@ Result<ValueId> Context::sharded_parameter(const std::string& suffix, Dims full,
   local[static_cast<size_t>(axis)] /= tp.size;
   auto id = parameter(suffix, local, init);
   if (!id) return id;
-  if (tp.size > 1) out.shards[*id] = Shard{axis, std::move(full)};
+  // The stored parameter (with ZeRO stage 3, *id is its gathered whole).
+  if (tp.size > 1) out.shards[out.parameters.back()] = Shard{axis, std::move(full)};
   return id;
 }
 

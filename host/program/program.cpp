@@ -92,12 +92,6 @@ Result<void> Program::lower() {
   // ZeRO over the data-parallel ranks; stage 3 shards the parameters of
   // every graph of the run (its evaluation's too).
   const int zero = layout_.data > 1 ? static_cast<int>(spec_.train.zero) : 0;
-  if (zero >= 3 && tp.size > 1)
-    return make_error(
-        "[train] zero = 3 with tensor parallelism is not supported yet: stages 1 and 2 shard "
-        "each tensor-parallel slice's state over its data-parallel peers; train with zero = 2, "
-        "or without tensor_parallel",
-        TDM_UNSUPPORTED);
   lowering::ZeroSharding sharding{zero, layout_.data, {}, {}, {}};
   auto model = lowering::build_forward(spec_, micro_batch_samples_, options_.mode, TDM_F32, tp, options_.int8,
                                        *minor, sharding);

@@ -56,28 +56,30 @@ Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executo
       if (auto r = executor.fill(v.id, v.initial_value.value_or(0.0)); !r) return r;
       continue;
     }
-    if (auto whole = model.zero.parameters.find(v.id); whole != model.zero.parameters.end()) {
-      const auto values = initial_values(init->second, v.name, ops::numel(whole->second), seed);
+    // The values of the tensor this rank holds, or (ZeRO stage 3) of which
+    // it holds one shard: the whole tensor's, or its tensor-parallel slice.
+    auto zero = model.zero.parameters.find(v.id);
+    const bool sharded = zero != model.zero.parameters.end();
+    std::vector<float> values;
+    if (auto slice = model.shards.find(v.id); slice != model.shards.end()) {
+      const auto full = initial_values(init->second, v.name, ops::numel(slice->second.full), seed);
+      std::vector<std::byte> whole(full.size() * sizeof(float));
+      std::memcpy(whole.data(), full.data(), whole.size());
+      const auto mine = slice_of(whole, slice->second, model.tensor_parallel.rank, model.tensor_parallel.size,
+                                 sizeof(float));
+      values.resize(mine.size() / sizeof(float));
+      std::memcpy(values.data(), mine.data(), mine.size());
+    } else {
+      values = initial_values(init->second, v.name, ops::numel(sharded ? zero->second : v.type.dims), seed);
+    }
+    if (sharded) {  // this data rank's shard of them, padded with zeros
       const auto n = static_cast<size_t>(ops::numel(v.type.dims));
-      std::vector<float> mine(n, 0.0f);
+      std::vector<float> shard(n, 0.0f);
       for (size_t k = 0, at = n * static_cast<size_t>(zero_rank); k < n && at + k < values.size(); ++k)
-        mine[k] = values[at + k];
-      if (auto r = executor.write(v.id, mine.data(), mine.size() * sizeof(float)); !r) return r;
-      continue;
+        shard[k] = values[at + k];
+      values = std::move(shard);
     }
-    auto shard = model.shards.find(v.id);
-    if (shard == model.shards.end()) {
-      const auto values = initial_values(init->second, v.name, ops::numel(v.type.dims), seed);
-      if (auto r = executor.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
-      continue;
-    }
-    // This rank's slice of the values the whole tensor would start with.
-    const auto values = initial_values(init->second, v.name, ops::numel(shard->second.full), seed);
-    std::vector<std::byte> whole(values.size() * sizeof(float));
-    std::memcpy(whole.data(), values.data(), whole.size());
-    const auto slice =
-        slice_of(whole, shard->second, model.tensor_parallel.rank, model.tensor_parallel.size, sizeof(float));
-    if (auto r = executor.write(v.id, slice.data(), slice.size()); !r) return r;
+    if (auto r = executor.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
   }
   return {};
 }

@@ -329,16 +329,16 @@ TEST_F(Zero, AShardedCheckpointMissingAShardIsRefusedNamingIt) {
 }
 
 // With tensor parallelism, ZeRO shards each rank's tensor-parallel slices
-// over the ranks that hold the same slices (4 ranks: 2 groups of 2): the
-// training, and the whole optimizer state a checkpoint holds, are plain
-// data parallelism's.
+// over the ranks that hold the same slices (4 ranks: 2 groups of 2), at
+// every stage: the training, and the whole optimizer state a checkpoint
+// holds, are plain data parallelism's.
 TEST_F(Zero, OverEachTensorParallelSlicesDataParallelPeersItTrainsAsPlainDataParallelism) {
   std::string split = kModel;
   split.replace(split.find("out_features = 17"), 17, "out_features = 16\nparallel = \"column\"");
   split.replace(split.find("out_features = 4"), 0, "parallel = \"row\"\n");
   std::ofstream(dir.file("zero.toml")) << split;
   std::map<int, std::string> runs;
-  for (int stage : {0, 1, 2}) {
+  for (int stage : {0, 1, 2, 3}) {
     runs[stage] = dir.file("zero" + std::to_string(stage));
     CliRun run = tandem(4, "train",
                         "--set train.tensor_parallel=2 --set train.batch_size=32 --zero " +
@@ -348,6 +348,17 @@ TEST_F(Zero, OverEachTensorParallelSlicesDataParallelPeersItTrainsAsPlainDataPar
   EXPECT_EQ(largest_difference(runs[0], runs[1]), 0.0);
   EXPECT_LE(largest_difference(runs[0], runs[2]), 1e-5);
   EXPECT_LE(largest_loss_difference(runs[0], runs[2]), 1e-5);
+  EXPECT_LE(largest_difference(runs[0], runs[3]), 1e-5);
+  EXPECT_LE(largest_loss_difference(runs[0], runs[3]), 1e-5);
+  // Stage 3's checkpoint holds whole tensors (the slices gathered from the
+  // shards); a run resumed from it at step 10 ends as the uninterrupted one.
+  const std::string tp = "--set train.tensor_parallel=2 --set train.batch_size=32 --zero 3 ";
+  CliRun first = tandem(4, "train", tp + "--set train.steps=10 --run-dir " + dir.file("resumed"));
+  ASSERT_EQ(first.code, 0) << first.output;
+  CliRun second = tandem(4, "train", tp + "--set train.steps=20 --resume " + dir.file("resumed"));
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_NE(second.output.find("at step 10 of 20"), std::string::npos) << second.output;
+  EXPECT_EQ(largest_difference(runs[3], dir.file("resumed")), 0.0);
   auto plain = host::train::read_checkpoint(*host::train::latest_checkpoint(runs[0]));
   auto sharded = host::train::read_checkpoint(*host::train::latest_checkpoint(runs[2]));
   ASSERT_TRUE(plain.ok() && sharded.ok());
@@ -370,15 +381,6 @@ TEST_F(Zero, WhatItCannotDoIsRefusedWithTheReason) {
   CliRun four = tandem(1, "plan", "--ranks 2 --zero 4");
   EXPECT_NE(four.code, 0);
   EXPECT_NE(four.output.find("[train] zero = 4: must be 0 (none), 1"), std::string::npos) << four.output;
-  std::string split = kModel;
-  split.replace(split.find("out_features = 17"), 17, "out_features = 16\nparallel = \"column\"");
-  split.replace(split.find("out_features = 4"), 0, "parallel = \"row\"\n");
-  std::ofstream(dir.file("zero.toml")) << split;
-  CliRun tensor = tandem(1, "plan", "--ranks 4 --zero 3 --set train.tensor_parallel=2");
-  EXPECT_NE(tensor.code, 0);
-  EXPECT_NE(tensor.output.find("[train] zero = 3 with tensor parallelism is not supported yet"),
-            std::string::npos)
-      << tensor.output;
 }
 
 }  // namespace
