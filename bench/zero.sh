@@ -12,7 +12,9 @@
 # difference of any step's loss from plain data parallelism's, and what
 # `tandem plan` puts on each rank (parameters, gradients, optimizer state,
 # and the activations, where the exchanges in flight and the gathered
-# parameters are).
+# parameters are), and the peak rank 0's device allocator measured over the
+# training steps (all of it: the model's state, activations, workspace and
+# buffers).
 #
 #   bench/zero.sh [--ranks 2] [--steps 50] [--batch 32] [--rounds 3] [--threads 1] [--device onednn]
 #                 [--build DIR]
@@ -84,6 +86,11 @@ def steps_of(round_, stage):
     rows = [json.loads(l) for l in open(f"{out}/round{round_}-zero{stage}/metrics.jsonl")]
     return {r["step"]: r for r in rows if r.get("event") == "step"}
 
+def measured_peak(stage):  # rank 0's allocator over the training steps (metrics.jsonl)
+    peaks = [json.loads(l)["training_peak_bytes"] for l in open(f"{out}/round1-zero{stage}/metrics.jsonl")
+             if '"event":"memory"' in l]
+    return f"{max(peaks) / 2**20:.1f} MiB" if peaks else "?"
+
 def step_ms(rows):  # the steps after the first (its time includes the warm-up)
     times = [batch / r["samples_per_second"] * 1e3 for s, r in sorted(rows.items()) if s > 1]
     return sum(times) / len(times)
@@ -98,7 +105,7 @@ ms = {k: step_ms(v) for k, v in runs.items()}
 base = statistics.median(ms[(r, "0")] for r in range(1, rounds + 1))
 print(f"GPT example, {ranks} ranks, global batch {batch}, {steps} steps, {rounds} rounds")
 print(f"{'stage':>10} {'step ms':>9} {'vs DP':>6} {'(rounds)':>13} {'max |loss - DP|':>16} {'params':>10} "
-      f"{'grads':>10} {'opt state':>10} {'activations':>12}")
+      f"{'grads':>10} {'opt state':>10} {'activations':>12} {'peak':>10}")
 for s in stages:
     median = statistics.median(ms[(r, s)] for r in range(1, rounds + 1))
     ratios = [ms[(r, s)] / ms[(r, "0")] for r in range(1, rounds + 1)]
@@ -106,5 +113,5 @@ for s in stages:
                for r in range(1, rounds + 1) for k in runs[(r, "0")])
     print(f"{label[s]:>10} {median:9.1f} {median / base:6.3f} [{min(ratios):.3f}-{max(ratios):.3f}] {diff:16.3g} "
           f"{planned(s, 'parameters'):>10} {planned(s, 'gradients'):>10} {planned(s, 'optimizer state'):>10} "
-          f"{planned(s, 'activations'):>12}")
+          f"{planned(s, 'activations'):>12} {measured_peak(s):>10}")
 EOF

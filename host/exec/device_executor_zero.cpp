@@ -22,6 +22,7 @@
 #include "exec/device_executor.hpp"
 #include "exec/planner.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/shapes.hpp"
 #include "plugin/optional_call.hpp"
 #include "util/last_error.hpp"
 
@@ -191,8 +192,9 @@ Result<void> DeviceExecutor::exchange(size_t position, tdm_stream* stream, void*
   const size_t element = dtype_size(node.dtype);
   switch (node.host) {
     case ops::HostKind::ZeroShard: {
-      const size_t begin = std::min(whole, shard * static_cast<size_t>(c.rank()));
-      const size_t taken = std::min(shard, whole - begin);
+      const auto mine = ops::zero_shard_range(static_cast<int64_t>(whole / element), c.world(), c.rank());
+      const size_t begin = static_cast<size_t>(mine.begin) * element;
+      const size_t taken = static_cast<size_t>(mine.count) * element;
       auto r = copy(node.outputs[0], static_cast<const char*>(node.inputs[0]) + begin, taken);
       if (r) r = zero(static_cast<char*>(node.outputs[0]) + taken, shard - taken);
       return r;

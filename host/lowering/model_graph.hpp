@@ -74,10 +74,8 @@ struct ZeroSharding {
   bool shards_parameters() const { return stage >= 3 && world > 1; }
 };
 
-// Elements of one rank's shard of a tensor of `elements` over `world` ranks.
-inline int64_t zero_shard_elements(int64_t elements, int world) {
-  return std::max<int64_t>(1, (elements + world - 1) / world);
-}
+// Elements of one rank's shard of a tensor over `world` ranks.
+using ops::zero_shard_elements;
 
 struct ModelGraph {
   Graph graph;

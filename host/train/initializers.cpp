@@ -1,5 +1,6 @@
 #include "train/initializers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -73,10 +74,10 @@ Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executo
       values = initial_values(init->second, v.name, ops::numel(sharded ? zero->second : v.type.dims), seed);
     }
     if (sharded) {  // this data rank's shard of them, padded with zeros
-      const auto n = static_cast<size_t>(ops::numel(v.type.dims));
-      std::vector<float> shard(n, 0.0f);
-      for (size_t k = 0, at = n * static_cast<size_t>(zero_rank); k < n && at + k < values.size(); ++k)
-        shard[k] = values[at + k];
+      const auto range =
+          ops::zero_shard_range(static_cast<int64_t>(values.size()), model.zero.world, zero_rank);
+      std::vector<float> shard(static_cast<size_t>(ops::numel(v.type.dims)), 0.0f);
+      std::copy_n(values.begin() + range.begin, range.count, shard.begin());
       values = std::move(shard);
     }
     if (auto r = executor.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;

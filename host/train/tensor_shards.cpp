@@ -124,11 +124,10 @@ Result<void> zero_slice_checkpoint(checkpoint::Checkpoint& cp,
                             " to shard it over " + std::to_string(world) + " ranks ([train] zero)",
                         TDM_INVALID_ARGUMENT);
     const size_t element = exec::dtype_size(t.dtype);
-    const size_t bytes = static_cast<size_t>(shard) * element;
-    const size_t begin = std::min(t.data.size(), static_cast<size_t>(rank) * bytes);
-    const size_t taken = std::min(bytes, t.data.size() - begin);
-    std::vector<std::byte> mine(bytes, std::byte{0});
-    std::memcpy(mine.data(), t.data.data() + begin, taken);
+    const auto range = ops::zero_shard_range(numel(it->second), world, rank);
+    std::vector<std::byte> mine(static_cast<size_t>(shard) * element, std::byte{0});
+    std::memcpy(mine.data(), t.data.data() + static_cast<size_t>(range.begin) * element,
+                static_cast<size_t>(range.count) * element);
     t.data = std::move(mine);
     t.shape = {shard};
   }
