@@ -41,6 +41,9 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
                              : std::string())
             << ")\n"
             << "  workspace        " << human_bytes(e.workspace) << "\n"
+            << (e.buffers > 0 ? "  buffers          " + human_bytes(e.buffers) +
+                                    " (data parallelism's gradient bucket, ZeRO's exchange buffer)\n"
+                              : std::string())
             << "  block rounding   " << human_bytes(e.allocator_rounding) << "\n"
             << "  planned total    " << human_bytes(e.total)
             << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n";
