@@ -236,7 +236,7 @@ grep -qw hello <<<"$out" || { echo "$out"; fail "the installed tandem does not l
 
 step "tandem-conformance --plugin libtandem-hello.so (what it implements must pass)"
 # Exit 0 = no case failed; declined cases (other ops, dtypes, broadcasts) are UNSUPPORTED.
-conf=$(/usr/bin/tandem-conformance --plugin "$hello" 2>&1) || { echo "$conf" >&2; fail "tandem-conformance on hello"; }
+conf=$(/usr/bin/tandem-conformance --plugin "$hello" --verbose 2>&1) || { echo "$conf" >&2; fail "tandem-conformance on hello"; }
 tail -n 2 <<<"$conf"
 for op in fill copy add; do
   grep -q "^PASS $op f32" <<<"$conf" || { echo "$conf" >&2; fail "no passing f32 case of '$op'"; }

@@ -60,7 +60,7 @@ end=$(date +%s.%N)
 printf 'from an empty directory to a loaded plugin: %.1f s\n' "$(echo "$end - $start" | bc)"
 
 step "tandem-conformance --plugin libtandem-mine.so"
-conf=$("$driver" --plugin "$work/mine/build/libtandem-mine.so" 2>&1) || { echo "$conf" >&2; fail "conformance failed"; }
+conf=$("$driver" --plugin "$work/mine/build/libtandem-mine.so" --verbose 2>&1) || { echo "$conf" >&2; fail "conformance failed"; }
 for op in fill copy add relu relu_grad; do
   grep -q "^PASS $op f32" <<<"$conf" || { echo "$conf" >&2; fail "no passing f32 case of '$op'"; }
 done

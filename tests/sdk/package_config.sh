@@ -75,7 +75,7 @@ if [[ -x "$driver" && -n "$reference" ]]; then
   # Exit 0 = no case failed; declined cases (other ops, dtypes, broadcasts) are UNSUPPORTED.
   # The build's copy shadows the one just installed beside this driver: as
   # with the host, testing it takes --override-plugin, and says so.
-  conf=$("$driver" --plugin "$plugin" --reference "$reference" --override-plugin hello 2>&1) ||
+  conf=$("$driver" --plugin "$plugin" --reference "$reference" --override-plugin hello --verbose 2>&1) ||
     { echo "$conf" >&2; exit 1; }
   grep -q "warning: plugin 'hello' is $plugin, not the installed" <<<"$conf" ||
     { echo "$conf" >&2; echo "no warning about the installed hello" >&2; exit 1; }

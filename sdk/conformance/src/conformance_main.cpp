@@ -3,12 +3,16 @@
 //
 //   tandem-conformance --plugin build/lib/tandem/plugins/libtandem-mine.so
 //       [--reference <libtandem-reference.so>] [--op <name>]... [--dtype f32]
-//       [--require-op <name>]... [--require-all] [--override-plugin <name>]
+//       [--require-op <name>[:<dtype>]]... [--require-all] [--override-plugin <name>]
 //       [--allow-insecure-plugins] [--list] [--verbose]
 //
-// Exit status: 0 when nothing failed (UNSUPPORTED is fine, except for ops
-// named by --require-op or, with --require-all, any catalog op), 1 when a case failed, 2 on a usage or load
-// error, 77 when the candidate's device is absent on this machine (ctest: skipped).
+// Prints the cases that failed (every case with --verbose), then a summary.
+// Exit status: 0 when nothing failed (UNSUPPORTED is fine, except for the
+// f32 cases of ops named by --require-op, or of every catalog op with
+// --require-all, and the cases of an op and dtype named as "op:dtype": a
+// backend may decline any dtype but f32, sdk/ops.md), 1 when a case failed,
+// 2 on a usage or load error, 77 when the candidate's device is absent on
+// this machine (ctest: skipped).
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,7 +36,8 @@ constexpr const char* kReferenceFile = "libtandem-reference.so";
 
 struct Options {
   std::string plugin, reference;
-  std::set<std::string> ops, required;
+  std::set<std::string> ops;
+  std::set<std::string> required;  // "op:dtype"
   std::string dtype;
   bool list = false;
   tc::OpenOptions open;                      // --override-plugin, --allow-insecure-plugins
@@ -43,10 +48,14 @@ void usage(std::FILE* out) {
   std::fprintf(
       out,
       "usage: tandem-conformance --plugin <libtandem-X.so> [--reference <path>] [--op <name>]...\n"
-      "                          [--dtype <f32|bf16|f16|...>] [--require-op <name>]... [--require-all]\n"
+      "                          [--dtype <f32|bf16|f16|...>] [--require-op <name>[:<dtype>]]... "
+      "[--require-all]\n"
       "                          [--override-plugin <name>] [--allow-insecure-plugins] [--list] [--verbose]\n"
       "       tandem-conformance --new-backend <name> <dir>\n"
-      "Runs every case of the op catalogue on the plugin and compares it with the reference backend.\n"
+      "Runs every case of the op catalogue on the plugin and compares it with the reference backend,\n"
+      "and prints the cases that failed (--verbose: every case) and a summary by op and dtype.\n"
+      "--require-op fails an op's declined f32 cases (a backend may decline any other dtype), or with\n"
+      "<name>:<dtype> that dtype's; --require-all: every op's f32 cases.\n"
       "The plugin is first checked as the tandem host checks it: a plugin the host would refuse\n"
       "(file permissions, damaged file, descriptor, missing functions, the name of an installed\n"
       "plugin without --override-plugin) fails here with the host's message.\n"
@@ -74,9 +83,9 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--allow-insecure-plugins")
       o.open.allow_insecure = true;
     else if (a == "--require-op" && value(v))
-      o.required.insert(v);
+      o.required.insert(v.find(':') == std::string::npos ? v + ":f32" : v);
     else if (a == "--require-all")
-      o.required.insert(tc::catalog_ops().begin(), tc::catalog_ops().end());
+      for (const std::string& op : tc::catalog_ops()) o.required.insert(op + ":f32");
     else if (a == "--list")
       o.list = true;
     else if (a == "--verbose" || a == "-v")
@@ -189,6 +198,22 @@ int main(int argc, char** argv) {
   for (const std::string& op : o.ops)
     if (!known.count(op))
       return std::fprintf(stderr, "tandem-conformance: '%s' is not a catalog op\n", op.c_str()), 2;
+  for (const std::string& required : o.required) {
+    const std::string op = required.substr(0, required.find(':'));
+    const std::string dtype = required.substr(required.find(':') + 1);
+    if (!known.count(op))
+      return std::fprintf(stderr, "tandem-conformance: --require-op %s: '%s' is not a catalog op\n",
+                          required.c_str(), op.c_str()),
+             2;
+    const std::array<tdm_dtype, 8> dtypes = {TDM_F32, TDM_F64, TDM_F16, TDM_BF16,
+                                             TDM_S8,  TDM_U8,  TDM_S32, TDM_S64};
+    if (std::none_of(dtypes.begin(), dtypes.end(),
+                     [&](tdm_dtype t) { return dtype == tandem::dtype_name(t); }))
+      return std::fprintf(stderr,
+                          "tandem-conformance: --require-op %s: '%s' is not a dtype (f32, bf16, f16, ...)\n",
+                          required.c_str(), dtype.c_str()),
+             2;
+  }
   if (o.list) {
     for (const tc::Case& c : tc::catalogue())
       if (selected(o, c))
@@ -223,13 +248,15 @@ int main(int argc, char** argv) {
   for (const tc::Case& c : tc::catalogue()) {
     if (!selected(o, c)) continue;
     tc::CaseResult r = tc::run_case(*candidate, *reference, c);
-    if (r.status == tc::Status::unsupported && o.required.count(c.op)) {
+    if (r.status == tc::Status::unsupported && o.required.count(c.op + ":" + tandem::dtype_name(c.dtype))) {
       r.status = tc::Status::error;
       r.message = "required op declined: " + r.message;
     }
-    std::string line = tc::report_line(c, r);
-    if (tc::verbose() && !r.implementation.empty()) line += "  [" + r.implementation + "]";
-    std::printf("%s\n", line.c_str());
+    if (tc::verbose() || (r.status != tc::Status::ok && r.status != tc::Status::unsupported)) {
+      std::string line = tc::report_line(c, r);
+      if (tc::verbose() && !r.implementation.empty()) line += "  [" + r.implementation + "]";
+      std::printf("%s\n", line.c_str());
+    }
     if (!tally.count(c.op)) op_order.push_back(c.op);
     std::array<int, 3>& t = tally[c.op][tandem::dtype_name(c.dtype)];
     if (r.status == tc::Status::ok)

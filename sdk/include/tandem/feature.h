@@ -3,9 +3,9 @@
  * A feature (gradient accumulation, activation checkpointing, mixed
  * precision, quantization, ...) is configured by its `[features.NAME]`
  * section. The host creates one instance per training run, runs its graph
- * pass once, at the stage `pass_stage` names, and calls its step hooks from
- * the executor thread. Every function here is optional (NULL) except create
- * and destroy (sdk/ABI.md rules 39 and 42-45).
+ * pass once, at the stage `pass_stage` names, and calls its step hooks on
+ * its main thread (the one that calls create). Every function here is
+ * optional (NULL) except create and destroy (sdk/ABI.md rules 39 and 42-45).
  */
 #ifndef TANDEM_FEATURE_H
 #define TANDEM_FEATURE_H

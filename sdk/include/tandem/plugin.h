@@ -47,9 +47,9 @@ typedef struct tdm_plugin {
   size_t n_vendors;
 
   /* Called once before any table function; `config` is the plugin's
-   * section, which no command fills today, so it is empty (sdk/ABI.md
-   * rule 38; host keys such as "threads" come through config_get).
-   * Optional. */
+   * section: what `tandem --plugin-option NAME.key=value` set for it, empty
+   * without such options (sdk/ABI.md rule 38; host keys such as "threads"
+   * come through config_get). Optional. */
   tdm_status (*init)(const tdm_config* config);
   /* Called once at exit; the plugin releases devices and threads. Optional. */
   void (*shutdown)(void);
