@@ -164,7 +164,25 @@ Result<void*> DeviceExecutor::alloc(size_t bytes, const std::string& what, std::
   if (!pointer) return pointer.error();
   buffers_.emplace_back(*device_, *pointer);
   allocated_ += counted.value_or(bytes);
+  held_.total += DeviceAllocator::rounded(bytes);
   return pointer;
+}
+
+uint64_t& DeviceExecutor::held_in(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::Parameters:
+      return held_.parameters;
+    case MemoryCategory::Gradients:
+      return held_.gradients;
+    case MemoryCategory::OptimizerState:
+      return held_.optimizer_state;
+    case MemoryCategory::Inputs:
+      return held_.inputs;
+    case MemoryCategory::Activations:
+      return held_.activations;
+    default:
+      return held_.other_state;
+  }
 }
 
 // The persistent values this executor owns, in one allocation (planner.hpp
@@ -181,6 +199,7 @@ Result<void> DeviceExecutor::allocate_persistent() {
     }
     offsets[i] = block;
     block += persistent_slot(plan_.persistent[i].bytes + plan_.guard_bytes);
+    held_in(plan_.persistent[i].category) += persistent_slot(plan_.persistent[i].bytes + plan_.guard_bytes);
     values += plan_.persistent[i].bytes + plan_.guard_bytes;
     ++count;
     last = i;
@@ -224,11 +243,13 @@ Result<void> DeviceExecutor::allocate(const Graph& graph) {
   if (any_transient) {
     auto arena = alloc(plan_.arena_bytes, "the activation arena");
     if (!arena) return arena.error();
+    held_.activations += plan_.arena_bytes;
     arena_ = *arena;
   }
   if (plan_.workspace_bytes > 0) {
     auto workspace = alloc(plan_.workspace_bytes, "the kernel workspace");
     if (!workspace) return workspace.error();
+    held_.workspace += plan_.workspace_bytes;
     workspace_ = *workspace;
   }
   return allocate_streaming();

@@ -66,6 +66,7 @@ class DeviceExecutor final : public Executor {
   const Plan& plan() const noexcept override { return plan_; }
   size_t node_count() const noexcept override { return nodes_.size(); }
   uint64_t allocated_bytes() const noexcept override { return allocated_; }
+  MemoryEstimate held() const noexcept override { return held_; }
   uint64_t measured_peak() const override;
   uint64_t host_reads() const noexcept override { return host_reads_; }
   uint64_t host_read_bytes() const noexcept override { return host_read_bytes_; }
@@ -149,6 +150,7 @@ class DeviceExecutor final : public Executor {
   // values (the persistent block's alignment is the plan's rounding).
   Result<void*> alloc(size_t bytes, const std::string& what, std::optional<size_t> counted = std::nullopt);
   Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
+  uint64_t& held_in(MemoryCategory category);
   // The node's floating outputs for the numerics guard.
   void guard_outputs(const Graph& graph, NodeRun& run);
   Result<void> launch(size_t position);
@@ -189,6 +191,7 @@ class DeviceExecutor final : public Executor {
   std::unique_ptr<Exchanges> exchanges_;                  // released first: its jobs read nodes_
   std::optional<NumericsGuard> numerics_;                 // with ExecutorOptions::numerics
   uint64_t allocated_ = 0;
+  MemoryEstimate held_;  // held(): what alloc() gave, by what it holds
   uint64_t host_reads_ = 0, host_read_bytes_ = 0;
   NodeProfile profile_;
 };

@@ -85,6 +85,7 @@ Result<void> DeviceExecutor::fill(ValueId value, double number) {
   void* workspace = workspace_;
   if (kernel->workspace_bytes() > plan_.workspace_bytes) {
     auto extra = alloc(kernel->workspace_bytes(), "the fill workspace");
+    if (extra) held_.workspace += kernel->workspace_bytes();
     if (!extra) return extra.error();
     workspace = *extra;
   }
@@ -193,6 +194,7 @@ Result<void> DeviceExecutor::allow_staging(ValueId value) {
   auto spare =
       alloc(buffer.bytes + plan_.guard_bytes, "the second buffer of '" + buffer.name + "' (staged input)");
   if (!spare) return spare.error();
+  held_.inputs += buffer.bytes + plan_.guard_bytes;
   plan_ = std::move(planned);
   // Every place that holds the value's address; arena values never share a
   // persistent value's address, so equal pointers are exactly its readers
@@ -218,6 +220,7 @@ Result<void*> DeviceExecutor::reserve_buffer(size_t bytes, const std::string& wh
         r.error().status);
   auto buffer = alloc(bytes, what);
   if (!buffer) return buffer.error();
+  held_.buffers += bytes;
   plan_ = std::move(planned);
   return buffer;
 }

@@ -71,6 +71,7 @@ Result<void> DeviceExecutor::prepare_exchanges(const Graph& graph, size_t stagin
   if (staging_bytes > 0) {
     auto staging = alloc(staging_bytes, "ZeRO's exchange buffer");
     if (!staging) return staging.error();
+    held_.buffers += staging_bytes;
     x.staging = *staging;
   }
   if (!x.on_streams) {

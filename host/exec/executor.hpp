@@ -188,6 +188,12 @@ class Executor {
   // Bytes this executor allocated (arena, workspace, persistent values not
   // bound externally).
   virtual uint64_t allocated_bytes() const noexcept = 0;
+  // What this executor's own allocations hold, by what they hold: its
+  // persistent values' slots by category, its arena (activations),
+  // workspaces, inputs' second buffers and the run's buffers; `total`: the
+  // allocations as the device allocator rounds them. Values bound
+  // externally or streamed are not its own. Composed: empty (see parts()).
+  virtual MemoryEstimate held() const noexcept { return {}; }
   // The device's peak allocated bytes as the host's allocator of the device
   // counts them (every executor of the run on it; since the last reset_peak);
   // composed: the sum over its devices.

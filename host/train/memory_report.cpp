@@ -28,24 +28,34 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
                       static_cast<double>(e.total));
     return std::string(text);
   };
-  std::cout << "memory on " << device.id() << " (planned before the first step):\n"
-            << "  parameters       " << human_bytes(e.parameters) << "\n"
-            << "  gradients        " << human_bytes(e.gradients) << "\n"
-            << "  optimizer state  " << human_bytes(e.optimizer_state) << "\n"
-            << "  other state      " << human_bytes(e.other_state) << "\n"
-            << "  inputs           " << human_bytes(e.inputs) << "\n"
-            << "  activations      " << human_bytes(e.activations) << " (reused by liveness; "
+  // Beside each planned category, what the executor's allocations hold for it.
+  const exec::MemoryEstimate h = ex.held();
+  const auto row = [](const char* what, uint64_t planned, uint64_t held) {
+    char text[96];
+    std::snprintf(text, sizeof text, "  %-16s %12s %12s", what, human_bytes(planned).c_str(),
+                  human_bytes(held).c_str());
+    return std::string(text);
+  };
+  std::cout << "memory on " << device.id()
+            << ": planned before the first step, and held by the run's allocations\n"
+            << "                        planned         held\n"
+            << row("parameters", e.parameters, h.parameters) << "\n"
+            << row("gradients", e.gradients, h.gradients) << "\n"
+            << row("optimizer state", e.optimizer_state, h.optimizer_state) << "\n"
+            << row("other state", e.other_state, h.other_state) << "\n"
+            << row("inputs", e.inputs, h.inputs) << "\n"
+            << row("activations", e.activations, h.activations) << " (reused by liveness; "
             << human_bytes(ex.plan().activations_unshared) << " without reuse"
             << (e.window > 0 ? "; with the streamed parameters' window of at most " + human_bytes(e.window) +
                                    ", their " + human_bytes(e.streamed_home) + " at home in host memory"
                              : std::string())
             << ")\n"
-            << "  workspace        " << human_bytes(e.workspace) << "\n"
-            << (e.buffers > 0 ? "  buffers          " + human_bytes(e.buffers) +
+            << row("workspace", e.workspace, h.workspace) << "\n"
+            << (e.buffers > 0 ? row("buffers", e.buffers, h.buffers) +
                                     " (data parallelism's gradient bucket, ZeRO's exchange buffer)\n"
                               : std::string())
-            << "  block rounding   " << human_bytes(e.allocator_rounding) << "\n"
-            << "  planned total    " << human_bytes(e.total)
+            << row("block rounding", e.allocator_rounding, 0).substr(0, 31) << "\n"
+            << row("total", e.total, h.total)
             << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n";
   if (training_peak > 0)
     std::cout << "  measured peak    " << human_bytes(training_peak) << share(training_peak)
