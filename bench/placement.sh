@@ -76,7 +76,7 @@ run() {  # run LABEL [options for plan and train...]
   measured=$(awk -v b="$batch" -v s="$sps" 'BEGIN { printf "%.2f", b / s * 1000 }')
   copies=$(sed -n 's/^copies between devices per step: \([0-9]*\) planned.*/\1/p' "$dir.log")
   hidden=$(sed -n 's/^copy time per step: .*, \([0-9]*%\) hidden.*/\1/p' "$dir.log")
-  planned=$(sed -n 's/^  planned total *\([0-9.]* [KMG]*i*B\).*/\1/p' "$dir.log" | head -1)
+  planned=$(sed -n 's/^  total *\([0-9.]* [KMG]*i*B\).*/\1/p' "$dir.log" | head -1)
   peak=$(sed -n 's/^  measured peak *\([0-9.]* [KMG]*i*B\) (\(.*\)) during.*/\1 (\2)/p' "$dir.log" | head -1)
   printf '%-10s %-34s %9.2f %9s %6s %6s %6s  %-10s %s\n' "$name" "$label" "$est" "$measured" \
     "$(awk -v e="$est" -v m="$measured" 'BEGIN { printf "%.2f", m / e }')" "${copies:-0}" "${hidden:--}" \
