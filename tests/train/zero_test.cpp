@@ -98,29 +98,25 @@ double largest_loss_difference(const std::string& run_a, const std::string& run_
   return worst;
 }
 
-// "optimizer state    468 B" of `tandem plan` in bytes.
-double planned_bytes(const std::string& plan, const std::string& row) {
-  const std::regex line("\n  " + row + R"( +([0-9.]+) (B|KiB|MiB))");
+// A size in a row of `tandem plan`'s table ("optimizer state    468 B"),
+// or of --memory-report's (column 1: what the allocations hold), in bytes.
+double row_bytes(const std::string& text, const std::string& row, int column = 0) {
+  std::string sizes;
+  for (int c = 0; c < column; ++c) sizes += R"( +[0-9.]+ (?:B|KiB|MiB))";
+  const std::regex line("\n  " + row + sizes + R"( +([0-9.]+) (B|KiB|MiB))");
   std::smatch m;
-  if (!std::regex_search(plan, m, line)) {
-    ADD_FAILURE() << "no '" << row << "' row in:\n" << plan;
+  if (!std::regex_search(text, m, line)) {
+    ADD_FAILURE() << "no '" << row << "' row in:\n" << text;
     return 0;
   }
   const double scale = m[2] == "B" ? 1 : m[2] == "KiB" ? 1024 : 1024 * 1024;
   return std::stod(m[1]) * scale;
 }
-
-// "  gradients   1.8 KiB   1.0 KiB" of --memory-report: what the allocations
-// hold (the second column), in bytes.
+double planned_bytes(const std::string& plan, const std::string& row) {
+  return row_bytes(plan, row);
+}
 double held_bytes(const std::string& report, const std::string& row) {
-  const std::regex line("\n  " + row + R"( +[0-9.]+ (?:B|KiB|MiB) +([0-9.]+) (B|KiB|MiB))");
-  std::smatch m;
-  if (!std::regex_search(report, m, line)) {
-    ADD_FAILURE() << "no '" << row << "' row in:\n" << report;
-    return 0;
-  }
-  const double scale = m[2] == "B" ? 1 : m[2] == "KiB" ? 1024 : 1024 * 1024;
-  return std::stod(m[1]) * scale;
+  return row_bytes(report, row, 1);
 }
 
 // What a rank's allocations hold, measured by --memory-report: with stage 3
