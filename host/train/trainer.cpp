@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include "exec/tensor_text.hpp"
 #include "plugin/optional_call.hpp"
 #include "train/checkpointing.hpp"
 #include "train/evaluator.hpp"
@@ -176,19 +175,12 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
 Result<void> Trainer::prepare_run() {
   steps_ = std::make_unique<program::StepRunner>(*program_);
   if (comm_) steps_->set_ranks([this](int32_t v) { return comm_->max(v); });
-  shards_ = tensor_shards(model());
-  zero_states_ = zero_states(model());
-  if (!zero_states_.empty() && options_.checkpoint_format == "whole") {
-    auto info = device_.info();
-    if (!info) return info.error();
-    if (!info->host_addressable)
-      return make_error(
-          "--checkpoint-format whole with [train] zero on " + device_.id() +
-              " is not supported yet (the shards are gathered in host memory): keep the default "
-              "sharded checkpoints; `tandem export MODEL --weights RUN --format safetensors` "
-              "writes one whole file from them",
-          TDM_UNSUPPORTED);
-  }
+  const RunCheckpoints::Ranks ranks{comm_.get(), comm_ ? &tensor_comm() : nullptr,
+                                    comm_ ? &data_comm() : nullptr};
+  auto checkpoints = RunCheckpoints::create(spec_, device_, registry_, *program_, options_.run_dir,
+                                            options_.checkpoint_format, ranks);
+  if (!checkpoints) return checkpoints.error();
+  checkpoints_.emplace(std::move(*checkpoints));
   // ZeRO stage 2 averages every gradient in its graph (zero.reduce_scatter).
   if (program_->data_world() > 1 && !program_->synced_gradients().empty()) {
     const Graph& graph = model().graph;
@@ -217,15 +209,8 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
     if (!latest) return make_error(path + ": no checkpoint in " + checkpoint_dir(path), TDM_NOT_FOUND);
     file = *latest;
   }
-  auto cp = is_sharded_checkpoint(file) && shards_.empty()
-                ? read_checkpoint_shard(file, program_->data_rank(), program_->data_world(), zero_states_)
-                : read_checkpoint(file);
+  auto cp = checkpoints_->load(file);
   if (!cp) return cp.error();
-  const lowering::TensorParallel& tp = model().tensor_parallel;
-  if (auto r = slice_checkpoint(*cp, shards_, tp.rank, tp.size, file); !r) return r;
-  if (auto r = zero_slice_checkpoint(*cp, zero_states_, program_->data_rank(), program_->data_world(), file);
-      !r)
-    return r;
   if (!weights_only) {
     const auto hash = cp->metadata.find("tandem.model_hash");
     if (hash != cp->metadata.end() && hash->second != spec_.source_hash)
@@ -261,93 +246,8 @@ void Trainer::continue_with_other_ranks(int64_t saved_world) {
            " after " + std::to_string(seen) + " samples");
 }
 
-std::map<std::string, std::string> Trainer::metadata(int64_t step, int64_t epoch, int64_t next_batch) const {
-  std::string plugins;
-  for (const LoadedPlugin* p : registry_.plugins())
-    plugins += (plugins.empty() ? "" : ",") + p->name + "=" + p->version;
-  return {{"format", "pt"},  // what safetensors tools expect for a state dict
-          {"tandem.model_file", spec_.path},
-          {"tandem.model_hash", spec_.source_hash},
-          {"tandem.step", std::to_string(step)},
-          {"tandem.epoch", std::to_string(epoch)},
-          {"tandem.next_batch", std::to_string(next_batch)},
-          {"tandem.total_steps", std::to_string(total_steps_)},
-          {"tandem.seed", std::to_string(spec_.train.seed)},
-          {"tandem.device", device_.id()},
-          {"tandem.plugins", plugins},
-          {"tandem.world_size", std::to_string(program_->data_world())}};
-}
-
 Result<std::string> Trainer::save(int64_t step, int64_t epoch, int64_t next_batch) {
-  // ZeRO alone: each rank writes its shards (unless asked for one file).
-  if (!zero_states_.empty() && options_.checkpoint_format == "sharded" && shards_.empty())
-    return save_shards(step, epoch, next_batch);
-  // Otherwise rank 0 writes for everyone: data-parallel ranks hold
-  // identical weights, tensor-parallel ones first gather their slices into
-  // whole tensors (the ranks of rank 0's group; the other groups hold the
-  // same), and with ZeRO every rank first gathers its shards.
-  const int rank = program_->group().rank;
-  if (rank != 0 && (shards_.empty() || program_->data_rank() != 0) && zero_states_.empty())
-    return std::string();
-  auto cp = collect_tensors(model().graph, executor(), metadata(step, epoch, next_batch));
-  if (!cp) return cp.error();
-  // ZeRO's shards into this rank's tensor-parallel slices, then the slices
-  // into whole tensors.
-  if (auto r = gather_zero_states(*cp); !r) return r.error();
-  const int ranks = model().tensor_parallel.size;
-  for (checkpoint::TensorRecord& t : cp->tensors) {
-    auto shard = shards_.find(t.name);
-    if (shard == shards_.end()) continue;
-    const size_t element = exec::dtype_size(t.dtype);
-    std::vector<std::byte> slices(t.data.size() * static_cast<size_t>(ranks));
-    if (auto r =
-            tensor_comm().all_gather(t.data.data(), slices.data(), t.data.size() / element, t.dtype, nullptr);
-        !r)
-      return r.error();
-    t.data = assemble(slices, shard->second, ranks, element);
-    t.shape = shard->second.full;
-  }
-  if (rank != 0) return std::string();
-  return save_checkpoint(options_.run_dir, step, *cp, spec_.train.keep_checkpoints);
-}
-
-Result<std::string> Trainer::save_shards(int64_t step, int64_t epoch, int64_t next_batch) {
-  auto cp = collect_tensors(model().graph, executor(), metadata(step, epoch, next_batch));
-  if (!cp) return cp.error();
-  const int rank = program_->data_rank();
-  if (rank != 0)  // rank 0 writes what every rank holds whole
-    std::erase_if(cp->tensors,
-                  [this](const checkpoint::TensorRecord& t) { return zero_states_.count(t.name) == 0; });
-  auto wrote = write_checkpoint_shard(options_.run_dir, step, rank, program_->data_world(), std::move(*cp),
-                                      zero_states_);
-  // Every rank learns whether every shard was written before rank 0 makes
-  // the checkpoint visible.
-  auto failed = comm_->max(wrote ? 0 : 1);
-  if (!failed) return failed.error();
-  if (!wrote) return wrote.error();
-  if (*failed != 0)
-    return make_error("another rank could not write its shard of the checkpoint of step " +
-                          std::to_string(step) + " (its error says why); earlier checkpoints are intact",
-                      TDM_INVALID_ARGUMENT);
-  if (rank != 0) return std::string();
-  return publish_checkpoint_shards(options_.run_dir, step, spec_.train.keep_checkpoints);
-}
-
-Result<void> Trainer::gather_zero_states(checkpoint::Checkpoint& cp) {
-  const int ranks = program_->data_world();
-  for (checkpoint::TensorRecord& t : cp.tensors) {
-    auto whole = zero_states_.find(t.name);
-    if (whole == zero_states_.end()) continue;
-    const size_t element = exec::dtype_size(t.dtype);
-    std::vector<std::byte> shards(t.data.size() * static_cast<size_t>(ranks));
-    if (auto r =
-            data_comm().all_gather(t.data.data(), shards.data(), t.data.size() / element, t.dtype, nullptr);
-        !r)
-      return r;
-    t.data = zero_assemble(shards, whole->second, element);
-    t.shape = whole->second;
-  }
-  return {};
+  return checkpoints_->save(step, epoch, next_batch, total_steps_);
 }
 
 Result<void> Trainer::write_batch(const data::Batch& batch, bool staged, const data::Batch* next) {

@@ -28,9 +28,9 @@
 #include "train/overlapped_allreduce.hpp"
 #include "train/profile_report.hpp"
 #include "train/progress.hpp"
+#include "train/run_checkpoints.hpp"
 #include "train/run_directory.hpp"
 #include "train/streamed_allreduce.hpp"
-#include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
 
@@ -184,13 +184,8 @@ class Trainer {
   Result<void> explain_resume(Loop& loop);
   Result<void> end_epoch(Loop& loop, bool epoch_done);
 
+  // The checkpoint of this position (every rank calls it); the path rank 0 wrote.
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
-  // ZeRO: every rank's shards of the optimizer state, gathered into `cp`'s
-  // whole tensors (every data-parallel rank takes part).
-  Result<void> gather_zero_states(checkpoint::Checkpoint& cp);
-  // ZeRO's sharded format: every data-parallel rank writes its shards.
-  Result<std::string> save_shards(int64_t step, int64_t epoch, int64_t next_batch);
-  std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch) const;
   // Planned memory per device, the copies between devices; `steps` trained.
   void report_memory(int64_t steps) const;
   void record_memory(Progress& progress) const;
@@ -215,10 +210,9 @@ class Trainer {
   std::unique_ptr<GradientCommunicator> tensor_comm_, data_comm_;
   // With comm_, for data parallelism: one of the two. Declared after
   // program_, so destroyed before the executor whose gradients they use.
-  std::unique_ptr<OverlappedAllReduce> allreduce_;           // host memory, or no stream to order against
-  std::unique_ptr<StreamedAllReduce> streamed_;              // device memory, on a comm stream
-  std::map<std::string, lowering::Shard> shards_;            // tensors split by tensor parallelism, by name
-  std::map<std::string, std::vector<int64_t>> zero_states_;  // ZeRO's sharded state: its whole shape
+  std::unique_ptr<OverlappedAllReduce> allreduce_;  // host memory, or no stream to order against
+  std::unique_ptr<StreamedAllReduce> streamed_;     // device memory, on a comm stream
+  std::optional<RunCheckpoints> checkpoints_;       // after connect: how the ranks write and read them
   std::unique_ptr<ProfileRecorder> profiler_;
   std::optional<RunDirectory> run_directory_;  // locked for the run's life (rank 0)
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;

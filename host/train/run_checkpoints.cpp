@@ -1,0 +1,150 @@
+#include "train/run_checkpoints.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "exec/tensor_text.hpp"
+#include "train/checkpointing.hpp"
+#include "train/sharded_checkpoint.hpp"
+#include "train/tensor_shards.hpp"
+
+namespace tandem::host::train {
+
+Result<RunCheckpoints> RunCheckpoints::create(const model::ModelSpec& spec, const DeviceHandle& device,
+                                              const PluginRegistry& registry, program::Program& program,
+                                              std::string run_dir, std::string format, Ranks ranks) {
+  RunCheckpoints c(spec, device, registry, program, std::move(run_dir), std::move(format), ranks);
+  if (!c.shards_.empty() && c.format_ == "whole") {
+    auto info = device.info();
+    if (!info) return info.error();
+    if (!info->host_addressable)
+      return make_error(
+          "--checkpoint-format whole with [train] zero on " + device.id() +
+              " is not supported yet (the shards are gathered in host memory): keep the default "
+              "sharded checkpoints; `tandem export MODEL --weights RUN --format safetensors` "
+              "writes one whole file from them",
+          TDM_UNSUPPORTED);
+  }
+  return c;
+}
+
+RunCheckpoints::RunCheckpoints(const model::ModelSpec& spec, const DeviceHandle& device,
+                               const PluginRegistry& registry, program::Program& program, std::string run_dir,
+                               std::string format, Ranks ranks)
+    : spec_(&spec),
+      device_(&device),
+      registry_(&registry),
+      program_(&program),
+      run_dir_(std::move(run_dir)),
+      format_(std::move(format)),
+      ranks_(ranks),
+      slices_(tensor_shards(program.model())),
+      shards_(zero_states(program.model())) {}
+
+std::map<std::string, std::string> RunCheckpoints::metadata(int64_t step, int64_t epoch, int64_t next_batch,
+                                                            int64_t total_steps) const {
+  std::string plugins;
+  for (const LoadedPlugin* p : registry_->plugins())
+    plugins += (plugins.empty() ? "" : ",") + p->name + "=" + p->version;
+  return {{"format", "pt"},  // what safetensors tools expect for a state dict
+          {"tandem.model_file", spec_->path},
+          {"tandem.model_hash", spec_->source_hash},
+          {"tandem.step", std::to_string(step)},
+          {"tandem.epoch", std::to_string(epoch)},
+          {"tandem.next_batch", std::to_string(next_batch)},
+          {"tandem.total_steps", std::to_string(total_steps)},
+          {"tandem.seed", std::to_string(spec_->train.seed)},
+          {"tandem.device", device_->id()},
+          {"tandem.plugins", plugins},
+          {"tandem.world_size", std::to_string(program_->data_world())}};
+}
+
+Result<std::string> RunCheckpoints::save(int64_t step, int64_t epoch, int64_t next_batch,
+                                         int64_t total_steps) {
+  // ZeRO alone: each rank writes its shards (unless asked for one file).
+  const bool sharded = !shards_.empty() && format_ == "sharded" && slices_.empty();
+  // Otherwise rank 0 writes for everyone: data-parallel ranks hold
+  // identical weights, tensor-parallel ones first gather their slices into
+  // whole tensors (the ranks of rank 0's group; the other groups hold the
+  // same), and with ZeRO every rank first gathers its shards.
+  const int rank = program_->group().rank;
+  if (!sharded && rank != 0 && (slices_.empty() || program_->data_rank() != 0) && shards_.empty())
+    return std::string();
+  auto cp = collect_tensors(program_->model().graph, program_->executor(),
+                            metadata(step, epoch, next_batch, total_steps));
+  if (!cp) return cp.error();
+  if (sharded) return save_shards(std::move(*cp), step);
+  // ZeRO's shards into this rank's tensor-parallel slices, then the slices
+  // into whole tensors.
+  if (auto r = gather_shards(*cp); !r) return r.error();
+  if (auto r = gather_slices(*cp); !r) return r.error();
+  if (rank != 0) return std::string();
+  return save_checkpoint(run_dir_, step, *cp, spec_->train.keep_checkpoints);
+}
+
+Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64_t step) {
+  const int rank = program_->data_rank();
+  if (rank != 0)  // rank 0 writes what every rank holds whole
+    std::erase_if(cp.tensors,
+                  [this](const checkpoint::TensorRecord& t) { return shards_.count(t.name) == 0; });
+  auto wrote = write_checkpoint_shard(run_dir_, step, rank, program_->data_world(), std::move(cp), shards_);
+  // Every rank learns whether every shard was written before rank 0 makes
+  // the checkpoint visible.
+  auto failed = ranks_.all->max(wrote ? 0 : 1);
+  if (!failed) return failed.error();
+  if (!wrote) return wrote.error();
+  if (*failed != 0)
+    return make_error("another rank could not write its shard of the checkpoint of step " +
+                          std::to_string(step) + " (its error says why); earlier checkpoints are intact",
+                      TDM_INVALID_ARGUMENT);
+  if (rank != 0) return std::string();
+  return publish_checkpoint_shards(run_dir_, step, spec_->train.keep_checkpoints);
+}
+
+Result<void> RunCheckpoints::gather_shards(checkpoint::Checkpoint& cp) {
+  const int ranks = program_->data_world();
+  for (checkpoint::TensorRecord& t : cp.tensors) {
+    auto whole = shards_.find(t.name);
+    if (whole == shards_.end()) continue;
+    const size_t element = exec::dtype_size(t.dtype);
+    std::vector<std::byte> shards(t.data.size() * static_cast<size_t>(ranks));
+    if (auto r =
+            ranks_.data->all_gather(t.data.data(), shards.data(), t.data.size() / element, t.dtype, nullptr);
+        !r)
+      return r;
+    t.data = zero_assemble(shards, whole->second, element);
+    t.shape = whole->second;
+  }
+  return {};
+}
+
+Result<void> RunCheckpoints::gather_slices(checkpoint::Checkpoint& cp) {
+  const int ranks = program_->model().tensor_parallel.size;
+  for (checkpoint::TensorRecord& t : cp.tensors) {
+    auto slice = slices_.find(t.name);
+    if (slice == slices_.end()) continue;
+    const size_t element = exec::dtype_size(t.dtype);
+    std::vector<std::byte> slices(t.data.size() * static_cast<size_t>(ranks));
+    if (auto r = ranks_.tensor->all_gather(t.data.data(), slices.data(), t.data.size() / element, t.dtype,
+                                           nullptr);
+        !r)
+      return r;
+    t.data = assemble(slices, slice->second, ranks, element);
+    t.shape = slice->second.full;
+  }
+  return {};
+}
+
+Result<checkpoint::Checkpoint> RunCheckpoints::load(const std::string& file) const {
+  auto cp = is_sharded_checkpoint(file) && slices_.empty()
+                ? read_checkpoint_shard(file, program_->data_rank(), program_->data_world(), shards_)
+                : read_checkpoint(file);
+  if (!cp) return cp.error();
+  const lowering::TensorParallel& tp = program_->model().tensor_parallel;
+  if (auto r = slice_checkpoint(*cp, slices_, tp.rank, tp.size, file); !r) return r.error();
+  if (auto r = zero_slice_checkpoint(*cp, shards_, program_->data_rank(), program_->data_world(), file); !r)
+    return r.error();
+  return cp;
+}
+
+}  // namespace tandem::host::train
