@@ -63,7 +63,11 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = lowering::training_reads(t->model());
   exec_options.numerics = t->numerics_options();
-  if (auto r = t->connect(exec_options); !r) return r.error();
+  auto ranks = RunRanks::connect(registry, device, *t->program_, t->options_.comm_timeout_seconds,
+                                 t->options_.rendezvous);
+  if (!ranks) return ranks.error();
+  t->ranks_.emplace(std::move(*ranks));
+  t->ranks_->give_to(exec_options, *t->program_);
   if (auto r = t->program_->allocate(exec_options); !r) return r.error();
   t->options_.prefetch = t->program_->options().prefetch;  // off when a re-plan left no room for it
   if (auto r = t->prepare_run(); !r) return r.error();
@@ -101,42 +105,6 @@ Result<void> Trainer::load_data() {
   return {};
 }
 
-Result<void> Trainer::connect(exec::ExecutorOptions& exec_options) {
-  const program::ProcessGroup& group = program_->group();
-  if (group.world == 1) return {};
-  const program::ParallelLayout& layout = program_->layout();
-  if (layout.tensor > 1) {
-    auto info = device_.info();
-    if (!info) return info.error();
-    // Checkpoints gather the slices in host memory.
-    if (!info->host_addressable)
-      return make_error("tensor parallelism on " + device_.id() +
-                            " is not supported yet: it runs on CPU devices (--device cpu)",
-                        TDM_UNSUPPORTED);
-  }
-  auto comm = GradientCommunicator::create(registry_, device_, group, options_.comm_timeout_seconds,
-                                           options_.rendezvous);
-  if (!comm) return comm.error();
-  comm_ = std::move(*comm);
-  if (layout.tensor > 1 && layout.data > 1) {
-    // Every rank joins its tensor-parallel group, then the ranks across the
-    // groups that hold the same slices; in the same order on every rank.
-    auto tensor =
-        GradientCommunicator::create(registry_, device_, layout.tensor_group(group),
-                                     options_.comm_timeout_seconds, options_.rendezvous, layout.data_rank);
-    if (!tensor) return tensor.error();
-    tensor_comm_ = std::move(*tensor);
-    auto data =
-        GradientCommunicator::create(registry_, device_, layout.data_group(group),
-                                     options_.comm_timeout_seconds, options_.rendezvous, layout.tensor_rank);
-    if (!data) return data.error();
-    data_comm_ = std::move(*data);
-  }
-  if (layout.tensor > 1) exec_options.collectives = &tensor_comm();
-  if (model().zero.active()) exec_options.data_collectives = &data_comm();
-  return {};
-}
-
 // Device memory on a single-device executor whose backend exposes native
 // streams: each bucket on a comm stream ordered by events
 // (streamed_allreduce.hpp). Otherwise (host memory; a run composed of
@@ -160,12 +128,12 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
                           buffer.error().status);
       return buffer;
     };
-    auto streamed = StreamedAllReduce::create(device, data_comm(), std::move(parts), reserve, profile);
+    auto streamed = StreamedAllReduce::create(device, ranks_->data(), std::move(parts), reserve, profile);
     if (!streamed) return streamed.error();
     streamed_ = std::move(*streamed);
     return {};
   }
-  allreduce_ = std::make_unique<OverlappedAllReduce>(data_comm(), ex, model().graph, std::move(buckets),
+  allreduce_ = std::make_unique<OverlappedAllReduce>(ranks_->data(), ex, model().graph, std::move(buckets),
                                                      info->host_addressable, profile);
   return {};
 }
@@ -174,11 +142,9 @@ Result<void> Trainer::make_allreduce(std::vector<GradientBucket> buckets) {
 // checkpoint's state when resuming.
 Result<void> Trainer::prepare_run() {
   steps_ = std::make_unique<program::StepRunner>(*program_);
-  if (comm_) steps_->set_ranks([this](int32_t v) { return comm_->max(v); });
-  const RunCheckpoints::Ranks ranks{comm_.get(), comm_ ? &tensor_comm() : nullptr,
-                                    comm_ ? &data_comm() : nullptr};
+  if (!ranks_->alone()) steps_->set_ranks([this](int32_t v) { return ranks_->max(v); });
   auto checkpoints = RunCheckpoints::create(spec_, device_, registry_, *program_, options_.run_dir,
-                                            options_.checkpoint_format, ranks);
+                                            options_.checkpoint_format, ranks_->for_checkpoints());
   if (!checkpoints) return checkpoints.error();
   checkpoints_.emplace(std::move(*checkpoints));
   // ZeRO stage 2 averages every gradient in its graph (zero.reduce_scatter).
@@ -193,10 +159,10 @@ Result<void> Trainer::prepare_run() {
   if (options_.resume.empty() && options_.init_from.empty()) return {};
   const std::string& from = options_.resume.empty() ? options_.init_from : options_.resume;
   auto loaded = resume_from(from, options_.resume.empty());
-  if (!comm_) return loaded;
+  if (ranks_->alone()) return loaded;
   // Ranks read different files of a sharded checkpoint: one that fails must
   // not leave the others waiting in their first collective.
-  auto failed = comm_->max(loaded ? 0 : 1);
+  auto failed = ranks_->max(loaded ? 0 : 1);
   if (!failed) return failed.error();
   if (!loaded || *failed == 0) return loaded;
   return make_error("another rank could not load " + from + " (its error says why)", TDM_INVALID_ARGUMENT);

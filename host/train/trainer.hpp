@@ -30,6 +30,7 @@
 #include "train/progress.hpp"
 #include "train/run_checkpoints.hpp"
 #include "train/run_directory.hpp"
+#include "train/run_ranks.hpp"
 #include "train/streamed_allreduce.hpp"
 
 namespace tandem::host::train {
@@ -135,9 +136,6 @@ class Trainer {
           TrainOptions options);
   Result<void> load_data();
   exec::NumericsOptions numerics_options() const;
-  // The communicator of a run of several ranks; tensor parallelism's
-  // collectives for the executors.
-  Result<void> connect(exec::ExecutorOptions& exec_options);
   Result<void> prepare_run();
   // Data parallelism: allreduce_ or streamed_, for these buckets.
   Result<void> make_allreduce(std::vector<GradientBucket> buckets);
@@ -200,26 +198,20 @@ class Trainer {
   RunData data_;
   std::unique_ptr<program::Program> program_;
   std::unique_ptr<program::StepRunner> steps_;
-  // The run's ranks when world > 1: every rank (agreeing to stop or skip,
-  // and the one communicator of data or tensor parallelism alone); with
-  // both, each rank's tensor-parallel group and the ranks across the groups
-  // that hold its slices.
-  GradientCommunicator& tensor_comm() const { return tensor_comm_ ? *tensor_comm_ : *comm_; }
-  GradientCommunicator& data_comm() const { return data_comm_ ? *data_comm_ : *comm_; }
-  std::unique_ptr<GradientCommunicator> comm_;
-  std::unique_ptr<GradientCommunicator> tensor_comm_, data_comm_;
-  // With comm_, for data parallelism: one of the two. Declared after
+  // The communicators (none alone); the executor's zero.* and comm.*
+  // nodes, and the gradient averaging below, use them.
+  std::optional<RunRanks> ranks_;
+  // A run of several ranks, for data parallelism: one of the two. Declared after
   // program_, so destroyed before the executor whose gradients they use.
   std::unique_ptr<OverlappedAllReduce> allreduce_;  // host memory, or no stream to order against
   std::unique_ptr<StreamedAllReduce> streamed_;     // device memory, on a comm stream
-  std::optional<RunCheckpoints> checkpoints_;       // after connect: how the ranks write and read them
+  std::optional<RunCheckpoints> checkpoints_;       // how the ranks write and read them
   std::unique_ptr<ProfileRecorder> profiler_;
   std::optional<RunDirectory> run_directory_;  // locked for the run's life (rank 0)
   int64_t start_step_ = 0, start_epoch_ = 0, start_batch_ = 0;
-  std::string resumed_file_;  // the checkpoint --resume continued from
-  int64_t resumed_total_ = 0;
-  int64_t total_steps_ = 0;  // this run's optimizer steps, recorded in its checkpoints  // the optimizer
-                             // steps that run was planned for (0: not recorded)
+  std::string resumed_file_;   // the checkpoint --resume continued from
+  int64_t resumed_total_ = 0;  // the optimizer steps that run was planned for (0: not recorded)
+  int64_t total_steps_ = 0;    // this run's optimizer steps, recorded in its checkpoints
   std::vector<float> logits_;
   std::map<std::string, uint64_t> training_peaks_;
 };

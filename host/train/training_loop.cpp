@@ -114,8 +114,9 @@ Evaluator Trainer::make_evaluator() const {
   Evaluator evaluator(spec_, device_, registry_, std::move(shared));
   evaluator.use_streamed(std::move(streamed));
   if (program_->placement()) evaluator.use_placement(program_->placement_options(), program_->devices());
-  if (model().tensor_parallel.size > 1) evaluator.use_tensor_parallelism(program_->group(), &tensor_comm());
-  if (model().zero.shards_parameters()) evaluator.use_zero(program_->group(), &data_comm());
+  if (model().tensor_parallel.size > 1)
+    evaluator.use_tensor_parallelism(program_->group(), &ranks_->tensor());
+  if (model().zero.shards_parameters()) evaluator.use_zero(program_->group(), &ranks_->data());
   return evaluator;
 }
 
@@ -333,10 +334,10 @@ Result<Trainer::AfterStep> Trainer::after_step(const Loop& loop) {
                          std::chrono::duration<double>(Clock::now() - loop.saved_at).count() >= every.seconds;
     if (by_steps || by_time) wanted = AfterStep::Save;
   }
-  if (!comm_) return wanted;
+  if (ranks_->alone()) return wanted;
   // Every rank does the same after the same step, or the collectives of a
   // save or of the next step would mismatch.
-  auto agreed = comm_->max(static_cast<int32_t>(wanted));
+  auto agreed = ranks_->max(static_cast<int32_t>(wanted));
   if (!agreed) return agreed.error();
   return static_cast<AfterStep>(*agreed);
 }
