@@ -1,6 +1,5 @@
-// `--memory-report` and metrics.jsonl's memory and placement records: what
-// each device's plan promised and what its allocator held, where each layer
-// ran, and the copies between devices.
+#include "train/memory_report.hpp"
+
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -8,7 +7,6 @@
 #include <sstream>
 
 #include "exec/device_executor.hpp"
-#include "train/trainer.hpp"
 #include "util/format.hpp"
 
 namespace tandem::host::train {
@@ -89,31 +87,40 @@ void report_streaming(const exec::Executor& ex, int64_t steps) {
 
 }  // namespace
 
-void Trainer::note_training_peaks() {
+void RunMemory::note_training_peaks() {
   for (const auto& [id, device] : program_->devices()) training_peaks_[id] = device->allocator().stats().peak;
 }
 
-void Trainer::record_memory(Progress& progress) const {
+uint64_t RunMemory::budget(const std::string& device) const {
+  auto it = budgets_.find(device);
+  return it == budgets_.end() ? uint64_t{0} : it->second;
+}
+
+uint64_t RunMemory::training_peak(const std::string& device) const {
+  auto it = training_peaks_.find(device);
+  return it == training_peaks_.end() ? uint64_t{0} : it->second;
+}
+
+void RunMemory::record(Progress& progress) const {
   const auto record = [&](const DeviceHandle& device, const exec::Executor& ex) {
-    const auto peak = training_peaks_.find(device.id());
-    progress.memory(device.id(), ex.plan().estimate.total, peak == training_peaks_.end() ? 0 : peak->second,
+    progress.memory(device.id(), ex.plan().estimate.total, training_peak(device.id()),
                     device.allocator().stats().peak);
   };
   const exec::Executor& ex = program_->executor();
-  if (ex.parts().empty()) return record(device_, ex);
+  if (ex.parts().empty()) return record(*device_, ex);
   for (const exec::ExecutorPart& part : ex.parts())
     record(*program_->devices().at(part.device), *part.executor);
 }
 
 // Recorded when training starts, so that `tandem report` can show where a
 // run of several devices put its layers (a run on one device records none).
-void Trainer::record_placement(Progress& progress) const {
+void RunMemory::record_placement(Progress& progress) const {
   const std::optional<place::Placement>& placement = program_->placement();
-  if (!placement || placement->only_on(device_.id())) return;
+  if (!placement || placement->only_on(device_->id())) return;
   using nlohmann::json;
   const std::map<std::string, std::string> devices = program_->layer_devices();
   json layers = json::array(), copies = json::array();
-  for (const model::LayerSpec& layer : spec_.layers)
+  for (const model::LayerSpec& layer : spec_->layers)
     layers.push_back(json{{"layer", layer.name}, {"device", devices.at(layer.name)}});
   for (const place::Copy& c : placement->copies)
     copies.push_back(json{{"value", c.value},
@@ -133,23 +140,16 @@ void Trainer::record_placement(Progress& progress) const {
        copies}}.dump());
 }
 
-void Trainer::report_memory(int64_t steps) const {
-  const auto budget = [&](const std::string& id) {
-    auto it = options_.memory_budgets.find(id);
-    return it == options_.memory_budgets.end() ? uint64_t{0} : it->second;
-  };
-  const auto peak = [&](const std::string& id) {
-    auto it = training_peaks_.find(id);
-    return it == training_peaks_.end() ? uint64_t{0} : it->second;
-  };
+void RunMemory::report(int64_t steps) const {
   const exec::Executor& ex = program_->executor();
   if (ex.parts().empty()) {
-    print_plan(device_, ex, budget(device_.id()), peak(device_.id()));
+    print_plan(*device_, ex, budget(device_->id()), training_peak(device_->id()));
     report_streaming(ex, steps);
     return;
   }
   for (const exec::ExecutorPart& part : ex.parts())
-    print_plan(*program_->devices().at(part.device), *part.executor, budget(part.device), peak(part.device));
+    print_plan(*program_->devices().at(part.device), *part.executor, budget(part.device),
+               training_peak(part.device));
   const place::Placement& placement = *program_->placement();
   std::cout << "copies between devices per step: " << placement.copies.size() << " planned ("
             << human_bytes(placement.copy_bytes()) << "), "

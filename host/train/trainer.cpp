@@ -56,6 +56,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   auto built = program::Program::build(spec, device, registry, program_options(t->options_));
   if (!built) return built.error();
   t->program_ = std::move(*built);
+  t->memory_.emplace(spec, device, *t->program_, t->options_.memory_budgets);
   // The evaluation at each epoch's end has a graph of its own: a node of
   // it no device of the run can take fails now, not after an epoch.
   if (auto r = t->program_->check_evaluation(); !r) return r.error();

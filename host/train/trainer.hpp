@@ -25,6 +25,7 @@
 #include "train/datasets.hpp"
 #include "train/distributed.hpp"
 #include "train/evaluator.hpp"
+#include "train/memory_report.hpp"
 #include "train/overlapped_allreduce.hpp"
 #include "train/profile_report.hpp"
 #include "train/progress.hpp"
@@ -115,7 +116,7 @@ class Trainer {
   exec::Executor& executor() { return program_->executor(); }
   // What each device's allocator held at most during the training steps of
   // the last run(), before evaluation (by device id; empty before a run).
-  const std::map<std::string, uint64_t>& training_peaks() const { return training_peaks_; }
+  const std::map<std::string, uint64_t>& training_peaks() const { return memory_->training_peaks(); }
   // The assignment automatic placement chose (none: not automatic).
   const std::optional<place::AutoPlacement>& automatic_placement() const {
     return program_->automatic_placement();
@@ -184,12 +185,6 @@ class Trainer {
 
   // The checkpoint of this position (every rank calls it); the path rank 0 wrote.
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch);
-  // Planned memory per device, the copies between devices; `steps` trained.
-  void report_memory(int64_t steps) const;
-  void record_memory(Progress& progress) const;
-  // A run of several devices: each layer's device and the copies per step.
-  void record_placement(Progress& progress) const;
-  void note_training_peaks();
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
@@ -213,7 +208,7 @@ class Trainer {
   int64_t resumed_total_ = 0;  // the optimizer steps that run was planned for (0: not recorded)
   int64_t total_steps_ = 0;    // this run's optimizer steps, recorded in its checkpoints
   std::vector<float> logits_;
-  std::map<std::string, uint64_t> training_peaks_;
+  std::optional<RunMemory> memory_;
 };
 
 }  // namespace tandem::host::train

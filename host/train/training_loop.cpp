@@ -72,7 +72,7 @@ Result<TrainResult> Trainer::run() {
     if (auto r = progress.write_tensorboard_to(options_.tensorboard); !r)
       return make_error("--tensorboard " + r.error().message + "; give a directory that can be written",
                         TDM_INVALID_ARGUMENT);
-  record_placement(progress);
+  memory_->record_placement(progress);
   if (spec_.language_model()) progress.report_perplexity(spec_.byte_level());
   Evaluator evaluator = make_evaluator();
   Loop loop{loader, progress, evaluator};
@@ -253,7 +253,7 @@ bool Trainer::stats_due(const Loop& loop, const EpochTotals& totals) const {
 Result<void> Trainer::end_epoch(Loop& loop, bool epoch_done) {
   double val_loss = -1, val_acc = -1;
   const data::Dataset* eval_set = data_.validation ? &*data_.validation : data_.test ? &*data_.test : nullptr;
-  if (training_peaks_.empty()) note_training_peaks();
+  if (memory_->training_peaks().empty()) memory_->note_training_peaks();
   if (eval_set != nullptr && (epoch_done || loop.step >= loop.total)) {
     auto ev = loop.evaluator.evaluate(*eval_set, data_.transforms, options_.loader_threads);
     if (!ev) return ev.error();
@@ -314,9 +314,9 @@ Result<void> Trainer::finish_run(Loop& loop, std::chrono::steady_clock::time_poi
   }
   loop.result.steps = loop.step;
   loop.result.seconds = seconds_since(run_start);
-  record_memory(loop.progress);
+  memory_->record(loop.progress);
   const bool leader = program_->group().rank == 0;
-  if (options_.memory_report && leader) report_memory(loop.step - start_step_);
+  if (options_.memory_report && leader) memory_->report(loop.step - start_step_);
   if (!options_.profile.empty() && leader) {
     if (auto r = profiler_->write(options_.profile, model().graph, executor(), device_.id()); !r) return r;
     profiler_->print_summary(std::cout, model().graph, executor());
