@@ -408,6 +408,16 @@ TEST_F(Zero, WhatItCannotDoIsRefusedWithTheReason) {
   CliRun four = tandem(1, "plan", "--ranks 2 --zero 4");
   EXPECT_NE(four.code, 0);
   EXPECT_NE(four.output.find("[train] zero = 4: must be 0 (none), 1"), std::string::npos) << four.output;
+  // The optimizer on another device than the layers: not with ranks yet.
+  CliRun offload = tandem(
+      2, "train",
+      "--zero 2 --set train.optimizer_device=cpu --set train.steps=1 --run-dir " + dir.file("offload"));
+  EXPECT_NE(offload.code, 0) << offload.output;
+  EXPECT_NE(
+      offload.output.find("placement across devices within a data- or tensor-parallel run is not supported "
+                          "yet; run one device per process"),
+      std::string::npos)
+      << offload.output;
 }
 
 }  // namespace
