@@ -168,23 +168,6 @@ Result<void*> DeviceExecutor::alloc(size_t bytes, const std::string& what, std::
   return pointer;
 }
 
-uint64_t& DeviceExecutor::held_in(MemoryCategory category) {
-  switch (category) {
-    case MemoryCategory::Parameters:
-      return held_.parameters;
-    case MemoryCategory::Gradients:
-      return held_.gradients;
-    case MemoryCategory::OptimizerState:
-      return held_.optimizer_state;
-    case MemoryCategory::Inputs:
-      return held_.inputs;
-    case MemoryCategory::Activations:
-      return held_.activations;
-    default:
-      return held_.other_state;
-  }
-}
-
 // The persistent values this executor owns, in one allocation (planner.hpp
 // says why): each at a kPersistentAlignment offset, with --check-bounds'
 // guard after it.
@@ -199,7 +182,8 @@ Result<void> DeviceExecutor::allocate_persistent() {
     }
     offsets[i] = block;
     block += persistent_slot(plan_.persistent[i].bytes + plan_.guard_bytes);
-    held_in(plan_.persistent[i].category) += persistent_slot(plan_.persistent[i].bytes + plan_.guard_bytes);
+    bytes_of(held_, plan_.persistent[i].category) +=
+        persistent_slot(plan_.persistent[i].bytes + plan_.guard_bytes);
     values += plan_.persistent[i].bytes + plan_.guard_bytes;
     ++count;
     last = i;

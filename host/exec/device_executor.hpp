@@ -150,7 +150,6 @@ class DeviceExecutor final : public Executor {
   // values (the persistent block's alignment is the plan's rounding).
   Result<void*> alloc(size_t bytes, const std::string& what, std::optional<size_t> counted = std::nullopt);
   Result<void> bind_nodes(const Graph& graph, std::vector<std::optional<KernelBinding>> kernels);
-  uint64_t& held_in(MemoryCategory category);
   // The node's floating outputs for the numerics guard.
   void guard_outputs(const Graph& graph, NodeRun& run);
   Result<void> launch(size_t position);

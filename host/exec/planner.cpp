@@ -183,23 +183,7 @@ MemoryEstimate estimate_of(const Plan& plan) {
       e.streamed_home += buffer.bytes;
       continue;
     }
-    switch (buffer.category) {
-      case MemoryCategory::Parameters:
-        e.parameters += buffer.bytes;
-        break;
-      case MemoryCategory::Gradients:
-        e.gradients += buffer.bytes;
-        break;
-      case MemoryCategory::OptimizerState:
-        e.optimizer_state += buffer.bytes;
-        break;
-      case MemoryCategory::Inputs:
-        e.inputs += buffer.bytes;
-        break;
-      default:
-        e.other_state += buffer.bytes;
-        break;
-    }
+    bytes_of(e, buffer.category) += buffer.bytes;
   }
   e.activations = plan.arena_bytes;
   e.workspace = plan.workspace_bytes;
@@ -266,15 +250,10 @@ Result<void> plan_streaming(const Graph& graph, const StreamRequest& stream, Pla
   return {};
 }
 
-}  // namespace
-
-namespace {
-
 size_t padded_exchange_bytes(const Graph& graph, const Node& node, int world) {
-  const ops::OpInfo* info = ops::find(node.op);
   const TensorType* whole = nullptr;
   const TensorType* shard = nullptr;
-  switch (info != nullptr ? info->host : ops::HostKind::None) {
+  switch (ops::host_kind(node.op)) {
     case ops::HostKind::ZeroReduceScatter:
       whole = &graph.value(node.inputs[0])->type, shard = &graph.value(node.outputs[0])->type;
       break;
@@ -294,10 +273,8 @@ size_t padded_exchange_bytes(const Graph& graph, const Node& node, int world) {
 }  // namespace
 
 bool overlapped_exchange(const Graph& graph, const Node& node) {
-  const ops::OpInfo* info = ops::find(node.op);
-  if (info == nullptr ||
-      (info->host != ops::HostKind::ZeroReduceScatter && info->host != ops::HostKind::ZeroAllGather))
-    return false;
+  const ops::HostKind kind = ops::host_kind(node.op);
+  if (kind != ops::HostKind::ZeroReduceScatter && kind != ops::HostKind::ZeroAllGather) return false;
   for (NodeId reader : graph.consumers(node.outputs[0]))
     if (graph.node(reader)->op == ops::kZeroWait) return true;
   return false;
@@ -314,6 +291,23 @@ size_t exchange_staging_bytes(const Graph& graph, int world) {
     if (overlapped_exchange(graph, node)) most = std::max(most, padded_exchange_bytes(graph, node, world));
   }
   return most;
+}
+
+uint64_t& bytes_of(MemoryEstimate& e, MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::Parameters:
+      return e.parameters;
+    case MemoryCategory::Gradients:
+      return e.gradients;
+    case MemoryCategory::OptimizerState:
+      return e.optimizer_state;
+    case MemoryCategory::Inputs:
+      return e.inputs;
+    case MemoryCategory::Activations:
+      return e.activations;
+    default:
+      return e.other_state;
+  }
 }
 
 const char* category_name(MemoryCategory category) {

@@ -194,5 +194,7 @@ void plan_buffer(Plan& plan, uint64_t bytes);
 Result<void> plan_staged_input(Plan& plan, ValueId id);
 
 const char* category_name(MemoryCategory category);
+// The field of `e` that counts the bytes of `category`.
+uint64_t& bytes_of(MemoryEstimate& e, MemoryCategory category);
 
 }  // namespace tandem::host::exec

@@ -11,8 +11,7 @@ Result<void> gather_again_for_backward(ModelGraph& model) {
   std::vector<NodeId> gathers;
   for (size_t i = 0; i < g.node_count(); ++i) {
     const Node& n = *g.node_at(i);
-    const ops::OpInfo* info = ops::find(n.op);
-    if (info != nullptr && info->host == ops::HostKind::ZeroAllGather && n.phase == TDM_PHASE_FORWARD)
+    if (ops::host_kind(n.op) == ops::HostKind::ZeroAllGather && n.phase == TDM_PHASE_FORWARD)
       gathers.push_back(n.id);
   }
   for (NodeId id : gathers) {

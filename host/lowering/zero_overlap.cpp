@@ -10,11 +10,6 @@
 namespace tandem::host::lowering {
 namespace {
 
-ops::HostKind host_kind(const Node& n) {
-  const ops::OpInfo* info = ops::find(n.op);
-  return info != nullptr ? info->host : ops::HostKind::None;
-}
-
 // A layer's weight and bias gradients are finished by one node: both are
 // in flight while the layer below runs backward.
 constexpr size_t kReduceScattersInFlight = 2;
@@ -29,7 +24,7 @@ std::vector<Exchange> exchanges(const Graph& g) {
   std::vector<Exchange> found;
   for (size_t i = 0; i < g.node_count(); ++i) {
     const Node& n = *g.node_at(i);
-    const ops::HostKind kind = host_kind(n);
+    const ops::HostKind kind = ops::host_kind(n.op);
     if (n.phase != TDM_PHASE_OPTIMIZER &&
         (kind == ops::HostKind::ZeroReduceScatter || kind == ops::HostKind::ZeroAllGather))
       found.push_back({n.id, kind == ops::HostKind::ZeroAllGather});
@@ -45,7 +40,7 @@ NodeId wait_anchor(const Graph& g, NodeId exchange, NodeId next) {
   const size_t until = next != kNoNode ? *g.position(next) : g.node_count();
   for (size_t i = *g.position(exchange) + 1; i < until; ++i) {
     const Node& n = *g.node_at(i);
-    const ops::HostKind kind = host_kind(n);
+    const ops::HostKind kind = ops::host_kind(n.op);
     const bool in_place = kind == ops::HostKind::ZeroShard || kind == ops::HostKind::ZeroGather ||
                           kind == ops::HostKind::ZeroAllReduce;
     if (n.phase == TDM_PHASE_OPTIMIZER || in_place || std::ranges::find(readers, n.id) != readers.end())

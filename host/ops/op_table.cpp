@@ -91,6 +91,11 @@ bool is(std::string_view op, Flag flag) {
   return info != nullptr && info->is(flag);
 }
 
+HostKind host_kind(std::string_view op) {
+  const OpInfo* info = find(op);
+  return info != nullptr ? info->host : HostKind::None;
+}
+
 std::vector<std::pair<size_t, size_t>> inplace_pairs(const Node& node) {
   std::vector<std::pair<size_t, size_t>> pairs;
   const OpInfo* info = find(node.op);

@@ -131,6 +131,8 @@ std::span<const OpInfo> op_table();
 const OpInfo* find(std::string_view op);
 // Whether `op` is known and has the flag.
 bool is(std::string_view op, Flag flag);
+// What the host runs for `op` itself (HostKind::None: a kernel, or unknown).
+HostKind host_kind(std::string_view op);
 
 // The output -> input pairs the host binds in place for `node`: the
 // catalog's `always` pairs whose slots are present, and the pairs a pass

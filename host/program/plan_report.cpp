@@ -45,8 +45,7 @@ uint64_t gather_window(const Graph& g) {
   std::vector<uint64_t> bytes;
   for (size_t i = 0; i < g.node_count(); ++i) {
     const Node& n = *g.node_at(i);
-    const ops::OpInfo* info = ops::find(n.op);
-    if (info == nullptr || info->host != ops::HostKind::ZeroAllGather) continue;
+    if (ops::host_kind(n.op) != ops::HostKind::ZeroAllGather) continue;
     size_t last = i;
     for (ValueId v : {n.outputs[0], lowering::zero_exchange_result(g, n.outputs[0])})
       for (NodeId reader : g.consumers(v)) last = std::max(last, *g.position(reader));

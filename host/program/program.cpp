@@ -163,8 +163,8 @@ void Program::locate_optimizer_phase() {
     // averages every gradient itself (zero.reduce_scatter), before a pass
     // such as grad_accum accumulates the shards.
     if (model_.zero.active() && model_.zero.stage >= 2) continue;
-    const ops::OpInfo* made_by = producer != nullptr ? ops::find(producer->op) : nullptr;
-    if (made_by != nullptr && made_by->host == ops::HostKind::ZeroShard) grad = producer->inputs[0];
+    if (producer != nullptr && ops::host_kind(producer->op) == ops::HostKind::ZeroShard)
+      grad = producer->inputs[0];
     synced_gradients_.push_back(grad);
   }
 }

@@ -16,11 +16,6 @@ const model::LayerSpec* spec_of(const model::ModelSpec& spec, const std::string&
   return nullptr;
 }
 
-ops::HostKind host_kind(const Graph& g, NodeId id) {
-  const ops::OpInfo* info = ops::find(g.node(id)->op);
-  return info != nullptr ? info->host : ops::HostKind::None;
-}
-
 bool persistent(const Value& v) {
   return (v.kind != TDM_VALUE_ACTIVATION || v.producer == kNoNode) && v.kind != TDM_VALUE_INPUT;
 }
@@ -33,12 +28,12 @@ void add_companions(const lowering::ModelGraph& model, ValueId p, StreamableLaye
   if (auto grad = model.gradients.find(p); grad != model.gradients.end()) {
     if (persistent(*g.value(grad->second))) layer.values.insert(g.value(grad->second)->name);
     for (NodeId id : g.consumers(grad->second))  // stage 2: the shard it is averaged into
-      if (host_kind(g, id) == ops::HostKind::ZeroReduceScatter)
+      if (ops::host_kind(g.node(id)->op) == ops::HostKind::ZeroReduceScatter)
         layer.values.insert(g.value(lowering::zero_exchange_result(g, g.node(id)->outputs[0]))->name);
   }
   std::vector<ValueId> targets = {p};
   for (NodeId id : g.consumers(p))
-    if (host_kind(g, id) == ops::HostKind::ZeroShard) targets.push_back(g.node(id)->outputs[0]);
+    if (ops::host_kind(g.node(id)->op) == ops::HostKind::ZeroShard) targets.push_back(g.node(id)->outputs[0]);
   for (ValueId target : targets) {
     const size_t bytes = exec::tensor_bytes(g.value(target)->type);
     for (NodeId id : g.consumers(target)) {

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "exec/device_executor.hpp"
@@ -28,11 +29,14 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
   };
   // Beside each planned category, what the executor's allocations hold for it.
   const exec::MemoryEstimate h = ex.held();
-  const auto row = [](const char* what, uint64_t planned, uint64_t held) {
+  // The held column is absent where the plan's figure has no allocation of
+  // its own (the rounding, spread over every allocation).
+  const auto row = [](const char* what, uint64_t planned, std::optional<uint64_t> held = std::nullopt) {
     char text[96];
     std::snprintf(text, sizeof text, "  %-16s %12s %12s", what, human_bytes(planned).c_str(),
-                  human_bytes(held).c_str());
-    return std::string(text);
+                  held ? human_bytes(*held).c_str() : "");
+    std::string line = text;
+    return line.erase(line.find_last_not_of(' ') + 1);
   };
   std::cout << "memory on " << device.id()
             << ": planned before the first step, and held by the run's allocations\n"
@@ -52,7 +56,7 @@ void print_plan(const DeviceHandle& device, const exec::Executor& ex, uint64_t b
             << (e.buffers > 0 ? row("buffers", e.buffers, h.buffers) +
                                     " (data parallelism's gradient bucket, ZeRO's exchange buffer)\n"
                               : std::string())
-            << row("block rounding", e.allocator_rounding, 0).substr(0, 31) << "\n"
+            << row("block rounding", e.allocator_rounding) << "\n"
             << row("total", e.total, h.total)
             << (budget > 0 ? " of a budget of " + human_bytes(budget) : std::string()) << "\n";
   if (training_peak > 0)

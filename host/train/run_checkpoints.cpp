@@ -101,38 +101,43 @@ Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64
   return publish_checkpoint_shards(run_dir_, step, spec_->train.keep_checkpoints);
 }
 
-Result<void> RunCheckpoints::gather_shards(checkpoint::Checkpoint& cp) {
-  const int ranks = program_->data_world();
+namespace {
+
+// Each tensor `whole_of` names: every rank's part all-gathered over `ranks`,
+// then made whole by `assemble(t, parts, whole, element)`.
+template <class Whole, class Assemble>
+Result<void> gather(checkpoint::Checkpoint& cp, const std::map<std::string, Whole>& whole_of,
+                    GradientCommunicator& ranks, Assemble assemble) {
   for (checkpoint::TensorRecord& t : cp.tensors) {
-    auto whole = shards_.find(t.name);
-    if (whole == shards_.end()) continue;
+    auto whole = whole_of.find(t.name);
+    if (whole == whole_of.end()) continue;
     const size_t element = exec::dtype_size(t.dtype);
-    std::vector<std::byte> shards(t.data.size() * static_cast<size_t>(ranks));
-    if (auto r =
-            ranks_.data->all_gather(t.data.data(), shards.data(), t.data.size() / element, t.dtype, nullptr);
-        !r)
+    std::vector<std::byte> parts(t.data.size() * static_cast<size_t>(ranks.world()));
+    if (auto r = ranks.all_gather(t.data.data(), parts.data(), t.data.size() / element, t.dtype, nullptr); !r)
       return r;
-    t.data = zero_assemble(shards, whole->second, element);
-    t.shape = whole->second;
+    assemble(t, parts, whole->second, element);
   }
   return {};
 }
 
+}  // namespace
+
+Result<void> RunCheckpoints::gather_shards(checkpoint::Checkpoint& cp) {
+  return gather(cp, shards_, *ranks_.data,
+                [](checkpoint::TensorRecord& t, const std::vector<std::byte>& parts,
+                   const std::vector<int64_t>& whole, size_t element) {
+                  t.data = zero_assemble(parts, whole, element);
+                  t.shape = whole;
+                });
+}
+
 Result<void> RunCheckpoints::gather_slices(checkpoint::Checkpoint& cp) {
-  const int ranks = program_->model().tensor_parallel.size;
-  for (checkpoint::TensorRecord& t : cp.tensors) {
-    auto slice = slices_.find(t.name);
-    if (slice == slices_.end()) continue;
-    const size_t element = exec::dtype_size(t.dtype);
-    std::vector<std::byte> slices(t.data.size() * static_cast<size_t>(ranks));
-    if (auto r = ranks_.tensor->all_gather(t.data.data(), slices.data(), t.data.size() / element, t.dtype,
-                                           nullptr);
-        !r)
-      return r;
-    t.data = assemble(slices, slice->second, ranks, element);
-    t.shape = slice->second.full;
-  }
-  return {};
+  return gather(cp, slices_, *ranks_.tensor,
+                [](checkpoint::TensorRecord& t, const std::vector<std::byte>& parts,
+                   const lowering::Shard& slice, size_t element) {
+                  t.data = assemble(parts, slice, static_cast<int>(parts.size() / t.data.size()), element);
+                  t.shape = slice.full;
+                });
 }
 
 Result<checkpoint::Checkpoint> RunCheckpoints::load(const std::string& file) const {
