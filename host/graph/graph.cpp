@@ -48,6 +48,20 @@ Result<ValueId> Graph::add_state(const std::string& name, TensorType type, doubl
   return id;
 }
 
+Result<ValueId> Graph::add_state_copy(const std::string& name, ValueId source) {
+  const Value* from = value(source);
+  if (from == nullptr)
+    return invalid("state '" + name + "' would copy unknown value id " + std::to_string(source));
+  if (from->kind != TDM_VALUE_PARAMETER && from->kind != TDM_VALUE_STATE)
+    return invalid(
+        "state '" + name + "' would copy '" + from->name +
+        "', which is not a parameter or state value: only they hold contents before the first step");
+  const std::string copied = from->name;
+  Result<ValueId> id = add_value(name, TDM_VALUE_STATE, from->type);
+  if (id) values_.at(*id).copy_of = copied;
+  return id;
+}
+
 Result<void> Graph::check_readable(ValueId value, size_t reader_position, const std::string& reader) const {
   if (value == kNoValue) return {};
   const Value* v = this->value(value);

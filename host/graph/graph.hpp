@@ -61,6 +61,9 @@ struct Value {
   TensorType type;
   NodeId producer = kNoNode;            // kNoNode for inputs, parameters, state
   std::optional<double> initial_value;  // fill value of state added by a pass
+  // A state that starts as a copy of this persistent value (a parameter or
+  // state), after initialisation or --init-from (Graph::add_state_copy).
+  std::string copy_of;
 };
 
 struct NodeSpec {
@@ -79,6 +82,9 @@ class Graph {
   // Graph inputs, parameters and state: values without a producer.
   Result<ValueId> add_value(const std::string& name, tdm_value_kind kind, TensorType type);
   Result<ValueId> add_state(const std::string& name, TensorType type, double initial_value);
+  // A state shaped like `source` (a parameter or state value) that starts as
+  // a copy of it.
+  Result<ValueId> add_state_copy(const std::string& name, ValueId source);
   // Inserts before `anchor` in the schedule, or appends when anchor is kNoNode.
   Result<NodeId> insert_node(NodeSpec spec, NodeId anchor = kNoNode);
   // Moves a node to just before `anchor` (kNoNode: the end of the

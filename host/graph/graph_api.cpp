@@ -289,6 +289,16 @@ tdm_status g_state_add(tdm_graph* g, const char* name, const tdm_tensor_desc* de
   });
 }
 
+tdm_status g_state_add_copy(tdm_graph* g, const char* name, tdm_value_id source, tdm_value_id* out) {
+  return guarded(g, "state_add_copy", [&]() -> tdm_status {
+    if (g == nullptr || name == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph or name is NULL");
+    Result<ValueId> id = as_graph(g).add_state_copy(name, source);
+    if (!id) return fail(id.error().status, id.error().message);
+    if (out != nullptr) *out = *id;
+    return TDM_OK;
+  });
+}
+
 tdm_status g_node_annotate(tdm_graph* g, tdm_node_id id, const char* key, const char* value) {
   return guarded(g, "node_annotate", [&]() -> tdm_status {
     if (g == nullptr || key == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph or annotation key is NULL");
@@ -368,6 +378,7 @@ const tdm_graph_api* graph_api_table() {
     t.node_set_attr = g_node_set_attr;
     t.value_replace_uses = g_value_replace_uses;
     t.state_add = g_state_add;
+    t.state_add_copy = g_state_add_copy;
     t.node_annotate = g_node_annotate;
     t.node_annotation = g_node_annotation;
     return t;

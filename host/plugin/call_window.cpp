@@ -18,7 +18,7 @@ std::mutex& mutex() {
   return m;
 }
 Open& open(CallWindow::Kind kind) {
-  static Open windows[2];
+  static Open windows[3];
   return windows[kind];
 }
 unsigned long long this_thread() {
@@ -50,6 +50,11 @@ std::string CallWindow::refusal(Kind kind, const void* object, const char* funct
     return f +
            " outside a graph pass: a feature reads and edits the graph only during its graph_pass, "
            "on the thread the host called it on, through the graph it was given (sdk/ABI.md rule 43)";
+  if (kind == kStepBoundary)
+    return f +
+           " outside a step boundary: whole tensors are read and written only during on_step_begin, "
+           "on_step_end or on_run_end, on the thread the host called it on, through that hook's "
+           "tdm_step_info.run (sdk/ABI.md rule 44)";
   return f +
          " outside a step hook: run scalars are read and written only during a step hook, on the thread "
          "the host called it on, through that hook's tdm_step_info.run (sdk/ABI.md rule 44)";

@@ -13,7 +13,10 @@ namespace tandem::host {
 
 class CallWindow {
  public:
-  enum Kind { kGraphPass = 0, kStepHook = 1 };
+  // kStepBoundary: a step hook between optimizer steps (on_step_begin,
+  // on_step_end, on_run_end), where whole tensors may be read and written;
+  // the host opens it inside the kStepHook window of those hooks.
+  enum Kind { kGraphPass = 0, kStepHook = 1, kStepBoundary = 2 };
   // Opens the window of `kind` on `object` for the calling thread until
   // destroyed (then the previous one, if any, is open again).
   CallWindow(Kind kind, const void* object) noexcept;

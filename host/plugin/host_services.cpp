@@ -9,7 +9,7 @@
 
 #include "graph/graph_api.hpp"
 #include "plugin/call_window.hpp"
-#include "plugin/run_scalars.hpp"
+#include "plugin/run_access.hpp"
 #include "tandem/version.h"
 #include "util/last_error.hpp"
 #include "util/logger.hpp"
@@ -90,7 +90,7 @@ tdm_status api_run_scalar_get_impl(void* ctx, tdm_run* run, const char* name, do
     record_last_error(TDM_INVALID_ARGUMENT, c != nullptr ? c->name : "", std::move(why));
     return TDM_INVALID_ARGUMENT;
   }
-  Result<double> value = RunScalars::from_c(run)->get(name);
+  Result<double> value = RunAccess::from_c(run)->get(name);
   if (!value) {
     record_last_error(value.error().status, c != nullptr ? c->name : "", value.error().message);
     return value.error().status;
@@ -106,7 +106,7 @@ tdm_status api_run_scalar_set_impl(void* ctx, tdm_run* run, const char* name, do
     record_last_error(TDM_INVALID_ARGUMENT, c != nullptr ? c->name : "", std::move(why));
     return TDM_INVALID_ARGUMENT;
   }
-  Result<void> done = RunScalars::from_c(run)->set(name, value);
+  Result<void> done = RunAccess::from_c(run)->set(name, value);
   if (!done) {
     record_last_error(done.error().status, c != nullptr ? c->name : "", done.error().message);
     return done.error().status;
@@ -121,13 +121,88 @@ tdm_status api_run_ranks_max_impl(void* ctx, tdm_run* run, int32_t* value) {
     record_last_error(TDM_INVALID_ARGUMENT, c != nullptr ? c->name : "", std::move(why));
     return TDM_INVALID_ARGUMENT;
   }
-  Result<int32_t> max = RunScalars::from_c(run)->max_over_ranks(*value);
+  Result<int32_t> max = RunAccess::from_c(run)->max_over_ranks(*value);
   if (!max) {
     record_last_error(max.error().status, c != nullptr ? c->name : "", max.error().message);
     return max.error().status;
   }
   *value = *max;
   return TDM_OK;
+}
+
+// The whole-tensor functions (ABI 1.12): refused outside a step boundary;
+// a failure is recorded as the host's, so the plugin's own message about it
+// keeps the reason (util/last_error.hpp).
+template <class Body>
+tdm_status at_step_boundary(tdm_run* run, const char* function, Body&& body) {
+  if (run == nullptr) {
+    record_last_error(TDM_INVALID_ARGUMENT, kHostSource, std::string(function) + ": run is NULL");
+    return TDM_INVALID_ARGUMENT;
+  }
+  if (std::string why = CallWindow::refusal(CallWindow::kStepBoundary, run, function); !why.empty()) {
+    record_last_error(TDM_INVALID_ARGUMENT, kHostSource, std::move(why));
+    return TDM_INVALID_ARGUMENT;
+  }
+  Result<void> done = body(*RunAccess::from_c(run));
+  if (!done) {
+    record_last_error(done.error().status, kHostSource, std::string(function) + ": " + done.error().message);
+    return done.error().status;
+  }
+  return TDM_OK;
+}
+
+tdm_status api_run_tensor_desc_impl(tdm_run* run, const char* name, tdm_tensor_desc* out) {
+  return at_step_boundary(run, "run_tensor_desc", [&](RunAccess& access) -> Result<void> {
+    if (name == nullptr || out == nullptr)
+      return make_error("value name or desc is NULL", TDM_INVALID_ARGUMENT);
+    auto type = access.tensor_type(name);
+    if (!type) return type.error();
+    const std::vector<int64_t>& dims = access.keep_dims(name, type->dims);
+    out->dtype = type->dtype;
+    out->rank = static_cast<uint32_t>(dims.size());
+    out->dims = dims.empty() ? nullptr : dims.data();
+    out->strides = nullptr;
+    return {};
+  });
+}
+
+tdm_status api_run_tensor_read_impl(tdm_run* run, const char* name, void* buffer, size_t bytes) {
+  return at_step_boundary(run, "run_tensor_read", [&](RunAccess& access) -> Result<void> {
+    if (name == nullptr || buffer == nullptr)
+      return make_error("value name or buffer is NULL", TDM_INVALID_ARGUMENT);
+    return access.read_tensor(name, buffer, bytes);
+  });
+}
+
+tdm_status api_run_tensor_write_impl(tdm_run* run, const char* name, const void* buffer, size_t bytes) {
+  return at_step_boundary(run, "run_tensor_write", [&](RunAccess& access) -> Result<void> {
+    if (name == nullptr || buffer == nullptr)
+      return make_error("value name or buffer is NULL", TDM_INVALID_ARGUMENT);
+    return access.write_tensor(name, buffer, bytes);
+  });
+}
+
+tdm_status api_run_save_tensors_impl(void* ctx, tdm_run* run, const char* file,
+                                     const tdm_saved_tensor* tensors, size_t count) {
+  return at_step_boundary(run, "run_save_tensors", [&](RunAccess& access) -> Result<void> {
+    if (file == nullptr || (tensors == nullptr && count > 0))
+      return make_error("file name or tensor list is NULL", TDM_INVALID_ARGUMENT);
+    std::vector<RunAccess::SavedTensor> list;
+    for (size_t i = 0; i < count; ++i) {
+      const tdm_saved_tensor& t = tensors[i];
+      if (t.struct_size < TDM_STRUCT_SIZE(tdm_saved_tensor, value_name) || t.name == nullptr ||
+          t.value_name == nullptr)
+        return make_error(std::string(file) + ": tensor " + std::to_string(i) +
+                              " of the list has no name or value name (or a struct_size too small)",
+                          TDM_INVALID_ARGUMENT);
+      list.push_back({t.name, t.value_name});
+    }
+    PluginContext* c = as_context(ctx);
+    auto written = access.save_tensors(file, list, c != nullptr ? c->name : "plugin");
+    if (!written) return written.error();
+    if (!written->empty()) log_info("wrote " + *written + " (" + std::to_string(count) + " tensors)");
+    return {};
+  });
 }
 
 // The C entry points: nothing may propagate into plugin code (sdk/ABI.md rule 14).
@@ -180,6 +255,39 @@ tdm_status api_run_ranks_max(void* ctx, tdm_run* run, int32_t* value) {
   }
 }
 
+tdm_status api_run_tensor_desc(void*, tdm_run* run, const char* name, tdm_tensor_desc* out) {
+  try {
+    return api_run_tensor_desc_impl(run, name, out);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
+tdm_status api_run_tensor_read(void*, tdm_run* run, const char* name, void* buffer, size_t bytes) {
+  try {
+    return api_run_tensor_read_impl(run, name, buffer, bytes);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
+tdm_status api_run_tensor_write(void*, tdm_run* run, const char* name, const void* buffer, size_t bytes) {
+  try {
+    return api_run_tensor_write_impl(run, name, buffer, bytes);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
+tdm_status api_run_save_tensors(void* ctx, tdm_run* run, const char* file, const tdm_saved_tensor* tensors,
+                                size_t count) {
+  try {
+    return api_run_save_tensors_impl(ctx, run, file, tensors, count);
+  } catch (...) {
+    return TDM_INTERNAL;
+  }
+}
+
 }  // namespace
 
 HostServices::HostServices(std::shared_ptr<ConfigStore> config) : config_(std::move(config)) {
@@ -205,6 +313,10 @@ PluginContext& HostServices::create_context(const std::string& name, const std::
   api.run_scalar_get = api_run_scalar_get;
   api.run_scalar_set = api_run_scalar_set;
   api.run_ranks_max = api_run_ranks_max;
+  api.run_tensor_desc = api_run_tensor_desc;
+  api.run_tensor_read = api_run_tensor_read;
+  api.run_tensor_write = api_run_tensor_write;
+  api.run_save_tensors = api_run_save_tensors;
 
   ContextKeeper& k = keeper();
   std::lock_guard lock(k.mutex);

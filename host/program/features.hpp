@@ -16,6 +16,9 @@
 
 namespace tandem::host::program {
 
+// The ABI minor that brought on_run_end and the whole-tensor functions.
+constexpr uint32_t kRunEndMinor = 12;
+
 class FeatureSet {
  public:
   // `backend_abi_minor`: the lowest negotiated minor of the run's backends,
@@ -41,6 +44,8 @@ class FeatureSet {
   // The names of the features that may ask ('amp', 'x'), for messages.
   std::string skip_deciders() const;
   Result<void> step_end(const tdm_step_info& info);
+  // After the run's last step and checkpoint (ABI 1.12's on_run_end).
+  Result<void> run_end(const tdm_step_info& info);
   // Micro-batches per optimizer step (ABI 1.2): 1 unless a feature says more;
   // two features asking for accumulation is an error.
   Result<uint32_t> micro_batches() const;
@@ -54,7 +59,9 @@ class FeatureSet {
   };
   FeatureSet() = default;
   using Hook = tdm_status (*)(tdm_feature*, const tdm_step_info*);
-  Result<void> call_hooks(Hook tdm_feature_api::*hook, const char* what, const tdm_step_info& info);
+  // `boundary`: between optimizer steps, where whole tensors may be reached.
+  Result<void> call_hooks(Hook tdm_feature_api::*hook, const char* what, const tdm_step_info& info,
+                          bool boundary);
 
   std::vector<Active> active_;
 };

@@ -7,11 +7,19 @@
 namespace tandem::host::program {
 
 StepRunner::StepRunner(Program& program)
-    : program_(program),
-      scalars_(std::make_unique<ExecutorScalars>(program.model().graph, program.executor())) {}
+    : program_(program), run_(std::make_unique<ExecutorRun>(program.model(), program.executor())) {}
 
 tdm_step_info StepRunner::info(int64_t step, uint32_t micro) const {
-  return tdm_step_info{sizeof(tdm_step_info), step, micro, program_.micro_batches(), scalars_->as_c()};
+  run_->set_step(step);
+  return tdm_step_info{sizeof(tdm_step_info), step, micro, program_.micro_batches(), run_->as_c()};
+}
+
+void StepRunner::set_run_directory(std::string directory, bool writes) {
+  run_->set_run_directory(std::move(directory), writes);
+}
+
+Result<void> StepRunner::end_run(int64_t steps) {
+  return program_.features().run_end(info(steps, 0));
 }
 
 Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double lr) {
@@ -34,7 +42,7 @@ Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double 
 
 void StepRunner::set_ranks(std::function<Result<int32_t>(int32_t)> max_over_ranks) {
   check_skips_ = !program_.features().skip_deciders().empty();
-  scalars_->set_ranks(std::move(max_over_ranks));
+  run_->set_ranks(std::move(max_over_ranks));
 }
 
 Result<void> StepRunner::end_micro_batch(int64_t step, uint32_t micro) {
@@ -73,10 +81,10 @@ Result<void> StepRunner::optimizer_step(int64_t step) {
 Result<void> StepRunner::skip_agreed(int64_t step, bool skip) const {
   // Every rank gets the same answers, so all ask the second question or none:
   // one collective a step, two on a step some rank skips.
-  auto some_skip = scalars_->max_over_ranks(skip ? 1 : 0);
+  auto some_skip = run_->max_over_ranks(skip ? 1 : 0);
   if (!some_skip) return some_skip.error();
   if (*some_skip == 0) return {};
-  auto some_step = scalars_->max_over_ranks(skip ? 0 : 1);
+  auto some_step = run_->max_over_ranks(skip ? 0 : 1);
   if (!some_step) return some_step.error();
   if (*some_step == 0) return {};
   return make_error(

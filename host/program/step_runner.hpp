@@ -8,8 +8,9 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
-#include "program/executor_scalars.hpp"
+#include "program/executor_run.hpp"
 #include "program/program.hpp"
 
 namespace tandem::host::program {
@@ -36,14 +37,20 @@ class StepRunner {
   // the ranks' decisions and stops the run, naming the step, when they
   // differ (a feature that decides alone).
   void set_ranks(std::function<Result<int32_t>(int32_t)> max_over_ranks);
+  // Where features write their files (run_save_tensors), and whether this
+  // rank writes them (the run's first rank).
+  void set_run_directory(std::string directory, bool writes);
+  // After the run's last step (and its checkpoint), or the checkpoint of a
+  // stop by signal: the run_end hook. `steps`: optimizer steps taken.
+  Result<void> end_run(int64_t steps);
 
  private:
   tdm_step_info info(int64_t step, uint32_t micro) const;
   Result<void> skip_agreed(int64_t step, bool skip) const;
 
   Program& program_;
-  std::unique_ptr<ExecutorScalars> scalars_;  // what feature hooks read and write
-  bool check_skips_ = false;                  // several ranks, and some feature decides skips
+  std::unique_ptr<ExecutorRun> run_;  // what feature hooks read and write
+  bool check_skips_ = false;          // several ranks, and some feature decides skips
 };
 
 }  // namespace tandem::host::program

@@ -12,6 +12,7 @@
 #include "exec/tensor_text.hpp"
 #include "lowering/model_graph.hpp"
 #include "ops/shapes.hpp"
+#include "train/initializers.hpp"
 #include "train/sharded_checkpoint.hpp"
 
 namespace tandem::host::train {
@@ -61,10 +62,17 @@ Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executo
 Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
                              bool weights_only, const std::string& source) {
   std::vector<std::pair<const Value*, const checkpoint::TensorRecord*>> plan;
+  std::vector<const Value*> copies;  // states copied from their sources once those are loaded
   for (size_t i = 0; i < graph.value_count(); ++i) {
     const Value& v = *graph.value_at(i);
     if (!persistent(v) || (weights_only && optimizer_state(v))) continue;
     const checkpoint::TensorRecord* t = cp.find(v.name);
+    // A copied state follows the weights a run starts from (--init-from), or
+    // a checkpoint written before its feature was enabled.
+    if (!v.copy_of.empty() && (weights_only || t == nullptr)) {
+      copies.push_back(&v);
+      continue;
+    }
     // Weights exported for PyTorch (or from it) name a norm's gamma and beta
     // "weight" and "bias" (checkpoint/torch_names.hpp).
     if (t == nullptr) t = cp.find(checkpoint::torch_name(v.name));
@@ -83,7 +91,7 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
   }
   for (const auto& [v, t] : plan)
     if (auto r = executor.write(v->id, t->data.data(), t->data.size()); !r) return r;
-  return {};
+  return copy_states_from_sources(graph, executor, copies);
 }
 
 Result<RunPosition> checkpoint_position(const checkpoint::Checkpoint& cp, const std::string& source) {

@@ -23,7 +23,8 @@ Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executo
 // parameters (and running statistics) but not optimizer state. A tensor the
 // graph needs but the file lacks, or one whose shape differs, is an error
 // naming it and the file; nothing is written to the device before all checks
-// pass.
+// pass. A state that starts as a copy of another value (Value::copy_of) is
+// copied from it after the load when `weights_only` or the file lacks it.
 Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
                              bool weights_only, const std::string& source);
 

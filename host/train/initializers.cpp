@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "data/counter_rng.hpp"
+#include "exec/tensor_text.hpp"
 #include "ops/shapes.hpp"
 #include "train/tensor_shards.hpp"
 
@@ -81,6 +82,32 @@ Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executo
       values = std::move(shard);
     }
     if (auto r = executor.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
+  }
+  std::vector<const Value*> copies;
+  for (size_t i = 0; i < g.value_count(); ++i)
+    if (!g.value_at(i)->copy_of.empty()) copies.push_back(g.value_at(i));
+  return copy_states_from_sources(g, executor, copies);
+}
+
+Result<void> copy_states_from_sources(const Graph& graph, exec::Executor& executor,
+                                      const std::vector<const Value*>& states) {
+  std::vector<std::byte> bytes;
+  for (const Value* state : states) {
+    const Value* source = graph.value_by_name(state->copy_of);
+    if (source == nullptr)
+      return make_error("state '" + state->name + "' starts as a copy of '" + state->copy_of +
+                            "', which the training graph no longer has (a later pass removed it)",
+                        TDM_INVALID_ARGUMENT);
+    // The same type when added; checked again as later lowerings may
+    // change a source's type.
+    if (source->type.dtype != state->type.dtype || source->type.dims != state->type.dims)
+      return make_error("state '" + state->name + "' (" + ops::dims_str(state->type.dims) +
+                            ") starts as a copy of '" + source->name + "', which this run holds as " +
+                            ops::dims_str(source->type.dims) + " (internal: a lowering changed it)",
+                        TDM_INTERNAL);
+    bytes.resize(exec::tensor_bytes(source->type));
+    if (auto r = executor.read(source->id, bytes.data(), bytes.size()); !r) return r;
+    if (auto r = executor.write(state->id, bytes.data(), bytes.size()); !r) return r;
   }
   return {};
 }

@@ -31,7 +31,15 @@ std::vector<float> initial_values(const lowering::Initializer& init, const std::
 // A tensor-parallel rank starts from its slice of the values the whole
 // tensor would start with, a ZeRO stage-3 rank (`zero_rank` of the data
 // ranks) from its shard of them: every run starts from the same model.
+// States that start as a copy of another value (Value::copy_of, a feature's
+// graph->state_add_copy) are copied last, from their sources' initial values.
 Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executor& executor, uint64_t seed,
                                 int zero_rank = 0);
+
+// Sets each of `states` (values with Value::copy_of) to its source's
+// contents now: after initialisation, and after weights were loaded into
+// the sources (--init-from, or a checkpoint that predates the state).
+Result<void> copy_states_from_sources(const Graph& graph, exec::Executor& executor,
+                                      const std::vector<const Value*>& states);
 
 }  // namespace tandem::host::train

@@ -42,7 +42,7 @@ std::map<std::string, lowering::Shard> tensor_shards(const lowering::ModelGraph&
     const Value& v = *model.graph.value_at(i);
     if (v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) continue;
     for (const auto& [name, shard] : by_parameter)
-      if (v.name == name || starts_with(v.name, "optim." + name + ".") ||
+      if (v.name == name || v.copy_of == name || starts_with(v.name, "optim." + name + ".") ||
           v.name == "grad_accum." + name + ".grad")
         out[v.name] = shard;
   }
@@ -100,6 +100,12 @@ std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGra
   for (const auto& [id, whole] : model.zero.gradients)
     if (const Value* acc = model.graph.value_by_name("grad_accum." + model.graph.value(id)->name))
       out[acc->name] = whole;
+  // A feature's state copied from a shard (graph->state_add_copy) is one too.
+  for (size_t i = 0; i < model.graph.value_count(); ++i) {
+    const Value& v = *model.graph.value_at(i);
+    if (auto source = out.find(v.copy_of); !v.copy_of.empty() && source != out.end())
+      out[v.name] = source->second;
+  }
   return out;
 }
 

@@ -16,8 +16,9 @@
 namespace tandem::host::train {
 
 // Every persistent tensor split like a parameter, by name: the parameter, its
-// optimizer state ("optim.<parameter>.*") and accumulators of its gradient
-// ("grad_accum.<parameter>.grad").
+// optimizer state ("optim.<parameter>.*"), accumulators of its gradient
+// ("grad_accum.<parameter>.grad") and states a feature copied from it
+// (Value::copy_of).
 std::map<std::string, lowering::Shard> tensor_shards(const lowering::ModelGraph& model);
 
 // Rank `rank` of `size`'s slice of `whole` (shape `shard.full`, elements of
@@ -36,7 +37,8 @@ Result<void> slice_checkpoint(checkpoint::Checkpoint& cp,
                               const std::string& source);
 
 // ZeRO: the optimizer state (and with stage 3 the parameters) this rank
-// holds one shard of (ModelGraph::zero), by name, with its whole shape. Checkpoints hold it whole, as for
+// holds one shard of (ModelGraph::zero), and states a feature copied from
+// one, by name, with its whole shape. Checkpoints hold it whole, as for
 // tensor parallelism, so a run resumes at any number of ranks or any stage.
 std::map<std::string, std::vector<int64_t>> zero_states(const lowering::ModelGraph& model);
 // Every rank's shard of a tensor (`shards`: world shards of s elements,

@@ -164,6 +164,7 @@ Result<bool> Trainer::train_epoch(Loop& loop) {
                          spec_.path + " --resume " + options_.run_dir);
       loop.result.interrupted = true;
       loop.result.last_checkpoint = *saved;
+      if (auto r = steps_->end_run(loop.step); !r) return r.error();
       loop.result.steps = loop.step;
       return false;
     }
@@ -307,6 +308,7 @@ Result<void> Trainer::explain_resume(Loop& loop) {
 }
 
 Result<void> Trainer::finish_run(Loop& loop, std::chrono::steady_clock::time_point run_start) {
+  if (auto r = steps_->end_run(loop.step); !r) return r;
   if (data_.validation && data_.test) {
     auto ev = loop.evaluator.evaluate(*data_.test, data_.transforms, options_.loader_threads);
     if (!ev) return ev.error();

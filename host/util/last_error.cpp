@@ -12,11 +12,13 @@ std::optional<LastError>& slot() {
 }  // namespace
 
 void record_last_error(tdm_status code, std::string source, std::string message) {
-  // A plugin reporting the failure of a graph call it made (a feature pass's
-  // insert) keeps the host's reason for it: "[amp] graph edit: inserting
-  // node 'x' failed: attention: lse must be f32[...]".
+  // A plugin reporting the failure of a host service it called (a feature
+  // pass's graph insert, a hook's tensor read) keeps the host's reason for
+  // it: "[amp] graph edit: inserting node 'x' failed: attention: lse must be
+  // f32[...]".
   std::optional<LastError>& last = slot();
-  if (last && last->source == "graph" && source != "graph" && !last->message.empty())
+  const auto host_side = [](const std::string& s) { return s == "graph" || s == kHostSource; };
+  if (last && host_side(last->source) && !host_side(source) && !last->message.empty())
     message += ": " + last->message;
   last = LastError{code, std::move(source), std::move(message)};
 }

@@ -18,6 +18,11 @@ struct LastError {
   std::string message;
 };
 
+// The source of a refusal by a host service a plugin called (the run's
+// tensors); "graph" is the graph API's. A plugin's own message recorded
+// after either keeps the host's reason appended.
+inline constexpr const char* kHostSource = "host";
+
 void record_last_error(tdm_status code, std::string source, std::string message);
 // Returns and clears this thread's slot.
 std::optional<LastError> take_last_error();

@@ -117,7 +117,7 @@ TEST_F(Features, SkippedOptimizerStepsLeaveWeightsUnchanged) {
   EXPECT_EQ(weights(**t), before);
 }
 
-TEST_F(Features, HookWritesRunScalars) {
+TEST_F(Features, HookWritesRunAccess) {
   auto t = trainer({"features.testfeature.zero_lr=true"});
   ASSERT_TRUE(t.ok()) << t.error().message;
   const auto before = weights(**t);

@@ -7,7 +7,7 @@
 
 #include "plugin/call_window.hpp"
 #include "plugin/host_services.hpp"
-#include "plugin/run_scalars.hpp"
+#include "plugin/run_access.hpp"
 #include "tandem/version.h"
 #include "util/last_error.hpp"
 #include "util/logger.hpp"
@@ -160,10 +160,10 @@ TEST(HostServices, ScratchIsAligned) {
   api.scratch_free(api.ctx, nullptr);
 }
 
-TEST(HostServices, RunScalars) {
+TEST(HostServices, RunAccess) {
   HostServices services;
   const tdm_host_api& api = services.create_context("amp", "").api;
-  host::MapRunScalars scalars;
+  host::MapRunAccess scalars;
   scalars.define("amp.loss_scale", 65536.0);
   double value = 0;
   // Outside a hook (a tdm_run* kept after it), and from a helper thread
@@ -188,6 +188,59 @@ TEST(HostServices, RunScalars) {
   EXPECT_EQ(host::last_error_text(""), "[amp] no run scalar named 'nope'");
   EXPECT_EQ(api.run_scalar_set(api.ctx, scalars.as_c(), "nope", 1.0), TDM_NOT_FOUND);
   EXPECT_EQ(api.run_scalar_get(api.ctx, nullptr, "amp.loss_scale", &value), TDM_INVALID_ARGUMENT);
+}
+
+// Whole tensors (ABI 1.12): only at a step boundary (on_step_begin,
+// on_step_end, on_run_end), exactly the value's size, its dims kept.
+TEST(HostServices, RunTensorsOnlyAtAStepBoundary) {
+  HostServices services;
+  const tdm_host_api& api = services.create_context("ema", "").api;
+  host::MapRunAccess run;
+  run.define_tensor("fc.weight", host::TensorType{TDM_F32, {2, 3}}, std::vector<unsigned char>(24, 7));
+  float w[6] = {};
+  host::CallWindow hook(host::CallWindow::kStepHook, run.as_c());  // a hook, but micro_batch_end
+  host::clear_last_error();
+  EXPECT_EQ(api.run_tensor_read(api.ctx, run.as_c(), "fc.weight", w, sizeof w), TDM_INVALID_ARGUMENT);
+  const std::string why = host::last_error_text("");
+  EXPECT_NE(why.find("run_tensor_read outside a step boundary"), std::string::npos) << why;
+  EXPECT_NE(why.find("on_step_begin, on_step_end or on_run_end"), std::string::npos) << why;
+
+  host::CallWindow boundary(host::CallWindow::kStepBoundary, run.as_c());
+  tdm_tensor_desc d{};
+  d.struct_size = sizeof d;
+  ASSERT_EQ(api.run_tensor_desc(api.ctx, run.as_c(), "fc.weight", &d), TDM_OK);
+  EXPECT_EQ(d.dtype, TDM_F32);
+  ASSERT_EQ(d.rank, 2u);
+  const int64_t* dims = d.dims;
+  EXPECT_EQ(dims[0], 2);
+  EXPECT_EQ(dims[1], 3);
+  ASSERT_EQ(api.run_tensor_desc(api.ctx, run.as_c(), "fc.weight", &d), TDM_OK);
+  EXPECT_EQ(d.dims, dims) << "the dims stay where the first answer put them";
+  ASSERT_EQ(api.run_tensor_read(api.ctx, run.as_c(), "fc.weight", w, sizeof w), TDM_OK);
+  EXPECT_EQ(std::memcmp(w, std::vector<unsigned char>(24, 7).data(), 24), 0);
+  const float ones[6] = {1, 1, 1, 1, 1, 1};
+  ASSERT_EQ(api.run_tensor_write(api.ctx, run.as_c(), "fc.weight", ones, sizeof ones), TDM_OK);
+  EXPECT_EQ(std::memcmp(run.tensor("fc.weight").data(), ones, sizeof ones), 0);
+
+  host::clear_last_error();
+  EXPECT_EQ(api.run_tensor_read(api.ctx, run.as_c(), "fc.weight", w, 20), TDM_INVALID_ARGUMENT);
+  EXPECT_NE(host::last_error_text("").find("not 20"), std::string::npos);
+  EXPECT_EQ(api.run_tensor_read(api.ctx, run.as_c(), "nope", w, sizeof w), TDM_NOT_FOUND);
+  // The plugin's own message about the failure keeps the host's reason.
+  api.set_error(api.ctx, TDM_NOT_FOUND, "ema: reading nope failed");
+  EXPECT_EQ(host::last_error_text(""),
+            "[ema] ema: reading nope failed: run_tensor_read: no tensor named 'nope'");
+  // This run has no directory: nothing is written.
+  const tdm_saved_tensor t{sizeof(tdm_saved_tensor), "fc.weight", "fc.weight"};
+  EXPECT_EQ(api.run_save_tensors(api.ctx, run.as_c(), "ema.safetensors", &t, 1), TDM_UNSUPPORTED);
+  const tdm_saved_tensor unnamed{sizeof(tdm_saved_tensor), nullptr, "fc.weight"};
+  host::clear_last_error();
+  EXPECT_EQ(api.run_save_tensors(api.ctx, run.as_c(), "ema.safetensors", &unnamed, 1), TDM_INVALID_ARGUMENT);
+  EXPECT_NE(host::last_error_text("").find("tensor 0 of the list has no name"), std::string::npos);
+  std::thread([&] {
+    EXPECT_EQ(api.run_tensor_write(api.ctx, run.as_c(), "fc.weight", ones, sizeof ones),
+              TDM_INVALID_ARGUMENT);
+  }).join();
 }
 
 }  // namespace

@@ -120,7 +120,8 @@ for file in usr/bin/tandem "${plugin_dir#/}/libtandem-reference.so" usr/share/ma
 done
 dev_contents=$(dpkg-deb --contents "${deb_of[tandem-dev]}")
 for file in usr/share/doc/tandem-dev/ABI.md usr/share/doc/tandem-dev/ops.md \
-  usr/share/doc/tandem-dev/changelog.gz usr/bin/tandem-conformance usr/share/man/man1/tandem-conformance.1.gz; do
+  usr/share/doc/tandem-dev/changelog.gz usr/bin/tandem-conformance usr/share/man/man1/tandem-conformance.1.gz \
+  usr/share/doc/tandem-dev/examples/hello_backend/hello.cpp usr/share/doc/tandem-dev/examples/ema_feature/ema.cpp; do
   grep -q "\./$file$" <<<"$dev_contents" || fail "tandem-dev lacks /$file"
 done
 
@@ -241,6 +242,19 @@ tail -n 2 <<<"$conf"
 for op in fill copy add; do
   grep -q "^PASS $op f32" <<<"$conf" || { echo "$conf" >&2; fail "no passing f32 case of '$op'"; }
 done
+
+step "build the installed examples/ema_feature against the installed tandem-dev"
+env -u CMAKE_PREFIX_PATH -u TandemSDK_DIR -u TandemSDK_ROOT \
+  cmake -S /usr/share/doc/tandem-dev/examples/ema_feature -B "$work/ema" "${generator[@]}" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$work/ema-configure.log" 2>&1 ||
+  { cat "$work/ema-configure.log" >&2; fail "configure ema_feature"; }
+cmake --build "$work/ema" >"$work/ema-build.log" 2>&1 || { cat "$work/ema-build.log" >&2; fail "build ema_feature"; }
+ema_run="$work/ema-run"
+out=$(/usr/bin/tandem train "$source/tests/packaging/tiny_synthetic.toml" --run-dir "$ema_run" \
+  --plugin-path "$work/ema" --feature ema:decay=0.9 2>&1) || { echo "$out" >&2; fail "tandem train with the ema example"; }
+[[ -s "$ema_run/ema.safetensors" ]] || fail "the ema example wrote no $ema_run/ema.safetensors"
+out=$(/usr/bin/tandem eval "$source/tests/packaging/tiny_synthetic.toml" --weights "$ema_run/ema.safetensors" 2>&1) ||
+  { echo "$out" >&2; fail "tandem eval --weights ema.safetensors"; }
 
 # ---- 5. removal ------------------------------------------------------------------
 step "dpkg --purge ${installed[*]}"

@@ -86,6 +86,16 @@ typedef struct tdm_feature_api {
    * into f32 outputs (ops.md, "Wide outputs"), "0" otherwise: a pass that
    * inserts such nodes does so only under "1". */
   uint32_t (*micro_batch_size)(tdm_feature* feature);
+
+  /* ---- since ABI 1.12 (check struct_size, then the pointer) ---- */
+  /* Once, after the run's last optimizer step and its last checkpoint, or
+   * after the checkpoint a stop by signal (Ctrl-C) saved; not when the run
+   * fails. info->step is the number of steps taken. The host's whole-tensor
+   * functions (run_tensor_read, run_save_tensors; host_api.h) work here as
+   * in on_step_begin and on_step_end: a feature writes its final files now.
+   * A failing on_run_end fails the run (exit 4), its checkpoints kept.
+   * Optional. */
+  tdm_status (*on_run_end)(tdm_feature* feature, const tdm_step_info* info);
 } tdm_feature_api;
 
 #ifdef __cplusplus

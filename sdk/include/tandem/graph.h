@@ -121,6 +121,15 @@ typedef struct tdm_graph_api {
   tdm_status (*node_annotate)(tdm_graph* graph, tdm_node_id id, const char* key, const char* value);
   /* NULL when the node has no such annotation. */
   const char* (*node_annotation)(const tdm_graph* graph, tdm_node_id id, const char* key);
+
+  /* ---- since ABI 1.12 (check struct_size, then the pointer) ---- */
+  /* Adds a persistent state value with the dtype and shape of `source` (a
+   * parameter or a state value) that starts as a copy of it: of its
+   * initial values, or of the weights --init-from loaded. Resuming from a
+   * checkpoint that holds the state restores it instead; one that lacks it
+   * (the feature was enabled later) copies the source again. An exponential
+   * moving average of the weights starts this way. */
+  tdm_status (*state_add_copy)(tdm_graph* graph, const char* name, tdm_value_id source, tdm_value_id* out_id);
 } tdm_graph_api;
 
 #ifdef __cplusplus

@@ -92,6 +92,8 @@ class GraphEdit {
   void replace_uses(tdm_value_id from, tdm_value_id to, tdm_node_id except);
   tdm_value_id add_state(const std::string& name, tdm_dtype dtype, const std::vector<int64_t>& dims,
                          double initial);
+  // A state shaped like `source` that starts as a copy of it (ABI 1.12).
+  tdm_value_id add_state_copy(const std::string& name, tdm_value_id source);
   void annotate(tdm_node_id id, const char* key, const char* value);
   // A node name not yet used in the graph, starting from `base`.
   std::string fresh_name(const std::string& base) const;
@@ -275,6 +277,16 @@ inline tdm_value_id GraphEdit::add_state(const std::string& name, tdm_dtype dtyp
   d.dims = dims.empty() ? nullptr : dims.data();
   tdm_value_id id = TDM_NO_VALUE;
   graph_edit_detail::check(g_.state_add(graph_, name.c_str(), &d, initial, &id),
+                           "adding state '" + name + "'");
+  return id;
+}
+
+inline tdm_value_id GraphEdit::add_state_copy(const std::string& name, tdm_value_id source) {
+  if (!TDM_STRUCT_HAS(&g_, tdm_graph_api, state_add_copy) || g_.state_add_copy == nullptr)
+    throw tandem::Error(TDM_UNSUPPORTED, "graph edit: adding state '" + name +
+                                             "' as a copy needs a host of ABI 1.12 or newer; update tandem");
+  tdm_value_id id = TDM_NO_VALUE;
+  graph_edit_detail::check(g_.state_add_copy(graph_, name.c_str(), source, &id),
                            "adding state '" + name + "'");
   return id;
 }

@@ -18,6 +18,13 @@ extern "C" {
 /* Opaque handle on a running training step, given to feature step hooks. */
 typedef struct tdm_run tdm_run;
 
+/* One tensor of a file run_save_tensors writes (since ABI 1.12). */
+typedef struct tdm_saved_tensor {
+  uint32_t struct_size;
+  const char* name;       /* its name in the file */
+  const char* value_name; /* the run value whose contents it holds */
+} tdm_saved_tensor;
+
 typedef struct tdm_host_api {
   uint32_t struct_size;
   uint32_t abi_major; /* the host's ABI version */
@@ -80,6 +87,42 @@ typedef struct tdm_host_api {
    * run's collective timeout fails them. Only from within a step hook, on
    * the thread that runs it. */
   tdm_status (*run_ranks_max)(void* ctx, tdm_run* run, int32_t* value);
+
+  /* ---- since ABI 1.12: whole tensors at a step boundary ---- */
+  /* A feature reads and writes whole persistent values of the training
+   * graph (parameters and state values, by name) from on_step_begin,
+   * on_step_end and on_run_end only: between optimizer steps, when no
+   * kernel is using them. The host copies through host memory from or to
+   * whatever device holds the value. Each rank sees the tensor as it holds
+   * it: under tensor parallelism or ZeRO stage 3 a parameter is this rank's
+   * slice or shard, and run_tensor_desc says its shape. Anywhere else
+   * (another hook, a kept tdm_run*, another thread) these are refused with
+   * TDM_INVALID_ARGUMENT; an unknown name, or an activation (which does not
+   * outlive its step), is TDM_NOT_FOUND (sdk/ABI.md rule 44). */
+
+  /* The value's dtype and shape. out->dims points at host memory valid
+   * until the run ends. */
+  tdm_status (*run_tensor_desc)(void* ctx, tdm_run* run, const char* value_name, tdm_tensor_desc* out);
+  /* Copies the whole value, row-major, into `buffer`; `bytes` must be its
+   * size exactly (TDM_INVALID_ARGUMENT otherwise, nothing copied). */
+  tdm_status (*run_tensor_read)(void* ctx, tdm_run* run, const char* value_name, void* buffer, size_t bytes);
+  /* Overwrites the whole value from `buffer` (`bytes` its size exactly).
+   * The next step's kernels see the new contents. */
+  tdm_status (*run_tensor_write)(void* ctx, tdm_run* run, const char* value_name, const void* buffer,
+                                 size_t bytes);
+  /* Writes the listed values into one safetensors file `file_name` in the
+   * run directory (a plain name ending in ".safetensors", no directory
+   * part), atomically: a temporary file beside it, fsync, rename, so a
+   * crash leaves the previous version whole. Each tensor is stored under
+   * its `name` (e.g. a parameter's name for weights `tandem eval` reads)
+   * with the bytes of run value `value_name`. In a run of several ranks
+   * the first rank writes and the others return TDM_OK; a value that is
+   * only this rank's slice or shard of a tensor (tensor parallelism, ZeRO)
+   * is refused with TDM_UNSUPPORTED, as the file would hold a fragment.
+   * A command without a run directory (tandem bench, tandem plan) answers
+   * TDM_UNSUPPORTED. */
+  tdm_status (*run_save_tensors)(void* ctx, tdm_run* run, const char* file_name,
+                                 const tdm_saved_tensor* tensors, size_t count);
 } tdm_host_api;
 
 #ifdef __cplusplus

@@ -35,6 +35,7 @@ PROBE(graph, tdm_graph)
 /* host_api.h */
 PROBE(host_api, tdm_host_api)
 PROBE(run, tdm_run)
+PROBE(saved_tensor, tdm_saved_tensor)
 /* feature.h */
 PROBE(step_info, tdm_step_info)
 PROBE(feature_api, tdm_feature_api)
