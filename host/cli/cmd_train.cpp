@@ -83,9 +83,13 @@ po::options_description train_options() {
       "auto (layers go where the memory budgets and measured costs say; the default with several devices), "
       "pinned (layers run where their `device` says) or strict (and no copy between devices except between "
       "two pinned layers); overrides [train] placement")(
+      "comm", po::value<std::string>(),
+      "the comm plugin that joins the ranks of a launched run (mpi, nccl, or a third party's); overrides "
+      "[train] comm (default: nccl for GPU memory, mpi for host memory)")(
       "rendezvous", po::value<std::string>()->default_value("mpi"),
-      "data parallelism on GPUs: how the ranks exchange NCCL's id: mpi (under mpirun/srun) or "
-      "file:///path (a new file on a file system every rank sees)");
+      "how the ranks exchange a comm plugin's rendezvous id (NCCL's, or another plugin's with "
+      "comm_unique_id): mpi (under mpirun/srun) or file:///path (a new file on a file system every rank "
+      "sees)");
   add_streaming_options(options);
   return options;
 }
@@ -113,8 +117,8 @@ bool apply_checkpoint_options(const po::variables_map& vm, host::model::ModelSpe
   return true;
 }
 
-// The model file with --set and --feature applied and the checkpoint
-// options checked; nullopt after printing why, with `exit_code` set.
+// The model file with --set, --feature and --comm applied and the
+// checkpoint options checked; nullopt after printing why, with `exit_code` set.
 std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, int& exit_code) {
   auto spec = read_model_option(vm, exit_code);
   if (!spec) return std::nullopt;
@@ -122,6 +126,7 @@ std::optional<host::model::ModelSpec> read_model(const po::variables_map& vm, in
     exit_code = kExitUsage;
     return std::nullopt;
   }
+  if (vm.count("comm")) spec->train.comm = vm["comm"].as<std::string>();
   return std::move(*spec);
 }
 

@@ -35,7 +35,7 @@ std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
     for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
-                            "placement", "tensor_parallel", "zero", "zero_overlap"})
+                            "placement", "tensor_parallel", "zero", "zero_overlap", "comm"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -148,7 +148,8 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
                 "checkpoint_every",
                 "tensor_parallel",
                 "zero",
-                "zero_overlap"});
+                "zero_overlap",
+                "comm"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -170,6 +171,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "tensor_parallel", s.tensor_parallel);
   r.get(t, "zero", s.zero);
   r.get(t, "zero_overlap", s.zero_overlap);
+  r.get(t, "comm", s.comm);
   int64_t seed = static_cast<int64_t>(s.seed);
   r.get(t, "seed", seed);
   s.seed = static_cast<uint64_t>(seed);

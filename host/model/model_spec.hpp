@@ -85,6 +85,10 @@ struct TrainSpec {
   // (lowering/zero_overlap.hpp); false exchanges in place, holding the
   // schedule up (less memory: no gradient in flight, one layer gathered).
   bool zero_overlap = true;
+  // The comm plugin that joins the ranks of a launched run, by name; ""
+  // chooses by the device's memory: nccl for GPU memory, mpi for host
+  // memory. `tandem train --comm NAME` overrides it.
+  std::string comm;
   uint64_t seed = 0;
   int64_t log_every = 50;  // steps between plain progress lines
   int64_t keep_checkpoints = 3;

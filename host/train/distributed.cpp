@@ -2,10 +2,47 @@
 
 #include <cstdlib>
 
+#include "exec/tensor_text.hpp"
+#include "train/collective_watchdog.hpp"
 #include "train/rendezvous.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::train {
+namespace {
+
+// "comm plugin 'tcp' (/usr/lib/…/libtandem-tcp.so)", for messages.
+std::string comm_plugin_text(const LoadedPlugin& plugin) {
+  return "comm plugin '" + plugin.name + "' (" + plugin.path.string() + ")";
+}
+
+// The comm plugin named `chosen` ([train] comm, --comm), or `by_default`
+// for the device's memory.
+Result<const LoadedPlugin*> comm_plugin_for(const PluginRegistry& registry, const std::string& chosen,
+                                            const std::string& by_default, const ProcessGroup& group,
+                                            const std::string& device) {
+  const std::string name = chosen.empty() ? by_default : chosen;
+  const LoadedPlugin* plugin = registry.find(name);
+  const std::string place = "this process is rank " + std::to_string(group.rank) + " of " +
+                            std::to_string(group.world) +
+                            (group.launcher.empty() ? "" : " (" + group.launcher + ")") + " on " + device;
+  if (plugin == nullptr)
+    return make_error(
+        place + ", but no comm plugin named '" + name + "' was loaded" +
+            (chosen.empty() ? " (the default for this device's memory): install tandem-plugin-" + name +
+                                  ", or choose one with --comm"
+                            : " (--comm / [train] comm): see 'tandem plugins -v' for the comm "
+                              "plugins found, or add its directory with --plugin-path"),
+        TDM_NOT_FOUND);
+  if (plugin->kind != TDM_PLUGIN_COMM || plugin->comm == nullptr)
+    return make_error(
+        place + ": '" + name + "' (" + plugin->path.string() +
+            ") is not a comm plugin; --comm names one of the comm plugins 'tandem plugins' lists",
+        TDM_INVALID_ARGUMENT);
+  return plugin;
+}
+
+}  // namespace
+
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device) {
   tdm_comm_init_info init{};
   init.struct_size = sizeof init;
@@ -26,30 +63,41 @@ GradientCommunicator::~GradientCommunicator() {
   }
 }
 
-Result<tdm_comm*> GradientCommunicator::create_on_gpu(const LoadedPlugin& nccl,
-                                                      const PluginRegistry& registry,
-                                                      const ProcessGroup& group, const DeviceHandle& device,
-                                                      double timeout_seconds, const std::string& how) {
+Result<tdm_comm*> GradientCommunicator::create_with_id(const LoadedPlugin& plugin,
+                                                       const PluginRegistry& registry,
+                                                       const ProcessGroup& group, int32_t device,
+                                                       const CommOptions& options) {
+  const std::string who = comm_plugin_text(plugin);
   std::vector<unsigned char> id;
   if (group.rank == 0) {
-    if (nccl.comm->comm_unique_id == nullptr)
-      return make_error("the nccl plugin has no comm_unique_id", TDM_INTERNAL);
     size_t bytes = 4096;
     id.resize(bytes);
-    if (nccl.comm->comm_unique_id(id.data(), &bytes) != TDM_OK)
-      return make_error("data parallelism on GPUs: " + last_error_text("the nccl plugin gave no reason"),
+    tdm_status made;
+    {
+      const WatchedCall watched("rank 0: comm_unique_id of " + who, options.timeout_seconds);
+      made = plugin.comm->comm_unique_id(id.data(), &bytes);
+    }
+    if (made != TDM_OK)
+      return make_error("joining the ranks: " + who +
+                            " could not make a rendezvous id: " + last_error_text(silent_failure(made)),
                         TDM_UNAVAILABLE);
     id.resize(bytes);
   }
-  if (auto r = rendezvous(how, registry, group, id, timeout_seconds); !r) return r.error();
-  // The communicator goes on the GPU the rank's training runs on.
-  tdm_comm_init_info init = comm_init_info(group, timeout_seconds, int32_t(device.index()));
+  if (auto r = rendezvous(options.rendezvous, registry, group, id, options.timeout_seconds); !r)
+    return r.error();
+  tdm_comm_init_info init = comm_init_info(group, options.timeout_seconds, device);
   init.unique_id = id.data();
   init.unique_id_bytes = id.size();
   tdm_comm* comm = nullptr;
-  if (nccl.comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
-    return make_error("data parallelism on GPUs: could not join the " + std::to_string(group.world) +
-                          " ranks: " + last_error_text("the nccl plugin gave no reason"),
+  tdm_status created;
+  {
+    const WatchedCall watched("rank " + std::to_string(group.rank) + ": comm_create of " + who,
+                              options.timeout_seconds);
+    created = plugin.comm->comm_create(&init, &comm);
+  }
+  if (created != TDM_OK || comm == nullptr)
+    return make_error("joining the " + std::to_string(group.world) + " ranks through " + who + ": " +
+                          last_error_text(silent_failure(created)),
                       TDM_UNAVAILABLE);
   return comm;
 }
@@ -65,67 +113,79 @@ Result<void> GradientCommunicator::stage_on_device(const DeviceHandle& device) {
   return {};
 }
 
+std::string GradientCommunicator::describe(const char* what, size_t count, tdm_dtype dtype) const {
+  return "rank " + std::to_string(group_.rank) + ": " + what + " of " + std::to_string(count) + " " +
+         exec::dtype_name(dtype) + " in " + comm_plugin_text(plugin_);
+}
+
 Error GradientCommunicator::failure(const char* what, tdm_status status) const {
   return make_error(std::string(what) + " failed: " + last_error_text("the comm plugin gave no reason"),
                     status);
 }
 
-Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
-    const PluginRegistry& registry, const DeviceHandle& device, const ProcessGroup& group,
-    double timeout_seconds, const std::string& rendezvous, std::optional<int32_t> part) {
+Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const PluginRegistry& registry,
+                                                                           const DeviceHandle& device,
+                                                                           const ProcessGroup& group,
+                                                                           const CommOptions& options,
+                                                                           std::optional<int32_t> part) {
   auto info = device.info();
   if (!info) return info.error();
   if (part && !info->host_addressable)
     return make_error("groups of ranks (data and tensor parallelism together) on " + device.id() +
                           " are not supported yet: they run on CPU devices (--device cpu)",
                       TDM_UNSUPPORTED);
-  if (info->kind == TDM_DEVICE_GPU) {
-    const LoadedPlugin* nccl = registry.find("nccl");
-    if (nccl == nullptr || nccl->comm == nullptr)
-      return make_error(
-          "this process is rank " + std::to_string(group.rank) + " of " + std::to_string(group.world) +
-              " on " + device.id() +
-              ", but no comm plugin named 'nccl' was loaded: install tandem-plugin-nccl, or see "
-              "'tandem plugins -v'",
-          TDM_NOT_FOUND);
-    auto comm = create_on_gpu(*nccl, registry, group, device, timeout_seconds, rendezvous);
-    if (!comm) return comm.error();
-    std::unique_ptr<GradientCommunicator> c(new GradientCommunicator(*nccl, *comm, group));
-    if (auto r = c->stage_on_device(device); !r) return r.error();
-    return c;
-  }
-  if (!info->host_addressable)
-    return make_error(
-        "data parallelism: " + device.id() + " memory is not host memory, which the mpi plugin needs",
-        TDM_UNSUPPORTED);
-  const LoadedPlugin* plugin = registry.find("mpi");
-  if (plugin == nullptr || plugin->comm == nullptr)
-    return make_error("this process is rank " + std::to_string(group.rank) + " of " +
-                          std::to_string(group.world) + " (" + group.launcher +
-                          "), but no comm plugin named 'mpi' was loaded: install "
-                          "tandem-plugin-mpi, or see 'tandem plugins -v'",
-                      TDM_NOT_FOUND);
-  tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
-  if (part) {
-    if (plugin->abi_minor_effective < 10)
-      return make_error(
-          "data and tensor parallelism together need the mpi plugin of ABI 1.10 or newer to form "
-          "groups of ranks; " +
-              plugin->path.string() + " speaks ABI 1." + std::to_string(plugin->abi_minor_effective) +
-              ": update tandem-plugin-mpi",
-          TDM_UNSUPPORTED);
-    init.group = *part;
-  }
+  const bool gpu = info->kind == TDM_DEVICE_GPU;
+  auto plugin = comm_plugin_for(registry, options.plugin, gpu ? "nccl" : "mpi", group, device.id());
+  if (!plugin) return plugin.error();
+  const LoadedPlugin& p = **plugin;
+  const int32_t device_index = info->host_addressable ? -1 : int32_t(device.index());
   tdm_comm* comm = nullptr;
-  if (plugin->comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
-    return make_error("data parallelism: could not join the " + std::to_string(group.world) +
-                          " ranks: " + last_error_text("the mpi plugin gave no reason"),
-                      TDM_UNAVAILABLE);
-  return std::unique_ptr<GradientCommunicator>(new GradientCommunicator(*plugin, comm, group));
+  if (p.comm->comm_unique_id != nullptr) {
+    if (part)
+      return make_error(
+          "data and tensor parallelism together need a comm plugin that forms groups of ranks "
+          "itself, as mpi does; " +
+              comm_plugin_text(p) +
+              " joins the ranks through a rendezvous id, which the host gives to one group "
+              "only: use --comm mpi",
+          TDM_UNSUPPORTED);
+    auto made = create_with_id(p, registry, group, device_index, options);
+    if (!made) return made.error();
+    comm = *made;
+  } else {
+    tdm_comm_init_info init = comm_init_info(group, options.timeout_seconds, device_index);
+    if (part) {
+      if (p.abi_minor_effective < 10)
+        return make_error(
+            "data and tensor parallelism together need a comm plugin of ABI 1.10 or newer to "
+            "form groups of ranks; " +
+                comm_plugin_text(p) + " speaks ABI 1." + std::to_string(p.abi_minor_effective) +
+                ": update it",
+            TDM_UNSUPPORTED);
+      init.group = *part;
+    }
+    tdm_status created;
+    {
+      const WatchedCall watched(
+          "rank " + std::to_string(group.rank) + ": comm_create of " + comm_plugin_text(p),
+          options.timeout_seconds);
+      created = p.comm->comm_create(&init, &comm);
+    }
+    if (created != TDM_OK || comm == nullptr)
+      return make_error("joining the " + std::to_string(group.world) + " ranks through " +
+                            comm_plugin_text(p) + ": " + last_error_text(silent_failure(created)),
+                        TDM_UNAVAILABLE);
+  }
+  std::unique_ptr<GradientCommunicator> c(new GradientCommunicator(p, comm, group, options.timeout_seconds));
+  if (!info->host_addressable)
+    if (auto r = c->stage_on_device(device); !r) return r.error();
+  return c;
 }
 
 Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype dtype, void* stream) {
-  const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_AVG, stream);
+  const tdm_status s = watched("allreduce", count, dtype, [&] {
+    return plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_AVG, stream);
+  });
   if (s != TDM_OK) return failure("data parallelism: averaging gradients", s);
   return {};
 }
@@ -137,8 +197,9 @@ Result<int32_t> GradientCommunicator::max(int32_t value) {
     if (api.copy_h2d(stream_, scratch_, &out, sizeof out) != TDM_OK ||
         api.stream_synchronize(stream_) != TDM_OK)
       return failure("agreeing on stopping (staging)", TDM_INTERNAL);
-    const tdm_status s =
-        plugin_.comm->allreduce(comm_, scratch_, scratch_, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+    const tdm_status s = watched("allreduce", 1, TDM_S32, [&] {
+      return plugin_.comm->allreduce(comm_, scratch_, scratch_, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+    });
     if (s != TDM_OK) return failure("agreeing on stopping", s);
     if (api.copy_d2h(stream_, &out, scratch_, sizeof out) != TDM_OK ||
         api.stream_synchronize(stream_) != TDM_OK)
@@ -146,28 +207,35 @@ Result<int32_t> GradientCommunicator::max(int32_t value) {
     return out;
   }
   int32_t out = value;
-  const tdm_status s = plugin_.comm->allreduce(comm_, &out, &out, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+  const tdm_status s = watched("allreduce", 1, TDM_S32, [&] {
+    return plugin_.comm->allreduce(comm_, &out, &out, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+  });
   if (s != TDM_OK) return failure("agreeing on stopping", s);
   return out;
 }
 
 Result<void> GradientCommunicator::all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) {
-  const tdm_status s = plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_SUM, stream);
+  const tdm_status s = watched("allreduce", count, dtype, [&] {
+    return plugin_.comm->allreduce(comm_, buffer, buffer, count, dtype, TDM_REDUCE_SUM, stream);
+  });
   if (s != TDM_OK) return failure("summing over ranks", s);
   return {};
 }
 
 Result<void> GradientCommunicator::all_gather(const void* send, void* receive, size_t send_count,
                                               tdm_dtype dtype, void* stream) {
-  const tdm_status s = plugin_.comm->allgather(comm_, send, receive, send_count, dtype, stream);
+  const tdm_status s = watched("allgather", send_count, dtype, [&] {
+    return plugin_.comm->allgather(comm_, send, receive, send_count, dtype, stream);
+  });
   if (s != TDM_OK) return failure("gathering from ranks", s);
   return {};
 }
 
 Result<void> GradientCommunicator::reduce_scatter_mean(const void* send, void* receive, size_t receive_count,
                                                        tdm_dtype dtype, void* stream) {
-  const tdm_status s =
-      plugin_.comm->reduce_scatter(comm_, send, receive, receive_count, dtype, TDM_REDUCE_AVG, stream);
+  const tdm_status s = watched("reduce_scatter", receive_count, dtype, [&] {
+    return plugin_.comm->reduce_scatter(comm_, send, receive, receive_count, dtype, TDM_REDUCE_AVG, stream);
+  });
   if (s != TDM_OK) return failure("ZeRO: averaging gradient shards over ranks", s);
   return {};
 }

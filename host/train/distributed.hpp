@@ -14,6 +14,7 @@
 #include "exec/collectives.hpp"
 #include "plugin/registry.hpp"
 #include "program/process_group.hpp"
+#include "train/collective_watchdog.hpp"
 #include "train/streamed_allreduce.hpp"
 
 namespace tandem::host::train {
@@ -24,25 +25,39 @@ using program::ProcessGroup;
 // `device` is the index of the rank's device (-1: host memory).
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device = -1);
 
+// How a run's ranks are joined: which comm plugin, how its rendezvous id
+// reaches every rank, how long a collective may wait.
+struct CommOptions {
+  // The comm plugin by name ([train] comm, --comm); "" chooses by the
+  // device's memory: nccl for GPU memory, mpi for host memory.
+  std::string plugin;
+  // A collective waiting longer fails, naming the ranks that did not
+  // arrive, instead of hanging the job (0: no limit).
+  double timeout_seconds = 300;
+  // How rank 0's comm_unique_id reaches the others: "mpi" or
+  // "file:///path" (rendezvous.hpp).
+  std::string rendezvous = "mpi";
+};
+
 // The run's communicator: averages gradients for data parallelism and runs
 // the "comm.*" nodes of tensor parallelism.
 class GradientCommunicator final : public exec::Collectives, public StreamAverager {
  public:
-  // Creates a communicator over the comm plugin for `device`'s memory.
-  // `timeout_seconds`: a collective waiting longer fails, naming the ranks
-  // that did not arrive, instead of hanging the job.
-  // GPU memory goes through the nccl plugin, whose id reaches every rank by
-  // `rendezvous` ("mpi" or "file:///path", see rendezvous.hpp); host memory
-  // through the mpi plugin.
+  // Creates a communicator over the comm plugin `options` choose, on
+  // `device`'s memory. A plugin with comm_unique_id (nccl, or a third
+  // party's) gets rank 0's id through the rendezvous; one without
+  // bootstraps itself from its launcher (mpi).
   // With `part`, the communicator joins only the ranks that pass the same
   // number, `group` numbering them within it (the groups of tensor
   // parallelism, and the ranks across them that average gradients): host
-  // memory only, through an mpi plugin of ABI 1.10 or newer.
+  // memory only, through a self-bootstrapping plugin of ABI 1.10 or newer.
+  // Every call into the plugin is watched: one that outlives its timeout
+  // stops the process with the plugin and the collective named
+  // (collective_watchdog.hpp).
   static Result<std::unique_ptr<GradientCommunicator>> create(const PluginRegistry& registry,
                                                               const DeviceHandle& device,
                                                               const ProcessGroup& group,
-                                                              double timeout_seconds,
-                                                              const std::string& rendezvous = "mpi",
+                                                              const CommOptions& options,
                                                               std::optional<int32_t> part = std::nullopt);
   ~GradientCommunicator();
   GradientCommunicator(const GradientCommunicator&) = delete;
@@ -58,6 +73,8 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
   // Every rank ends with the maximum (used to agree on stopping).
   Result<int32_t> max(int32_t value);
 
+  // The comm plugin it runs through (recorded in checkpoints).
+  const LoadedPlugin& plugin() const noexcept { return plugin_; }
   int rank() const override { return group_.rank; }
   int world() const override { return group_.world; }
   Result<void> all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) override;
@@ -67,18 +84,31 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
                                    void* stream) override;
 
  private:
-  GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group)
-      : plugin_(plugin), comm_(comm), group_(group) {}
-  static Result<tdm_comm*> create_on_gpu(const LoadedPlugin& nccl, const PluginRegistry& registry,
-                                         const ProcessGroup& group, const DeviceHandle& device,
-                                         double timeout_seconds, const std::string& rendezvous);
+  GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group,
+                       double timeout_seconds)
+      : plugin_(plugin), comm_(comm), group_(group), timeout_seconds_(timeout_seconds) {}
+  // Rank 0's comm_unique_id, delivered to every rank, then comm_create.
+  static Result<tdm_comm*> create_with_id(const LoadedPlugin& plugin, const PluginRegistry& registry,
+                                          const ProcessGroup& group, int32_t device,
+                                          const CommOptions& options);
   // GPU collectives read device memory: max() stages its value through this.
   Result<void> stage_on_device(const DeviceHandle& device);
   Error failure(const char* what, tdm_status status) const;
+  // `call` into the plugin, watched past the run's timeout
+  // (collective_watchdog.hpp).
+  template <class Call>
+  tdm_status watched(const char* what, size_t count, tdm_dtype dtype, Call&& call) const {
+    const WatchedCall watch(timeout_seconds_ > 0 ? describe(what, count, dtype) : std::string(),
+                            timeout_seconds_);
+    return call();
+  }
+  // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".
+  std::string describe(const char* what, size_t count, tdm_dtype dtype) const;
 
   const LoadedPlugin& plugin_;
   tdm_comm* comm_;
   ProcessGroup group_;
+  double timeout_seconds_;
   const DeviceHandle* device_ = nullptr;  // with a device scratch (GPU)
   tdm_stream* stream_ = nullptr;
   void* scratch_ = nullptr;

@@ -46,17 +46,21 @@ std::map<std::string, std::string> RunCheckpoints::metadata(int64_t step, int64_
   std::string plugins;
   for (const LoadedPlugin* p : registry_->plugins())
     plugins += (plugins.empty() ? "" : ",") + p->name + "=" + p->version;
-  return {{"format", "pt"},  // what safetensors tools expect for a state dict
-          {"tandem.model_file", spec_->path},
-          {"tandem.model_hash", spec_->source_hash},
-          {"tandem.step", std::to_string(step)},
-          {"tandem.epoch", std::to_string(epoch)},
-          {"tandem.next_batch", std::to_string(next_batch)},
-          {"tandem.total_steps", std::to_string(total_steps)},
-          {"tandem.seed", std::to_string(spec_->train.seed)},
-          {"tandem.device", device_->id()},
-          {"tandem.plugins", plugins},
-          {"tandem.world_size", std::to_string(program_->data_world())}};
+  std::map<std::string, std::string> meta = {
+      {"format", "pt"},  // what safetensors tools expect for a state dict
+      {"tandem.model_file", spec_->path},
+      {"tandem.model_hash", spec_->source_hash},
+      {"tandem.step", std::to_string(step)},
+      {"tandem.epoch", std::to_string(epoch)},
+      {"tandem.next_batch", std::to_string(next_batch)},
+      {"tandem.total_steps", std::to_string(total_steps)},
+      {"tandem.seed", std::to_string(spec_->train.seed)},
+      {"tandem.device", device_->id()},
+      {"tandem.plugins", plugins},
+      {"tandem.world_size", std::to_string(program_->data_world())}};
+  if (ranks_.all != nullptr)  // the comm plugin the ranks ran through (--comm)
+    meta["tandem.comm"] = ranks_.all->plugin().name + "=" + ranks_.all->plugin().version;
+  return meta;
 }
 
 Result<std::string> RunCheckpoints::save(int64_t step, int64_t epoch, int64_t next_batch,

@@ -3,8 +3,7 @@
 namespace tandem::host::train {
 
 Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceHandle& device,
-                                   const program::Program& program, double timeout_seconds,
-                                   const std::string& rendezvous) {
+                                   const program::Program& program, const CommOptions& options) {
   RunRanks r;
   const program::ProcessGroup& group = program.group();
   if (group.world == 1) return r;
@@ -18,18 +17,18 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
                             " is not supported yet: it runs on CPU devices (--device cpu)",
                         TDM_UNSUPPORTED);
   }
-  auto all = GradientCommunicator::create(registry, device, group, timeout_seconds, rendezvous);
+  auto all = GradientCommunicator::create(registry, device, group, options);
   if (!all) return all.error();
   r.all_ = std::move(*all);
   if (layout.tensor > 1 && layout.data > 1) {
     // Every rank joins its tensor-parallel group, then the ranks across the
     // groups that hold the same slices; in the same order on every rank.
-    auto tensor = GradientCommunicator::create(registry, device, layout.tensor_group(group), timeout_seconds,
-                                               rendezvous, layout.data_rank);
+    auto tensor =
+        GradientCommunicator::create(registry, device, layout.tensor_group(group), options, layout.data_rank);
     if (!tensor) return tensor.error();
     r.tensor_ = std::move(*tensor);
-    auto data = GradientCommunicator::create(registry, device, layout.data_group(group), timeout_seconds,
-                                             rendezvous, layout.tensor_rank);
+    auto data =
+        GradientCommunicator::create(registry, device, layout.data_group(group), options, layout.tensor_rank);
     if (!data) return data.error();
     r.data_ = std::move(*data);
   }

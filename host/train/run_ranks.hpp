@@ -21,10 +21,9 @@ namespace tandem::host::train {
 class RunRanks {
  public:
   // Joins the run's communicators, in the same order on every rank.
-  // `timeout_seconds` and `rendezvous` as GradientCommunicator::create.
+  // Through the comm plugin `options` choose (GradientCommunicator::create).
   static Result<RunRanks> connect(const PluginRegistry& registry, const DeviceHandle& device,
-                                  const program::Program& program, double timeout_seconds,
-                                  const std::string& rendezvous);
+                                  const program::Program& program, const CommOptions& options);
 
   bool alone() const noexcept { return all_ == nullptr; }
   // Not alone: every rank, the tensor-parallel group, the data-parallel peers.

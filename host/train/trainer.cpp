@@ -64,8 +64,8 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = lowering::training_reads(t->model());
   exec_options.numerics = t->numerics_options();
-  auto ranks = RunRanks::connect(registry, device, *t->program_, t->options_.comm_timeout_seconds,
-                                 t->options_.rendezvous);
+  auto ranks = RunRanks::connect(registry, device, *t->program_,
+                                 {spec.train.comm, t->options_.comm_timeout_seconds, t->options_.rendezvous});
   if (!ranks) return ranks.error();
   t->ranks_.emplace(std::move(*ranks));
   t->ranks_->give_to(exec_options, *t->program_);

@@ -121,7 +121,8 @@ done
 dev_contents=$(dpkg-deb --contents "${deb_of[tandem-dev]}")
 for file in usr/share/doc/tandem-dev/ABI.md usr/share/doc/tandem-dev/ops.md \
   usr/share/doc/tandem-dev/changelog.gz usr/bin/tandem-conformance usr/share/man/man1/tandem-conformance.1.gz \
-  usr/share/doc/tandem-dev/examples/hello_backend/hello.cpp usr/share/doc/tandem-dev/examples/ema_feature/ema.cpp; do
+  usr/share/doc/tandem-dev/examples/hello_backend/hello.cpp usr/share/doc/tandem-dev/examples/ema_feature/ema.cpp \
+  usr/share/doc/tandem-dev/examples/tcp_comm/tcp_comm.cpp; do
   grep -q "\./$file$" <<<"$dev_contents" || fail "tandem-dev lacks /$file"
 done
 
@@ -255,6 +256,16 @@ out=$(/usr/bin/tandem train "$source/tests/packaging/tiny_synthetic.toml" --run-
 [[ -s "$ema_run/ema.safetensors" ]] || fail "the ema example wrote no $ema_run/ema.safetensors"
 out=$(/usr/bin/tandem eval "$source/tests/packaging/tiny_synthetic.toml" --weights "$ema_run/ema.safetensors" 2>&1) ||
   { echo "$out" >&2; fail "tandem eval --weights ema.safetensors"; }
+
+step "build the installed examples/tcp_comm and run the conformance kit on it (2 processes)"
+env -u CMAKE_PREFIX_PATH -u TandemSDK_DIR -u TandemSDK_ROOT \
+  cmake -S /usr/share/doc/tandem-dev/examples/tcp_comm -B "$work/tcp" "${generator[@]}" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$work/tcp-configure.log" 2>&1 ||
+  { cat "$work/tcp-configure.log" >&2; fail "configure tcp_comm"; }
+cmake --build "$work/tcp" >"$work/tcp-build.log" 2>&1 || { cat "$work/tcp-build.log" >&2; fail "build tcp_comm"; }
+conf=$(/usr/bin/tandem-conformance --plugin "$work/tcp/libtandem-tcp.so" --ranks 2 --timeout 1 2>&1) ||
+  { echo "$conf" >&2; fail "tandem-conformance on the tcp example"; }
+tail -n 2 <<<"$conf"
 
 # ---- 5. removal ------------------------------------------------------------------
 step "dpkg --purge ${installed[*]}"

@@ -1,5 +1,6 @@
 // tandem-conformance: run the case catalogue on a backend plugin against the
-// `reference` backend and print one line per case.
+// `reference` backend and print one line per case; or, for a comm plugin,
+// its collectives on local processes it starts (comm_kit.hpp).
 //
 //   tandem-conformance --plugin build/lib/tandem/plugins/libtandem-mine.so
 //       [--reference <libtandem-reference.so>] [--op <name>]... [--dtype f32]
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "comm_kit.hpp"
 #include "skeleton.hpp"
 #include "tandem/conformance/runner.hpp"
 
@@ -36,6 +38,7 @@ constexpr const char* kReferenceFile = "libtandem-reference.so";
 
 struct Options {
   std::string plugin, reference;
+  tc::CommKitOptions comm;  // --ranks, --timeout: a comm plugin's kit
   std::set<std::string> ops;
   std::set<std::string> required;  // "op:dtype"
   std::string dtype;
@@ -51,6 +54,7 @@ void usage(std::FILE* out) {
       "                          [--dtype <f32|bf16|f16|...>] [--require-op <name>[:<dtype>]]... "
       "[--require-all]\n"
       "                          [--override-plugin <name>] [--allow-insecure-plugins] [--list] [--verbose]\n"
+      "       tandem-conformance --plugin <libtandem-X.so> (a comm plugin) [--ranks 1,2,4] [--timeout <s>]\n"
       "       tandem-conformance --new-backend <name> <dir>\n"
       "Runs every case of the op catalogue on the plugin and compares it with the reference backend,\n"
       "and prints the cases that failed (--verbose: every case) and a summary by op and dtype.\n"
@@ -60,7 +64,9 @@ void usage(std::FILE* out) {
       "(file permissions, damaged file, descriptor, missing functions, the name of an installed\n"
       "plugin without --override-plugin) fails here with the host's message.\n"
       "--new-backend writes a new backend plugin project named <name> into the new directory <dir>:\n"
-      "the SDK's example backend, renamed, which builds, loads, passes and hosts a pinned layer.\n");
+      "the SDK's example backend, renamed, which builds, loads, passes and hosts a pinned layer.\n"
+      "A comm plugin gets its collectives checked on local processes the kit starts (--ranks 1,2,4),\n"
+      "every result exact, and its timeout (--timeout 3 seconds) honoured when a rank never joins.\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -76,6 +82,29 @@ bool parse(int argc, char** argv, Options& o) {
     if (a == "--new-backend" && value(o.new_backend) && value(o.new_backend_dir)) continue;
     if (a == "--reference" && value(o.reference)) continue;
     if (a == "--dtype" && value(o.dtype)) continue;
+    if (a == "--ranks" && value(v)) {
+      o.comm.ranks.clear();
+      for (size_t at = 0; at <= v.size();) {
+        const size_t comma = v.find(',', at);
+        const int n = std::atoi(v.substr(at, comma - at).c_str());
+        if (n < 1)
+          return std::fprintf(stderr, "tandem-conformance: --ranks %s: expected sizes like 1,2,4\n",
+                              v.c_str()),
+                 false;
+        o.comm.ranks.push_back(n);
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+      continue;
+    }
+    if (a == "--timeout" && value(v)) {
+      o.comm.timeout_seconds = std::atof(v.c_str());
+      if (!(o.comm.timeout_seconds > 0))
+        return std::fprintf(stderr, "tandem-conformance: --timeout %s: expected seconds above 0\n",
+                            v.c_str()),
+               false;
+      continue;
+    }
     if (a == "--op" && value(v))
       o.ops.insert(v);
     else if (a == "--override-plugin" && value(v))
@@ -191,20 +220,20 @@ int new_backend(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o;
-  if (!parse(argc, argv, o)) return usage(stderr), 2;
+// --op and --require-op name catalog ops and dtypes; false after saying
+// which does not.
+bool selection_is_known(const Options& o) {
   const std::set<std::string> known(tc::catalog_ops().begin(), tc::catalog_ops().end());
   for (const std::string& op : o.ops)
     if (!known.count(op))
-      return std::fprintf(stderr, "tandem-conformance: '%s' is not a catalog op\n", op.c_str()), 2;
+      return std::fprintf(stderr, "tandem-conformance: '%s' is not a catalog op\n", op.c_str()), false;
   for (const std::string& required : o.required) {
     const std::string op = required.substr(0, required.find(':'));
     const std::string dtype = required.substr(required.find(':') + 1);
     if (!known.count(op))
       return std::fprintf(stderr, "tandem-conformance: --require-op %s: '%s' is not a catalog op\n",
                           required.c_str(), op.c_str()),
-             2;
+             false;
     const std::array<tdm_dtype, 8> dtypes = {TDM_F32, TDM_F64, TDM_F16, TDM_BF16,
                                              TDM_S8,  TDM_U8,  TDM_S32, TDM_S64};
     if (std::none_of(dtypes.begin(), dtypes.end(),
@@ -212,8 +241,51 @@ int main(int argc, char** argv) {
       return std::fprintf(stderr,
                           "tandem-conformance: --require-op %s: '%s' is not a dtype (f32, bf16, f16, ...)\n",
                           required.c_str(), dtype.c_str()),
-             2;
+             false;
   }
+  return true;
+}
+
+// `--comm-worker PATH --world N --dir D --timeout S --rank R|launcher
+// [--allow-insecure-plugins] [--override-plugin NAME]...`: one rank of the
+// comm kit, started by it (comm_kit.hpp), its lines into D/rank-R.log.
+int comm_worker(int argc, char** argv) {
+  std::string path = argv[2], dir, rank_text;
+  int world = 1;
+  double timeout = 3;
+  tc::OpenOptions open;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--world")
+      world = std::atoi(v.c_str()), ++i;
+    else if (a == "--dir")
+      dir = v, ++i;
+    else if (a == "--timeout")
+      timeout = std::atof(v.c_str()), ++i;
+    else if (a == "--rank")
+      rank_text = v, ++i;
+    else if (a == "--override-plugin")
+      open.override_plugins.push_back(v), ++i;
+    else if (a == "--allow-insecure-plugins")
+      open.allow_insecure = true;
+  }
+  int rank = std::atoi(rank_text.c_str());
+  if (rank_text == "launcher") {  // mpiexec's variables, as the host reads them
+    const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (r == nullptr) r = std::getenv("PMI_RANK");
+    rank = r != nullptr ? std::atoi(r) : 0;
+    if (std::freopen((dir + "/rank-" + std::to_string(rank) + ".log").c_str(), "w", stdout) == nullptr)
+      return 1;
+  }
+  return tc::run_comm_worker(path, rank, world, dir, timeout, open);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--comm-worker") return comm_worker(argc, argv);
+  Options o;
+  if (!parse(argc, argv, o)) return usage(stderr), 2;
+  if (!selection_is_known(o)) return 2;
   if (o.list) {
     for (const tc::Case& c : tc::catalogue())
       if (selected(o, c))
@@ -226,6 +298,15 @@ int main(int argc, char** argv) {
   if (o.plugin.empty()) return usage(stderr), 2;
 
   tc::Outcome outcome;
+  {
+    tc::OpenOptions either = o.open;  // a comm plugin gets the comm kit
+    either.accept_comm = true;
+    auto loaded = tc::PluginUnderTest::load(o.plugin, outcome, either);
+    if (loaded && loaded->comm_api() != nullptr) {
+      o.comm.open = o.open;
+      return tc::run_comm_kit(o.plugin, o.comm);
+    }
+  }
   auto candidate = tc::PluginUnderTest::open(o.plugin, outcome, o.open);
   if (outcome.status == tc::Status::skipped) {
     std::printf("SKIPPED: %s: %s\n", o.plugin.c_str(), outcome.message.c_str());

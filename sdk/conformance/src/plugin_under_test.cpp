@@ -164,7 +164,7 @@ bool not_shadowing(const std::string& path, const std::string& name, const OpenO
 }
 
 const tdm_plugin* enter(tdm_plugin_entry_fn entry, LoadedLibrary& lib, const std::string& path,
-                        Outcome& outcome) {
+                        Outcome& outcome, bool accept_comm) {
   clear_plugin_error();
   const tdm_plugin* plugin = nullptr;
   const tdm_status entered = call_plugin(TDM_PLUGIN_ENTRY_SYMBOL, [&] {
@@ -183,9 +183,9 @@ const tdm_plugin* enter(tdm_plugin_entry_fn entry, LoadedLibrary& lib, const std
     outcome = Outcome::fail(refused->message);
     return nullptr;
   }
-  if (plugin->kind != TDM_PLUGIN_BACKEND) {
+  if (plugin->kind != TDM_PLUGIN_BACKEND && !(accept_comm && plugin->kind == TDM_PLUGIN_COMM)) {
     outcome = Outcome::fail("plugin '" + path + "' is a " + plugin_check::kind_name(plugin->kind) +
-                            " plugin; the conformance kit tests backends");
+                            " plugin; the conformance kit tests backends and comm plugins");
     return nullptr;
   }
   return plugin;
@@ -254,7 +254,7 @@ std::shared_ptr<LoadedLibrary> load_library(const std::string& path, Outcome& ou
   lib->context.path = path;
   lib->context.config = options.config;
   fill_host(*lib);
-  const tdm_plugin* plugin = enter(entry, *lib, path, outcome);
+  const tdm_plugin* plugin = enter(entry, *lib, path, outcome, options.accept_comm);
   if (plugin == nullptr || !not_shadowing(path, plugin->name, options, outcome) ||
       !initialise(*plugin, path, outcome))
     return nullptr;
@@ -312,6 +312,10 @@ PluginUnderTest::~PluginUnderTest() {
     call_plugin("stream_destroy", [&] { api_->stream_destroy(stream_); });
   if (api_ != nullptr && device_ != nullptr)
     call_plugin("device_close", [&] { api_->device_close(device_); });
+}
+
+const tdm_comm_api* PluginUnderTest::comm_api() const noexcept {
+  return library_->plugin->kind == TDM_PLUGIN_COMM ? library_->plugin->comm : nullptr;
 }
 
 const tdm_plugin& PluginUnderTest::descriptor() const noexcept {

@@ -12,7 +12,10 @@
 namespace tandem {
 
 // ---------------------------------------------------------------------------
-// Comm plugins: C is constructed from the init info.
+// Comm plugins: C is constructed from the init info. A static
+// `C::init(const Config&)` becomes the plugin's init, called once at load
+// with its `--plugin-option NAME.key=value` options (sdk/ABI.md rule 38),
+// and a static `C::shutdown()` its shutdown.
 // ---------------------------------------------------------------------------
 class Communicator {
  public:
@@ -56,6 +59,15 @@ const tdm_plugin* comm_entry(const tdm_host_api* host, uint32_t major, uint32_t 
       return guard([&] { reinterpret_cast<Communicator*>(c)->broadcast(b, n, t, root, st); });
     };
     api.barrier = [](tdm_comm* c) { return guard([&] { reinterpret_cast<Communicator*>(c)->barrier(); }); };
+    if constexpr (requires(const Config& c) { C::init(c); })
+      storage.plugin.init = [](const tdm_config* config) { return guard([&] { C::init(Config(config)); }); };
+    if constexpr (requires { C::shutdown(); })
+      storage.plugin.shutdown = [] {
+        try {
+          C::shutdown();
+        } catch (...) {  // nothing may leave a C entry point
+        }
+      };
     storage.plugin.comm = &api;
     return &storage.plugin;
   } catch (...) {

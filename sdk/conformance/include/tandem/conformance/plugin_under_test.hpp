@@ -65,6 +65,9 @@ struct OpenOptions {
   // host's --override-plugin). Empty: no such check.
   std::vector<std::filesystem::path> system_dirs;
   std::vector<std::string> override_plugins;
+  // Accept a comm plugin too (load only: api() is then unusable and
+  // comm_api() its table); otherwise only a backend loads.
+  bool accept_comm = false;
 };
 
 class PluginUnderTest {
@@ -91,6 +94,8 @@ class PluginUnderTest {
   std::string name() const;         // the plugin's self-reported name
   std::string description() const;  // "name version (sdk X): description"
   const tdm_backend_api& api() const noexcept { return *api_; }
+  // A comm plugin's table (OpenOptions::accept_comm), else nullptr.
+  const tdm_comm_api* comm_api() const noexcept;
   tdm_device* device() const noexcept { return device_; }
   tdm_stream* stream() const noexcept { return stream_; }
   std::string device_name() const;
