@@ -125,6 +125,23 @@ TEST_F(Features, HookWritesRunAccess) {
   EXPECT_EQ(weights(**t), before) << "step_begin set optim.lr to 0, so SGD must not move the weights";
 }
 
+// An exception out of a hook (a plugin that lets one through its C table)
+// stops the run naming the plugin's file and the hook; the host goes on.
+TEST_F(Features, AnExceptionOutOfAHookStopsTheRunNamingTheFileAndTheHook) {
+  auto t = trainer({"features.testfeature.escape_from_step_end=true"});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  auto r = (*t)->run();
+  ASSERT_FALSE(r.ok());
+  const std::string& why = r.error().message;
+  EXPECT_NE(why.find("feature 'testfeature' ("), std::string::npos) << why;
+  EXPECT_NE(why.find("libtandem-testfeature.so) failed in step_end"), std::string::npos) << why;
+  EXPECT_NE(why.find("testfeature: thrown out of on_step_end"), std::string::npos) << why;
+  t->reset();                // releases the run directory
+  auto again = trainer({});  // the next run, in the same process, is unaffected
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE((*again)->run().ok());
+}
+
 TEST_F(Features, WithoutTheFeatureWeightsMove) {
   auto t = trainer({});
   ASSERT_TRUE(t.ok()) << t.error().message;

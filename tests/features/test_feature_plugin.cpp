@@ -12,12 +12,20 @@
 //   agree = true       ... and every rank skips a step some rank skips, asked
 //                      through tdm_host_api.run_ranks_max (as amp decides)
 //   zero_lr = true     step_begin sets the run scalar "optim.lr" to 0
+//   escape_from_step_end = true
+//                      a C++ exception escapes the C table's on_step_end
+//                      (bypassing the helper's guard), as a plugin
+//                      written without it might let one: the host must
+//                      stop the run naming the file and the hook
 #include <tandem/tandem.hpp>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 namespace {
+
+bool g_escape_from_step_end = false;
 
 class TestFeature final : public tandem::Feature {
  public:
@@ -27,6 +35,7 @@ class TestFeature final : public tandem::Feature {
         zero_lr_(config.get("zero_lr").value_or("false") == "true"),
         skip_here_(environment_matches(config.get("skip_if_env").value_or(""))),
         agree_(config.get("agree").value_or("false") == "true") {
+    g_escape_from_step_end = config.get("escape_from_step_end").value_or("false") == "true";
     if (skip_every_ < 0) throw tandem::Error(TDM_INVALID_ARGUMENT, "skip_every must not be negative");
   }
 
@@ -92,6 +101,20 @@ extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* hos
   tandem::FeatureTraits traits;
   traits.stage = TDM_PASS_AFTER_AUTODIFF;
   traits.conflicts_with = kConflicts;
-  return tandem::feature_entry<TestFeature>(
+  const tdm_plugin* base = tandem::feature_entry<TestFeature>(
       host, major, minor, {TEST_FEATURE_NAME, "0.1.0", "Feature plugin for the host's tests", {}}, traits);
+  if (base == nullptr) return nullptr;
+  // The helper's table, with an on_step_end that can let an exception out.
+  static tdm_feature_api api;
+  static tdm_plugin plugin;
+  static tdm_status (*guarded_step_end)(tdm_feature*, const tdm_step_info*);
+  api = *base->feature;
+  guarded_step_end = api.on_step_end;
+  api.on_step_end = [](tdm_feature* f, const tdm_step_info* i) -> tdm_status {
+    if (g_escape_from_step_end) throw std::runtime_error("testfeature: thrown out of on_step_end");
+    return guarded_step_end(f, i);
+  };
+  plugin = *base;
+  plugin.feature = &api;
+  return &plugin;
 }
