@@ -98,7 +98,7 @@ void write_memory_table(std::ostream& out, const std::vector<place::DeviceEstima
 
 Result<void> Program::write_plan(std::ostream& out) const {
   const bool placed = placement_ && !placement_->only_on(device_.id());
-  place::CostModel costs(devices_, cost_options());
+  place::CostModel costs(devices_.by_id(), cost_options());
   // Automatic placement estimated its choice already (against capacities;
   // the table shows the budgets the user gave).
   Result<place::PlanEstimate> estimate = make_error("", TDM_INTERNAL);
@@ -158,7 +158,7 @@ Result<void> Program::write_plan(std::ostream& out) const {
       << " and beside it; copies counted as if nothing overlapped)\n";
   if (estimate->over() > 0)
     return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
-  if (auto over = over_whole_memory(*estimate))
+  if (auto over = devices_.over_whole_memory(*estimate))
     return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
   return {};
 }
@@ -169,7 +169,7 @@ Result<void> Program::check_evaluation() const {
   o.group = options_.group;
   if (placement_) {  // as Trainer::make_evaluator places it
     o.placement = placement_options_;
-    o.open_devices = devices_;
+    o.open_devices = devices_.by_id();
   }
   auto eval = Program::build(spec_, device_, registry_, std::move(o));
   if (!eval) return eval.error();

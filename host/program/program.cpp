@@ -14,7 +14,11 @@ namespace tandem::host::program {
 
 Program::Program(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
                  ProgramOptions options)
-    : spec_(spec), device_(device), registry_(registry), options_(std::move(options)) {}
+    : spec_(spec),
+      device_(device),
+      registry_(registry),
+      options_(std::move(options)),
+      devices_(registry, device, options_.open_devices, options_.memory_budgets) {}
 
 Program::~Program() = default;
 
@@ -69,10 +73,8 @@ Result<uint32_t> Program::backend_abi_minor() {
   auto ids = candidate_devices();
   if (!ids) return ids.error();
   for (const model::LayerSpec& layer : spec_.layers)
-    if (layer.device) (void)open_device(*layer.device);  // a bad pin is reported by placement
-  uint32_t minor = device_.backend().abi_minor_effective;
-  for (const auto& [id, handle] : devices_) minor = std::min(minor, handle->backend().abi_minor_effective);
-  return minor;
+    if (layer.device) (void)devices_.open(*layer.device);  // a bad pin is reported by placement
+  return devices_.lowest_abi_minor();
 }
 
 // Forward (the feature passes at their stages), autodiff, optimizer.
@@ -173,7 +175,7 @@ Result<void> Program::allocate(exec::ExecutorOptions options) {
   // A training run's peaks count from here: calibration and planning
   // allocated before. (An evaluation's executors add to its run's peaks.)
   if (options_.mode == lowering::Mode::Train)
-    for (const auto& [id, handle] : devices_) handle->allocator().reset_peak();
+    for (const auto& [id, handle] : devices_.by_id()) handle->allocator().reset_peak();
   auto executor = make_executor(options);
   // A device that holds less than the plan assumed: place again within what it held.
   for (int attempt = 0; !executor && executor.error().status == TDM_OUT_OF_MEMORY && attempt < 3; ++attempt) {

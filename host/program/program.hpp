@@ -35,6 +35,7 @@
 #include "program/features.hpp"
 #include "program/parallel_layout.hpp"
 #include "program/process_group.hpp"
+#include "program/run_devices.hpp"
 
 namespace tandem::host::program {
 
@@ -126,7 +127,7 @@ class Program {
   const std::string& placement_mode() const noexcept { return placement_mode_; }
   std::map<std::string, std::string> layer_devices() const;
   // Every device of the run, by id, device() included.
-  const std::map<std::string, const DeviceHandle*>& devices() const noexcept { return devices_; }
+  const std::map<std::string, const DeviceHandle*>& devices() const noexcept { return devices_.by_id(); }
 
   // The run's ranks, and how they share the work: the groups that split
   // the data, the ranks of a group that split the parallel layers.
@@ -186,17 +187,11 @@ class Program {
   Result<void> place_automatically(std::vector<std::string>& candidates, place::PlacementOptions& o);
   Result<void> prefer_streaming(place::AutoPlacement& chosen, const place::PlacementOptions& o,
                                 const place::EstimateInputs& in);
-  Result<std::vector<std::string>> candidate_devices();
+  Result<std::vector<std::string>> candidate_devices() { return devices_.candidates(options_.devices); }
   Result<uint32_t> backend_abi_minor();
-  Result<std::string> open_device(const std::string& name);
-  std::map<std::string, uint64_t> capacities() const;
   // whole_memory: devices without a --memory-budget are limited by their
   // whole memory (else by what they have free, or held when they ran out).
   place::FitContext fit_context(bool whole_memory = false) const;
-  // The estimate with each device that has no --memory-budget limited by its
-  // whole memory, when some device needs more than that (nothing otherwise):
-  // such a plan cannot run anywhere, so it is refused before training.
-  std::optional<place::PlanEstimate> over_whole_memory(place::PlanEstimate estimate) const;
   place::EstimateInputs estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
                                         bool capacity) const;
   place::CostModelOptions cost_options() const;
@@ -220,15 +215,12 @@ class Program {
   lowering::ModelGraph model_;
   Graph unplaced_;  // the step graph before placement: a re-plan starts again from here
 
-  std::vector<std::unique_ptr<DeviceHandle>> extra_devices_;  // devices this program opened
-  std::map<std::string, const DeviceHandle*> devices_;        // every device of the run, by id
+  RunDevices devices_;  // every device of the run, opened once, and what each can hold
   std::optional<place::Placement> placement_;
   place::PlacementOptions placement_options_;
-  std::string placement_mode_ = "pinned";              // auto | pinned | strict, as decided
-  std::optional<place::AutoPlacement> automatic_;      // what automatic placement chose
-  std::map<std::string, std::string> resolved_pins_;   // a pin as written -> its device id
-  std::map<std::string, uint64_t> measured_capacity_;  // devices that ran out of memory: what they held
-  bool force_automatic_ = false;                       // after running out of memory
+  std::string placement_mode_ = "pinned";          // auto | pinned | strict, as decided
+  std::optional<place::AutoPlacement> automatic_;  // what automatic placement chose
+  bool force_automatic_ = false;                   // after running out of memory
 
   size_t clip_point_ = 0;
   std::vector<ValueId> synced_gradients_;

@@ -1,9 +1,8 @@
-// Program: where every node runs, the devices of the run, their budgets and
-// capacities, and running out of memory at run time (re-planning).
+// Program: where every node runs (over the devices of RunDevices), and
+// running out of memory at run time (re-planning).
 #include <algorithm>
 
 #include "place/placed_executor.hpp"
-#include "program/device_select.hpp"
 #include "program/program.hpp"
 #include "util/format.hpp"
 #include "util/logger.hpp"
@@ -19,66 +18,13 @@ std::string join_devices(const std::vector<std::string>& devices) {
 
 }  // namespace
 
-Result<std::string> Program::open_device(const std::string& name) {
-  if (auto it = resolved_pins_.find(name); it != resolved_pins_.end()) return it->second;
-  auto handle = select_device(registry_, name);
-  if (!handle) return handle.error();
-  const std::string id = handle->id();
-  resolved_pins_[name] = id;
-  if (devices_.count(id) == 0) {
-    extra_devices_.push_back(std::make_unique<DeviceHandle>(std::move(*handle)));
-    devices_[id] = extra_devices_.back().get();
-  }
-  return id;
-}
-
-Result<std::vector<std::string>> Program::candidate_devices() {
-  devices_[device_.id()] = &device_;
-  for (const auto& [id, handle] : options_.open_devices) devices_[id] = handle;
-  resolved_pins_[device_.id()] = device_.id();
-  std::vector<std::string> ids = {device_.id()};
-  std::vector<std::string> named = options_.devices;
-  for (const auto& [id, budget] : options_.memory_budgets) named.push_back(id);
-  for (const std::string& name : named) {
-    auto id = open_device(name);
-    if (!id) return make_error("--device " + name + ": " + id.error().message, id.error().status);
-    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
-  }
-  return ids;
-}
-
-std::map<std::string, uint64_t> Program::capacities() const {
-  std::map<std::string, uint64_t> out;
-  for (const auto& [id, handle] : devices_) {
-    if (auto b = options_.memory_budgets.find(id); b != options_.memory_budgets.end()) {
-      out[id] = b->second;
-    } else if (auto info = handle->info(); info && info->free_memory > 0) {
-      out[id] = info->free_memory;
-    }
-    // What the device held when it ran out replaces what it reported free
-    // (which the run's own cached blocks may have lowered meanwhile).
-    if (auto measured = measured_capacity_.find(id); measured != measured_capacity_.end()) {
-      auto budget = options_.memory_budgets.find(id);
-      out[id] = budget != options_.memory_budgets.end() ? std::min(budget->second, measured->second)
-                                                        : measured->second;
-    }
-  }
-  return out;
-}
-
 place::FitContext Program::fit_context(bool whole_memory) const {
   place::FitContext c;
   c.spec = &spec_;
   c.micro_batch_samples = micro_batch_samples_;
-  c.several_devices = devices_.size() > 1;
-  for (const auto& [id, handle] : devices_)
-    if (options_.memory_budgets.count(id) == 0)
-      c.limit_kind[id] = whole_memory ? "total" : measured_capacity_.count(id) > 0 ? "held" : "free";
-  for (const auto& [id, handle] : devices_)  // the optimizer's natural new home
-    if (auto info = handle->info(); info && info->kind == TDM_DEVICE_CPU && c.offload_device.empty())
-      c.offload_device = id;
-  if (c.offload_device.empty())
-    if (auto cpu = select_device(registry_, "cpu")) c.offload_device = cpu->id();
+  c.several_devices = devices_.count() > 1;
+  c.limit_kind = devices_.limit_kinds(whole_memory);
+  c.offload_device = devices_.offload_device();  // the optimizer's natural new home
   c.streamed_total = streamed_total();
   return c;
 }
@@ -86,10 +32,9 @@ place::FitContext Program::fit_context(bool whole_memory) const {
 place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::WorkspaceCache* workspaces,
                                                bool capacity) const {
   place::EstimateInputs in;
-  in.devices = devices_;
-  in.devices[device_.id()] = &device_;
+  in.devices = devices_.by_id();
   in.default_device = device_.id();
-  in.budgets = capacity ? capacities() : options_.memory_budgets;
+  in.budgets = capacity ? devices_.capacities() : options_.memory_budgets;
   const std::vector<std::string> reads = lowering::training_reads(model_);
   in.keep = {reads.begin(), reads.end()};
   if (options_.prefetch)
@@ -125,19 +70,20 @@ Result<void> Program::replan_after_oom(const Error& oom) {
       failure = *f;
     }
   };
-  for (const auto& [id, handle] : devices_) check(id, *handle);
+  for (const auto& [id, handle] : devices_.by_id()) check(id, *handle);
   if (device.empty()) return oom;  // refused by a budget before allocating: the plan's own words
   // Holding nothing of this run, it had less than the first allocation
   // free: that is its capacity (0 would read as no limit at all).
   uint64_t capacity = failure.held;
   if (capacity == 0)
-    if (auto info = devices_.at(device)->info(); info) capacity = std::max<uint64_t>(info->free_memory, 1);
-  measured_capacity_[device] = std::max<uint64_t>(capacity, 1);
+    if (auto info = devices_.by_id().at(device)->info(); info)
+      capacity = std::max<uint64_t>(info->free_memory, 1);
+  devices_.ran_out(device, std::max<uint64_t>(capacity, 1));
   const std::string what = device + " ran out of memory at run time: it held " + human_bytes(failure.held) +
                            " of this run when " + human_bytes(failure.requested) + " more were asked";
   const auto before = layer_devices();
   const std::set<std::string> streamed_before = streamed_;
-  if (devices_.size() < 2 && placement_mode_ != "strict") {  // move memory: stream what makes it fit
+  if (devices_.count() < 2 && placement_mode_ != "strict") {  // move memory: stream what makes it fit
     auto fit = fewest_streamed(estimate_inputs(nullptr, nullptr, true));
     if (!fit) return fit.error();
     if (*fit) {
@@ -145,7 +91,7 @@ Result<void> Program::replan_after_oom(const Error& oom) {
       return {};
     }
   }
-  if (devices_.size() < 2 || placement_mode_ == "strict") {
+  if (devices_.count() < 2 || placement_mode_ == "strict") {
     auto estimate = place::estimate_plan(model_.graph, placement_ ? &*placement_ : nullptr,
                                          estimate_inputs(nullptr, nullptr, true));
     const std::string advice =
@@ -237,9 +183,9 @@ Result<bool> Program::placement_wanted(std::vector<std::string>& candidates, pla
   o.default_device = device_.id();
   o.strict = placement_mode_ == "strict";
   // A pin names a device as --device does; each device is opened once.
-  o.resolve = [this](const std::string& pin) { return open_device(pin); };
+  o.resolve = [this](const std::string& pin) { return devices_.open(pin); };
   if (offload) {
-    auto id = open_device(spec_.train.optimizer_device);
+    auto id = devices_.open(spec_.train.optimizer_device);
     if (!id)
       return make_error(spec_.path + ": [train] optimizer_device = \"" + spec_.train.optimizer_device +
                             "\": " + id.error().message,
@@ -261,10 +207,10 @@ Result<void> Program::place_automatically(std::vector<std::string>& candidates, 
   // them, and every device's costs are measured up front.
   for (const model::LayerSpec& layer : spec_.layers)
     if (layer.device)  // a bad pin is reported by placement, with its line
-      if (auto id = open_device(*layer.device);
+      if (auto id = devices_.open(*layer.device);
           id && std::find(candidates.begin(), candidates.end(), *id) == candidates.end())
         candidates.push_back(*id);
-  place::CostModel costs(devices_, cost_options());
+  place::CostModel costs(devices_.by_id(), cost_options());
   place::WorkspaceCache workspaces;
   place::AutoPlacementInputs in{o, candidates, estimate_inputs(&costs, &workspaces, true)};
   auto chosen = place::place_automatically(model_.graph, spec_, in);
@@ -309,31 +255,17 @@ Result<void> Program::prefer_streaming(place::AutoPlacement& chosen, const place
   return {};
 }
 
-std::optional<place::PlanEstimate> Program::over_whole_memory(place::PlanEstimate estimate) const {
-  bool over = false;
-  for (place::DeviceEstimate& d : estimate.devices) {
-    const auto device = devices_.find(d.device);
-    if (options_.memory_budgets.count(d.device) > 0 || device == devices_.end()) continue;
-    if (auto info = device->second->info(); info && info->total_memory > 0) {
-      d.budget = info->total_memory;
-      over = over || d.over() > 0;
-    }
-  }
-  if (!over) return std::nullopt;
-  return estimate;
-}
-
 Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOptions options) const {
   const Graph& graph = model_.graph;
   const std::optional<place::Placement>& placement = placement_;
   // Beyond a device's whole memory, a run with nowhere to move layers is
   // refused now rather than at its first step (several devices: running out
   // re-plans, replan_after_oom).
-  const bool can_replan = devices_.size() > 1 && placement_mode_ != "strict";
+  const bool can_replan = devices_.count() > 1 && placement_mode_ != "strict";
   if (auto estimate = can_replan ? make_error("", TDM_INTERNAL)
                                  : place::estimate_plan(graph, placement ? &*placement : nullptr,
                                                         estimate_inputs(nullptr, nullptr, false))) {
-    if (auto over = over_whole_memory(*estimate))
+    if (auto over = devices_.over_whole_memory(*estimate))
       return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
   }
   Result<std::unique_ptr<exec::Executor>> executor = make_error("", TDM_INTERNAL);
@@ -348,7 +280,8 @@ Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOpt
     options.stream_depth = options_.stream_depth;
   }
   if (placement && !placement->only_on(device_.id())) {
-    auto placed = place::make_placed_executor(devices_, graph, *placement, options, options_.memory_budgets);
+    auto placed =
+        place::make_placed_executor(devices_.by_id(), graph, *placement, options, options_.memory_budgets);
     if (placed)
       executor = std::unique_ptr<exec::Executor>(std::move(*placed));
     else
