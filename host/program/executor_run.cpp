@@ -131,18 +131,6 @@ Result<void> ExecutorRun::write_tensor(const std::string& name, const void* in, 
   return executor_.write((*v)->id, in, bytes);
 }
 
-std::string ExecutorRun::fragment(const Value& v) const {
-  const Value* whole = &v;
-  if (!v.copy_of.empty())  // a copy is as whole as what it copies
-    if (const Value* source = model_.graph.value_by_name(v.copy_of)) whole = source;
-  if (model_.shards.count(whole->id) > 0)
-    return "this rank's slice of a tensor split over " + std::to_string(model_.tensor_parallel.size) +
-           " ranks by tensor parallelism";
-  if (model_.zero.parameters.count(whole->id) > 0 || model_.zero.states.count(whole->id) > 0)
-    return "this rank's shard of a tensor ZeRO splits over " + std::to_string(model_.zero.world) + " ranks";
-  return "";
-}
-
 Result<std::string> ExecutorRun::save_tensors(const std::string& file_name,
                                               const std::vector<SavedTensor>& tensors,
                                               const std::string& plugin) {
@@ -158,31 +146,28 @@ Result<std::string> ExecutorRun::save_tensors(const std::string& file_name,
                           "\".safetensors\", without a directory part",
                       TDM_INVALID_ARGUMENT);
   if (tensors.empty()) return make_error(file_name + ": no tensors to write", TDM_INVALID_ARGUMENT);
+  // Read under the values' names, which the gathering of slices and
+  // shards knows them by; named as the file asks once whole.
   checkpoint::Checkpoint file;
   file.metadata = {{"tandem.written_by", plugin + " (feature plugin)"},
                    {"tandem.after_step", std::to_string(step_)}};
   std::set<std::string> names;
-  std::vector<const Value*> sources;
   for (const SavedTensor& t : tensors) {
     if (!names.insert(t.name).second)
       return make_error(file_name + ": the tensor name '" + t.name + "' is given twice",
                         TDM_INVALID_ARGUMENT);
     auto v = persistent(t.value);
     if (!v) return v.error();
-    if (std::string why = fragment(**v); !why.empty())
-      return make_error(file_name + ": '" + t.value + "' is " + why +
-                            ", so the file would hold a fragment of it; write whole tensors only",
-                        TDM_UNSUPPORTED);
-    sources.push_back(*v);
-    file.tensors.push_back({t.name, (*v)->type.dtype, (*v)->type.dims, {}});
+    file.tensors.push_back(
+        {t.value, (*v)->type.dtype, (*v)->type.dims, std::vector<std::byte>(exec::tensor_bytes((*v)->type))});
+    if (auto r = executor_.read((*v)->id, file.tensors.back().data.data(), file.tensors.back().data.size());
+        !r)
+      return r.error();
   }
-  // Every rank checks the request alike; the first reads and writes.
+  if (make_whole_)
+    if (auto r = make_whole_(file); !r) return r.error();
   if (!writes_) return std::string();
-  for (size_t i = 0; i < sources.size(); ++i) {
-    std::vector<std::byte>& data = file.tensors[i].data;
-    data.resize(exec::tensor_bytes(sources[i]->type));
-    if (auto r = executor_.read(sources[i]->id, data.data(), data.size()); !r) return r.error();
-  }
+  for (size_t i = 0; i < tensors.size(); ++i) file.tensors[i].name = tensors[i].name;
   const std::string path = (std::filesystem::path(run_dir_) / name).string();
   if (auto r = checkpoint::write_safetensors(path, file); !r) return r.error();
   return path;

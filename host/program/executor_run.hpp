@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/safetensors.hpp"
 #include "exec/executor.hpp"
 #include "lowering/model_graph.hpp"
 #include "plugin/run_access.hpp"
@@ -37,12 +38,17 @@ class ExecutorRun final : public RunAccess {
   Result<std::string> save_tensors(const std::string& file_name, const std::vector<SavedTensor>& tensors,
                                    const std::string& plugin) override;
   // Where save_tensors writes, and whether this rank writes (the first rank
-  // of a run does; the others hold the same values). Without a directory
-  // (bench, plan) save_tensors is refused.
+  // of a run does). Without a directory (bench, plan) save_tensors is
+  // refused.
   void set_run_directory(std::string directory, bool writes) {
     run_dir_ = std::move(directory);
     writes_ = writes;
   }
+  // How a run of several ranks makes this rank's tensors whole before the
+  // first rank writes them (tensor-parallel slices, ZeRO shards gathered:
+  // RunCheckpoints::make_whole); a collective every rank joins.
+  using MakeWhole = std::function<Result<void>(checkpoint::Checkpoint&)>;
+  void set_make_whole(MakeWhole make_whole) { make_whole_ = std::move(make_whole); }
   // The optimizer steps taken, recorded in the files save_tensors writes.
   void set_step(int64_t step) { step_ = step; }
 
@@ -51,15 +57,13 @@ class ExecutorRun final : public RunAccess {
   // A parameter or state value, and (the second) one of exactly `bytes`.
   Result<const Value*> persistent(const std::string& name) const;
   Result<const Value*> persistent(const std::string& name, size_t bytes) const;
-  // Why `v` is only this rank's part of a tensor (tensor parallelism,
-  // ZeRO), or "" when this rank holds it whole.
-  std::string fragment(const Value& v) const;
 
   const lowering::ModelGraph& model_;
   exec::Executor& executor_;
   std::function<Result<int32_t>(int32_t)> max_over_ranks_;
   std::string run_dir_;
   bool writes_ = false;
+  MakeWhole make_whole_;
   int64_t step_ = 0;
 };
 

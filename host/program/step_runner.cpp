@@ -18,6 +18,10 @@ void StepRunner::set_run_directory(std::string directory, bool writes) {
   run_->set_run_directory(std::move(directory), writes);
 }
 
+void StepRunner::set_make_whole(ExecutorRun::MakeWhole make_whole) {
+  run_->set_make_whole(std::move(make_whole));
+}
+
 Result<void> StepRunner::end_run(int64_t steps) {
   return program_.features().run_end(info(steps, 0));
 }

@@ -72,18 +72,26 @@ Result<std::string> RunCheckpoints::save(int64_t step, int64_t epoch, int64_t ne
   // whole tensors (the ranks of rank 0's group; the other groups hold the
   // same), and with ZeRO every rank first gathers its shards.
   const int rank = program_->group().rank;
-  if (!sharded && rank != 0 && (slices_.empty() || program_->data_rank() != 0) && shards_.empty())
-    return std::string();
+  if (!sharded && !gathers()) return std::string();
   auto cp = collect_tensors(program_->model().graph, program_->executor(),
                             metadata(step, epoch, next_batch, total_steps));
   if (!cp) return cp.error();
   if (sharded) return save_shards(std::move(*cp), step);
-  // ZeRO's shards into this rank's tensor-parallel slices, then the slices
-  // into whole tensors.
-  if (auto r = gather_shards(*cp); !r) return r.error();
-  if (auto r = gather_slices(*cp); !r) return r.error();
+  if (auto r = make_whole(*cp); !r) return r.error();
   if (rank != 0) return std::string();
   return save_checkpoint(run_dir_, step, *cp, spec_->train.keep_checkpoints);
+}
+
+bool RunCheckpoints::gathers() const {
+  return program_->group().rank == 0 || (!slices_.empty() && program_->data_rank() == 0) || !shards_.empty();
+}
+
+Result<void> RunCheckpoints::make_whole(checkpoint::Checkpoint& cp) {
+  if (ranks_.all == nullptr || !gathers()) return {};
+  // ZeRO's shards into this rank's tensor-parallel slices, then the slices
+  // into whole tensors.
+  if (auto r = gather_shards(cp); !r) return r;
+  return gather_slices(cp);
 }
 
 Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64_t step) {

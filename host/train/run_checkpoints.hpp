@@ -40,6 +40,11 @@ class RunCheckpoints {
   // Writes the checkpoint of this position (every rank calls it); the path
   // rank 0 wrote, empty on the other ranks.
   Result<std::string> save(int64_t step, int64_t epoch, int64_t next_batch, int64_t total_steps);
+  // `cp`'s tensors (named by their run values, read on this rank) made
+  // whole: tensor-parallel slices and ZeRO shards gathered from the ranks
+  // that hold them. Every rank calls it with the same tensors; afterwards
+  // rank 0 holds them whole (the other ranks' copies are unspecified).
+  Result<void> make_whole(checkpoint::Checkpoint& cp);
   // `file` (a .safetensors file or a .sharded directory), as this rank
   // holds its tensors: its slices and shards.
   Result<checkpoint::Checkpoint> load(const std::string& file) const;
@@ -49,6 +54,10 @@ class RunCheckpoints {
                  program::Program& program, std::string run_dir, std::string format, Ranks ranks);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch,
                                               int64_t total_steps) const;
+  // Whether this rank takes part in gathering whole tensors: rank 0, the
+  // ranks of its tensor-parallel group, and with ZeRO every rank (the other
+  // data-parallel groups hold the same slices).
+  bool gathers() const;
   // Every rank's shards of ZeRO's state gathered into `cp`'s whole tensors.
   Result<void> gather_shards(checkpoint::Checkpoint& cp);
   Result<void> gather_slices(checkpoint::Checkpoint& cp);

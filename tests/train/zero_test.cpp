@@ -122,6 +122,35 @@ double held_bytes(const std::string& report, const std::string& row) {
 // What a rank's allocations hold, measured by --memory-report: with stage 3
 // on 4 ranks less of every kind of state than plain data parallelism (each
 // shard's slot is 256-byte aligned, so on this small model not a quarter).
+// A feature's file under ZeRO stage 3 (run_save_tensors): the EMA
+// example's averages are shards like the parameters they copy; its
+// ema.safetensors holds them whole, equal to the averages the sharded
+// checkpoint assembles to, and one process evaluates it.
+TEST_F(Zero, AFeaturesFileHoldsWholeTensorsGatheredFromTheShards) {
+  CliRun run = tandem(2, "train",
+                      "--set train.zero=3 --plugin-path '" TANDEM_TEST_FEATURE_DIR
+                      "' --feature ema:decay=0.5 --run-dir " +
+                          dir.file("ema"));
+  ASSERT_EQ(run.code, 0) << run.output;
+  auto file = host::checkpoint::read_safetensors(dir.file("ema") + "/ema.safetensors");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto cp = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("ema")));
+  ASSERT_TRUE(cp.ok()) << cp.error().message;
+  for (const char* name : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    const auto* saved = file->find(name);
+    const auto* kept = cp->find(std::string("ema.") + name);
+    ASSERT_NE(saved, nullptr) << name;
+    ASSERT_NE(kept, nullptr) << name;
+    EXPECT_EQ(saved->shape, cp->find(name)->shape) << name << " is whole";
+    EXPECT_EQ(saved->data, kept->data) << name;
+  }
+  EXPECT_EQ(file->find("fc1.weight")->shape, (std::vector<int64_t>{17, 8}));
+  CliRun eval =
+      shell(std::string("env -u TANDEM_PLUGIN_PATH '") + TANDEM_EXE + "' eval " + dir.file("zero.toml") +
+            " --device reference --weights " + dir.file("ema") + "/ema.safetensors");
+  EXPECT_EQ(eval.code, 0) << eval.output;
+}
+
 TEST_F(Zero, EachRankHoldsLessOfEveryStateItShards) {
   std::map<int, std::string> reports;
   for (int stage : {0, 3}) {

@@ -115,12 +115,12 @@ typedef struct tdm_host_api {
    * part), atomically: a temporary file beside it, fsync, rename, so a
    * crash leaves the previous version whole. Each tensor is stored under
    * its `name` (e.g. a parameter's name for weights `tandem eval` reads)
-   * with the bytes of run value `value_name`. In a run of several ranks
-   * the first rank writes and the others return TDM_OK; a value that is
-   * only this rank's slice or shard of a tensor (tensor parallelism, ZeRO)
-   * is refused with TDM_UNSUPPORTED, as the file would hold a fragment.
-   * A command without a run directory (tandem bench, tandem plan) answers
-   * TDM_UNSUPPORTED. */
+   * with the bytes of run value `value_name`. In a run of several ranks it
+   * is collective: every rank calls it with the same list at the same point
+   * of the same hook; the host gathers tensor-parallel slices and ZeRO
+   * shards as it does for checkpoints, so the file holds whole tensors, and
+   * the first rank writes it (the others return TDM_OK). A command without
+   * a run directory (tandem bench, tandem plan) answers TDM_UNSUPPORTED. */
   tdm_status (*run_save_tensors)(void* ctx, tdm_run* run, const char* file_name,
                                  const tdm_saved_tensor* tensors, size_t count);
 } tdm_host_api;
