@@ -152,18 +152,24 @@ Result<std::string> ExecutorRun::save_tensors(const std::string& file_name,
   file.metadata = {{"tandem.written_by", plugin + " (feature plugin)"},
                    {"tandem.after_step", std::to_string(step_)}};
   std::set<std::string> names;
+  std::vector<const Value*> sources;
   for (const SavedTensor& t : tensors) {
     if (!names.insert(t.name).second)
       return make_error(file_name + ": the tensor name '" + t.name + "' is given twice",
                         TDM_INVALID_ARGUMENT);
     auto v = persistent(t.value);
     if (!v) return v.error();
-    file.tensors.push_back(
-        {t.value, (*v)->type.dtype, (*v)->type.dims, std::vector<std::byte>(exec::tensor_bytes((*v)->type))});
-    if (auto r = executor_.read((*v)->id, file.tensors.back().data.data(), file.tensors.back().data.size());
-        !r)
-      return r.error();
+    sources.push_back(*v);
+    file.tensors.push_back({t.value, (*v)->type.dtype, (*v)->type.dims, {}});
   }
+  // Every rank checks the request alike; those whose tensors are written
+  // or gathered read them.
+  if (writes_ || (make_whole_ && takes_part_))
+    for (size_t i = 0; i < sources.size(); ++i) {
+      std::vector<std::byte>& data = file.tensors[i].data;
+      data.resize(exec::tensor_bytes(sources[i]->type));
+      if (auto r = executor_.read(sources[i]->id, data.data(), data.size()); !r) return r.error();
+    }
   if (make_whole_)
     if (auto r = make_whole_(file); !r) return r.error();
   if (!writes_) return std::string();

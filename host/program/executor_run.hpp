@@ -46,9 +46,13 @@ class ExecutorRun final : public RunAccess {
   }
   // How a run of several ranks makes this rank's tensors whole before the
   // first rank writes them (tensor-parallel slices, ZeRO shards gathered:
-  // RunCheckpoints::make_whole); a collective every rank joins.
+  // RunCheckpoints::make_whole), a collective every rank calls; `takes_part`:
+  // whether this rank's tensors go into it (else it need not read them).
   using MakeWhole = std::function<Result<void>(checkpoint::Checkpoint&)>;
-  void set_make_whole(MakeWhole make_whole) { make_whole_ = std::move(make_whole); }
+  void set_make_whole(MakeWhole make_whole, bool takes_part) {
+    make_whole_ = std::move(make_whole);
+    takes_part_ = takes_part;
+  }
   // The optimizer steps taken, recorded in the files save_tensors writes.
   void set_step(int64_t step) { step_ = step; }
 
@@ -64,6 +68,7 @@ class ExecutorRun final : public RunAccess {
   std::string run_dir_;
   bool writes_ = false;
   MakeWhole make_whole_;
+  bool takes_part_ = false;
   int64_t step_ = 0;
 };
 

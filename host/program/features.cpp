@@ -97,10 +97,10 @@ Result<void> FeatureSet::run_passes(tdm_pass_stage stage, Graph& graph) {
   return {};
 }
 
-Result<void> FeatureSet::call_hooks(Hook tdm_feature_api::*hook, const char* what, const tdm_step_info& info,
+Result<void> FeatureSet::call_hooks(HookOf hook_of, const char* what, const tdm_step_info& info,
                                     bool boundary) {
   for (const Active& a : active_) {
-    const Hook fn = a.plugin->feature->*hook;
+    const Hook fn = hook_of(*a.plugin);
     if (fn == nullptr) continue;
     const CallWindow window(CallWindow::kStepHook, info.run);
     // Whole tensors only between optimizer steps (feature.h).
@@ -112,31 +112,28 @@ Result<void> FeatureSet::call_hooks(Hook tdm_feature_api::*hook, const char* wha
 }
 
 Result<void> FeatureSet::step_begin(const tdm_step_info& info) {
-  return call_hooks(&tdm_feature_api::on_step_begin, "step_begin", info, true);
+  return call_hooks([](const LoadedPlugin& p) { return p.feature->on_step_begin; }, "step_begin", info, true);
 }
 Result<void> FeatureSet::micro_batch_end(const tdm_step_info& info) {
-  return call_hooks(&tdm_feature_api::on_micro_batch_end, "micro_batch_end", info, false);
+  return call_hooks([](const LoadedPlugin& p) { return p.feature->on_micro_batch_end; }, "micro_batch_end",
+                    info, false);
 }
 Result<void> FeatureSet::gradients_ready(const tdm_step_info& info) {
-  return call_hooks(&tdm_feature_api::on_gradients_ready, "gradients_ready", info, false);
+  return call_hooks([](const LoadedPlugin& p) { return p.feature->on_gradients_ready; }, "gradients_ready",
+                    info, false);
 }
 Result<void> FeatureSet::step_end(const tdm_step_info& info) {
-  return call_hooks(&tdm_feature_api::on_step_end, "step_end", info, true);
+  return call_hooks([](const LoadedPlugin& p) { return p.feature->on_step_end; }, "step_end", info, true);
 }
 
 Result<void> FeatureSet::run_end(const tdm_step_info& info) {
-  for (const Active& a : active_) {
-    const tdm_feature_api& api = *a.plugin->feature;
-    if (a.plugin->abi_minor_effective < kRunEndMinor || !TDM_STRUCT_HAS(&api, tdm_feature_api, on_run_end) ||
-        api.on_run_end == nullptr)
-      continue;
-    const CallWindow window(CallWindow::kStepHook, info.run);
-    const CallWindow tensors(CallWindow::kStepBoundary, info.run);
-    const tdm_status status =
-        call_plugin(*a.plugin, "run_end", [&] { return api.on_run_end(a.instance, &info); });
-    if (status != TDM_OK) return failure(*a.plugin, "run_end", status);
-  }
-  return {};
+  // A hook of ABI 1.12: absent from an older plugin's shorter table.
+  const HookOf run_end = [](const LoadedPlugin& p) -> Hook {
+    if (p.abi_minor_effective < kRunEndMinor || !TDM_STRUCT_HAS(p.feature, tdm_feature_api, on_run_end))
+      return nullptr;
+    return p.feature->on_run_end;
+  };
+  return call_hooks(run_end, "run_end", info, true);
 }
 
 Result<bool> FeatureSet::before_optimizer_step(const tdm_step_info& info) {

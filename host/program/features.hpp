@@ -59,9 +59,9 @@ class FeatureSet {
   };
   FeatureSet() = default;
   using Hook = tdm_status (*)(tdm_feature*, const tdm_step_info*);
+  using HookOf = Hook (*)(const LoadedPlugin&);  // a plugin's hook, or null when it has none
   // `boundary`: between optimizer steps, where whole tensors may be reached.
-  Result<void> call_hooks(Hook tdm_feature_api::*hook, const char* what, const tdm_step_info& info,
-                          bool boundary);
+  Result<void> call_hooks(HookOf hook_of, const char* what, const tdm_step_info& info, bool boundary);
 
   std::vector<Active> active_;
 };

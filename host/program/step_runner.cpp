@@ -18,8 +18,8 @@ void StepRunner::set_run_directory(std::string directory, bool writes) {
   run_->set_run_directory(std::move(directory), writes);
 }
 
-void StepRunner::set_make_whole(ExecutorRun::MakeWhole make_whole) {
-  run_->set_make_whole(std::move(make_whole));
+void StepRunner::set_make_whole(ExecutorRun::MakeWhole make_whole, bool takes_part) {
+  run_->set_make_whole(std::move(make_whole), takes_part);
 }
 
 Result<void> StepRunner::end_run(int64_t steps) {

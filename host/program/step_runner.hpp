@@ -41,7 +41,7 @@ class StepRunner {
   // rank writes them (the run's first rank).
   void set_run_directory(std::string directory, bool writes);
   // How the run's ranks make a file's tensors whole (ExecutorRun::MakeWhole).
-  void set_make_whole(ExecutorRun::MakeWhole make_whole);
+  void set_make_whole(ExecutorRun::MakeWhole make_whole, bool takes_part);
   // After the run's last step (and its checkpoint), or the checkpoint of a
   // stop by signal: the run_end hook. `steps`: optimizer steps taken.
   Result<void> end_run(int64_t steps);

@@ -121,6 +121,12 @@ std::string checkpoint_dir(const std::string& run_dir) {
   return (fs::path(run_dir) / "checkpoints").string();
 }
 
+std::string checkpoint_file(const std::string& run_dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "step-%09ld.safetensors", static_cast<long>(step));
+  return (fs::path(checkpoint_dir(run_dir)) / name).string();
+}
+
 Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
                                     const checkpoint::Checkpoint& cp, int64_t keep) {
   std::error_code ec;
@@ -128,9 +134,7 @@ Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
   if (ec)
     return make_error(checkpoint_dir(run_dir) + ": cannot create (" + ec.message() + ")",
                       TDM_INVALID_ARGUMENT);
-  char name[64];
-  std::snprintf(name, sizeof name, "step-%09ld.safetensors", static_cast<long>(step));
-  const std::string path = (fs::path(checkpoint_dir(run_dir)) / name).string();
+  const std::string path = checkpoint_file(run_dir, step);
   if (auto r = checkpoint::write_safetensors(path, cp); !r) return r.error();
   remove_old_checkpoints(run_dir, keep);
   return path;

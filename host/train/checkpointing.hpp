@@ -42,6 +42,9 @@ struct RunPosition {
 Result<RunPosition> checkpoint_position(const checkpoint::Checkpoint& cp, const std::string& source);
 
 std::string checkpoint_dir(const std::string& run_dir);
+// The file of step `step`'s checkpoint in a run directory (one file, not
+// ZeRO's sharded directory).
+std::string checkpoint_file(const std::string& run_dir, int64_t step);
 // Saves atomically, then deletes the oldest beyond `keep`.
 Result<std::string> save_checkpoint(const std::string& run_dir, int64_t step,
                                     const checkpoint::Checkpoint& cp, int64_t keep);

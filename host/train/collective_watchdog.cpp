@@ -22,7 +22,7 @@ constexpr int kExitPlugin = 3;
 
 struct Watched {
   Clock::time_point deadline;
-  std::string what;
+  WatchedCall::Describe describe;
   double timeout_seconds;
 };
 
@@ -35,11 +35,11 @@ class Watchdog {
     return *dog;
   }
 
-  uint64_t add(std::string what, double timeout_seconds) {
+  uint64_t add(WatchedCall::Describe describe, double timeout_seconds) {
     const auto limit = std::chrono::duration<double>(timeout_seconds + watchdog_grace(timeout_seconds));
     std::lock_guard lock(mutex_);
     const uint64_t id = ++next_;
-    calls_[id] = {Clock::now() + std::chrono::duration_cast<Clock::duration>(limit), std::move(what),
+    calls_[id] = {Clock::now() + std::chrono::duration_cast<Clock::duration>(limit), std::move(describe),
                   timeout_seconds};
     if (!started_) {
       std::thread([this] { watch(); }).detach();
@@ -70,7 +70,7 @@ class Watchdog {
         continue;
       }
       std::ostringstream text;
-      text << first->second.what << " has not returned "
+      text << first->second.describe() << " has not returned "
            << static_cast<long>(first->second.timeout_seconds + watchdog_grace(first->second.timeout_seconds))
            << " s after it began, past its timeout of " << first->second.timeout_seconds
            << " s (--comm-timeout): a rank stopped or hung, and the plugin does not end a collective at "
@@ -95,8 +95,8 @@ double watchdog_grace(double timeout_seconds) {
   return std::max(5.0, timeout_seconds / 4);
 }
 
-WatchedCall::WatchedCall(std::string what, double timeout_seconds) {
-  if (timeout_seconds > 0) id_ = Watchdog::get().add(std::move(what), timeout_seconds);
+WatchedCall::WatchedCall(Describe describe, double timeout_seconds) {
+  if (timeout_seconds > 0) id_ = Watchdog::get().add(std::move(describe), timeout_seconds);
 }
 
 WatchedCall::~WatchedCall() {

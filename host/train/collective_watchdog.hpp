@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace tandem::host::train {
@@ -21,10 +22,13 @@ double watchdog_grace(double timeout_seconds);
 
 class WatchedCall {
  public:
-  // Watches the current call, described by `what` ("rank 1: allreduce of
-  // 4096 f32 in comm plugin 'tcp' (/path/libtandem-tcp.so)"), until
-  // destroyed. `timeout_seconds` 0 watches nothing (no limit was asked).
-  WatchedCall(std::string what, double timeout_seconds);
+  // What a watched call is ("rank 1: allreduce of 4096 f32 in comm plugin
+  // 'tcp' (/path/libtandem-tcp.so)"), asked only when it is overdue: the
+  // call must keep what it refers to alive.
+  using Describe = std::function<std::string()>;
+  // Watches the current call until destroyed. `timeout_seconds` 0 watches
+  // nothing (no limit was asked).
+  WatchedCall(Describe describe, double timeout_seconds);
   ~WatchedCall();
   WatchedCall(const WatchedCall&) = delete;
   WatchedCall& operator=(const WatchedCall&) = delete;

@@ -74,7 +74,7 @@ Result<tdm_comm*> GradientCommunicator::create_with_id(const LoadedPlugin& plugi
     id.resize(bytes);
     tdm_status made;
     {
-      const WatchedCall watched("rank 0: comm_unique_id of " + who, options.timeout_seconds);
+      const WatchedCall watched([&] { return "rank 0: comm_unique_id of " + who; }, options.timeout_seconds);
       made = plugin.comm->comm_unique_id(id.data(), &bytes);
     }
     if (made != TDM_OK)
@@ -91,8 +91,9 @@ Result<tdm_comm*> GradientCommunicator::create_with_id(const LoadedPlugin& plugi
   tdm_comm* comm = nullptr;
   tdm_status created;
   {
-    const WatchedCall watched("rank " + std::to_string(group.rank) + ": comm_create of " + who,
-                              options.timeout_seconds);
+    const WatchedCall watched(
+        [&] { return "rank " + std::to_string(group.rank) + ": comm_create of " + who; },
+        options.timeout_seconds);
     created = plugin.comm->comm_create(&init, &comm);
   }
   if (created != TDM_OK || comm == nullptr)
@@ -167,7 +168,7 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
     tdm_status created;
     {
       const WatchedCall watched(
-          "rank " + std::to_string(group.rank) + ": comm_create of " + comm_plugin_text(p),
+          [&] { return "rank " + std::to_string(group.rank) + ": comm_create of " + comm_plugin_text(p); },
           options.timeout_seconds);
       created = p.comm->comm_create(&init, &comm);
     }

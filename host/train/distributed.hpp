@@ -98,8 +98,7 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
   // (collective_watchdog.hpp).
   template <class Call>
   tdm_status watched(const char* what, size_t count, tdm_dtype dtype, Call&& call) const {
-    const WatchedCall watch(timeout_seconds_ > 0 ? describe(what, count, dtype) : std::string(),
-                            timeout_seconds_);
+    const WatchedCall watch([=, this] { return describe(what, count, dtype); }, timeout_seconds_);
     return call();
   }
   // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".

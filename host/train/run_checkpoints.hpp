@@ -45,6 +45,11 @@ class RunCheckpoints {
   // that hold them. Every rank calls it with the same tensors; afterwards
   // rank 0 holds them whole (the other ranks' copies are unspecified).
   Result<void> make_whole(checkpoint::Checkpoint& cp);
+  // Whether this rank takes part in make_whole (the others need not read
+  // their tensors): rank 0, the ranks of its tensor-parallel group, and
+  // with ZeRO every rank (the other data-parallel groups hold the same
+  // slices).
+  bool gathers() const;
   // `file` (a .safetensors file or a .sharded directory), as this rank
   // holds its tensors: its slices and shards.
   Result<checkpoint::Checkpoint> load(const std::string& file) const;
@@ -54,10 +59,6 @@ class RunCheckpoints {
                  program::Program& program, std::string run_dir, std::string format, Ranks ranks);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch,
                                               int64_t total_steps) const;
-  // Whether this rank takes part in gathering whole tensors: rank 0, the
-  // ranks of its tensor-parallel group, and with ZeRO every rank (the other
-  // data-parallel groups hold the same slices).
-  bool gathers() const;
   // Every rank's shards of ZeRO's state gathered into `cp`'s whole tensors.
   Result<void> gather_shards(checkpoint::Checkpoint& cp);
   Result<void> gather_slices(checkpoint::Checkpoint& cp);

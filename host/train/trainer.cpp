@@ -151,7 +151,8 @@ Result<void> Trainer::prepare_run() {
   checkpoints_.emplace(std::move(*checkpoints));
   // Files a feature writes hold whole tensors, gathered as checkpoints are.
   if (!ranks_->alone())
-    steps_->set_make_whole([this](checkpoint::Checkpoint& cp) { return checkpoints_->make_whole(cp); });
+    steps_->set_make_whole([this](checkpoint::Checkpoint& cp) { return checkpoints_->make_whole(cp); },
+                           checkpoints_->gathers());
   // ZeRO stage 2 averages every gradient in its graph (zero.reduce_scatter).
   if (program_->data_world() > 1 && !program_->synced_gradients().empty()) {
     const Graph& graph = model().graph;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +16,7 @@
 #include "checkpoint/safetensors.hpp"
 #include "shell.hpp"
 #include "temp_dir.hpp"
+#include "train/checkpointing.hpp"
 
 namespace tandem::test {
 namespace {
@@ -72,11 +72,6 @@ class Ema : public ::testing::Test {
     EXPECT_TRUE(cp.ok()) << cp.error().message;
     return cp.ok() ? std::move(*cp) : ckpt::Checkpoint{};
   }
-  static std::string step_file(const std::string& run, int step) {
-    char name[64];
-    std::snprintf(name, sizeof name, "/checkpoints/step-%09d.safetensors", step);
-    return run + name;
-  }
   TempDir dir_;
 };
 
@@ -93,11 +88,11 @@ TEST_F(Ema, AveragesFromTheLoadedWeightsAndEvalReadsItsFile) {
   ASSERT_EQ(trained.code, 0) << trained.output;
 
   // Step by step, from the weights --init-from loaded (state_add_copy).
-  const ckpt::Checkpoint loaded = read(step_file(start, 2));
+  const ckpt::Checkpoint loaded = read(host::train::checkpoint_file(start, 2));
   for (const char* weight : {"fc1.weight", "fc1.bias", "fc2.weight"}) {
     std::vector<float> ema = floats(loaded, weight);
     for (int step = 1; step <= 3; ++step) {
-      const ckpt::Checkpoint cp = read(step_file(run, step));
+      const ckpt::Checkpoint cp = read(host::train::checkpoint_file(run, step));
       const std::vector<float> w = floats(cp, weight), kept = floats(cp, std::string("ema.") + weight);
       ASSERT_EQ(w.size(), ema.size());
       ASSERT_EQ(kept.size(), ema.size());
@@ -113,7 +108,8 @@ TEST_F(Ema, AveragesFromTheLoadedWeightsAndEvalReadsItsFile) {
     const ckpt::Checkpoint file = read(run + "/ema.safetensors");
     EXPECT_EQ(floats(file, weight), ema) << weight;
     EXPECT_EQ(file.find(std::string("ema.") + weight), nullptr);
-    EXPECT_NE(floats(file, weight), floats(read(step_file(run, 3)), weight)) << "an average, not the weights";
+    EXPECT_NE(floats(file, weight), floats(read(host::train::checkpoint_file(run, 3)), weight))
+        << "an average, not the weights";
   }
 
   CliRun eval = tandem("eval " + model() + " --weights '" + run + "/ema.safetensors'");
@@ -138,7 +134,7 @@ TEST_F(Ema, ResumeContinuesTheAverageAndEveryWritesDuringTheRun) {
     ++writes;
   EXPECT_EQ(writes, 5u) << half.output;
   std::filesystem::remove(parts + "/ema.safetensors");
-  std::filesystem::remove(step_file(parts, 4));
+  std::filesystem::remove(host::train::checkpoint_file(parts, 4));
   CliRun resumed = tandem("train " + model() + " --run-dir '" + parts + "' --resume '" + parts + "'" + ema);
   ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_EQ(floats(read(whole + "/ema.safetensors"), "fc2.weight"),

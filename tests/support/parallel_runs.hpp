@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "checkpoint/safetensors.hpp"
 #include "shell.hpp"
@@ -61,6 +62,30 @@ inline double largest_difference(const std::string& run_a, const std::string& ru
   }
   EXPECT_GT(compared, 100u);
   return worst;
+}
+
+// A run of several ranks with the ema feature: its ema.safetensors holds
+// each of `weights` whole (the checkpoint's shape), byte-equal to the
+// average ("ema.<weight>") the run's last checkpoint holds, and one process
+// evaluates `model` with it.
+inline void expect_whole_averages(const std::string& run_dir, const std::vector<std::string>& weights,
+                                  const std::string& model) {
+  auto file = host::checkpoint::read_safetensors(run_dir + "/ema.safetensors");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto cp =
+      host::train::read_checkpoint(*host::train::latest_checkpoint(run_dir));  // a file, or ZeRO's shards
+  ASSERT_TRUE(cp.ok()) << cp.error().message;
+  for (const std::string& name : weights) {
+    const auto* saved = file->find(name);
+    const auto* kept = cp->find("ema." + name);
+    ASSERT_NE(saved, nullptr) << name;
+    ASSERT_NE(kept, nullptr) << name;
+    EXPECT_EQ(saved->shape, cp->find(name)->shape) << name << " is whole";
+    EXPECT_EQ(saved->data, kept->data) << name;
+  }
+  CliRun eval = shell(std::string("env -u TANDEM_PLUGIN_PATH '") + TANDEM_EXE + "' eval " + model +
+                      " --device reference --weights " + run_dir + "/ema.safetensors");
+  EXPECT_EQ(eval.code, 0) << eval.output;
 }
 
 // Runs `one` (one process) and `two` (2 ranks) trained 20 steps with amp's

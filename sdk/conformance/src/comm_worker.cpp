@@ -143,18 +143,12 @@ class Worker {
   // The first element of `got` that is not `want(i)`, or "".
   static std::string compare(tdm_dtype t, const std::vector<unsigned char>& got, size_t count,
                              const std::function<double(size_t)>& want, const std::string& what) {
+    std::vector<unsigned char> expected(dtype_size(t));
     for (size_t i = 0; i < count; ++i) {
-      const double expected = load(
-          t,
-          [&] {
-            std::vector<unsigned char> one(dtype_size(t));
-            store(t, one, 0, want(i));
-            return one;
-          }(),
-          0);
-      if (load(t, got, i) != expected)
+      store(t, expected, 0, want(i));  // the value as the dtype holds it
+      if (load(t, got, i) != load(t, expected, 0))
         return what + " element " + std::to_string(i) + " is " + std::to_string(load(t, got, i)) +
-               ", expected " + std::to_string(expected);
+               ", expected " + std::to_string(load(t, expected, 0));
     }
     return "";
   }
