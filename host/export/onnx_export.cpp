@@ -131,7 +131,11 @@ Result<onnx::ModelProto> build(const lowering::ModelGraph& model, const Graph& o
   b.describe(model.input, *input.mutable_type());
   for (const Node* n : nodes) {
     auto found = converters().find(n->op);
-    if (found == converters().end()) return not_exportable(*n, "no ONNX form for op '" + n->op + "'");
+    if (found == converters().end()) {
+      const auto why = not_exported().find(n->op);
+      return not_exportable(*n, "no ONNX form for op '" + n->op + "'" +
+                                    (why != not_exported().end() ? ": " + std::string(why->second) : ""));
+    }
     if (auto r = found->second(b, *n); !r) return r.error();
   }
   b.node("Identity", {b.name(model.logits)}, {"logits"}, "output");
@@ -192,6 +196,24 @@ std::vector<double> floats_attr(const Node& node, const std::string& name) {
   if (const auto* list = std::get_if<std::vector<double>>(a)) return *list;
   if (const auto* one = std::get_if<double>(a)) return {*one};
   return {};
+}
+
+const std::map<std::string_view, std::string_view>& not_exported() {
+  static const std::map<std::string_view, std::string_view> ops = {
+      {"softmax_cross_entropy", "the training loss; the exported model ends at the logits"},
+      {"count_correct", "a training metric"},
+      {"batch_norm_train", "training only; evaluation uses batch_norm_inference"},
+      {"dropout", "the identity at evaluation, where it is not emitted"},
+      {"fill", "no model-file layer emits it"},
+      {"fake_quant", "training only; an INT8 export uses the calibrated quantize and dequantize"},
+  };
+  return ops;
+}
+
+std::vector<std::string> converted_ops() {
+  std::vector<std::string> names;
+  for (const auto& [name, converter] : converters()) names.push_back(name);
+  return names;
 }
 
 const ConverterTable& converters() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "export/onnx_builder.hpp"
+#include "export/onnx_coverage.hpp"
 
 namespace tandem::host::exporting {
 

@@ -7,6 +7,7 @@
 
 #include "ops/op_table.hpp"
 #include "plugin/call_window.hpp"
+#include "tandem/op_catalog.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host {
@@ -323,6 +324,24 @@ const char* g_node_annotation(const tdm_graph* g, tdm_node_id id, const char* ke
   return it == n->annotations.end() ? nullptr : it->second.c_str();
 }
 
+tdm_status g_node_op_info(const tdm_graph* g, tdm_node_id id, tdm_op_info* out) {
+  return guarded(g, "node_op_info", [&]() -> tdm_status {
+    if (g == nullptr) return fail(TDM_INVALID_ARGUMENT, "graph is NULL");
+    const Node* n = as_graph(g).node(id);
+    if (n == nullptr) return fail(TDM_INVALID_ARGUMENT, "no node with id " + std::to_string(id));
+    const ops::OpInfo* info = ops::find(n->op);
+    if (info == nullptr)
+      return fail(TDM_NOT_FOUND, "op '" + n->op + "' of node '" + n->name + "' is not a catalog op");
+    tdm_op_info full{};
+    full.flags = info->flags;
+    if (const catalog::Op* op = catalog::find(n->op)) {
+      full.f32_inputs = catalog::fixed_f32_mask(op->inputs);
+      full.f32_outputs = catalog::fixed_f32_mask(op->outputs);
+    }
+    return copy_fitting(full, out);
+  });
+}
+
 }  // namespace
 
 Result<Attr> attr_from_c(const tdm_attr& a) {
@@ -381,6 +400,7 @@ const tdm_graph_api* graph_api_table() {
     t.state_add_copy = g_state_add_copy;
     t.node_annotate = g_node_annotate;
     t.node_annotation = g_node_annotation;
+    t.node_op_info = g_node_op_info;
     return t;
   }();
   return &api;

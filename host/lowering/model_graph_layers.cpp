@@ -6,6 +6,7 @@
 #include "lowering/int8_layers.hpp"
 #include "lowering/transformer_layers.hpp"
 #include "ops/op_table.hpp"
+#include "tandem/op_catalog.hpp"
 
 namespace tandem::host::lowering::detail {
 namespace {
@@ -405,35 +406,39 @@ struct LayerKind {
   Result<ValueId> (*expand)(Context& ctx, const std::vector<ValueId>& inputs);
 };
 
-Result<ValueId> expand_unary(Context& ctx, const std::vector<ValueId>& in) {
-  const std::string& op = ctx.layer->op;
-  if (op == "gelu")
-    return unary(ctx, in[0], op, {{"approximate", ctx.layer->string_attr("approximate", "none")}});
-  if (op == "leaky_relu")
-    return unary(ctx, in[0], op, {{"negative_slope", ctx.layer->float_attr("negative_slope", 0.01)}});
-  if (op == "softmax") return unary(ctx, in[0], op, {{"axis", int64_t{-1}}});
-  return unary(ctx, in[0], op);
+// An activation layer: its op of the same name, with the attributes the
+// layer sets (the model file's schema took them from the catalog and
+// checked them; the others keep the catalog's defaults).
+Result<ValueId> expand_activation(Context& ctx, const std::vector<ValueId>& in) {
+  const LayerSpec& l = *ctx.layer;
+  std::vector<Attr> attrs;
+  for (const catalog::Attribute& a : catalog::find(l.op)->attrs) {
+    const auto it = l.attrs.find(a.name);
+    if (it == l.attrs.end()) continue;
+    if (a.type == TDM_ATTR_STRING) attrs.push_back({a.name, l.string_attr(a.name, a.default_text)});
+    if (a.type == TDM_ATTR_FLOAT) attrs.push_back({a.name, l.float_attr(a.name, a.float_default)});
+    if (a.type == TDM_ATTR_INT) attrs.push_back({a.name, l.int_attr(a.name, a.int_default)});
+    if (a.type == TDM_ATTR_INTS) attrs.push_back({a.name, l.ints_attr(a.name, a.ints_default)});
+  }
+  return unary(ctx, in[0], l.op, std::move(attrs));
 }
 
-const std::vector<LayerKind>& layer_kinds() {
-  static const std::vector<LayerKind> kinds = {
+std::vector<LayerKind> named_layer_kinds() {
+  return {
       {"linear", [](Context& c, const std::vector<ValueId>& in) { return linear(c, in[0]); }},
       {"conv2d", [](Context& c, const std::vector<ValueId>& in) { return conv2d(c, in[0]); }},
       {"max_pool2d", [](Context& c, const std::vector<ValueId>& in) { return pool(c, in[0]); }},
       {"avg_pool2d", [](Context& c, const std::vector<ValueId>& in) { return pool(c, in[0]); }},
-      {"relu", expand_unary},
-      {"leaky_relu", expand_unary},
-      {"gelu", expand_unary},
-      {"tanh", expand_unary},
-      {"sigmoid", expand_unary},
-      {"softmax", expand_unary},
+      {"softmax",
+       [](Context& c, const std::vector<ValueId>& in) {
+         return unary(c, in[0], "softmax", {{"axis", int64_t{-1}}});
+       }},
       {"flatten",
        [](Context& c, const std::vector<ValueId>& in) { return flatten(c, in[0], c.layer->name); }},
       {"dropout", [](Context& c, const std::vector<ValueId>& in) { return dropout(c, in[0]); }},
       {"batch_norm", [](Context& c, const std::vector<ValueId>& in) { return batch_norm(c, in[0]); }},
       {"layer_norm", [](Context& c, const std::vector<ValueId>& in) { return layer_norm(c, in[0]); }},
       {"rms_norm", [](Context& c, const std::vector<ValueId>& in) { return rms_norm(c, in[0]); }},
-      {"silu", expand_unary},
       {"position_embedding",
        [](Context& c, const std::vector<ValueId>& in) { return position_embedding(c, in[0]); }},
       {"attention", [](Context& c, const std::vector<ValueId>& in) { return attention(c, in[0]); }},
@@ -442,6 +447,15 @@ const std::vector<LayerKind>& layer_kinds() {
       {"mul", binary_chain},
       {"concat", concat},
   };
+}
+
+const std::vector<LayerKind>& layer_kinds() {
+  static const std::vector<LayerKind> kinds = [] {
+    std::vector<LayerKind> all = named_layer_kinds();
+    for (const catalog::Op& op : catalog::ops())
+      if (op.section == "activation" && !op.is(TDM_OP_GRADIENT)) all.push_back({op.name, expand_activation});
+    return all;
+  }();
   return kinds;
 }
 
@@ -453,11 +467,10 @@ Result<ValueId> expand_on_slice(Context& ctx, const std::vector<ValueId>& inputs
   const bool elementwise = ops::is(op, ops::kElementwise);
   const bool row = op == "linear" && ctx.layer->string_attr("parallel", "none") == "row";
   if (inputs.size() != 1 || !(elementwise || row))
-    return ctx.error(
-        "reads '" + ctx.value(inputs[0]).name +
-        "', of which each rank holds a slice (a column-parallel linear with gather_output = "
-        "false): only elementwise layers (relu, leaky_relu, gelu, tanh, sigmoid, dropout) or a row-parallel "
-        "linear may follow it");
+    return ctx.error("reads '" + ctx.value(inputs[0]).name +
+                     "', of which each rank holds a slice (a column-parallel linear with gather_output = "
+                     "false): only elementwise layers (the activations, dropout) or a row-parallel "
+                     "linear may follow it");
   auto y = expand_layer_whole(ctx, inputs);
   if (y && elementwise) ctx.out.split_activations.insert(*y);
   return y;

@@ -1,5 +1,7 @@
 #include "model/layer_schema.hpp"
 
+#include "tandem/op_catalog.hpp"
+
 namespace tandem::host::model {
 namespace {
 
@@ -61,27 +63,41 @@ std::vector<LayerSchema> dense_layers() {
   };
 }
 
+// An activation of the catalog is a layer of the same name whose keys are
+// the op's attributes, with the catalog's types and valid values.
+LayerSchema activation_layer(const catalog::Op& op) {
+  LayerSchema schema{op.name, std::string(op.entry->summary), {}};
+  for (const catalog::Attribute& a : op.attrs) {
+    AttrSchema key{a.name, AttrKind::Float};
+    if (a.type == TDM_ATTR_INT) key.kind = AttrKind::Int;
+    if (a.type == TDM_ATTR_STRING) key.kind = AttrKind::String;
+    if (a.type == TDM_ATTR_INTS) key.kind = AttrKind::IntOrInts;
+    if (a.type == TDM_ATTR_FLOATS) key.kind = AttrKind::Floats;
+    key.choices = a.choices;
+    key.required = a.kind == catalog::Attribute::Default::required;
+    key.range = {a.lo, a.hi, a.lo_open, a.constraint_text.empty() ? "" : catalog::detail::range_text(a)};
+    schema.attrs.push_back(key);
+  }
+  return schema;
+}
+
 // Activations, normalisations and reshapes: one input, no mixing of samples.
 std::vector<LayerSchema> pointwise_layers() {
-  return {
-      {"relu", "max(x, 0)", {}},
-      {"leaky_relu",
-       "x where x > 0, else negative_slope x (default 0.01)",
-       {{"negative_slope", AttrKind::Float}}},
-      {"gelu", "x Phi(x)", {{"approximate", AttrKind::String, {"none", "tanh"}}}},
-      {"tanh", "tanh(x)", {}},
-      {"sigmoid", "1 / (1 + exp(-x))", {}},
-      {"flatten", "[N, ...] -> [N, prod(...)]", {}},
-      {"dropout",
-       "zeroes elements with probability p during training",
-       {{"p", AttrKind::Float, {}, false, kProbability}}},
-      {"batch_norm",
-       "batch normalisation over the channel dim (dim 1)",
-       {epsilon, {"momentum", AttrKind::Float, {}, false, kProbability}}},
-      {"layer_norm", "normalisation over the last dim", {epsilon}},
-      {"rms_norm", "root-mean-square normalisation over the last dim (Llama)", {epsilon}},
-      {"silu", "x sigmoid(x) (swish)", {}},
-  };
+  std::vector<LayerSchema> layers;
+  for (const catalog::Op& op : catalog::ops())
+    if (op.section == "activation" && !op.is(TDM_OP_GRADIENT)) layers.push_back(activation_layer(op));
+  for (LayerSchema& other : std::vector<LayerSchema>{
+           {"flatten", "[N, ...] -> [N, prod(...)]", {}},
+           {"dropout",
+            "zeroes elements with probability p during training",
+            {{"p", AttrKind::Float, {}, false, kProbability}}},
+           {"batch_norm",
+            "batch normalisation over the channel dim (dim 1)",
+            {epsilon, {"momentum", AttrKind::Float, {}, false, kProbability}}},
+           {"layer_norm", "normalisation over the last dim", {epsilon}},
+           {"rms_norm", "root-mean-square normalisation over the last dim (Llama)", {epsilon}}})
+    layers.push_back(std::move(other));
+  return layers;
 }
 
 // The layers of language models: token and position embeddings, attention.
@@ -143,6 +159,34 @@ std::vector<LayerSchema> build() {
 const std::vector<LayerSchema>& layer_schemas() {
   static const std::vector<LayerSchema> schemas = build();
   return schemas;
+}
+
+const std::map<std::string_view, std::string_view>& ops_without_a_layer() {
+  static const std::map<std::string_view, std::string_view> ops = {
+      {"matmul",
+       "no layer needs a batched product of two activations: attention layers use the attention op"},
+      {"log_softmax", "the loss is softmax_cross_entropy, which includes it"},
+      {"softmax_cross_entropy", "the loss ([train] loss)"},
+      {"count_correct", "the trainer's accuracy"},
+      {"batch_norm_train", "a batch_norm layer in training"},
+      {"batch_norm_inference", "a batch_norm layer at evaluation"},
+      {"sub", "features and gradients (no layer subtracts)"},
+      {"scale", "loss scaling and gradient averaging"},
+      {"reduce_sum", "gradients of broadcasting ops"},
+      {"reduce_mean", "no v1 layer reduces; losses average inside their op"},
+      {"reshape", "a flatten layer"},
+      {"transpose", "no v1 layer permutes axes: attention reads either layout"},
+      {"copy", "features that keep a copy of a tensor"},
+      {"fill", "features' and the host's constant tensors"},
+      {"cast", "mixed precision and dtype conversions"},
+      {"quantize", "INT8 evaluation of a model `tandem quantize` calibrated"},
+      {"dequantize", "INT8 evaluation of a model `tandem quantize` calibrated"},
+      {"linear_int8", "a linear layer in INT8 evaluation"},
+      {"conv2d_int8", "a conv2d layer in INT8 evaluation"},
+      {"fake_quant", "the quantize feature's quantization-aware training"},
+      {"rope", "an attention layer with rope = true"},
+  };
+  return ops;
 }
 
 const LayerSchema* find_layer_schema(const std::string& op) {

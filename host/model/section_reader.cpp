@@ -219,7 +219,7 @@ void Reader::get_attr(const toml::table& t, const std::string& who, const AttrSc
     if (schema.range.contains(v)) return false;
     std::ostringstream text;
     text << who << ": '" << schema.key << "' = " << v << " must be "
-         << (schema.range.text ? schema.range.text : "in range");
+         << (schema.range.text.empty() ? "in range" : schema.range.text);
     fail(*n, text.str());
     return true;
   };

@@ -1,8 +1,14 @@
-// relu, leaky_relu, gelu, tanh, sigmoid, silu and their gradients
-// (sdk/ops.md): elementwise, y has x's shape. relu, leaky_relu, gelu and silu differentiate
-// from x, tanh and sigmoid from y (their derivative is cheapest in terms of
-// the output).
+// The activation section of the catalog (relu, leaky_relu, gelu, tanh,
+// sigmoid, silu, ... and their gradients, tandem/op_catalog_entries.hpp):
+// elementwise, y has x's shape. Their rules are one rule each, read from
+// the catalog, so an activation added there needs nothing here: a forward
+// op's gradient is its catalog gradient op over (dy, x) or (dy, y), as that
+// op's second operand is named (tanh and sigmoid differentiate from y, their
+// derivative is cheapest in terms of the output), with the forward's
+// attributes.
 #include "ops/rules.hpp"
+
+#include "tandem/op_catalog.hpp"
 
 namespace tandem::host::ops {
 namespace {
@@ -24,61 +30,25 @@ Outputs binary_grad_shape(const ShapeQuery& q) {
   return std::vector<TensorType>{*dy};
 }
 
-Result<void> relu_grad(GradContext& g) {
-  return g.grad_to_input0("relu_grad", {g.dy(), g.in(0)}, g.node().attrs);
-}
-Result<void> leaky_relu_grad(GradContext& g) {
-  return g.grad_to_input0("leaky_relu_grad", {g.dy(), g.in(0)}, g.node().attrs);
-}
-Result<void> gelu_grad(GradContext& g) {
-  return g.grad_to_input0("gelu_grad", {g.dy(), g.in(0)}, g.node().attrs);
-}
-Result<void> silu_grad(GradContext& g) {
-  return g.grad_to_input0("silu_grad", {g.dy(), g.in(0)}, g.node().attrs);
-}
-Result<void> tanh_grad(GradContext& g) {
-  return g.grad_to_input0("tanh_grad", {g.dy(), g.out(0)}, g.node().attrs);
-}
-Result<void> sigmoid_grad(GradContext& g) {
-  return g.grad_to_input0("sigmoid_grad", {g.dy(), g.out(0)}, g.node().attrs);
-}
-
-OpInfo forward(std::string_view name, GradFn grad, std::string_view grad_op) {
-  return {.name = name,
-          .section = "activation",
-          .inputs = {{"x"}},
-          .outputs = {{"y"}},
-          .flags = kElementwise,
-          .shape = unary_shape,
-          .grad = grad,
-          .grad_ops = {grad_op}};
-}
-
-OpInfo backward(std::string_view name, std::string_view second) {
-  return {.name = name,
-          .section = "activation",
-          .inputs = {{"dy"}, {second}},
-          .outputs = {{"dx"}},
-          .flags = kGradient | kElementwise,
-          .shape = binary_grad_shape,
-          .no_grad = "a gradient op"};
+Result<void> activation_grad(GradContext& g) {
+  const catalog::Op& forward = *catalog::find(g.node().op);
+  const catalog::Op& backward = *catalog::find(forward.grad_ops.at(0));
+  const ValueId second = backward.inputs.at(1).name == "y" ? g.out(0) : g.in(0);
+  return g.grad_to_input0(backward.name, {g.dy(), second}, g.node().attrs);
 }
 
 }  // namespace
 
 std::vector<OpInfo> activation_ops() {
-  return {forward("relu", relu_grad, "relu_grad"),
-          forward("leaky_relu", leaky_relu_grad, "leaky_relu_grad"),
-          forward("gelu", gelu_grad, "gelu_grad"),
-          forward("tanh", tanh_grad, "tanh_grad"),
-          forward("sigmoid", sigmoid_grad, "sigmoid_grad"),
-          forward("silu", silu_grad, "silu_grad"),
-          backward("relu_grad", "x"),
-          backward("leaky_relu_grad", "x"),
-          backward("gelu_grad", "x"),
-          backward("tanh_grad", "y"),
-          backward("sigmoid_grad", "y"),
-          backward("silu_grad", "x")};
+  std::vector<OpInfo> ops;
+  for (const catalog::Op& op : catalog::ops()) {
+    if (op.section != "activation") continue;
+    if (op.is(TDM_OP_GRADIENT))
+      ops.push_back({.name = op.name, .shape = binary_grad_shape, .no_grad = "a gradient op"});
+    else
+      ops.push_back({.name = op.name, .shape = unary_shape, .grad = activation_grad});
+  }
+  return ops;
 }
 
 }  // namespace tandem::host::ops

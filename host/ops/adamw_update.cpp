@@ -28,15 +28,8 @@ Outputs adamw_shape(const ShapeQuery& q) {
 }  // namespace
 
 std::vector<OpInfo> adamw_update_ops() {
-  return {{.name = "adamw_update",
-           .section = "adamw_update",
-           .inputs = {{"param"}, {"grad"}, {"m"}, {"v"}, {"lr"}, {"step"}},
-           .outputs = {{"param_out"}, {"m_out"}, {"v_out"}},
-           .inplace = {{0, 0, true}, {1, 2, true}, {2, 3, true}},
-           .flags = kOptimizer,
-           .shape = adamw_shape,
-           .no_grad = "an optimizer update",
-           .gradient_input = 1}};
+  return {
+      {.name = "adamw_update", .shape = adamw_shape, .no_grad = "an optimizer update", .gradient_input = 1}};
 }
 
 }  // namespace tandem::host::ops

@@ -126,24 +126,11 @@ double attention_grad_flops(const Graph& g, const Node& n) {
 }  // namespace
 
 std::vector<OpInfo> attention_ops() {
-  return {
-      {.name = "attention",
-       .section = "attention",
-       .inputs = {{"q"}, {"k"}, {"v"}, {"key_padding_mask", true}, {"seed_offset", true}},
-       .outputs = {{"o"}, {"lse"}},
-       .shape = attention_shape,
-       .grad = attention_grad,
-       .grad_ops = {"attention_grad"},
-       .flops = attention_flops},
-      {.name = "attention_grad",
-       .section = "attention",
-       .inputs =
-           {{"do"}, {"q"}, {"k"}, {"v"}, {"o"}, {"lse"}, {"key_padding_mask", true}, {"seed_offset", true}},
-       .outputs = {{"dq"}, {"dk"}, {"dv"}},
-       .flags = kGradient,
-       .shape = attention_grad_shape,
-       .no_grad = "a gradient op",
-       .flops = attention_grad_flops}};
+  return {{.name = "attention", .shape = attention_shape, .grad = attention_grad, .flops = attention_flops},
+          {.name = "attention_grad",
+           .shape = attention_grad_shape,
+           .no_grad = "a gradient op",
+           .flops = attention_grad_flops}};
 }
 
 }  // namespace tandem::host::ops

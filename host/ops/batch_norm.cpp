@@ -54,28 +54,11 @@ Result<void> train_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> batch_norm_ops() {
-  return {{.name = "batch_norm_train",
-           .section = "batch_norm",
-           .inputs = {{"x"}, {"gamma"}, {"beta"}, {"running_mean"}, {"running_var"}},
-           .outputs = {{"y"}, {"saved_mean"}, {"saved_rstd"}, {"running_mean_out"}, {"running_var_out"}},
-           .inplace = {{3, 3, true}, {4, 4, true}},
-           .shape = train_shape,
-           .grad = train_grad,
-           .grad_ops = {"batch_norm_grad"}},
+  return {{.name = "batch_norm_train", .shape = train_shape, .grad = train_grad},
           {.name = "batch_norm_inference",
-           .section = "batch_norm",
-           .inputs = {{"x"}, {"gamma"}, {"beta"}, {"mean"}, {"var"}},
-           .outputs = {{"y"}},
-           .flags = kInferenceOnly,
            .shape = inference_shape,
            .no_grad = "evaluation only: training uses batch_norm_train"},
-          {.name = "batch_norm_grad",
-           .section = "batch_norm",
-           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"saved_mean"}, {"saved_rstd"}},
-           .outputs = {{"dx"}, {"dgamma"}, {"dbeta"}},
-           .flags = kGradient,
-           .shape = grad_shape,
-           .no_grad = "a gradient op"}};
+          {.name = "batch_norm_grad", .shape = grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

@@ -20,10 +20,6 @@ Outputs cast_shape(const ShapeQuery& q) {
 
 std::vector<OpInfo> cast_ops() {
   return {{.name = "cast",
-           .section = "cast",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .flags = kElementwise,
            .shape = cast_shape,
            .no_grad = "the host has no gradient rule for cast yet (sdk/ops.md: cast back); mixed precision "
                       "(the amp plugin) converts backward ops itself"}};

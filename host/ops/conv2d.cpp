@@ -82,27 +82,9 @@ Result<void> conv2d_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> conv2d_ops() {
-  return {{.name = "conv2d",
-           .section = "conv2d",
-           .inputs = {{"x"}, {"w"}, {"bias", true}},
-           .outputs = {{"y"}},
-           .shape = conv2d_shape,
-           .grad = conv2d_grad,
-           .grad_ops = {"conv2d_grad_input", "conv2d_grad_weight"}},
-          {.name = "conv2d_grad_input",
-           .section = "conv2d",
-           .inputs = {{"dy"}, {"w"}},
-           .outputs = {{"dx"}},
-           .flags = kGradient,
-           .shape = grad_input_shape,
-           .no_grad = "a gradient op"},
-          {.name = "conv2d_grad_weight",
-           .section = "conv2d",
-           .inputs = {{"dy"}, {"x"}},
-           .outputs = {{"dw"}, {"dbias", true}},
-           .flags = kGradient,
-           .shape = grad_weight_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "conv2d", .shape = conv2d_shape, .grad = conv2d_grad},
+          {.name = "conv2d_grad_input", .shape = grad_input_shape, .no_grad = "a gradient op"},
+          {.name = "conv2d_grad_weight", .shape = grad_weight_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

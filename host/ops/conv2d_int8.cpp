@@ -28,10 +28,6 @@ Outputs conv2d_int8_shape(const ShapeQuery& q) {
 
 std::vector<OpInfo> conv2d_int8_ops() {
   return {{.name = "conv2d_int8",
-           .section = "conv2d_int8",
-           .inputs = {{"x"}, {"w"}, {"bias", true}},
-           .outputs = {{"y"}},
-           .flags = kInferenceOnly,
            .shape = conv2d_int8_shape,
            .no_grad = "INT8 graphs are for inference; training uses fake_quant"}};
 }

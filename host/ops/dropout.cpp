@@ -33,21 +33,8 @@ Result<void> dropout_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> dropout_ops() {
-  return {{.name = "dropout",
-           .section = "dropout",
-           .inputs = {{"x"}, {"seed_offset", true}},
-           .outputs = {{"y"}, {"mask"}},
-           .flags = kElementwise,
-           .shape = dropout_shape,
-           .grad = dropout_grad,
-           .grad_ops = {"dropout_grad"}},
-          {.name = "dropout_grad",
-           .section = "dropout",
-           .inputs = {{"dy"}, {"mask"}},
-           .outputs = {{"dx"}},
-           .flags = kGradient | kElementwise,
-           .shape = grad_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "dropout", .shape = dropout_shape, .grad = dropout_grad},
+          {.name = "dropout_grad", .shape = grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

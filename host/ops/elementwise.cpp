@@ -54,32 +54,17 @@ Result<void> scale_grad(GradContext& g) {
 
 // In place when the operand has y's shape (the planner checks the bytes).
 // Reused: a residual sum's dead branch, a gradient sum's partial sums.
-OpInfo binary(std::string_view name, GradFn grad, std::vector<std::string_view> grad_ops) {
-  return {.name = name,
-          .section = "elementwise",
-          .inputs = {{"a"}, {"b"}},
-          .outputs = {{"y"}},
-          .inplace = {{.out = 0, .in = 0, .reuse = true}, {.out = 0, .in = 1, .reuse = true}},
-          .shape = binary_shape,
-          .grad = grad,
-          .grad_ops = std::move(grad_ops)};
+OpInfo binary(std::string_view name, GradFn grad) {
+  return {.name = name, .shape = binary_shape, .grad = grad};
 }
 
 }  // namespace
 
 std::vector<OpInfo> elementwise_ops() {
-  return {binary("add", add_grad, {}),
-          binary("sub", sub_grad, {"scale"}),
-          binary("mul", mul_grad, {"mul"}),
-          {.name = "scale",
-           .section = "elementwise",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .inplace = {{0, 0}},
-           .flags = kElementwise,
-           .shape = scale_shape,
-           .grad = scale_grad,
-           .grad_ops = {"scale"}}};
+  return {binary("add", add_grad),
+          binary("sub", sub_grad),
+          binary("mul", mul_grad),
+          {.name = "scale", .shape = scale_shape, .grad = scale_grad}};
 }
 
 }  // namespace tandem::host::ops

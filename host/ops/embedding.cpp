@@ -40,20 +40,8 @@ Result<void> embedding_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> embedding_ops() {
-  return {{.name = "embedding",
-           .section = "embedding",
-           .inputs = {{"table"}, {"indices"}},
-           .outputs = {{"y"}},
-           .shape = embedding_shape,
-           .grad = embedding_grad,
-           .grad_ops = {"embedding_grad"}},
-          {.name = "embedding_grad",
-           .section = "embedding",
-           .inputs = {{"dy"}, {"indices"}},
-           .outputs = {{"dtable"}},
-           .flags = kGradient,
-           .shape = grad_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "embedding", .shape = embedding_shape, .grad = embedding_grad},
+          {.name = "embedding_grad", .shape = grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

@@ -27,21 +27,8 @@ Result<void> fake_quant_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> fake_quant_ops() {
-  return {{.name = "fake_quant",
-           .section = "fake_quant",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .flags = kElementwise,
-           .shape = fake_quant_shape,
-           .grad = fake_quant_grad,
-           .grad_ops = {"fake_quant_grad"}},
-          {.name = "fake_quant_grad",
-           .section = "fake_quant",
-           .inputs = {{"dy"}, {"x"}},
-           .outputs = {{"dx"}},
-           .flags = kGradient,
-           .shape = grad_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "fake_quant", .shape = fake_quant_shape, .grad = fake_quant_grad},
+          {.name = "fake_quant_grad", .shape = grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

@@ -60,21 +60,8 @@ Result<void> layer_norm_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> layer_norm_ops() {
-  return {{.name = "layer_norm",
-           .section = "layer_norm",
-           .inputs = {{"x"}, {"gamma"}, {"beta"}},
-           .outputs = {{"y"}, {"mean"}, {"rstd"}},
-           .shape = layer_norm_shape,
-           .grad = layer_norm_grad,
-           .grad_ops = {"layer_norm_grad"}},
-          {.name = "layer_norm_grad",
-           .section = "layer_norm",
-           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"mean"}, {"rstd"}, {"addend", true}},
-           .outputs = {{"dx"}, {"dgamma"}, {"dbeta"}},
-           .inplace = {{.out = 0, .in = 5, .reuse = true}},
-           .flags = kGradient,
-           .shape = layer_norm_grad_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "layer_norm", .shape = layer_norm_shape, .grad = layer_norm_grad},
+          {.name = "layer_norm_grad", .shape = layer_norm_grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

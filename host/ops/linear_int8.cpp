@@ -22,10 +22,6 @@ Outputs linear_int8_shape(const ShapeQuery& q) {
 
 std::vector<OpInfo> linear_int8_ops() {
   return {{.name = "linear_int8",
-           .section = "linear_int8",
-           .inputs = {{"x"}, {"w"}, {"bias", true}},
-           .outputs = {{"y"}},
-           .flags = kInferenceOnly,
            .shape = linear_int8_shape,
            .no_grad = "INT8 graphs are for inference; training uses fake_quant"}};
 }

@@ -37,9 +37,6 @@ double matmul_flops(const Graph& g, const Node& n) {
 
 std::vector<OpInfo> matmul_ops() {
   return {{.name = "matmul",
-           .section = "matmul",
-           .inputs = {{"a"}, {"b"}},
-           .outputs = {{"y"}},
            .shape = matmul_shape,
            .no_grad = "the host has no gradient rule for matmul yet (sdk/ops.md gives it: matmuls of dy with "
                       "the other operand); the model-file layers never emit it",

@@ -3,11 +3,43 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "ops/rules.hpp"
+#include "tandem/op_catalog.hpp"
 
 namespace tandem::host::ops {
 namespace {
+
+// A catalog op's slots, in-place pairs, flags and gradient ops, from the
+// SDK's catalog; every catalog op must have the host's part and every
+// entry that is not host-run must be a catalog op (the ggml-style guard
+// that keeps the two from drifting: the table does not build otherwise).
+void complete_from_catalog(std::vector<OpInfo>& all) {
+  std::map<std::string_view, bool> covered;
+  for (OpInfo& info : all) {
+    const catalog::Op* op = catalog::find(info.name);
+    if (op == nullptr) {
+      if (!info.is(kHostRun))
+        throw std::logic_error("host/ops: '" + std::string(info.name) + "' is not in the SDK's op catalog");
+      continue;
+    }
+    covered[info.name] = true;
+    info.section = op->section;
+    info.inputs.clear();
+    info.outputs.clear();
+    for (const catalog::Operand& o : op->inputs) info.inputs.push_back({o.name, o.optional});
+    for (const catalog::Operand& o : op->outputs) info.outputs.push_back({o.name, o.optional});
+    for (const catalog::InplacePair& p : op->inplace)
+      info.inplace.push_back({.out = p.out, .in = p.in, .always = p.always, .reuse = p.reuse});
+    info.flags = op->flags;
+    info.grad_ops.assign(op->grad_ops.begin(), op->grad_ops.end());
+  }
+  for (const catalog::Op& op : catalog::ops())
+    if (covered.count(op.name) == 0)
+      throw std::logic_error("host/ops: catalog op '" + op.name + "' has no shape rule (host/ops/" +
+                             op.section + ".cpp)");
+}
 
 // The families in catalog order. An explicit list rather than
 // self-registering statics: a static library drops object files nothing
@@ -40,6 +72,7 @@ std::vector<OpInfo> build_table() {
                       attention_ops,
                       host_run_ops})
     for (OpInfo& info : family()) all.push_back(std::move(info));
+  complete_from_catalog(all);
   return all;
 }
 

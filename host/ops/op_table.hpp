@@ -1,15 +1,17 @@
-// The host's one table of catalog ops (sdk/ops.md): for each op what the
-// host needs to know about it — its input and output slots, which outputs
-// overwrite which inputs, what kind of op it is (flags), its shape rule and
-// its gradient rule, with the names of the gradient ops spelled out.
+// The host's one table of catalog ops: for each op what the host needs to
+// know about it — its input and output slots, which outputs overwrite which
+// inputs, what kind of op it is (flags) and the gradient ops its rule emits,
+// all from the SDK's catalog (tandem/op_catalog.hpp), plus the host's own
+// part: its shape rule, its gradient rule, its cost.
 // Lowering, autodiff, the planner, placement, the executor and the trainer
 // ask this table; none of them compares op names itself.
 //
 // One file per catalog section (host/ops/<stem>.cpp, the stems of sdk/ops.md
-// "Sections and the files that implement them"), plus host_ops.cpp for the
-// ops the host runs itself (host_run.cpp: comm.* collectives, tandem.copy). Adding an
-// op on the host side is one entry there (CONTRIBUTING.md lists every file a
-// new op touches).
+// "Sections and the files that implement them") gives the host's part, and
+// host_run.cpp the ops the host runs itself (comm.* collectives, zero.*,
+// tandem.copy), which are not catalog ops. A catalog op without the host's
+// part, or a host entry the catalog lacks, stops the table from building
+// (CONTRIBUTING.md lists every file a new op touches).
 #pragma once
 
 #include <cstdint>
@@ -21,20 +23,24 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "tandem/graph.h"
 #include "util/result.hpp"
 
 namespace tandem::host::ops {
 
 class GradContext;
 
+// What kind of op it is: the catalog's TDM_OP_* flags (tandem/graph.h),
+// which feature plugins read too (node_op_info).
 enum Flag : uint32_t {
-  kOptimizer = 1u << 0,      // updates parameters and optimizer state (sgd_update, adamw_update)
-  kElementwise = 1u << 1,    // y[i] depends on x[i] alone: a slice of x gives that slice of y
-  kHostRun = 1u << 2,        // the host runs it, not a backend kernel (no prepare, no cost, plain layouts)
-  kCollective = 1u << 3,     // a host-run op that communicates between ranks (needs exec::Collectives)
-  kGradient = 1u << 4,       // a backward op of another op
-  kInferenceOnly = 1u << 5,  // has no gradient by its nature (INT8, quantize, batch_norm_inference)
-  kView = 1u << 6,           // output 0 is input 0's bytes read with another shape (reshape)
+  kOptimizer = TDM_OP_OPTIMIZER,      // updates parameters and optimizer state (sgd_update, adamw_update)
+  kElementwise = TDM_OP_ELEMENTWISE,  // y[i] depends on x[i] alone: a slice of x gives that slice of y
+  kHostRun = TDM_OP_HOST_RUN,  // the host runs it, not a backend kernel (no prepare, no cost, plain layouts)
+  kCollective = TDM_OP_COLLECTIVE,  // a host-run op that communicates between ranks (needs exec::Collectives)
+  kGradient = TDM_OP_GRADIENT,      // a backward op of another op
+  kInferenceOnly =
+      TDM_OP_INFERENCE_ONLY,  // has no gradient by its nature (INT8, quantize, batch_norm_inference)
+  kView = TDM_OP_VIEW,        // output 0 is input 0's bytes read with another shape (reshape)
 };
 
 // What a host-run op does (kHostRun), and their names (host_run.cpp).
@@ -108,15 +114,17 @@ using GradFn = Result<void> (*)(GradContext& g);
 // not counted.
 using FlopsFn = double (*)(const Graph& g, const Node& n);
 
+// Fields marked "catalog" come from the SDK's catalog for a catalog op; a
+// family file sets only the others (designated initialisers).
 struct OpInfo {
   std::string_view name;
-  std::string_view section;  // the file stem of its catalog section ("linear")
-  std::vector<Slot> inputs, outputs;
-  std::vector<InplacePair> inplace;
-  uint32_t flags = 0;
+  std::string_view section;           // catalog: the file stem of its section ("linear")
+  std::vector<Slot> inputs, outputs;  // catalog
+  std::vector<InplacePair> inplace;   // catalog
+  uint32_t flags = 0;                 // catalog
   ShapeFn shape = nullptr;
   GradFn grad = nullptr;
-  std::vector<std::string_view> grad_ops;  // every op `grad` emits besides add/reduce_sum/reshape
+  std::vector<std::string_view> grad_ops;  // catalog: every op `grad` emits besides add/reduce_sum/reshape
   std::string_view no_grad;                // why there is no gradient rule (grad == nullptr)
   int gradient_input = -1;                 // optimizers: the input that is the parameter's gradient
   HostKind host = HostKind::None;

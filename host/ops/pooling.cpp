@@ -63,34 +63,10 @@ Result<void> avg_pool_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> pooling_ops() {
-  return {{.name = "max_pool2d",
-           .section = "pooling",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = pool_shape,
-           .grad = max_pool_grad,
-           .grad_ops = {"max_pool2d_grad"}},
-          {.name = "max_pool2d_grad",
-           .section = "pooling",
-           .inputs = {{"dy"}, {"x"}},
-           .outputs = {{"dx"}},
-           .flags = kGradient,
-           .shape = max_grad_shape,
-           .no_grad = "a gradient op"},
-          {.name = "avg_pool2d",
-           .section = "pooling",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = pool_shape,
-           .grad = avg_pool_grad,
-           .grad_ops = {"avg_pool2d_grad"}},
-          {.name = "avg_pool2d_grad",
-           .section = "pooling",
-           .inputs = {{"dy"}},
-           .outputs = {{"dx"}},
-           .flags = kGradient,
-           .shape = avg_grad_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "max_pool2d", .shape = pool_shape, .grad = max_pool_grad},
+          {.name = "max_pool2d_grad", .shape = max_grad_shape, .no_grad = "a gradient op"},
+          {.name = "avg_pool2d", .shape = pool_shape, .grad = avg_pool_grad},
+          {.name = "avg_pool2d_grad", .shape = avg_grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

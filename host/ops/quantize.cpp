@@ -26,17 +26,9 @@ Outputs dequantize_shape(const ShapeQuery& q) {
 
 std::vector<OpInfo> quantize_ops() {
   return {{.name = "quantize",
-           .section = "quantize",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .flags = kInferenceOnly | kElementwise,
            .shape = quantize_shape,
            .no_grad = "INT8 graphs are for inference; training uses fake_quant"},
           {.name = "dequantize",
-           .section = "quantize",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .flags = kInferenceOnly | kElementwise,
            .shape = dequantize_shape,
            .no_grad = "INT8 graphs are for inference; training uses fake_quant"}};
 }

@@ -36,18 +36,8 @@ std::vector<OpInfo> reduce_ops() {
   const char* why =
       "the host has no gradient rule for reductions yet (sdk/ops.md gives it: broadcast dy back); the "
       "model-file layers only use them in gradients and clipping";
-  return {{.name = "reduce_sum",
-           .section = "reduce",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = reduce_shape,
-           .no_grad = why},
-          {.name = "reduce_mean",
-           .section = "reduce",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = reduce_shape,
-           .no_grad = why}};
+  return {{.name = "reduce_sum", .shape = reduce_shape, .no_grad = why},
+          {.name = "reduce_mean", .shape = reduce_shape, .no_grad = why}};
 }
 
 }  // namespace tandem::host::ops

@@ -44,21 +44,8 @@ Result<void> rms_norm_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> rms_norm_ops() {
-  return {{.name = "rms_norm",
-           .section = "rms_norm",
-           .inputs = {{"x"}, {"gamma"}},
-           .outputs = {{"y"}, {"rstd"}},
-           .shape = rms_norm_shape,
-           .grad = rms_norm_grad,
-           .grad_ops = {"rms_norm_grad"}},
-          {.name = "rms_norm_grad",
-           .section = "rms_norm",
-           .inputs = {{"dy"}, {"x"}, {"gamma"}, {"rstd"}, {"addend", true}},
-           .outputs = {{"dx"}, {"dgamma"}},
-           .inplace = {{.out = 0, .in = 4, .reuse = true}},
-           .flags = kGradient,
-           .shape = rms_norm_grad_shape,
-           .no_grad = "a gradient op"}};
+  return {{.name = "rms_norm", .shape = rms_norm_shape, .grad = rms_norm_grad},
+          {.name = "rms_norm_grad", .shape = rms_norm_grad_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

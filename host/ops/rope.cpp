@@ -22,24 +22,11 @@ Result<void> rope_grad(GradContext& g) {
   return g.grad_to_input0("rope_grad", {g.dy(), g.in(1)}, g.node().attrs);
 }
 
-OpInfo entry(std::string_view name, std::string_view first) {
-  return {.name = name,
-          .section = "rope",
-          .inputs = {{first}, {"position_offset", true}},
-          .outputs = {{name == "rope" ? "y" : "dx"}},
-          .shape = rope_shape};
-}
-
 }  // namespace
 
 std::vector<OpInfo> rope_ops() {
-  OpInfo forward = entry("rope", "x");
-  forward.grad = rope_grad;
-  forward.grad_ops = {"rope_grad"};
-  OpInfo backward = entry("rope_grad", "dy");
-  backward.flags = kGradient;
-  backward.no_grad = "a gradient op";
-  return {forward, backward};
+  return {{.name = "rope", .shape = rope_shape, .grad = rope_grad},
+          {.name = "rope_grad", .shape = rope_shape, .no_grad = "a gradient op"}};
 }
 
 }  // namespace tandem::host::ops

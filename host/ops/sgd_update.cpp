@@ -27,15 +27,7 @@ Outputs sgd_shape(const ShapeQuery& q) {
 }  // namespace
 
 std::vector<OpInfo> sgd_update_ops() {
-  return {{.name = "sgd_update",
-           .section = "sgd_update",
-           .inputs = {{"param"}, {"grad"}, {"lr"}, {"momentum_buf", true}},
-           .outputs = {{"param_out"}, {"momentum_buf_out", true}},
-           .inplace = {{0, 0, true}, {1, 3, true}},
-           .flags = kOptimizer,
-           .shape = sgd_shape,
-           .no_grad = "an optimizer update",
-           .gradient_input = 1}};
+  return {{.name = "sgd_update", .shape = sgd_shape, .no_grad = "an optimizer update", .gradient_input = 1}};
 }
 
 }  // namespace tandem::host::ops

@@ -34,28 +34,10 @@ Result<void> log_softmax_grad(GradContext& g) {
 
 std::vector<OpInfo> softmax_ops() {
   const auto backward = [](std::string_view name) {
-    return OpInfo{.name = name,
-                  .section = "softmax",
-                  .inputs = {{"dy"}, {"y"}},
-                  .outputs = {{"dx"}},
-                  .flags = kGradient,
-                  .shape = grad_shape,
-                  .no_grad = "a gradient op"};
+    return OpInfo{.name = name, .shape = grad_shape, .no_grad = "a gradient op"};
   };
-  return {{.name = "softmax",
-           .section = "softmax",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = softmax_shape,
-           .grad = softmax_grad,
-           .grad_ops = {"softmax_grad"}},
-          {.name = "log_softmax",
-           .section = "softmax",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = softmax_shape,
-           .grad = log_softmax_grad,
-           .grad_ops = {"log_softmax_grad"}},
+  return {{.name = "softmax", .shape = softmax_shape, .grad = softmax_grad},
+          {.name = "log_softmax", .shape = softmax_shape, .grad = log_softmax_grad},
           backward("softmax_grad"),
           backward("log_softmax_grad")};
 }

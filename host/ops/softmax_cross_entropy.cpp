@@ -56,26 +56,9 @@ Result<void> loss_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> softmax_cross_entropy_ops() {
-  return {{.name = "softmax_cross_entropy",
-           .section = "softmax_cross_entropy",
-           .inputs = {{"logits"}, {"labels"}},
-           .outputs = {{"loss"}},
-           .shape = loss_shape,
-           .grad = loss_grad,
-           .grad_ops = {"softmax_cross_entropy_grad"}},
-          {.name = "softmax_cross_entropy_grad",
-           .section = "softmax_cross_entropy",
-           .inputs = {{"dloss"}, {"logits"}, {"labels"}},
-           .outputs = {{"dlogits"}},
-           .flags = kGradient,
-           .shape = grad_shape,
-           .no_grad = "a gradient op"},
-          {.name = "count_correct",
-           .section = "softmax_cross_entropy",
-           .inputs = {{"logits"}, {"labels"}},
-           .outputs = {{"correct"}},
-           .shape = count_shape,
-           .no_grad = "a count, not differentiable"}};
+  return {{.name = "softmax_cross_entropy", .shape = loss_shape, .grad = loss_grad},
+          {.name = "softmax_cross_entropy_grad", .shape = grad_shape, .no_grad = "a gradient op"},
+          {.name = "count_correct", .shape = count_shape, .no_grad = "a count, not differentiable"}};
 }
 
 }  // namespace tandem::host::ops

@@ -92,43 +92,16 @@ Result<void> transpose_grad(GradContext& g) {
 }  // namespace
 
 std::vector<OpInfo> tensor_ops() {
-  return {{.name = "reshape",
-           .section = "tensor",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .inplace = {{0, 0}},
-           .flags = kView,
-           .shape = reshape_shape,
-           .grad = reshape_grad,
-           .grad_ops = {"reshape"}},
-          {.name = "transpose",
-           .section = "tensor",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .shape = transpose_shape,
-           .grad = transpose_grad,
-           .grad_ops = {"transpose"}},
+  return {{.name = "reshape", .shape = reshape_shape, .grad = reshape_grad},
+          {.name = "transpose", .shape = transpose_shape, .grad = transpose_grad},
           {.name = "concat",
-           .section = "tensor",
-           .inputs = {{"x0"}},  // and x1, x2, ...: any count >= 1
-           .outputs = {{"y"}},
            .shape = concat_shape,
            .no_grad = "open in the catalog: v1 has no slice op to write concat's gradient with (sdk/ops.md)"},
           {.name = "copy",
-           .section = "tensor",
-           .inputs = {{"x"}},
-           .outputs = {{"y"}},
-           .inplace = {{0, 0}},
            .shape = copy_shape,
            .no_grad = "the host has no gradient rule for copy yet (sdk/ops.md: copy); the model-file layers "
                       "never emit it"},
-          {.name = "fill",
-           .section = "tensor",
-           .inputs = {{"like", true}},
-           .outputs = {{"y"}},
-           .inplace = {{0, 0}},
-           .shape = fill_shape,
-           .no_grad = "a constant"}};
+          {.name = "fill", .shape = fill_shape, .no_grad = "a constant"}};
 }
 
 }  // namespace tandem::host::ops

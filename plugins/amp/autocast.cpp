@@ -9,15 +9,17 @@
 // give (the gradient of a cast is a cast back), without a second pass stage
 // and without touching the host.
 //
-// The low-precision list (everything else stays f32):
-//   linear, matmul, conv2d and their grad_input ops; relu, leaky_relu, gelu, tanh,
-//   sigmoid and their gradients; max/avg_pool2d and gradients (bf16 only:
-//   the catalog has no f16 pooling); dropout and dropout_grad; reshape and
-//   transpose (free in any dtype, they avoid cast pairs around a flatten).
+// What runs in the compute dtype is what the catalog classes so
+// (tandem/op_catalog_entries.hpp; the host reports it through node_op_info,
+// TDM_OP_AMP_LOW, and TDM_OP_AMP_BF16 for what is safe in bf16 only):
+// today the products and their grad_input ops, the activations and their
+// gradients, pooling (bf16 only), dropout, rope, attention, and reshape and
+// transpose (free in any dtype, they avoid cast pairs around a flatten).
+// Slots the catalog fixes at f32 (attention's log-sum-exp) stay f32.
 // Kept in f32, by rule:
 //   - softmax, log_softmax, softmax_cross_entropy (the loss), layer_norm,
 //     batch_norm_*, reduce_*, add/sub/mul/scale, embedding_grad and the
-//     optimizer: not on the list (exp/log/variance and long sums lose too
+//     optimizer: classed f32 (exp/log/variance and long sums lose too
 //     much in 8 mantissa bits; add/mul carry residuals and the loss scale).
 //   - any node producing a parameter gradient (linear_grad_weight,
 //     conv2d_grad_weight, ...): the gradient value is what the optimizer,
@@ -49,40 +51,19 @@
 namespace amp {
 namespace {
 
-bool on_list(const std::string& op, tdm_dtype dtype) {
-  static const std::set<std::string> any = {
-      "linear", "matmul", "conv2d", "linear_grad_input", "conv2d_grad_input", "relu", "leaky_relu",
-      "leaky_relu_grad", "gelu", "tanh", "sigmoid", "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad",
-      "dropout", "dropout_grad", "reshape", "transpose", "silu", "silu_grad", "rope", "rope_grad",
-      // softmax and its sums stay f32 inside the kernel
-      "attention", "attention_grad"};
-  static const std::set<std::string> bf16_only = {"max_pool2d", "max_pool2d_grad", "avg_pool2d",
-                                                  "avg_pool2d_grad"};
-  return any.count(op) > 0 || (dtype == TDM_BF16 && bf16_only.count(op) > 0);
-}
-
-// Slots the catalog types f32 whatever the data dtype (attention's saved
-// log-sum-exp), which a converted node keeps in f32.
-struct F32Slots {
-  std::set<size_t> inputs, outputs;
-};
-const F32Slots& f32_slots(const std::string& op) {
-  static const std::map<std::string, F32Slots> slots = {{"attention", {{}, {1}}},
-                                                        {"attention_grad", {{5}, {}}}};
-  static const F32Slots none;
-  const auto it = slots.find(op);
-  return it == slots.end() ? none : it->second;
-}
-
 bool is_float(tdm_dtype t) {
   return t == TDM_F32 || t == TDM_F16 || t == TDM_BF16 || t == TDM_F64;
 }
 
+bool has_bit(uint64_t mask, size_t i) {
+  return i < 64 && (mask >> i & 1u) != 0;
+}
+
 // The products that may read compute-dtype operands into f32 outputs
-// (ops.md "Wide outputs"), and how many leading inputs are the operands
-// (linear's bias stays f32, like its output).
-size_t wide_operands(const std::string& op) {
-  return op == "linear" || op == "linear_grad_weight" ? 2 : 0;
+// (ops.md "Wide outputs"): their first two inputs are the operands (a
+// linear's bias stays f32, like its output).
+size_t wide_operands(const tandem::OpKind& kind) {
+  return kind.is(TDM_OP_WIDE_PRODUCT) ? 2 : 0;
 }
 
 class Autocast {
@@ -100,7 +81,8 @@ class Autocast {
         convert(n);
         ++report.converted;
       } else if (widenable(n)) {
-        for (size_t i = 0; i < wide_operands(n.op); ++i) g_.set_input(n.id, i, lowered(n.inputs[i], n));
+        for (size_t i = 0; i < wide_operands(g_.op_kind(n.id)); ++i)
+          g_.set_input(n.id, i, lowered(n.inputs[i], n));
         ++report.wide;
       }
     }
@@ -125,7 +107,8 @@ class Autocast {
         for (tdm_value_id v = n.inputs.at(0); v != TDM_NO_VALUE;) {
           protected_.insert(v);
           const auto p = producer.find(v);
-          v = p != producer.end() && p->second->op == "reshape" ? p->second->inputs.at(0) : TDM_NO_VALUE;
+          const bool view = p != producer.end() && g_.op_kind(p->second->id).is(TDM_OP_VIEW);
+          v = view ? p->second->inputs.at(0) : TDM_NO_VALUE;
         }
       for (tdm_value_id v : n.outputs) {
         const ValueView value = g_.value(v);
@@ -136,7 +119,9 @@ class Autocast {
   }
 
   bool convertible(const NodeView& n) const {
-    if (n.phase == TDM_PHASE_OPTIMIZER || !on_list(n.op, dtype_)) return false;
+    const tandem::OpKind kind = g_.op_kind(n.id);
+    const bool low = kind.is(TDM_OP_AMP_LOW) || (dtype_ == TDM_BF16 && kind.is(TDM_OP_AMP_BF16));
+    if (n.phase == TDM_PHASE_OPTIMIZER || !low) return false;
     bool any_f32 = false;
     for (tdm_value_id v : n.outputs) {
       if (protected_.count(v) > 0) return false;
@@ -152,7 +137,7 @@ class Autocast {
 
   // A product kept in f32 (above) whose operands are f32 values.
   bool widenable(const NodeView& n) const {
-    const size_t operands = wide_operands(n.op);
+    const size_t operands = wide_operands(g_.op_kind(n.id));
     if (!wide_ || n.phase == TDM_PHASE_OPTIMIZER || operands == 0 || n.inputs.size() < operands) return false;
     for (tdm_value_id v : n.outputs) {
       const ValueView out = g_.value(v);
@@ -193,15 +178,15 @@ class Autocast {
     low.phase = n.phase;
     low.attrs = g_.attrs(n.id);
     low.anchor = n.id;
-    const F32Slots& keep = f32_slots(n.op);
+    const tandem::OpKind keep = g_.op_kind(n.id);  // its f32 slots stay f32
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const tdm_value_id v = n.inputs[i];
-      const bool f32 = v != TDM_NO_VALUE && g_.value(v).dtype == TDM_F32 && keep.inputs.count(i) == 0;
+      const bool f32 = v != TDM_NO_VALUE && g_.value(v).dtype == TDM_F32 && !has_bit(keep.f32_inputs, i);
       low.inputs.push_back(f32 ? lowered(v, n) : v);
     }
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       ValueView out = g_.value(n.outputs[i]);
-      if (out.dtype == TDM_F32 && keep.outputs.count(i) == 0) out.dtype = dtype_;
+      if (out.dtype == TDM_F32 && !has_bit(keep.f32_outputs, i)) out.dtype = dtype_;
       low.outputs.push_back(out);
     }
     const char* inplace = g_.annotation(n.id, "tandem.inplace");
@@ -210,7 +195,7 @@ class Autocast {
     if (!inplace_copy.empty()) g_.annotate(id, "tandem.inplace", inplace_copy.c_str());
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const tdm_value_id produced = g_.output(id, i);
-      if (g_.value(n.outputs[i]).dtype != TDM_F32 || keep.outputs.count(i) > 0) {
+      if (g_.value(n.outputs[i]).dtype != TDM_F32 || has_bit(keep.f32_outputs, i)) {
         g_.replace_uses(n.outputs[i], produced, -1);
         continue;
       }

@@ -30,6 +30,7 @@ GraphCopy snapshot(const GraphEdit& graph) {
     static_cast<NodeView&>(c) = std::move(n);
     c.attrs = graph.attrs(c.id);
     c.annotated_inplace = graph.annotation(c.id, "tandem.inplace") != nullptr;
+    c.kind = graph.op_kind(c.id);
     g.nodes.push_back(std::move(c));
   }
   for (ValueView& v : graph.values()) {

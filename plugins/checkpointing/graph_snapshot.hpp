@@ -1,6 +1,6 @@
 // checkpointing — the host's graph copied into plain C++ values at the start
 // of the pass (the SDK's tandem::GraphEdit views plus what the rewrite
-// needs: attributes and the in-place annotation), so the rewrite can reason
+// needs: attributes, the in-place annotation and what kind of op each is), so the rewrite can reason
 // about it while inserting nodes.
 #pragma once
 
@@ -14,6 +14,7 @@ namespace tandem::checkpointing {
 struct NodeCopy : NodeView {
   std::vector<OwnedAttr> attrs;
   bool annotated_inplace = false;  // "tandem.inplace": overwrites an input
+  OpKind kind;                     // what its op is (node_op_info)
 };
 
 struct ValueCopy : ValueView {

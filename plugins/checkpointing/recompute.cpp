@@ -7,8 +7,11 @@
 namespace tandem::checkpointing {
 namespace {
 
+// Not run twice: an op that updates persistent state (batch_norm_train's
+// running statistics), one a pass made overwrite its input, and a
+// collective (the other ranks would have to take part again).
 bool recomputable(const NodeCopy& n) {
-  return n.op != "batch_norm_train" && !n.annotated_inplace && n.op.rfind("comm.", 0) != 0;
+  return !n.kind.is(TDM_OP_UPDATES_STATE) && !n.kind.is(TDM_OP_COLLECTIVE) && !n.annotated_inplace;
 }
 
 struct Use {

@@ -21,6 +21,7 @@
 // catalog's rule (fake_quant_grad, the straight-through estimator), so the
 // weight gradients flow to the f32 master weights with no backward edits
 // here. Uses only the feature ABI (tdm_graph_api).
+#include <tandem/graph_edit.hpp>
 #include <tandem/tandem.hpp>
 
 #include <set>
@@ -78,15 +79,12 @@ class Quantize final : public tandem::Feature {
 
   void graph_pass(tdm_graph* graph) override {
     const tdm_graph_api& g = *Host::api()->graph;
-    // Ids first: inserting nodes shifts schedule positions.
+    // Ids first: inserting nodes shifts schedule positions. The targets are
+    // the forward products the catalog calls quantizable (linear, conv2d).
+    const tandem::GraphEdit edit(graph);
     std::vector<tdm_node_id> targets;
-    for (size_t i = 0; i < g.node_count(graph); ++i) {
-      tdm_node_info n{};
-      n.struct_size = sizeof n;
-      check(g.node_at(graph, i, &n), "node_at");
-      const std::string op = n.op;
-      if (n.phase == TDM_PHASE_FORWARD && (op == "linear" || op == "conv2d")) targets.push_back(n.id);
-    }
+    for (const tandem::NodeView& n : edit.nodes())
+      if (n.phase == TDM_PHASE_FORWARD && edit.op_kind(n.id).is(TDM_OP_QUANTIZABLE)) targets.push_back(n.id);
     int inserted = 0;
     for (tdm_node_id id : targets) {
       tdm_node_info n{};

@@ -4,9 +4,11 @@
 // conversions (tandem/half.hpp) they store with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "math/activation.hpp"
@@ -16,6 +18,8 @@
 #include "math/optim.hpp"
 #include "math/rope.hpp"
 #include "math/softmax.hpp"
+#include "tandem/conformance/cases.hpp"
+#include "tandem/op_catalog.hpp"
 
 namespace m = tandem::cuda::math;
 
@@ -123,6 +127,36 @@ TEST(Activation, GradientsMatchCentralDifferences) {
   }
   EXPECT_FLOAT_EQ(m::relu_grad(1.0f, 0.0f), 0.0f);  // relu'(0) = 0
   EXPECT_FLOAT_EQ(m::activate_grad(m::Act::Sigmoid, 3.0f, 0.5f), 0.75f);
+}
+
+// Every activation the backend registers (math::kActivations), with its
+// catalog attributes' defaults and variants as parameters: activate_grad is
+// the central difference of activate, given x or the forward output y as the
+// catalog's gradient op reads it. An activation added there is checked here
+// without a line of its own.
+TEST(Activation, EveryRegisteredGradientIsTheDerivativeOfItsForward) {
+  const double h = 1e-3;
+  for (const m::NamedAct& named : m::kActivations) {
+    const tandem::catalog::Op* op = tandem::catalog::find(named.op);
+    ASSERT_NE(op, nullptr) << named.op << " is not a catalog op";
+    const bool from_y = tandem::catalog::find(op->grad_ops.at(0))->inputs.at(1).name == "y";
+    for (const tandem::conformance::Attrs& attrs : tandem::conformance::activation_attr_variants(*op)) {
+      float p[2] = {0, 0};
+      size_t n = 0;
+      for (const tandem::catalog::Attribute& a : op->attrs)
+        if (a.type == TDM_ATTR_FLOAT && n < 2) p[n++] = float(attrs.number_or(a.name, a.float_default));
+      const m::Act act = named.act == m::Act::Gelu && attrs.string_or("approximate", "none") == "tanh"
+                             ? m::Act::GeluTanh
+                             : named.act;
+      for (float x : {-2.5f, -0.7f, 0.3f, 1.9f, 3.1f}) {
+        SCOPED_TRACE(std::string(named.op) + " " + attrs.str() + " x=" + std::to_string(x));
+        const auto f = [&](float v) { return double(m::activate(act, v, p[0], p[1])); };
+        const double fd = (f(x + float(h)) - f(x - float(h))) / (2 * h);
+        const float v = from_y ? m::activate(act, x, p[0], p[1]) : x;
+        EXPECT_NEAR(m::activate_grad(act, 1.0f, v, p[0], p[1]), fd, 2e-3 * std::max(1.0, std::abs(fd)));
+      }
+    }
+  }
 }
 
 TEST(Activation, SiluAndItsGradientMatchTheCatalogInDouble) {

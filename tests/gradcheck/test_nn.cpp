@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gradcheck.hpp"
+#include "tandem/conformance/cases.hpp"
 
 namespace gradcheck {
 
@@ -34,29 +35,22 @@ TEST_F(Grad, AvgPool2dBothPaddingModes) {
   }
 }
 
+// Every activation of the catalog, with the attribute variants the
+// conformance kit uses; x kept at least 0.05 away from 0, where relu and
+// leaky_relu have their kink.
 TEST_F(Grad, Activations) {
   const Dims s{3, 7};
-  struct A {
-    std::string op, approximate;
-    bool from_y;        // tanh_grad and sigmoid_grad take y, the others x
-    double slope = -1;  // leaky_relu's negative_slope, when >= 0
-  };
-  for (const A& act : {A{"relu", "", false}, A{"leaky_relu", "", false, 0.01},
-                       A{"leaky_relu", "", false, 0.3}, A{"gelu", "none", false}, A{"gelu", "tanh", false},
-                       A{"tanh", "", true}, A{"sigmoid", "", true}, A{"silu", "", false}}) {
-    SCOPED_TRACE(act.op + " " + act.approximate + " " + std::to_string(act.slope));
-    Attrs a;
-    if (!act.approximate.empty()) a.string("approximate", act.approximate);
-    if (act.slope >= 0) a.number("negative_slope", act.slope);
-    // relu, leaky_relu: keep x at least 0.05 away from their kink at 0.
-    const bool kinked = act.op == "relu" || act.op == "leaky_relu";
-    Forward f{
-        act.op, a, {kinked ? away_from_zero(s, 0.05, 3) : random(s, Fill::range(-3, 3))}, {{F64, s}}, {}};
-    draw_cotangents(f, {0});
-    const HostTensor y = run1(act.op, a, f.inputs, f.outputs[0]);
-    const HostTensor dx =
-        run1(act.op + "_grad", a, {f.cotangents[0], act.from_y ? y : f.inputs[0]}, {F64, s});
-    check(f, 0, dx, "dx");
+  for (const tandem::catalog::Op& op : tandem::catalog::ops()) {
+    if (op.section != "activation" || op.is(TDM_OP_GRADIENT)) continue;
+    const tandem::catalog::Op& grad = *tandem::catalog::find(op.grad_ops.at(0));
+    const bool from_y = grad.inputs.at(1).name == "y";
+    for (const Attrs& a : tandem::conformance::activation_attr_variants(op)) {
+      SCOPED_TRACE(op.name + " " + a.str());
+      Forward f{op.name, a, {away_from_zero(s, 0.05, 3)}, {{F64, s}}, {}};
+      draw_cotangents(f, {0});
+      const HostTensor y = run1(op.name, a, f.inputs, f.outputs[0]);
+      check(f, 0, run1(grad.name, a, {f.cotangents[0], from_y ? y : f.inputs[0]}, {F64, s}), "dx");
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "op_desc.hpp"
 #include "tandem/attention_operands.hpp"
 #include "tandem/backend_kit.hpp"
 #include "tandem/half.hpp"
@@ -18,73 +19,6 @@ namespace {
 
 using tandem::Check;
 using tandem::OpView;
-
-// One op description and every array it points into.
-struct Desc {
-  std::string op;
-  std::vector<std::vector<int64_t>> in_dims, out_dims;
-  std::vector<tdm_dtype> in_types, out_types;
-  std::vector<tdm_attr> attrs;
-  const char* node = nullptr;
-  uint32_t version = 1;
-  std::vector<tdm_tensor_desc> ins, outs;
-  tdm_op_desc d{};
-
-  const tdm_op_desc& get() {
-    auto fill = [](std::vector<tdm_tensor_desc>& v, const std::vector<std::vector<int64_t>>& dims,
-                   const std::vector<tdm_dtype>& types) {
-      v.clear();
-      for (size_t i = 0; i < dims.size(); ++i) {
-        tdm_tensor_desc t{};
-        t.struct_size = sizeof t;
-        t.dtype = types[i];
-        t.rank = uint32_t(dims[i].size());
-        t.dims = dims[i].empty() ? nullptr : dims[i].data();
-        v.push_back(t);
-      }
-    };
-    fill(ins, in_dims, in_types);
-    fill(outs, out_dims, out_types);
-    d = tdm_op_desc{};
-    d.struct_size = sizeof d;
-    d.op = op.c_str();
-    d.op_version = version;
-    d.attrs = attrs.empty() ? nullptr : attrs.data();
-    d.n_attrs = attrs.size();
-    d.inputs = ins.data();
-    d.n_inputs = ins.size();
-    d.outputs = outs.data();
-    d.n_outputs = outs.size();
-    d.node_name = node;
-    return d;
-  }
-};
-
-Desc add_desc(std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> y,
-              tdm_dtype dt = TDM_F32) {
-  Desc d;
-  d.op = "add";
-  d.in_dims = {std::move(a), std::move(b)};
-  d.in_types = {dt, dt};
-  d.out_dims = {std::move(y)};
-  d.out_types = {dt};
-  return d;
-}
-
-// The status and message a throwing call ends with, as tandem.hpp reports them.
-struct Thrown {
-  tdm_status status = TDM_OK;
-  std::string message;
-};
-template <class F>
-Thrown thrown(F&& f) {
-  try {
-    f();
-  } catch (const tandem::Error& e) {
-    return {e.status(), e.what()};
-  }
-  return {};
-}
 
 TEST(BackendKit, CheckMessagesNameBackendOpNodeAndTensor) {
   Desc d = add_desc({2, 3}, {2, 3}, {2, 2});

@@ -36,12 +36,15 @@ int main(void) {
   CHECK(TDM_STRUCT_SIZE(tdm_backend_api, copy_peer) == sizeof(tdm_backend_api));
   CHECK(TDM_LAYOUT_PLAIN == 0 && TDM_LAYOUT_NATIVE == 1);
   /* The 1.3 field follows the 1.2 one in the feature table, and the 1.12
-   * hook ends it; the 1.12 functions end the host and graph tables. */
+   * hook ends it; the 1.12 functions end the host table, the 1.13 one the
+   * graph table, whose flags fit a C enum. */
   CHECK(TDM_STRUCT_SIZE(tdm_feature_api, micro_batch_size) == offsetof(tdm_feature_api, on_run_end));
   CHECK(TDM_STRUCT_SIZE(tdm_feature_api, on_run_end) == sizeof(tdm_feature_api));
   CHECK(TDM_STRUCT_SIZE(tdm_host_api, run_ranks_max) == offsetof(tdm_host_api, run_tensor_desc));
   CHECK(TDM_STRUCT_SIZE(tdm_host_api, run_save_tensors) == sizeof(tdm_host_api));
-  CHECK(TDM_STRUCT_SIZE(tdm_graph_api, state_add_copy) == sizeof(tdm_graph_api));
+  CHECK(TDM_STRUCT_SIZE(tdm_graph_api, node_op_info) == sizeof(tdm_graph_api));
+  CHECK(TDM_STRUCT_SIZE(tdm_op_info, f32_outputs) == sizeof(tdm_op_info));
+  CHECK(TDM_OP_COLLECTIVE == 1 << 12);
   CHECK(TDM_STRUCT_SIZE(tdm_saved_tensor, value_name) == sizeof(tdm_saved_tensor));
   /* Fixed-width enums (the ABI never depends on enum size). */
   CHECK(sizeof(tdm_status) == 4 && sizeof(tdm_dtype) == 4);

@@ -3,8 +3,9 @@
 // catalog's (sdk/ops.md): gelu "none" is x·Φ(x) with the error function,
 // gelu "tanh" is the usual tanh approximation; tanh_grad and sigmoid_grad
 // take the forward output y, relu_grad, leaky_relu_grad, gelu_grad and
-// silu_grad take the input x. leaky_relu's slope is an argument: only it has
-// one.
+// silu_grad take the input x. An activation's parameters (leaky_relu's
+// slope) are the arguments p0, p1: the float attributes of its catalog
+// entry, in order.
 #ifndef TANDEM_CUDA_MATH_ACTIVATION_HPP
 #define TANDEM_CUDA_MATH_ACTIVATION_HPP
 
@@ -94,13 +95,24 @@ TDM_HD inline float gelu_tanh_grad(float dy, float x) {
   return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner);
 }
 
+// The catalog's activations this backend implements, by op name (the
+// gradient is the name with "_grad"); ops/activation.cu registers them.
+struct NamedAct {
+  const char* op;
+  Act act;
+};
+inline constexpr NamedAct kActivations[] = {{"relu", Act::Relu},       {"leaky_relu", Act::LeakyRelu},
+                                            {"gelu", Act::Gelu},       {"tanh", Act::Tanh},
+                                            {"sigmoid", Act::Sigmoid}, {"silu", Act::Silu}};
+
 // Forward by code, for the fused linear/conv epilogue and the unary kernel.
-TDM_HD inline float activate(Act a, float x, float slope = 0.0f) {
+TDM_HD inline float activate(Act a, float x, float p0 = 0.0f, float p1 = 0.0f) {
+  (void)p1;
   switch (a) {
     case Act::Relu:
       return relu(x);
     case Act::LeakyRelu:
-      return leaky_relu(x, slope);
+      return leaky_relu(x, p0);
     case Act::Tanh:
       return tanh_act(x);
     case Act::Sigmoid:
@@ -118,12 +130,13 @@ TDM_HD inline float activate(Act a, float x, float slope = 0.0f) {
 
 // Backward by code; `v` is x for relu/leaky_relu/gelu/silu and y for
 // tanh/sigmoid.
-TDM_HD inline float activate_grad(Act a, float dy, float v, float slope = 0.0f) {
+TDM_HD inline float activate_grad(Act a, float dy, float v, float p0 = 0.0f, float p1 = 0.0f) {
+  (void)p1;
   switch (a) {
     case Act::Relu:
       return relu_grad(dy, v);
     case Act::LeakyRelu:
-      return leaky_relu_grad(dy, v, slope);
+      return leaky_relu_grad(dy, v, p0);
     case Act::Tanh:
       return tanh_grad(dy, v);
     case Act::Sigmoid:

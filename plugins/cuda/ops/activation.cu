@@ -2,6 +2,8 @@
 // epilogue used after cuBLAS/cuDNN (ops/launchers.hpp). The per-element math
 // lives in math/activation.hpp (tested on the CPU).
 #include <cmath>
+#include <iterator>
+#include <utility>
 
 #include "math/activation.hpp"
 #include "ops/column_sum.cuh"
@@ -12,43 +14,44 @@ namespace {
 
 using math::Act;
 
-template <class T>
-__global__ void unary_kernel(const T* x, T* y, int64_t n, Act act, float slope) {
-  TDM_GRID_STRIDE(i, n) st(y, i, math::activate(act, ld(x, i), slope));
+// An activation's parameters: the float attributes of its catalog entry,
+// in order (leaky_relu's negative_slope), the registry having checked them.
+struct Params {
+  float p0 = 0, p1 = 0;
+};
+
+Params params_of(const Check& c) {
+  float p[2] = {0, 0};
+  size_t n = 0;
+  for (const catalog::Attribute& a : catalog::find(c.op().op())->attrs)
+    if (a.type == TDM_ATTR_FLOAT && n < 2) p[n++] = static_cast<float>(c.float_attr(a.name.c_str()));
+  return {p[0], p[1]};
+}
+
+// gelu's approximation is an attribute, not an op of its own.
+Act with_attributes(const Check& c, Act act) {
+  return act == Act::Gelu && c.string_attr("approximate") == "tanh" ? Act::GeluTanh : act;
 }
 
 template <class T>
-__global__ void unary_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, Act act, float slope) {
-  TDM_GRID_STRIDE(i, n) st(dx, i, math::activate_grad(act, ld(dy, i), ld(v, i), slope));
+__global__ void unary_kernel(const T* x, T* y, int64_t n, Act act, Params p) {
+  TDM_GRID_STRIDE(i, n) st(y, i, math::activate(act, ld(x, i), p.p0, p.p1));
 }
 
-Act act_of(const OpView& v, const std::string& base) {
-  if (base == "relu") return Act::Relu;
-  if (base == "leaky_relu") return Act::LeakyRelu;
-  if (base == "tanh") return Act::Tanh;
-  if (base == "sigmoid") return Act::Sigmoid;
-  if (base == "silu") return Act::Silu;
-  const std::string approx = v.string_attr("approximate", "none");
-  if (approx == "none") return Act::Gelu;
-  if (approx == "tanh") return Act::GeluTanh;
-  throw Error(TDM_INVALID_ARGUMENT, "cuda plugin: gelu: approximate must be none or tanh, got " + approx);
+template <class T>
+__global__ void unary_grad_kernel(const T* dy, const T* v, T* dx, int64_t n, Act act, Params p) {
+  TDM_GRID_STRIDE(i, n) st(dx, i, math::activate_grad(act, ld(dy, i), ld(v, i), p.p0, p.p1));
 }
 
-// leaky_relu's negative_slope; 0 for the other activations.
-float slope_of(const Check& c, Act act) {
-  if (act != Act::LeakyRelu) return 0.0f;
-  const double slope = c.float_attr("negative_slope", 0.01);
-  if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
-  return static_cast<float>(slope);
-}
-
+// The factories of math::kActivations[I] and its gradient: the registry's
+// lookup of the name is the only dispatch.
+template <size_t I>
 std::unique_ptr<Kernel> prepare_unary(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   c.output(0, t, c.in(0).dims);
-  const Act act = act_of(v, v.op());
-  const float slope = slope_of(c, act);
+  const Act act = with_attributes(c, math::kActivations[I].act);
+  const Params p = params_of(c);
   const int64_t n = numel(c.in(0).dims);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
@@ -56,32 +59,38 @@ std::unique_ptr<Kernel> prepare_unary(CudaDevice&, const OpView& v, size_t&) {
     k = make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (n == 0) return;
       unary_kernel<T><<<grid_for(n), kThreads, 0, s.get()>>>(static_cast<const T*>(in[0]),
-                                                             static_cast<T*>(o[0]), n, act, slope);
+                                                             static_cast<T*>(o[0]), n, act, p);
     });
   });
   return k;
 }
 
+template <size_t I>
 std::unique_ptr<Kernel> prepare_unary_grad(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   c.input(1, t, c.in(0).dims);
   c.output(0, t, c.in(0).dims);
-  const std::string name = v.op();
-  const Act act = act_of(v, name.substr(0, name.size() - 5));  // strip "_grad"
-  const float slope = slope_of(c, act);
+  const Act act = with_attributes(c, math::kActivations[I].act);
+  const Params p = params_of(c);
   const int64_t n = numel(c.in(0).dims);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);
-    k = make_kernel(name, [=](CudaStream& s, void* const* in, void* const* o, void*) {
+    k = make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
       if (n == 0) return;
       unary_grad_kernel<T><<<grid_for(n), kThreads, 0, s.get()>>>(
-          static_cast<const T*>(in[0]), static_cast<const T*>(in[1]), static_cast<T*>(o[0]), n, act, slope);
+          static_cast<const T*>(in[0]), static_cast<const T*>(in[1]), static_cast<T*>(o[0]), n, act, p);
     });
   });
   return k;
+}
+
+template <size_t... I>
+void register_activations(Registry& r, std::index_sequence<I...>) {
+  ((r.add(math::kActivations[I].op, prepare_unary<I>),
+    r.add(std::string(math::kActivations[I].op) + "_grad", prepare_unary_grad<I>)),
+   ...);
 }
 
 // ---- epilogue and bias gradient --------------------------------------------
@@ -95,13 +104,8 @@ __global__ void bias_act_kernel(T* y, const T* bias, int64_t n, int64_t channels
   }
 }
 
-[[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  for (const char* name : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"})
-    r.add(name, prepare_unary);
-  for (const char* name :
-       {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "silu_grad"})
-    r.add(name, prepare_unary_grad);
-});
+[[maybe_unused]] const bool registered = sections().enlist(
+    [](Registry& r) { register_activations(r, std::make_index_sequence<std::size(math::kActivations)>()); });
 
 }  // namespace
 

@@ -25,7 +25,6 @@ __global__ void adamw_kernel(const float* param, const float* grad, const float*
 
 std::unique_ptr<Kernel> prepare_adamw(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(6, 6, 3, 3);
   c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
   for (size_t i : {1, 2, 3}) c.input(i, TDM_F32, shape);

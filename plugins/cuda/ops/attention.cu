@@ -396,7 +396,6 @@ bool use_mma(const CudaDevice& device, const Attn& a, tdm_dtype dt) {
 
 std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(3, 5, 2, 2);
   tdm_dtype dt;
   AttentionOperands operands;
   const Attn a = check_operands(c, 0, 3, dt, operands);
@@ -432,7 +431,6 @@ std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, s
 
 std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(6, 8, 3, 3);
   tdm_dtype dt;
   AttentionOperands operands;
   const Attn a = check_operands(c, 1, 6, dt, operands);

@@ -77,7 +77,6 @@ Bn bn_of(const Check& c, const Dims& x) {
 
 std::unique_ptr<Kernel> prepare_bn_train(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(5, 5, 5, 5);
   c.primary_dtype(0, kF32);
   const Dims x = c.in(0).dims;
   const Bn b = bn_of(c, x);
@@ -94,7 +93,6 @@ std::unique_ptr<Kernel> prepare_bn_train(CudaDevice&, const OpView& v, size_t&) 
 
 std::unique_ptr<Kernel> prepare_bn_infer(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(5, 5, 1, 1);
   c.primary_dtype(0, kF32);
   const Dims x = c.in(0).dims;
   const Bn b = bn_of(c, x);
@@ -111,7 +109,6 @@ std::unique_ptr<Kernel> prepare_bn_infer(CudaDevice&, const OpView& v, size_t&) 
 
 std::unique_ptr<Kernel> prepare_bn_grad(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(5, 5, 3, 3);
   c.primary_dtype(0, kF32);
   const Dims x = c.in(0).dims;
   const Bn b = bn_of(c, x);

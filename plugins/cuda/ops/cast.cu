@@ -51,7 +51,6 @@ bool aligned16(const void* p) {
 
 std::unique_ptr<Kernel> prepare_cast(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 1, 1, 1);
   const std::vector<tdm_dtype> all = {TDM_F32, TDM_F64, TDM_BF16, TDM_F16, TDM_S8, TDM_U8, TDM_S32, TDM_S64};
   c.primary_dtype(0, all);
   const tdm_dtype dst = c.out(0).dtype;

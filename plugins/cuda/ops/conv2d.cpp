@@ -98,15 +98,11 @@ struct ConvShape {
 };
 
 ConvShape conv_shape(const Check& c, Dir dir) {
-  if (dir == Dir::Forward)
-    c.counts(2, 3, 1, 1);
-  else
-    c.counts(2, 2, 1, dir == Dir::GradWeight ? 2 : 1);
   ConvShape g;
   g.t = c.primary_dtype(0, kFloat);
   g.stride = c.pair_attr("stride", {1, 1}), g.pad = c.pair_attr("padding", {0, 0});
   g.dil = c.pair_attr("dilation", {1, 1});
-  g.groups = c.int_attr("groups", 1);
+  g.groups = c.int_attr("groups");
   // Shapes by role, whatever the direction.
   const Dims x = dir == Dir::GradInput ? c.out(0).dims : c.in(dir == Dir::Forward ? 0 : 1).dims;
   const Dims w = dir == Dir::GradWeight ? c.out(0).dims : c.in(1).dims;
@@ -128,7 +124,7 @@ ConvShape conv_shape(const Check& c, Dir dir) {
     if (dir == Dir::GradWeight) c.input(1, g.t, x);
   }
   g.bias = dir == Dir::Forward ? c.has_input(2)
-                               : dir == Dir::GradWeight && c.int_attr("has_bias", 1) != 0 && c.has_output(1);
+                               : dir == Dir::GradWeight && c.int_attr("has_bias") != 0 && c.has_output(1);
   if (dir == Dir::GradWeight && g.bias) c.output(1, g.t, {g.K});
   decline_if(c, cudnn_tensor_limit({g.N * g.C * g.H * g.W, g.N * g.K * g.P * g.Q, g.K * g.Cg * g.R * g.S}));
   return g;

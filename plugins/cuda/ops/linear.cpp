@@ -22,7 +22,6 @@ math::Act linear_act(const Check& c) {
 // y[N,O] = act(x[N,I] · w[O,I]ᵀ + bias)
 std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
   const int64_t N = c.in(0).dims[0], I = c.in(0).dims[1], O = c.in(1).dims[0];
@@ -44,7 +43,6 @@ std::unique_ptr<Kernel> prepare_linear(CudaDevice& d, const OpView& v, size_t& w
 // dx[N,I] = dy[N,O] · w[O,I]
 std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and w must be rank 2");
   const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];
@@ -70,7 +68,6 @@ std::unique_ptr<Kernel> prepare_linear_grad_input(CudaDevice& d, const OpView& v
 // operands when declared so: the f32 sums as they are)
 std::unique_ptr<Kernel> prepare_linear_grad_weight(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
-  c.counts(2, 2, 1, 2);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and x must be rank 2");
   const int64_t N = c.in(0).dims[0], O = c.in(0).dims[1], I = c.in(1).dims[1];

@@ -104,7 +104,6 @@ Geo geometry(const Check& c, const Dims& image) {
 template <bool kMax>
 std::unique_ptr<Kernel> prepare_pool(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   const Dims x = c.in(0).dims;
   const Geo g = geometry(c, x);
@@ -125,10 +124,6 @@ std::unique_ptr<Kernel> prepare_pool(CudaDevice&, const OpView& v, size_t&) {
 template <bool kMax>
 std::unique_ptr<Kernel> prepare_pool_grad(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  if (kMax)
-    c.counts(2, 2, 1, 1);
-  else
-    c.counts(1, 1, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
   const Dims x = c.out(0).dims;
   const Geo g = geometry(c, x);

@@ -42,7 +42,6 @@ __global__ void rope_kernel(const T* x, T* y, const int64_t* position_offset, Ro
 
 std::unique_ptr<Kernel> prepare_rope(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 2, 1, 1);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
   c.input_rank_at_least(0, 2);
   const Dims x = c.in(0).dims;
@@ -51,7 +50,7 @@ std::unique_ptr<Kernel> prepare_rope(CudaDevice&, const OpView& v, size_t&) {
   const bool has_offset = c.has_input(1);
   if (has_offset) c.input(1, TDM_S64, {});
   c.output(0, t, x);
-  const double base = c.float_attr("base", 10000.0);
+  const double base = c.float_attr("base");
   if (!(base > 0) || !std::isfinite(base)) c.fail("attribute 'base' must be finite and > 0");
   Rope r{};
   r.T = seq, r.half = D / 2;

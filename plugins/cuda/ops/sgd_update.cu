@@ -27,7 +27,6 @@ __global__ void sgd_kernel(const float* param, const float* grad, const float* l
 
 std::unique_ptr<Kernel> prepare_sgd(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(3, 4, 1, 2);
   c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
   c.input(1, TDM_F32, shape);

@@ -10,7 +10,6 @@ namespace {
 
 std::unique_ptr<Kernel> prepare_copy(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 1, 1, 1);
   const TensorShape& x = c.in(0);
   if (dtype_size(x.dtype) == 0) c.unsupported("dtype is not implemented");
   if (v.op() == "copy")
@@ -39,7 +38,6 @@ __global__ void transpose_kernel(const W* x, W* y, int64_t n, Shape8 out) {
 
 std::unique_ptr<Kernel> prepare_transpose(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(1, 1, 1, 1);
   const TensorShape& x = c.in(0);
   const size_t width = dtype_size(x.dtype);
   if (width == 0) c.unsupported("dtype is not implemented");
@@ -86,7 +84,8 @@ std::unique_ptr<Kernel> prepare_transpose(CudaDevice&, const OpView& v, size_t&)
 std::unique_ptr<Kernel> prepare_concat(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const size_t inputs = v.inputs().size();
-  c.counts(1, 4096, 1, 1);
+  // One kernel argument block holds the pointers of at most 4096 inputs.
+  if (inputs > 4096) c.unsupported("concat of " + std::to_string(inputs) + " inputs (at most 4096)");
   const TensorShape& first = c.in(0);
   if (dtype_size(first.dtype) == 0) c.unsupported("dtype is not implemented");
   const size_t axis = c.axis(v.int_attr("axis", 0), first.rank());
@@ -126,7 +125,6 @@ __global__ void fill_kernel(D* y, int64_t n, double value) {
 
 std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  c.counts(0, 1, 1, 1);
   const tdm_dtype t = c.out(0).dtype;
   if (c.has_input(0) && (c.in(0).dtype != t || c.in(0).dims != c.out(0).dims))
     c.fail("input 0 (like) must have the output's shape and dtype");

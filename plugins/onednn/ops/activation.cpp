@@ -10,8 +10,6 @@
 // code instead: oneDNN 2.6's AVX2 gelu_tanh kernels took 55 ms of a 600 ms GPT
 // step on 1 thread under ONEDNN_MAX_CPU_ISA=AVX2 (gelu + gelu_grad, 4 x 3.1 M
 // elements each); this takes 18 ms (`tandem bench bench/models/gpt.toml --profile`).
-#include <cmath>
-
 #include "dnnl_api.hpp"
 #include "eltwise_primitive.hpp"
 #include "layout.hpp"
@@ -24,51 +22,54 @@ namespace {
 using dnnl::algorithm;
 using dnnl::memory;
 
-algorithm forward_algorithm(const Check& c) {
-  const std::string op = c.op().op();
-  if (op == "relu" || op == "relu_grad" || op == "leaky_relu" || op == "leaky_relu_grad")
-    return algorithm::eltwise_relu;
-  if (op == "tanh") return algorithm::eltwise_tanh;
-  if (op == "tanh_grad") return algorithm::eltwise_tanh_use_dst_for_bwd;
-  if (op == "sigmoid") return algorithm::eltwise_logistic;
-  if (op == "sigmoid_grad") return algorithm::eltwise_logistic_use_dst_for_bwd;
-  if (op == "silu" || op == "silu_grad") return algorithm::eltwise_swish;
-  const std::string approx = c.string_attr("approximate", "none");
-  if (approx == "none") return algorithm::eltwise_gelu_erf;
-  if (approx == "tanh") return algorithm::eltwise_gelu_tanh;
-  c.fail("approximate must be none/tanh, got '" + approx + "'");
+// The catalog's activations in dnnl terms: the registry maps each op name
+// to its factory instantiated for one of these, so no factory compares names.
+enum class Act { relu, leaky_relu, gelu, tanh, sigmoid, silu };
+
+// The dnnl algorithm of `act` (of its gradient when `backward`): tanh and
+// sigmoid differentiate from the forward output (*_use_dst_for_bwd).
+algorithm algorithm_of(Act act, const Check& c, bool backward) {
+  switch (act) {
+    case Act::relu:
+    case Act::leaky_relu:
+      return algorithm::eltwise_relu;
+    case Act::tanh:
+      return backward ? algorithm::eltwise_tanh_use_dst_for_bwd : algorithm::eltwise_tanh;
+    case Act::sigmoid:
+      return backward ? algorithm::eltwise_logistic_use_dst_for_bwd : algorithm::eltwise_logistic;
+    case Act::silu:
+      return algorithm::eltwise_swish;
+    case Act::gelu:
+      break;
+  }
+  return c.string_attr("approximate") == "tanh" ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf;
 }
 
 // dnnl's alpha: leaky_relu's negative slope, swish's 1 (silu), 0 for every
 // other op here.
-float alpha_of(const Check& c) {
-  const std::string op = c.op().op();
-  if (op == "silu" || op == "silu_grad") return 1.f;
-  if (op != "leaky_relu" && op != "leaky_relu_grad") return 0.f;
-  const double slope = c.float_attr("negative_slope", 0.01);
-  if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
-  return static_cast<float>(slope);
+float alpha_of(Act act, const Check& c) {
+  if (act == Act::silu) return 1.f;
+  return act == Act::leaky_relu ? static_cast<float>(c.float_attr("negative_slope")) : 0.f;
 }
 
 // gelu's tanh form runs over a flat tensor in chunks of this many elements
 // among the threads (vector_loops.hpp has the arithmetic).
 constexpr int64_t kGeluChunk = 4096;
 
-// Whether gelu(_grad) of `op` runs as own code: tanh approximation, f32,
-// every tensor plain.
-bool own_gelu_tanh(const Check& c) {
+// Whether gelu(_grad) runs as own code: tanh approximation, f32, every
+// tensor plain.
+bool own_gelu_tanh(Act act, const Check& c) {
   const OpView& op = c.op();
-  if (op.op() != "gelu" && op.op() != "gelu_grad") return false;
-  if (c.string_attr("approximate", "none") != "tanh" || c.in(0).dtype != TDM_F32) return false;
+  if (act != Act::gelu || c.string_attr("approximate") != "tanh" || c.in(0).dtype != TDM_F32) return false;
   for (size_t i = 0; i < op.inputs().size(); ++i)
     if (op.input_native(i)) return false;
   return !op.output_native(0);
 }
 
+template <Act A>
 std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
-  if (own_gelu_tanh(c)) {
+  if (own_gelu_tanh(A, c)) {
     c.output(0, TDM_F32, c.in(0).dims);
     const int64_t n = numel(c.in(0).dims);
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
@@ -77,17 +78,17 @@ std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
       over_chunks(n, kGeluChunk, [=](int64_t c0, int64_t len) { loops::gelu_tanh(x + c0, y + c0, len); });
     });
   }
-  return eltwise_forward(c, forward_algorithm(c), alpha_of(c), 0.f, ws);
+  return eltwise_forward(c, algorithm_of(A, c, false), alpha_of(A, c), 0.f, ws);
 }
 
+template <Act A>
 std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input(1, dt, c.in(0).dims);
   c.output(0, dt, c.in(0).dims);
   if (numel(c.in(0).dims) == 0) return no_op(c);
-  if (own_gelu_tanh(c)) {
+  if (own_gelu_tanh(A, c)) {
     const int64_t n = numel(c.in(0).dims);
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
       const float *dy = static_cast<const float*>(in[0]), *x = static_cast<const float*>(in[1]);
@@ -96,8 +97,8 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
                   [=](int64_t c0, int64_t len) { loops::gelu_tanh_grad(dy + c0, x + c0, dx + c0, len); });
     });
   }
-  const algorithm algo = forward_algorithm(c);
-  const float alpha = alpha_of(c);
+  const algorithm algo = algorithm_of(A, c, true);
+  const float alpha = alpha_of(A, c);
   const bool use_dst =
       algo == algorithm::eltwise_tanh_use_dst_for_bwd || algo == algorithm::eltwise_logistic_use_dst_for_bwd;
   auto k = std::make_unique<PrimKernel>(c.op().op());
@@ -120,11 +121,18 @@ void activation_layouts(const OpView& op, const LayoutAnswer& a) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  for (const char* op : {"relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"})
-    r.add(op, {activation, activation_layouts});
-  for (const char* op :
-       {"relu_grad", "leaky_relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "silu_grad"})
-    r.add(op, {activation_grad, activation_layouts});
+  r.add("relu", {activation<Act::relu>, activation_layouts});
+  r.add("leaky_relu", {activation<Act::leaky_relu>, activation_layouts});
+  r.add("gelu", {activation<Act::gelu>, activation_layouts});
+  r.add("tanh", {activation<Act::tanh>, activation_layouts});
+  r.add("sigmoid", {activation<Act::sigmoid>, activation_layouts});
+  r.add("silu", {activation<Act::silu>, activation_layouts});
+  r.add("relu_grad", {activation_grad<Act::relu>, activation_layouts});
+  r.add("leaky_relu_grad", {activation_grad<Act::leaky_relu>, activation_layouts});
+  r.add("gelu_grad", {activation_grad<Act::gelu>, activation_layouts});
+  r.add("tanh_grad", {activation_grad<Act::tanh>, activation_layouts});
+  r.add("sigmoid_grad", {activation_grad<Act::sigmoid>, activation_layouts});
+  r.add("silu_grad", {activation_grad<Act::silu>, activation_layouts});
 });
 
 }  // namespace

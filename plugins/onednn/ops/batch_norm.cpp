@@ -32,7 +32,6 @@ BN bn_shape(const Check& c, bool training) {
 
 std::unique_ptr<Kernel> batch_norm_train(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(5, 5, 5, 5);
   const BN b = bn_shape(c, true);
   for (size_t i = 1; i < 5; ++i) c.input(i, TDM_F32, {b.c});
   c.output(0, TDM_F32, c.in(0).dims);
@@ -79,7 +78,6 @@ std::unique_ptr<Kernel> batch_norm_train(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> batch_norm_inference(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(5, 5, 1, 1);
   const BN b = bn_shape(c, false);
   for (size_t i = 1; i < 5; ++i) c.input(i, TDM_F32, {b.c});
   c.output(0, TDM_F32, c.in(0).dims);
@@ -103,7 +101,6 @@ std::unique_ptr<Kernel> batch_norm_inference(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> batch_norm_grad(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(5, 5, 3, 3);
   const BN b = bn_shape(c, false);
   c.input(1, TDM_F32, c.in(0).dims);
   for (size_t i = 2; i < 5; ++i) c.input(i, TDM_F32, {b.c});

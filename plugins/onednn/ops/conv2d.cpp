@@ -45,7 +45,7 @@ int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil
 ConvGeometry geometry(const Check& c, tdm_dtype dt, const Dims& x, const Dims& w, const Dims& y) {
   const Dims st = c.pair_attr("stride", {1, 1}), pd = c.pair_attr("padding", {0, 0});
   const Dims dl = c.pair_attr("dilation", {1, 1});
-  const int64_t g = c.int_attr("groups", 1);
+  const int64_t g = c.int_attr("groups");
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) c.fail("x, w and y must be rank 4 (NCHW)");
   if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
     c.fail("stride and dilation must be >= 1, padding >= 0");
@@ -97,7 +97,6 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvGeometry& g, bool
 
 std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
@@ -119,7 +118,6 @@ std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
 
 std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
@@ -168,12 +166,11 @@ std::unique_ptr<Kernel> single_channel_kernel(const Check& c, const ConvGeometry
 
 std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const ConvGeometry g = geometry(c, dt, c.in(1).dims, c.out(0).dims, c.in(0).dims);
-  const bool has_bias = c.int_attr("has_bias", 1) != 0;
+  const bool has_bias = c.int_attr("has_bias") != 0;
   if (has_bias != c.has_output(1))
     c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
   if (has_bias) c.output(1, dt, {g.k});

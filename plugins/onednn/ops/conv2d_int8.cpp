@@ -96,7 +96,7 @@ ConvInt8 conv2d_int8_params(const Check& c) {
   ConvInt8 p;
   p.st = c.pair_attr("stride", {1, 1}), p.pd = c.pair_attr("padding", {0, 0});
   p.dl = c.pair_attr("dilation", {1, 1});
-  p.groups = c.int_attr("groups", 1);
+  p.groups = c.int_attr("groups");
   if (p.st[0] < 1 || p.st[1] < 1 || p.dl[0] < 1 || p.dl[1] < 1 || p.pd[0] < 0 || p.pd[1] < 0)
     c.fail("stride and dilation must be >= 1, padding >= 0");
   p.n = x[0], p.ch = x[1], p.h = x[2], p.wd = x[3], p.k = w[0], p.r = w[2], p.s = w[3];
@@ -113,12 +113,12 @@ ConvInt8 conv2d_int8_params(const Check& c) {
   if (p.bias) c.input(2, TDM_F32, {p.k});
   c.output(0, TDM_F32, {p.n, p.k, p.p, p.q});
   const float sx = float(c.float_attr("x_scale", -1));
-  p.zx = c.int_attr("x_zero_point", 0);
+  p.zx = c.int_attr("x_zero_point");
   if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
   if (p.zx < 0 || p.zx > 255) c.fail("x_zero_point " + std::to_string(p.zx) + " is outside 0..255");
   p.m = w_scales(c, p.k);
   for (float& v : p.m) v = sx * v;  // f32(x_scale·w_scale[k]), one rounding, as the catalog says
-  const std::string act = c.string_attr("activation", "none");
+  const std::string act = c.string_attr("activation");
   if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
   p.relu = act == "relu";
   return p;
@@ -126,7 +126,6 @@ ConvInt8 conv2d_int8_params(const Check& c) {
 
 std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 3, 1, 1);
   c.primary_dtype(0, {TDM_U8});
   c.input_dtype(1, {TDM_S8});
   const ConvInt8 p = conv2d_int8_params(c);

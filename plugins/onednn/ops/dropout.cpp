@@ -15,14 +15,13 @@ namespace {
 constexpr int64_t kMaskChunk = 4096;
 
 double dropout_p(const Check& c) {
-  const double p = c.float_attr("p", 0.5);
+  const double p = c.float_attr("p");
   if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
   return p;
 }
 
 std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 2, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const Dims shape = c.in(0).dims;
   c.output(0, dt, shape);
@@ -30,7 +29,7 @@ std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
   const bool has_offset = c.has_input(1);
   if (has_offset) c.input(1, TDM_S64, {});
   const double p = dropout_p(c);
-  const uint64_t base = static_cast<uint64_t>(c.int_attr("seed", 0));
+  const uint64_t base = static_cast<uint64_t>(c.int_attr("seed"));
   const int64_t n = numel(shape);
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
@@ -58,7 +57,6 @@ std::unique_ptr<Kernel> dropout(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> dropout_grad(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const Dims shape = c.in(0).dims;
   c.input(1, TDM_U8, shape);

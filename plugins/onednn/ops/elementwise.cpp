@@ -75,7 +75,6 @@ std::unique_ptr<Kernel> own(const Check& c, Op op, Dims y) {
 
 std::unique_ptr<Kernel> binary(const OpView& view, size_t& ws) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, {TDM_F32, TDM_BF16, TDM_S32});
   c.input_dtype(1, {dt});
   Dims y;
@@ -110,8 +109,7 @@ std::unique_ptr<Kernel> binary(const OpView& view, size_t& ws) {
 
 std::unique_ptr<Kernel> scale(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
-  const float alpha = float(c.float_attr("alpha", 1.0)), beta = float(c.float_attr("beta", 0.0));
+  const float alpha = float(c.float_attr("alpha")), beta = float(c.float_attr("beta"));
   return eltwise_forward(c, dnnl::algorithm::eltwise_linear, alpha, beta, ws);
 }
 

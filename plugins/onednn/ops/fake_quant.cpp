@@ -20,7 +20,7 @@ struct FakeQuant {
 
 FakeQuant fake_quant_params(const Check& c) {
   FakeQuant f;
-  const int64_t qmin = c.int_attr("quant_min", 0), qmax = c.int_attr("quant_max", 255);
+  const int64_t qmin = c.int_attr("quant_min"), qmax = c.int_attr("quant_max");
   if (qmin < -128 || qmax > 255 || qmin >= qmax)
     c.fail("need -128 <= quant_min < quant_max <= 255, got " + std::to_string(qmin) + ", " +
            std::to_string(qmax));
@@ -32,7 +32,7 @@ FakeQuant fake_quant_params(const Check& c) {
     return f;
   }
   f.dynamic = true;
-  if (c.int_attr("per_channel", 0) != 0) {
+  if (c.int_attr("per_channel") != 0) {
     if (dims.empty()) c.fail("per_channel needs a tensor of rank >= 1");
     const size_t axis = c.axis(c.int_attr("axis", 1), dims.size(), "axis");
     f.p.channels = dims[axis];
@@ -91,7 +91,6 @@ QuantParams grid_of(const FakeQuant& f, const float* x, int64_t n) {
 
 std::unique_ptr<Kernel> fake_quant(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   c.primary_dtype(0, kF32);
   c.output(0, TDM_F32, c.in(0).dims);
   const FakeQuant f = fake_quant_params(c);
@@ -110,7 +109,6 @@ std::unique_ptr<Kernel> fake_quant(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> fake_quant_grad(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
   c.primary_dtype(0, kF32);
   c.input(1, TDM_F32, c.in(0).dims);
   c.output(0, TDM_F32, c.in(0).dims);

@@ -16,7 +16,6 @@ using dnnl::memory;
 
 std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
@@ -26,7 +25,7 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
   const bool bias = c.has_input(2);
   if (bias) c.input(2, yt, {o});
   c.output(0, yt, {n, o});
-  const std::string act = c.string_attr("activation", "none");
+  const std::string act = c.string_attr("activation");
   dnnl::post_ops post;
   if (act == "relu")
     append_eltwise(post, dnnl::algorithm::eltwise_relu);
@@ -49,7 +48,6 @@ std::unique_ptr<Kernel> linear(const OpView& op, size_t& ws) {
 
 std::unique_ptr<Kernel> linear_grad_input(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and w must be rank 2");
@@ -71,7 +69,6 @@ std::unique_ptr<Kernel> linear_grad_input(const OpView& op, size_t& ws) {
 
 std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("dy and x must be rank 2");
@@ -79,7 +76,7 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
   c.input_shape(1, {n, i});
   const tdm_dtype wt = c.product_output_dtype(0, dt);  // f32 from bf16 operands too
   c.output(0, wt, {o, i});
-  const bool has_bias = c.int_attr("has_bias", 1) != 0;
+  const bool has_bias = c.int_attr("has_bias") != 0;
   if (has_bias != c.has_output(1))
     c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
   if (has_bias) c.output(1, wt, {o});

@@ -63,7 +63,6 @@ std::unique_ptr<PrimKernel> linear_int8_kernel(const LinearInt8& p, bool doubled
 
 std::unique_ptr<Kernel> linear_int8(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 3, 1, 1);
   c.primary_dtype(0, {TDM_U8});
   c.input_dtype(1, {TDM_S8});
   if (c.in(0).rank() != 2 || c.in(1).rank() != 2) c.fail("x and w must be rank 2");
@@ -75,14 +74,14 @@ std::unique_ptr<Kernel> linear_int8(const OpView& op, size_t& ws) {
   if (p.bias) c.input(2, TDM_F32, {p.n});
   c.output(0, TDM_F32, {p.b, p.n});
   const float sx = float(c.float_attr("x_scale", -1));
-  p.zx = c.int_attr("x_zero_point", 0);
+  p.zx = c.int_attr("x_zero_point");
   if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
   if (p.zx < 0 || p.zx > 255) c.fail("x_zero_point " + std::to_string(p.zx) + " is outside 0..255");
   const std::vector<float> sw = float_list(c, "w_scale");
   check_scales(c, sw, "w_scale");
   if (sw.size() != 1 && int64_t(sw.size()) != p.n)
     c.fail("w_scale has " + std::to_string(sw.size()) + " entries; expected 1 or N = " + std::to_string(p.n));
-  const std::string act = c.string_attr("activation", "none");
+  const std::string act = c.string_attr("activation");
   if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
   p.relu = act == "relu";
   if (p.b * p.n == 0) return no_op(c);

@@ -12,12 +12,11 @@ using dnnl::memory;
 
 std::unique_ptr<Kernel> matmul(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   c.input_rank_at_least(0, 2);
   c.input_rank_at_least(1, 2);
-  const bool ta = c.int_attr("transpose_a", 0) != 0, tb = c.int_attr("transpose_b", 0) != 0;
+  const bool ta = c.int_attr("transpose_a") != 0, tb = c.int_attr("transpose_b") != 0;
   const Dims& a = c.in(0).dims;
   const Dims& b = c.in(1).dims;
   const size_t ra = a.size(), rb = b.size();

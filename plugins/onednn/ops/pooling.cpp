@@ -320,7 +320,6 @@ bool any_native(const OpView& op) {
 
 std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
@@ -355,7 +354,6 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> max_pool2d_grad(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   const Pool g = geometry(c, c.in(1).dims, c.in(0).dims);
@@ -420,7 +418,6 @@ dnnl::pooling_forward::primitive_desc avg_forward_pd(const Pool& g, tdm_dtype dt
 
 std::unique_ptr<Kernel> avg_pool2d(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
@@ -434,7 +431,6 @@ std::unique_ptr<Kernel> avg_pool2d(const OpView& op, size_t& ws) {
 
 std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.out(0).dims, c.in(0).dims);

@@ -19,7 +19,6 @@ void quantize_run(const float* x, Q* y, int64_t b, int64_t e, float s, int32_t z
 
 std::unique_ptr<Kernel> quantize(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   c.primary_dtype(0, kF32);
   const tdm_dtype to = c.primary_output_dtype(0, {TDM_U8, TDM_S8});
   c.output(0, to, c.in(0).dims);
@@ -46,7 +45,6 @@ void dequantize_run(const Q* x, float* y, int64_t b, int64_t e, float s, int32_t
 
 std::unique_ptr<Kernel> dequantize(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype from = c.primary_dtype(0, {TDM_U8, TDM_S8, TDM_S32});
   c.primary_output_dtype(0, kF32);
   c.output(0, TDM_F32, c.in(0).dims);

@@ -31,7 +31,6 @@ Rows check_rows(Check& c, size_t x_slot) {
 
 std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(2, 2, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const Rows r = check_rows(c, 0);
   const Dims shape = c.in(0).dims;
@@ -66,7 +65,6 @@ std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
 // number of threads.
 std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t& ws) {
   Check c(op);
-  c.counts(4, 5, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const Rows r = check_rows(c, 0);
   const Dims shape = c.in(0).dims;

@@ -31,7 +31,6 @@ void fill_table(Table& tab, int64_t offset, int64_t T, int64_t half, double base
 
 std::unique_ptr<Kernel> rotation(const OpView& op, double direction) {
   Check c(op);
-  c.counts(1, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_rank_at_least(0, 2);
   const Dims shape = c.in(0).dims;
@@ -40,7 +39,7 @@ std::unique_ptr<Kernel> rotation(const OpView& op, double direction) {
   const bool has_offset = c.has_input(1);
   if (has_offset) c.input(1, TDM_S64, {});
   c.output(0, dt, shape);
-  const double base = c.float_attr("base", 10000.0);
+  const double base = c.float_attr("base");
   if (!(base > 0) || !std::isfinite(base)) c.fail("attribute 'base' must be finite and > 0");
   const int64_t rows = D ? numel(shape) / D : 0;
   auto table = std::make_shared<Table>();

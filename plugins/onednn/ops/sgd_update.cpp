@@ -11,15 +11,13 @@ namespace {
 
 std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(3, 4, 1, 2);
   c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
   c.input(1, TDM_F32, shape);
   c.input(2, TDM_F32, {});
-  const float momentum = float(c.float_attr("momentum", 0.0)),
-              dampening = float(c.float_attr("dampening", 0.0));
+  const float momentum = float(c.float_attr("momentum", 0.0)), dampening = float(c.float_attr("dampening"));
   const float wd = float(c.float_attr("weight_decay", 0.0));
-  const bool nesterov = c.int_attr("nesterov", 0) != 0, has_buf = c.has_input(3);
+  const bool nesterov = c.int_attr("nesterov") != 0, has_buf = c.has_input(3);
   if ((momentum != 0.f) != has_buf)
     c.fail("momentum_buf (input 3) must be present exactly when momentum != 0");
   if (has_buf != c.has_output(1))

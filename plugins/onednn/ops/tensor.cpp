@@ -13,7 +13,6 @@ namespace {
 
 std::unique_ptr<Kernel> copy_like(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   if (op.op() == "copy")
     c.output(0, dt, c.in(0).dims);
@@ -80,7 +79,6 @@ void transpose_rows(const W* x, W* y, const Dims& ydims, const Dims& src_stride)
 
 std::unique_ptr<Kernel> transpose(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   const Dims& x = c.in(0).dims;
   const size_t r = x.size();
@@ -120,7 +118,6 @@ std::unique_ptr<Kernel> transpose(const OpView& op, size_t&) {
 std::unique_ptr<Kernel> concat(const OpView& op, size_t&) {
   Check c(op);
   if (op.inputs().empty()) c.fail("concat needs at least one input");
-  c.counts(1, SIZE_MAX, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   const Dims& first = c.in(0).dims;
   if (first.empty()) c.fail("concat inputs must have rank >= 1");
@@ -159,10 +156,9 @@ std::unique_ptr<Kernel> concat(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
   Check c(op);
-  c.counts(0, 1, 1, 1);
   const tdm_dtype dt = c.primary_output_dtype(0, kAll);
   if (c.has_input(0)) c.input(0, dt, c.out(0).dims);  // `like`: only names the memory (in place)
-  const double value = c.float_attr("value", 0.0);
+  const double value = c.float_attr("value");
   uint64_t pattern = 0;  // the value's bytes in dt, computed once here
   converter(TDM_F64, dt)(&value, &pattern, 1);
   const size_t width = dtype_size(dt);

@@ -78,23 +78,16 @@ T derivative(Act a, T v) {
   return one;
 }
 
-// The attributes complete the function: gelu's approximation, leaky_relu's slope.
+// The attributes complete the function: gelu's approximation, leaky_relu's
+// slope (the registry has checked them against the catalog).
 Act with_attributes(const Check& c, Fn fn) {
-  if (fn == Fn::LeakyRelu) {
-    const double slope = c.float_attr("negative_slope", 0.01);
-    if (!std::isfinite(slope)) c.fail("attribute 'negative_slope' must be finite");
-    return {fn, slope};
-  }
-  if (fn != Fn::Gelu) return {fn};
-  const std::string a = c.string_attr("approximate", "none");
-  if (a == "none") return {Fn::Gelu};
-  if (a == "tanh") return {Fn::GeluTanh};
-  c.fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + a + "\"");
+  if (fn == Fn::LeakyRelu) return {fn, c.float_attr("negative_slope")};
+  if (fn == Fn::Gelu && c.string_attr("approximate") == "tanh") return {Fn::GeluTanh};
+  return {fn};
 }
 
 std::unique_ptr<Kernel> unary(const OpView& view, Fn fn) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Act act = with_attributes(c, fn);
   const Dims shape = c.in(0).dims;
@@ -112,7 +105,6 @@ std::unique_ptr<Kernel> unary(const OpView& view, Fn fn) {
 // dx = dy · derivative(second input)
 std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_dtype(1, {dt});
   const Act act = with_attributes(c, fn);
@@ -130,19 +122,30 @@ std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   });
 }
 
+// The factories of op and op_grad for each function: one lookup from the
+// name (the registry's) to the kernel.
+template <Fn F>
+std::unique_ptr<Kernel> unary_of(const OpView& v, size_t&) {
+  return unary(v, F);
+}
+template <Fn F>
+std::unique_ptr<Kernel> gradient_of(const OpView& v, size_t&) {
+  return gradient(v, F);
+}
+
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  r.add("relu", [](const OpView& v, size_t&) { return unary(v, Fn::Relu); });
-  r.add("leaky_relu", [](const OpView& v, size_t&) { return unary(v, Fn::LeakyRelu); });
-  r.add("gelu", [](const OpView& v, size_t&) { return unary(v, Fn::Gelu); });
-  r.add("tanh", [](const OpView& v, size_t&) { return unary(v, Fn::Tanh); });
-  r.add("sigmoid", [](const OpView& v, size_t&) { return unary(v, Fn::Sigmoid); });
-  r.add("silu", [](const OpView& v, size_t&) { return unary(v, Fn::Silu); });
-  r.add("relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Relu); });
-  r.add("leaky_relu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::LeakyRelu); });
-  r.add("gelu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Gelu); });
-  r.add("tanh_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Tanh); });
-  r.add("sigmoid_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Sigmoid); });
-  r.add("silu_grad", [](const OpView& v, size_t&) { return gradient(v, Fn::Silu); });
+  r.add("relu", unary_of<Fn::Relu>);
+  r.add("leaky_relu", unary_of<Fn::LeakyRelu>);
+  r.add("gelu", unary_of<Fn::Gelu>);
+  r.add("tanh", unary_of<Fn::Tanh>);
+  r.add("sigmoid", unary_of<Fn::Sigmoid>);
+  r.add("silu", unary_of<Fn::Silu>);
+  r.add("relu_grad", gradient_of<Fn::Relu>);
+  r.add("leaky_relu_grad", gradient_of<Fn::LeakyRelu>);
+  r.add("gelu_grad", gradient_of<Fn::Gelu>);
+  r.add("tanh_grad", gradient_of<Fn::Tanh>);
+  r.add("sigmoid_grad", gradient_of<Fn::Sigmoid>);
+  r.add("silu_grad", gradient_of<Fn::Silu>);
 });
 
 }  // namespace

@@ -15,7 +15,6 @@ namespace {
 // param -= lr·m̂/(sqrt(v̂) + eps), m̂ = m/(1-β1^t), v̂ = v/(1-β2^t), t = step ≥ 1.
 std::unique_ptr<Kernel> adamw_update(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(6, 6, 3, 3);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
   for (size_t i : {1, 2, 3}) {
@@ -27,7 +26,7 @@ std::unique_ptr<Kernel> adamw_update(const OpView& view, size_t&) {
   c.input_dtype(5, {TDM_S32});
   c.input_shape(5, {});
   for (size_t j = 0; j < 3; ++j) c.output(j, dt, shape);
-  const double b1 = c.float_attr("beta1", 0.9), b2 = c.float_attr("beta2", 0.999);
+  const double b1 = c.float_attr("beta1"), b2 = c.float_attr("beta2");
   const double eps = c.float_attr("epsilon", 1e-8), wd = c.float_attr("weight_decay", 0.01);
   if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) c.fail("beta1 and beta2 must be in [0, 1)");
   const std::string where = c.where();

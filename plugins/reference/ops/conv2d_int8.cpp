@@ -11,7 +11,6 @@ namespace {
 
 std::unique_ptr<Kernel> conv2d_int8(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 3, 1, 1);
   c.primary_dtype(0, {TDM_U8});
   c.input_dtype(1, {TDM_S8});
   const ConvGeometry g = geometry(c, c.in(0).dims, c.in(1).dims);
@@ -23,7 +22,7 @@ std::unique_ptr<Kernel> conv2d_int8(const OpView& view, size_t&) {
   c.output(0, TDM_F32, g.y());
   if ((g.C / g.G) * g.R * g.S > 65536) c.fail("C/groups·R·S exceeds 65536, where s32 sums could overflow");
   const double sx = c.float_attr("x_scale", -1);
-  const int64_t zx = c.int_attr("x_zero_point", 0);
+  const int64_t zx = c.int_attr("x_zero_point");
   if (!(sx > 0) || !std::isfinite(float(sx))) c.fail("x_scale must be given, positive and finite");
   if (zx < 0 || zx > 255) c.fail("x_zero_point " + std::to_string(zx) + " is outside 0..255");
   const std::vector<double> sw = c.floats_attr("w_scale");
@@ -31,7 +30,7 @@ std::unique_ptr<Kernel> conv2d_int8(const OpView& view, size_t&) {
     c.fail("w_scale must be given with 1 or K = " + std::to_string(g.K) + " entries");
   for (double v : sw)
     if (!(v > 0) || !std::isfinite(float(v))) c.fail("every w_scale must be positive and finite");
-  const std::string act = c.string_attr("activation", "none");
+  const std::string act = c.string_attr("activation");
   if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
   std::vector<float> m;
   for (int64_t k = 0; k < g.K; ++k) m.push_back(float(sx) * float(sw[sw.size() == 1 ? 0 : size_t(k)]));

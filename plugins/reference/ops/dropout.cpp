@@ -13,14 +13,13 @@ namespace tandem::reference {
 namespace {
 
 double probability(const Check& c) {
-  const double p = c.float_attr("p", 0.5);
+  const double p = c.float_attr("p");
   if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
   return p;
 }
 
 std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 2, 2, 2);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
   c.output(0, dt, shape);
@@ -31,7 +30,7 @@ std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
     c.input_shape(1, {});
   }
   const double p = probability(c);
-  const uint64_t base_seed = static_cast<uint64_t>(c.int_attr("seed", 0));
+  const uint64_t base_seed = static_cast<uint64_t>(c.int_attr("seed"));
   return make_kernel(c, [=](void* const* in, void* const* out) {
     // The per-step offset is data, so a new mask each step needs no new kernel.
     const uint64_t seed =
@@ -54,7 +53,6 @@ std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
 // dx = mask ? dy / (1-p) : 0
 std::unique_ptr<Kernel> dropout_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
   c.input_dtype(1, {TDM_U8});

@@ -33,7 +33,6 @@ int32_t wrap32(int64_t v) {
 
 std::unique_ptr<Kernel> binary(const OpView& view, Binary op) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, {TDM_F32, TDM_BF16, TDM_F16, TDM_F64, TDM_S32});
   c.input_dtype(1, {dt});
   const Dims a = c.in(0).dims, b = c.in(1).dims;
@@ -67,11 +66,10 @@ std::unique_ptr<Kernel> binary(const OpView& view, Binary op) {
 // y = alpha·x + beta
 std::unique_ptr<Kernel> scale(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
   c.output(0, dt, shape);
-  const double alpha = c.float_attr("alpha", 1.0), beta = c.float_attr("beta", 0.0);
+  const double alpha = c.float_attr("alpha"), beta = c.float_attr("beta");
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);

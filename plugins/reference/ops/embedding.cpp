@@ -11,7 +11,7 @@ namespace tandem::reference {
 namespace {
 
 int64_t padding_idx(const Check& c, int64_t V) {
-  const int64_t p = c.int_attr("padding_idx", -1);
+  const int64_t p = c.int_attr("padding_idx");
   if (p >= V)
     c.fail("padding_idx " + std::to_string(p) + " is not a row of a table with " + std::to_string(V) +
            " rows");
@@ -37,7 +37,6 @@ std::vector<int64_t> checked_indices(const std::string& where, const void* data,
 // y[..., :] = table[indices[...], :]
 std::unique_ptr<Kernel> embedding(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_rank(0, 2);
   const int64_t V = c.in(0).dims[0], D = c.in(0).dims[1];
@@ -47,7 +46,7 @@ std::unique_ptr<Kernel> embedding(const OpView& view, size_t&) {
   y.push_back(D);
   c.output(0, dt, y);
   padding_idx(c, V);  // validated; the forward treats the row like any other
-  const int64_t start = c.int_attr("vocab_start", -1);
+  const int64_t start = c.int_attr("vocab_start");
   const std::string where = c.where();
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<int64_t> idx = checked_indices(where, in[1], n, V, start);
@@ -64,7 +63,6 @@ std::unique_ptr<Kernel> embedding(const OpView& view, size_t&) {
 // dtable[padding_idx, :] = 0.
 std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   c.input_dtype(1, {TDM_S32});
   c.output_dtype(0, {dt});
@@ -75,7 +73,7 @@ std::unique_ptr<Kernel> embedding_grad(const OpView& view, size_t&) {
   dy.push_back(D);
   c.input_shape(0, dy);
   const int64_t pad = padding_idx(c, V);
-  const int64_t start = c.int_attr("vocab_start", -1);
+  const int64_t start = c.int_attr("vocab_start");
   const std::string where = c.where();
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<int64_t> idx = checked_indices(where, in[1], n, V, start);

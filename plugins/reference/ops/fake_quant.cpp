@@ -23,8 +23,8 @@ struct FakeQuant {
 
 FakeQuant fake_quant_params(const Check& c, const Dims& dims) {
   FakeQuant f;
-  f.qmin = c.int_attr("quant_min", 0);
-  f.qmax = c.int_attr("quant_max", 255);
+  f.qmin = c.int_attr("quant_min");
+  f.qmax = c.int_attr("quant_max");
   if (f.qmin < -128 || f.qmax > 255 || f.qmin >= f.qmax)
     c.fail("need -128 <= quant_min < quant_max <= 255, got " + std::to_string(f.qmin) + ", " +
            std::to_string(f.qmax));
@@ -33,7 +33,7 @@ FakeQuant fake_quant_params(const Check& c, const Dims& dims) {
     return f;
   }
   f.dynamic = true;
-  if (c.int_attr("per_channel", 0) != 0) {
+  if (c.int_attr("per_channel") != 0) {
     if (dims.empty()) c.fail("per_channel needs a tensor of rank >= 1");
     const size_t axis = c.axis(c.int_attr("axis", 1), dims.size(), "axis");
     f.p.channels = dims[axis];
@@ -74,7 +74,6 @@ QuantParams grid_of(const FakeQuant& f, const std::vector<T>& x) {
 // ---- fake_quant: y = (clamp(round(x/s) + z, qmin, qmax) − z) · s
 std::unique_ptr<Kernel> fake_quant(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   c.output(0, dt, c.in(0).dims);
   const FakeQuant f = fake_quant_params(c, c.in(0).dims);
@@ -101,7 +100,6 @@ std::unique_ptr<Kernel> fake_quant(const OpView& view, size_t&) {
 // ---- fake_quant_grad: dx = dy inside the clipping range, else 0
 std::unique_ptr<Kernel> fake_quant_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   c.input_dtype(1, {dt});
   c.input_shape(1, c.in(0).dims);

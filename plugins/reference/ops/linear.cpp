@@ -12,7 +12,7 @@ namespace {
 enum class Act { None, Relu, Tanh, Sigmoid };
 
 Act parse_activation(const Check& c) {
-  const std::string a = c.string_attr("activation", "none");
+  const std::string a = c.string_attr("activation");
   if (a == "none") return Act::None;
   if (a == "relu") return Act::Relu;
   if (a == "tanh") return Act::Tanh;
@@ -23,7 +23,6 @@ Act parse_activation(const Check& c) {
 // ---- linear: y = act(x · wᵀ + bias)
 std::unique_ptr<Kernel> linear(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_rank(0, 2);
   const int64_t N = c.in(0).dims[0], I = c.in(0).dims[1];
@@ -75,7 +74,6 @@ std::unique_ptr<Kernel> linear(const OpView& view, size_t&) {
 // ---- linear_grad_input: dx[N,I] = dy[N,O] · w[O,I] (+ addend[N,I])
 std::unique_ptr<Kernel> linear_grad_input(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 3, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_rank(0, 2);
   c.input_dtype(1, {dt});
@@ -105,7 +103,6 @@ std::unique_ptr<Kernel> linear_grad_input(const OpView& view, size_t&) {
 // ---- linear_grad_weight: dw[O,I] = dyᵀ · x, dbias[O] = Σ_n dy
 std::unique_ptr<Kernel> linear_grad_weight(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 2);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_rank(0, 2);
   c.input_dtype(1, {dt});
@@ -114,7 +111,7 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& view, size_t&) {
   c.input_shape(1, {N, I});
   const tdm_dtype wt = c.product_output_dtype(0, dt);  // f32 for a wide output
   c.output(0, wt, {O, I});
-  const bool has_bias = c.int_attr("has_bias", 1) != 0;
+  const bool has_bias = c.int_attr("has_bias") != 0;
   if (has_bias != c.has_output(1))
     c.fail(std::string("has_bias=") + (has_bias ? "1" : "0") + " but output 1 (dbias) is " +
            (c.has_output(1) ? "present" : "absent"));

@@ -16,7 +16,6 @@ namespace {
 // ---- linear_int8: y = act(f32(Σ (x − zx)·w) · f32(sx·sw[n]) + bias)
 std::unique_ptr<Kernel> linear_int8(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 3, 1, 1);
   c.primary_dtype(0, {TDM_U8});
   c.input_dtype(1, {TDM_S8});
   c.input_rank(0, 2);
@@ -31,7 +30,7 @@ std::unique_ptr<Kernel> linear_int8(const OpView& view, size_t&) {
   }
   c.output(0, TDM_F32, {B, N});
   const double sx = c.float_attr("x_scale", -1);
-  const int64_t zx = c.int_attr("x_zero_point", 0);
+  const int64_t zx = c.int_attr("x_zero_point");
   if (!(sx > 0) || !std::isfinite(float(sx))) c.fail("x_scale must be given, positive and finite");
   if (zx < 0 || zx > 255) c.fail("x_zero_point " + std::to_string(zx) + " is outside 0..255");
   const std::vector<double> sw = c.floats_attr("w_scale");
@@ -39,7 +38,7 @@ std::unique_ptr<Kernel> linear_int8(const OpView& view, size_t&) {
     c.fail("w_scale has " + std::to_string(sw.size()) + " entries; expected 1 or N = " + std::to_string(N));
   for (double s : sw)
     if (!(s > 0) || !std::isfinite(float(s))) c.fail("every w_scale must be positive and finite");
-  const std::string act = c.string_attr("activation", "none");
+  const std::string act = c.string_attr("activation");
   if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
   const bool relu = act == "relu";
   std::vector<float> m(static_cast<size_t>(N));

@@ -10,12 +10,11 @@ namespace {
 // ---- matmul: y[...,M,N] = op(a)[...,M,K] · op(b)[...,K,N], batch dims broadcast.
 std::unique_ptr<Kernel> matmul(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_dtype(1, {dt});
   c.input_rank_at_least(0, 2);
   c.input_rank_at_least(1, 2);
-  const bool ta = c.int_attr("transpose_a", 0) != 0, tb = c.int_attr("transpose_b", 0) != 0;
+  const bool ta = c.int_attr("transpose_a") != 0, tb = c.int_attr("transpose_b") != 0;
   const Dims a = c.in(0).dims, b = c.in(1).dims;
   const int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2], Ka = ta ? a[a.size() - 2] : a[a.size() - 1];
   const int64_t Kb = tb ? b[b.size() - 1] : b[b.size() - 2], N = tb ? b[b.size() - 2] : b[b.size() - 1];

@@ -75,7 +75,6 @@ size_t argmax(const std::vector<T>& x, const std::vector<int64_t>& taps) {
 
 std::unique_ptr<Kernel> max_pool2d(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const PoolGeometry g = geometry(c, c.in(0).dims);
   c.output(0, dt, g.y());
@@ -94,7 +93,6 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& view, size_t&) {
 
 std::unique_ptr<Kernel> max_pool2d_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input_dtype(1, {dt});
   const PoolGeometry g = geometry(c, c.in(1).dims);
@@ -115,7 +113,6 @@ std::unique_ptr<Kernel> max_pool2d_grad(const OpView& view, size_t&) {
 
 std::unique_ptr<Kernel> avg_pool2d(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const PoolGeometry g = geometry(c, c.in(0).dims);
   c.output(0, dt, g.y());
@@ -136,7 +133,6 @@ std::unique_ptr<Kernel> avg_pool2d(const OpView& view, size_t&) {
 
 std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.output_dtype(0, {dt});
   const PoolGeometry g = geometry(c, c.out(0).dims);  // dx carries H and W

@@ -15,7 +15,6 @@ namespace {
 // ---- quantize: f32 -> u8/s8
 std::unique_ptr<Kernel> quantize(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const tdm_dtype to = c.primary_output_dtype(0, {TDM_U8, TDM_S8});
   c.output(0, to, c.in(0).dims);
@@ -39,7 +38,6 @@ std::unique_ptr<Kernel> quantize(const OpView& view, size_t&) {
 // ---- dequantize: u8/s8/s32 -> f32, (q − z) · s in f32
 std::unique_ptr<Kernel> dequantize(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype from = c.primary_dtype(0, {TDM_U8, TDM_S8, TDM_S32});
   const tdm_dtype to = c.primary_output_dtype(0, kF32);
   c.output(0, to, c.in(0).dims);

@@ -15,7 +15,6 @@ namespace {
 
 std::unique_ptr<Kernel> rotation(const OpView& view, double direction) {
   Check c(view);
-  c.counts(1, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   c.input_rank_at_least(0, 2);
   const Dims shape = c.in(0).dims;
@@ -27,7 +26,7 @@ std::unique_ptr<Kernel> rotation(const OpView& view, double direction) {
     c.input_shape(1, {});
   }
   c.output(0, dt, shape);
-  const double base = c.float_attr("base", 10000.0);
+  const double base = c.float_attr("base");
   if (!(base > 0) || !std::isfinite(base)) c.fail("attribute 'base' must be finite and > 0");
   const int64_t n = numel(shape), half = D / 2;
   return make_kernel(c, [=](void* const* in, void* const* out) {

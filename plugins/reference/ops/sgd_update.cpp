@@ -14,16 +14,15 @@ namespace {
 // param -= lr·g.
 std::unique_ptr<Kernel> sgd_update(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(3, 4, 1, 2);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
   c.input_dtype(1, {dt});
   c.input_shape(1, shape);
   c.input_dtype(2, {dt});
   c.input_shape(2, {});
-  const double momentum = c.float_attr("momentum", 0.0), dampening = c.float_attr("dampening", 0.0);
+  const double momentum = c.float_attr("momentum", 0.0), dampening = c.float_attr("dampening");
   const double wd = c.float_attr("weight_decay", 0.0);
-  const bool nesterov = c.int_attr("nesterov", 0) != 0;
+  const bool nesterov = c.int_attr("nesterov") != 0;
   const bool has_buf = c.has_input(3);
   if ((momentum != 0.0) != has_buf)
     c.fail(std::string("momentum_buf (input 3) must be present exactly when momentum != 0; momentum=") +

@@ -11,7 +11,6 @@ namespace {
 
 std::unique_ptr<Kernel> softmax(const OpView& view, bool log) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
   const Rows r = rows_around(shape, c.axis(c.int_attr("axis", -1), shape.size() ? shape.size() : 1, "axis"));
@@ -28,7 +27,6 @@ std::unique_ptr<Kernel> softmax(const OpView& view, bool log) {
 // log_softmax_grad: dx = dy - exp(y)·Σ_k dy
 std::unique_ptr<Kernel> softmax_grad(const OpView& view, bool log) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   c.input_dtype(1, {dt});
   const Dims shape = c.in(0).dims;

@@ -30,12 +30,12 @@ LossConfig loss_config(const Check& c, size_t first) {
   c.input_dtype(first + 1, {TDM_S32});
   c.input_shape(first + 1, {k.N});
   k.label_dt = TDM_S32;
-  const std::string reduction = c.string_attr("reduction", "mean");
+  const std::string reduction = c.string_attr("reduction");
   if (reduction != "mean" && reduction != "sum")
     c.fail("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
   k.mean = reduction == "mean";
-  k.ignore_index = c.int_attr("ignore_index", -100);
-  k.smoothing = c.float_attr("label_smoothing", 0.0);
+  k.ignore_index = c.int_attr("ignore_index");
+  k.smoothing = c.float_attr("label_smoothing");
   if (!(k.smoothing >= 0.0 && k.smoothing <= 1.0)) c.fail("label_smoothing must be in [0, 1]");
   return k;
 }
@@ -62,7 +62,6 @@ int64_t counted(const LossConfig& k, const std::vector<int64_t>& labels) {
 
 std::unique_ptr<Kernel> cross_entropy(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const LossConfig k = loss_config(c, 0);
   c.output(0, k.dt, {});
   const std::string where = c.where();  // the OpView dies with prepare
@@ -88,7 +87,6 @@ std::unique_ptr<Kernel> cross_entropy(const OpView& view, size_t&) {
 // dloss/count (mean); rows of ignored samples are 0.
 std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(3, 3, 1, 1);
   const LossConfig k = loss_config(c, 1);
   c.input_dtype(0, {k.dt});
   c.input_shape(0, {});
@@ -118,7 +116,6 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
 // logit; a row with a NaN, or a label outside [0, C), is never right.
 std::unique_ptr<Kernel> count_correct(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(2, 2, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   c.input_rank(0, 2);
   const int64_t N = c.in(0).dims[0], C = c.in(0).dims[1];

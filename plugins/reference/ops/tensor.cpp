@@ -11,7 +11,6 @@ namespace {
 
 std::unique_ptr<Kernel> reshape(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   c.output_dtype(0, {dt});
   if (c.out(0).numel() != c.in(0).numel())
@@ -23,7 +22,6 @@ std::unique_ptr<Kernel> reshape(const OpView& view, size_t&) {
 
 std::unique_ptr<Kernel> copy(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   c.output(0, dt, c.in(0).dims);
   const size_t bytes = c.in(0).bytes();
@@ -33,7 +31,6 @@ std::unique_ptr<Kernel> copy(const OpView& view, size_t&) {
 // y.dims[i] = x.dims[perm[i]]; default perm reverses the dims.
 std::unique_ptr<Kernel> transpose(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, 1, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   const Dims x = c.in(0).dims;
   Dims reverse;
@@ -69,7 +66,6 @@ std::unique_ptr<Kernel> transpose(const OpView& view, size_t&) {
 // Inputs laid side by side along `axis`; every other dim must agree.
 std::unique_ptr<Kernel> concat(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(1, SIZE_MAX, 1, 1);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   const Dims first = c.in(0).dims;
   if (first.empty()) c.fail("input 0 must have rank >= 1 to be concatenated");
@@ -104,13 +100,12 @@ std::unique_ptr<Kernel> concat(const OpView& view, size_t&) {
 // Every element = value, converted with the cast rules.
 std::unique_ptr<Kernel> fill(const OpView& view, size_t&) {
   Check c(view);
-  c.counts(0, 1, 1, 1);
   const tdm_dtype dt = c.primary_output_dtype(0, kAll);
   if (c.has_input(0)) {  // `like`: only names the memory y overwrites (in place)
     c.input_dtype(0, {dt});
     c.input_shape(0, c.out(0).dims);
   }
-  const double value = c.float_attr("value", 0.0);
+  const double value = c.float_attr("value");
   const int64_t n = c.out(0).numel();
   return make_kernel(c, [=](void* const*, void* const* out) {
     for (int64_t i = 0; i < n; ++i) store_double(out[0], dt, i, value);

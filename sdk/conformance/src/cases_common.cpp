@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "tandem/conformance/cases.hpp"
+#include "tandem/op_catalog.hpp"
 
 namespace tandem::conformance {
 
@@ -77,72 +78,30 @@ const std::vector<Case>& catalogue() {
   return all;
 }
 
+std::vector<Attrs> activation_attr_variants(const catalog::Op& op) {
+  std::vector<Attrs> variants{Attrs()};
+  for (const catalog::Attribute& a : op.attrs) {
+    if (a.type == TDM_ATTR_STRING)
+      for (const std::string& choice : a.choices)
+        if (choice != a.default_text) variants.push_back(Attrs().string(a.name, choice));
+    if (a.type != TDM_ATTR_FLOAT || a.kind != catalog::Attribute::Default::literal) continue;
+    const auto valid = [&](double x) { return (a.lo_open ? x > a.lo : x >= a.lo) && x <= a.hi; };
+    const double d = a.float_default;
+    std::vector<double> others;
+    for (double x : {0.0, 2 * d + 0.2})
+      if (x != d && valid(x)) others.push_back(x);
+    if (others.empty() && valid(d / 4)) others.push_back(d / 4);
+    for (double x : others) variants.push_back(Attrs().number(a.name, x));
+  }
+  return variants;
+}
+
 const std::vector<std::string>& catalog_ops() {
-  static const std::vector<std::string> ops = {"matmul",
-                                               "linear",
-                                               "linear_grad_input",
-                                               "linear_grad_weight",
-                                               "conv2d",
-                                               "conv2d_grad_input",
-                                               "conv2d_grad_weight",
-                                               "max_pool2d",
-                                               "max_pool2d_grad",
-                                               "avg_pool2d",
-                                               "avg_pool2d_grad",
-                                               "relu",
-                                               "leaky_relu",
-                                               "gelu",
-                                               "tanh",
-                                               "sigmoid",
-                                               "silu",
-                                               "relu_grad",
-                                               "leaky_relu_grad",
-                                               "gelu_grad",
-                                               "tanh_grad",
-                                               "sigmoid_grad",
-                                               "silu_grad",
-                                               "softmax",
-                                               "log_softmax",
-                                               "softmax_grad",
-                                               "log_softmax_grad",
-                                               "softmax_cross_entropy",
-                                               "softmax_cross_entropy_grad",
-                                               "count_correct",
-                                               "layer_norm",
-                                               "layer_norm_grad",
-                                               "batch_norm_train",
-                                               "batch_norm_inference",
-                                               "batch_norm_grad",
-                                               "embedding",
-                                               "embedding_grad",
-                                               "dropout",
-                                               "dropout_grad",
-                                               "add",
-                                               "sub",
-                                               "mul",
-                                               "scale",
-                                               "reduce_sum",
-                                               "reduce_mean",
-                                               "reshape",
-                                               "transpose",
-                                               "concat",
-                                               "cast",
-                                               "fill",
-                                               "copy",
-                                               "sgd_update",
-                                               "adamw_update",
-                                               "quantize",
-                                               "dequantize",
-                                               "linear_int8",
-                                               "conv2d_int8",
-                                               "fake_quant",
-                                               "fake_quant_grad",
-                                               "rms_norm",
-                                               "rms_norm_grad",
-                                               "rope",
-                                               "rope_grad",
-                                               "attention",
-                                               "attention_grad"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> names;
+    for (const catalog::Op& op : catalog::ops()) names.push_back(op.name);
+    return names;
+  }();
   return ops;
 }
 

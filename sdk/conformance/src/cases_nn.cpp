@@ -94,34 +94,25 @@ void add_pool(std::vector<Case>& v) {
 
 const Dims kEltShapes[] = {{1}, {7}, {3, 5}, {2, 3, 17}, {4, 1, 9, 8}};
 
+// Every activation of the catalog with each of its attribute variants;
+// its gradient from x, or from y for one whose gradient op reads the forward
+// output (y drawn in (0, 1), inside every such activation's range: tanh,
+// sigmoid).
 void add_activations(std::vector<Case>& v) {
-  for (tdm_dtype dt : kF32Bf16F16)
-    for (const Dims& s : kEltShapes) {
-      for (const char* op : {"relu", "tanh", "sigmoid", "silu"}) {
-        Case c(op, dt);
-        v.push_back(c.in(dt, s, Fill::range(-4, 4)).out(dt, s));
-      }
-      for (const char* approx : {"none", "tanh"}) {
-        Case g("gelu", dt), gg("gelu_grad", dt);
-        g.attrs.string("approximate", approx);
-        gg.attrs.string("approximate", approx);
-        v.push_back(g.in(dt, s, Fill::range(-4, 4)).out(dt, s));
-        v.push_back(gg.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
-      }
-      // The default slope, a common larger one, and 0 (relu itself).
-      for (const double slope : {0.01, 0.2, 0.0}) {
-        Case l("leaky_relu", dt), lg("leaky_relu_grad", dt);
-        l.attrs.number("negative_slope", slope);
-        lg.attrs.number("negative_slope", slope);
-        v.push_back(l.in(dt, s, Fill::range(-4, 4)).out(dt, s));
-        v.push_back(lg.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
-      }
-      Case r("relu_grad", dt), t("tanh_grad", dt), sg("sigmoid_grad", dt), si("silu_grad", dt);
-      v.push_back(r.in(dt, s).in(dt, s, Fill::range(-4, 4)).out(dt, s));
-      v.push_back(si.in(dt, s).in(dt, s, Fill::range(-6, 6)).out(dt, s));
-      v.push_back(t.in(dt, s).in(dt, s, Fill::range(-0.99, 0.99)).out(dt, s));  // y = tanh(x)
-      v.push_back(sg.in(dt, s).in(dt, s, Fill::range(0.01, 0.99)).out(dt, s));  // y = sigmoid(x)
-    }
+  for (const catalog::Op& op : catalog::ops()) {
+    if (op.section != "activation" || op.is(TDM_OP_GRADIENT)) continue;
+    const catalog::Op& grad = *catalog::find(op.grad_ops.at(0));
+    const bool from_y = grad.inputs.at(1).name == "y";
+    for (const Attrs& attrs : activation_attr_variants(op))
+      for (tdm_dtype dt : kF32Bf16F16)
+        for (const Dims& s : kEltShapes) {
+          Case f(op.name, dt), g(grad.name, dt);
+          f.attrs = g.attrs = attrs;
+          v.push_back(f.in(dt, s, Fill::range(-4, 4)).out(dt, s));
+          v.push_back(
+              g.in(dt, s).in(dt, s, from_y ? Fill::range(0.01, 0.99) : Fill::range(-4, 4)).out(dt, s));
+        }
+  }
 }
 
 void add_softmax(std::vector<Case>& v) {

@@ -10,7 +10,6 @@
 // land one spacing apart.
 #include <cmath>
 #include <cstdio>
-#include <map>
 
 #include "tandem/conformance/compare.hpp"
 
@@ -51,33 +50,6 @@ const Row kTable[] = {
      "libraries; SGD is plain elementwise but shares the row"},
 };
 
-const std::map<std::string, OpClass>& classes() {
-  static const std::map<std::string, OpClass> m = [] {
-    std::map<std::string, OpClass> r;
-    for (const char* op :
-         {"reshape", "transpose", "concat", "copy", "fill", "cast", "embedding", "max_pool2d", "relu",
-          "relu_grad", "quantize", "dequantize", "fake_quant", "fake_quant_grad", "count_correct"})
-      r[op] = OpClass::exact;
-    for (const char* op : {"add", "sub", "mul", "scale", "dropout", "dropout_grad", "leaky_relu",
-                           "leaky_relu_grad", "tanh_grad", "sigmoid_grad", "linear_int8", "conv2d_int8"})
-      r[op] = OpClass::elementwise;
-    for (const char* op : {"gelu", "gelu_grad", "tanh", "sigmoid", "silu", "silu_grad", "softmax",
-                           "log_softmax", "softmax_grad", "log_softmax_grad", "rope", "rope_grad"})
-      r[op] = OpClass::transcendental;
-    for (const char* op : {"matmul", "linear", "linear_grad_input", "linear_grad_weight", "conv2d",
-                           "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad", "avg_pool2d",
-                           "avg_pool2d_grad", "embedding_grad", "reduce_sum", "reduce_mean"})
-      r[op] = OpClass::accumulate;
-    for (const char* op : {"layer_norm", "layer_norm_grad", "batch_norm_train", "batch_norm_inference",
-                           "batch_norm_grad", "softmax_cross_entropy", "softmax_cross_entropy_grad",
-                           "rms_norm", "rms_norm_grad", "attention", "attention_grad"})
-      r[op] = OpClass::normalization;
-    for (const char* op : {"sgd_update", "adamw_update"}) r[op] = OpClass::optimizer;
-    return r;
-  }();
-  return m;
-}
-
 const Row& row(OpClass c) {
   for (const Row& r : kTable)
     if (r.cls == c) return r;
@@ -87,10 +59,11 @@ const Row& row(OpClass c) {
 }  // namespace
 
 OpClass op_class(const std::string& op) {
-  auto it = classes().find(op);
-  // An op the kit does not know (a third party's custom op) is held to the
-  // strictest arithmetic class.
-  return it == classes().end() ? OpClass::elementwise : it->second;
+  const catalog::Op* entry = catalog::find(op);
+  // An op the catalog does not define (a third party's custom op) is held
+  // to the strictest arithmetic class.
+  return entry == nullptr || entry->entry->tolerance == OpClass::unset ? OpClass::elementwise
+                                                                       : entry->entry->tolerance;
 }
 
 const char* op_class_name(OpClass c) noexcept {
@@ -121,11 +94,11 @@ std::string tolerance_table() {
   OpClass last = OpClass::exact;
   bool first = true;
   for (const Row& r : kTable) {
-    for (const auto& [op, c] : classes())
-      if (c == r.cls) {
-        if (first || c != last) s += std::string("\n    ") + r.name + ":";
-        s += " " + op;
-        last = c;
+    for (const catalog::Op& op : catalog::ops())
+      if (op.entry->tolerance == r.cls) {
+        if (first || r.cls != last) s += std::string("\n    ") + r.name + ":";
+        s += " " + op.name;
+        last = r.cls;
         first = false;
       }
   }

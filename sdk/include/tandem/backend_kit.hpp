@@ -66,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/op_catalog.hpp"
 #include "tandem/shape_util.hpp"
 #include "tandem/tandem.hpp"
 
@@ -193,7 +194,18 @@ class Check {
       fail(name(true, i) + ": expected rank >= " + std::to_string(rank) + ", got " + in(i).str());
   }
 
-  // Attributes (an attribute of the wrong type is TDM_INVALID_ARGUMENT).
+  // Attributes with the catalog's defaults (tandem/op_catalog.hpp). The
+  // registry has checked each one the node carries against the catalog
+  // (type, valid values, finiteness) before the factory runs; asking for an
+  // attribute the catalog gives no literal default is a bug in the backend.
+  int64_t int_attr(const char* n) const { return op_.int_attr(n, spec(n).int_default); }
+  double float_attr(const char* n) const { return op_.float_attr(n, spec(n).float_default); }
+  std::string string_attr(const char* n) const { return op_.string_attr(n, spec(n).default_text); }
+  std::vector<int64_t> ints_attr(const char* n) const { return op_.ints_attr(n, spec(n).ints_default); }
+
+  // Attributes with the backend's own fallback: for an op outside the
+  // catalog, and for defaults the op computes (a pooling stride that
+  // defaults to the kernel).
   int64_t int_attr(const char* n, int64_t fallback) const { return op_.int_attr(n, fallback); }
   double float_attr(const char* n, double fallback) const { return op_.float_attr(n, fallback); }
   std::string string_attr(const char* n, const std::string& fallback) const {
@@ -239,6 +251,15 @@ class Check {
     s += where();
     s += ": ";
     return s;
+  }
+  // The catalog's spec of attribute n of this op, which must have a literal default.
+  const catalog::Attribute& spec(const char* n) const {
+    const catalog::Op* entry = catalog::find(op_.op());
+    const catalog::Attribute* a = entry != nullptr ? entry->attr(n) : nullptr;
+    if (a == nullptr || a->kind != catalog::Attribute::Default::literal)
+      throw std::logic_error(std::string(backend_) + ": op '" + op_.op() +
+                             "': the catalog has no default for '" + n + "'");
+    return *a;
   }
   static std::string name(bool input, size_t index) {
     return (input ? "input " : "output ") + std::to_string(index);
@@ -312,9 +333,11 @@ class KernelRegistry {
       throw Unsupported(backend_ + ": op '" + op.op() + "' version " + std::to_string(op.version()) +
                         " is newer than the catalog version " + std::to_string(catalog_version_) +
                         " this backend implements");
-    // Checked once here, so no factory has to fear a negative dimension.
+    // Checked once here, so no factory has to fear a negative dimension,
+    // a wrong operand count or an attribute outside the catalog's values.
     check_dims(op, op.inputs(), "input");
     check_dims(op, op.outputs(), "output");
+    if (const catalog::Op* entry = catalog::find(op.op())) check_against(*entry, op);
     return *factory;
   }
 
@@ -334,6 +357,30 @@ class KernelRegistry {
           Check(op, backend_)
               .fail(std::string(kind) + " " + std::to_string(i) + " has a negative dimension " +
                     tensors[i].str());
+  }
+
+  // The catalog's operand counts, required attributes, and each present
+  // attribute's type and valid values.
+  void check_against(const catalog::Op& entry, const OpView& op) const {
+    const Check c(op, backend_);
+    const auto count = [&](size_t n, size_t lo, size_t hi, const char* kind) {
+      if (n >= lo && n <= hi) return;
+      const std::string want = lo == hi         ? std::to_string(lo)
+                               : hi == SIZE_MAX ? std::to_string(lo) + " or more"
+                                                : std::to_string(lo) + ".." + std::to_string(hi);
+      c.fail("expected " + want + " " + kind + ", got " + std::to_string(n));
+    };
+    count(op.inputs().size(), entry.min_inputs(), entry.max_inputs(), "inputs");
+    count(op.outputs().size(), entry.min_outputs(), entry.max_outputs(), "outputs");
+    for (const catalog::Attribute& spec : entry.attrs) {
+      const tdm_attr* a = op.attr(spec.name.c_str());
+      if (a == nullptr) {
+        if (spec.kind == catalog::Attribute::Default::required)
+          c.fail("attribute '" + spec.name + "' is required");
+        continue;
+      }
+      if (const std::string why = catalog::attribute_error(spec, *a); !why.empty()) c.fail(why);
+    }
   }
 
   std::string backend_;

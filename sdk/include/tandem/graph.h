@@ -79,6 +79,36 @@ typedef struct tdm_node_spec {
                          the schedule, or appended when -1 */
 } tdm_node_spec;
 
+/* What kind of op a node runs (since ABI 1.13): the catalog's flags, as
+ * node_op_info reports them, so that a pass decides from what an op is
+ * rather than from a list of names. Values are part of the ABI. */
+enum {
+  TDM_OP_ELEMENTWISE = 1u << 0,    /* y[i] depends on x[i] alone (a slice of x gives that slice of y) */
+  TDM_OP_GRADIENT = 1u << 1,       /* a backward op of another op */
+  TDM_OP_OPTIMIZER = 1u << 2,      /* updates parameters and optimizer state */
+  TDM_OP_INFERENCE_ONLY = 1u << 3, /* no gradient by its nature (INT8, batch_norm_inference) */
+  TDM_OP_VIEW = 1u << 4,           /* output 0 is input 0's bytes read with another shape */
+  TDM_OP_UPDATES_STATE = 1u << 5,  /* overwrites a persistent input (running statistics, optimizer
+                                      moments): running it twice in a step updates twice */
+  TDM_OP_RANDOM = 1u << 6,         /* draws from its seed attributes (dropout) */
+  TDM_OP_QUANTIZABLE = 1u << 7,    /* a product whose operands quantization-aware training fakes */
+  TDM_OP_WIDE_PRODUCT = 1u << 8,   /* reads bf16/f16 operands (its first two inputs) into f32 outputs */
+  TDM_OP_AMP_LOW = 1u << 9,        /* safe to compute in bf16 and in f16 under mixed precision */
+  TDM_OP_AMP_BF16 = 1u << 10,      /* safe in bf16 only (f16's range is too small for it) */
+  TDM_OP_HOST_RUN = 1u << 11,      /* the host runs it (a collective, a device copy), not a backend */
+  TDM_OP_COLLECTIVE = 1u << 12     /* communicates between ranks */
+};
+
+/* What the host knows about a node's op (since ABI 1.13). An op the host
+ * does not know (a plugin's own) is TDM_NOT_FOUND. */
+typedef struct tdm_op_info {
+  uint32_t struct_size;
+  uint32_t flags;       /* TDM_OP_* */
+  uint64_t f32_inputs;  /* bit i: input i is f32 whatever the data's dtype (a saved
+                           log-sum-exp, a learning rate); inputs past 63 are never fixed */
+  uint64_t f32_outputs; /* the same for outputs */
+} tdm_op_info;
+
 typedef struct tdm_graph_api {
   uint32_t struct_size;
 
@@ -130,6 +160,11 @@ typedef struct tdm_graph_api {
    * (the feature was enabled later) copies the source again. An exponential
    * moving average of the weights starts this way. */
   tdm_status (*state_add_copy)(tdm_graph* graph, const char* name, tdm_value_id source, tdm_value_id* out_id);
+
+  /* ---- since ABI 1.13 ---- */
+  /* The catalog's flags and fixed-f32 slots of node `id`'s op (sdk/ops.md,
+   * "Catalog"). */
+  tdm_status (*node_op_info)(const tdm_graph* graph, tdm_node_id id, tdm_op_info* out);
 } tdm_graph_api;
 
 #ifdef __cplusplus

@@ -17,9 +17,20 @@
 #include <string>
 #include <vector>
 
+#include "tandem/op_catalog.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
+
+// What a node's op is (node_op_info, ABI 1.13): decide from this rather
+// than from op names, so a pass treats an op added to the catalog later
+// as what it is.
+struct OpKind {
+  bool known = false;                        // a catalog or host op; false: a plugin's own op (flags 0)
+  uint32_t flags = 0;                        // TDM_OP_*
+  uint64_t f32_inputs = 0, f32_outputs = 0;  // slots fixed at f32 whatever the data's dtype
+  bool is(uint32_t flag) const noexcept { return (flags & flag) != 0; }
+};
 
 struct NodeView {
   tdm_node_id id = -1;
@@ -74,6 +85,9 @@ class GraphEdit {
   const char* annotation(tdm_node_id id, const char* key) const {
     return g_.node_annotation(graph_, id, key);
   }
+  // What node `id`'s op is. From a host older than ABI 1.13, the answer
+  // of the catalog this plugin was built with.
+  OpKind op_kind(tdm_node_id id) const;
   // The node scheduled right after `id`, or -1 when it is the last.
   tdm_node_id next_after(tdm_node_id id) const;
 
@@ -289,6 +303,21 @@ inline tdm_value_id GraphEdit::add_state_copy(const std::string& name, tdm_value
   graph_edit_detail::check(g_.state_add_copy(graph_, name.c_str(), source, &id),
                            "adding state '" + name + "'");
   return id;
+}
+
+inline OpKind GraphEdit::op_kind(tdm_node_id id) const {
+  OpKind kind;
+  if (TDM_STRUCT_HAS(&g_, tdm_graph_api, node_op_info) && g_.node_op_info != nullptr) {
+    tdm_op_info info{};
+    info.struct_size = sizeof info;
+    const tdm_status status = g_.node_op_info(graph_, id, &info);
+    if (status == TDM_NOT_FOUND) return kind;
+    graph_edit_detail::check(status, "asking what node " + std::to_string(id) + "'s op is");
+    return {true, info.flags, info.f32_inputs, info.f32_outputs};
+  }
+  const catalog::Op* op = catalog::find(node(id).op);
+  if (op == nullptr) return kind;
+  return {true, op->flags, catalog::fixed_f32_mask(op->inputs), catalog::fixed_f32_mask(op->outputs)};
 }
 
 inline void GraphEdit::annotate(tdm_node_id id, const char* key, const char* value) {

@@ -49,10 +49,18 @@ struct Case {
   uint64_t seed() const;      // stable: derived from op, dtype and label
 };
 
+// The attribute sets an activation of the catalog is checked with: none
+// (the defaults), every value of each string attribute, and each float
+// attribute at up to two other valid values (0 and 2·default + 0.2 where
+// its range allows, else default / 4), one attribute at a time. Conformance
+// cases and gradient checks both use them, so an activation added to the
+// catalog is checked without a line of its own.
+std::vector<Attrs> activation_attr_variants(const catalog::Op& op);
+
 // Every case, in catalog order.
 const std::vector<Case>& catalogue();
 
-// The op names of catalog v1 (sdk/ops.md's signature table), in its order.
+// The op names of the catalog (tandem/op_catalog.hpp), in its order.
 const std::vector<std::string>& catalog_ops();
 
 // The inputs of a case, drawn from its seed.

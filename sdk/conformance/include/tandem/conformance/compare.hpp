@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tandem/conformance/host_tensor.hpp"
+#include "tandem/op_catalog.hpp"
 
 namespace tandem::conformance {
 
@@ -28,9 +29,10 @@ struct Comparison {
 
 Comparison compare(const HostTensor& got, const HostTensor& expected, double tol);
 
-// Tolerance classes: every catalog op belongs to one (see tolerance.cpp for
-// the table with the reason behind each number).
-enum class OpClass { exact, elementwise, transcendental, accumulate, normalization, optimizer };
+// Tolerance classes: every catalog op declares one in the catalog
+// (tandem/op_catalog_entries.hpp); tolerance.cpp has the table with the
+// reason behind each number.
+using OpClass = catalog::Tolerance;
 
 OpClass op_class(const std::string& op);
 const char* op_class_name(OpClass c) noexcept;
