@@ -22,7 +22,7 @@ Result<void> gemm(OnnxBuilder& b, const Node& n, const std::string& x, const std
   if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) in.push_back(b.name(n.inputs[2]));
   const std::string y = b.fresh(n.name + "/gemm");
   set_int(b.node("Gemm", in, {y}, n.name), "transB", 1);
-  return activation(b, n, string_attr(n.attrs, "activation", "none"), y, b.name(n.outputs[0]));
+  return activation(b, n, string_attr(n, "activation"), y, b.name(n.outputs[0]));
 }
 
 Result<void> linear(OnnxBuilder& b, const Node& n) {
@@ -43,10 +43,8 @@ std::string swap_last(OnnxBuilder& b, const Node& n, ValueId id) {
 }
 
 Result<void> matmul(OnnxBuilder& b, const Node& n) {
-  const std::string a =
-      int_attr(n.attrs, "transpose_a", 0) ? swap_last(b, n, n.inputs[0]) : b.name(n.inputs[0]);
-  const std::string c =
-      int_attr(n.attrs, "transpose_b", 0) ? swap_last(b, n, n.inputs[1]) : b.name(n.inputs[1]);
+  const std::string a = int_attr(n, "transpose_a") ? swap_last(b, n, n.inputs[0]) : b.name(n.inputs[0]);
+  const std::string c = int_attr(n, "transpose_b") ? swap_last(b, n, n.inputs[1]) : b.name(n.inputs[1]);
   b.node("MatMul", {a, c}, {b.name(n.outputs[0])}, n.name);
   return {};
 }
@@ -61,7 +59,7 @@ Result<void> conv(OnnxBuilder& b, const Node& n, const std::string& x, const std
   set_ints(node, "strides", ints_attr(n.attrs, "stride", {1, 1}));
   set_ints(node, "pads", {pad[0], pad[1], pad[0], pad[1]});
   set_ints(node, "dilations", ints_attr(n.attrs, "dilation", {1, 1}));
-  set_int(node, "group", int_attr(n.attrs, "groups", 1));
+  set_int(node, "group", int_attr(n, "groups"));
   return {};
 }
 
@@ -115,11 +113,11 @@ Result<void> rescale(OnnxBuilder& b, const Node& n, const std::string& acc,
     y = b.fresh(n.name + "/biased");
     b.node("Add", {scaled, bias}, {y}, n.name);
   }
-  return activation(b, n, string_attr(n.attrs, "activation", "none"), y, b.name(n.outputs[0]));
+  return activation(b, n, string_attr(n, "activation"), y, b.name(n.outputs[0]));
 }
 
 std::string input_zero_point(OnnxBuilder& b, const Node& n) {
-  const auto zero = static_cast<uint8_t>(int_attr(n.attrs, "x_zero_point", 0));
+  const auto zero = static_cast<uint8_t>(int_attr(n, "x_zero_point"));
   return b.bytes(n.name + "/x_zero_point", onnx::TensorProto::UINT8, &zero, 1, {});
 }
 
@@ -142,7 +140,7 @@ Result<void> conv2d_int8(OnnxBuilder& b, const Node& n) {
   set_ints(node, "strides", ints_attr(n.attrs, "stride", {1, 1}));
   set_ints(node, "pads", {pad[0], pad[1], pad[0], pad[1]});
   set_ints(node, "dilations", ints_attr(n.attrs, "dilation", {1, 1}));
-  set_int(node, "group", int_attr(n.attrs, "groups", 1));
+  set_int(node, "group", int_attr(n, "groups"));
   return rescale(b, n, acc, {1, w[0], 1, 1});
 }
 

@@ -53,7 +53,7 @@ Result<void> mul(OnnxBuilder& b, const Node& n) {
 
 Result<void> leaky_relu(OnnxBuilder& b, const Node& n) {
   onnx::NodeProto& node = b.node("LeakyRelu", {b.name(n.inputs[0])}, {b.name(n.outputs[0])}, n.name);
-  set_float(node, "alpha", float(float_attr(n.attrs, "negative_slope", 0.01)));
+  set_float(node, "alpha", float(float_attr(n, "negative_slope")));
   return {};
 }
 
@@ -70,7 +70,7 @@ Result<void> gelu(OnnxBuilder& b, const Node& n) {
   const tdm_dtype t = dtype_of(b, n.inputs[0]);
   const std::string x = b.name(n.inputs[0]);
   std::string inner = b.fresh(n.name + "/inner"), phi = b.fresh(n.name + "/phi");
-  if (string_attr(n.attrs, "approximate", "none") == "tanh") {
+  if (string_attr(n, "approximate") == "tanh") {
     const std::string x2 = b.fresh(n.name + "/x2"), x3 = b.fresh(n.name + "/x3");
     const std::string cubic = b.fresh(n.name + "/cubic"), sum = b.fresh(n.name + "/sum");
     b.node("Mul", {x, x}, {x2}, n.name);
@@ -96,16 +96,16 @@ Result<void> gelu(OnnxBuilder& b, const Node& n) {
 Result<void> scale(OnnxBuilder& b, const Node& n) {
   const tdm_dtype t = dtype_of(b, n.inputs[0]);
   const std::string scaled = b.fresh(n.name + "/scaled");
-  b.node("Mul", {b.name(n.inputs[0]), b.scalar(n.name + "/alpha", t, float_attr(n.attrs, "alpha", 1.0))},
-         {scaled}, n.name);
-  b.node("Add", {scaled, b.scalar(n.name + "/beta", t, float_attr(n.attrs, "beta", 0.0))},
-         {b.name(n.outputs[0])}, n.name);
+  b.node("Mul", {b.name(n.inputs[0]), b.scalar(n.name + "/alpha", t, float_attr(n, "alpha"))}, {scaled},
+         n.name);
+  b.node("Add", {scaled, b.scalar(n.name + "/beta", t, float_attr(n, "beta"))}, {b.name(n.outputs[0])},
+         n.name);
   return {};
 }
 
 Result<void> softmax_like(OnnxBuilder& b, const Node& n, const char* op_type) {
   onnx::NodeProto& node = b.node(op_type, {b.name(n.inputs[0])}, {b.name(n.outputs[0])}, n.name);
-  set_int(node, "axis", int_attr(n.attrs, "axis", -1));
+  set_int(node, "axis", int_attr(n, "axis"));
   return {};
 }
 Result<void> softmax(OnnxBuilder& b, const Node& n) {
@@ -122,7 +122,7 @@ Result<void> layer_norm(OnnxBuilder& b, const Node& n) {
       b.node("LayerNormalization", {b.name(n.inputs[0]), b.name(n.inputs[1]), b.name(n.inputs[2])},
              {b.name(n.outputs[0])}, n.name);
   set_int(node, "axis", -1);
-  set_float(node, "epsilon", float(float_attr(n.attrs, "epsilon", 1e-5)));
+  set_float(node, "epsilon", float(float_attr(n, "epsilon")));
   return {};
 }
 
@@ -130,13 +130,13 @@ Result<void> batch_norm_inference(OnnxBuilder& b, const Node& n) {
   std::vector<std::string> in;
   for (ValueId id : n.inputs) in.push_back(b.name(id));
   onnx::NodeProto& node = b.node("BatchNormalization", in, {b.name(n.outputs[0])}, n.name);
-  set_float(node, "epsilon", float(float_attr(n.attrs, "epsilon", 1e-5)));
+  set_float(node, "epsilon", float(float_attr(n, "epsilon")));
   return {};
 }
 
 Result<void> reduce(OnnxBuilder& b, const Node& n, bool mean) {
   const std::vector<int64_t> axes = ints_attr(n.attrs, "axes", {});
-  const int64_t keep = int_attr(n.attrs, "keepdims", 0);
+  const int64_t keep = int_attr(n, "keepdims");
   // Opset 17: ReduceSum takes its axes as an input, ReduceMean as an attribute.
   std::vector<std::string> in = {b.name(n.inputs[0])};
   if (!mean && !axes.empty()) in.push_back(b.ints(n.name + "/axes", axes, {int64_t(axes.size())}));
@@ -175,7 +175,7 @@ Result<void> transpose(OnnxBuilder& b, const Node& n) {
 Result<void> concat(OnnxBuilder& b, const Node& n) {
   std::vector<std::string> in;
   for (ValueId id : n.inputs) in.push_back(b.name(id));
-  set_int(b.node("Concat", in, {b.name(n.outputs[0])}, n.name), "axis", int_attr(n.attrs, "axis", 0));
+  set_int(b.node("Concat", in, {b.name(n.outputs[0])}, n.name), "axis", int_attr(n, "axis"));
   return {};
 }
 
@@ -189,7 +189,7 @@ Result<void> cast(OnnxBuilder& b, const Node& n) {
 // embedding: rows of the table (Gather along axis 0); a slice of a
 // vocabulary-parallel table would need its offset.
 Result<void> embedding(OnnxBuilder& b, const Node& n) {
-  if (int_attr(n.attrs, "vocab_start", -1) >= 0)
+  if (int_attr(n, "vocab_start") >= 0)
     return not_exportable(n, "a vocabulary-parallel embedding slice (export a run of one process)");
   set_int(b.node("Gather", {b.name(n.inputs[0]), b.name(n.inputs[1])}, {b.name(n.outputs[0])}, n.name),
           "axis", 0);
@@ -213,7 +213,7 @@ Result<void> quantize_like(OnnxBuilder& b, const Node& n, bool quantize) {
   const std::string zp = b.bytes(n.name + "/zero_point", onnx_type(q), zeros.data(), zeros.size(), dims);
   onnx::NodeProto& node = b.node(quantize ? "QuantizeLinear" : "DequantizeLinear",
                                  {b.name(n.inputs[0]), scale, zp}, {b.name(n.outputs[0])}, n.name);
-  if (per_channel) set_int(node, "axis", int_attr(n.attrs, "axis", 1));
+  if (per_channel) set_int(node, "axis", int_attr(n, "axis"));
   return {};
 }
 Result<void> quantize(OnnxBuilder& b, const Node& n) {

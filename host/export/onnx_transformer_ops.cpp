@@ -33,8 +33,7 @@ Result<void> rms_norm(OnnxBuilder& b, const Node& n) {
   onnx::NodeProto& m = b.node("ReduceMean", {sq}, {mean}, n.name);
   set_ints(m, "axes", {-1});
   set_int(m, "keepdims", 1);
-  b.node("Add", {mean, b.scalar(n.name + "/epsilon", t, float_attr(n.attrs, "epsilon", 1e-6))}, {eps},
-         n.name);
+  b.node("Add", {mean, b.scalar(n.name + "/epsilon", t, float_attr(n, "epsilon"))}, {eps}, n.name);
   b.node("Sqrt", {eps}, {root}, n.name);
   b.node("Div", {x, root}, {normed}, n.name);
   b.node("Mul", {normed, b.name(n.inputs[1])}, {b.name(n.outputs[0])}, n.name);
@@ -48,7 +47,7 @@ Result<void> rope(OnnxBuilder& b, const Node& n) {
   if (d.size() < 2 || d.back() % 2 != 0)
     return not_exportable(n, "rope over a shape that is not [..., T, even D]");
   const int64_t T = d[d.size() - 2], half = d.back() / 2;
-  const double base = float_attr(n.attrs, "base", 10000.0);
+  const double base = float_attr(n, "base");
   std::vector<float> cos_table(size_t(T * half)), sin_table(size_t(T * half));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < half; ++i) {
@@ -92,11 +91,11 @@ Result<void> attention(OnnxBuilder& b, const Node& n) {
   if (n.inputs.size() > 3 && n.inputs[3] != kNoValue)
     return not_exportable(
         n, "attention with a key-padding mask (a decoding graph; export the evaluation graph)");
-  if (float_attr(n.attrs, "dropout", 0.0) != 0.0) return not_exportable(n, "attention with dropout");
+  if (float_attr(n, "dropout") != 0.0) return not_exportable(n, "attention with dropout");
   const std::vector<int64_t>& q = dims_of(b, n.inputs[0]);
   const std::vector<int64_t>& k = dims_of(b, n.inputs[1]);
   const int64_t H = q[1], T = q[2], D = q[3], S = k[2];
-  double scale = float_attr(n.attrs, "scale", 0.0);
+  double scale = float_attr(n, "scale");
   if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
   const std::string keys = repeat_heads(b, n, n.inputs[1], H), values = repeat_heads(b, n, n.inputs[2], H);
   const std::string kt = b.fresh(n.name + "/kT"), raw = b.fresh(n.name + "/scores"),
@@ -105,7 +104,7 @@ Result<void> attention(OnnxBuilder& b, const Node& n) {
   b.node("MatMul", {b.name(n.inputs[0]), kt}, {raw}, n.name);
   b.node("Mul", {raw, b.scalar(n.name + "/scale", TDM_F32, scale)}, {scaled}, n.name);
   std::string logits = scaled;
-  if (int_attr(n.attrs, "causal", 0) != 0) {  // key s allowed for query t when s <= t + S - T
+  if (int_attr(n, "causal") != 0) {  // key s allowed for query t when s <= t + S - T
     std::vector<float> mask(size_t(T * S));
     for (int64_t t = 0; t < T; ++t)
       for (int64_t s = 0; s < S; ++s)

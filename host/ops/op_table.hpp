@@ -167,7 +167,13 @@ Result<std::vector<TensorType>> infer(const Graph& g, std::string_view op, const
 Result<void> check_outputs(const Graph& g, std::string_view op, const std::vector<ValueId>& inputs,
                            const std::vector<Attr>& attrs, std::span<const TensorType> declared);
 
-// Attributes with the catalog's defaults.
+// Node `n`'s attribute with the catalog's default for its op (a bug, a
+// std::logic_error, when the catalog gives the op no literal default for it).
+int64_t int_attr(const Node& n, std::string_view name);
+double float_attr(const Node& n, std::string_view name);
+std::string string_attr(const Node& n, std::string_view name);
+
+// Attributes with a default of the caller's.
 const AttrValue* find_attr(const std::vector<Attr>& attrs, std::string_view name);
 int64_t int_attr(const std::vector<Attr>& attrs, std::string_view name, int64_t fallback);
 double float_attr(const std::vector<Attr>& attrs, std::string_view name, double fallback);
