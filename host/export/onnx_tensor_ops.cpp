@@ -92,6 +92,21 @@ Result<void> gelu(OnnxBuilder& b, const Node& n) {
   return {};
 }
 
+// softplus: ONNX's Softplus is log(1 + exp(z)) without beta or threshold,
+// so y = Where(z > threshold, x, Softplus(z) / beta) with z = beta·x.
+Result<void> softplus(OnnxBuilder& b, const Node& n) {
+  const tdm_dtype t = dtype_of(b, n.inputs[0]);
+  const std::string x = b.name(n.inputs[0]), beta = b.scalar(n.name + "/beta", t, float_attr(n, "beta"));
+  const std::string z = b.fresh(n.name + "/z"), soft = b.fresh(n.name + "/softplus");
+  const std::string curve = b.fresh(n.name + "/curve"), linear = b.fresh(n.name + "/linear");
+  b.node("Mul", {x, beta}, {z}, n.name);
+  b.node("Softplus", {z}, {soft}, n.name);
+  b.node("Div", {soft, beta}, {curve}, n.name);
+  b.node("Greater", {z, b.scalar(n.name + "/threshold", t, float_attr(n, "threshold"))}, {linear}, n.name);
+  b.node("Where", {linear, x, curve}, {b.name(n.outputs[0])}, n.name);
+  return {};
+}
+
 // scale: y = alpha·x + beta.
 Result<void> scale(OnnxBuilder& b, const Node& n) {
   const tdm_dtype t = dtype_of(b, n.inputs[0]);
@@ -232,6 +247,7 @@ void add_tensor_converters(ConverterTable& table) {
   table.emplace("leaky_relu", leaky_relu);
   table.emplace("gelu", gelu);
   table.emplace("silu", silu);
+  table.emplace("softplus", softplus);
   table.emplace("copy", copy);
   table.emplace("add", add);
   table.emplace("sub", sub);

@@ -159,6 +159,21 @@ TEST(Activation, EveryRegisteredGradientIsTheDerivativeOfItsForward) {
   }
 }
 
+// softplus against torch's formula in double, both sides of the threshold,
+// and without overflow far below and above it.
+TEST(Activation, SoftplusMatchesTheCatalogInDouble) {
+  for (const float beta : {1.0f, 2.0f, 0.25f})
+    for (const float threshold : {20.0f, 1.0f})
+      for (float x : {-30.0f, -2.0f, -0.3f, 0.0f, 0.4f, 0.9f, 3.0f, 80.0f}) {
+        const double z = double(beta) * x;
+        const double want = z > threshold ? x : std::log1p(std::exp(z)) / beta;
+        const double slope = z > threshold ? 1.0 : 1.0 / (1.0 + std::exp(-z));
+        EXPECT_NEAR(m::softplus(x, beta, threshold), want, 1e-6 * std::max(1.0, std::abs(want))) << x;
+        EXPECT_NEAR(m::softplus_grad(2.0f, x, beta, threshold), 2.0 * slope, 1e-6) << x;
+      }
+  EXPECT_FALSE(std::isinf(m::softplus(200.0f, 1.0f, 1e9f)));  // past exp's range, still finite
+}
+
 TEST(Activation, SiluAndItsGradientMatchTheCatalogInDouble) {
   for (float x : {-30.0f, -4.0f, -1.3f, -0.2f, 0.0f, 0.4f, 2.2f, 9.0f, 30.0f}) {
     const double s = 1.0 / (1.0 + std::exp(-double(x)));

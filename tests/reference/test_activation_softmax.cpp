@@ -28,6 +28,28 @@ TEST(Activation, LeakyReluAndGrad) {
             TDM_INVALID_ARGUMENT);
 }
 
+TEST(Activation, SoftplusWithBetaAndThresholdAsTorch) {
+  // log(1 + e^x): log(1 + e^-2) = 0.1269280, log 2 = 0.6931472, log(1 + e) = 1.3132617;
+  // 25 is past the default threshold 20, so y = x.
+  std::vector<Tensor> y = {out(TDM_F32, {4})};
+  EXPECT_RUN_OK(run("softplus", {f32({4}, {-2, 0, 1, 25})}, y));
+  expect_f32(y[0], {0.1269280, 0.6931472, 1.3132617, 25});
+  // beta = 2: log(1 + e^(2x)) / 2 = 0.0090750 at -2, 1.0634640 at 1.
+  std::vector<Tensor> y2 = {out(TDM_F32, {2})};
+  EXPECT_RUN_OK(run("softplus", {f32({2}, {-2, 1})}, y2, {attr("beta", 2.0)}));
+  expect_f32(y2[0], {0.0090750, 1.0634640});
+  // threshold = 1: linear above it (2), the curve below (log(1 + e^0.5) = 0.9740770).
+  EXPECT_RUN_OK(run("softplus", {f32({2}, {0.5f, 2})}, y2, {attr("threshold", 1.0)}));
+  expect_f32(y2[0], {0.9740770, 2});
+  // dx = dy·sigmoid(beta·x), dy past the threshold: 4·σ(-2) = 0.4768117, 4·σ(0) = 2, 4·σ(1) = 2.9242343.
+  EXPECT_RUN_OK(run("softplus_grad", {f32({4}, {4, 4, 4, 4}), f32({4}, {-2, 0, 1, 25})}, y));
+  expect_f32(y[0], {0.4768117, 2, 2.9242343, 4});
+  EXPECT_RUN_OK(run("softplus_grad", {f32({2}, {4, 4}), f32({2}, {1, 25})}, y2, {attr("beta", 2.0)}));
+  expect_f32(y2[0], {3.5231883, 4});
+  // beta must be positive (the catalog's range): 0 would divide by zero.
+  EXPECT_EQ(run("softplus", {f32({2}, {1, 2})}, y2, {attr("beta", 0.0)}).status, TDM_INVALID_ARGUMENT);
+}
+
 TEST(Activation, GeluExactAndTanh) {
   // exact: 0.5·(1 + erf(1/√2)) = 0.8413447; tanh: 0.5·(1 + tanh(√(2/π)·1.044715)) = 0.8411920
   std::vector<Tensor> y = {out(TDM_F32, {2})};

@@ -3,9 +3,9 @@
 // catalog's (sdk/ops.md): gelu "none" is x·Φ(x) with the error function,
 // gelu "tanh" is the usual tanh approximation; tanh_grad and sigmoid_grad
 // take the forward output y, relu_grad, leaky_relu_grad, gelu_grad and
-// silu_grad take the input x. An activation's parameters (leaky_relu's
-// slope) are the arguments p0, p1: the float attributes of its catalog
-// entry, in order.
+// silu_grad and softplus_grad take the input x. An activation's parameters
+// (leaky_relu's slope, softplus's beta and threshold) are the arguments p0,
+// p1: the float attributes of its catalog entry, in order.
 #ifndef TANDEM_CUDA_MATH_ACTIVATION_HPP
 #define TANDEM_CUDA_MATH_ACTIVATION_HPP
 
@@ -23,7 +23,8 @@ enum class Act : int {
   Gelu = 4,
   GeluTanh = 5,
   LeakyRelu = 6,
-  Silu = 7
+  Silu = 7,
+  Softplus = 8
 };
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
@@ -68,6 +69,18 @@ TDM_HD inline float silu_grad(float dy, float x) {
   return dy * s * (1.0f + x * (1.0f - s));
 }
 
+// softplus(x) = log(1 + exp(βx))/β, x itself where βx > threshold (torch's
+// Softplus); as (max(z, 0) + log1p(exp(−|z|)))/β, z = βx, it never
+// overflows. Its derivative is sigmoid(βx), 1 above the threshold.
+TDM_HD inline float softplus(float x, float beta, float threshold) {
+  const float z = beta * x;
+  return z > threshold ? x : (fmaxf(z, 0.0f) + log1pf(expf(-fabsf(z)))) / beta;
+}
+TDM_HD inline float softplus_grad(float dy, float x, float beta, float threshold) {
+  const float z = beta * x;
+  return z > threshold ? dy : dy * sigmoid(z);
+}
+
 TDM_HD inline float tanh_act(float x) {
   return tanhf(x);
 }
@@ -101,13 +114,13 @@ struct NamedAct {
   const char* op;
   Act act;
 };
-inline constexpr NamedAct kActivations[] = {{"relu", Act::Relu},       {"leaky_relu", Act::LeakyRelu},
-                                            {"gelu", Act::Gelu},       {"tanh", Act::Tanh},
-                                            {"sigmoid", Act::Sigmoid}, {"silu", Act::Silu}};
+inline constexpr NamedAct kActivations[] = {{"relu", Act::Relu},        {"leaky_relu", Act::LeakyRelu},
+                                            {"gelu", Act::Gelu},        {"tanh", Act::Tanh},
+                                            {"sigmoid", Act::Sigmoid},  {"silu", Act::Silu},
+                                            {"softplus", Act::Softplus}};
 
 // Forward by code, for the fused linear/conv epilogue and the unary kernel.
 TDM_HD inline float activate(Act a, float x, float p0 = 0.0f, float p1 = 0.0f) {
-  (void)p1;
   switch (a) {
     case Act::Relu:
       return relu(x);
@@ -123,6 +136,8 @@ TDM_HD inline float activate(Act a, float x, float p0 = 0.0f, float p1 = 0.0f) {
       return gelu_tanh(x);
     case Act::Silu:
       return silu(x);
+    case Act::Softplus:
+      return softplus(x, p0, p1);
     default:
       return x;
   }
@@ -131,7 +146,6 @@ TDM_HD inline float activate(Act a, float x, float p0 = 0.0f, float p1 = 0.0f) {
 // Backward by code; `v` is x for relu/leaky_relu/gelu/silu and y for
 // tanh/sigmoid.
 TDM_HD inline float activate_grad(Act a, float dy, float v, float p0 = 0.0f, float p1 = 0.0f) {
-  (void)p1;
   switch (a) {
     case Act::Relu:
       return relu_grad(dy, v);
@@ -147,6 +161,8 @@ TDM_HD inline float activate_grad(Act a, float dy, float v, float p0 = 0.0f, flo
       return gelu_tanh_grad(dy, v);
     case Act::Silu:
       return silu_grad(dy, v);
+    case Act::Softplus:
+      return softplus_grad(dy, v, p0, p1);
     default:
       return dy;
   }

@@ -1,5 +1,5 @@
-// oneDNN backend — relu, leaky_relu, gelu (erf/tanh), tanh, sigmoid, silu
-// and their gradients: dnnl eltwise primitives over the flat tensor
+// oneDNN backend — relu, leaky_relu, gelu (erf/tanh), tanh, sigmoid, silu,
+// softplus and their gradients: dnnl eltwise primitives over the flat tensor
 // (eltwise_primitive.hpp), in either layout (native or plain). leaky_relu is
 // dnnl's relu with alpha = negative_slope (its backward also takes the slope
 // at x == 0, as the catalog does); silu is dnnl's swish x·sigmoid(alpha·x)
@@ -10,6 +10,9 @@
 // code instead: oneDNN 2.6's AVX2 gelu_tanh kernels took 55 ms of a 600 ms GPT
 // step on 1 thread under ONEDNN_MAX_CPU_ISA=AVX2 (gelu + gelu_grad, 4 x 3.1 M
 // elements each); this takes 18 ms (`tandem bench bench/models/gpt.toml --profile`).
+#include <algorithm>
+#include <cmath>
+
 #include "dnnl_api.hpp"
 #include "eltwise_primitive.hpp"
 #include "layout.hpp"
@@ -24,7 +27,7 @@ using dnnl::memory;
 
 // The catalog's activations in dnnl terms: the registry maps each op name
 // to its factory instantiated for one of these, so no factory compares names.
-enum class Act { relu, leaky_relu, gelu, tanh, sigmoid, silu };
+enum class Act { relu, leaky_relu, gelu, tanh, sigmoid, silu, softplus };
 
 // The dnnl algorithm of `act` (of its gradient when `backward`): tanh and
 // sigmoid differentiate from the forward output (*_use_dst_for_bwd).
@@ -39,6 +42,8 @@ algorithm algorithm_of(Act act, const Check& c, bool backward) {
       return backward ? algorithm::eltwise_logistic_use_dst_for_bwd : algorithm::eltwise_logistic;
     case Act::silu:
       return algorithm::eltwise_swish;
+    case Act::softplus:  // own code (softplus() below)
+      c.unsupported("softplus has no dnnl algorithm here");
     case Act::gelu:
       break;
   }
@@ -52,9 +57,9 @@ float alpha_of(Act act, const Check& c) {
   return act == Act::leaky_relu ? static_cast<float>(c.float_attr("negative_slope")) : 0.f;
 }
 
-// gelu's tanh form runs over a flat tensor in chunks of this many elements
-// among the threads (vector_loops.hpp has the arithmetic).
-constexpr int64_t kGeluChunk = 4096;
+// Own code (gelu's tanh form, softplus) runs over a flat tensor in chunks
+// of this many elements among the threads.
+constexpr int64_t kOwnChunk = 4096;
 
 // Whether gelu(_grad) runs as own code: tanh approximation, f32, every
 // tensor plain.
@@ -66,16 +71,51 @@ bool own_gelu_tanh(Act act, const Check& c) {
   return !op.output_native(0);
 }
 
+// softplus and its gradient: oneDNN's soft_relu has no threshold, so own
+// code over the flat tensor (plain layouts), f32 arithmetic for bf16 too.
+struct Softplus {
+  float beta, threshold;
+  float operator()(float x) const {
+    const float z = beta * x;
+    return z > threshold ? x : (std::max(z, 0.f) + std::log1p(std::exp(-std::abs(z)))) / beta;
+  }
+  float grad(float dy, float x) const {
+    const float z = beta * x;
+    return z > threshold ? dy : dy / (1.f + std::exp(-z));
+  }
+};
+
+std::unique_ptr<Kernel> softplus(const Check& c, bool backward) {
+  const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
+  const Dims dims = c.in(0).dims;
+  if (backward) c.input(1, dt, dims);
+  c.output(0, dt, dims);
+  const Softplus f{static_cast<float>(c.float_attr("beta")), static_cast<float>(c.float_attr("threshold"))};
+  const int64_t n = numel(dims);
+  return with_f32_bf16(dt, [&](auto tag) {
+    using T = decltype(tag);
+    return make_fn(c, [=](void* const* in, void* const* out, void*) {
+      const T* a = static_cast<const T*>(in[0]);
+      const T* x = backward ? static_cast<const T*>(in[1]) : nullptr;
+      T* y = static_cast<T*>(out[0]);
+      over_chunks(n, kOwnChunk, [=](int64_t c0, int64_t len) {
+        for (int64_t i = c0; i < c0 + len; ++i) st(y, i, backward ? f.grad(ld(a, i), ld(x, i)) : f(ld(a, i)));
+      });
+    });
+  });
+}
+
 template <Act A>
 std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
   Check c(op);
+  if constexpr (A == Act::softplus) return softplus(c, false);
   if (own_gelu_tanh(A, c)) {
     c.output(0, TDM_F32, c.in(0).dims);
     const int64_t n = numel(c.in(0).dims);
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
       const float* x = static_cast<const float*>(in[0]);
       float* y = static_cast<float*>(out[0]);
-      over_chunks(n, kGeluChunk, [=](int64_t c0, int64_t len) { loops::gelu_tanh(x + c0, y + c0, len); });
+      over_chunks(n, kOwnChunk, [=](int64_t c0, int64_t len) { loops::gelu_tanh(x + c0, y + c0, len); });
     });
   }
   return eltwise_forward(c, algorithm_of(A, c, false), alpha_of(A, c), 0.f, ws);
@@ -84,6 +124,7 @@ std::unique_ptr<Kernel> activation(const OpView& op, size_t& ws) {
 template <Act A>
 std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
   Check c(op);
+  if constexpr (A == Act::softplus) return softplus(c, true);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   c.input(1, dt, c.in(0).dims);
   c.output(0, dt, c.in(0).dims);
@@ -93,7 +134,7 @@ std::unique_ptr<Kernel> activation_grad(const OpView& op, size_t& ws) {
     return make_fn(c, [n](void* const* in, void* const* out, void*) {
       const float *dy = static_cast<const float*>(in[0]), *x = static_cast<const float*>(in[1]);
       float* dx = static_cast<float*>(out[0]);
-      over_chunks(n, kGeluChunk,
+      over_chunks(n, kOwnChunk,
                   [=](int64_t c0, int64_t len) { loops::gelu_tanh_grad(dy + c0, x + c0, dx + c0, len); });
     });
   }
@@ -127,12 +168,14 @@ void activation_layouts(const OpView& op, const LayoutAnswer& a) {
   r.add("tanh", {activation<Act::tanh>, activation_layouts});
   r.add("sigmoid", {activation<Act::sigmoid>, activation_layouts});
   r.add("silu", {activation<Act::silu>, activation_layouts});
+  r.add("softplus", activation<Act::softplus>);
   r.add("relu_grad", {activation_grad<Act::relu>, activation_layouts});
   r.add("leaky_relu_grad", {activation_grad<Act::leaky_relu>, activation_layouts});
   r.add("gelu_grad", {activation_grad<Act::gelu>, activation_layouts});
   r.add("tanh_grad", {activation_grad<Act::tanh>, activation_layouts});
   r.add("sigmoid_grad", {activation_grad<Act::sigmoid>, activation_layouts});
   r.add("silu_grad", {activation_grad<Act::silu>, activation_layouts});
+  r.add("softplus_grad", activation_grad<Act::softplus>);
 });
 
 }  // namespace

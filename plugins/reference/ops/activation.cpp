@@ -6,7 +6,11 @@
 // gelu exact: 0.5·x·(1 + erf(x/√2)); tanh approximation:
 //   0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 // silu(x) = x·sigmoid(x); its derivative is s·(1 + x·(1 − s)), s = sigmoid(x).
+// softplus(x) = log(1 + exp(βx))/β, and x itself where βx > threshold
+// (torch.nn.Softplus); computed as (max(z, 0) + log1p(exp(−|z|)))/β, z = βx,
+// which never overflows; its derivative is sigmoid(βx), 1 above the threshold.
 // tanh_grad and sigmoid_grad take the forward output y.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -15,12 +19,13 @@
 namespace tandem::reference {
 namespace {
 
-enum class Fn { Relu, LeakyRelu, Gelu, GeluTanh, Tanh, Sigmoid, Silu };
+enum class Fn { Relu, LeakyRelu, Gelu, GeluTanh, Tanh, Sigmoid, Silu, Softplus };
 
-// A function and its parameter (leaky_relu's negative_slope).
+// A function and its parameters (leaky_relu's negative_slope as a;
+// softplus's beta and threshold as a and b).
 struct Act {
   Fn fn;
-  double slope = 0;
+  double a = 0, b = 0;
 };
 
 template <class T>
@@ -30,7 +35,7 @@ T forward(Act a, T x) {
     case Fn::Relu:
       return x > T(0) ? x : T(0);
     case Fn::LeakyRelu:
-      return x > T(0) ? x : T(a.slope) * x;
+      return x > T(0) ? x : T(a.a) * x;
     case Fn::Gelu:
       return half * x * (one + std::erf(x / std::numbers::sqrt2_v<T>));
     case Fn::GeluTanh: {
@@ -43,6 +48,10 @@ T forward(Act a, T x) {
       return one / (one + std::exp(-x));
     case Fn::Silu:
       return x / (one + std::exp(-x));
+    case Fn::Softplus: {
+      const T z = T(a.a) * x;
+      return z > T(a.b) ? x : (std::max(z, T(0)) + std::log1p(std::exp(-std::abs(z)))) / T(a.a);
+    }
   }
   return x;
 }
@@ -56,7 +65,7 @@ T derivative(Act a, T v) {
     case Fn::Relu:
       return v > T(0) ? one : T(0);
     case Fn::LeakyRelu:
-      return v > T(0) ? one : T(a.slope);
+      return v > T(0) ? one : T(a.a);
     case Fn::Gelu: {
       const T pdf = std::exp(-half * v * v) / std::sqrt(T(2) * std::numbers::pi_v<T>);
       return half * (one + std::erf(v / std::numbers::sqrt2_v<T>)) + v * pdf;
@@ -74,14 +83,20 @@ T derivative(Act a, T v) {
       const T s = one / (one + std::exp(-v));
       return s * (one + v * (one - s));
     }
+    case Fn::Softplus: {
+      const T z = T(a.a) * v;
+      return z > T(a.b) ? one : one / (one + std::exp(-z));
+    }
   }
   return one;
 }
 
 // The attributes complete the function: gelu's approximation, leaky_relu's
-// slope (the registry has checked them against the catalog).
+// slope, softplus's beta and threshold (the registry has checked them
+// against the catalog).
 Act with_attributes(const Check& c, Fn fn) {
   if (fn == Fn::LeakyRelu) return {fn, c.float_attr("negative_slope")};
+  if (fn == Fn::Softplus) return {fn, c.float_attr("beta"), c.float_attr("threshold")};
   if (fn == Fn::Gelu && c.string_attr("approximate") == "tanh") return {Fn::GeluTanh};
   return {fn};
 }
@@ -140,12 +155,14 @@ std::unique_ptr<Kernel> gradient_of(const OpView& v, size_t&) {
   r.add("tanh", unary_of<Fn::Tanh>);
   r.add("sigmoid", unary_of<Fn::Sigmoid>);
   r.add("silu", unary_of<Fn::Silu>);
+  r.add("softplus", unary_of<Fn::Softplus>);
   r.add("relu_grad", gradient_of<Fn::Relu>);
   r.add("leaky_relu_grad", gradient_of<Fn::LeakyRelu>);
   r.add("gelu_grad", gradient_of<Fn::Gelu>);
   r.add("tanh_grad", gradient_of<Fn::Tanh>);
   r.add("sigmoid_grad", gradient_of<Fn::Sigmoid>);
   r.add("silu_grad", gradient_of<Fn::Silu>);
+  r.add("softplus_grad", gradient_of<Fn::Softplus>);
 });
 
 }  // namespace
