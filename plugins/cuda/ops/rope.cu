@@ -40,6 +40,8 @@ __global__ void rope_kernel(const T* x, T* y, const int64_t* position_offset, Ro
   }
 }
 
+// rope, and its gradient (kGrad): the inverse rotation.
+template <bool kGrad>
 std::unique_ptr<Kernel> prepare_rope(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
@@ -51,12 +53,11 @@ std::unique_ptr<Kernel> prepare_rope(CudaDevice&, const OpView& v, size_t&) {
   if (has_offset) c.input(1, TDM_S64, {});
   c.output(0, t, x);
   const double base = c.float_attr("base");
-  if (!(base > 0) || !std::isfinite(base)) c.fail("attribute 'base' must be finite and > 0");
   Rope r{};
   r.T = seq, r.half = D / 2;
   r.lead = D == 0 || seq == 0 ? 0 : numel(x) / (D * seq);
   r.coef = r.half > 0 ? math::rope_coef(base, r.half) : 0.0;
-  r.sign = v.op() == "rope_grad" ? -1.0f : 1.0f;
+  r.sign = kGrad ? -1.0f : 1.0f;
   const int64_t pairs = r.T * r.half;
   const unsigned split =
       static_cast<unsigned>(std::min<int64_t>(65535, (r.lead + kRowsPerThread - 1) / kRowsPerThread));
@@ -74,8 +75,8 @@ std::unique_ptr<Kernel> prepare_rope(CudaDevice&, const OpView& v, size_t&) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  r.add("rope", prepare_rope);
-  r.add("rope_grad", prepare_rope);
+  r.add("rope", prepare_rope<false>);
+  r.add("rope_grad", prepare_rope<true>);
 });
 
 }  // namespace

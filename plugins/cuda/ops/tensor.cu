@@ -8,11 +8,13 @@
 namespace tandem::cuda {
 namespace {
 
+// copy, and reshape (kReshape): the same bytes, reshape with the output's shape.
+template <bool kReshape>
 std::unique_ptr<Kernel> prepare_copy(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const TensorShape& x = c.in(0);
   if (dtype_size(x.dtype) == 0) c.unsupported("dtype is not implemented");
-  if (v.op() == "copy")
+  if (!kReshape)
     c.output(0, x.dtype, x.dims);
   else if (c.out(0).dtype != x.dtype || c.out(0).numel() != x.numel())
     c.fail("reshape of " + x.str() + " into " + c.out(0).str() + " changes dtype or element count");
@@ -142,8 +144,8 @@ std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  r.add("reshape", prepare_copy);
-  r.add("copy", prepare_copy);
+  r.add("reshape", prepare_copy<true>);
+  r.add("copy", prepare_copy<false>);
   r.add("transpose", prepare_transpose);
   r.add("concat", prepare_concat);
   r.add("fill", prepare_fill);

@@ -9,6 +9,7 @@ namespace tandem::onednn {
 
 namespace {
 
+template <bool kMean>
 std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
@@ -28,7 +29,7 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
   }
   c.output(0, dt, y);
   if (numel(x) == 0) c.unsupported("reducing an empty tensor is not implemented");
-  const bool mean = op.op() == "reduce_mean";
+  const bool mean = kMean;
   if (numel(x) == numel(kept)) {  // nothing to reduce: a copy
     const size_t bytes = size_t(numel(x)) * dtype_size(dt);
     return make_fn(c, [bytes](void* const* in, void* const* out, void*) {
@@ -59,8 +60,8 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  r.add("reduce_sum", reduce);
-  r.add("reduce_mean", reduce);
+  r.add("reduce_sum", reduce<false>);
+  r.add("reduce_mean", reduce<true>);
 });
 
 }  // namespace

@@ -40,7 +40,6 @@ std::unique_ptr<Kernel> rotation(const OpView& op, double direction) {
   if (has_offset) c.input(1, TDM_S64, {});
   c.output(0, dt, shape);
   const double base = c.float_attr("base");
-  if (!(base > 0) || !std::isfinite(base)) c.fail("attribute 'base' must be finite and > 0");
   const int64_t rows = D ? numel(shape) / D : 0;
   auto table = std::make_shared<Table>();
   return with_f32_bf16(dt, [&](auto t) {

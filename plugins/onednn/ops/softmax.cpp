@@ -19,6 +19,7 @@ memory::desc softmax_md(const Check& c, const TensorShape& t) {
   return memory::desc({outer, t.dims[axis], inner}, dnnl_type(t.dtype), memory::format_tag::abc);
 }
 
+template <bool kLog>
 std::unique_ptr<Kernel> softmax(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
@@ -28,11 +29,12 @@ std::unique_ptr<Kernel> softmax(const OpView& op, size_t& ws) {
   auto k = std::make_unique<PrimKernel>(c.op().op());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, k->bind(md, in_slot(0))},
                                        {DNNL_ARG_DST, k->bind(md, out_slot(0))}};
-  add_softmax_forward(*k, c.op().op() == "log_softmax", md, 1, std::move(args));
+  add_softmax_forward(*k, kLog, md, 1, std::move(args));
   ws = k->workspace_bytes();
   return k;
 }
 
+template <bool kLog>
 std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
@@ -44,16 +46,16 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& op, size_t& ws) {
   std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, k->bind(md, in_slot(0))},
                                        {DNNL_ARG_DST, k->bind(md, in_slot(1))},
                                        {DNNL_ARG_DIFF_SRC, k->bind(md, out_slot(0))}};
-  add_softmax_backward(*k, c.op().op() == "log_softmax_grad", md, 1, std::move(args));
+  add_softmax_backward(*k, kLog, md, 1, std::move(args));
   ws = k->workspace_bytes();
   return k;
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  r.add("softmax", softmax);
-  r.add("log_softmax", softmax);
-  r.add("softmax_grad", softmax_grad);
-  r.add("log_softmax_grad", softmax_grad);
+  r.add("softmax", softmax<false>);
+  r.add("log_softmax", softmax<true>);
+  r.add("softmax_grad", softmax_grad<false>);
+  r.add("log_softmax_grad", softmax_grad<true>);
 });
 
 }  // namespace

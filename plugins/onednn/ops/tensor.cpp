@@ -11,10 +11,13 @@ namespace tandem::onednn {
 
 namespace {
 
+// copy (kReshape false) and reshape: the same bytes, reshape with the
+// output's shape.
+template <bool kReshape>
 std::unique_ptr<Kernel> copy_like(const OpView& op, size_t&) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
-  if (op.op() == "copy")
+  if (!kReshape)
     c.output(0, dt, c.in(0).dims);
   else if (!c.has_output(0) || c.out(0).dtype != dt || numel(c.out(0).dims) != numel(c.in(0).dims))
     c.fail("reshape needs the same dtype and element count: " + shape_str(c.in(0)) + " -> " +
@@ -181,8 +184,8 @@ std::unique_ptr<Kernel> fill(const OpView& op, size_t&) {
 }
 
 [[maybe_unused]] const bool registered = sections().enlist([](Registry& r) {
-  r.add("reshape", copy_like);
-  r.add("copy", copy_like);
+  r.add("reshape", copy_like<true>);
+  r.add("copy", copy_like<false>);
   r.add("transpose", transpose);
   r.add("concat", concat);
   r.add("fill", fill);

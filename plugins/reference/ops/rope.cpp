@@ -27,7 +27,6 @@ std::unique_ptr<Kernel> rotation(const OpView& view, double direction) {
   }
   c.output(0, dt, shape);
   const double base = c.float_attr("base");
-  if (!(base > 0) || !std::isfinite(base)) c.fail("attribute 'base' must be finite and > 0");
   const int64_t n = numel(shape), half = D / 2;
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const int64_t offset = has_offset ? *static_cast<const int64_t*>(in[1]) : 0;
