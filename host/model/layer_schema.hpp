@@ -35,7 +35,7 @@ struct AttrSchema {
 
 struct LayerSchema {
   std::string op;
-  std::string summary;  // one line, for `tandem train --help-layers` and messages
+  std::string summary;  // one line: what the layer computes
   std::vector<AttrSchema> attrs;
   int min_inputs = 1;
   int max_inputs = 1;

@@ -7,8 +7,9 @@
 // Built with the header-only C++ helper: tandem/tandem.hpp turns our classes
 // into the C table and catches every exception before it can cross the
 // plugin boundary; tandem/backend_kit.hpp gives the prepare-time checks
-// (Check), the op registry that refuses unknown ops, newer op versions and
-// negative dimensions for us (KernelRegistry), and closure kernels. In a
+// (Check), the op registry that refuses unknown ops, newer op versions,
+// negative dimensions and, from the SDK's op catalog, wrong operand counts
+// and attributes for us (KernelRegistry), and closure kernels. In a
 // larger backend each factory lives in ops/<section>.cpp, the file named
 // after the op's section of sdk/ops.md.
 #include <tandem/backend_kit.hpp>
@@ -42,7 +43,6 @@ void require_f32_same_shape(const Check& c) {
 // fill: y[i] = value.
 std::unique_ptr<tandem::Kernel> fill(const OpView& op, size_t&) {
   Check c(op, "hello");
-  c.counts(0, 1, 1, 1);  // the optional input only names the memory
   require_f32_same_shape(c);
   const int64_t n = c.out(0).numel();
   const float value = static_cast<float>(c.float_attr("value", 0.0));
@@ -55,7 +55,6 @@ std::unique_ptr<tandem::Kernel> fill(const OpView& op, size_t&) {
 // copy: y = x (a CPU device: device memory is host memory).
 std::unique_ptr<tandem::Kernel> copy(const OpView& op, size_t&) {
   Check c(op, "hello");
-  c.counts(1, 1, 1, 1);
   require_f32_same_shape(c);
   const size_t bytes = c.out(0).bytes();
   return tandem::make_fn_kernel("hello:copy", [bytes](void* const* inputs, void* const* outputs) {
@@ -66,7 +65,6 @@ std::unique_ptr<tandem::Kernel> copy(const OpView& op, size_t&) {
 // add: y = a + b, elementwise (in-place on either input is safe).
 std::unique_ptr<tandem::Kernel> add(const OpView& op, size_t&) {
   Check c(op, "hello");
-  c.counts(2, 2, 1, 1);
   require_f32_same_shape(c);
   const int64_t n = c.out(0).numel();
   return tandem::make_fn_kernel("hello:add_f32", [n](void* const* inputs, void* const* outputs) {
@@ -82,7 +80,6 @@ std::unique_ptr<tandem::Kernel> add(const OpView& op, size_t&) {
 // before it has parameters (sdk/ABI.md rule 36).
 std::unique_ptr<tandem::Kernel> relu(const OpView& op, size_t&) {
   Check c(op, "hello");
-  c.counts(1, 1, 1, 1);
   require_f32_same_shape(c);
   const int64_t n = c.out(0).numel();
   return tandem::make_fn_kernel("hello:relu_f32", [n](void* const* inputs, void* const* outputs) {
@@ -94,7 +91,6 @@ std::unique_ptr<tandem::Kernel> relu(const OpView& op, size_t&) {
 
 std::unique_ptr<tandem::Kernel> relu_grad(const OpView& op, size_t&) {
   Check c(op, "hello");
-  c.counts(2, 2, 1, 1);  // dy, x -> dx
   require_f32_same_shape(c);
   const int64_t n = c.out(0).numel();
   return tandem::make_fn_kernel("hello:relu_grad_f32", [n](void* const* inputs, void* const* outputs) {

@@ -9,8 +9,10 @@
 //                   checks every backend owes the host before any factory
 //                   runs: an op it does not know and an op version newer
 //                   than it implements are TDM_UNSUPPORTED (a normal answer:
-//                   the host places the op elsewhere), a negative dimension
-//                   is TDM_INVALID_ARGUMENT;
+//                   the host places the op elsewhere); a negative dimension,
+//                   and for a catalog op (tandem/op_catalog.hpp) a wrong
+//                   operand count or an attribute of the wrong type or
+//                   outside its valid values, is TDM_INVALID_ARGUMENT;
 //   SectionList     the registration functions of the backend's op files,
 //                   each enlisted by its own file while the library loads;
 //   FnKernel        a kernel that is a closure over what prepare validated.
@@ -25,7 +27,6 @@
 //   // ops/elementwise.cpp, everything in an unnamed namespace
 //   std::unique_ptr<tandem::Kernel> add(const tandem::OpView& op, size_t&) {
 //     tandem::Check c(op, "mybackend");
-//     c.counts(2, 2, 1, 1);                                // inputs, outputs
 //     const tdm_dtype dt = c.primary_dtype(0, {TDM_F32});  // else UNSUPPORTED
 //     c.input(1, dt, c.in(0).dims);                        // else INVALID_ARGUMENT
 //     c.output(0, dt, c.in(0).dims);
@@ -111,7 +112,8 @@ class Check {
   }
   [[noreturn]] void unsupported(const std::string& why) const { throw Unsupported(prefix() + why); }
 
-  // Input and output counts within [min, max] (optional slots included).
+  // Input and output counts within [min, max] (optional slots included):
+  // for an op outside the catalog (the registry checks a catalog op's).
   void counts(size_t min_in, size_t max_in, size_t min_out, size_t max_out) const {
     const size_t ni = op_.inputs().size(), no = op_.outputs().size();
     if (ni < min_in || ni > max_in)
