@@ -180,6 +180,51 @@ Result<void> check_inplace_request(const Node& node, const std::string& text) {
   return {};
 }
 
+namespace {
+// `v` as the ABI carries it; its pointers point into `name` and `v`.
+tdm_attr as_c_attr(const std::string& name, const AttrValue& v) {
+  tdm_attr a{};
+  a.struct_size = sizeof a;
+  a.name = name.c_str();
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    a.type = TDM_ATTR_INT;
+    a.i = *i;
+  } else if (const auto* d = std::get_if<double>(&v)) {
+    a.type = TDM_ATTR_FLOAT;
+    a.f = *d;
+  } else if (const auto* t = std::get_if<std::string>(&v)) {
+    a.type = TDM_ATTR_STRING;
+    a.s = t->c_str();
+  } else if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
+    a.type = TDM_ATTR_INTS;
+    a.ints = ints->data();
+    a.count = ints->size();
+  } else if (const auto* floats = std::get_if<std::vector<double>>(&v)) {
+    a.type = TDM_ATTR_FLOATS;
+    a.floats = floats->data();
+    a.count = floats->size();
+  }
+  return a;
+}
+}  // namespace
+
+Result<void> check_attrs(std::string_view op, const std::vector<Attr>& attrs) {
+  const catalog::Op* entry = catalog::find(op);
+  if (entry == nullptr) return {};
+  for (const catalog::Attribute& spec : entry->attrs) {
+    const AttrValue* v = find_attr(attrs, spec.name);
+    if (v == nullptr) {
+      if (spec.kind == catalog::Attribute::Default::required)
+        return make_error("attribute '" + spec.name + "' is required", TDM_INVALID_ARGUMENT);
+      continue;
+    }
+    const tdm_attr a = as_c_attr(spec.name, *v);
+    if (const std::string why = catalog::attribute_error(spec, a); !why.empty())
+      return make_error(why, TDM_INVALID_ARGUMENT);
+  }
+  return {};
+}
+
 std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node) {
   std::vector<std::pair<size_t, size_t>> pairs;
   if (const OpInfo* info = find(node.op))
@@ -196,6 +241,8 @@ Result<std::vector<TensorType>> infer(std::string_view op, const ShapeQuery& q) 
   static const std::vector<Attr> kNone;
   ShapeQuery with_attrs = q;
   if (with_attrs.attrs == nullptr) with_attrs.attrs = &kNone;
+  if (auto checked = check_attrs(op, *with_attrs.attrs); !checked)
+    return make_error("op '" + std::string(op) + "': " + checked.error().message, TDM_INVALID_ARGUMENT);
   auto r = info->shape(with_attrs);
   if (!r) return make_error("op '" + std::string(op) + "': " + r.error().message, r.error().status);
   return r;

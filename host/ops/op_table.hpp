@@ -156,6 +156,13 @@ Result<void> check_inplace_request(const Node& node, const std::string& text);
 // plan's own choice, only into a dead transient input (exec/planner.hpp).
 std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node);
 
+// An error when `attrs` break what the catalog says of `op`'s attributes
+// (a required one missing, a wrong type, a value outside its valid values,
+// a non-finite float); nothing for an op outside the catalog. infer() runs
+// it, so every node the host builds or a pass inserts reaches a backend with
+// attributes the catalog allows, whatever kit the backend uses.
+Result<void> check_attrs(std::string_view op, const std::vector<Attr>& attrs);
+
 // The outputs `op` has for these inputs and attributes, or an error saying
 // what is wrong. Unknown ops and ops without a shape rule: the declared
 // outputs, unchecked.

@@ -13,8 +13,9 @@
 // (tandem/op_catalog_entries.hpp; the host reports it through node_op_info,
 // TDM_OP_AMP_LOW, and TDM_OP_AMP_BF16 for what is safe in bf16 only):
 // today the products and their grad_input ops, the activations and their
-// gradients, pooling (bf16 only), dropout, rope, attention, and reshape and
-// transpose (free in any dtype, they avoid cast pairs around a flatten).
+// gradients (softplus aside, f32 as in PyTorch's autocast), pooling (bf16
+// only), dropout, rope, attention, and reshape and transpose (free in any
+// dtype, they avoid cast pairs around a flatten).
 // Slots the catalog fixes at f32 (attention's log-sum-exp) stay f32.
 // Kept in f32, by rule:
 //   - softmax, log_softmax, softmax_cross_entropy (the loss), layer_norm,
@@ -81,8 +82,8 @@ class Autocast {
         convert(n);
         ++report.converted;
       } else if (widenable(n)) {
-        for (size_t i = 0; i < wide_operands(g_.op_kind(n.id)); ++i)
-          g_.set_input(n.id, i, lowered(n.inputs[i], n));
+        const size_t operands = wide_operands(g_.op_kind(n.id));
+        for (size_t i = 0; i < operands; ++i) g_.set_input(n.id, i, lowered(n.inputs[i], n));
         ++report.wide;
       }
     }

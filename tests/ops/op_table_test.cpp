@@ -161,6 +161,29 @@ TEST(OpTable, ShapeErrorsNameTheOpAndTheShapes) {
   EXPECT_NE(r.error().message.find("do not broadcast"), std::string::npos) << r.error().message;
 }
 
+// Every node the host builds or a pass inserts has its attributes checked
+// against the catalog, whatever kit its backend uses.
+TEST(OpTable, AttributesAreCheckedAgainstTheCatalog) {
+  ops::ShapeQuery q;
+  q.inputs = {TensorType{TDM_F32, {4}}, std::nullopt};
+  std::vector<Attr> attrs = {{"p", 1.5}};
+  q.attrs = &attrs;
+  auto r = ops::infer("dropout", q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "op 'dropout': attribute 'p' must be in [0, 1], got 1.500000");
+  attrs = {{"p", std::string("half")}};
+  r = ops::infer("dropout", q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "op 'dropout': attribute 'p' must be a float");
+  q.inputs = {TensorType{TDM_F32, {1, 1, 4, 4}}};
+  attrs.clear();
+  r = ops::infer("max_pool2d", q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "op 'max_pool2d': attribute 'kernel' is required");
+  attrs = {{"kernel", std::vector<int64_t>{2, 2}}};
+  EXPECT_TRUE(ops::infer("max_pool2d", q).ok());
+}
+
 // A product of bf16 operands writes bf16 unless the node declares f32
 // (ops.md "Wide outputs"); then its bias is f32 too.
 TEST(OpTable, WideOutputsOnlyWhereDeclared) {

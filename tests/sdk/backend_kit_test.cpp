@@ -20,6 +20,17 @@ namespace {
 using tandem::Check;
 using tandem::OpView;
 
+Desc add_desc(std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> y,
+              tdm_dtype dt = TDM_F32) {
+  Desc d;
+  d.op = "add";
+  d.in_dims = {std::move(a), std::move(b)};
+  d.in_types = {dt, dt};
+  d.out_dims = {std::move(y)};
+  d.out_types = {dt};
+  return d;
+}
+
 TEST(BackendKit, CheckMessagesNameBackendOpNodeAndTensor) {
   Desc d = add_desc({2, 3}, {2, 3}, {2, 2});
   d.node = "block1.residual";

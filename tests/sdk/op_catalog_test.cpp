@@ -30,13 +30,16 @@ TEST(OpCatalog, EveryEntryParsesAndItsNamesResolve) {
       EXPECT_LT(p.out, op.outputs.size());
       EXPECT_LT(p.in, op.inputs.size());
     }
-    for (const catalog::Attribute& a : op.attrs)
-      if (a.kind == catalog::Attribute::Default::literal && a.type == TDM_ATTR_STRING && !a.choices.empty())
+    for (const catalog::Attribute& a : op.attrs) {
+      if (a.kind == catalog::Attribute::Default::literal && a.type == TDM_ATTR_STRING && !a.choices.empty()) {
         EXPECT_EQ(std::set<std::string>(a.choices.begin(), a.choices.end()).count(a.default_text), 1u)
             << a.name;
+      }
+    }
     // A gradient op's attributes are its forward's (it reads the same node's).
-    if (!op.grad_ops.empty() && op.section == "activation")
+    if (!op.grad_ops.empty() && op.section == "activation") {
       EXPECT_EQ(catalog::find(op.grad_ops[0])->attrs.size(), op.attrs.size());
+    }
   }
   EXPECT_EQ(catalog::find("frobnicate"), nullptr);
 }

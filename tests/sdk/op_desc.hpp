@@ -52,17 +52,6 @@ struct Desc {
   }
 };
 
-Desc add_desc(std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> y,
-              tdm_dtype dt = TDM_F32) {
-  Desc d;
-  d.op = "add";
-  d.in_dims = {std::move(a), std::move(b)};
-  d.in_types = {dt, dt};
-  d.out_dims = {std::move(y)};
-  d.out_types = {dt};
-  return d;
-}
-
 // The status and message a throwing call ends with, as tandem.hpp reports them.
 struct Thrown {
   tdm_status status = TDM_OK;
