@@ -10,26 +10,6 @@
 namespace tandem::host::exec {
 namespace {
 
-// Converts a host attribute; the returned tdm_attr points into `attr`.
-tdm_attr to_c(const Attr& attr) {
-  tdm_attr out{};
-  out.struct_size = sizeof out;
-  out.name = attr.name.c_str();
-  out.type = attr_type(attr.value);
-  if (const auto* i = std::get_if<int64_t>(&attr.value)) out.i = *i;
-  if (const auto* f = std::get_if<double>(&attr.value)) out.f = *f;
-  if (const auto* s = std::get_if<std::string>(&attr.value)) out.s = s->c_str();
-  if (const auto* ints = std::get_if<std::vector<int64_t>>(&attr.value)) {
-    out.ints = ints->data();
-    out.count = ints->size();
-  }
-  if (const auto* floats = std::get_if<std::vector<double>>(&attr.value)) {
-    out.floats = floats->data();
-    out.count = floats->size();
-  }
-  return out;
-}
-
 // Points into `type`; an absent tensor is dtype INVALID, rank 0.
 tdm_tensor_desc to_c(const TensorType* type) {
   tdm_tensor_desc out{};
@@ -89,7 +69,7 @@ std::string op_signature(const OpSpec& spec) {
 }
 
 OpDescC::OpDescC(const LoadedPlugin& backend, const OpSpec& spec) {
-  for (const Attr& attr : spec.attrs) attrs.push_back(to_c(attr));
+  for (const Attr& attr : spec.attrs) attrs.push_back(attr_to_c(attr));
   for (const auto& input : spec.inputs) inputs.push_back(to_c(input ? &*input : nullptr));
   for (const TensorType& output : spec.outputs) outputs.push_back(to_c(&output));
   desc.struct_size = sizeof desc;  // a 1.0 plugin reads the fields it knows

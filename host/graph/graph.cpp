@@ -25,6 +25,25 @@ tdm_attr_type attr_type(const AttrValue& value) {
   }
 }
 
+tdm_attr attr_to_c(const Attr& a) {
+  tdm_attr out{};
+  out.struct_size = sizeof out;
+  out.name = a.name.c_str();
+  out.type = attr_type(a.value);
+  if (const auto* i = std::get_if<int64_t>(&a.value)) out.i = *i;
+  if (const auto* f = std::get_if<double>(&a.value)) out.f = *f;
+  if (const auto* s = std::get_if<std::string>(&a.value)) out.s = s->c_str();
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&a.value)) {
+    out.ints = ints->data();
+    out.count = ints->size();
+  }
+  if (const auto* floats = std::get_if<std::vector<double>>(&a.value)) {
+    out.floats = floats->data();
+    out.count = floats->size();
+  }
+  return out;
+}
+
 Result<ValueId> Graph::add_value(const std::string& name, tdm_value_kind kind, TensorType type) {
   if (name.empty()) return invalid("a value needs a name");
   if (value_names_.count(name) != 0)

@@ -35,6 +35,8 @@ struct Attr {
 };
 
 tdm_attr_type attr_type(const AttrValue& value);
+// `a` as the ABI carries it; the result points into `a`, which must outlive it.
+tdm_attr attr_to_c(const Attr& a);
 
 struct Node {
   NodeId id = kNoNode;

@@ -93,25 +93,6 @@ tdm_value_info value_info_of(const Value& v) {
   return info;
 }
 
-tdm_attr attr_to_c(const Attr& a) {
-  tdm_attr out{};
-  out.struct_size = sizeof out;
-  out.name = a.name.c_str();
-  out.type = attr_type(a.value);
-  if (const auto* i = std::get_if<int64_t>(&a.value)) out.i = *i;
-  if (const auto* f = std::get_if<double>(&a.value)) out.f = *f;
-  if (const auto* s = std::get_if<std::string>(&a.value)) out.s = s->c_str();
-  if (const auto* is = std::get_if<std::vector<int64_t>>(&a.value)) {
-    out.ints = is->data();
-    out.count = is->size();
-  }
-  if (const auto* fs = std::get_if<std::vector<double>>(&a.value)) {
-    out.floats = fs->data();
-    out.count = fs->size();
-  }
-  return out;
-}
-
 TensorType type_from_c(const tdm_tensor_desc& d) {
   TensorType t;
   t.dtype = d.dtype;

@@ -1,7 +1,9 @@
 #include "ops/op_table.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,7 +18,7 @@ namespace {
 // entry that is not host-run must be a catalog op (the ggml-style guard
 // that keeps the two from drifting: the table does not build otherwise).
 void complete_from_catalog(std::vector<OpInfo>& all) {
-  std::map<std::string_view, bool> covered;
+  std::set<std::string_view> covered;
   for (OpInfo& info : all) {
     const catalog::Op* op = catalog::find(info.name);
     if (op == nullptr) {
@@ -24,7 +26,7 @@ void complete_from_catalog(std::vector<OpInfo>& all) {
         throw std::logic_error("host/ops: '" + std::string(info.name) + "' is not in the SDK's op catalog");
       continue;
     }
-    covered[info.name] = true;
+    covered.insert(info.name);
     info.section = op->section;
     info.inputs.clear();
     info.outputs.clear();
@@ -180,46 +182,18 @@ Result<void> check_inplace_request(const Node& node, const std::string& text) {
   return {};
 }
 
-namespace {
-// `v` as the ABI carries it; its pointers point into `name` and `v`.
-tdm_attr as_c_attr(const std::string& name, const AttrValue& v) {
-  tdm_attr a{};
-  a.struct_size = sizeof a;
-  a.name = name.c_str();
-  if (const auto* i = std::get_if<int64_t>(&v)) {
-    a.type = TDM_ATTR_INT;
-    a.i = *i;
-  } else if (const auto* d = std::get_if<double>(&v)) {
-    a.type = TDM_ATTR_FLOAT;
-    a.f = *d;
-  } else if (const auto* t = std::get_if<std::string>(&v)) {
-    a.type = TDM_ATTR_STRING;
-    a.s = t->c_str();
-  } else if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
-    a.type = TDM_ATTR_INTS;
-    a.ints = ints->data();
-    a.count = ints->size();
-  } else if (const auto* floats = std::get_if<std::vector<double>>(&v)) {
-    a.type = TDM_ATTR_FLOATS;
-    a.floats = floats->data();
-    a.count = floats->size();
-  }
-  return a;
-}
-}  // namespace
-
 Result<void> check_attrs(std::string_view op, const std::vector<Attr>& attrs) {
   const catalog::Op* entry = catalog::find(op);
   if (entry == nullptr) return {};
   for (const catalog::Attribute& spec : entry->attrs) {
-    const AttrValue* v = find_attr(attrs, spec.name);
-    if (v == nullptr) {
+    const auto given =
+        std::find_if(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.name == spec.name; });
+    if (given == attrs.end()) {
       if (spec.kind == catalog::Attribute::Default::required)
         return make_error("attribute '" + spec.name + "' is required", TDM_INVALID_ARGUMENT);
       continue;
     }
-    const tdm_attr a = as_c_attr(spec.name, *v);
-    if (const std::string why = catalog::attribute_error(spec, a); !why.empty())
+    if (const std::string why = catalog::attribute_error(spec, attr_to_c(*given)); !why.empty())
       return make_error(why, TDM_INVALID_ARGUMENT);
   }
   return {};

@@ -78,12 +78,12 @@ class Autocast {
     AutocastReport report;
     for (const NodeView& snapshot : nodes) {
       const NodeView n = g_.node(snapshot.id);  // inputs may have moved to casts since
-      if (convertible(n)) {
-        convert(n);
+      const tandem::OpKind kind = g_.op_kind(n.id);
+      if (convertible(n, kind)) {
+        convert(n, kind);
         ++report.converted;
-      } else if (widenable(n)) {
-        const size_t operands = wide_operands(g_.op_kind(n.id));
-        for (size_t i = 0; i < operands; ++i) g_.set_input(n.id, i, lowered(n.inputs[i], n));
+      } else if (widenable(n, kind)) {
+        for (size_t i = 0; i < wide_operands(kind); ++i) g_.set_input(n.id, i, lowered(n.inputs[i], n));
         ++report.wide;
       }
     }
@@ -119,8 +119,7 @@ class Autocast {
     }
   }
 
-  bool convertible(const NodeView& n) const {
-    const tandem::OpKind kind = g_.op_kind(n.id);
+  bool convertible(const NodeView& n, const tandem::OpKind& kind) const {
     const bool low = kind.is(TDM_OP_AMP_LOW) || (dtype_ == TDM_BF16 && kind.is(TDM_OP_AMP_BF16));
     if (n.phase == TDM_PHASE_OPTIMIZER || !low) return false;
     bool any_f32 = false;
@@ -137,8 +136,8 @@ class Autocast {
   }
 
   // A product kept in f32 (above) whose operands are f32 values.
-  bool widenable(const NodeView& n) const {
-    const size_t operands = wide_operands(g_.op_kind(n.id));
+  bool widenable(const NodeView& n, const tandem::OpKind& kind) const {
+    const size_t operands = wide_operands(kind);
     if (!wide_ || n.phase == TDM_PHASE_OPTIMIZER || operands == 0 || n.inputs.size() < operands) return false;
     for (tdm_value_id v : n.outputs) {
       const ValueView out = g_.value(v);
@@ -171,7 +170,7 @@ class Autocast {
     return low;
   }
 
-  void convert(const NodeView& n) {
+  void convert(const NodeView& n, const tandem::OpKind& kind) {
     GraphEdit::Spec low;
     low.op = n.op;
     low.name = g_.fresh_name(n.name + "." + dtype_name(dtype_));
@@ -179,7 +178,7 @@ class Autocast {
     low.phase = n.phase;
     low.attrs = g_.attrs(n.id);
     low.anchor = n.id;
-    const tandem::OpKind keep = g_.op_kind(n.id);  // its f32 slots stay f32
+    const tandem::OpKind& keep = kind;  // its f32 slots stay f32
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const tdm_value_id v = n.inputs[i];
       const bool f32 = v != TDM_NO_VALUE && g_.value(v).dtype == TDM_F32 && !has_bit(keep.f32_inputs, i);

@@ -125,10 +125,15 @@ int main(int argc, char** argv) {
                   << " table differs from the op catalog; run tandem-op-tables --write " << file << "\n";
       return stale.empty() ? 0 : 1;
     }
+    // A temporary file renamed over FILE: a failed write leaves FILE as it was.
     const std::string temporary = file + ".tmp";
-    std::ofstream(temporary) << updated;
-    if (std::rename(temporary.c_str(), file.c_str()) != 0)
-      throw std::runtime_error(file + ": cannot be replaced");
+    std::ofstream out(temporary);
+    out << updated;
+    out.close();
+    if (!out || std::rename(temporary.c_str(), file.c_str()) != 0) {
+      std::remove(temporary.c_str());
+      throw std::runtime_error(file + ": cannot be replaced (writing " + temporary + " failed)");
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "tandem-op-tables: " << e.what() << "\n";

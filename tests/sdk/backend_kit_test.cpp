@@ -215,13 +215,6 @@ Desc attention_desc(std::vector<int64_t> q, std::vector<int64_t> k, std::vector<
   d.in_types = {TDM_F32, TDM_F32, TDM_F32};
   return d;
 }
-tdm_attr attr(const char* name, tdm_attr_type type) {
-  tdm_attr a{};
-  a.struct_size = sizeof a;
-  a.name = name;
-  a.type = type;
-  return a;
-}
 void set_string(Desc& d, const char* name, const char* value) {
   d.attrs.push_back(attr(name, TDM_ATTR_STRING));
   d.attrs.back().s = value;

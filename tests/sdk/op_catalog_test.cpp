@@ -80,10 +80,7 @@ Desc leaky_relu_desc(std::vector<tdm_attr> attrs = {}) {
 }
 
 tdm_attr float_attr(const char* name, double v) {
-  tdm_attr a{};
-  a.struct_size = sizeof a;
-  a.name = name;
-  a.type = TDM_ATTR_FLOAT;
+  tdm_attr a = attr(name, TDM_ATTR_FLOAT);
   a.f = v;
   return a;
 }
@@ -120,10 +117,7 @@ TEST(OpCatalog, StringChoicesAndRangesAreNamedInTheMessage) {
   registry.add("gelu", [](const OpView&, size_t&) -> std::unique_ptr<tandem::Kernel> { return nullptr; });
   registry.add("dropout", [](const OpView&, size_t&) -> std::unique_ptr<tandem::Kernel> { return nullptr; });
   size_t ws = 0;
-  tdm_attr approx{};
-  approx.struct_size = sizeof approx;
-  approx.name = "approximate";
-  approx.type = TDM_ATTR_STRING;
+  tdm_attr approx = attr("approximate", TDM_ATTR_STRING);
   approx.s = "fast";
   Desc gelu = leaky_relu_desc({approx});
   gelu.op = "gelu";

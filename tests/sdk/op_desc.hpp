@@ -1,5 +1,6 @@
 // What the SDK's backend-kit tests share: an op description that owns
-// every array it points into, and the status and message a call throws.
+// every array it points into, an attribute, and the status and message a
+// call throws.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,15 @@ struct Desc {
     return d;
   }
 };
+
+// An attribute of `type` named `name`; the caller sets its value.
+tdm_attr attr(const char* name, tdm_attr_type type) {
+  tdm_attr a{};
+  a.struct_size = sizeof a;
+  a.name = name;
+  a.type = type;
+  return a;
+}
 
 // The status and message a throwing call ends with, as tandem.hpp reports them.
 struct Thrown {

@@ -44,10 +44,6 @@ __global__ void rms_norm_dx_kernel(const T* dy, const T* x, const T* gamma, cons
   }
 }
 
-double rms_epsilon(const Check& c) {
-  return c.float_attr("epsilon");  // the registry checked it against the catalog
-}
-
 std::unique_ptr<Kernel> prepare_rms_norm(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kF32Bf16);
@@ -58,7 +54,7 @@ std::unique_ptr<Kernel> prepare_rms_norm(CudaDevice&, const OpView& v, size_t&) 
   c.input(1, t, {D});
   c.output(0, t, x);
   c.output(1, TDM_F32, Dims(x.begin(), x.end() - 1));
-  const float eps = static_cast<float>(rms_epsilon(c));
+  const float eps = static_cast<float>(c.float_attr("epsilon"));
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {
     using T = decltype(tag);

@@ -12,10 +12,6 @@ namespace tandem::onednn {
 
 namespace {
 
-double rms_epsilon(const Check& c) {
-  return c.float_attr("epsilon");  // the registry checked it against the catalog
-}
-
 struct Rows {
   int64_t rows = 0, d = 0;
 };
@@ -35,7 +31,7 @@ std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
   c.input(1, dt, {r.d});
   c.output(0, dt, shape);
   c.output(1, TDM_F32, Dims(shape.begin(), shape.end() - 1));
-  const float eps = float(rms_epsilon(c));
+  const float eps = float(c.float_attr("epsilon"));
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
     return make_fn(c, [=](void* const* in, void* const* out, void*) {

@@ -15,10 +15,6 @@ tdm_dtype stat_dtype(tdm_dtype x) {
   return x == TDM_F64 ? TDM_F64 : TDM_F32;
 }
 
-double rms_epsilon(const Check& c) {
-  return c.float_attr("epsilon");  // the registry checked it against the catalog
-}
-
 std::unique_ptr<Kernel> rms_norm(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
@@ -30,7 +26,7 @@ std::unique_ptr<Kernel> rms_norm(const OpView& view, size_t&) {
   const tdm_dtype st = stat_dtype(dt);
   c.output(0, dt, shape);
   c.output(1, st, Dims(shape.begin(), shape.end() - 1));
-  const double eps = rms_epsilon(c);
+  const double eps = c.float_attr("epsilon");
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto x = load<double>(in[0], dt, rows * D), gamma = load<double>(in[1], dt, D);
     std::vector<double> y(x.size()), rstd(static_cast<size_t>(rows));
