@@ -19,15 +19,16 @@
 #include "lowering/int8_plan.hpp"
 #include "model/model_spec.hpp"
 #include "ops/shapes.hpp"
+#include "tandem/op_shape_query.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::lowering {
 
-using ops::broadcast;
 using ops::Dims;
 using ops::dims_str;
 using ops::numel;
-using ops::window_out;
+using shapes::broadcast;
+using shapes::window_out;
 
 // Decode: a language model's graph for `tandem generate`, one new token per
 // run attending to the cached keys and values of the tokens before it (an

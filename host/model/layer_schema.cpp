@@ -75,7 +75,8 @@ LayerSchema activation_layer(const catalog::Op& op) {
     if (a.type == TDM_ATTR_FLOATS) key.kind = AttrKind::Floats;
     key.choices = a.choices;
     key.required = a.kind == catalog::Attribute::Default::required;
-    key.range = {a.lo, a.hi, a.lo_open, a.constraint_text.empty() ? "" : catalog::detail::range_text(a)};
+    key.range = {a.lo, a.hi, a.lo_open, a.constraint_text.empty() ? "" : catalog::detail::range_text(a),
+                 a.hi_open};
     schema.attrs.push_back(key);
   }
   return schema;

@@ -15,14 +15,18 @@ namespace tandem::host::model {
 
 enum class AttrKind { Int, Float, Bool, String, Ints, Floats, IntOrInts };
 
-// The values a number may take (every entry of a list): [low, high], or
-// (low, high] when `open_low`; `text` says it in words for messages.
+// The values a number may take (every entry of a list): [low, high], an
+// end excluded when `open_low` / `open_high`; `text` says it in words for
+// messages.
 struct AttrRange {
   double low = -std::numeric_limits<double>::infinity();
   double high = std::numeric_limits<double>::infinity();
   bool open_low = false;
   std::string text;
-  bool contains(double v) const { return (open_low ? v > low : v >= low) && v <= high; }
+  bool open_high = false;
+  bool contains(double v) const {
+    return (open_low ? v > low : v >= low) && (open_high ? v < high : v <= high);
+  }
 };
 
 struct AttrSchema {

@@ -13,23 +13,6 @@
 namespace tandem::host::ops {
 namespace {
 
-using namespace rules;
-
-Outputs unary_shape(const ShapeQuery& q) {
-  return same_as(q, 0, "x");
-}
-
-// dx has the shape of both operands.
-Outputs binary_grad_shape(const ShapeQuery& q) {
-  auto dy = input(q, 0, "dy");
-  auto other = input(q, 1, "x or y");
-  if (!dy) return dy.error();
-  if (!other) return other.error();
-  if (dy->dims != other->dims || dy->dtype != other->dtype)
-    return bad("dy " + str(*dy) + " and " + str(*other) + " must have one shape and dtype");
-  return std::vector<TensorType>{*dy};
-}
-
 Result<void> activation_grad(GradContext& g) {
   const catalog::Op& forward = *catalog::find(g.node().op);
   const catalog::Op& backward = *catalog::find(forward.grad_ops.at(0));
@@ -44,9 +27,9 @@ std::vector<OpInfo> activation_ops() {
   for (const catalog::Op& op : catalog::ops()) {
     if (op.section != "activation") continue;
     if (op.is(TDM_OP_GRADIENT))
-      ops.push_back({.name = op.name, .shape = binary_grad_shape, .no_grad = "a gradient op"});
+      ops.push_back({.name = op.name, .no_grad = "a gradient op"});
     else
-      ops.push_back({.name = op.name, .shape = unary_shape, .grad = activation_grad});
+      ops.push_back({.name = op.name, .grad = activation_grad});
   }
   return ops;
 }

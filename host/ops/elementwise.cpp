@@ -6,23 +6,6 @@
 namespace tandem::host::ops {
 namespace {
 
-using namespace rules;
-
-Outputs binary_shape(const ShapeQuery& q) {
-  auto a = input(q, 0, "a");
-  auto b = input(q, 1, "b");
-  if (!a) return a.error();
-  if (!b) return b.error();
-  if (a->dtype != b->dtype) return bad("a " + str(*a) + " and b " + str(*b) + " must have one dtype");
-  auto y = broadcast(a->dims, b->dims);
-  if (!y) return bad("a " + str(*a) + " and b " + str(*b) + " do not broadcast");
-  return std::vector<TensorType>{{a->dtype, *y}};
-}
-
-Outputs scale_shape(const ShapeQuery& q) {
-  return same_as(q, 0, "x");
-}
-
 Result<void> add_grad(GradContext& g) {
   if (auto r = g.accumulate_unbroadcast(g.in(0), g.dy()); !r) return r;
   return g.accumulate_unbroadcast(g.in(1), g.dy());
@@ -55,7 +38,7 @@ Result<void> scale_grad(GradContext& g) {
 // In place when the operand has y's shape (the planner checks the bytes).
 // Reused: a residual sum's dead branch, a gradient sum's partial sums.
 OpInfo binary(std::string_view name, GradFn grad) {
-  return {.name = name, .shape = binary_shape, .grad = grad};
+  return {.name = name, .grad = grad};
 }
 
 }  // namespace
@@ -64,7 +47,7 @@ std::vector<OpInfo> elementwise_ops() {
   return {binary("add", add_grad),
           binary("sub", sub_grad),
           binary("mul", mul_grad),
-          {.name = "scale", .shape = scale_shape, .grad = scale_grad}};
+          {.name = "scale", .grad = scale_grad}};
 }
 
 }  // namespace tandem::host::ops

@@ -6,47 +6,6 @@ namespace {
 
 using namespace rules;
 
-Outputs linear_shape(const ShapeQuery& q) {
-  auto x = input(q, 0, "x");
-  auto w = input(q, 1, "w");
-  if (!x) return x.error();
-  if (!w) return w.error();
-  if (x->dims.size() != 2 || w->dims.size() != 2 || x->dims[1] != w->dims[1])
-    return bad("x " + str(*x) + " and w " + str(*w) + " must be [N, I] and [O, I]");
-  if (w->dtype != x->dtype) return bad("x " + str(*x) + " and w " + str(*w) + " must have one dtype");
-  const tdm_dtype y = product_output_dtype(q, 0, x->dtype);
-  if (present(q, 2) && (q.inputs[2]->dims != Dims{w->dims[0]} || q.inputs[2]->dtype != y))
-    return bad("bias " + str(*q.inputs[2]) + " must be " + tandem::dtype_name(y) + "[" +
-               std::to_string(w->dims[0]) + "], the output's dtype");
-  return std::vector<TensorType>{{y, {x->dims[0], w->dims[0]}}};
-}
-
-Outputs grad_input_shape(const ShapeQuery& q) {
-  auto dy = input(q, 0, "dy");
-  auto w = input(q, 1, "w");
-  if (!dy) return dy.error();
-  if (!w) return w.error();
-  if (dy->dims.size() != 2 || w->dims.size() != 2 || dy->dims[1] != w->dims[0])
-    return bad("dy " + str(*dy) + " and w " + str(*w) + " must be [N, O] and [O, I]");
-  const TensorType dx{dy->dtype, {dy->dims[0], w->dims[1]}};
-  if (auto r = addend_like(q, 2, dx); !r) return r.error();
-  return std::vector<TensorType>{dx};
-}
-
-Outputs grad_weight_shape(const ShapeQuery& q) {
-  auto dy = input(q, 0, "dy");
-  auto x = input(q, 1, "x");
-  if (!dy) return dy.error();
-  if (!x) return x.error();
-  if (dy->dims.size() != 2 || x->dims.size() != 2 || dy->dims[0] != x->dims[0])
-    return bad("dy " + str(*dy) + " and x " + str(*x) + " must be [N, O] and [N, I]");
-  if (x->dtype != dy->dtype) return bad("dy " + str(*dy) + " and x " + str(*x) + " must have one dtype");
-  const tdm_dtype dw = product_output_dtype(q, 0, dy->dtype);
-  std::vector<TensorType> out = {{dw, {dy->dims[1], x->dims[1]}}};
-  if (int_attr(q, "has_bias", 1) != 0) out.push_back({dw, {dy->dims[1]}});
-  return out;
-}
-
 // The fused activation's gradient op; each takes y (sdk/ops.md "linear").
 Result<std::string> activation_grad(const std::string& activation) {
   if (activation == "relu") return std::string("relu_grad");
@@ -106,15 +65,9 @@ Result<void> weight_grads(GradContext& g, const std::string& grad_input, const s
 }
 
 std::vector<OpInfo> linear_ops() {
-  return {{.name = "linear", .shape = linear_shape, .grad = linear_grad, .flops = linear_flops},
-          {.name = "linear_grad_input",
-           .shape = grad_input_shape,
-           .no_grad = "a gradient op",
-           .flops = grad_input_flops},
-          {.name = "linear_grad_weight",
-           .shape = grad_weight_shape,
-           .no_grad = "a gradient op",
-           .flops = grad_weight_flops}};
+  return {{.name = "linear", .grad = linear_grad, .flops = linear_flops},
+          {.name = "linear_grad_input", .no_grad = "a gradient op", .flops = grad_input_flops},
+          {.name = "linear_grad_weight", .no_grad = "a gradient op", .flops = grad_weight_flops}};
 }
 
 }  // namespace tandem::host::ops

@@ -9,6 +9,7 @@
 
 #include "ops/rules.hpp"
 #include "tandem/op_catalog.hpp"
+#include "tandem/op_shapes.hpp"
 
 namespace tandem::host::ops {
 namespace {
@@ -37,10 +38,37 @@ void complete_from_catalog(std::vector<OpInfo>& all) {
     info.flags = op->flags;
     info.grad_ops.assign(op->grad_ops.begin(), op->grad_ops.end());
   }
-  for (const catalog::Op& op : catalog::ops())
+  for (const catalog::Op& op : catalog::ops()) {
     if (covered.count(op.name) == 0)
-      throw std::logic_error("host/ops: catalog op '" + op.name + "' has no shape rule (host/ops/" +
+      throw std::logic_error("host/ops: catalog op '" + op.name + "' has no host entry (host/ops/" +
                              op.section + ".cpp)");
+    if (shapes::rule(op.name) == nullptr)
+      throw std::logic_error("host/ops: catalog op '" + op.name + "' has no shape rule in the SDK (" +
+                             "tandem/op_shapes.hpp)");
+  }
+}
+
+// A catalog op's outputs by the SDK's rule (tandem/op_shapes.hpp), the one
+// every backend's kit checks too.
+Result<std::vector<TensorType>> catalog_shape(const catalog::Op& op, const ShapeQuery& q) {
+  std::vector<TensorShape> inputs, declared;
+  inputs.reserve(q.inputs.size());
+  for (const auto& in : q.inputs)
+    inputs.push_back(in ? TensorShape(in->dtype, in->dims) : TensorShape(TDM_DTYPE_INVALID, {}));
+  std::vector<const TensorShape*> present;
+  for (size_t i = 0; i < inputs.size(); ++i) present.push_back(q.inputs[i] ? &inputs[i] : nullptr);
+  for (const TensorType& t : q.declared) declared.emplace_back(t.dtype, t.dims);
+  std::vector<tdm_attr> attrs;
+  for (const Attr& a : *q.attrs) attrs.push_back(attr_to_c(a));
+  try {
+    const shapes::Outputs outs =
+        shapes::infer(shapes::Query(op, std::move(present), attrs.data(), attrs.size(), declared));
+    std::vector<TensorType> types;
+    for (const TensorShape& t : outs) types.push_back({t.dtype, t.dims});
+    return types;
+  } catch (const shapes::Invalid& e) {
+    return make_error(e.what(), TDM_INVALID_ARGUMENT);
+  }
 }
 
 // The families in catalog order. An explicit list rather than
@@ -210,14 +238,15 @@ std::vector<std::pair<size_t, size_t>> reuse_pairs(const Node& node) {
 
 Result<std::vector<TensorType>> infer(std::string_view op, const ShapeQuery& q) {
   const OpInfo* info = find(op);
-  if (info == nullptr || info->shape == nullptr)
+  const catalog::Op* entry = catalog::find(op);
+  if (info == nullptr || (entry == nullptr && info->shape == nullptr))
     return std::vector<TensorType>(q.declared.begin(), q.declared.end());
   static const std::vector<Attr> kNone;
   ShapeQuery with_attrs = q;
   if (with_attrs.attrs == nullptr) with_attrs.attrs = &kNone;
   if (auto checked = check_attrs(op, *with_attrs.attrs); !checked)
     return make_error("op '" + std::string(op) + "': " + checked.error().message, TDM_INVALID_ARGUMENT);
-  auto r = info->shape(with_attrs);
+  auto r = entry != nullptr ? catalog_shape(*entry, with_attrs) : info->shape(with_attrs);
   if (!r) return make_error("op '" + std::string(op) + "': " + r.error().message, r.error().status);
   return r;
 }

@@ -1,8 +1,9 @@
 // The host's one table of catalog ops: for each op what the host needs to
 // know about it — its input and output slots, which outputs overwrite which
 // inputs, what kind of op it is (flags) and the gradient ops its rule emits,
-// all from the SDK's catalog (tandem/op_catalog.hpp), plus the host's own
-// part: its shape rule, its gradient rule, its cost.
+// all from the SDK's catalog (tandem/op_catalog.hpp), its shape rule from
+// the SDK's rules (tandem/op_shapes.hpp, which every backend's kit runs
+// too), plus the host's own part: its gradient rule, its cost.
 // Lowering, autodiff, the planner, placement, the executor and the trainer
 // ask this table; none of them compares op names itself.
 //
@@ -122,7 +123,7 @@ struct OpInfo {
   std::vector<Slot> inputs, outputs;  // catalog
   std::vector<InplacePair> inplace;   // catalog
   uint32_t flags = 0;                 // catalog
-  ShapeFn shape = nullptr;
+  ShapeFn shape = nullptr;            // host-run ops; a catalog op's rule is the SDK's (tandem/op_shapes.hpp)
   GradFn grad = nullptr;
   std::vector<std::string_view> grad_ops;  // catalog: every op `grad` emits besides add/reduce_sum/reshape
   std::string_view no_grad;                // why there is no gradient rule (grad == nullptr)

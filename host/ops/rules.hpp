@@ -1,5 +1,6 @@
 // Internal to host/ops: what the op family files share to write their
-// entries — the families' list, and helpers for shape rules.
+// entries — the families' list, and helpers for the host-run ops' shape
+// rules.
 #pragma once
 
 #include <string>
@@ -40,37 +41,20 @@ std::vector<OpInfo> host_run_ops();  // comm.*, tandem.copy (host_run.cpp): not 
 
 namespace rules {
 
+// What the host-run ops' shape rules share (host_run.cpp); a catalog op's
+// rule is the SDK's (tandem/op_shapes.hpp).
 using Outputs = Result<std::vector<TensorType>>;
 
 // A shape error (TDM_INVALID_ARGUMENT); infer() prefixes the op.
 Error bad(const std::string& what);
 std::string str(const TensorType& t);  // "f32[2,3]"
 
-bool present(const ShapeQuery& q, size_t i);
 // Input i, which must be present.
 Result<TensorType> input(const ShapeQuery& q, size_t i, const char* name);
 // Declared output j, which the rule needs (its shape or dtype comes from it).
 Result<TensorType> declared(const ShapeQuery& q, size_t j, const char* what);
-// Attributes of the query, with defaults.
-int64_t int_attr(const ShapeQuery& q, const char* name, int64_t fallback);
-std::string string_attr(const ShapeQuery& q, const char* name, const std::string& fallback);
-std::vector<int64_t> ints_attr(const ShapeQuery& q, const char* name, std::vector<int64_t> fallback);
-// An `ints` attribute for the two spatial dims: one entry is repeated.
-std::vector<int64_t> pair_attr(const ShapeQuery& q, const char* name, std::vector<int64_t> fallback);
-// A possibly negative axis into [0, rank), or an error naming `what`.
-Result<size_t> axis(int64_t axis, size_t rank, const char* what);
-
-// Outputs equal to input i (elementwise ops and most gradients).
+// Outputs equal to input i.
 Outputs same_as(const ShapeQuery& q, size_t i, const char* name);
-// An error unless the optional `addend` input i, when present, has `dx`'s
-// type (a gradient op that adds x's gradient so far into dx).
-Result<void> addend_like(const ShapeQuery& q, size_t i, const TensorType& dx);
-bool is_floating(tdm_dtype dtype);
-// The dtype of a product's output j from operands of dtype `operands`: f32
-// when the caller declared output j f32 over bf16/f16 operands (ops.md,
-// "Wide outputs": the f32 sum is not rounded to the operands' dtype), else
-// `operands`.
-tdm_dtype product_output_dtype(const ShapeQuery& q, size_t j, tdm_dtype operands);
 
 }  // namespace rules
 }  // namespace tandem::host::ops

@@ -60,6 +60,17 @@ TEST(OpCatalog, OperandsCarryOptionalityVariadicsAndFixedDtypes) {
   EXPECT_DOUBLE_EQ(p.float_default, 0.5);
   EXPECT_EQ(catalog::detail::range_text(p), "in [0, 1]");
   EXPECT_EQ(catalog::find("conv2d_grad_weight")->attrs.size(), 5u);  // @conv2d and has_bias
+  // "0..<1": the upper end excluded (AdamW's betas: 1 would divide by zero).
+  const catalog::Attribute& beta1 = *catalog::find("adamw_update")->attr("beta1");
+  EXPECT_EQ(catalog::detail::range_text(beta1), "in [0, 1)");
+  tdm_attr one{};
+  one.struct_size = sizeof one;
+  one.name = "beta1";
+  one.type = TDM_ATTR_FLOAT;
+  one.f = 1.0;
+  EXPECT_EQ(catalog::attribute_error(beta1, one), "attribute 'beta1' must be in [0, 1), got 1.000000");
+  one.f = 0.999;
+  EXPECT_EQ(catalog::attribute_error(beta1, one), "");
 }
 
 std::unique_ptr<tandem::Kernel> slope_kernel(const OpView& op, size_t&) {

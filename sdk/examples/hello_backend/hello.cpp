@@ -8,8 +8,8 @@
 // into the C table and catches every exception before it can cross the
 // plugin boundary; tandem/backend_kit.hpp gives the prepare-time checks
 // (Check), the op registry that refuses unknown ops, newer op versions,
-// negative dimensions and, from the SDK's op catalog, wrong operand counts
-// and attributes for us (KernelRegistry), and closure kernels. In a
+// negative dimensions and, from the SDK's op catalog, wrong operand counts,
+// attributes and shapes for us (KernelRegistry), and closure kernels. In a
 // larger backend each factory lives in ops/<section>.cpp, the file named
 // after the op's section of sdk/ops.md.
 #include <tandem/backend_kit.hpp>

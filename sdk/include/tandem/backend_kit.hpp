@@ -11,8 +11,10 @@
 //                   than it implements are TDM_UNSUPPORTED (a normal answer:
 //                   the host places the op elsewhere); a negative dimension,
 //                   and for a catalog op (tandem/op_catalog.hpp) a wrong
-//                   operand count or an attribute of the wrong type or
-//                   outside its valid values, is TDM_INVALID_ARGUMENT;
+//                   operand count, an attribute of the wrong type or
+//                   outside its valid values, or operands and outputs that
+//                   break the op's shape rule (tandem/op_shapes.hpp: dims
+//                   and dtypes), is TDM_INVALID_ARGUMENT;
 //   SectionList     the registration functions of the backend's op files,
 //                   each enlisted by its own file while the library loads;
 //   FnKernel        a kernel that is a closure over what prepare validated.
@@ -27,9 +29,10 @@
 //   // ops/elementwise.cpp, everything in an unnamed namespace
 //   std::unique_ptr<tandem::Kernel> add(const tandem::OpView& op, size_t&) {
 //     tandem::Check c(op, "mybackend");
-//     const tdm_dtype dt = c.primary_dtype(0, {TDM_F32});  // else UNSUPPORTED
-//     c.input(1, dt, c.in(0).dims);                        // else INVALID_ARGUMENT
-//     c.output(0, dt, c.in(0).dims);
+//     c.primary_dtype(0, {TDM_F32});  // else UNSUPPORTED
+//     // The registry has checked b and y against add's shape rule; what is
+//     // left is what this backend cannot do.
+//     if (c.in(1).dims != c.in(0).dims) c.unsupported("broadcasting is not implemented");
 //     const int64_t n = c.in(0).numel();
 //     return tandem::make_fn_kernel("mybackend:add", [n](void* const* in, void* const* out) {
 //       for (int64_t i = 0; i < n; ++i)
@@ -68,16 +71,13 @@
 #include <vector>
 
 #include "tandem/op_catalog.hpp"
+#include "tandem/op_shapes.hpp"
 #include "tandem/shape_util.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
 
 using DtypeSet = std::vector<tdm_dtype>;
-
-inline bool is_floating(tdm_dtype dtype) noexcept {
-  return dtype == TDM_F32 || dtype == TDM_F64 || dtype == TDM_F16 || dtype == TDM_BF16;
-}
 
 // ---------------------------------------------------------------------------
 // Check: prepare-time validation of one op description
@@ -382,6 +382,17 @@ class KernelRegistry {
         continue;
       }
       if (const std::string why = catalog::attribute_error(spec, *a); !why.empty()) c.fail(why);
+    }
+    // The op's shape rule (tandem/op_shapes.hpp), the host's too: the
+    // operands agree with each other and the outputs are what they give.
+    std::vector<const TensorShape*> inputs;
+    for (const TensorShape& t : op.inputs()) inputs.push_back(t.dtype == TDM_DTYPE_INVALID ? nullptr : &t);
+    try {
+      const shapes::Outputs want =
+          shapes::infer(shapes::Query(entry, std::move(inputs), op.attrs(), op.n_attrs(), op.outputs()));
+      if (const std::string why = shapes::outputs_error(want, op.outputs()); !why.empty()) c.fail(why);
+    } catch (const shapes::Invalid& e) {
+      c.fail(e.what());
     }
   }
 

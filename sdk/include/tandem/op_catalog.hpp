@@ -78,6 +78,7 @@ struct Attribute {
   std::vector<std::string> choices;  // a string's valid values; empty: any
   double lo = -HUGE_VAL, hi = HUGE_VAL;
   bool lo_open = false;  // ">0"
+  bool hi_open = false;  // "0..<1"
   std::string constraint_text;
 };
 
@@ -215,7 +216,9 @@ inline void parse_constraint(std::string_view op, Attribute& a, const std::strin
   const size_t dots = c.find("..");
   if (dots == std::string::npos) malformed(op, "attribute '" + a.name + "': constraint '" + c + "'");
   if (dots > 0) a.lo = number(op, c.substr(0, dots));
-  if (dots + 2 < c.size()) a.hi = number(op, c.substr(dots + 2));
+  a.hi_open = c.compare(dots + 2, 1, "<") == 0;
+  const size_t hi = dots + (a.hi_open ? 3 : 2);
+  if (hi < c.size()) a.hi = number(op, c.substr(hi));
 }
 
 inline void parse_default(std::string_view op, Attribute& a, const std::string& d) {
@@ -311,8 +314,8 @@ inline std::string range_text(const Attribute& a) {
   };
   if (a.lo_open) return "> " + num(a.lo);
   if (a.hi == HUGE_VAL) return "at least " + num(a.lo);
-  if (a.lo == -HUGE_VAL) return "at most " + num(a.hi);
-  return "in [" + num(a.lo) + ", " + num(a.hi) + "]";
+  if (a.lo == -HUGE_VAL) return (a.hi_open ? "below " : "at most ") + num(a.hi);
+  return "in [" + num(a.lo) + ", " + num(a.hi) + (a.hi_open ? ")" : "]");
 }
 
 struct Parsed {
@@ -380,7 +383,8 @@ inline std::string attribute_error(const Attribute& spec, const tdm_attr& a) {
   for (double v : values) {
     if (!std::isfinite(v)) return where + " must be finite, got " + std::to_string(v);
     const bool low = spec.lo_open ? v <= spec.lo : v < spec.lo;
-    if (low || v > spec.hi) {
+    const bool high = spec.hi_open ? v >= spec.hi : v > spec.hi;
+    if (low || high) {
       std::string got = std::to_string(v);
       if (a.type == TDM_ATTR_INT || a.type == TDM_ATTR_INTS) got = std::to_string(static_cast<int64_t>(v));
       return where + " must be " + detail::range_text(spec) + ", got " + got;

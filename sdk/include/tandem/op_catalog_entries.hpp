@@ -11,7 +11,8 @@
 // variadic list; a dtype written there is fixed whatever the data's dtype.
 // Attributes are "name type(default: constraint)": a literal default,
 // "required", or "=words" for a default the op computes; constraints are
-// "a/b/c" (strings), "lo..hi" or ">lo" (numbers); "@op" repeats op's list.
+// "a/b/c" (strings), "lo..hi", "lo..<hi" (hi excluded) or ">lo" (numbers);
+// "@op" repeats op's list.
 inline constexpr OpEntry kEntries[] = {
     {"matmul", "matmul", "a[...,M,K], b[...,K,N]", "y[...,M,N]",
      "transpose_a int(0: 0..1), transpose_b int(0: 0..1)", "f32 bf16 f16", "", "", 0, Amp::low,
@@ -135,7 +136,7 @@ inline constexpr OpEntry kEntries[] = {
      "momentum float(0), dampening float(0), nesterov int(0: 0..1), weight_decay float(0)", "f32", "",
      "0=0 always, 1=3 always", TDM_OP_OPTIMIZER | TDM_OP_UPDATES_STATE, Amp::f32, Tolerance::optimizer},
     {"adamw_update", "adamw_update", "param, grad, m, v, lr f32[], step s32[]", "param_out, m_out, v_out",
-     "beta1 float(0.9: 0..1), beta2 float(0.999: 0..1), epsilon float(1e-8: 0..), weight_decay float(0.01)",
+     "beta1 float(0.9: 0..<1), beta2 float(0.999: 0..<1), epsilon float(1e-8: 0..), weight_decay float(0.01)",
      "f32", "", "0=0 always, 1=2 always, 2=3 always", TDM_OP_OPTIMIZER | TDM_OP_UPDATES_STATE, Amp::f32,
      Tolerance::optimizer},
     {"quantize", "quantize", "x[...]", "y[...]", "scale floats(required), zero_point ints([0]), axis int(1)",

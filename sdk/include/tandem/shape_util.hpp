@@ -14,6 +14,11 @@ namespace tandem {
 
 using Dims = std::vector<int64_t>;
 
+// A floating-point dtype (f32, f64, f16, bf16).
+inline bool is_floating(tdm_dtype dtype) noexcept {
+  return dtype == TDM_F32 || dtype == TDM_F64 || dtype == TDM_F16 || dtype == TDM_BF16;
+}
+
 // "[2,3]"
 inline std::string dims_str(const Dims& dims) {
   std::string s = "[";

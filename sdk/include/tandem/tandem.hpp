@@ -249,6 +249,9 @@ class OpView {
   bool input_native(size_t i) const noexcept { return layout_at(i) == TDM_LAYOUT_NATIVE; }
   bool output_native(size_t j) const noexcept { return layout_at(desc_.n_inputs + j) == TDM_LAYOUT_NATIVE; }
 
+  // The attributes as the host gave them, in its order.
+  const tdm_attr* attrs() const noexcept { return desc_.attrs; }
+  size_t n_attrs() const noexcept { return desc_.n_attrs; }
   const tdm_attr* attr(const char* name) const noexcept {
     for (size_t i = 0; i < desc_.n_attrs; ++i)
       if (desc_.attrs[i].name != nullptr && std::strcmp(desc_.attrs[i].name, name) == 0)
