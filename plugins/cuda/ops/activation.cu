@@ -49,7 +49,6 @@ template <size_t I>
 std::unique_ptr<Kernel> prepare_unary(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
-  c.output(0, t, c.in(0).dims);
   const Act act = with_attributes(c, math::kActivations[I].act);
   const Params p = params_of(c);
   const int64_t n = numel(c.in(0).dims);
@@ -69,8 +68,6 @@ template <size_t I>
 std::unique_ptr<Kernel> prepare_unary_grad(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
-  c.input(1, t, c.in(0).dims);
-  c.output(0, t, c.in(0).dims);
   const Act act = with_attributes(c, math::kActivations[I].act);
   const Params p = params_of(c);
   const int64_t n = numel(c.in(0).dims);

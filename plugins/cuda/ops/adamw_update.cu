@@ -26,16 +26,10 @@ __global__ void adamw_kernel(const float* param, const float* grad, const float*
 std::unique_ptr<Kernel> prepare_adamw(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.primary_dtype(0, kF32);
-  const Dims shape = c.in(0).dims;
-  for (size_t i : {1, 2, 3}) c.input(i, TDM_F32, shape);
-  c.input(4, TDM_F32, {});
-  c.input(5, TDM_S32, {});
-  for (size_t j = 0; j < 3; ++j) c.output(j, TDM_F32, shape);
   const double b1 = v.float_attr("beta1", 0.9), b2 = v.float_attr("beta2", 0.999);
-  if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) c.fail("beta1 and beta2 must be in [0, 1)");
   const math::AdamwParams a =
       math::adamw_params(b1, b2, v.float_attr("epsilon", 1e-8), v.float_attr("weight_decay", 0.01));
-  const int64_t n = numel(shape);
+  const int64_t n = numel(c.in(0).dims);
   return make_kernel("adamw_update", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (n == 0) return;
     auto f = [](void* q) { return static_cast<float*>(q); };

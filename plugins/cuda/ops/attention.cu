@@ -399,8 +399,6 @@ std::unique_ptr<Kernel> prepare_attention(CudaDevice& device, const OpView& v, s
   tdm_dtype dt;
   AttentionOperands operands;
   const Attn a = check_operands(c, 0, 3, dt, operands);
-  c.output(0, dt, a.shape(a.H, a.T, a.E));
-  c.output(1, TDM_F32, {a.B, a.H, a.T});
   const unsigned blocks = grid_of(c, a.B * a.H, a.T, kSide * kFwdR);
   const size_t smem = forward_smem(a.D, a.E);
   std::unique_ptr<Kernel> k;
@@ -434,12 +432,6 @@ std::unique_ptr<Kernel> prepare_attention_grad(CudaDevice& device, const OpView&
   tdm_dtype dt;
   AttentionOperands operands;
   const Attn a = check_operands(c, 1, 6, dt, operands);
-  c.input(0, dt, a.shape(a.H, a.T, a.E));
-  c.input(4, dt, a.shape(a.H, a.T, a.E));
-  c.input(5, TDM_F32, {a.B, a.H, a.T});
-  c.output(0, dt, a.shape(a.H, a.T, a.D));
-  c.output(1, dt, a.shape(a.G, a.S, a.D));
-  c.output(2, dt, a.shape(a.G, a.S, a.E));
   const int64_t rows = a.B * a.H * a.T;
   workspace = static_cast<size_t>(rows) * sizeof(float);  // Δ
   const unsigned dq_blocks = grid_of(c, a.B * a.H, a.T, kSide * kDqR);

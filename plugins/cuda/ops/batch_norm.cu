@@ -67,7 +67,6 @@ __global__ void bn_grad_kernel(const float* dy, const float* x, const float* gam
 }
 
 Bn bn_of(const Check& c, const Dims& x) {
-  if (x.size() < 2) c.fail("x must be [N, C, ...]");
   Bn b{x[0], x[1], 1, static_cast<float>(c.op().float_attr("epsilon", 1e-5)),
        static_cast<float>(c.op().float_attr("momentum", 0.1))};
   for (size_t k = 2; k < x.size(); ++k) b.L *= x[k];
@@ -80,9 +79,6 @@ std::unique_ptr<Kernel> prepare_bn_train(CudaDevice&, const OpView& v, size_t&) 
   c.primary_dtype(0, kF32);
   const Dims x = c.in(0).dims;
   const Bn b = bn_of(c, x);
-  for (size_t i = 1; i < 5; ++i) c.input(i, TDM_F32, {b.C});
-  c.output(0, TDM_F32, x);
-  for (size_t j = 1; j < 5; ++j) c.output(j, TDM_F32, {b.C});
   return make_kernel("batch_norm_train", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (b.C == 0 || b.N * b.L == 0) return;
     auto f = [&](void* p) { return static_cast<float*>(p); };
@@ -96,8 +92,6 @@ std::unique_ptr<Kernel> prepare_bn_infer(CudaDevice&, const OpView& v, size_t&) 
   c.primary_dtype(0, kF32);
   const Dims x = c.in(0).dims;
   const Bn b = bn_of(c, x);
-  for (size_t i = 1; i < 5; ++i) c.input(i, TDM_F32, {b.C});
-  c.output(0, TDM_F32, x);
   return make_kernel("batch_norm_inference", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     const int64_t n = b.N * b.C * b.L;
     if (n == 0) return;
@@ -112,11 +106,6 @@ std::unique_ptr<Kernel> prepare_bn_grad(CudaDevice&, const OpView& v, size_t&) {
   c.primary_dtype(0, kF32);
   const Dims x = c.in(0).dims;
   const Bn b = bn_of(c, x);
-  c.input(1, TDM_F32, x);
-  for (size_t i = 2; i < 5; ++i) c.input(i, TDM_F32, {b.C});
-  c.output(0, TDM_F32, x);
-  c.output(1, TDM_F32, {b.C});
-  c.output(2, TDM_F32, {b.C});
   return make_kernel("batch_norm_grad", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (b.C == 0 || b.N * b.L == 0) return;
     auto f = [&](void* p) { return static_cast<float*>(p); };

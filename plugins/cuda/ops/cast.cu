@@ -55,7 +55,6 @@ std::unique_ptr<Kernel> prepare_cast(CudaDevice&, const OpView& v, size_t&) {
   c.primary_dtype(0, all);
   const tdm_dtype dst = c.out(0).dtype;
   if (std::find(all.begin(), all.end(), dst) == all.end()) c.unsupported("output dtype is not implemented");
-  c.output(0, dst, c.in(0).dims);
   const int64_t n = numel(c.in(0).dims);
   std::unique_ptr<Kernel> k;
   dispatch_any(c.in(0).dtype, [&](auto stag) {

@@ -106,26 +106,13 @@ ConvShape conv_shape(const Check& c, Dir dir) {
   // Shapes by role, whatever the direction.
   const Dims x = dir == Dir::GradInput ? c.out(0).dims : c.in(dir == Dir::Forward ? 0 : 1).dims;
   const Dims w = dir == Dir::GradWeight ? c.out(0).dims : c.in(1).dims;
-  if (x.size() != 4 || w.size() != 4) c.fail("x and w must be rank 4 (NCHW, KCRS)");
+  // The rule has checked the ranks, the groups, the window and every dim;
+  // not the dtype of input 1 (w, or grad_weight's x) nor the bias's.
   g.N = x[0], g.C = x[1], g.H = x[2], g.W = x[3], g.K = w[0], g.Cg = w[1], g.R = w[2], g.S = w[3];
-  if (g.groups < 1 || g.C % g.groups != 0 || g.K % g.groups != 0 || w[1] != g.C / g.groups)
-    c.fail("channels " + std::to_string(g.C) + "/" + std::to_string(g.K) + " do not fit groups " +
-           std::to_string(g.groups));
   g.P = (g.H + 2 * g.pad[0] - g.dil[0] * (g.R - 1) - 1) / g.stride[0] + 1;
   g.Q = (g.W + 2 * g.pad[1] - g.dil[1] * (g.S - 1) - 1) / g.stride[1] + 1;
-  const Dims y = {g.N, g.K, g.P, g.Q};
-  if (dir == Dir::Forward) {
-    c.input(1, g.t, w);
-    c.output(0, g.t, y);
-    if (c.has_input(2)) c.input(2, g.t, {g.K});
-  } else {
-    c.input(0, g.t, y);
-    c.output(0, g.t, dir == Dir::GradInput ? x : w);
-    if (dir == Dir::GradWeight) c.input(1, g.t, x);
-  }
   g.bias = dir == Dir::Forward ? c.has_input(2)
                                : dir == Dir::GradWeight && c.int_attr("has_bias") != 0 && c.has_output(1);
-  if (dir == Dir::GradWeight && g.bias) c.output(1, g.t, {g.K});
   decline_if(c, cudnn_tensor_limit({g.N * g.C * g.H * g.W, g.N * g.K * g.P * g.Q, g.K * g.Cg * g.R * g.S}));
   return g;
 }

@@ -24,21 +24,11 @@ __global__ void dropout_grad_kernel(const T* dy, const uint8_t* mask, T* dx, int
   TDM_GRID_STRIDE(i, n) st(dx, i, math::dropout_apply(ld(dy, i), mask[i] != 0, den));
 }
 
-double probability(const Check& c) {
-  const double p = c.op().float_attr("p", 0.5);
-  if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
-  return p;
-}
-
 std::unique_ptr<Kernel> prepare_dropout(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
-  c.output(0, t, c.in(0).dims);
-  c.output(1, TDM_U8, c.in(0).dims);
   const bool has_offset = c.has_input(1);
-  if (has_offset && (c.in(1).dtype != TDM_S64 || !c.in(1).dims.empty()))
-    c.fail("seed_offset must be an s64 scalar");
-  const double p = probability(c);
+  const double p = c.float_attr("p");
   const uint64_t seed = static_cast<uint64_t>(v.int_attr("seed", 0));
   const uint32_t threshold = math::dropout_threshold(p);
   const float den = static_cast<float>(1.0 - p);
@@ -59,9 +49,7 @@ std::unique_ptr<Kernel> prepare_dropout(CudaDevice&, const OpView& v, size_t&) {
 std::unique_ptr<Kernel> prepare_dropout_grad(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
-  c.input(1, TDM_U8, c.in(0).dims);
-  c.output(0, t, c.in(0).dims);
-  const float den = static_cast<float>(1.0 - probability(c));
+  const float den = static_cast<float>(1.0 - c.float_attr("p"));
   const int64_t n = numel(c.in(0).dims);
   std::unique_ptr<Kernel> k;
   dispatch_float(t, [&](auto tag) {

@@ -9,27 +9,13 @@ namespace {
 std::unique_ptr<Kernel> prepare_matmul(CudaDevice& d, const OpView& v, size_t& workspace) {
   Check c(v);
   const tdm_dtype t = c.primary_dtype(0, kFloat);
-  const Dims &a = c.in(0).dims, &b = c.in(1).dims;
-  if (c.in(1).dtype != t) c.fail("a and b must have the same dtype");
-  if (a.size() < 2 || b.size() < 2) c.fail("a and b need rank >= 2");
+  // The registry has checked the dtypes, the ranks, K and that y's batch
+  // dims are a's and b's broadcast.
+  const Dims &a = c.in(0).dims, &b = c.in(1).dims, &y = c.out(0).dims;
   const bool ta = v.int_attr("transpose_a", 0) != 0, tb = v.int_attr("transpose_b", 0) != 0;
   const int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2], K = ta ? a[a.size() - 2] : a[a.size() - 1];
-  const int64_t Kb = tb ? b[b.size() - 1] : b[b.size() - 2], N = tb ? b[b.size() - 2] : b[b.size() - 1];
-  if (K != Kb) c.fail("inner dimensions differ: " + dims_str(a) + " and " + dims_str(b));
-  // Batch dims broadcast like numpy.
-  const Dims ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  Dims batch(std::max(ba.size(), bb.size()), 1);
-  for (size_t k = 0; k < batch.size(); ++k) {
-    const int64_t x = k + ba.size() >= batch.size() ? ba[k + ba.size() - batch.size()] : 1;
-    const int64_t y = k + bb.size() >= batch.size() ? bb[k + bb.size() - batch.size()] : 1;
-    if (x != y && x != 1 && y != 1)
-      c.fail("batch dims " + dims_str(ba) + " and " + dims_str(bb) + " do not broadcast");
-    batch[k] = x == 1 ? y : x;
-  }
-  Dims out = batch;
-  out.push_back(M);
-  out.push_back(N);
-  c.output(0, t, out);
+  const int64_t N = tb ? b[b.size() - 2] : b[b.size() - 1];
+  const Dims ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), batch(y.begin(), y.end() - 2);
   const int64_t nb = numel(batch);
   Gemm g = make_gemm(d, t, ta, tb, M, N, K);
   workspace = g.workspace_bytes;

@@ -59,14 +59,9 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t& wor
   std::vector<bool> reduced(x.size(), false);
   const std::vector<int64_t> axes = v.ints_attr("axes", {});
   if (axes.empty()) std::fill(reduced.begin(), reduced.end(), true);
-  for (int64_t a : axes) {
-    const size_t k = c.axis(a, x.size());
-    if (reduced[k]) c.fail("axis " + std::to_string(a) + " is listed twice");
-    reduced[k] = true;
-  }
-  const bool keepdims = v.int_attr("keepdims", 0) != 0;
+  // The registry has checked the axes (in range, none twice) and y's dims.
+  for (int64_t a : axes) reduced[c.axis(a, x.size())] = true;
   Shape8 kept, red;
-  Dims out;
   int64_t stride = 1;
   std::vector<int64_t> strides(x.size());
   for (size_t k = x.size(); k-- > 0;) strides[k] = stride, stride *= x[k];
@@ -74,13 +69,8 @@ std::unique_ptr<Kernel> prepare_reduce(CudaDevice&, const OpView& v, size_t& wor
     Shape8& s = reduced[k] ? red : kept;
     s.dims[s.rank] = x[k];
     s.strides[s.rank++] = strides[k];
-    if (!reduced[k])
-      out.push_back(x[k]);
-    else if (keepdims)
-      out.push_back(1);
   }
-  c.output(0, t, out);
-  const int64_t outputs = numel(out);
+  const int64_t outputs = numel(c.out(0).dims);
   decline_if(c, one_block_per_limit(outputs, "output element"));
   int64_t count = 1;
   for (int d = 0; d < red.rank; ++d) count *= red.dims[d];

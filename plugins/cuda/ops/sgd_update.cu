@@ -28,26 +28,12 @@ __global__ void sgd_kernel(const float* param, const float* grad, const float* l
 std::unique_ptr<Kernel> prepare_sgd(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   c.primary_dtype(0, kF32);
-  const Dims shape = c.in(0).dims;
-  c.input(1, TDM_F32, shape);
-  c.input(2, TDM_F32, {});
   const double momentum = v.float_attr("momentum", 0.0), dampening = v.float_attr("dampening", 0.0);
   const bool nesterov = v.int_attr("nesterov", 0) != 0;
   const bool has_buf = c.has_input(3);
-  if ((momentum != 0.0) != has_buf)
-    c.fail("momentum_buf (input 3) must be present exactly when momentum != 0");
-  if (has_buf != c.has_output(1))
-    c.fail("momentum_buf_out (output 1) must be present exactly when input 3 is");
-  if (nesterov && (momentum <= 0.0 || dampening != 0.0))
-    c.fail("nesterov needs momentum > 0 and dampening = 0");
-  if (has_buf) {
-    c.input(3, TDM_F32, shape);
-    c.output(1, TDM_F32, shape);
-  }
-  c.output(0, TDM_F32, shape);
   const math::SgdParams p =
       math::sgd_params(momentum, dampening, v.float_attr("weight_decay", 0.0), nesterov);
-  const int64_t n = numel(shape);
+  const int64_t n = numel(c.in(0).dims);
   return make_kernel("sgd_update", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (n == 0) return;
     auto f = [](void* q) { return static_cast<float*>(q); };

@@ -117,10 +117,7 @@ __global__ void correct_total_kernel(const float* hit, float* correct, int64_t N
 std::unique_ptr<Kernel> prepare_count_correct(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   if (c.in(0).dtype != TDM_F32) c.unsupported("logits must be f32");
-  if (c.in(0).rank() != 2) c.fail("logits must be [N, C]");
   const int64_t N = c.in(0).dims[0], C = c.in(0).dims[1];
-  c.input(1, TDM_S32, {N});
-  c.output(0, TDM_F32, {});
   if (C >= (int64_t{1} << 24) || N >= (int64_t{1} << 24))
     c.unsupported("rows or classes of 2^24 or more are not implemented (f32 indices and counts)");
   decline_if(c, one_block_per_limit(N, "row"));
@@ -136,18 +133,13 @@ std::unique_ptr<Kernel> prepare_count_correct(CudaDevice&, const OpView& v, size
   });
 }
 
+// logits at `first`; the registry has checked logits [N, C] and s32 labels [N].
 Ce ce_of(const Check& c, size_t first) {
   if (c.in(first).dtype != TDM_F32) c.unsupported("logits must be f32");
-  if (c.in(first).rank() != 2) c.fail("logits must be [N, C]");
   Ce ce{c.in(first).dims[0], c.in(first).dims[1], 0, 0.0f, true};
-  c.input(first + 1, TDM_S32, {ce.N});
-  const std::string red = c.op().string_attr("reduction", "mean");
-  if (red != "mean" && red != "sum") c.fail("reduction must be mean or sum");
-  ce.mean = red == "mean";
-  ce.ignore = static_cast<int32_t>(c.op().int_attr("ignore_index", -100));
-  const double eps = c.op().float_attr("label_smoothing", 0.0);
-  if (!(eps >= 0.0 && eps <= 1.0)) c.fail("label_smoothing must be in [0, 1]");
-  ce.eps = static_cast<float>(eps);
+  ce.mean = c.string_attr("reduction") == "mean";  // else "sum"
+  ce.ignore = static_cast<int32_t>(c.int_attr("ignore_index"));
+  ce.eps = static_cast<float>(c.float_attr("label_smoothing"));
   decline_if(c, one_block_per_limit(ce.N, "row"));
   return ce;
 }
@@ -155,7 +147,6 @@ Ce ce_of(const Check& c, size_t first) {
 std::unique_ptr<Kernel> prepare_ce(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   const Ce ce = ce_of(c, 0);
-  c.output(0, TDM_F32, {});
   workspace = static_cast<size_t>(2 * ce.N) * sizeof(float);
   return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
     auto* w = static_cast<float*>(ws);
@@ -169,8 +160,6 @@ std::unique_ptr<Kernel> prepare_ce(CudaDevice&, const OpView& v, size_t& workspa
 std::unique_ptr<Kernel> prepare_ce_grad(CudaDevice&, const OpView& v, size_t& workspace) {
   Check c(v);
   const Ce ce = ce_of(c, 1);
-  c.input(0, TDM_F32, {});
-  c.output(0, TDM_F32, {ce.N, ce.C});
   workspace = sizeof(float);
   return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void* ws) {
     if (ce.N == 0) return;

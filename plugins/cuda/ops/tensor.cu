@@ -14,10 +14,6 @@ std::unique_ptr<Kernel> prepare_copy(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
   const TensorShape& x = c.in(0);
   if (dtype_size(x.dtype) == 0) c.unsupported("dtype is not implemented");
-  if (!kReshape)
-    c.output(0, x.dtype, x.dims);
-  else if (c.out(0).dtype != x.dtype || c.out(0).numel() != x.numel())
-    c.fail("reshape of " + x.str() + " into " + c.out(0).str() + " changes dtype or element count");
   const size_t bytes = x.bytes();
   return make_kernel(v.op(), [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (bytes == 0 || in[0] == o[0]) return;
@@ -47,23 +43,17 @@ std::unique_ptr<Kernel> prepare_transpose(CudaDevice&, const OpView& v, size_t&)
   std::vector<int64_t> perm = v.ints_attr("perm", {});
   if (perm.empty())
     for (size_t k = x.rank(); k-- > 0;) perm.push_back(static_cast<int64_t>(k));
-  if (perm.size() != x.rank()) c.fail("perm must have one entry per dim");
+  // The registry has checked that perm is a permutation of x's dims.
   std::vector<int64_t> strides(x.rank());
   int64_t stride = 1;
   for (size_t k = x.rank(); k-- > 0;) strides[k] = stride, stride *= x.dims[k];
   Shape8 out;
   out.rank = static_cast<int>(x.rank());
-  Dims ydims;
-  std::vector<bool> seen(x.rank(), false);
   for (size_t k = 0; k < perm.size(); ++k) {
-    const size_t p = c.axis(perm[k], x.rank());
-    if (seen[p]) c.fail("perm is not a permutation");
-    seen[p] = true;
+    const size_t p = static_cast<size_t>(perm[k]);
     out.dims[k] = x.dims[p];
     out.strides[k] = strides[p];
-    ydims.push_back(x.dims[p]);
   }
-  c.output(0, x.dtype, ydims);
   const int64_t n = x.numel();
   return make_kernel("transpose", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     if (n == 0) return;
@@ -94,19 +84,14 @@ std::unique_ptr<Kernel> prepare_concat(CudaDevice&, const OpView& v, size_t&) {
   int64_t outer = 1, inner = 1, total = 0;
   for (size_t k = 0; k < axis; ++k) outer *= first.dims[k];
   for (size_t k = axis + 1; k < first.rank(); ++k) inner *= first.dims[k];
+  // The registry has checked that the inputs have one dtype and rank and
+  // differ only along the axis.
   std::vector<int64_t> widths;
   for (size_t i = 0; i < inputs; ++i) {
-    Dims d = c.in(i).dims;
-    if (c.in(i).dtype != first.dtype || d.size() != first.rank()) c.fail("inputs differ in dtype or rank");
-    const int64_t len = d[axis];
-    d[axis] = first.dims[axis];
-    if (d != first.dims) c.fail("input " + std::to_string(i) + " differs outside the concat axis");
+    const int64_t len = c.in(i).dims[axis];
     widths.push_back(len * inner);
     total += len;
   }
-  Dims y = first.dims;
-  y[axis] = total;
-  c.output(0, first.dtype, y);
   const size_t elem = dtype_size(first.dtype), pitch = static_cast<size_t>(total * inner) * elem;
   return make_kernel("concat", [=](CudaStream& s, void* const* in, void* const* o, void*) {
     size_t column = 0;
@@ -127,9 +112,7 @@ __global__ void fill_kernel(D* y, int64_t n, double value) {
 
 std::unique_ptr<Kernel> prepare_fill(CudaDevice&, const OpView& v, size_t&) {
   Check c(v);
-  const tdm_dtype t = c.out(0).dtype;
-  if (c.has_input(0) && (c.in(0).dtype != t || c.in(0).dims != c.out(0).dims))
-    c.fail("input 0 (like) must have the output's shape and dtype");
+  const tdm_dtype t = c.out(0).dtype;  // `like`, if given, has y's shape and dtype (the rule)
   const double value = v.float_attr("value", 0.0);
   const int64_t n = numel(c.out(0).dims);
   std::unique_ptr<Kernel> k;

@@ -15,13 +15,8 @@ std::unique_ptr<Kernel> adamw_update(const OpView& op, size_t&) {
   Check c(op);
   c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
-  for (size_t i = 1; i < 4; ++i) c.input(i, TDM_F32, shape);
-  c.input(4, TDM_F32, {});
-  c.input(5, TDM_S32, {});
-  for (size_t j = 0; j < 3; ++j) c.output(j, TDM_F32, shape);
   const double b1 = c.float_attr("beta1"), b2 = c.float_attr("beta2");
   const float eps = float(c.float_attr("epsilon", 1e-8)), wd = float(c.float_attr("weight_decay", 0.01));
-  if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) c.fail("beta1 and beta2 must lie in [0, 1)");
   const int64_t n = numel(shape);
   const std::string where = c.where();
   return make_fn(c, [=](void* const* in, void* const* out, void*) {

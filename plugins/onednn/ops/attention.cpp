@@ -45,8 +45,6 @@ struct Geometry {
   uint64_t seed = 0;
   size_t mask_slot = 0, offset_slot = 0;
 
-  // A q-like tensor of `heads` heads, n positions and width w, in the layout.
-  Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
   // The rows of q and o (and do, dq) of query head h, and of k and v (dk,
   // dv) of kv head kvh, from position 0, and their strides.
   int64_t q_row(int64_t b, int64_t h, int64_t t = 0) const { return layout.row(b, h, t, H, T, D); }
@@ -231,8 +229,6 @@ std::unique_ptr<Kernel> attention(const OpView& op, size_t&) {
   Check c(op);
   tdm_dtype dt;
   const Geometry g = check_operands(c, 0, 3, dt);
-  c.output(0, dt, g.shape(g.H, g.T, g.E));
-  c.output(1, TDM_F32, {g.B, g.H, g.T});
   return with_f32_bf16(dt, [&](auto tag) {
     using T = decltype(tag);
     return make_fn(c, [g](void* const* in, void* const* out, void*) {
@@ -430,12 +426,6 @@ std::unique_ptr<Kernel> attention_grad(const OpView& op, size_t& ws) {
   Check c(op);
   tdm_dtype dt;
   const Geometry g = check_operands(c, 1, 6, dt);
-  c.input(0, dt, g.shape(g.H, g.T, g.E));
-  c.input(4, dt, g.shape(g.H, g.T, g.E));
-  c.input(5, TDM_F32, {g.B, g.H, g.T});
-  c.output(0, dt, g.shape(g.H, g.T, g.D));
-  c.output(1, dt, g.shape(g.G, g.S, g.D));
-  c.output(2, dt, g.shape(g.G, g.S, g.E));
   ws = size_t(g.B * g.H * g.T) * sizeof(float);  // Δ
   return with_f32_bf16(dt, [&](auto tag) {
     using T = decltype(tag);

@@ -20,22 +20,18 @@ struct BN {
   float eps, momentum;
 };
 
-BN bn_shape(const Check& c, bool training) {
+// Training's at least 2 values per channel is the shape rule's.
+BN bn_shape(const Check& c) {
   c.primary_dtype(0, kF32);
-  if (c.in(0).rank() < 2) c.fail("x must be [N, C, ...] (rank >= 2)");
   const Dims& x = c.in(0).dims;
   const BN b{x[0], x[1], x[1] ? numel(x) / (x[0] * x[1]) : 0, float(c.float_attr("epsilon", 1e-5)),
              float(c.float_attr("momentum", 0.1))};
-  if (training && b.n * b.s < 2) c.fail("training needs at least 2 elements per channel");
   return b;
 }
 
 std::unique_ptr<Kernel> batch_norm_train(const OpView& op, size_t&) {
   Check c(op);
-  const BN b = bn_shape(c, true);
-  for (size_t i = 1; i < 5; ++i) c.input(i, TDM_F32, {b.c});
-  c.output(0, TDM_F32, c.in(0).dims);
-  for (size_t j = 1; j < 5; ++j) c.output(j, TDM_F32, {b.c});
+  const BN b = bn_shape(c);
   return make_fn(c, [b](void* const* in, void* const* out, void*) {
     const float* x = static_cast<const float*>(in[0]);
     const float *gamma = static_cast<const float*>(in[1]), *beta = static_cast<const float*>(in[2]);
@@ -78,9 +74,7 @@ std::unique_ptr<Kernel> batch_norm_train(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> batch_norm_inference(const OpView& op, size_t&) {
   Check c(op);
-  const BN b = bn_shape(c, false);
-  for (size_t i = 1; i < 5; ++i) c.input(i, TDM_F32, {b.c});
-  c.output(0, TDM_F32, c.in(0).dims);
+  const BN b = bn_shape(c);
   return make_fn(c, [b](void* const* in, void* const* out, void*) {
     const float* x = static_cast<const float*>(in[0]);
     const float *gamma = static_cast<const float*>(in[1]), *beta = static_cast<const float*>(in[2]);
@@ -101,12 +95,7 @@ std::unique_ptr<Kernel> batch_norm_inference(const OpView& op, size_t&) {
 
 std::unique_ptr<Kernel> batch_norm_grad(const OpView& op, size_t&) {
   Check c(op);
-  const BN b = bn_shape(c, false);
-  c.input(1, TDM_F32, c.in(0).dims);
-  for (size_t i = 2; i < 5; ++i) c.input(i, TDM_F32, {b.c});
-  c.output(0, TDM_F32, c.in(0).dims);
-  c.output(1, TDM_F32, {b.c});
-  c.output(2, TDM_F32, {b.c});
+  const BN b = bn_shape(c);
   return make_fn(c, [b](void* const* in, void* const* out, void*) {
     const float *dy = static_cast<const float*>(in[0]), *x = static_cast<const float*>(in[1]);
     const float *gamma = static_cast<const float*>(in[2]), *mean = static_cast<const float*>(in[3]);

@@ -36,32 +36,16 @@ struct ConvGeometry {
   tdm_dtype dt;
 };
 
-int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil) {
-  return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
-}
-
-// Validates attrs and shapes; x is the image [N,C,H,W], w the filter, y the
-// output image [N,K,P,Q] (which side each comes from depends on the op).
+// The sizes and attributes of a convolution; x is the image [N,C,H,W], w the
+// filter, y the output image [N,K,P,Q] (which side each comes from depends
+// on the op). The registry has checked them against conv2d's shape rule.
 ConvGeometry geometry(const Check& c, tdm_dtype dt, const Dims& x, const Dims& w, const Dims& y) {
   const Dims st = c.pair_attr("stride", {1, 1}), pd = c.pair_attr("padding", {0, 0});
   const Dims dl = c.pair_attr("dilation", {1, 1});
   const int64_t g = c.int_attr("groups");
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4) c.fail("x, w and y must be rank 4 (NCHW)");
-  if (st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 || pd[0] < 0 || pd[1] < 0)
-    c.fail("stride and dilation must be >= 1, padding >= 0");
-  if (g < 1 || x[1] % g != 0 || w[0] % g != 0)
-    c.fail("groups = " + std::to_string(g) + " must divide C and K");
-  ConvGeometry geo{x[0],           x[1], x[2], x[3], w[0],           w[2],
-                   w[3],           0,    0,    g,    {st[0], st[1]}, {dl[0] - 1, dl[1] - 1},
-                   {pd[0], pd[1]}, dt};
-  if (w[1] != x[1] / g)
-    c.fail("w: expected " + std::to_string(x[1] / g) + " input channels, got " + dims_str(w));
-  geo.p = conv_out(geo.h, geo.r, st[0], pd[0], dl[0]);
-  geo.q = conv_out(geo.w, geo.s, st[1], pd[1], dl[1]);
-  if (geo.p < 1 || geo.q < 1) c.fail("the output would be empty (P or Q < 1)");
-  const Dims want{geo.n, geo.k, geo.p, geo.q};
-  if (y != want) c.fail("output image: expected " + dims_str(want) + ", got " + dims_str(y));
-  return geo;
+  return ConvGeometry{x[0],           x[1], x[2], x[3], w[0],           w[2],
+                      w[3],           y[2], y[3], g,    {st[0], st[1]}, {dl[0] - 1, dl[1] - 1},
+                      {pd[0], pd[1]}, dt};
 }
 
 memory::desc image_md(int64_t n, int64_t ch, int64_t h, int64_t w, tdm_dtype dt) {
@@ -98,11 +82,8 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvGeometry& g, bool
 std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  c.input_dtype(1, {dt});
-  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const ConvGeometry g = geometry(c, dt, c.in(0).dims, c.in(1).dims, c.out(0).dims);
   const bool bias = c.has_input(2);
-  if (bias) c.input(2, dt, {g.k});
   auto k = std::make_unique<PrimKernel>("conv2d");
   const auto pd = forward_pd(g, bias);
   const memory x = staged_in(*k, layout_md(c.in(0), op.input_native(0)), pd.src_desc(), in_slot(0));
@@ -119,8 +100,6 @@ std::unique_ptr<Kernel> conv2d(const OpView& op, size_t& ws) {
 std::unique_ptr<Kernel> conv2d_grad_input(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  c.input_dtype(1, {dt});
-  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const ConvGeometry g = geometry(c, dt, c.out(0).dims, c.in(1).dims, c.in(0).dims);
   auto k = std::make_unique<PrimKernel>("conv2d_grad_input");
   const auto hint = forward_pd(g, false);
@@ -167,13 +146,8 @@ std::unique_ptr<Kernel> single_channel_kernel(const Check& c, const ConvGeometry
 std::unique_ptr<Kernel> conv2d_grad_weight(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  c.input_dtype(1, {dt});
-  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const ConvGeometry g = geometry(c, dt, c.in(1).dims, c.out(0).dims, c.in(0).dims);
-  const bool has_bias = c.int_attr("has_bias") != 0;
-  if (has_bias != c.has_output(1))
-    c.fail(std::string("has_bias = ") + (has_bias ? "1 requires" : "0 forbids") + " the dbias output");
-  if (has_bias) c.output(1, dt, {g.k});
+  const bool has_bias = c.int_attr("has_bias") != 0;  // the dbias output is there exactly then
   if (single_channel_own(op) && !op.input_native(1)) return single_channel_kernel(c, g, has_bias, ws);
   auto k = std::make_unique<PrimKernel>("conv2d_grad_weight");
   const auto hint = forward_pd(g, has_bias);

@@ -11,8 +11,6 @@
 // are reordered into and out of the workspace by primitives created here
 // (layout.hpp's staging helpers). On a CPU without VNNI a second, doubled
 // variant keeps the sums exact (int8_pairs.hpp).
-#include <cmath>
-
 #include "cpu_isa.hpp"
 #include "dnnl_api.hpp"
 #include "int8_pairs.hpp"
@@ -81,53 +79,31 @@ std::unique_ptr<PrimKernel> conv2d_int8_kernel(const ConvInt8& c, bool doubled) 
   return kernel;
 }
 
-std::vector<float> w_scales(const Check& c, int64_t k) {
-  const std::vector<float> m = float_list(c, "w_scale");
-  if (m.size() != 1 && int64_t(m.size()) != k)
-    c.fail("w_scale must be given with 1 or K = " + std::to_string(k) + " entries");
-  check_scales(c, m, "w_scale");
-  return m;
-}
-
+// The registry has checked the geometry (conv2d's rule), the dtypes, y, the
+// bias, the attributes' ranges, the scales (1 or K of w_scale, positive and
+// finite in f32) and that C/groups·R·S <= 65536 keeps the s32 sums exact.
 ConvInt8 conv2d_int8_params(const Check& c) {
   const Dims& x = c.in(0).dims;
   const Dims& w = c.in(1).dims;
-  if (x.size() != 4 || w.size() != 4) c.fail("x and w must be rank 4 (NCHW, OIHW)");
+  const Dims& y = c.out(0).dims;
   ConvInt8 p;
   p.st = c.pair_attr("stride", {1, 1}), p.pd = c.pair_attr("padding", {0, 0});
   p.dl = c.pair_attr("dilation", {1, 1});
   p.groups = c.int_attr("groups");
-  if (p.st[0] < 1 || p.st[1] < 1 || p.dl[0] < 1 || p.dl[1] < 1 || p.pd[0] < 0 || p.pd[1] < 0)
-    c.fail("stride and dilation must be >= 1, padding >= 0");
   p.n = x[0], p.ch = x[1], p.h = x[2], p.wd = x[3], p.k = w[0], p.r = w[2], p.s = w[3];
-  if (p.groups < 1 || p.ch % p.groups != 0 || p.k % p.groups != 0) c.fail("groups must divide C and K");
-  if (w[1] != p.ch / p.groups)
-    c.fail("w must have C/groups = " + std::to_string(p.ch / p.groups) + " channels");
-  const int64_t rows = p.h + 2 * p.pd[0] - p.dl[0] * (p.r - 1) - 1;
-  const int64_t cols = p.wd + 2 * p.pd[1] - p.dl[1] * (p.s - 1) - 1;
-  if (rows < 0 || cols < 0) c.fail("the filter does not fit the padded image");
-  p.p = rows / p.st[0] + 1, p.q = cols / p.st[1] + 1;
-  if ((p.ch / p.groups) * p.r * p.s > 65536)
-    c.fail("C/groups·R·S exceeds 65536, where s32 sums could overflow");
+  p.p = y[2], p.q = y[3];
   p.bias = c.has_input(2);
-  if (p.bias) c.input(2, TDM_F32, {p.k});
-  c.output(0, TDM_F32, {p.n, p.k, p.p, p.q});
-  const float sx = float(c.float_attr("x_scale", -1));
+  const float sx = float(c.float_attr("x_scale", -1));  // required, > 0
   p.zx = c.int_attr("x_zero_point");
-  if (!(sx > 0) || !std::isfinite(sx)) c.fail("x_scale must be given, positive and finite");
-  if (p.zx < 0 || p.zx > 255) c.fail("x_zero_point " + std::to_string(p.zx) + " is outside 0..255");
-  p.m = w_scales(c, p.k);
+  p.m = float_list(c, "w_scale");
   for (float& v : p.m) v = sx * v;  // f32(x_scale·w_scale[k]), one rounding, as the catalog says
-  const std::string act = c.string_attr("activation");
-  if (act != "none" && act != "relu") c.fail("activation must be none or relu, got '" + act + "'");
-  p.relu = act == "relu";
+  p.relu = c.string_attr("activation") == "relu";
   return p;
 }
 
 std::unique_ptr<Kernel> conv2d_int8(const OpView& op, size_t& ws) {
   Check c(op);
   c.primary_dtype(0, {TDM_U8});
-  c.input_dtype(1, {TDM_S8});
   const ConvInt8 p = conv2d_int8_params(c);
   std::unique_ptr<PrimKernel> direct = conv2d_int8_kernel(p, false);
   if (!cpu_int8_pairs_saturate()) {

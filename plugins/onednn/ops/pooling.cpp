@@ -38,35 +38,13 @@ struct Pool {
   bool include_pad;
 };
 
-// x: [N,C,H,W] image, y: [N,C,P,Q] pooled shape (inputs or outputs per op).
+// x: [N,C,H,W] image, y: [N,C,P,Q] pooled shape (inputs or outputs per op),
+// which the registry has checked against the window (the pooling rule).
 Pool geometry(const Check& c, const Dims& x, const Dims& y) {
-  if (!c.op().attr("kernel")) c.fail("attribute 'kernel' is required");
   const Dims k = c.pair_attr("kernel", {}), s = c.pair_attr("stride", k),
              pad = c.pair_attr("padding", {0, 0});
-  if (x.size() != 4) c.fail("x must be rank 4 (NCHW), got " + dims_str(x));
-  if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1) c.fail("kernel and stride must be >= 1");
-  if (pad[0] < 0 || pad[1] < 0 || 2 * pad[0] > k[0] || 2 * pad[1] > k[1])
-    c.fail("padding must lie in [0, kernel/2]");
-  Pool g{x[0],
-         x[1],
-         x[2],
-         x[3],
-         0,
-         0,
-         k[0],
-         k[1],
-         s[0],
-         s[1],
-         pad[0],
-         pad[1],
-         c.int_attr("count_include_pad", 0) != 0};
-  if (x[2] + 2 * pad[0] < k[0] || x[3] + 2 * pad[1] < k[1])
-    c.fail("the window is larger than the padded image");
-  g.p = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  g.q = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
-  const Dims want{g.n, g.c, g.p, g.q};
-  if (y != want) c.fail("pooled shape: expected " + dims_str(want) + ", got " + dims_str(y));
-  return g;
+  const bool include_pad = c.int_attr("count_include_pad", 0) != 0;
+  return Pool{x[0], x[1], x[2], x[3], y[2], y[3], k[0], k[1], s[0], s[1], pad[0], pad[1], include_pad};
 }
 
 // Flat index (within the plane) of the window's first maximum; a NaN wins.
@@ -321,7 +299,6 @@ bool any_native(const OpView& op) {
 std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
   if (any_native(op)) {  // kernel_layouts offered it: f32, 2x2 stride 2, C % B == 0
     if (!is_2x2_stride2(g)) c.fail("the native layout needs a 2x2 stride-2 unpadded window");
@@ -355,9 +332,7 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& op, size_t&) {
 std::unique_ptr<Kernel> max_pool2d_grad(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  c.input_dtype(1, {dt});
   const Pool g = geometry(c, c.in(1).dims, c.in(0).dims);
-  c.output(0, dt, c.in(1).dims);
   // f32 accumulates straight into dx; bf16 into an f32 copy in the workspace.
   ws = dt == TDM_BF16 ? size_t(numel(c.in(1).dims)) * sizeof(float) : 0;
   if (any_native(op)) {  // kernel_layouts offered it: f32, 2x2 stride 2, C % B == 0
@@ -419,7 +394,6 @@ dnnl::pooling_forward::primitive_desc avg_forward_pd(const Pool& g, tdm_dtype dt
 std::unique_ptr<Kernel> avg_pool2d(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.in(0).dims, c.out(0).dims);
   auto k = std::make_unique<PrimKernel>("avg_pool2d");
   const auto pd = avg_forward_pd(g, dt, dnnl::prop_kind::forward_inference);
@@ -432,7 +406,6 @@ std::unique_ptr<Kernel> avg_pool2d(const OpView& op, size_t& ws) {
 std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  if (!c.has_output(0) || c.out(0).dtype != dt) c.fail("output 0 must be " + std::string(dtype_name(dt)));
   const Pool g = geometry(c, c.out(0).dims, c.in(0).dims);
   auto k = std::make_unique<PrimKernel>("avg_pool2d_grad");
   const auto hint = avg_forward_pd(g, dt, dnnl::prop_kind::forward_training);

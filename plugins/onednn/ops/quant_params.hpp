@@ -14,8 +14,6 @@ namespace tandem::onednn {
 
 // A required float list attribute (Check::floats_attr), as f32.
 std::vector<float> float_list(const Check& c, const char* name);
-// Every entry positive and finite, and at least one.
-void check_scales(const Check& c, const std::vector<float>& s, const char* name);
 
 // Per-channel scale and zero point of each element: channel = (i / inner) % channels.
 struct QuantParams {
@@ -24,8 +22,10 @@ struct QuantParams {
   int64_t channels = 1, inner = 1;
 };
 
-// The attributes checked against `dims`; zero points must lie in [lo, hi].
-QuantParams quant_params(const Check& c, const Dims& dims, int64_t lo, int64_t hi);
+// The grid's attributes over `dims`, which the shape rule has checked
+// (scales positive and finite, zero points in the integers' range, one
+// entry or one per channel).
+QuantParams quant_params(const Check& c, const Dims& dims);
 
 // Runs body(lo, hi, scale, zero) over runs of elements that share a channel.
 template <class Body>

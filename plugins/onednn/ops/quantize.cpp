@@ -21,8 +21,7 @@ std::unique_ptr<Kernel> quantize(const OpView& op, size_t&) {
   Check c(op);
   c.primary_dtype(0, kF32);
   const tdm_dtype to = c.primary_output_dtype(0, {TDM_U8, TDM_S8});
-  c.output(0, to, c.in(0).dims);
-  const QuantParams p = quant_params(c, c.in(0).dims, to == TDM_U8 ? 0 : -128, to == TDM_U8 ? 255 : 127);
+  const QuantParams p = quant_params(c, c.in(0).dims);
   const int64_t n = c.in(0).numel();
   return make_fn(c, [=](void* const* in, void* const* out, void*) {
     const auto* x = static_cast<const float*>(in[0]);
@@ -47,10 +46,7 @@ std::unique_ptr<Kernel> dequantize(const OpView& op, size_t&) {
   Check c(op);
   const tdm_dtype from = c.primary_dtype(0, {TDM_U8, TDM_S8, TDM_S32});
   c.primary_output_dtype(0, kF32);
-  c.output(0, TDM_F32, c.in(0).dims);
-  const int64_t lo = from == TDM_U8 ? 0 : from == TDM_S8 ? -128 : std::numeric_limits<int32_t>::min();
-  const int64_t hi = from == TDM_U8 ? 255 : from == TDM_S8 ? 127 : std::numeric_limits<int32_t>::max();
-  const QuantParams p = quant_params(c, c.in(0).dims, lo, hi);
+  const QuantParams p = quant_params(c, c.in(0).dims);
   const int64_t n = c.in(0).numel();
   return make_fn(c, [=](void* const* in, void* const* out, void*) {
     auto* y = static_cast<float*>(out[0]);

@@ -16,18 +16,9 @@ std::unique_ptr<Kernel> reduce(const OpView& op, size_t& ws) {
   const Dims& x = c.in(0).dims;
   const std::vector<int64_t> axes_attr = c.ints_attr("axes", {});
   std::vector<bool> reduced(x.size(), axes_attr.empty());
-  for (int64_t a : axes_attr) {
-    const size_t k = c.axis(a, x.size(), "axis");
-    if (reduced[k]) c.fail("axis " + std::to_string(a) + " is listed twice");
-    reduced[k] = true;
-  }
-  const bool keep = c.int_attr("keepdims") != 0;
-  Dims kept, y;
-  for (size_t k = 0; k < x.size(); ++k) {
-    kept.push_back(reduced[k] ? 1 : x[k]);
-    if (!reduced[k] || keep) y.push_back(reduced[k] ? 1 : x[k]);
-  }
-  c.output(0, dt, y);
+  for (int64_t a : axes_attr) reduced[c.axis(a, x.size(), "axis")] = true;  // in range, once each (the rule)
+  Dims kept;  // x's dims with the reduced ones 1 (y's elements, whatever keepdims)
+  for (size_t k = 0; k < x.size(); ++k) kept.push_back(reduced[k] ? 1 : x[k]);
   if (numel(x) == 0) c.unsupported("reducing an empty tensor is not implemented");
   const bool mean = kMean;
   if (numel(x) == numel(kept)) {  // nothing to reduce: a copy

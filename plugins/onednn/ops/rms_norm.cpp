@@ -16,8 +16,8 @@ struct Rows {
   int64_t rows = 0, d = 0;
 };
 
-Rows check_rows(Check& c, size_t x_slot) {
-  c.input_rank_at_least(x_slot, 1);
+// Input x_slot, of rank >= 1, as rows of its last dim.
+Rows rows_of(const Check& c, size_t x_slot) {
   const Dims& shape = c.in(x_slot).dims;
   const int64_t d = shape.back();
   return {d ? numel(shape) / d : 0, d};
@@ -26,11 +26,7 @@ Rows check_rows(Check& c, size_t x_slot) {
 std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  const Rows r = check_rows(c, 0);
-  const Dims shape = c.in(0).dims;
-  c.input(1, dt, {r.d});
-  c.output(0, dt, shape);
-  c.output(1, TDM_F32, Dims(shape.begin(), shape.end() - 1));
+  const Rows r = rows_of(c, 0);
   const float eps = float(c.float_attr("epsilon"));
   return with_f32_bf16(dt, [&](auto t) {
     using T = decltype(t);
@@ -60,15 +56,9 @@ std::unique_ptr<Kernel> rms_norm(const OpView& op, size_t&) {
 std::unique_ptr<Kernel> rms_norm_grad(const OpView& op, size_t& ws) {
   Check c(op);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  const Rows r = check_rows(c, 0);
+  const Rows r = rows_of(c, 0);
   const Dims shape = c.in(0).dims;
-  c.input(1, dt, shape);
-  c.input(2, dt, {r.d});
-  c.input(3, TDM_F32, Dims(shape.begin(), shape.end() - 1));
   const bool has_addend = c.has_input(4);  // dx += addend (it may be dx)
-  if (has_addend) c.input(4, dt, shape);
-  c.output(0, dt, shape);
-  c.output(1, dt, {r.d});
   const RowChunks chunks(r.rows);
   ws = chunks.partial_floats(r.d) * sizeof(float);
   return with_f32_bf16(dt, [&](auto t) {

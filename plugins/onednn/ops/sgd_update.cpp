@@ -13,22 +13,9 @@ std::unique_ptr<Kernel> sgd_update(const OpView& op, size_t&) {
   Check c(op);
   c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
-  c.input(1, TDM_F32, shape);
-  c.input(2, TDM_F32, {});
   const float momentum = float(c.float_attr("momentum", 0.0)), dampening = float(c.float_attr("dampening"));
   const float wd = float(c.float_attr("weight_decay", 0.0));
   const bool nesterov = c.int_attr("nesterov") != 0, has_buf = c.has_input(3);
-  if ((momentum != 0.f) != has_buf)
-    c.fail("momentum_buf (input 3) must be present exactly when momentum != 0");
-  if (has_buf != c.has_output(1))
-    c.fail("momentum_buf_out (output 1) must be present exactly when input 3 is");
-  if (nesterov && (momentum <= 0.f || dampening != 0.f))
-    c.fail("nesterov needs momentum > 0 and dampening = 0");
-  c.output(0, TDM_F32, shape);
-  if (has_buf) {
-    c.input(3, TDM_F32, shape);
-    c.output(1, TDM_F32, shape);
-  }
   const int64_t n = numel(shape);
   const float damp = 1.f - dampening;
   return make_fn(c, [=](void* const* in, void* const* out, void*) {

@@ -106,7 +106,6 @@ std::unique_ptr<Kernel> unary(const OpView& view, Fn fn) {
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Act act = with_attributes(c, fn);
   const Dims shape = c.in(0).dims;
-  c.output(0, dt, shape);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -121,11 +120,8 @@ std::unique_ptr<Kernel> unary(const OpView& view, Fn fn) {
 std::unique_ptr<Kernel> gradient(const OpView& view, Fn fn) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
-  c.input_dtype(1, {dt});
   const Act act = with_attributes(c, fn);
   const Dims shape = c.in(0).dims;
-  c.input_shape(1, shape);
-  c.output(0, dt, shape);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);

@@ -17,18 +17,8 @@ std::unique_ptr<Kernel> adamw_update(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
-  for (size_t i : {1, 2, 3}) {
-    c.input_dtype(i, {dt});
-    c.input_shape(i, shape);
-  }
-  c.input_dtype(4, {dt});
-  c.input_shape(4, {});
-  c.input_dtype(5, {TDM_S32});
-  c.input_shape(5, {});
-  for (size_t j = 0; j < 3; ++j) c.output(j, dt, shape);
   const double b1 = c.float_attr("beta1"), b2 = c.float_attr("beta2");
   const double eps = c.float_attr("epsilon", 1e-8), wd = c.float_attr("weight_decay", 0.01);
-  if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) c.fail("beta1 and beta2 must be in [0, 1)");
   const std::string where = c.where();
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const int64_t step = load_int(in[5], TDM_S32, 0);

@@ -87,8 +87,6 @@ double dot(const double* a, const double* b, int64_t n) {
 std::unique_ptr<Kernel> attention(const OpView& view, size_t&) {
   Check c(view);
   const Geometry g = check_operands(c, 0, 3);
-  c.output(0, g.dt, g.shape(g.H, g.T, g.E));
-  c.output(1, g.stats, {g.B, g.H, g.T});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto q = g.load_rows(in[0], g.H, g.T, g.D);
     const auto k = g.load_rows(in[1], g.G, g.S, g.D);
@@ -130,12 +128,6 @@ std::unique_ptr<Kernel> attention(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> attention_grad(const OpView& view, size_t&) {
   Check c(view);
   const Geometry g = check_operands(c, 1, 6);
-  c.input(0, g.dt, g.shape(g.H, g.T, g.E));
-  c.input(4, g.dt, g.shape(g.H, g.T, g.E));
-  c.input(5, g.stats, {g.B, g.H, g.T});
-  c.output(0, g.dt, g.shape(g.H, g.T, g.D));
-  c.output(1, g.dt, g.shape(g.G, g.S, g.D));
-  c.output(2, g.dt, g.shape(g.G, g.S, g.E));
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto dout = g.load_rows(in[0], g.H, g.T, g.E), q = g.load_rows(in[1], g.H, g.T, g.D);
     const auto k = g.load_rows(in[2], g.G, g.S, g.D), v = g.load_rows(in[3], g.G, g.S, g.E);

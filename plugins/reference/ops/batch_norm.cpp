@@ -18,15 +18,11 @@ struct Channels {
   int64_t M() const { return N * L; }
 };
 
-Channels channels(const Check& c, size_t x_input, const std::vector<size_t>& per_channel) {
-  c.input_rank_at_least(x_input, 2);
+// x [N, C, ...] in slot x_input (its rank and the [C] tensors the shape rule's).
+Channels channels(const Check& c, size_t x_input) {
   const Dims& x = c.in(x_input).dims;
   const int64_t nc = x[0] * x[1];
   Channels ch{x[0], x[1], nc != 0 ? numel(x) / nc : 0};
-  for (size_t i : per_channel) {
-    c.input_dtype(i, {c.in(x_input).dtype});
-    c.input_shape(i, {ch.C});
-  }
   return ch;
 }
 
@@ -35,10 +31,7 @@ Channels channels(const Check& c, size_t x_input, const std::vector<size_t>& per
 std::unique_ptr<Kernel> batch_norm_train(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
-  const Channels ch = channels(c, 0, {1, 2, 3, 4});
-  if (ch.M() < 2) c.fail("training needs more than 1 value per channel, x is " + shape_str(c.in(0)));
-  c.output(0, dt, c.in(0).dims);
-  for (size_t j = 1; j < 5; ++j) c.output(j, dt, {ch.C});
+  const Channels ch = channels(c, 0);
   const double eps = epsilon_attr(c), momentum = c.float_attr("momentum", 0.1);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const int64_t n_x = ch.N * ch.C * ch.L;
@@ -79,8 +72,7 @@ std::unique_ptr<Kernel> batch_norm_train(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> batch_norm_inference(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
-  const Channels ch = channels(c, 0, {1, 2, 3, 4});
-  c.output(0, dt, c.in(0).dims);
+  const Channels ch = channels(c, 0);
   const double eps = epsilon_attr(c);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const auto x = load<double>(in[0], dt, ch.N * ch.C * ch.L), gamma = load<double>(in[1], dt, ch.C),
@@ -102,12 +94,7 @@ std::unique_ptr<Kernel> batch_norm_inference(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> batch_norm_grad(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
-  c.input_dtype(1, {dt});
-  c.input_shape(1, c.in(0).dims);
-  const Channels ch = channels(c, 1, {2, 3, 4});
-  c.output(0, dt, c.in(1).dims);
-  c.output(1, dt, {ch.C});
-  c.output(2, dt, {ch.C});
+  const Channels ch = channels(c, 1);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const int64_t n_x = ch.N * ch.C * ch.L;
     const auto dy = load<double>(in[0], dt, n_x), x = load<double>(in[1], dt, n_x),

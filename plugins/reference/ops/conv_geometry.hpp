@@ -51,27 +51,19 @@ inline int64_t out_size(int64_t in, int64_t pad, int64_t dil, int64_t k, int64_t
 
 // Reads attributes and the shapes known for `op`: x_dims is the image shape
 // (input or, for grad_input, output), w_dims the filter shape (grad_weight:
-// from its output).
+// from its output). The shape rule of every caller (conv_output in
+// tandem/op_shapes_products.hpp) has checked them: rank 4, groups dividing C
+// and K, w with C/groups channels, attributes in range, a filter that fits.
 inline ConvGeometry geometry(const Check& c, const Dims& x_dims, const Dims& w_dims) {
   ConvGeometry g{};
   const auto stride = c.pair_attr("stride", {1, 1}), pad = c.pair_attr("padding", {0, 0});
   const auto dil = c.pair_attr("dilation", {1, 1});
   g.G = c.int_attr("groups", 1);
   g.sh = stride[0], g.sw = stride[1], g.ph = pad[0], g.pw = pad[1], g.dh = dil[0], g.dw = dil[1];
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.G < 1)
-    c.fail("stride and dilation must be >= 1, padding >= 0, groups >= 1");
-  if (x_dims.size() != 4) c.fail("image must be NCHW (rank 4), got " + dims_str(x_dims));
-  if (w_dims.size() != 4) c.fail("filter must be [K,C/groups,R,S] (rank 4), got " + dims_str(w_dims));
   g.N = x_dims[0], g.C = x_dims[1], g.H = x_dims[2], g.W = x_dims[3];
   g.K = w_dims[0], g.R = w_dims[2], g.S = w_dims[3];
-  if (g.C % g.G != 0 || g.K % g.G != 0)
-    c.fail("channels C=" + std::to_string(g.C) + " and filters K=" + std::to_string(g.K) +
-           " must both be divisible by groups=" + std::to_string(g.G));
-  if (w_dims[1] != g.C / g.G)
-    c.fail("filter " + dims_str(w_dims) + " must have C/groups=" + std::to_string(g.C / g.G) + " channels");
   g.P = out_size(g.H, g.ph, g.dh, g.R, g.sh);
   g.Q = out_size(g.W, g.pw, g.dw, g.S, g.sw);
-  if (g.P < 1 || g.Q < 1) c.fail("the filter does not fit the padded image " + dims_str(x_dims));
   return g;
 }
 

@@ -12,24 +12,12 @@
 namespace tandem::reference {
 namespace {
 
-double probability(const Check& c) {
-  const double p = c.float_attr("p");
-  if (!(p >= 0.0 && p <= 1.0)) c.fail("p must be in [0, 1], got " + std::to_string(p));
-  return p;
-}
-
 std::unique_ptr<Kernel> dropout(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
-  c.output(0, dt, shape);
-  c.output(1, TDM_U8, shape);
   const bool has_offset = c.has_input(1);
-  if (has_offset) {
-    c.input_dtype(1, {TDM_S64});
-    c.input_shape(1, {});
-  }
-  const double p = probability(c);
+  const double p = c.float_attr("p");  // in [0, 1] (the catalog)
   const uint64_t base_seed = static_cast<uint64_t>(c.int_attr("seed"));
   return make_kernel(c, [=](void* const* in, void* const* out) {
     // The per-step offset is data, so a new mask each step needs no new kernel.
@@ -55,10 +43,7 @@ std::unique_ptr<Kernel> dropout_grad(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
-  c.input_dtype(1, {TDM_U8});
-  c.input_shape(1, shape);
-  c.output(0, dt, shape);
-  const double p = probability(c);
+  const double p = c.float_attr("p");
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);

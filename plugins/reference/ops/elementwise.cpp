@@ -34,12 +34,9 @@ int32_t wrap32(int64_t v) {
 std::unique_ptr<Kernel> binary(const OpView& view, Binary op) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, {TDM_F32, TDM_BF16, TDM_F16, TDM_F64, TDM_S32});
-  c.input_dtype(1, {dt});
   const Dims a = c.in(0).dims, b = c.in(1).dims;
   Dims y;
-  if (!broadcast_shapes(a, b, y))
-    c.fail("shapes " + dims_str(a) + " and " + dims_str(b) + " do not broadcast");
-  c.output(0, dt, y);
+  broadcast_shapes(a, b, y);  // the shape rule has checked that they broadcast
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const int64_t n = numel(y);
     if (dt == TDM_S32) {
@@ -68,7 +65,6 @@ std::unique_ptr<Kernel> scale(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
   const Dims shape = c.in(0).dims;
-  c.output(0, dt, shape);
   const double alpha = c.float_attr("alpha"), beta = c.float_attr("beta");
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {

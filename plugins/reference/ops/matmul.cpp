@@ -11,25 +11,18 @@ namespace {
 std::unique_ptr<Kernel> matmul(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kFloat);
-  c.input_dtype(1, {dt});
-  c.input_rank_at_least(0, 2);
-  c.input_rank_at_least(1, 2);
   const bool ta = c.int_attr("transpose_a") != 0, tb = c.int_attr("transpose_b") != 0;
   const Dims a = c.in(0).dims, b = c.in(1).dims;
-  const int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2], Ka = ta ? a[a.size() - 2] : a[a.size() - 1];
-  const int64_t Kb = tb ? b[b.size() - 1] : b[b.size() - 2], N = tb ? b[b.size() - 2] : b[b.size() - 1];
-  if (Ka != Kb)
-    c.fail("inner dimensions differ: a " + dims_str(a) + " gives K=" + std::to_string(Ka) + ", b " +
-           dims_str(b) + " gives K=" + std::to_string(Kb));
+  // The shape rule has checked the ranks (>= 2), that a and b agree on K and
+  // that the batch dims broadcast.
+  const int64_t M = ta ? a[a.size() - 1] : a[a.size() - 2], K = ta ? a[a.size() - 2] : a[a.size() - 1];
+  const int64_t N = tb ? b[b.size() - 2] : b[b.size() - 1];
   const Dims a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
   Dims batch;
-  if (!broadcast_shapes(a_batch, b_batch, batch))
-    c.fail("batch dimensions " + dims_str(a_batch) + " and " + dims_str(b_batch) + " do not broadcast");
+  broadcast_shapes(a_batch, b_batch, batch);
   Dims y = batch;
   y.push_back(M);
   y.push_back(N);
-  c.output(0, dt, y);
-  const int64_t K = Ka;
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);

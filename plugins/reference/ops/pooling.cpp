@@ -42,21 +42,17 @@ struct PoolGeometry {
 };
 
 // image: NCHW dims of x (forward, max grad) or of dx (avg grad: output 0).
+// The shape rule of every caller (pool_output in
+// tandem/op_shapes_products.hpp) has checked them: rank 4, the kernel given,
+// kernel and stride >= 1, padding in [0, kernel/2], a window that fits.
 PoolGeometry geometry(const Check& c, const Dims& image) {
   PoolGeometry g{};
-  if (c.op().attr("kernel") == nullptr) c.fail("attribute 'kernel' is required");
   const auto k = c.pair_attr("kernel", {});
   const auto stride = c.pair_attr("stride", k), pad = c.pair_attr("padding", {0, 0});
   g.kh = k[0], g.kw = k[1], g.sh = stride[0], g.sw = stride[1], g.ph = pad[0], g.pw = pad[1];
   g.count_include_pad = c.int_attr("count_include_pad", 0) != 0;
-  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1) c.fail("kernel and stride must be >= 1");
-  if (g.ph < 0 || g.pw < 0 || 2 * g.ph > g.kh || 2 * g.pw > g.kw)
-    c.fail("padding " + dims_str(pad) + " must be between 0 and half the kernel " + dims_str(k));
-  if (image.size() != 4) c.fail("image must be NCHW (rank 4), got " + dims_str(image));
   g.N = image[0], g.C = image[1], g.H = image[2], g.W = image[3];
   const int64_t span_h = g.H + 2 * g.ph - g.kh, span_w = g.W + 2 * g.pw - g.kw;
-  if (span_h < 0 || span_w < 0)
-    c.fail("the kernel " + dims_str(k) + " does not fit the padded image " + dims_str(image));
   g.P = span_h / g.sh + 1, g.Q = span_w / g.sw + 1;
   return g;
 }
@@ -77,7 +73,6 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const PoolGeometry g = geometry(c, c.in(0).dims);
-  c.output(0, dt, g.y());
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -94,10 +89,7 @@ std::unique_ptr<Kernel> max_pool2d(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> max_pool2d_grad(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  c.input_dtype(1, {dt});
   const PoolGeometry g = geometry(c, c.in(1).dims);
-  c.input_shape(0, g.y());
-  c.output(0, dt, g.x());
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -115,7 +107,6 @@ std::unique_ptr<Kernel> avg_pool2d(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
   const PoolGeometry g = geometry(c, c.in(0).dims);
-  c.output(0, dt, g.y());
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);
@@ -134,9 +125,7 @@ std::unique_ptr<Kernel> avg_pool2d(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> avg_pool2d_grad(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32Bf16);
-  c.output_dtype(0, {dt});
   const PoolGeometry g = geometry(c, c.out(0).dims);  // dx carries H and W
-  c.input_shape(0, g.y());
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);

@@ -24,9 +24,10 @@ struct QuantParams {
   int64_t channel_of(int64_t flat) const { return channels == 1 ? 0 : (flat / inner) % channels; }
 };
 
-// The attributes checked against `dims`; `lo`, `hi`: the range the zero
-// points must lie in.
-QuantParams quant_params(const Check& c, const Dims& dims, int64_t lo, int64_t hi);
+// The grid's attributes over `dims`, which the shape rule has checked
+// (scales positive and finite in f32, zero points in the integers' range,
+// one entry or one per channel).
+QuantParams quant_params(const Check& c, const Dims& dims);
 
 // The range of an integer dtype (u8, s8, else s32).
 inline void int_range(tdm_dtype dt, int64_t& lo, int64_t& hi) {

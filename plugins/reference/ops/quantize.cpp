@@ -17,10 +17,9 @@ std::unique_ptr<Kernel> quantize(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const tdm_dtype to = c.primary_output_dtype(0, {TDM_U8, TDM_S8});
-  c.output(0, to, c.in(0).dims);
   int64_t lo, hi;
   int_range(to, lo, hi);
-  const QuantParams p = quant_params(c, c.in(0).dims, lo, hi);
+  const QuantParams p = quant_params(c, c.in(0).dims);
   const int64_t n = c.in(0).numel();
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
@@ -40,10 +39,7 @@ std::unique_ptr<Kernel> dequantize(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype from = c.primary_dtype(0, {TDM_U8, TDM_S8, TDM_S32});
   const tdm_dtype to = c.primary_output_dtype(0, kF32);
-  c.output(0, to, c.in(0).dims);
-  int64_t lo, hi;
-  int_range(from, lo, hi);
-  const QuantParams p = quant_params(c, c.in(0).dims, lo, hi);
+  const QuantParams p = quant_params(c, c.in(0).dims);
   const int64_t n = c.in(0).numel();
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(to, [&](auto tag) {

@@ -16,21 +16,16 @@ std::unique_ptr<Kernel> reduce(const OpView& view, bool mean) {
   const Dims x = c.in(0).dims;
   std::vector<bool> reduced(x.size(), false);
   const std::vector<int64_t> axes = c.ints_attr("axes", {});
-  for (int64_t a : axes) {
-    const size_t k = c.axis(a, x.size(), "axis");
-    if (reduced[k]) c.fail("axis " + std::to_string(a) + " is listed twice in 'axes'");
-    reduced[k] = true;
-  }
+  for (int64_t a : axes) reduced[c.axis(a, x.size(), "axis")] = true;  // none twice (the shape rule)
   if (axes.empty()) reduced.assign(x.size(), true);
-  const bool keepdims = c.int_attr("keepdims") != 0;
-  Dims y, y_full;  // y_full: the output with reduced dims kept as 1
+  // The output with reduced dims kept as 1 (keepdims only changes the
+  // output's declared dims, not its elements).
+  Dims y_full;
   int64_t count = 1;
   for (size_t k = 0; k < x.size(); ++k) {
     y_full.push_back(reduced[k] ? 1 : x[k]);
     if (reduced[k]) count *= x[k];
-    if (!reduced[k] || keepdims) y.push_back(reduced[k] ? 1 : x[k]);
   }
-  c.output(0, dt, y);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<double> xv = load<double>(in[0], dt, numel(x));
     std::vector<double> sum(size_t(numel(y_full)), 0.0);

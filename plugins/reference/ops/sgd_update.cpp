@@ -16,27 +16,10 @@ std::unique_ptr<Kernel> sgd_update(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
-  c.input_dtype(1, {dt});
-  c.input_shape(1, shape);
-  c.input_dtype(2, {dt});
-  c.input_shape(2, {});
   const double momentum = c.float_attr("momentum", 0.0), dampening = c.float_attr("dampening");
   const double wd = c.float_attr("weight_decay", 0.0);
   const bool nesterov = c.int_attr("nesterov") != 0;
   const bool has_buf = c.has_input(3);
-  if ((momentum != 0.0) != has_buf)
-    c.fail(std::string("momentum_buf (input 3) must be present exactly when momentum != 0; momentum=") +
-           std::to_string(momentum));
-  if (has_buf != c.has_output(1))
-    c.fail("momentum_buf_out (output 1) must be present exactly when input 3 is");
-  if (nesterov && (momentum <= 0.0 || dampening != 0.0))
-    c.fail("nesterov needs momentum > 0 and dampening = 0");
-  c.output(0, dt, shape);
-  if (has_buf) {
-    c.input_dtype(3, {dt});
-    c.input_shape(3, shape);
-    c.output(1, dt, shape);
-  }
   return make_kernel(c, [=](void* const* in, void* const* out) {
     with_compute_type(dt, [&](auto tag) {
       using T = decltype(tag);

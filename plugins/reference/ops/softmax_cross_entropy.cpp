@@ -21,22 +21,16 @@ struct LossConfig {
   tdm_dtype dt, label_dt;
 };
 
-// Validates logits (input `first`), labels (first+1) and the attributes.
+// Logits [N, C] (input `first`), s32 labels [N] (first+1) and the
+// attributes, which the shape rule and the catalog have checked.
 LossConfig loss_config(const Check& c, size_t first) {
   LossConfig k{};
   k.dt = c.primary_dtype(first, kF32);
-  c.input_rank(first, 2);
   k.N = c.in(first).dims[0], k.C = c.in(first).dims[1];
-  c.input_dtype(first + 1, {TDM_S32});
-  c.input_shape(first + 1, {k.N});
   k.label_dt = TDM_S32;
-  const std::string reduction = c.string_attr("reduction");
-  if (reduction != "mean" && reduction != "sum")
-    c.fail("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
-  k.mean = reduction == "mean";
+  k.mean = c.string_attr("reduction") == "mean";  // else "sum"
   k.ignore_index = c.int_attr("ignore_index");
-  k.smoothing = c.float_attr("label_smoothing");
-  if (!(k.smoothing >= 0.0 && k.smoothing <= 1.0)) c.fail("label_smoothing must be in [0, 1]");
+  k.smoothing = c.float_attr("label_smoothing");  // in [0, 1]
   return k;
 }
 
@@ -63,7 +57,6 @@ int64_t counted(const LossConfig& k, const std::vector<int64_t>& labels) {
 std::unique_ptr<Kernel> cross_entropy(const OpView& view, size_t&) {
   Check c(view);
   const LossConfig k = loss_config(c, 0);
-  c.output(0, k.dt, {});
   const std::string where = c.where();  // the OpView dies with prepare
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<int64_t> labels = checked_labels(where, k, in[1]);
@@ -88,9 +81,6 @@ std::unique_ptr<Kernel> cross_entropy(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
   Check c(view);
   const LossConfig k = loss_config(c, 1);
-  c.input_dtype(0, {k.dt});
-  c.input_shape(0, {});
-  c.output(0, k.dt, {k.N, k.C});
   const std::string where = c.where();  // the OpView dies with prepare
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<int64_t> labels = checked_labels(where, k, in[2]);
@@ -117,10 +107,7 @@ std::unique_ptr<Kernel> cross_entropy_grad(const OpView& view, size_t&) {
 std::unique_ptr<Kernel> count_correct(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
-  c.input_rank(0, 2);
   const int64_t N = c.in(0).dims[0], C = c.in(0).dims[1];
-  c.input(1, TDM_S32, {N});
-  c.output(0, TDM_F32, {});
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<double> logits = load<double>(in[0], dt, N * C);
     const std::vector<int64_t> labels = load_indices(in[1], TDM_S32, N);

@@ -11,19 +11,14 @@ namespace {
 
 std::unique_ptr<Kernel> reshape(const OpView& view, size_t&) {
   Check c(view);
-  const tdm_dtype dt = c.primary_dtype(0, kAll);
-  c.output_dtype(0, {dt});
-  if (c.out(0).numel() != c.in(0).numel())
-    c.fail("output 0 " + shape_str(c.out(0)) + " must have as many elements as input 0 " +
-           shape_str(c.in(0)));
+  c.primary_dtype(0, kAll);
   const size_t bytes = c.in(0).bytes();
   return make_kernel(c, [=](void* const* in, void* const* out) { std::memmove(out[0], in[0], bytes); });
 }
 
 std::unique_ptr<Kernel> copy(const OpView& view, size_t&) {
   Check c(view);
-  const tdm_dtype dt = c.primary_dtype(0, kAll);
-  c.output(0, dt, c.in(0).dims);
+  c.primary_dtype(0, kAll);
   const size_t bytes = c.in(0).bytes();
   return make_kernel(c, [=](void* const* in, void* const* out) { std::memmove(out[0], in[0], bytes); });
 }
@@ -35,18 +30,9 @@ std::unique_ptr<Kernel> transpose(const OpView& view, size_t&) {
   const Dims x = c.in(0).dims;
   Dims reverse;
   for (size_t k = x.size(); k-- > 0;) reverse.push_back(int64_t(k));
-  const std::vector<int64_t> perm = c.ints_attr("perm", reverse);
-  if (perm.size() != x.size())
-    c.fail("perm " + dims_str(perm) + " must have one entry per dim of " + dims_str(x));
-  std::vector<bool> seen(x.size(), false);
+  const std::vector<int64_t> perm = c.ints_attr("perm", reverse);  // a permutation (the shape rule)
   Dims y;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= int64_t(x.size()) || seen[size_t(p)])
-      c.fail("perm " + dims_str(perm) + " is not a permutation");
-    seen[size_t(p)] = true;
-    y.push_back(x[size_t(p)]);
-  }
-  c.output(0, dt, y);
+  for (int64_t p : perm) y.push_back(x[size_t(p)]);
   const size_t esize = dtype_size(dt);
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const Dims xs = strides_of(x);
@@ -63,27 +49,18 @@ std::unique_ptr<Kernel> transpose(const OpView& view, size_t&) {
   });
 }
 
-// Inputs laid side by side along `axis`; every other dim must agree.
+// Inputs laid side by side along `axis`; every other dim agrees (the shape
+// rule, which also gives them input 0's dtype).
 std::unique_ptr<Kernel> concat(const OpView& view, size_t&) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kAll);
   const Dims first = c.in(0).dims;
-  if (first.empty()) c.fail("input 0 must have rank >= 1 to be concatenated");
   const size_t axis = c.axis(c.int_attr("axis", 0), first.size(), "axis");
-  Dims y = first;
-  y[axis] = 0;
   std::vector<int64_t> widths;  // per input: elements per outer index
   for (size_t i = 0; i < view.inputs().size(); ++i) {
-    c.input_dtype(i, {dt});
-    Dims expected = first;
-    expected[axis] = c.in(i).rank() == first.size() ? c.in(i).dims[axis] : -1;
-    if (expected[axis] < 0 || c.in(i).dims != expected)
-      c.fail("input " + std::to_string(i) + " " + shape_str(c.in(i)) + " differs from input 0 " +
-             shape_str(c.in(0)) + " outside axis " + std::to_string(axis));
-    y[axis] += expected[axis];
-    widths.push_back(numel(Dims(expected.begin() + int64_t(axis), expected.end())));
+    const Dims& dims = c.in(i).dims;
+    widths.push_back(numel(Dims(dims.begin() + int64_t(axis), dims.end())));
   }
-  c.output(0, dt, y);
   const int64_t outer = numel(Dims(first.begin(), first.begin() + int64_t(axis)));
   const size_t esize = dtype_size(dt);
   return make_kernel(c, [=](void* const* in, void* const* out) {
@@ -100,11 +77,8 @@ std::unique_ptr<Kernel> concat(const OpView& view, size_t&) {
 // Every element = value, converted with the cast rules.
 std::unique_ptr<Kernel> fill(const OpView& view, size_t&) {
   Check c(view);
+  // `like`, when given, only names the memory y overwrites (in place).
   const tdm_dtype dt = c.primary_output_dtype(0, kAll);
-  if (c.has_input(0)) {  // `like`: only names the memory y overwrites (in place)
-    c.input_dtype(0, {dt});
-    c.input_shape(0, c.out(0).dims);
-  }
   const double value = c.float_attr("value");
   const int64_t n = c.out(0).numel();
   return make_kernel(c, [=](void* const*, void* const* out) {
