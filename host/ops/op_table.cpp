@@ -267,15 +267,13 @@ Result<void> check_outputs(const Graph& g, std::string_view op, const std::vecto
                            const std::vector<Attr>& attrs, std::span<const TensorType> declared) {
   auto want = infer(g, op, inputs, attrs, declared);
   if (!want) return want.error();
-  for (size_t j = 0; j < want->size() && j < declared.size(); ++j)
-    if ((*want)[j].dtype != declared[j].dtype || (*want)[j].dims != declared[j].dims)
-      return make_error("op '" + std::string(op) + "': output " + std::to_string(j) + " is declared " +
-                            rules::str(declared[j]) + " but its inputs give " + rules::str((*want)[j]),
-                        TDM_INVALID_ARGUMENT);
-  if (want->size() != declared.size())
-    return make_error("op '" + std::string(op) + "': " + std::to_string(declared.size()) +
-                          " outputs declared, the catalog has " + std::to_string(want->size()),
-                      TDM_INVALID_ARGUMENT);
+  // The kit's comparison (tandem/op_shapes.hpp), so host and backends word it alike.
+  shapes::Outputs w;
+  std::vector<TensorShape> d;
+  for (const TensorType& t : *want) w.emplace_back(t.dtype, t.dims);
+  for (const TensorType& t : declared) d.emplace_back(t.dtype, t.dims);
+  if (const std::string why = shapes::outputs_error(w, d); !why.empty())
+    return make_error("op '" + std::string(op) + "': " + why, TDM_INVALID_ARGUMENT);
   return {};
 }
 

@@ -1,12 +1,12 @@
-// Tandem SDK — the prepare-time checks of attention and attention_grad
-// (sdk/ops.md, attention) that do not depend on the backend, part of the
-// header-only C++ helper: q, k and v's dtype and rank, the `layout`, the
-// key/value heads dividing the query heads, the optional mask and
-// seed_offset, and the attributes causal, scale, dropout and seed. Every
-// refusal names the op and node (tandem::Check) in the catalog's words, so
-// a graph gets the same message from every backend. A backend adds its own
-// refusals around it: which dtypes it implements (before, through
-// primary_dtype), which head widths its kernels hold (after).
+// Tandem SDK — the operands of attention and attention_grad (sdk/ops.md,
+// attention) read into their sizes and attributes, part of the header-only
+// C++ helper. tandem::KernelRegistry has checked them before a factory runs
+// (the attention rules of tandem/op_shapes.hpp: q, k and v's dtype and
+// rank, the `layout`, the key/value heads dividing the query heads, the
+// optional mask and seed_offset; the catalog: causal, scale, dropout in
+// [0, 1), seed). A backend adds its own refusals around it: which dtypes it
+// implements (before, through primary_dtype), which head widths its
+// kernels hold (after).
 #ifndef TANDEM_ATTENTION_OPERANDS_HPP
 #define TANDEM_ATTENTION_OPERANDS_HPP
 
@@ -36,38 +36,25 @@ struct AttentionOperands {
   Dims shape(int64_t heads, int64_t n, int64_t w) const { return layout.dims(B, heads, n, w); }
 };
 
-// q, k, v at inputs first, first + 1 and first + 2, each of dtype `dt` (the
-// one the backend chose with primary_dtype); the optional u8 mask [B, S]
-// and s64 seed_offset at inputs `extras` and `extras + 1`.
-inline AttentionOperands check_attention_operands(const Check& c, size_t first, size_t extras, tdm_dtype dt) {
+// q, k, v at inputs first, first + 1 and first + 2; the optional mask and
+// seed_offset at inputs `extras` and `extras + 1`. `dt` is the dtype the
+// backend chose with primary_dtype (the registry has checked that k and v
+// share it).
+inline AttentionOperands check_attention_operands(const Check& c, size_t first, size_t extras,
+                                                  [[maybe_unused]] tdm_dtype dt) {
   AttentionOperands a;
-  for (size_t i = first; i < first + 3; ++i) {
-    c.input_dtype(i, {dt});
-    c.input_rank(i, 4);
-  }
-  const std::string layout = c.string_attr("layout", "bhtd");
-  if (!AttentionLayout::parse(layout, a.layout))
-    c.fail("attribute 'layout' is '" + layout + "'; it must be \"bhtd\" or \"bthd\"");
+  AttentionLayout::parse(c.string_attr("layout"), a.layout);
   const size_t heads = size_t(a.layout.heads_axis()), positions = size_t(a.layout.positions_axis());
   const Dims q = c.in(first).dims, k = c.in(first + 1).dims, v = c.in(first + 2).dims;
   a.B = q[0], a.H = q[heads], a.T = q[positions], a.D = q[3], a.G = k[heads], a.S = k[positions], a.E = v[3];
-  c.input_shape(first + 1, a.shape(a.G, a.S, a.D));
-  c.input_shape(first + 2, a.shape(a.G, a.S, a.E));
-  if (a.G < 1 || a.H % a.G != 0)
-    c.fail("the key/value heads (" + std::to_string(a.G) + ") must divide the query heads (" +
-           std::to_string(a.H) + ")");
   a.mask_slot = extras, a.offset_slot = extras + 1;
   a.has_mask = c.has_input(a.mask_slot);
-  if (a.has_mask) c.input(a.mask_slot, TDM_U8, {a.B, a.S});
   a.has_offset = c.has_input(a.offset_slot);
-  if (a.has_offset) c.input(a.offset_slot, TDM_S64, {});
-  a.causal = c.int_attr("causal", 0) != 0;
-  a.scale = c.float_attr("scale", 0.0);
-  if (!std::isfinite(a.scale)) c.fail("attribute 'scale' must be finite");
+  a.causal = c.int_attr("causal") != 0;
+  a.scale = c.float_attr("scale");
   if (a.scale == 0) a.scale = 1 / std::sqrt(double(a.D ? a.D : 1));
-  a.dropout = c.float_attr("dropout", 0.0);
-  if (!(a.dropout >= 0 && a.dropout < 1)) c.fail("attribute 'dropout' must be in [0, 1)");
-  a.seed = uint64_t(c.int_attr("seed", 0));
+  a.dropout = c.float_attr("dropout");
+  a.seed = uint64_t(c.int_attr("seed"));
   return a;
 }
 

@@ -167,7 +167,7 @@ inline constexpr OpEntry kEntries[] = {
     {"attention", "attention",
      "q[B,H,T,D], k[B,G,S,D], v[B,G,S,E], key_padding_mask u8[B,S]?, seed_offset s64[]?",
      "o[B,H,T,E], lse f32[B,H,T]",
-     "causal int(0: 0..1), scale float(0: 0..), dropout float(0: 0..1), seed int(0), layout string(bhtd: "
+     "causal int(0: 0..1), scale float(0: 0..), dropout float(0: 0..<1), seed int(0), layout string(bhtd: "
      "bhtd/bthd)",
      "f32 bf16 f16", "attention_grad", "", TDM_OP_RANDOM, Amp::low, Tolerance::normalization},
     {"attention_grad", "attention",
