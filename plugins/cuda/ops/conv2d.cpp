@@ -106,8 +106,8 @@ ConvShape conv_shape(const Check& c, Dir dir) {
   // Shapes by role, whatever the direction.
   const Dims x = dir == Dir::GradInput ? c.out(0).dims : c.in(dir == Dir::Forward ? 0 : 1).dims;
   const Dims w = dir == Dir::GradWeight ? c.out(0).dims : c.in(1).dims;
-  // The rule has checked the ranks, the groups, the window and every dim;
-  // not the dtype of input 1 (w, or grad_weight's x) nor the bias's.
+  // The registry has checked the ranks, the groups, the window, every dim
+  // and dtype (conv2d's rules).
   g.N = x[0], g.C = x[1], g.H = x[2], g.W = x[3], g.K = w[0], g.Cg = w[1], g.R = w[2], g.S = w[3];
   g.P = (g.H + 2 * g.pad[0] - g.dil[0] * (g.R - 1) - 1) / g.stride[0] + 1;
   g.Q = (g.W + 2 * g.pad[1] - g.dil[1] * (g.S - 1) - 1) / g.stride[1] + 1;

@@ -13,7 +13,7 @@ std::unique_ptr<Kernel> softmax(const OpView& view, bool log) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
-  const Rows r = rows_around(shape, c.axis(c.int_attr("axis", -1), shape.size() ? shape.size() : 1, "axis"));
+  const Rows r = rows_around(shape, c.axis(c.int_attr("axis"), shape.size(), "axis"));  // in range (the rule)
   return make_kernel(c, [=](void* const* in, void* const* out) {
     std::vector<double> y = log_softmax_rows(load<double>(in[0], dt, numel(shape)), r);
     if (!log)
@@ -28,8 +28,7 @@ std::unique_ptr<Kernel> softmax_grad(const OpView& view, bool log) {
   Check c(view);
   const tdm_dtype dt = c.primary_dtype(0, kF32);
   const Dims shape = c.in(0).dims;
-  // The gradients' shape rule leaves the axis unchecked: c.axis checks it.
-  const Rows r = rows_around(shape, c.axis(c.int_attr("axis", -1), shape.size() ? shape.size() : 1, "axis"));
+  const Rows r = rows_around(shape, c.axis(c.int_attr("axis"), shape.size(), "axis"));  // in range (the rule)
   return make_kernel(c, [=](void* const* in, void* const* out) {
     const std::vector<double> dy = load<double>(in[0], dt, numel(shape)),
                               y = load<double>(in[1], dt, numel(shape));
