@@ -213,8 +213,8 @@ tdm_status g_node_insert(tdm_graph* g, const tdm_node_spec* spec, tdm_node_id* o
     if (spec->n_outputs > 0 && spec->outputs == nullptr)
       return fail(TDM_INVALID_ARGUMENT, "node spec outputs is NULL");
     for (size_t i = 0; i < spec->n_outputs; ++i) s.outputs.push_back(type_from_c(spec->outputs[i]));
-    // A catalog op must have the outputs its shape rule gives (the op table,
-    // host/ops/): said here, naming the pass's node, rather than by a
+    // A catalog op must have the outputs its shape rule gives (the SDK's,
+    // tandem/op_shapes.hpp): said here, naming the pass's node, rather than by a
     // backend at prepare. Unknown input ids are insert_node's to report.
     const Graph& graph = as_graph(g);
     const bool known = std::all_of(s.inputs.begin(), s.inputs.end(),
