@@ -277,24 +277,14 @@ Result<void> check_outputs(const Graph& g, std::string_view op, const std::vecto
   return {};
 }
 
-namespace {
-const catalog::Attribute& catalog_attr(const Node& n, std::string_view name) {
-  const catalog::Op* op = catalog::find(n.op);
-  const catalog::Attribute* a = op != nullptr ? op->attr(name) : nullptr;
-  if (a == nullptr || a->kind != catalog::Attribute::Default::literal)
-    throw std::logic_error("op '" + n.op + "': the catalog has no default for '" + std::string(name) + "'");
-  return *a;
-}
-}  // namespace
-
 int64_t int_attr(const Node& n, std::string_view name) {
-  return int_attr(n.attrs, name, catalog_attr(n, name).int_default);
+  return int_attr(n.attrs, name, catalog::literal_default(n.op, name).int_default);
 }
 double float_attr(const Node& n, std::string_view name) {
-  return float_attr(n.attrs, name, catalog_attr(n, name).float_default);
+  return float_attr(n.attrs, name, catalog::literal_default(n.op, name).float_default);
 }
 std::string string_attr(const Node& n, std::string_view name) {
-  return string_attr(n.attrs, name, catalog_attr(n, name).default_text);
+  return string_attr(n.attrs, name, catalog::literal_default(n.op, name).default_text);
 }
 
 const AttrValue* find_attr(const std::vector<Attr>& attrs, std::string_view name) {

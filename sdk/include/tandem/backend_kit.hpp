@@ -255,14 +255,7 @@ class Check {
     return s;
   }
   // The catalog's spec of attribute n of this op, which must have a literal default.
-  const catalog::Attribute& spec(const char* n) const {
-    const catalog::Op* entry = catalog::find(op_.op());
-    const catalog::Attribute* a = entry != nullptr ? entry->attr(n) : nullptr;
-    if (a == nullptr || a->kind != catalog::Attribute::Default::literal)
-      throw std::logic_error(std::string(backend_) + ": op '" + op_.op() +
-                             "': the catalog has no default for '" + n + "'");
-    return *a;
-  }
+  const catalog::Attribute& spec(const char* n) const { return catalog::literal_default(op_.op(), n); }
   static std::string name(bool input, size_t index) {
     return (input ? "input " : "output ") + std::to_string(index);
   }

@@ -351,6 +351,17 @@ inline const Op* find(std::string_view name) {
   return it == m.end() ? nullptr : it->second;
 }
 
+// Attribute `name` of catalog op `op` where code reads its literal default;
+// std::logic_error when the catalog gives none (a bug in the caller).
+inline const Attribute& literal_default(std::string_view op, std::string_view name) {
+  const Op* entry = find(op);
+  const Attribute* a = entry != nullptr ? entry->attr(name) : nullptr;
+  if (a == nullptr || a->kind != Attribute::Default::literal)
+    throw std::logic_error("op '" + std::string(op) + "': the catalog has no default for '" +
+                           std::string(name) + "'");
+  return *a;
+}
+
 // Bit i set: operand i is f32 whatever the data's dtype (slots past 63 never).
 inline uint64_t fixed_f32_mask(const std::vector<Operand>& slots) noexcept {
   uint64_t mask = 0;

@@ -131,12 +131,7 @@ class Query {
       if (attrs_[i].name != nullptr && std::string_view(attrs_[i].name) == n) return &attrs_[i];
     return nullptr;
   }
-  const catalog::Attribute& spec(const char* n) const {
-    const catalog::Attribute* a = op_.attr(n);
-    if (a == nullptr || a->kind != catalog::Attribute::Default::literal)
-      throw std::logic_error("op '" + op_.name + "': the catalog has no default for '" + n + "'");
-    return *a;
-  }
+  const catalog::Attribute& spec(const char* n) const { return catalog::literal_default(op_.name, n); }
 
   const catalog::Op& op_;
   std::vector<const TensorShape*> inputs_;

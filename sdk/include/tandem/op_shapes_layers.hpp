@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -85,12 +84,9 @@ inline Outputs attention_shape(const Query& q) {
 inline Outputs attention_grad_shape(const Query& q) {
   const AttentionGeometry g = attention_operands(q, 1, 6);
   const TensorShape o{g.dtype, g.shape(g.H, g.T, g.E)}, lse{layer_stats_dtype(g.dtype), {g.B, g.H, g.T}};
-  for (const auto& [i, name, want] :
-       {std::tuple{size_t(0), "do", o}, {size_t(4), "o", o}, {size_t(5), "lse", lse}}) {
-    const TensorShape& t = q.input(i, name);
-    if (t.dtype != want.dtype || t.dims != want.dims)
-      fail(std::string(name) + " " + str(t) + " must be " + str(want));
-  }
+  require(q.input(0, "do"), o, "do");
+  require(q.input(4, "o"), o, "o");
+  require(q.input(5, "lse"), lse, "lse");
   return Outputs{{g.dtype, g.shape(g.H, g.T, g.D)},
                  {g.dtype, g.shape(g.G, g.S, g.D)},
                  {g.dtype, g.shape(g.G, g.S, g.E)}};
