@@ -74,14 +74,14 @@ void PrimKernel::add_step(dnnl::primitive p, const dnnl::primitive_desc_base& pd
   steps_.push_back({std::move(p), std::move(args), nullptr});
 }
 
+void PrimKernel::hook(Hook h, const char* impl) {
+  if (impl != nullptr) impl_ += (impl_.empty() ? "" : "+") + std::string(impl);
+  steps_.push_back({dnnl::primitive(), {}, std::move(h)});
+}
+
 void PrimKernel::launch(Stream& stream, void* const* in, void* const* out, void* ws) {
   char* w = static_cast<char*>(ws);
-  for (auto& [mem, slot] : bindings_) {
-    void* p = slot.kind == Slot::input    ? in[slot.index]
-              : slot.kind == Slot::output ? out[slot.index]
-                                          : w + slot.index;
-    mem.set_data_handle(p);
-  }
+  for (auto& [mem, slot] : bindings_) mem.set_data_handle(slot_address(slot, in, out, w));
   dnnl::stream& s = dnnl_stream(stream);
   for (Step& step : steps_) {
     if (step.hook)

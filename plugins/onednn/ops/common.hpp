@@ -6,7 +6,9 @@
 // Lifetime rule: everything a launch needs — primitives, memory objects,
 // argument maps — is built in prepare. A launch only rebinds data handles
 // (dnnl::memory::set_data_handle, no allocation) and executes. oneDNN's own
-// scratchpad is in user mode and lives in the kernel's workspace. A kernel is
+// scratchpad is in user mode and lives in the kernel's workspace (the one
+// exception: oneDNN's sgemm, which some products call, takes its packing
+// buffers from the heap; matmul_primitive.cpp). A kernel is
 // therefore not re-entrant: launch one kernel object from one thread at a
 // time (the host does: a kernel belongs to one stream).
 #ifndef TANDEM_ONEDNN_OPS_COMMON_HPP
@@ -64,6 +66,12 @@ inline Slot in_slot(size_t i) {
 inline Slot out_slot(size_t j) {
   return {Slot::output, j};
 }
+// Where `slot` lies in one launch.
+inline void* slot_address(const Slot& slot, void* const* in, void* const* out, char* ws) {
+  return slot.kind == Slot::input    ? in[slot.index]
+         : slot.kind == Slot::output ? out[slot.index]
+                                     : ws + slot.index;
+}
 
 // The stream a launch runs on (device.cpp makes every Stream one of these).
 dnnl::stream& dnnl_stream(Stream& s);
@@ -85,8 +93,10 @@ class PrimKernel final : public Kernel {
   void add(const PD& pd, std::unordered_map<int, dnnl::memory> args) {
     add_step(Prim(pd), pd, std::move(args));
   }
-  // Own code run at this point of the sequence.
-  void hook(Hook h) { steps_.push_back({dnnl::primitive(), {}, std::move(h)}); }
+  // Own code run at this point of the sequence; `impl`, when given, names
+  // the oneDNN routine it calls in describe() (as a primitive's
+  // implementation is named).
+  void hook(Hook h, const char* impl = nullptr);
   void launch(Stream& stream, void* const* in, void* const* out, void* ws) override;
   const char* describe() const noexcept override;
 

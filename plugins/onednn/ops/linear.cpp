@@ -1,5 +1,5 @@
 // oneDNN backend — linear and its gradients: the own GEMM where it serves
-// (f32 on an AVX2 CPU, sgemm.hpp), else dnnl::matmul
+// (f32 on an AVX2 CPU, sgemm.hpp), else dnnl::matmul or oneDNN's sgemm
 // (matmul_primitive.hpp). linear's bias and relu are fused (in the own
 // GEMM's last k block, or as dnnl's bias argument and eltwise post-op);
 // dbias is summed while the own GEMM packs dy, else an own column sum over
@@ -68,11 +68,8 @@ std::unique_ptr<Kernel> linear_grad_weight(const OpView& op, size_t& ws) {
   auto k = std::make_unique<PrimKernel>("linear_grad_weight");
   const memory::desc mdy_t = view_md({}, o, n, true, dt), mx = view_md({}, n, i, false, dt);
   const memory::desc mdw = view_md({}, o, i, false, wt);
-  const dnnl::primitive_attr attr = user_scratchpad_attr();
-  const auto pd = matmul_pd(mdy_t, mx, nullptr, mdw, attr);
-  k->add<dnnl::matmul>(pd, {{DNNL_ARG_SRC, k->bind(mdy_t, in_slot(0))},
-                            {DNNL_ARG_WEIGHTS, k->bind(mx, in_slot(1))},
-                            {DNNL_ARG_DST, k->bind(mdw, out_slot(0))}});
+  add_product(*k, mdy_t, in_slot(0), mx, in_slot(1), mdw, out_slot(0), nullptr, {}, user_scratchpad_attr(),
+              false);
   if (has_bias) {
     // Own column sum, not dnnl::reduction: oneDNN 2.6 has only its reference
     // (ref:any) implementation for this [N, O] -> [1, O] sum, which cost more
