@@ -28,7 +28,9 @@
 #    torch.autocast("cpu", torch.bfloat16); both also run against PyPI
 #    PyTorch's torch.compile (compilation in the warm-up, excluded).
 #    gemm_mlp is then profiled on Tandem and on the faster
-#    PyTorch (each one's matmul ops' own GFLOP/s). Then the footprint rows
+#    PyTorch (each one's matmul ops' own GFLOP/s), and gpt2_small_bytes
+#    per product shape (bench/products.py: each M x N x K's time on both
+#    sides and its share of the FMA peak, printed after the tables). Then the footprint rows
 #    (bench/footprint.py: startup commands, training the Fashion-MNIST
 #    example on its real data against bench/torch_train.py, per-epoch
 #    overhead), and prints the tables (bench/report.py). Raw JSON per run goes
@@ -202,6 +204,25 @@ case " $workloads " in
       rm -f "$out/gemm_mlp.peer-profile.json" ;;
 esac
 
+# ---- products: each GEMM shape of the GPT-2-small-shaped step, both sides ----
+# One profiled run of each side (per-node timing costs a synchronisation per
+# node, so not in the timed rounds); bench/products.py lines them up by
+# M x N x K against the FMA peak measured above.
+case " $workloads " in
+  *" gpt2_small_bytes "*)
+    if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+      model=$repo/bench/models/gpt2_small_bytes.toml
+      log "gpt2_small_bytes: tandem --profile-nodes (every product's own time)"
+      "$tandem" bench "$model" --device onednn:0 --threads "$threads" --steps 2 --warmup 1 --repeats 1 \
+        --profile-nodes 100000 --json "$out/products.tandem.json" > /dev/null
+      log "gpt2_small_bytes: pytorch-pypi --profile (every product's own time)"
+      env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" --threads "$threads" --steps 2 \
+        --warmup 1 --repeats 1 --label pytorch-pypi --profile --profile-json "$out/products.peer.json" > /dev/null 2>&1 &&
+        /usr/bin/python3 "$repo/bench/products.py" "$out/products.tandem.json" "$out/products.peer.json" \
+          --peak "$(head -1 "$out/peak_flops.txt")" > "$out/products.txt" || rm -f "$out/products.txt"
+    fi ;;
+esac
+
 # ---- footprint: what a user pays besides the steps -------------------------
 log "startup: tandem plugins / devices / --help, every plugin of $build"
 /usr/bin/python3 "$repo/bench/footprint.py" startup "$tandem" --rusage "$cache/rusage" --json "$out/startup.json" >&2
@@ -228,4 +249,5 @@ log "load after measuring: $(uptime)"
 quiet=0
 /usr/bin/python3 "$repo/bench/quiet.py" stop "$out/quiet.json" $$ | tee "$out/quiet.txt" >&2 || quiet=$?
 /usr/bin/python3 "$repo/bench/report.py" "$out" --threads "$threads" --workloads "$workloads"
+if [ -f "$out/products.txt" ]; then echo; cat "$out/products.txt"; fi
 exit "$quiet"

@@ -17,7 +17,8 @@ With --profile, `steps` more steps then run under torch.profiler and its
 per-op table is printed (the counterpart of `tandem bench --profile`);
 --profile-json FILE also writes the matrix products' (mm, addmm, bmm,
 baddbmm) GFLOP/s over their own time and their share of the profiled step,
-in the keys of `tandem bench --profile --json` (CPU runs).
+in the keys of `tandem bench --profile --json` (CPU runs), and each 2-D
+product shape's time (bench/products.py compares them with Tandem's).
 
 With --device cuda the model, the batch and the steps are on the GPU, f32
 without TF32 in matrix products and convolutions (as Tandem's cuda backend
@@ -225,7 +226,7 @@ def main():
     if a.profile:
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if a.device == "cuda" else [])
-        with profile(activities=activities, with_flops=True) as prof:
+        with profile(activities=activities, with_flops=True, record_shapes=True) as prof:
             start = time.perf_counter()
             for _ in range(a.steps):
                 loss = step()
@@ -235,17 +236,31 @@ def main():
         order = "self_cuda_time_total" if a.device == "cuda" else "self_cpu_time_total"
         print(prof.key_averages().table(sort_by=order, row_limit=20))
         if a.profile_json and a.device == "cpu":
-            write_matmul_profile(a.profile_json, a.label, prof.key_averages(), a.steps, seconds)
+            write_matmul_profile(a.profile_json, a.label, prof.key_averages(), a.steps, seconds,
+                                 prof.key_averages(group_by_input_shape=True))
 
 
 # The ops that run the BLAS's matrix products on a CPU.
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 
-def write_matmul_profile(path, label, events, steps, seconds):
+def product_dims(event):
+    """M, N, K of a 2-D aten::mm (a [M, K], b [K, N]) or aten::addmm (bias,
+a, b), from the shapes the profiler recorded; None for anything else."""
+    shapes = event.input_shapes or []
+    operands = shapes[0:2] if event.key == "aten::mm" else shapes[1:3] if event.key == "aten::addmm" else []
+    if len(operands) != 2 or any(len(d) != 2 for d in operands):
+        return None
+    (m, k), (_, n) = operands
+    return m, n, k
+
+
+def write_matmul_profile(path, label, events, steps, seconds, events_by_shape=()):
     """The matrix products' share of a profiled run, in the keys `tandem bench
 --profile --json` uses: their GFLOP/s over their own (wall) time, their
-milliseconds a step, and the profiled step's."""
+milliseconds a step, and the profiled step's; with events_by_shape, also
+each 2-D product shape's calls and own time ("shapes", for
+bench/products.py)."""
     products = [e for e in events if e.key in MATMUL_OPS]
     flops = sum(e.flops for e in products)
     own_us = sum(e.self_cpu_time_total for e in products)
@@ -256,6 +271,9 @@ milliseconds a step, and the profiled step's."""
         "step_ms": seconds * 1e3 / steps,
         "ops": {e.key: {"calls": e.count, "self_ms": e.self_cpu_time_total * 1e-3, "flops": e.flops}
                 for e in products},
+        "shapes": [{"op": e.key, "mnk": product_dims(e), "calls_per_step": e.count / steps,
+                    "ms_per_step": e.self_cpu_time_total * 1e-3 / steps}
+                   for e in events_by_shape if e.key in MATMUL_OPS and product_dims(e)],
     }
     with open(path, "w") as f:
         json.dump(result, f, indent=2)

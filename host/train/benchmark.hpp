@@ -54,6 +54,9 @@ struct NodeTime {
   std::string op;
   double ms_per_step = 0;
   double gflops = 0;
+  // A matmul-family node's input dims, in its op's order (bench/products.py
+  // reads each product's M, N and K from them); empty for other ops.
+  std::vector<Dims> operands;
 };
 
 struct BenchResult {
