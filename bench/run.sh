@@ -3,6 +3,7 @@
 #
 #   bench/run.sh [--threads N] [--rounds N] [--repeats N] [--no-setup]
 #                [--workloads "fmnist_mlp cnn gemm_mlp tiny_mlp gpt gpt2_small_bytes gpt2_small_bytes_bf16"]
+#                [--peers "debian pypi"]
 #
 # 1. Sets up the PyTorch peers (idempotent): Debian's python3-torch with
 #    OpenBLAS (libopenblas0-pthread), and PyPI's current `torch` wheel in a
@@ -35,6 +36,10 @@
 #    example on its real data against bench/torch_train.py, per-epoch
 #    overhead), and prints the tables (bench/report.py). Raw JSON per run goes
 #    to $TANDEM_BENCH_OUT (default bench/results/).
+#    --peers "pypi" leaves out Debian's PyTorch (OpenBLAS, several times
+#    slower than PyPI's on the GPT-2-small-shaped model: minutes a round),
+#    which never is the best peer there; the ratios are over the best peer
+#    that ran.
 # 4. Says how busy the rest of the machine was while it measured
 #    (bench/quiet.py): above half a core the figures are flagged not
 #    reportable and run.sh exits 3.
@@ -46,6 +51,7 @@ rounds=3
 repeats=3
 workloads="fmnist_mlp cnn gemm_mlp tiny_mlp gpt gpt2_small_bytes gpt2_small_bytes_bf16"
 setup=1
+peers="debian pypi"
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
@@ -53,7 +59,8 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --no-setup) setup=0; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    --peers) peers=$2; shift 2 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -171,10 +178,12 @@ for round in $(seq 1 "$rounds"); do
     log "$w, round $round of $rounds: tandem"
     "$tandem" bench "$model" --device onednn:0 "${common[@]}" "${tandem_mixed[@]}" \
       --json "$out/$w.tandem.r$round.json" >&2
-    log "$w, round $round of $rounds: pytorch-debian (OpenBLAS; ${peer_env[*]})"
-    env "${peer_env[@]}" /usr/bin/python3 "$repo/bench/torch_peer.py" "$model" "${common[@]}" "${peer_mixed[@]}" \
-      --label pytorch-debian --json "$out/$w.debian.r$round.json" >&2 || rm -f "$out/$w.debian.r$round.json"
-    if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+    if [[ " $peers " == *" debian "* ]]; then
+      log "$w, round $round of $rounds: pytorch-debian (OpenBLAS; ${peer_env[*]})"
+      env "${peer_env[@]}" /usr/bin/python3 "$repo/bench/torch_peer.py" "$model" "${common[@]}" "${peer_mixed[@]}" \
+        --label pytorch-debian --json "$out/$w.debian.r$round.json" >&2 || rm -f "$out/$w.debian.r$round.json"
+    fi
+    if [[ " $peers " == *" pypi "* ]] && "$venv/bin/python" -c 'import torch' 2>/dev/null; then
       log "$w, round $round of $rounds: pytorch-pypi"
       env "${peer_env[@]}" "$venv/bin/python" "$repo/bench/torch_peer.py" "$model" "${common[@]}" "${peer_mixed[@]}" \
         --label pytorch-pypi --json "$out/$w.pypi.r$round.json" >&2 || rm -f "$out/$w.pypi.r$round.json"
