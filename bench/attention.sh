@@ -36,7 +36,9 @@ done
 
 cmake --build "$build" --target tandem-attention-bench -j2 >&2
 bench_bin=$(find "$build" -name tandem-attention-bench -type f -perm -u+x | head -1)
-plugin=$(find "$build" -name libtandem-onednn.so -type f | head -1)
+# Not the copy a tested build keeps under onednn3/ (built against Debian 13's
+# oneDNN 3 by scripts/check-onednn3.sh, which this system cannot load).
+plugin=$(find "$build" -path "$build/onednn3" -prune -o -name libtandem-onednn.so -type f -print | head -1)
 [ -n "$bench_bin" ] && [ -n "$plugin" ] || { echo "attention.sh: no tandem-attention-bench or onednn plugin under $build" >&2; exit 1; }
 
 case "${ONEDNN_MAX_CPU_ISA:-ALL}" in
