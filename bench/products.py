@@ -2,7 +2,7 @@
 """Each matrix-product shape of one training step, Tandem against PyTorch.
 
 Reads `tandem bench MODEL --profile-nodes N --json T.json` (every node: the
-matmul-family ones carry their operands' dims) and `torch_peer.py MODEL
+matrix products carry their M x N x K) and `torch_peer.py MODEL
 --profile --profile-json P.json` (each 2-D aten::mm / aten::addmm shape's
 own time), groups both by the product's M x N x K (a linear's forward is
 tokens x out x in, its dx tokens x in x out, its dw out x in x tokens, as
@@ -21,18 +21,9 @@ from collections import defaultdict
 
 
 def tandem_dims(node):
-    """M, N, K of a linear-family node from its operands, or None."""
-    ops = node.get("operands") or []
-    if len(ops) < 2 or any(len(d) != 2 for d in ops[:2]):
-        return None
-    a, b = ops[0], ops[1]
-    if node["op"] == "linear":  # x [N, I], w [O, I]
-        return a[0], b[0], a[1]
-    if node["op"] == "linear_grad_input":  # dy [N, O], w [O, I]
-        return a[0], b[1], a[1]
-    if node["op"] == "linear_grad_weight":  # dy [N, O], x [N, I]
-        return a[1], b[1], a[0]
-    return None
+    """A matrix-product node's M, N, K (`tandem bench --json`'s "mnk"), or
+None for other nodes."""
+    return tuple(node["mnk"]) if "mnk" in node else None
 
 
 def main():
@@ -64,7 +55,7 @@ def main():
         entry["calls"] += shape["calls_per_step"]
         entry["ms"] += shape["ms_per_step"]
     if not ours:
-        sys.exit(f"products.py: {a.tandem_json} lists no linear products (tandem bench --profile-nodes N --json)")
+        sys.exit(f"products.py: {a.tandem_json} lists no matrix products (tandem bench --profile-nodes N --json)")
 
     print(a.label or f"matrix products per step: {tandem.get('model', '?')}, {tandem.get('threads', '?')} threads"
           + (f", FMA peak {a.peak:.0f} GFLOP/s" if a.peak else ""))

@@ -38,6 +38,7 @@ void print_slowest_nodes(const host::train::BenchResult& r, size_t count) {
     std::cout << "    " << std::left << std::setw(int(width)) << t.name << "  " << std::setw(26) << t.op
               << std::right << std::setw(10) << fixed(t.ms_per_step, 3) << " ms";
     if (t.gflops > 0) std::cout << "  " << fixed(t.gflops, 1) << " GFLOP/s";
+    if (t.m > 0) std::cout << "  " << t.m << " x " << t.n << " x " << t.k;
     std::cout << "\n";
   }
 }
@@ -76,8 +77,8 @@ po::options_description bench_options() {
       "memory-budget", po::value<std::string>(), "bytes each device may hold, as for train")(
       "profile-nodes", po::value<int64_t>()->default_value(0),
       "with the profile (implies --profile), also the N slowest nodes: name, op, time per step, and "
-      "a matmul-family node's GFLOP/s")("json", po::value<std::string>(),
-                                        "also write the result as JSON to this file");
+      "a matmul-family node's GFLOP/s (and a matrix product's M x N x K)")(
+      "json", po::value<std::string>(), "also write the result as JSON to this file");
   add_streaming_options(options);
   return options;
 }

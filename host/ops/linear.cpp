@@ -27,19 +27,25 @@ Result<void> linear_grad(GradContext& g) {
   return weight_grads(g, "linear_grad_input", "linear_grad_weight", dz, {}, /*input_addend=*/true);
 }
 
-double linear_flops(const Graph& g, const Node& n) {  // x [N, I], w [O, I]
+ProductDims linear_product(const Graph& g, const Node& n) {  // x [N, I], w [O, I]
   const Dims& x = g.value(n.inputs[0])->type.dims;
-  return 2.0 * double(x[0]) * double(x[1]) * double(g.value(n.inputs[1])->type.dims[0]);
+  return {x[0], g.value(n.inputs[1])->type.dims[0], x[1]};
 }
 
-double grad_input_flops(const Graph& g, const Node& n) {  // dy [N, O], w [O, I]
+ProductDims grad_input_product(const Graph& g, const Node& n) {  // dy [N, O], w [O, I]
   const Dims& dy = g.value(n.inputs[0])->type.dims;
-  return 2.0 * double(dy[0]) * double(dy[1]) * double(g.value(n.inputs[1])->type.dims[1]);
+  return {dy[0], g.value(n.inputs[1])->type.dims[1], dy[1]};
 }
 
-double grad_weight_flops(const Graph& g, const Node& n) {  // dy [N, O], x [N, I]
+ProductDims grad_weight_product(const Graph& g, const Node& n) {  // dy [N, O], x [N, I]
   const Dims& dy = g.value(n.inputs[0])->type.dims;
-  return 2.0 * double(dy[0]) * double(dy[1]) * double(g.value(n.inputs[1])->type.dims[1]);
+  return {dy[1], g.value(n.inputs[1])->type.dims[1], dy[0]};
+}
+
+template <ProductFn product>
+double product_flops(const Graph& g, const Node& n) {
+  const ProductDims d = product(g, n);
+  return 2.0 * double(d.m) * double(d.n) * double(d.k);
 }
 
 }  // namespace
@@ -65,9 +71,18 @@ Result<void> weight_grads(GradContext& g, const std::string& grad_input, const s
 }
 
 std::vector<OpInfo> linear_ops() {
-  return {{.name = "linear", .grad = linear_grad, .flops = linear_flops},
-          {.name = "linear_grad_input", .no_grad = "a gradient op", .flops = grad_input_flops},
-          {.name = "linear_grad_weight", .no_grad = "a gradient op", .flops = grad_weight_flops}};
+  return {{.name = "linear",
+           .grad = linear_grad,
+           .flops = product_flops<linear_product>,
+           .product = linear_product},
+          {.name = "linear_grad_input",
+           .no_grad = "a gradient op",
+           .flops = product_flops<grad_input_product>,
+           .product = grad_input_product},
+          {.name = "linear_grad_weight",
+           .no_grad = "a gradient op",
+           .flops = product_flops<grad_weight_product>,
+           .product = grad_weight_product}};
 }
 
 }  // namespace tandem::host::ops

@@ -4,12 +4,19 @@
 namespace tandem::host::ops {
 namespace {
 
-// 2·M·N·K per batch element.
-double matmul_flops(const Graph& g, const Node& n) {
+// M: y's rows over every batch element; N: y's columns; K: the depth.
+ProductDims matmul_product(const Graph& g, const Node& n) {
   const Dims& a = g.value(n.inputs[0])->type.dims;
   const Dims& y = g.value(n.outputs[0])->type.dims;
   const int64_t k = a[a.size() - (int_attr(n.attrs, "transpose_a", 0) != 0 ? 2 : 1)];
-  return 2.0 * static_cast<double>(numel(y)) * static_cast<double>(k);
+  const int64_t cols = y.empty() ? 1 : y.back();
+  return {cols == 0 ? 0 : numel(y) / cols, cols, k};
+}
+
+// 2·M·N·K.
+double matmul_flops(const Graph& g, const Node& n) {
+  const ProductDims d = matmul_product(g, n);
+  return 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
 }
 
 }  // namespace
@@ -18,7 +25,8 @@ std::vector<OpInfo> matmul_ops() {
   return {{.name = "matmul",
            .no_grad = "the host has no gradient rule for matmul yet (sdk/ops.md gives it: matmuls of dy with "
                       "the other operand); the model-file layers never emit it",
-           .flops = matmul_flops}};
+           .flops = matmul_flops,
+           .product = matmul_product}};
 }
 
 }  // namespace tandem::host::ops

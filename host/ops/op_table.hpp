@@ -114,6 +114,12 @@ using GradFn = Result<void> (*)(GradContext& g);
 // Multiply-adds x 2 of a node, for GFLOP/s figures (`tandem bench`); null:
 // not counted.
 using FlopsFn = double (*)(const Graph& g, const Node& n);
+// A matrix product's M x N x K (2·M·N·K is its FLOP count; M counts every
+// batch element's rows), for the benchmark's per-shape figures.
+struct ProductDims {
+  int64_t m = 0, n = 0, k = 0;
+};
+using ProductFn = ProductDims (*)(const Graph& g, const Node& n);
 
 // Fields marked "catalog" come from the SDK's catalog for a catalog op; a
 // family file sets only the others (designated initialisers).
@@ -130,6 +136,7 @@ struct OpInfo {
   int gradient_input = -1;                 // optimizers: the input that is the parameter's gradient
   HostKind host = HostKind::None;
   FlopsFn flops = nullptr;
+  ProductFn product = nullptr;  // the matrix-product ops: linear and its gradients, matmul
 
   bool is(Flag f) const { return (flags & f) != 0; }
 };

@@ -78,12 +78,11 @@ void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, 
     t.ms_per_step += us * 1e-3 / double(steps);
     ++t.nodes;
     const double f = gemm_flops(g, node);
-    std::vector<Dims> operands;
-    if (f > 0)
-      for (ValueId in : node.inputs)
-        if (const Value* v = g.value(in)) operands.push_back(v->type.dims);
+    const ops::OpInfo* info = ops::find(node.op);
+    const ops::ProductDims d =
+        info != nullptr && info->product != nullptr ? info->product(g, node) : ops::ProductDims{};
     r.node_times.push_back({node.name, node.op, us * 1e-3 / double(steps),
-                            f > 0 && us > 0 ? f * double(steps) / (us * 1e3) : 0, std::move(operands)});
+                            f > 0 && us > 0 ? f * double(steps) / (us * 1e3) : 0, d.m, d.n, d.k});
     if (f > 0) {
       gemm_flop += f * double(steps);
       gemm_us += us;
@@ -234,7 +233,7 @@ std::string bench_json(const BenchResult& r, int threads, size_t slowest_nodes) 
       const NodeTime& t = r.node_times[i];
       nlohmann::json node{{"name", t.name}, {"op", t.op}, {"ms_per_step", t.ms_per_step}};
       if (t.gflops > 0) node["gflops"] = t.gflops;
-      if (!t.operands.empty()) node["operands"] = t.operands;
+      if (t.m > 0) node["mnk"] = {t.m, t.n, t.k};
       j["slowest_nodes"].push_back(node);
     }
   }

@@ -54,9 +54,9 @@ struct NodeTime {
   std::string op;
   double ms_per_step = 0;
   double gflops = 0;
-  // A matmul-family node's input dims, in its op's order (bench/products.py
-  // reads each product's M, N and K from them); empty for other ops.
-  std::vector<Dims> operands;
+  // A matrix-product node's M x N x K (the op table's ProductFn); 0 for
+  // other ops. bench/products.py groups the products by it.
+  int64_t m = 0, n = 0, k = 0;
 };
 
 struct BenchResult {
