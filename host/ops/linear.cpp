@@ -42,12 +42,6 @@ ProductDims grad_weight_product(const Graph& g, const Node& n) {  // dy [N, O], 
   return {dy[1], g.value(n.inputs[1])->type.dims[1], dy[0]};
 }
 
-template <ProductFn product>
-double product_flops(const Graph& g, const Node& n) {
-  const ProductDims d = product(g, n);
-  return 2.0 * double(d.m) * double(d.n) * double(d.k);
-}
-
 }  // namespace
 
 // Shared with conv2d: dx = <op>_grad_input(dz, w) when x needs it, then
@@ -73,15 +67,15 @@ Result<void> weight_grads(GradContext& g, const std::string& grad_input, const s
 std::vector<OpInfo> linear_ops() {
   return {{.name = "linear",
            .grad = linear_grad,
-           .flops = product_flops<linear_product>,
+           .flops = flops_of_product<linear_product>,
            .product = linear_product},
           {.name = "linear_grad_input",
            .no_grad = "a gradient op",
-           .flops = product_flops<grad_input_product>,
+           .flops = flops_of_product<grad_input_product>,
            .product = grad_input_product},
           {.name = "linear_grad_weight",
            .no_grad = "a gradient op",
-           .flops = product_flops<grad_weight_product>,
+           .flops = flops_of_product<grad_weight_product>,
            .product = grad_weight_product}};
 }
 

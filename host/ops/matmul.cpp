@@ -13,19 +13,13 @@ ProductDims matmul_product(const Graph& g, const Node& n) {
   return {cols == 0 ? 0 : numel(y) / cols, cols, k};
 }
 
-// 2·M·N·K.
-double matmul_flops(const Graph& g, const Node& n) {
-  const ProductDims d = matmul_product(g, n);
-  return 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
-}
-
 }  // namespace
 
 std::vector<OpInfo> matmul_ops() {
   return {{.name = "matmul",
            .no_grad = "the host has no gradient rule for matmul yet (sdk/ops.md gives it: matmuls of dy with "
                       "the other operand); the model-file layers never emit it",
-           .flops = matmul_flops,
+           .flops = flops_of_product<matmul_product>,
            .product = matmul_product}};
 }
 

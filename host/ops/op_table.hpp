@@ -120,6 +120,12 @@ struct ProductDims {
   int64_t m = 0, n = 0, k = 0;
 };
 using ProductFn = ProductDims (*)(const Graph& g, const Node& n);
+// The FlopsFn of a product op: 2·M·N·K of its ProductFn.
+template <ProductFn product>
+double flops_of_product(const Graph& g, const Node& n) {
+  const ProductDims d = product(g, n);
+  return 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+}
 
 // Fields marked "catalog" come from the SDK's catalog for a catalog op; a
 // family file sets only the others (designated initialisers).
