@@ -60,8 +60,10 @@ bool transposed_b_pays(const dnnl::matmul::primitive_desc& pd, const memory::des
 // AVX-512 Xeon: the MLP's second layer dx (1024 x 3072 x 768) 92 -> 246
 // GFLOP/s, its dw (768 x 3072 x 1024) 120 -> 309, the others 186-230 ->
 // 204-258; on 1 thread 48-149 -> 109-164. A transposed copy of b for
-// brgemm (as transposed_b_pays makes for the AVX2 sgemm) reached 128-248,
-// less than the sgemm on every shape. Small products (below 2^25
+// brgemm (as transposed_b_pays makes for the AVX2 sgemm) reached 197-248
+// on 2 threads (4-6 % ahead of the sgemm on two of the eight shapes, 20 %
+// behind on the MLP's) and 107-140 on 1 (behind on every shape), so the
+// sgemm takes them all. Small products (below 2^25
 // multiply-adds) were not measured and stay on the primitive. The choice
 // depends on the shapes and the implementation oneDNN picked, never on a
 // timing. oneDNN's sgemm takes its packing buffers from the heap (a few MiB,
