@@ -60,13 +60,6 @@ Result<void> train_step(program::Program& p, program::StepRunner& steps, int64_t
   return steps.optimizer_step(step);
 }
 
-// FLOPs of one GEMM node (the op table's count: matmul, linear and its
-// gradients); 0 for other ops.
-double gemm_flops(const Graph& g, const Node& node) {
-  const ops::OpInfo* info = ops::find(node.op);
-  return info != nullptr && info->flops != nullptr ? info->flops(g, node) : 0.0;
-}
-
 void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, BenchResult& r) {
   std::map<std::string, OpTime> by_op;
   double gemm_flop = 0, gemm_us = 0;
@@ -77,8 +70,10 @@ void summarise_profile(const Graph& g, const exec::Executor& ex, int64_t steps, 
     t.op = node.op;
     t.ms_per_step += us * 1e-3 / double(steps);
     ++t.nodes;
-    const double f = gemm_flops(g, node);
+    // The op table's FLOP count (matmul, linear and its gradients, attention)
+    // and a matrix product's M x N x K; 0 for other ops.
     const ops::OpInfo* info = ops::find(node.op);
+    const double f = info != nullptr && info->flops != nullptr ? info->flops(g, node) : 0.0;
     const ops::ProductDims d =
         info != nullptr && info->product != nullptr ? info->product(g, node) : ops::ProductDims{};
     r.node_times.push_back({node.name, node.op, us * 1e-3 / double(steps),
