@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "hub/hf_config.hpp"
 #include "quant/int8_model.hpp"
 #include "train/checkpointing.hpp"
 #include "train/sharded_checkpoint.hpp"
@@ -10,7 +11,8 @@ namespace tandem::cli {
 
 host::Result<Weights> read_weights(const std::string& file_or_run_dir) {
   std::string path = file_or_run_dir;
-  if (std::filesystem::is_directory(path) && !host::train::is_sharded_checkpoint(path)) {
+  if (std::filesystem::is_directory(path) && !host::train::is_sharded_checkpoint(path) &&
+      !host::hub::is_hf_model_dir(path)) {
     auto latest = host::train::latest_checkpoint(path);
     if (!latest)
       return host::make_error(path + ": no checkpoint in " + host::train::checkpoint_dir(path),

@@ -206,6 +206,7 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
                      " heads: choose heads dividing them, or give head_dim");
   const int64_t hd = l.int_attr("head_dim", C / H);
   const bool bias = l.bool_attr("bias", true), rope = l.bool_attr("rope", false);
+  const bool out_bias = l.bool_attr("out_bias", bias);
   if (rope && hd % 2 != 0) return ctx.error("rope needs an even head_dim, got " + std::to_string(hd));
   const int n = heads_split(ctx) ? ctx.out.tensor_parallel.size : 1;
   if (H % n != 0 || G % n != 0)
@@ -239,7 +240,7 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   if (ctx.out.mode == Mode::Decode) {
     auto o = attend_cached(ctx, *qh, *kh, *vh, Gl, hd);
     if (!o) return o;
-    return merge_heads(ctx, *o, B, T, Hl, hd, C, bias);
+    return merge_heads(ctx, *o, B, T, Hl, hd, C, out_bias);
   }
   if (!(l.float_attr("dropout", 0.0) < 1)) return ctx.error("dropout must be in [0, 1)");
   // Evaluation graphs name each layer's keys and values, for `tandem
@@ -261,7 +262,7 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
                      TensorType{ctx.out.dtype == TDM_F64 ? TDM_F64 : TDM_F32, {B, Hl, T}}});
   if (!o) return o.error();
   if (p > 0) ctx.out.dropout_nodes.push_back(ctx.value((*o)[0]).producer);
-  return merge_heads(ctx, (*o)[0], B, T, Hl, hd, C, bias, tokens_first);
+  return merge_heads(ctx, (*o)[0], B, T, Hl, hd, C, out_bias, tokens_first);
 }
 
 }  // namespace tandem::host::lowering::detail

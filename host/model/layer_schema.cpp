@@ -121,6 +121,8 @@ std::vector<LayerSchema> sequence_layers() {
         // heads and kv_heads/N key/value heads, the output projection row-parallel.
         {"parallel", AttrKind::String, {"none", "heads"}},
         bias,
+        // The output projection's bias when it differs from q/k/v's (Qwen2: none).
+        {"out_bias", AttrKind::Bool},
         init_attr("init"),
         init_std}},
       {"embedding",

@@ -10,6 +10,8 @@
 
 #include "checkpoint/torch_names.hpp"
 #include "exec/tensor_text.hpp"
+#include "hub/hf_config.hpp"
+#include "hub/hf_weights.hpp"
 #include "lowering/model_graph.hpp"
 #include "ops/shapes.hpp"
 #include "train/initializers.hpp"
@@ -43,6 +45,14 @@ std::vector<fs::path> checkpoints_in(const std::string& run_dir) {
   return files;
 }
 
+// A table of positions trained longer than this model's context, of which
+// it takes the first rows (hub::kLeadingRowsKey marks such a tensor).
+bool fits_leading_rows(const checkpoint::TensorRecord& t, const Value& v, const checkpoint::Checkpoint& cp) {
+  const auto& want = v.type.dims;
+  return cp.metadata.count(hub::kLeadingRowsKey + t.name) && t.shape.size() == want.size() && !want.empty() &&
+         t.shape[0] > want[0] && std::equal(want.begin() + 1, want.end(), t.shape.begin() + 1);
+}
+
 }  // namespace
 
 Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executor& executor,
@@ -63,6 +73,7 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
                              bool weights_only, const std::string& source) {
   std::vector<std::pair<const Value*, const checkpoint::TensorRecord*>> plan;
   std::vector<const Value*> copies;  // states copied from their sources once those are loaded
+  decltype(plan) leading;            // tables of which the model takes the first rows
   for (size_t i = 0; i < graph.value_count(); ++i) {
     const Value& v = *graph.value_at(i);
     if (!persistent(v) || (weights_only && optimizer_state(v))) continue;
@@ -82,6 +93,10 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
                             "' that this model needs (was it written for " + "another model file?)",
                         TDM_INVALID_ARGUMENT);
     }
+    if (t->dtype == v.type.dtype && fits_leading_rows(*t, v, cp)) {
+      leading.emplace_back(&v, t);
+      continue;
+    }
     if (t->dtype != v.type.dtype || t->shape != v.type.dims)
       return make_error(source + ": tensor '" + v.name + "' is " + ops::dims_str(t->shape) + " (" +
                             exec::dtype_name(t->dtype) + ") but the model needs " +
@@ -91,6 +106,8 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
   }
   for (const auto& [v, t] : plan)
     if (auto r = executor.write(v->id, t->data.data(), t->data.size()); !r) return r;
+  for (const auto& [v, t] : leading)  // row-major: the first rows are the first bytes
+    if (auto r = executor.write(v->id, t->data.data(), bytes_of(v->type)); !r) return r;
   return copy_states_from_sources(graph, executor, copies);
 }
 
@@ -149,6 +166,7 @@ void remove_old_checkpoints(const std::string& run_dir, int64_t keep) {
 
 Result<checkpoint::Checkpoint> read_checkpoint(const std::string& path) {
   if (is_sharded_checkpoint(path)) return read_sharded_checkpoint(path);
+  if (hub::is_hf_model_dir(path)) return hub::read_hf_weights(path);
   return checkpoint::read_safetensors(path);
 }
 

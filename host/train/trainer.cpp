@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "hub/hf_config.hpp"
 #include "plugin/optional_call.hpp"
 #include "train/checkpointing.hpp"
 #include "train/evaluator.hpp"
@@ -176,7 +177,13 @@ Result<void> Trainer::prepare_run() {
 
 Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
   std::string file = path;
-  if (std::filesystem::is_directory(path) && !is_sharded_checkpoint(path)) {
+  const bool hugging_face = hub::is_hf_model_dir(path);
+  if (hugging_face && !weights_only)
+    return make_error(path +
+                          ": is a Hugging Face model directory, weights without a run to resume: start from "
+                          "them with --init-from",
+                      TDM_INVALID_ARGUMENT);
+  if (std::filesystem::is_directory(path) && !is_sharded_checkpoint(path) && !hugging_face) {
     auto latest = latest_checkpoint(path);
     if (!latest) return make_error(path + ": no checkpoint in " + checkpoint_dir(path), TDM_NOT_FOUND);
     file = *latest;
