@@ -89,6 +89,9 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
     if (t == nullptr) t = cp.find(checkpoint::torch_name(v.name));
     if (t == nullptr) {
       if (optimizer_state(v) && v.type.dims.empty()) continue;  // lr/step/clip scalars are recomputed
+      // Weights from elsewhere (--init-from a Hugging Face directory) have no
+      // step counters (dropout's): a new run starts them afresh.
+      if (weights_only && v.kind == TDM_VALUE_STATE && v.type.dims.empty()) continue;
       return make_error(source + ": has no tensor '" + v.name +
                             "' that this model needs (was it written for " + "another model file?)",
                         TDM_INVALID_ARGUMENT);

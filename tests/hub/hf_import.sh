@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# hub.transformers — models Tandem imports compute what transformers computes.
+#
+#   hf_import.sh TANDEM SOURCE_DIR WORK_DIR
+#
+# transformers makes a tiny randomly initialised model of each family (GPT-2,
+# Llama with grouped key/value heads, Llama with biases in shards, Mistral,
+# Qwen2 with a tied head; hf_models.py) and saves it with save_pretrained;
+# `tandem import` makes its model file; `tandem eval --outputs` runs it on
+# the reference and onednn backends, reading the weights from the directory;
+# its logits must be within 1e-5 (relative to the largest) of transformers'
+# on the same windows. Then a fine-tuning run starts from a directory
+# (--init-from; GPT-2 at half its positions), and --resume from one is refused.
+#
+# transformers comes from PyPI into a venv over Debian's python3-torch
+# (1.13): 4.46.3, a release that runs on it. Exit 77 (ctest: skipped) with
+# the reason when either is missing.
+set -euo pipefail
+
+tandem=${1:?tandem executable}
+source=${2:?source dir}
+work=${3:?work dir}
+mkdir -p "$work"
+venv=$work/hf-venv
+if ! "$venv/bin/python" -c 'import transformers, torch, safetensors' 2>/dev/null; then
+  if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    echo "SKIPPED: PyTorch is not installed for /usr/bin/python3 (Debian's python3-torch)"
+    exit 77
+  fi
+  rm -rf "$venv"
+  if ! { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
+    "$venv/bin/pip" install -q "transformers==4.46.3"; } >"$work/pip.log" 2>&1; then
+    echo "SKIPPED: transformers could not be installed from PyPI into $venv (see $work/pip.log)"
+    exit 77
+  fi
+fi
+run=$(mktemp -d "$work/run.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+cd "$run"
+fail() { echo "hub.transformers: $*" >&2; exit 1; }
+models() { "$venv/bin/python" "$source/tests/hub/hf_models.py" "$@"; }
+
+echo "== transformers makes a tiny model of each family"
+models make . >make.log 2>&1 || { cat make.log >&2; fail "making the models"; }
+for family in gpt2 llama llama_bias mistral qwen2; do
+  "$tandem" import "$family" --context 32 --output "$family.toml" || fail "import of $family"
+  for device in reference onednn; do
+    "$tandem" eval "$family.toml" --weights "$family" --set data.train_tokens=tokens.bin --split validation \
+      --device "$device" --threads 1 --outputs "$family.$device.safetensors" >"$family.$device.log" 2>&1 ||
+      { cat "$family.$device.log" >&2; fail "tandem eval of $family on $device"; }
+    models compare "$family" "$family.$device.safetensors" --tolerance 1e-5 2>/dev/null ||
+      fail "$family on $device: logits differ from transformers'"
+  done
+done
+
+echo "== fine-tuning starts from a model directory"
+"$tandem" train gpt2.toml --init-from gpt2 --set data.train_tokens=tokens.bin --set train.steps=3 \
+  --run-dir tuned --threads 1 >train.log 2>&1 || { cat train.log >&2; fail "training from gpt2/"; }
+if "$tandem" train gpt2.toml --resume gpt2 --set data.train_tokens=tokens.bin --run-dir again \
+  >resume.log 2>&1; then
+  fail "--resume from a model directory was accepted"
+fi
+grep -q -- "--init-from" resume.log || { cat resume.log >&2; fail "--resume's refusal does not say what to do"; }
+echo "hub.transformers: OK"
