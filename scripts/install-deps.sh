@@ -28,6 +28,9 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev
   # `tandem export --format onnx` (ONNX's protobuf classes and checker)
   libonnx-dev libprotobuf-dev
+  # tokenizers of Hugging Face models: PCRE2 runs tokenizer.json's patterns,
+  # ICU normalizes to NFC, libsentencepiece reads tokenizer.model
+  libpcre2-dev libicu-dev libsentencepiece-dev
   # onednn plugin (CPU kernels)
   libdnnl-dev
   # mpi plugin (CPU collectives) and its launcher

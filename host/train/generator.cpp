@@ -200,7 +200,9 @@ Result<void> Generator::generate(const std::vector<int32_t>& prompt, int64_t cou
   for (int64_t i = 0; i < count; ++i) {
     const int32_t next = sample(sampling, uint64_t(i));
     emit(next);
-    if (i + 1 == count) break;
+    if (i + 1 == count || std::find(sampling.stop_tokens.begin(), sampling.stop_tokens.end(), next) !=
+                              sampling.stop_tokens.end())
+      break;
     const auto start = std::chrono::steady_clock::now();
     if (auto r = step(next); !r) return r.error();
     token_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

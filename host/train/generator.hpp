@@ -25,6 +25,7 @@ struct SamplingOptions {
   double temperature = 0.8;  // 0: always the most likely token
   int64_t top_k = 0;         // sample among the k most likely (0: all)
   uint64_t seed = 0;
+  std::vector<int32_t> stop_tokens;  // generation ends after emitting one (the tokenizer's eos)
 };
 
 class Generator {
@@ -37,7 +38,7 @@ class Generator {
                                                    const std::string& source, const lowering::Int8Plan* int8);
 
   // Feeds the prompt, then samples `count` tokens, calling `emit` with each
-  // as soon as it is drawn.
+  // as soon as it is drawn; fewer when one of sampling.stop_tokens is drawn.
   Result<void> generate(const std::vector<int32_t>& prompt, int64_t count, const SamplingOptions& sampling,
                         const std::function<void(int32_t)>& emit);
 
