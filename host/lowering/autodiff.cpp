@@ -34,7 +34,8 @@ class Autodiff final : public ops::GradContext {
       if (!has_output_grad(node)) continue;
       if (auto r = apply_rule(node); !r) return r;
     }
-    return name_parameter_gradients();
+    if (auto r = name_parameter_gradients(); !r) return r;
+    return remove_unread_backward();
   }
 
   // GradContext
@@ -99,7 +100,8 @@ class Autodiff final : public ops::GradContext {
 
  private:
   void mark_requires_grad() {
-    for (ValueId p : m_.parameters) requires_.insert(p);
+    for (ValueId p : m_.parameters)
+      if (m_.trained(p)) requires_.insert(p);
     for (size_t i = 0; i < g_.node_count(); ++i) {
       const Node& n = *g_.node_at(i);
       const bool any =
@@ -135,6 +137,7 @@ class Autodiff final : public ops::GradContext {
 
   Result<void> apply_rule(const Node& n);
   Result<void> name_parameter_gradients();
+  Result<void> remove_unread_backward();
 
   ModelGraph& m_;
   Graph& g_;
@@ -162,8 +165,12 @@ Result<void> Autodiff::apply_rule(const Node& n) {
 }
 
 Result<void> Autodiff::name_parameter_gradients() {
+  if (std::none_of(m_.parameters.begin(), m_.parameters.end(), [&](ValueId p) { return m_.trained(p); }))
+    return make_error("every layer with parameters has trainable = false: there is nothing to train",
+                      TDM_INVALID_ARGUMENT);
   std::set<ValueId> claimed;
   for (ValueId p : m_.parameters) {
+    if (!m_.trained(p)) continue;
     auto it = grad_.find(p);
     const std::string pname = g_.value(p)->name;
     if (it == grad_.end())
@@ -183,6 +190,21 @@ Result<void> Autodiff::name_parameter_gradients() {
     if (auto r = g_.set_value_kind(grad, TDM_VALUE_GRADIENT); !r) return r;
     if (auto r = g_.rename_value(grad, pname + ".grad"); !r) return r;
     m_.gradients[p] = grad;
+  }
+  return {};
+}
+
+// Gradient rules emit a node's whole gradient op (a linear's weight gradient
+// with its input's); where nothing reads an output — the weight of a frozen
+// layer, an embedding's table — the product is removed, not computed.
+Result<void> Autodiff::remove_unread_backward() {
+  for (size_t i = g_.node_count(); i-- > m_.backward_begin;) {
+    const Node& n = *g_.node_at(i);
+    const bool read = std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) {
+      return g_.value(v)->kind == TDM_VALUE_GRADIENT || !g_.consumers(v).empty();
+    });
+    if (!read && !n.outputs.empty())
+      if (auto r = g_.remove_node(n.id); !r) return r;
   }
   return {};
 }

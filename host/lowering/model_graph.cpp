@@ -56,6 +56,7 @@ Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initial
       out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER, TensorType{out.dtype, stored});
   if (!id) return id.error();
   out.parameters.push_back(*id);
+  if (!layer->trainable) out.frozen.insert(*id);
   out.initializers[*id] = init;
   if (!shard) return id;
   out.zero.parameters[*id] = dims;

@@ -94,7 +94,9 @@ struct ModelGraph {
   // count_correct of the logits and labels (f32[]): an evaluation reads it
   // instead of the logits (kNoValue where the backends predate the op).
   ValueId correct = kNoValue;
-  std::vector<ValueId> parameters;              // trained tensors, in layer order
+  std::vector<ValueId> parameters;  // weights, in layer order
+  std::set<ValueId> frozen;         // those of layers with trainable = false
+  bool trained(ValueId parameter) const { return frozen.count(parameter) == 0; }
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;
   // Attention layers of a training graph read q, k, v as the projections

@@ -14,8 +14,10 @@ class OptimizerBuilder {
   Result<void> run() {
     if (m_.zero.stage == 2 && m_.zero.active())
       for (ValueId p : m_.parameters)
-        if (auto r = reduce_scatter(p); !r) return r;
-    for (const auto& [p, whole] : m_.zero.parameters) m_.zero.gradients[m_.gradients.at(p)] = whole;
+        if (m_.trained(p))
+          if (auto r = reduce_scatter(p); !r) return r;
+    for (const auto& [p, whole] : m_.zero.parameters)
+      if (m_.trained(p)) m_.zero.gradients[m_.gradients.at(p)] = whole;
     auto lr = g_.add_state("optim.lr", kScalarF32, t_.lr);
     if (!lr) return lr.error();
     m_.lr = *lr;
@@ -31,7 +33,8 @@ class OptimizerBuilder {
     if (t_.clip_grad_norm > 0)
       if (auto r = global_norm(); !r) return r;
     for (ValueId p : m_.parameters)
-      if (auto r = update(p); !r) return r;
+      if (m_.trained(p))
+        if (auto r = update(p); !r) return r;
     return {};
   }
 
@@ -60,6 +63,7 @@ class OptimizerBuilder {
   Result<void> global_norm() {
     ValueId split = kNoValue, whole = kNoValue;
     for (ValueId p : m_.parameters) {
+      if (!m_.trained(p)) continue;
       const ValueId g = averaged_gradient(p);
       const std::string base = name_of(p);
       auto sq = emit("mul", base + ".grad_sq", p, {g, g}, {}, {g_.value(g)->type}, TDM_PHASE_OPTIMIZER);

@@ -346,7 +346,7 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
     return;
   }
   if (!names.insert(layer.name).second) r.fail(t, who + ": the name '" + layer.name + "' is used twice");
-  std::vector<std::string> keys = {"name", "op", "inputs", "device", "stream"};
+  std::vector<std::string> keys = {"name", "op", "inputs", "device", "stream", "trainable"};
   for (const auto& a : schema->attrs) keys.push_back(a.key);
   r.check_keys(t, who, keys);
   r.get(t, "inputs", layer.inputs);
@@ -354,6 +354,7 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
   if (r.get(t, "device", device)) layer.device = device;
   bool stream = false;
   if (r.get(t, "stream", stream)) layer.stream = stream;
+  r.get(t, "trainable", layer.trainable);
   if (static_cast<int>(std::max<size_t>(layer.inputs.size(), 1)) < schema->min_inputs ||
       static_cast<int>(layer.inputs.size()) > schema->max_inputs)
     r.fail(t,
@@ -373,7 +374,9 @@ void read_repeat(Reader& r, const toml::table& t, std::set<std::string>& names, 
                  std::map<std::string, std::string>& aliases) {
   std::string block;
   int64_t count = 0;
-  r.check_keys(t, "[[layers]] op = \"repeat\"", {"name", "op", "count", "body"});
+  r.check_keys(t, "[[layers]] op = \"repeat\"", {"name", "op", "count", "body", "trainable"});
+  bool trainable = true;  // false: every layer of every copy
+  r.get(t, "trainable", trainable);
   if (!r.require(t, "name", block, "a repeat block")) return;
   const std::string who = "repeat block '" + block + "'";
   if (!r.get(t, "count", count) || count < 1) {
@@ -402,6 +405,7 @@ void read_repeat(Reader& r, const toml::table& t, std::set<std::string>& names, 
     const std::string prefix = block + "." + std::to_string(i) + ".";
     for (LayerSpec copy : layers) {
       copy.name = prefix + copy.name;
+      copy.trainable = copy.trainable && trainable;
       for (std::string& in : copy.inputs) in = in == block ? input : local.count(in) ? prefix + in : in;
       if (!names.insert(copy.name).second) r.fail(t, who + ": the name '" + copy.name + "' is used twice");
       out.push_back(std::move(copy));

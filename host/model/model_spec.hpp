@@ -41,6 +41,9 @@ struct LayerSpec {
   // host memory and are streamed through the device around its nodes
   // (`false` keeps them resident even under --stream-params).
   std::optional<bool> stream;
+  // `trainable = false`: its parameters stay as loaded (no gradient, no
+  // optimizer state); the gradient still flows through it to earlier layers.
+  bool trainable = true;
   std::map<std::string, AttrValue> attrs;
   SourceLocation where;
 

@@ -206,11 +206,12 @@ void Program::write_layers(std::ostream& out) const {
       streamed = streamed || streamed_.count(v.name) > 0;
     }
     if (streamed) device += " streamed";
-    std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s\n", layer.name.c_str(), layer.op.c_str(),
+    std::snprintf(line, sizeof line, "  %-20s %-12s %-14s %12s%s%s\n", layer.name.c_str(), layer.op.c_str(),
                   device.c_str(), params > 0 ? cell(params).c_str() : "-",
                   layer.device ? "  (pinned)"
                   : automatic_ ? "  (auto)"
-                               : "");
+                               : "",
+                  params > 0 && !layer.trainable ? "  (frozen)" : "");
     out << line;
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -299,6 +300,53 @@ TEST(ModelParser, SetPathsDeeperThanAnyKeyOrWithEmptyPartsAreRefused) {
   }
   EXPECT_EQ(error_of(kMlp, {"features.amp.dtype=\"f16\""}), "(parsed)");
   EXPECT_EQ(error_of(kMlp, {"layers.fc1.out_features=64"}), "(parsed)");
+}
+
+TEST(ModelParser, TrainableFalseFreezesALayerOrEveryCopyOfABlock) {
+  auto r = parse_model_text(R"([model]
+input = [4]
+classes = 2
+[[layers]]
+name = "h"
+op = "repeat"
+count = 2
+trainable = false
+  [[layers.body]]
+  name = "fc"
+  op = "linear"
+  out_features = 4
+[[layers]]
+name = "g"
+op = "repeat"
+count = 2
+  [[layers.body]]
+  name = "a"
+  op = "linear"
+  out_features = 4
+  trainable = false
+  [[layers.body]]
+  name = "b"
+  op = "linear"
+  out_features = 4
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 2
+)",
+                            "m.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  std::map<std::string, bool> trainable;
+  for (const LayerSpec& l : r->layers) trainable[l.name] = l.trainable;
+  EXPECT_EQ(trainable, (std::map<std::string, bool>{{"h.0.fc", false},
+                                                    {"h.1.fc", false},
+                                                    {"g.0.a", false},
+                                                    {"g.0.b", true},
+                                                    {"g.1.a", false},
+                                                    {"g.1.b", true},
+                                                    {"head", true}}));
+  EXPECT_NE(
+      error_of(std::string(kMlp).replace(std::string(kMlp).find("device = \"cpu\""), 14, "trainable = 0")),
+      "(parsed)");
 }
 
 }  // namespace
