@@ -34,11 +34,11 @@ std::string code_point_name(std::string_view c) {
 // The ids of `word`'s characters, before any merge: a character the
 // vocabulary lacks becomes its bytes' <0xXX> tokens (byte_fallback) or the
 // unk token (fused with an unknown neighbour under fuse_unk).
-Result<void> BpeModel::spell(const std::string& word, std::vector<int32_t>& symbols) const {
+Result<void> BpeModel::spell(std::string_view word, std::vector<int32_t>& symbols) const {
   bool pending_unk = false;
   for (size_t i = 0; i < word.size();) {
     const size_t n = std::min(utf8_length(static_cast<unsigned char>(word[i])), word.size() - i);
-    const std::string c = word.substr(i, n);
+    const std::string c(word.substr(i, n));
     i += n;
     if (auto it = vocab.find(c); it != vocab.end()) {
       pending_unk = false;
@@ -104,7 +104,8 @@ void BpeModel::merge(std::vector<int32_t>& symbols) const {
   symbols.resize(kept);
 }
 
-Result<void> BpeModel::tokenize(const std::string& word, std::vector<int32_t>& out) const {
+Result<void> BpeModel::tokenize(std::string_view view, std::vector<int32_t>& out) const {
+  const std::string word(view);
   if (ignore_merges)
     if (auto it = vocab.find(word); it != vocab.end()) {
       out.push_back(it->second);

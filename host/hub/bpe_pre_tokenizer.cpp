@@ -3,6 +3,9 @@
 // Split keeps what its pattern matches, that an empty match still cuts,
 // that an added token's lstrip stops at the previous token), because a
 // different cut gives different ids even where every merge agrees.
+#include <functional>
+#include <optional>
+
 #include "hub/bpe_tokenizer.hpp"
 #include "hub/text_unicode.hpp"
 
@@ -14,73 +17,108 @@ struct Part {
   bool match;
 };
 
-// The parts of `text`, matches and what lies between them, folded as
-// `behavior` says (HF's NormalizedString::split).
-std::vector<Part> fold(const std::vector<Part>& parts, SplitBehavior behavior) {
-  std::vector<Part> out;
-  bool previous = false;
-  switch (behavior) {
-    case SplitBehavior::isolated:
-      return parts;
-    case SplitBehavior::removed:
-      for (const Part& p : parts)
-        if (!p.match) out.push_back(p);
-      return out;
-    case SplitBehavior::merged_with_previous:
-      for (const Part& p : parts) {
-        if (p.match && !previous && !out.empty())
-          out.back().end = p.end;
-        else
-          out.push_back(p);
-        previous = p.match;
-      }
-      return out;
-    case SplitBehavior::merged_with_next:
-      for (auto p = parts.rbegin(); p != parts.rend(); ++p) {
-        if (p->match && !previous && !out.empty())
-          out.back().begin = p->begin;
-        else
-          out.push_back(*p);
-        previous = p->match;
-      }
-      return {out.rbegin(), out.rend()};
-    case SplitBehavior::contiguous:
-      for (const Part& p : parts) {
-        if (p.match == previous && !out.empty())
-          out.back().end = p.end;
-        else
-          out.push_back(p);
-        previous = p.match;
-      }
-      return out;
+// The parts of a split, matches and what lies between them, folded as a
+// behavior says (HF's NormalizedString::split) and passed on as soon as no
+// later part can join them, so that a text of any size streams through.
+class Fold {
+ public:
+  Fold(SplitBehavior behavior, std::function<void(const Part&)> emit)
+      : behavior_(behavior), emit_(std::move(emit)) {}
+
+  void add(const Part& p) {
+    switch (behavior_) {
+      case SplitBehavior::isolated:
+        emit_(p);
+        break;
+      case SplitBehavior::removed:
+        if (!p.match) emit_(p);
+        break;
+      case SplitBehavior::merged_with_previous:  // a match joins the text before it
+        if (p.match && !previous_ && pending_) {
+          pending_->end = p.end;
+          flush();
+        } else {
+          flush();
+          if (p.match) emit_(p);
+          if (!p.match) pending_ = p;
+        }
+        break;
+      case SplitBehavior::merged_with_next:  // a match joins the text after it
+        if (pending_ && !p.match) {
+          emit_({pending_->begin, p.end, false});
+          pending_.reset();
+        } else {
+          flush();
+          if (p.match) pending_ = p;
+          if (!p.match) emit_(p);
+        }
+        break;
+      case SplitBehavior::contiguous:  // runs of matches, runs of the rest
+        if (pending_ && p.match == previous_) {
+          pending_->end = p.end;
+        } else {
+          flush();
+          pending_ = p;
+        }
+        break;
+    }
+    previous_ = p.match;
   }
-  return out;
+  void flush() {
+    if (pending_) emit_(*pending_);
+    pending_.reset();
+  }
+
+ private:
+  SplitBehavior behavior_;
+  std::function<void(const Part&)> emit_;
+  std::optional<Part> pending_;
+  bool previous_ = false;
+};
+
+using PieceSink = std::function<Result<void>(std::string_view)>;
+
+Result<void> split(const TextRegex& regex, SplitBehavior behavior, std::string_view text,
+                   const PieceSink& emit) {
+  Result<void> status;
+  Fold fold(behavior, [&](const Part& p) {
+    if (status && p.end > p.begin) status = emit(text.substr(p.begin, p.end - p.begin));
+  });
+  size_t previous = 0;
+  auto found = regex.for_each_match(text, [&](size_t begin, size_t end) {
+    if (begin != previous) fold.add({previous, begin, false});
+    fold.add({begin, end, true});
+    previous = end;
+  });
+  if (!found) return found.error();
+  if (previous != text.size()) fold.add({previous, text.size(), false});
+  fold.flush();
+  return status;
 }
 
-Result<void> split(const TextRegex& regex, SplitBehavior behavior, const std::string& text,
-                   std::vector<std::string>& out) {
-  auto found = regex.find_all(text);
-  if (!found) return found.error();
-  std::vector<Part> parts;
-  size_t previous = 0;
-  for (auto [begin, end] : *found) {
-    if (begin != previous) parts.push_back({previous, begin, false});
-    parts.push_back({begin, end, true});
-    previous = end;
-  }
-  if (previous != text.size()) parts.push_back({previous, text.size(), false});
-  for (const Part& p : fold(parts, behavior))
-    if (p.end > p.begin) out.push_back(text.substr(p.begin, p.end - p.begin));
-  return {};
+// Steps `i` onwards on one piece, depth first: only the pieces of one
+// piece are alive at a time.
+Result<void> run_steps(const std::vector<PreTokenizerStep>& steps, size_t i, std::string_view piece,
+                       const WordSink& emit) {
+  if (piece.empty()) return {};
+  if (i == steps.size()) return emit(piece);
+  const PreTokenizerStep& step = steps[i];
+  const auto next = [&](std::string_view sub) { return run_steps(steps, i + 1, sub, emit); };
+  if (step.kind == PreTokenizerStep::Kind::split) return split(*step.regex, step.behavior, piece, next);
+  std::string prefixed;
+  if (step.add_prefix_space && piece[0] != ' ') piece = prefixed = " " + std::string(piece);
+  const auto spelled = [&](std::string_view sub) { return next(to_byte_chars(sub)); };
+  if (step.regex) return split(*step.regex, SplitBehavior::isolated, piece, spelled);
+  return spelled(piece);
 }
 
 // A word character next to a single_word added token keeps it from matching.
 bool is_word_character(std::string_view text, size_t at) {
   static const Result<TextRegex> word = TextRegex::compile("^\\w");
   const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at);
-  if (!word) return false;
-  auto found = word->find_all(text.substr(at, n));
-  return found && !found->empty();
+  bool found = false;
+  if (word) (void)word->for_each_match(text.substr(at, n), [&](size_t, size_t) { found = true; });
+  return found;
 }
 
 size_t previous_character(std::string_view text, size_t at) {
@@ -103,29 +141,8 @@ const AddedTokenRule* longest_at(const std::vector<AddedTokenRule>& rules, bool 
 }  // namespace
 
 Result<void> pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::string_view text,
-                          std::vector<std::string>& out) {
-  std::vector<std::string> pieces, next;
-  if (!text.empty()) pieces.emplace_back(text);
-  for (const PreTokenizerStep& step : steps) {
-    next.clear();
-    for (std::string& piece : pieces) {
-      if (step.kind == PreTokenizerStep::Kind::split) {
-        if (auto r = split(*step.regex, step.behavior, piece, next); !r) return r.error();
-        continue;
-      }
-      if (step.add_prefix_space && piece[0] != ' ') piece.insert(0, " ");
-      const size_t first = next.size();
-      if (step.regex) {
-        if (auto r = split(*step.regex, SplitBehavior::isolated, piece, next); !r) return r.error();
-      } else {
-        next.push_back(std::move(piece));
-      }
-      for (size_t i = first; i < next.size(); ++i) next[i] = to_byte_chars(next[i]);
-    }
-    pieces.swap(next);
-  }
-  for (std::string& piece : pieces) out.push_back(std::move(piece));
-  return {};
+                          const WordSink& emit) {
+  return run_steps(steps, 0, text, emit);
 }
 
 std::vector<TextPiece> split_added(const std::vector<AddedTokenRule>& rules, bool normalized,

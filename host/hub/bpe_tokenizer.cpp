@@ -17,19 +17,17 @@ Result<void> BpeTokenizer::encode_text(std::string_view text, std::vector<int32_
   } else {
     normal = std::string(text);
   }
-  std::vector<std::string> words;
+  const std::string_view text_view(normal);
+  const auto merge = [&](std::string_view word) { return model.tokenize(word, out); };
   for (const TextPiece& piece : split_added(added, true, normal)) {
     if (piece.id >= 0) {
       out.push_back(piece.id);
       continue;
     }
-    words.clear();
-    if (auto r =
-            pre_tokenize(steps, std::string_view(normal).substr(piece.begin, piece.end - piece.begin), words);
-        !r)
-      return make_error(model.file + ": pre_tokenizer: " + r.error().message, r.error().status);
-    for (const std::string& word : words)
-      if (auto r = model.tokenize(word, out); !r) return r.error();
+    if (auto r = pre_tokenize(steps, text_view.substr(piece.begin, piece.end - piece.begin), merge); !r)
+      return r.error().message.rfind(model.file, 0) == 0
+                 ? r.error()
+                 : make_error(model.file + ": pre_tokenizer: " + r.error().message, r.error().status);
   }
   return {};
 }

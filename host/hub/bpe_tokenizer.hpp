@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -38,10 +39,10 @@ class BpeModel {
   }
 
   // Appends the ids of one pre-token (spelled in the byte-level alphabet).
-  Result<void> tokenize(const std::string& word, std::vector<int32_t>& out) const;
+  Result<void> tokenize(std::string_view word, std::vector<int32_t>& out) const;
 
  private:
-  Result<void> spell(const std::string& word, std::vector<int32_t>& symbols) const;
+  Result<void> spell(std::string_view word, std::vector<int32_t>& symbols) const;
   void merge(std::vector<int32_t>& symbols) const;
 
   // Pre-tokens repeat (" the", " of"): their ids are kept, up to a bound.
@@ -61,9 +62,11 @@ struct PreTokenizerStep {
 };
 
 // Cuts a normalized text into pre-tokens, each spelled in the byte-level
-// alphabet at the end (a ByteLevel step spells the pieces it is given).
+// alphabet at the end (a ByteLevel step spells the pieces it is given), and
+// passes them to `emit` one by one, in order.
+using WordSink = std::function<Result<void>(std::string_view word)>;
 Result<void> pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::string_view text,
-                          std::vector<std::string>& out);
+                          const WordSink& emit);
 
 // An added token as tokenizer.json describes its matching.
 struct AddedTokenRule {

@@ -3,6 +3,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <optional>
+
 #include "hub/text_unicode.hpp"
 
 namespace tandem::host::hub {
@@ -39,14 +41,14 @@ Result<TextRegex> TextRegex::compile(const std::string& pattern) {
   return regex;
 }
 
-Result<std::vector<std::pair<size_t, size_t>>> TextRegex::find_all(std::string_view text) const {
+Result<void> TextRegex::for_each_match(std::string_view text,
+                                       const std::function<void(size_t, size_t)>& visit) const {
   std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> data(
       pcre2_match_data_create_from_pattern(code_->code, nullptr), pcre2_match_data_free);
   if (!data) return make_error("out of memory for a regular expression's match", TDM_OUT_OF_MEMORY);
-  std::vector<std::pair<size_t, size_t>> found;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  size_t at = 0;
-  while (at < text.size()) {
+  std::optional<size_t> last_end;
+  for (size_t at = 0; at <= text.size();) {
     // The text was checked as UTF-8 once, before it was cut into pieces.
     const int rc =
         pcre2_match(code_->code, subject, text.size(), at, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
@@ -56,15 +58,15 @@ Result<std::vector<std::pair<size_t, size_t>>> TextRegex::find_all(std::string_v
                             " bytes (PCRE2: " + pcre2_message(rc) + ")",
                         TDM_INVALID_ARGUMENT);
     const PCRE2_SIZE* range = pcre2_get_ovector_pointer(data.get());
-    if (range[1] > range[0]) {
-      found.emplace_back(range[0], range[1]);
-      at = range[1];
-    } else {
-      if (range[0] >= text.size()) break;
-      at = range[0] + utf8_length(static_cast<unsigned char>(text[range[0]]));
+    if (range[0] == range[1] && last_end == range[1]) {
+      if (at >= text.size()) break;
+      at += utf8_length(static_cast<unsigned char>(text[at]));
+      continue;
     }
+    visit(range[0], range[1]);
+    last_end = at = range[1];
   }
-  return found;
+  return {};
 }
 
 }  // namespace tandem::host::hub

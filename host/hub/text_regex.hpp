@@ -7,11 +7,10 @@
 // stays behind this header, in its own translation unit.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "util/result.hpp"
 
@@ -22,11 +21,12 @@ class TextRegex {
   // Errors quote PCRE2's reason and the offset in the pattern.
   static Result<TextRegex> compile(const std::string& pattern);
 
-  // The [begin, end) byte ranges of the successive non-empty matches in
-  // `text` (valid UTF-8), leftmost first, each search starting where the
-  // last match ended. An empty match delimits nothing: the search goes on
-  // one character further, as Oniguruma's iteration does.
-  Result<std::vector<std::pair<size_t, size_t>>> find_all(std::string_view text) const;
+  // Calls `visit` with the [begin, end) byte range of each successive match
+  // in `text` (valid UTF-8), leftmost first, each search starting where the
+  // last match ended. As in Oniguruma's iteration (HF's), an empty match is
+  // a match too, except right where the previous match ended: the search
+  // then goes on one character further.
+  Result<void> for_each_match(std::string_view text, const std::function<void(size_t, size_t)>& visit) const;
 
   const std::string& pattern() const noexcept { return pattern_; }
 

@@ -156,7 +156,11 @@ TEST(Tokenizer, Gpt2PatternAndSplitCutWhereHfCuts) {
   gpt2[0].regex =
       *TextRegex::compile(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)");
   std::vector<std::string> pieces;
-  ASSERT_TRUE(pre_tokenize(gpt2, "He's  été 2024!\n", pieces));
+  const WordSink collect = [&](std::string_view p) -> Result<void> {
+    pieces.emplace_back(p);
+    return {};
+  };
+  ASSERT_TRUE(pre_tokenize(gpt2, "He's  été 2024!\n", collect));
   EXPECT_EQ(pieces, (std::vector<std::string>{"He", "'s", "Ġ", "Ġ\xC3\x83\xC2\xA9t\xC3\x83\xC2\xA9", "Ġ2024",
                                               "!", "Ċ"}));
   // A Split keeping its matches apart from the text between them, then ByteLevel.
@@ -164,16 +168,38 @@ TEST(Tokenizer, Gpt2PatternAndSplitCutWhereHfCuts) {
   split[0].kind = PreTokenizerStep::Kind::split;
   split[0].regex = *TextRegex::compile(R"(\p{N}{1,3})");
   pieces.clear();
-  ASSERT_TRUE(pre_tokenize(split, "a1234567b", pieces));
+  ASSERT_TRUE(pre_tokenize(split, "a1234567b", collect));
   EXPECT_EQ(pieces, (std::vector<std::string>{"a", "123", "456", "7", "b"}));
   split[0].behavior = SplitBehavior::merged_with_previous;
   pieces.clear();
-  ASSERT_TRUE(pre_tokenize(split, "a1234567b", pieces));
+  ASSERT_TRUE(pre_tokenize(split, "a1234567b", collect));
   EXPECT_EQ(pieces, (std::vector<std::string>{"a123", "456", "7", "b"}));
   split[0].behavior = SplitBehavior::removed;
   pieces.clear();
-  ASSERT_TRUE(pre_tokenize(split, "a1234567b", pieces));
+  ASSERT_TRUE(pre_tokenize(split, "a1234567b", collect));
   EXPECT_EQ(pieces, (std::vector<std::string>{"a", "b"}));
+  split[0].behavior = SplitBehavior::merged_with_next;
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(split, "a1234567b", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", "123", "456", "7b"}));
+  split[0].behavior = SplitBehavior::contiguous;
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(split, "a1234567b", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", "1234567", "b"}));
+  // An empty match cuts the text around it (Oniguruma's iteration, HF's).
+  split[0].behavior = SplitBehavior::isolated;
+  split[0].regex = *TextRegex::compile("x*");
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(split, "abxxc", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", "b", "xx", "c"}));
+  split[0].behavior = SplitBehavior::merged_with_previous;
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(split, "abxxc", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", "bxx", "c"}));
+  split[0].behavior = SplitBehavior::merged_with_next;
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(split, "abxxc", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", "b", "xxc"}));
 }
 
 TEST(Tokenizer, RoundTripsUnicodeAndNormalizesToNfc) {
