@@ -1,12 +1,14 @@
 // `tandem export MODEL.toml --weights RUN --format onnx|safetensors --output
 // FILE`: a trained model for other tools — its evaluation graph as ONNX
-// (export/onnx_export.hpp), or its weights under PyTorch's names
-// (export/torch_weights.hpp).
+// (export/onnx_export.hpp), its weights under PyTorch's names
+// (export/torch_weights.hpp), or a Hugging Face model directory of a model
+// `tandem import` made (export/hf_export.hpp).
 #include <iostream>
 
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/weights.hpp"
+#include "export/hf_export.hpp"
 #include "export/onnx_export.hpp"
 #include "export/torch_weights.hpp"
 #include "model/model_parser.hpp"
@@ -22,10 +24,40 @@ po::options_description export_options() {
       "checkpoint (.safetensors), run directory (its newest checkpoint) or `tandem quantize` directory")(
       "format", po::value<std::string>()->default_value("onnx"),
       "onnx: the evaluation graph (input \"input\", output \"logits\", batch dimension symbolic); "
-      "safetensors: the weights under PyTorch's state_dict names")("output", po::value<std::string>(),
-                                                                   "file to write (replaced atomically)")(
+      "safetensors: the weights under PyTorch's state_dict names; hf: a Hugging Face model directory "
+      "(config, weights, tokenizer) of an imported model")(
+      "output", po::value<std::string>(), "file (directory for hf) to write, replaced atomically")(
+      "hf-config", po::value<std::string>(),
+      "hf: the Hugging Face directory whose configuration and tokenizer to use (default: [model] hf_dir)")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)");
   return options;
+}
+
+int export_hf(const host::model::ModelSpec& spec, const ModelWeights& weights, const std::string& output,
+              const po::variables_map& vm) {
+  const std::string source = vm.count("hf-config") ? vm["hf-config"].as<std::string>() : spec.hf_dir;
+  if (source.empty()) {
+    print_error(spec.path +
+                ": has no [model] hf_dir (it was not made by tandem import): give the Hugging Face "
+                "directory whose configuration it has with --hf-config DIR");
+    return kExitUsage;
+  }
+  if (weights.int8) {
+    print_error(weights.path +
+                ": is an INT8 checkpoint; export --format hf writes f32 weights: give the "
+                "checkpoint it was quantized from");
+    return kExitInput;
+  }
+  auto done = host::exporting::export_hf(weights.checkpoint, weights.path, source, output);
+  if (!done) {
+    print_error(done.error().message);
+    return done.error().status == TDM_UNSUPPORTED ? kExitInput : exit_code_for(done.error());
+  }
+  std::string copied;
+  for (const std::string& f : done->copied) copied += ", " + f;
+  std::cout << "wrote " << output << ": model.safetensors (" << done->tensors << " tensors of "
+            << weights.path << "), config.json" << copied << " from " << source << std::endl;
+  return kExitOk;
 }
 
 int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
@@ -43,8 +75,8 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
         "--output model.onnx");
     return kExitUsage;
   }
-  if (format != "onnx" && format != "safetensors") {
-    print_error("--format " + format + ": expected onnx or safetensors");
+  if (format != "onnx" && format != "safetensors" && format != "hf") {
+    print_error("--format " + format + ": expected onnx, safetensors or hf");
     return kExitUsage;
   }
   auto spec = parse_model_option(vm);
@@ -58,6 +90,7 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   const std::string output = vm["output"].as<std::string>();
+  if (format == "hf") return export_hf(*spec, *read, output, vm);
   if (format == "safetensors") {
     auto written = host::exporting::export_torch_weights(*spec, read->checkpoint, read->path, output);
     if (!written) {

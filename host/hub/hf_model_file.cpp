@@ -17,6 +17,21 @@ std::string real(double v) {
   return s;
 }
 
+// A TOML string of any text: literal ('...') when it can be, else escaped.
+std::string quoted(const std::string& text) {
+  if (text.find_first_of("'\n\r") == std::string::npos) return "'" + text + "'";
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (ch == '\n' || ch == '\r') {
+      out += ch == '\n' ? "\\n" : "\\r";
+      continue;
+    }
+    out += ch;
+  }
+  return out + "\"";
+}
+
 std::string flag(bool v) {
   return v ? "true" : "false";
 }
@@ -107,8 +122,9 @@ Result<std::string> hf_model_file(const HfConfig& c, const ImportOptions& o) {
                           ", and Tandem's attention sees the whole context: import with --context " +
                           std::to_string(c.sliding_window) + " or less",
                       TDM_UNSUPPORTED);
-  const std::string name =
-      o.name.empty() ? std::filesystem::path(c.dir).lexically_normal().filename().string() : o.name;
+  std::filesystem::path absolute = std::filesystem::absolute(c.dir).lexically_normal();
+  if (absolute.filename().empty()) absolute = absolute.parent_path();  // given as "dir/"
+  const std::string name = o.name.empty() ? absolute.filename().string() : o.name;
   const bool gpt2 = c.family == Family::gpt2;
   std::ostringstream out;
   out << "# " << name << ": a " << c.model_type << " model imported from " << c.dir
@@ -119,8 +135,9 @@ Result<std::string> hf_model_file(const HfConfig& c, const ImportOptions& o) {
       << "# " << c.layers << " blocks, width " << c.hidden << ", " << c.heads << " heads"
       << (c.kv_heads != c.heads ? " (" + std::to_string(c.kv_heads) + " key/value heads)" : std::string())
       << ", vocabulary " << c.vocab_size << (c.torch_dtype.empty() ? "" : ", stored as " + c.torch_dtype)
-      << ".\n\n[model]\nname = \"" << name << "\"\ntask = \"language_model\"\ncontext = " << context
-      << "\nvocab_size = " << c.vocab_size << "\n";
+      << ".\n\n[model]\nname = " << quoted(name) << "\ntask = \"language_model\"\ncontext = " << context
+      << "\nvocab_size = " << c.vocab_size << "\nhf_dir = " << quoted(absolute.string())
+      << "  # its configuration and tokenizer, for export --format hf\n";
   Layers layers(out);
   if (gpt2)
     gpt2_layers(c, layers);

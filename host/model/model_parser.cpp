@@ -74,7 +74,8 @@ void read_language_model(Reader& r, const toml::table& t, ModelSpec& spec) {
 }
 
 void read_model(Reader& r, const toml::table& t, ModelSpec& spec) {
-  r.check_keys(t, "[model]", {"name", "task", "input", "classes", "context", "vocab_size"});
+  r.check_keys(t, "[model]", {"name", "task", "input", "classes", "context", "vocab_size", "hf_dir"});
+  r.get(t, "hf_dir", spec.hf_dir);
   r.get(t, "name", spec.name);
   r.get_choice(t, "task", spec.task, {"classify", "language_model"});
   if (spec.language_model()) return read_language_model(r, t, spec);

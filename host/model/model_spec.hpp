@@ -135,6 +135,9 @@ struct DataSpec {
 struct ModelSpec {
   std::string path;  // the model file
   std::string name;
+  // The Hugging Face directory it was imported from (`tandem import` writes
+  // it): `export --format hf` takes the configuration and tokenizer there.
+  std::string hf_dir;
   // "classify": one label per sample; "language_model": the input is
   // `context` token ids per sample, the labels the next token at every
   // position, the loss the mean over tokens (input_shape = [context],

@@ -9,8 +9,10 @@
 # `tandem import` makes its model file; `tandem eval --outputs` runs it on
 # the reference and onednn backends, reading the weights from the directory;
 # its logits must be within 1e-5 (relative to the largest) of transformers'
-# on the same windows. Then a fine-tuning run starts from a directory
-# (--init-from; GPT-2 at half its positions), and --resume from one is refused.
+# on the same windows. Then fine-tuning runs start from a directory
+# (--init-from; GPT-2 at half its positions), `tandem export --format hf`
+# writes what they trained, and transformers loads it and computes Tandem's
+# logits; --resume from a directory is refused.
 #
 # transformers comes from PyPI into a venv over Debian's python3-torch
 # (1.13): 4.46.3, a release that runs on it. Exit 77 (ctest: skipped) with
@@ -53,9 +55,21 @@ for family in gpt2 llama llama_bias mistral qwen2; do
   done
 done
 
-echo "== fine-tuning starts from a model directory"
-"$tandem" train gpt2.toml --init-from gpt2 --set data.train_tokens=tokens.bin --set train.steps=3 \
-  --run-dir tuned --threads 1 >train.log 2>&1 || { cat train.log >&2; fail "training from gpt2/"; }
+echo "== fine-tuned from the directory, exported back, loaded by transformers"
+# GPT-2 at half its positions (the export completes the table from the
+# original), the sharded Llama with biases and a tied head.
+for family in gpt2 llama_bias; do
+  "$tandem" train "$family.toml" --init-from "$family" --set data.train_tokens=tokens.bin --set train.steps=3 \
+    --set train.lr=0.01 --run-dir "$family-tuned-run" --threads 1 >"$family.train.log" 2>&1 ||
+    { cat "$family.train.log" >&2; fail "training from $family/"; }
+  "$tandem" export "$family.toml" --weights "$family-tuned-run" --format hf --output "$family-tuned" ||
+    fail "export of $family"
+  "$tandem" eval "$family.toml" --weights "$family-tuned-run" --set data.train_tokens=tokens.bin \
+    --split validation --device reference --threads 1 --outputs "$family.tuned.safetensors" >/dev/null 2>&1 ||
+    fail "tandem eval of the fine-tuned $family"
+  models compare "$family-tuned" "$family.tuned.safetensors" --tolerance 1e-5 2>/dev/null ||
+    fail "the exported $family differs in transformers"
+done
 if "$tandem" train gpt2.toml --resume gpt2 --set data.train_tokens=tokens.bin --run-dir again \
   >resume.log 2>&1; then
   fail "--resume from a model directory was accepted"

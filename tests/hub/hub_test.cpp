@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "checkpoint/safetensors.hpp"
@@ -209,6 +210,59 @@ TEST(HubCli, ImportWritesAModelFileAndRefusesBadDirectories) {
                     dir.file("n.toml"));
   EXPECT_EQ(run.code, 4) << run.output;
   EXPECT_NE(run.output.find("config.json"), std::string::npos) << run.output;
+}
+
+TEST(HubCli, ExportGivesBackTheImportedTensorsBitForBit) {
+  test::TempDir dir;
+  const std::string source = dir.file("gpt2"), exe = TANDEM_EXE;
+  std::filesystem::create_directories(source);
+  write(source + "/config.json", kGpt2);
+  write(source + "/tokenizer.json", "{}");
+  const checkpoint::Checkpoint original = gpt2_weights();
+  ASSERT_TRUE(checkpoint::write_safetensors(source + "/model.safetensors", original));
+  auto run = test::shell(exe + " import " + source + " --output " + dir.file("m.toml"));
+  ASSERT_EQ(run.code, 0) << run.output;
+  run = test::shell(exe + " export " + dir.file("m.toml") + " --weights " + source +
+                    " --format hf --output " + dir.file("out"));
+  ASSERT_EQ(run.code, 0) << run.output;
+  auto exported = checkpoint::read_safetensors(dir.file("out/model.safetensors"));
+  ASSERT_TRUE(exported) << exported.error().message;
+  EXPECT_EQ(exported->metadata.at("format"), "pt");
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/config.json")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/tokenizer.json")));
+  for (const TensorRecord& t : original.tensors) {
+    const TensorRecord* back = exported->find(t.name);
+    if (t.name == "lm_head.weight" || t.name == "transformer.h.0.attn.bias") {
+      EXPECT_EQ(back, nullptr) << t.name;  // tied; a buffer transformers makes itself
+      continue;
+    }
+    ASSERT_NE(back, nullptr) << t.name;
+    EXPECT_EQ(back->shape, t.shape) << t.name;
+    if (t.dtype == TDM_F32) EXPECT_EQ(back->data, t.data) << t.name;
+  }
+  // Without [model] hf_dir (a model not made by import) it asks for the configuration.
+  write(dir.file("plain.toml"), R"([model]
+task = "language_model"
+context = 8
+vocab_size = 5
+[[layers]]
+name = "wte"
+op = "embedding"
+num_embeddings = 5
+embedding_dim = 4
+[[layers]]
+name = "lm_head"
+op = "linear"
+out_features = 5
+[data]
+format = "tokens"
+train_tokens = "x.bin"
+)");
+  run = test::shell(exe + " export " + dir.file("plain.toml") + " --weights " + source +
+                    " --format hf --output " + dir.file("out2"));
+  EXPECT_EQ(run.code, 2) << run.output;
+  EXPECT_NE(run.output.find("--hf-config"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out2")));
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+// `tandem export --format hf`: trained weights as a Hugging Face model
+// directory that transformers loads unchanged — model.safetensors under the
+// family's names and layouts (the inverse of hf_weights.hpp: GPT-2's
+// Conv1D weights transposed back, q, k and v packed into c_attn), the
+// configuration of the directory the model was imported from (its
+// torch_dtype now float32), and its tokenizer and generation files.
+//
+// The directory is written beside OUTPUT and renamed into place when
+// complete: an interrupted export leaves no half-written model behind, and
+// an existing OUTPUT is replaced only then.
+#pragma once
+
+#include <string>
+
+#include "checkpoint/safetensors.hpp"
+#include "util/result.hpp"
+
+namespace tandem::host::exporting {
+
+struct HfExport {
+  size_t tensors = 0;
+  std::vector<std::string> copied;  // the files taken from the source directory
+};
+
+// `weights` under Tandem's names (a checkpoint of the model `tandem import`
+// made of `source_dir`); `weights_path` names them in errors.
+Result<HfExport> export_hf(const checkpoint::Checkpoint& weights, const std::string& weights_path,
+                           const std::string& source_dir, const std::string& output_dir);
+
+}  // namespace tandem::host::exporting
