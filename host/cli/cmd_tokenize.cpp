@@ -46,6 +46,9 @@ std::optional<std::string> pick_dtype(const std::string& given, int64_t vocab, s
 }
 
 host::Result<std::string> read_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return host::make_error(path + ": is a directory; give the text files in it", TDM_INVALID_ARGUMENT);
   std::ifstream in(path, std::ios::binary);
   if (!in) return host::make_error(path + ": cannot read it (does it exist?)", TDM_NOT_FOUND);
   std::stringstream text;
