@@ -2,9 +2,9 @@
 // pre-tokenizer's pattern, GPT-2's byte-level pattern), run by PCRE2 in UTF
 // and UCP mode: \p{L}, \s and \d are Unicode's classes, (?i:...) folds
 // case by Unicode's rules. HF itself runs them with Oniguruma; the two read
-// these patterns alike except that PCRE2 counts U+180E MONGOLIAN VOWEL
-// SEPARATOR as \s (Oniguruma, following Unicode 6.3, does not). PCRE2
-// stays behind this header, in its own translation unit.
+// these patterns alike but for one character, U+180E, which PCRE2 counts
+// as \s and Oniguruma does not: \s and \S are rewritten to leave it out.
+// PCRE2 stays behind this header, in its own translation unit.
 #pragma once
 
 #include <functional>

@@ -43,8 +43,9 @@ VOCAB = 3000
 # Every script and space the pre-tokenizers treat apart: accents (composed
 # and combining, for NFC), Greek, Cyrillic, Arabic, Hebrew, CJK, Devanagari,
 # emoji with ZWJ sequences and skin tones, runs of tabs, \r\n, no-break and
-# ideographic spaces, digit runs of 1 to 7, contractions in capitals, the
-# added tokens, and an unpaired "<|" that must not become one.
+# ideographic spaces, U+180E (white space to PCRE2, not to Oniguruma),
+# digit runs of 1 to 7, contractions in capitals, the added tokens, and an
+# unpaired "<|" that must not become one.
 STRESS = (
     "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u2014 cafe\u0301 nai\u0308ve (combining marks), \u00c5ngstr\u00f6m, "
     "\u0130stanbul, stra\u00dfe, \u0141\u00f3d\u017a\n"
@@ -66,7 +67,7 @@ STRESS = (
     "Special <|endoftext|> tokens<|endoftext|>glued, a stray <| and |> and <|endoftext| halves, "
     "a <mask> and   <mask>x.\n"
     "   leading spaces, trailing spaces   \n"
-    "\u00a0\u2003\u2009end\u2028line\u2029para\u0085nel\x0bvt\x0cff\n"
+    "\u00a0\u2003\u2009end\u2028line\u2029para\u0085nel\x0bvt\x0cff \u180e mvs\u180e\u180e \u180e\n"
     "mixed\u0391\u0411\u05d0\u0627\u4e00\u0905 scripts\u0301\u0301 and a final line without a newline"
 )
 

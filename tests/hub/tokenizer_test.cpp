@@ -163,6 +163,20 @@ TEST(Tokenizer, Gpt2PatternAndSplitCutWhereHfCuts) {
   ASSERT_TRUE(pre_tokenize(gpt2, "He's  été 2024!\n", collect));
   EXPECT_EQ(pieces, (std::vector<std::string>{"He", "'s", "Ġ", "Ġ\xC3\x83\xC2\xA9t\xC3\x83\xC2\xA9", "Ġ2024",
                                               "!", "Ċ"}));
+  // U+180E is no white space to Oniguruma, whatever PCRE2 thinks: HF's cuts.
+  const std::string mvs = "\xE1\xA0\x8E";
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(gpt2, "a" + mvs + "b  " + mvs + " c" + mvs + mvs + "\n d", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", to_byte_chars(mvs), "b", "Ġ", "Ġ" + to_byte_chars(mvs),
+                                              "Ġc", to_byte_chars(mvs + mvs), "Ċ", "Ġd"}));
+  std::vector<PreTokenizerStep> llama3(2);
+  llama3[0].kind = PreTokenizerStep::Kind::split;
+  llama3[0].regex = *TextRegex::compile(
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)");
+  pieces.clear();
+  ASSERT_TRUE(pre_tokenize(llama3, "a" + mvs + "b  " + mvs + " c" + mvs + mvs + "\n d", collect));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", to_byte_chars(mvs + "b"), "Ġ", to_byte_chars(" " + mvs),
+                                              "Ġc", to_byte_chars(mvs + mvs + "\n"), "Ġd"}));
   // A Split keeping its matches apart from the text between them, then ByteLevel.
   std::vector<PreTokenizerStep> split(2);
   split[0].kind = PreTokenizerStep::Kind::split;
