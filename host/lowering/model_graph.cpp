@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "data/counter_rng.hpp"
+#include "lowering/lora.hpp"
 #include "lowering/model_graph_layers.hpp"
 #include "ops/op_table.hpp"
 
@@ -56,7 +57,7 @@ Result<ValueId> Context::parameter(const std::string& suffix, Dims dims, Initial
       out.graph.add_value(layer->name + "." + suffix, TDM_VALUE_PARAMETER, TensorType{out.dtype, stored});
   if (!id) return id.error();
   out.parameters.push_back(*id);
-  if (!layer->trainable) out.frozen.insert(*id);
+  if (!layer->trainable || spec.lora.enabled) out.frozen.insert(*id);  // lora.cpp unfreezes the adapters
   out.initializers[*id] = init;
   if (!shard) return id;
   out.zero.parameters[*id] = dims;
@@ -298,6 +299,7 @@ Result<ModelGraph> build_forward(const model::ModelSpec& spec, int64_t batch, Mo
     outputs[layer.name] = *out;
     previous = *out;
   }
+  if (auto r = detail::check_lora_targets(g, spec); !r) return r.error();
   if (const auto it = g.split_activations.find(previous); it != g.split_activations.end())
     return make_error(spec.path + ": the last layer '" + g.graph.value(previous)->name +
                           "' gives this rank's slice only (a column-parallel linear with gather_output = "

@@ -30,6 +30,15 @@ using ops::numel;
 using shapes::broadcast;
 using shapes::window_out;
 
+// A LoRA adapter's parameter ("<target>.lora_A", ".lora_B", lowering/lora.hpp):
+// weights of the base model (--init-from) have none, so it starts from its
+// initialiser.
+inline bool is_lora_adapter(const std::string& name) {
+  for (const char* end : {".lora_A", ".lora_B"})
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, end) == 0) return true;
+  return false;
+}
+
 // Decode: a language model's graph for `tandem generate`, one new token per
 // run attending to the cached keys and values of the tokens before it (an
 // evaluation graph otherwise: no dropout, no gradients).
@@ -94,8 +103,9 @@ struct ModelGraph {
   // count_correct of the logits and labels (f32[]): an evaluation reads it
   // instead of the logits (kNoValue where the backends predate the op).
   ValueId correct = kNoValue;
-  std::vector<ValueId> parameters;  // weights, in layer order
-  std::set<ValueId> frozen;         // those of layers with trainable = false
+  std::vector<ValueId> parameters;     // weights, in layer order
+  std::set<ValueId> frozen;            // those of layers with trainable = false, the base under LoRA
+  std::set<std::string> lora_matched;  // [features.lora] targets that matched a projection
   bool trained(ValueId parameter) const { return frozen.count(parameter) == 0; }
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;

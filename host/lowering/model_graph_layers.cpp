@@ -4,6 +4,7 @@
 #include "lowering/model_graph_layers.hpp"
 
 #include "lowering/int8_layers.hpp"
+#include "lowering/lora.hpp"
 #include "lowering/transformer_layers.hpp"
 #include "ops/op_table.hpp"
 #include "tandem/op_catalog.hpp"
@@ -186,12 +187,21 @@ Result<ValueId> linear(Context& ctx, ValueId x_in) {
     if (!b) return b.error();
     inputs.push_back(*b);
   }
-  const std::string name = per_token ? l.name + ".rows" : l.name;
+  const bool adapted = lora_target(ctx, l.name);
+  if (adapted && l.string_attr("activation", "none") != "none")
+    return ctx.error("a LoRA adapter adds before the activation: give the activation its own layer");
+  const std::string name = per_token || adapted ? l.name + ".rows" : l.name;
   auto y = ctx.emit("linear", name, inputs, {{"activation", l.string_attr("activation", "none")}},
                     {ctx.tensor({ctx.dims(*x)[0], out})}, {name});
   if (!y) return y.error();
-  if (!per_token) return (*y)[0];
-  return back_to_tokens(ctx, (*y)[0], ctx.dims(x_in)[0], ctx.dims(x_in)[1], l.name);
+  ValueId rows = (*y)[0];
+  if (adapted) {
+    auto sum = add_lora(ctx, *x, rows, "", per_token ? "" : l.name);
+    if (!sum) return sum;
+    rows = *sum;
+  }
+  if (!per_token) return rows;
+  return back_to_tokens(ctx, rows, ctx.dims(x_in)[0], ctx.dims(x_in)[1], l.name);
 }
 
 Result<ValueId> conv2d(Context& ctx, ValueId x) {

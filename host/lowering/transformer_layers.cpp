@@ -9,6 +9,7 @@
 // transposes.
 #include "lowering/transformer_layers.hpp"
 
+#include "lowering/lora.hpp"
 #include "ops/op_table.hpp"
 
 namespace tandem::host::lowering::detail {
@@ -50,6 +51,7 @@ Result<ValueId> projection(Context& ctx, ValueId x, const std::string& what, int
   }
   auto y = ctx.emit("linear", l.name + "." + what, inputs, {}, {ctx.tensor({ctx.dims(x)[0], out / ranks})});
   if (!y) return y.error();
+  if (lora_target(ctx, l.name + "." + what)) return add_lora(ctx, x, (*y)[0], what + ".");
   return (*y)[0];
 }
 

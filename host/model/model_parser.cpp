@@ -436,11 +436,31 @@ void read_layers(Reader& r, const toml::array& layers, std::vector<LayerSpec>& o
   }
 }
 
+void read_lora(Reader& r, const toml::table& t, LoraSpec& lora) {
+  r.check_keys(t, "[features.lora]", {"rank", "alpha", "dropout", "targets"});
+  lora.enabled = true;
+  r.get(t, "rank", lora.rank);
+  r.get(t, "alpha", lora.alpha);
+  r.get(t, "dropout", lora.dropout);
+  r.get(t, "targets", lora.targets);
+  r.check(t, "rank", lora.rank >= 1, "[features.lora] rank must be at least 1");
+  r.check(t, "alpha", lora.alpha > 0, "[features.lora] alpha must be positive");
+  r.check(t, "dropout", lora.dropout >= 0 && lora.dropout < 1, "[features.lora] dropout must be in [0, 1)");
+  if (lora.targets.empty())
+    r.fail(t,
+           "[features.lora] needs targets = [\"<layer pattern>\", ...]: the linear layers or attention "
+           "projections that get adapters, e.g. [\"layers.*.self_attn.q\", \"layers.*.self_attn.v\"]");
+}
+
 void read_features(Reader& r, const toml::table& t, ModelSpec& spec) {
   for (const auto& [name, node] : t) {
     const toml::table* section = node.as_table();
     if (section == nullptr) {
       r.fail(node, "[features] entries must be tables: [features." + std::string(name.str()) + "]");
+      continue;
+    }
+    if (name.str() == "lora") {
+      read_lora(r, *section, spec.lora);
       continue;
     }
     auto& out = spec.features[std::string(name.str())];

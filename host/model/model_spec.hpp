@@ -132,6 +132,20 @@ struct DataSpec {
   int64_t prefetch = 4;
 };
 
+// [features.lora]: low-rank adapters (LoRA) on the listed linear layers and
+// attention projections, y = x·Wᵀ + b + (alpha/rank)·B·A·dropout(x), A
+// [rank, in] and B [out, rank]; every other parameter is frozen. The host
+// builds it (no plugin): it adds parameters, which a graph pass cannot.
+struct LoraSpec {
+  bool enabled = false;
+  int64_t rank = 8;
+  double alpha = 16.0;
+  double dropout = 0.0;
+  // Glob patterns ('*' any text) over layer names and, for an attention
+  // layer "<l>", its projections "<l>.q", "<l>.k", "<l>.v", "<l>.out".
+  std::vector<std::string> targets;
+};
+
 struct ModelSpec {
   std::string path;  // the model file
   std::string name;
@@ -154,6 +168,7 @@ struct ModelSpec {
   TrainSpec train;
   DataSpec data;
   std::map<std::string, std::map<std::string, std::string>> features;  // [features.NAME] flattened
+  LoraSpec lora;  // [features.lora], which the host builds (not in `features`)
   // Where each feature's settings came from, for its messages: the model
   // file ("model.toml:14:1", the section), and each override that set a key
   // or made the section ("--set features.amp.dtype=f16"; the CLI renames

@@ -92,6 +92,7 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
       // Weights from elsewhere (--init-from a Hugging Face directory) have no
       // step counters (dropout's): a new run starts them afresh.
       if (weights_only && v.kind == TDM_VALUE_STATE && v.type.dims.empty()) continue;
+      if (weights_only && lowering::is_lora_adapter(v.name)) continue;  // a new adapter on loaded weights
       return make_error(source + ": has no tensor '" + v.name +
                             "' that this model needs (was it written for " + "another model file?)",
                         TDM_INVALID_ARGUMENT);

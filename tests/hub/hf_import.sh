@@ -14,8 +14,12 @@
 # writes what they trained, and transformers loads it and computes Tandem's
 # logits; --resume from a directory is refused.
 #
-# transformers comes from PyPI into a venv over Debian's python3-torch
-# (1.13): 4.46.3, a release that runs on it. Exit 77 (ctest: skipped) with
+# LoRA ([features.lora] on the Llama's q and v): after two plain SGD steps
+# on one window, the adapters' gradients (step 1 - step 2) / lr agree with
+# PEFT's on the same base, adapters and window within 1e-5 (hf_lora.py).
+#
+# transformers and peft come from PyPI into a venv over Debian's
+# python3-torch (1.13): 4.46.3 and 0.13.2, releases that run on it. Exit 77 (ctest: skipped) with
 # the reason when either is missing.
 set -euo pipefail
 
@@ -24,15 +28,15 @@ source=${2:?source dir}
 work=${3:?work dir}
 mkdir -p "$work"
 venv=$work/hf-venv
-if ! "$venv/bin/python" -c 'import transformers, torch, safetensors' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import transformers, torch, safetensors, peft' 2>/dev/null; then
   if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     echo "SKIPPED: PyTorch is not installed for /usr/bin/python3 (Debian's python3-torch)"
     exit 77
   fi
   rm -rf "$venv"
   if ! { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-    "$venv/bin/pip" install -q "transformers==4.46.3"; } >"$work/pip.log" 2>&1; then
-    echo "SKIPPED: transformers could not be installed from PyPI into $venv (see $work/pip.log)"
+    "$venv/bin/pip" install -q "transformers==4.46.3" "peft==0.13.2"; } >"$work/pip.log" 2>&1; then
+    echo "SKIPPED: transformers and peft could not be installed from PyPI into $venv (see $work/pip.log)"
     exit 77
   fi
 fi
@@ -70,6 +74,18 @@ for family in gpt2 llama_bias; do
   models compare "$family-tuned" "$family.tuned.safetensors" --tolerance 1e-5 2>/dev/null ||
     fail "the exported $family differs in transformers"
 done
+echo "== LoRA's adapter gradients against PEFT's"
+cp llama.toml lora.toml
+printf '\n[features.lora]\nrank = 4\nalpha = 8.0\ntargets = ["layers.*.self_attn.q", "layers.*.self_attn.v"]\n' >>lora.toml
+"$venv/bin/python" -c "import numpy; numpy.random.default_rng(5).integers(0, 96, 33, numpy.uint16).tofile('one.bin')"
+"$tandem" train lora.toml --init-from llama --device reference --threads 1 --set data.train_tokens=one.bin \
+  --set data.validation_split=0 --set data.windows_per_epoch=1 --set train.batch_size=1 --set train.steps=2 \
+  --set train.optimizer=sgd --set train.lr=0.5 --set train.weight_decay=0 --set train.schedule=constant \
+  --set train.warmup_steps=0 --set train.clip_grad_norm=0 --checkpoint-every 1 --run-dir lora-run \
+  >lora.train.log 2>&1 || { cat lora.train.log >&2; fail "LoRA training"; }
+"$venv/bin/python" "$source/tests/hub/hf_lora.py" grads llama lora-run one.bin --context 32 --lr 0.5 --rank 4 \
+  --alpha 8 layers.0.self_attn.q layers.0.self_attn.v 2>/dev/null || fail "LoRA gradients differ from PEFT's"
+
 if "$tandem" train gpt2.toml --resume gpt2 --set data.train_tokens=tokens.bin --run-dir again \
   >resume.log 2>&1; then
   fail "--resume from a model directory was accepted"
