@@ -7,7 +7,8 @@
 //
 // A byte-level model (vocabulary 256) reads and writes bytes. Any other
 // vocabulary needs its tokenizer: `--tokenizer DIR`, by default the
-// Hugging Face directory given as --weights when it has tokenizer files.
+// Hugging Face directory given as --weights when it has tokenizer files, or
+// the one the model file was imported from ([model] hf_dir).
 // The prompt is then encoded by it (with bos first where the tokenizer
 // puts one), generation stops at its eos tokens, and the ids are decoded.
 // `--prompt-ids` and `--print-ids` give and take ids instead of text.
@@ -41,8 +42,8 @@ po::options_description generate_options() {
       "prompt-ids", po::value<std::string>(), "token ids to continue, comma-separated (instead of --prompt)")(
       "tokenizer", po::value<std::string>(),
       "Hugging Face model directory of the tokenizer (default: --weights, when it is one with tokenizer "
-      "files; none for a byte-level model)")("print-ids", po::bool_switch(),
-                                             "print the generated ids, comma-separated, instead of the text")(
+      "files, else the model file's [model] hf_dir; none for a byte-level model)")(
+      "print-ids", po::bool_switch(), "print the generated ids, comma-separated, instead of the text")(
       "tokens", po::value<int64_t>()->default_value(200), "tokens to generate")(
       "temperature", po::value<double>()->default_value(0.8, "0.8"),
       "sampling temperature; 0: the most likely token")("top-k", po::value<int64_t>()->default_value(0),
@@ -89,15 +90,20 @@ host::Result<std::vector<int32_t>> parse_ids(const std::string& text) {
 }
 
 // The tokenizer of --tokenizer, or of --weights when it is a Hugging Face
-// directory with tokenizer files; null for none.
-host::Result<std::unique_ptr<Tokenizer>> find_tokenizer(const po::variables_map& vm) {
+// directory with tokenizer files, or of the directory the model was
+// imported from ([model] hf_dir, for a run that fine-tuned it); null for none.
+host::Result<std::unique_ptr<Tokenizer>> find_tokenizer(const po::variables_map& vm,
+                                                        const host::model::ModelSpec& spec) {
   std::string dir;
-  if (vm.count("tokenizer")) {
+  auto tokenizer_in = [](const std::string& d) {
+    return host::hub::is_hf_model_dir(d) && host::hub::has_tokenizer_files(d);
+  };
+  if (vm.count("tokenizer"))
     dir = vm["tokenizer"].as<std::string>();
-  } else if (const std::string w = vm["weights"].as<std::string>();
-             host::hub::is_hf_model_dir(w) && host::hub::has_tokenizer_files(w)) {
-    dir = w;
-  }
+  else if (tokenizer_in(vm["weights"].as<std::string>()))
+    dir = vm["weights"].as<std::string>();
+  else if (!spec.hf_dir.empty() && tokenizer_in(spec.hf_dir))
+    dir = spec.hf_dir;
   if (dir.empty()) return std::unique_ptr<Tokenizer>();
   return host::hub::load_tokenizer(dir);
 }
@@ -155,7 +161,7 @@ struct Prepared {
 // vocabulary; an error message and exit code otherwise.
 std::optional<std::pair<std::string, int>> prepare(const po::variables_map& vm,
                                                    const host::model::ModelSpec& spec, Prepared& p) {
-  auto tokenizer = find_tokenizer(vm);
+  auto tokenizer = find_tokenizer(vm, spec);
   if (!tokenizer) return std::pair{tokenizer.error().message, int(kExitInput)};
   p.tokenizer = std::move(*tokenizer);
   if (p.tokenizer && p.tokenizer->vocab_size() > spec.classes)

@@ -76,15 +76,19 @@ for kind in gpt2 llama3 qwen2 sp; do
     fail "$kind: Tandem's decode of the stress text's ids is not the text (see $run/decoded.txt)"
 
   echo "== $kind: greedy generation against transformers'"
+  # The text prompt reads weights without tokenizer files beside them (as a
+  # fine-tuning run's are): the tokenizer comes from the model file's hf_dir.
+  mkdir -p "$kind-weights"
+  cp "$kind/config.json" "$kind"/*.safetensors "$kind-weights/"
   for prompt in ids text; do
     if [[ $prompt == ids ]]; then
-      args=(--prompt-ids "$(cat "$kind.prompt-ids")")
+      args=(--weights "$kind" --prompt-ids "$(cat "$kind.prompt-ids")")
       expect=$(cat "$kind.expect")
     else
-      args=(--prompt "$(cat "$kind.text-prompt")")
+      args=(--weights "$kind-weights" --prompt "$(cat "$kind.text-prompt")")
       expect=$(cat "$kind.expect-text")
     fi
-    got=$("$tandem" generate "$kind.toml" --weights "$kind" "${args[@]}" --tokens 32 --temperature 0 \
+    got=$("$tandem" generate "$kind.toml" "${args[@]}" --tokens 32 --temperature 0 \
       --print-ids 2>generate.log) || { cat generate.log >&2; fail "tandem generate with $kind"; }
     [[ $got == "$expect" ]] || fail "$kind, $prompt prompt: Tandem generated $got, transformers $expect"
     echo "$kind, $prompt prompt: $(tr ',' '\n' <<<"$got" | wc -l) ids as transformers"
