@@ -9,6 +9,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/weights.hpp"
 #include "export/hf_export.hpp"
+#include "export/lora_weights.hpp"
 #include "export/onnx_export.hpp"
 #include "export/torch_weights.hpp"
 #include "model/model_parser.hpp"
@@ -25,16 +26,17 @@ po::options_description export_options() {
       "format", po::value<std::string>()->default_value("onnx"),
       "onnx: the evaluation graph (input \"input\", output \"logits\", batch dimension symbolic); "
       "safetensors: the weights under PyTorch's state_dict names; hf: a Hugging Face model directory "
-      "(config, weights, tokenizer) of an imported model")(
-      "output", po::value<std::string>(), "file (directory for hf) to write, replaced atomically")(
+      "(config, weights, tokenizer) of an imported model, LoRA adapters merged; peft: the LoRA adapters "
+      "alone, as PEFT saves them")("output", po::value<std::string>(),
+                                   "file (directory for hf) to write, replaced atomically")(
       "hf-config", po::value<std::string>(),
-      "hf: the Hugging Face directory whose configuration and tokenizer to use (default: [model] hf_dir)")(
+      "hf, peft: the Hugging Face directory the model was imported from (default: [model] hf_dir)")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a model-file key (as for train)");
   return options;
 }
 
-int export_hf(const host::model::ModelSpec& spec, const ModelWeights& weights, const std::string& output,
-              const po::variables_map& vm) {
+int export_hub(const host::model::ModelSpec& spec, const ModelWeights& weights, const std::string& output,
+               const po::variables_map& vm) {
   const std::string source = vm.count("hf-config") ? vm["hf-config"].as<std::string>() : spec.hf_dir;
   if (source.empty()) {
     print_error(spec.path +
@@ -48,7 +50,32 @@ int export_hf(const host::model::ModelSpec& spec, const ModelWeights& weights, c
                 "checkpoint it was quantized from");
     return kExitInput;
   }
-  auto done = host::exporting::export_hf(weights.checkpoint, weights.path, source, output);
+  if (vm["format"].as<std::string>() == "peft") {
+    if (!spec.lora.enabled) {
+      print_error(spec.path +
+                  ": has no [features.lora]: --format peft writes LoRA adapters; --format hf the model");
+      return kExitUsage;
+    }
+    auto written = host::exporting::export_peft(weights.checkpoint, weights.path, spec.lora, source, output);
+    if (!written) {
+      print_error(written.error().message);
+      return written.error().status == TDM_UNSUPPORTED ? kExitInput : exit_code_for(written.error());
+    }
+    std::cout << "wrote " << output << ": adapter_model.safetensors (" << *written << " tensors of "
+              << weights.path << ") and adapter_config.json, for PEFT over " << source << std::endl;
+    return kExitOk;
+  }
+  host::checkpoint::Checkpoint merged;
+  if (spec.lora.enabled) {  // the adapters folded into the weights they adapt
+    auto m = host::exporting::merged_lora(weights.checkpoint, spec.lora, weights.path);
+    if (!m) {
+      print_error(m.error().message);
+      return kExitInput;
+    }
+    merged = std::move(*m);
+  }
+  auto done = host::exporting::export_hf(spec.lora.enabled ? merged : weights.checkpoint, weights.path,
+                                         source, output);
   if (!done) {
     print_error(done.error().message);
     return done.error().status == TDM_UNSUPPORTED ? kExitInput : exit_code_for(done.error());
@@ -75,8 +102,8 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
         "--output model.onnx");
     return kExitUsage;
   }
-  if (format != "onnx" && format != "safetensors" && format != "hf") {
-    print_error("--format " + format + ": expected onnx, safetensors or hf");
+  if (format != "onnx" && format != "safetensors" && format != "hf" && format != "peft") {
+    print_error("--format " + format + ": expected onnx, safetensors, hf or peft");
     return kExitUsage;
   }
   auto spec = parse_model_option(vm);
@@ -90,7 +117,7 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
     return kExitInput;
   }
   const std::string output = vm["output"].as<std::string>();
-  if (format == "hf") return export_hf(*spec, *read, output, vm);
+  if (format == "hf" || format == "peft") return export_hub(*spec, *read, output, vm);
   if (format == "safetensors") {
     auto written = host::exporting::export_torch_weights(*spec, read->checkpoint, read->path, output);
     if (!written) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -171,6 +172,48 @@ Result<void> write_config(const std::string& source, const std::string& to) {
 
 }  // namespace
 
+Result<void> write_directory(const std::string& output_dir,
+                             const std::function<Result<void>(const std::string& staging)>& fill) {
+  const fs::path out = fs::absolute(output_dir).lexically_normal();
+  const std::string stem = "." + out.filename().string() + "." + std::to_string(getpid());
+  const fs::path staging = out.parent_path() / (stem + ".partial"), old = out.parent_path() / (stem + ".old");
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  if (ec)
+    return make_error(staging.string() + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
+  auto filled = fill(staging.string());
+  if (filled) {
+    // OUTPUT is replaced only now, whole: the old one moves aside until the new one is in place.
+    const bool replacing = fs::exists(out);
+    if (replacing) fs::rename(out, old, ec);
+    if (!ec) fs::rename(staging, out, ec);
+    if (!ec) {
+      fs::remove_all(old, ec);
+      return {};
+    }
+    const std::string why = ec.message();
+    if (replacing && !fs::exists(out)) fs::rename(old, out, ec);  // the previous export back
+    filled =
+        make_error(out.string() + ": cannot put the export in place (" + why + ")", TDM_INVALID_ARGUMENT);
+  }
+  fs::remove_all(staging, ec);
+  return filled;
+}
+
+Result<std::string> hf_name(const std::string& tandem, const HfConfig& config) {
+  for (const Rule& r : config.family == Family::gpt2 ? gpt2_rules() : llama_rules())
+    if (std::regex_match(tandem, r.tandem)) {
+      if (r.layout == Layout::packed_qkv)
+        return make_error(
+            "'" + tandem + "' is packed with k and v into GPT-2's c_attn, which has no name of its own",
+            TDM_UNSUPPORTED);
+      return std::regex_replace(tandem, r.tandem, r.hf);
+    }
+  return make_error("'" + tandem + "' has no Hugging Face name in a " + config.model_type + " model",
+                    TDM_UNSUPPORTED);
+}
+
 Result<HfExport> export_hf(const Checkpoint& weights, const std::string& weights_path,
                            const std::string& source_dir, const std::string& output_dir) {
   auto config = hub::read_hf_config(source_dir);
@@ -178,50 +221,24 @@ Result<HfExport> export_hf(const Checkpoint& weights, const std::string& weights
   auto tensors = hf_tensors(weights, weights_path, *config);
   if (!tensors) return tensors.error();
   if (auto r = complete_positions(*tensors, *config); !r) return r.error();
-  const fs::path out = fs::absolute(output_dir).lexically_normal();
-  const fs::path staging =
-      out.parent_path() / ("." + out.filename().string() + ".partial-" + std::to_string(getpid()));
-  std::error_code ec;
-  fs::remove_all(staging, ec);
-  fs::create_directories(staging, ec);
-  if (ec)
-    return make_error(staging.string() + ": cannot create (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
   HfExport done{tensors->tensors.size(), {}};
-  auto finish = [&]() -> Result<void> {
-    if (auto r = checkpoint::write_safetensors((staging / "model.safetensors").string(), *tensors); !r)
+  auto fill = [&](const std::string& staging) -> Result<void> {
+    if (auto r = checkpoint::write_safetensors(staging + "/model.safetensors", *tensors); !r) return r;
+    if (auto r = write_config((fs::path(source_dir) / "config.json").string(), staging + "/config.json"); !r)
       return r;
-    if (auto r =
-            write_config((fs::path(source_dir) / "config.json").string(), (staging / "config.json").string());
-        !r)
-      return r;
+    std::error_code ec;
     for (const char* name :
          {"generation_config.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
           "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json"}) {
       const fs::path from = fs::path(source_dir) / name;
       if (!fs::exists(from)) continue;
-      fs::copy_file(from, staging / name, fs::copy_options::overwrite_existing, ec);
+      fs::copy_file(from, fs::path(staging) / name, fs::copy_options::overwrite_existing, ec);
       if (ec) return make_error(from.string() + ": cannot copy (" + ec.message() + ")", TDM_INVALID_ARGUMENT);
       done.copied.push_back(name);
     }
-    // Replace OUTPUT only now, whole: the old one moves aside until the new one is in place.
-    const fs::path old =
-        out.parent_path() / ("." + out.filename().string() + ".old-" + std::to_string(getpid()));
-    const bool replacing = fs::exists(out);
-    if (replacing) fs::rename(out, old, ec);
-    if (!ec) fs::rename(staging, out, ec);
-    if (ec) {
-      const std::string why = ec.message();
-      if (replacing && !fs::exists(out)) fs::rename(old, out, ec);  // put the previous export back
-      return make_error(out.string() + ": cannot put the export in place (" + why + ")",
-                        TDM_INVALID_ARGUMENT);
-    }
-    fs::remove_all(old, ec);
     return {};
   };
-  if (auto r = finish(); !r) {
-    fs::remove_all(staging, ec);
-    return r.error();
-  }
+  if (auto r = write_directory(output_dir, fill); !r) return r.error();
   return done;
 }
 

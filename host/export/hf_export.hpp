@@ -10,9 +10,11 @@
 // an existing OUTPUT is replaced only then.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
+#include "hub/hf_config.hpp"
 #include "util/result.hpp"
 
 namespace tandem::host::exporting {
@@ -26,5 +28,15 @@ struct HfExport {
 // made of `source_dir`); `weights_path` names them in errors.
 Result<HfExport> export_hf(const checkpoint::Checkpoint& weights, const std::string& weights_path,
                            const std::string& source_dir, const std::string& output_dir);
+
+// The Hugging Face name of the Tandem tensor `tandem` (one of a single
+// tensor: GPT-2's q, k and v, packed into c_attn, have none).
+Result<std::string> hf_name(const std::string& tandem, const hub::HfConfig& config);
+
+// Fills a fresh directory beside OUTPUT through `fill(staging)` and renames
+// it into place (the old OUTPUT, if any, replaced only then); a failure
+// leaves OUTPUT as it was.
+Result<void> write_directory(const std::string& output_dir,
+                             const std::function<Result<void>(const std::string& staging)>& fill);
 
 }  // namespace tandem::host::exporting

@@ -93,7 +93,7 @@ TEST_F(ExportCli, RefusesWhatItCannotWrite) {
   EXPECT_HAS(missing.output, "--output");
   CliRun format = tandem("export m.toml --weights run --format tflite --output x");
   EXPECT_EQ(format.code, 2) << format.output;
-  EXPECT_HAS(format.output, "--format tflite: expected onnx, safetensors or hf");
+  EXPECT_HAS(format.output, "--format tflite: expected onnx, safetensors, hf or peft");
   // Weights of another model: named, nothing written.
   std::string other = kModel;
   other.replace(other.find("out_channels = 4"), 16, "out_channels = 5");

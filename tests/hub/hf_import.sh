@@ -16,7 +16,9 @@
 #
 # LoRA ([features.lora] on the Llama's q and v): after two plain SGD steps
 # on one window, the adapters' gradients (step 1 - step 2) / lr agree with
-# PEFT's on the same base, adapters and window within 1e-5 (hf_lora.py).
+# PEFT's on the same base, adapters and window within 1e-5 (hf_lora.py);
+# exported for PEFT (--format peft) its adapters load with PeftModel, and
+# merged (--format hf) into a plain model, both computing Tandem's logits.
 #
 # transformers and peft come from PyPI into a venv over Debian's
 # python3-torch (1.13): 4.46.3 and 0.13.2, releases that run on it. Exit 77 (ctest: skipped) with
@@ -85,6 +87,14 @@ printf '\n[features.lora]\nrank = 4\nalpha = 8.0\ntargets = ["layers.*.self_attn
   >lora.train.log 2>&1 || { cat lora.train.log >&2; fail "LoRA training"; }
 "$venv/bin/python" "$source/tests/hub/hf_lora.py" grads llama lora-run one.bin --context 32 --lr 0.5 --rank 4 \
   --alpha 8 layers.0.self_attn.q layers.0.self_attn.v 2>/dev/null || fail "LoRA gradients differ from PEFT's"
+echo "== LoRA out: the adapters alone for PEFT, and merged into the model"
+"$tandem" eval lora.toml --weights lora-run --set data.train_tokens=tokens.bin --split validation \
+  --device reference --threads 1 --outputs lora.safetensors >/dev/null 2>&1 || fail "tandem eval of the LoRA run"
+"$tandem" export lora.toml --weights lora-run --format peft --output lora-adapter || fail "export --format peft"
+models compare llama lora.safetensors --adapter lora-adapter --tolerance 1e-5 2>/dev/null ||
+  fail "PEFT's model with the exported adapter differs"
+"$tandem" export lora.toml --weights lora-run --format hf --output lora-merged || fail "export of the merged model"
+models compare lora-merged lora.safetensors --tolerance 1e-5 2>/dev/null || fail "the merged export differs"
 
 if "$tandem" train gpt2.toml --resume gpt2 --set data.train_tokens=tokens.bin --run-dir again \
   >resume.log 2>&1; then

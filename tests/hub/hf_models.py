@@ -4,8 +4,9 @@ imports, and the logits transformers computes with them.
 
   hf_models.py make WORK            writes WORK/<family>/ (save_pretrained, f32)
                                     and WORK/tokens.bin (u16 ids)
-  hf_models.py compare MODEL_DIR OUTPUTS [--tolerance T]
-                                    runs the model on the "input" windows of
+  hf_models.py compare MODEL_DIR OUTPUTS [--tolerance T] [--adapter DIR]
+                                    runs the model (with PEFT's adapter from
+                                    DIR over it) on the "input" windows of
                                     `tandem eval --outputs` and compares its
                                     logits with Tandem's "logits"
 """
@@ -60,15 +61,18 @@ def make(work):
     rng.integers(0, VOCAB, size=4096, dtype=np.uint16).tofile(f"{work}/tokens.bin")
 
 
-def compare(model_dir, outputs, tolerance):
+def compare(model_dir, outputs, tolerance, adapter=None):
     tensors = load_file(outputs)
     ids = torch.from_numpy(tensors["input"].astype(np.int64))
     ours = tensors["logits"].astype(np.float64)
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    if adapter:
+        from peft import PeftModel
+        model = PeftModel.from_pretrained(model, adapter).eval()
     with torch.no_grad():
         theirs = model(ids).logits.double().numpy().reshape(ours.shape)
     worst = float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
-    print(f"{model_dir}: {ids.shape[0]} windows of {ids.shape[1]} tokens, largest difference "
+    print(f"{model_dir}{' + ' + adapter if adapter else ''}: {ids.shape[0]} windows of {ids.shape[1]} tokens, largest difference "
           f"{worst:.2e} of the largest logit (tolerance {tolerance:g})")
     return worst <= tolerance
 
@@ -81,11 +85,12 @@ def main():
     c.add_argument("model_dir")
     c.add_argument("outputs")
     c.add_argument("--tolerance", type=float, default=1e-5)
+    c.add_argument("--adapter")
     args = parser.parse_args()
     if args.command == "make":
         make(args.work)
         return 0
-    return 0 if compare(args.model_dir, args.outputs, args.tolerance) else 1
+    return 0 if compare(args.model_dir, args.outputs, args.tolerance, args.adapter) else 1
 
 
 if __name__ == "__main__":
