@@ -1,6 +1,7 @@
 // `trainable = false`: a frozen layer keeps the weights it started from, has
 // no gradient and no optimizer state (and the plan shows the memory saved),
-// while the gradient still flows through it to the layers before it.
+// while the gradient still flows through it to the layers before it. And
+// [features.lora], which freezes the whole base and trains adapters.
 #include <cstdio>
 #include <filesystem>
 
@@ -86,6 +87,30 @@ TEST_F(FrozenLayers, AllFrozenIsRefused) {
       tandem("train " + model(text, "both.toml") + " --device reference --run-dir " + dir.file("both"));
   EXPECT_EQ(r.code, 4) << r.output;
   EXPECT_HAS(r.output, "nothing to train");
+}
+
+TEST_F(FrozenLayers, LoraTrainsItsAdaptersAloneAndNamesATargetThatMatchesNothing) {
+  const auto start = trained(tiny("start.toml", 1, ""), 1);
+  std::string text = read_file(tiny("lora.toml", 1, ""));
+  text += "[features.lora]\nrank = 2\nalpha = 4.0\ntargets = [\"fc2\"]\n";
+  const auto tuned = trained(model(text, "lora.toml"), 3, " --init-from " + dir.file("start-run"));
+  for (const char* frozen : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
+    EXPECT_EQ(bytes(tuned, frozen), bytes(start, frozen)) << frozen;
+  const auto* a = tuned.find("fc2.lora_A");
+  const auto* b = tuned.find("fc2.lora_B");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->shape, (std::vector<int64_t>{2, 16}));
+  EXPECT_EQ(b->shape, (std::vector<int64_t>{4, 2}));
+  EXPECT_NE(b->data, std::vector<std::byte>(b->data.size()));  // B starts at zero and trained
+  for (const auto& t : tuned.tensors)
+    if (t.name.rfind("optim.", 0) == 0 && !t.shape.empty())
+      EXPECT_NE(t.name.find(".lora_"), std::string::npos) << t.name << ": optimizer state of a frozen weight";
+  std::string typo = text;
+  typo.replace(typo.find("[\"fc2\"]"), 7, "[\"fc9\"]");
+  CliRun r = tandem("plan " + model(typo, "typo.toml") + " --device reference");
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_HAS(r.output, "\"fc9\" matches no linear layer");
 }
 
 }  // namespace
