@@ -44,7 +44,7 @@ std::optional<host::model::ModelSpec> read_model_option(const po::variables_map&
   // model file's own [features.NAME].
   bool missing = false;
   for (const std::string& name : bare_features)
-    if (spec && spec->features.count(name) == 0) {
+    if (spec && !spec->has_feature(name)) {
       overrides.push_back(empty_section_override(name));
       missing = true;
     }

@@ -1,6 +1,7 @@
 #include "lowering/autodiff.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "ops/grad_context.hpp"
@@ -198,13 +199,17 @@ Result<void> Autodiff::name_parameter_gradients() {
 // with its input's); where nothing reads an output — the weight of a frozen
 // layer, an embedding's table — the product is removed, not computed.
 Result<void> Autodiff::remove_unread_backward() {
+  std::map<ValueId, size_t> readers;  // counted once, kept as nodes go: one pass, not one per value
+  for (size_t i = 0; i < g_.node_count(); ++i)
+    for (ValueId v : g_.node_at(i)->inputs) ++readers[v];
   for (size_t i = g_.node_count(); i-- > m_.backward_begin;) {
-    const Node& n = *g_.node_at(i);
+    const Node n = *g_.node_at(i);
     const bool read = std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId v) {
-      return g_.value(v)->kind == TDM_VALUE_GRADIENT || !g_.consumers(v).empty();
+      return g_.value(v)->kind == TDM_VALUE_GRADIENT || readers[v] > 0;
     });
-    if (!read && !n.outputs.empty())
-      if (auto r = g_.remove_node(n.id); !r) return r;
+    if (read || n.outputs.empty()) continue;
+    for (ValueId v : n.inputs) --readers[v];
+    if (auto r = g_.remove_node(n.id); !r) return r;
   }
   return {};
 }

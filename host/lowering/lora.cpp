@@ -5,13 +5,14 @@
 namespace tandem::host::lowering::detail {
 
 bool lora_target(Context& ctx, const std::string& target) {
+  if (!ctx.spec.lora.enabled) return false;
   bool any = false;
   for (const std::string& pattern : ctx.spec.lora.targets)
     if (fnmatch(pattern.c_str(), target.c_str(), 0) == 0) {
       ctx.out.lora_matched.insert(pattern);
       any = true;
     }
-  return ctx.spec.lora.enabled && any;
+  return any;
 }
 
 Result<ValueId> add_lora(Context& ctx, ValueId x, ValueId y, const std::string& suffix,
@@ -24,12 +25,13 @@ Result<ValueId> add_lora(Context& ctx, ValueId x, ValueId y, const std::string& 
   const int64_t rows = ctx.dims(x)[0], in = ctx.dims(x)[1], out = ctx.dims(y)[1], r = lora.rank;
   // PEFT's (and torch.nn.Linear's) kaiming_uniform with a = √5 draws from
   // ±1/√in; Initializer's kaiming_uniform bound is √(6/fan_in).
+  // Context::parameter freezes every parameter under LoRA; the adapters train
+  // (the stored parameter, which with ZeRO stage 3 is not the gathered value it returns).
   auto a = ctx.parameter(suffix + "lora_A", {r, in}, Initializer{"kaiming_uniform", 6 * in, r});
   if (!a) return a;
+  ctx.out.frozen.erase(ctx.out.parameters.back());
   auto b = ctx.parameter(suffix + "lora_B", {out, r}, Initializer{"zeros"});
   if (!b) return b;
-  // Context::parameter freezes every parameter under LoRA; the adapters train.
-  ctx.out.frozen.erase(ctx.out.parameters[ctx.out.parameters.size() - 2]);
   ctx.out.frozen.erase(ctx.out.parameters.back());
   ValueId dropped = x;
   if (ctx.out.mode == Mode::Train && lora.dropout > 0) {

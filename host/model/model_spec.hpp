@@ -169,6 +169,9 @@ struct ModelSpec {
   DataSpec data;
   std::map<std::string, std::map<std::string, std::string>> features;  // [features.NAME] flattened
   LoraSpec lora;  // [features.lora], which the host builds (not in `features`)
+  bool has_feature(const std::string& name) const {
+    return features.count(name) > 0 || (name == "lora" && lora.enabled);
+  }
   // Where each feature's settings came from, for its messages: the model
   // file ("model.toml:14:1", the section), and each override that set a key
   // or made the section ("--set features.amp.dtype=f16"; the CLI renames
