@@ -21,27 +21,16 @@
 # merged (--format hf) into a plain model, both computing Tandem's logits.
 #
 # transformers and peft come from PyPI into a venv over Debian's
-# python3-torch (1.13): 4.46.3 and 0.13.2, releases that run on it. Exit 77 (ctest: skipped) with
-# the reason when either is missing.
+# python3-torch (hf_venv.sh); exit 77 (ctest: skipped) with the reason when
+# they cannot be had.
 set -euo pipefail
 
 tandem=${1:?tandem executable}
 source=${2:?source dir}
 work=${3:?work dir}
 mkdir -p "$work"
-venv=$work/hf-venv
-if ! "$venv/bin/python" -c 'import transformers, torch, safetensors, peft' 2>/dev/null; then
-  if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-    echo "SKIPPED: PyTorch is not installed for /usr/bin/python3 (Debian's python3-torch)"
-    exit 77
-  fi
-  rm -rf "$venv"
-  if ! { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-    "$venv/bin/pip" install -q "transformers==4.46.3" "peft==0.13.2"; } >"$work/pip.log" 2>&1; then
-    echo "SKIPPED: transformers and peft could not be installed from PyPI into $venv (see $work/pip.log)"
-    exit 77
-  fi
-fi
+source "$source/tests/hub/hf_venv.sh"
+hf_venv "$work"
 run=$(mktemp -d "$work/run.XXXXXX")
 trap 'rm -rf "$run"' EXIT
 cd "$run"

@@ -23,20 +23,8 @@ tandem=${1:?tandem executable}
 source=${2:?source dir}
 work=${3:?work dir}
 mkdir -p "$work"
-venv=$work/tok-venv
-if ! "$venv/bin/python" -c 'import tokenizers, sentencepiece, transformers, torch' 2>/dev/null; then
-  if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-    echo "SKIPPED: PyTorch is not installed for /usr/bin/python3 (Debian's python3-torch)"
-    exit 77
-  fi
-  rm -rf "$venv"
-  if ! { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-    "$venv/bin/pip" install -q tokenizers sentencepiece "transformers==4.46.3"; } >"$work/tok-pip.log" 2>&1; then
-    echo "SKIPPED: tokenizers, sentencepiece and transformers could not be installed from PyPI into $venv" \
-      "(see $work/tok-pip.log)"
-    exit 77
-  fi
-fi
+source "$source/tests/hub/hf_venv.sh"
+hf_venv "$work"
 fortunes=()
 for f in /usr/share/games/fortunes/*; do
   [[ -f $f && ! -L $f && $f != *.dat && $f != *.u8 ]] && fortunes+=("$f")
