@@ -9,7 +9,8 @@
 # `tandem import` makes its model file; `tandem eval --outputs` runs it on
 # the reference and onednn backends, reading the weights from the directory;
 # its logits must be within 1e-5 (relative to the largest) of transformers'
-# on the same windows. Then fine-tuning runs start from a directory
+# on the same windows, and its greedy continuation of a prompt the same 32
+# ids as transformers' generate. Then fine-tuning runs start from a directory
 # (--init-from; GPT-2 at half its positions), `tandem export --format hf`
 # writes what they trained, and transformers loads it and computes Tandem's
 # logits; --resume from a directory is refused.
@@ -48,6 +49,18 @@ for family in gpt2 llama llama_bias mistral qwen2; do
     models compare "$family" "$family.$device.safetensors" --tolerance 1e-5 2>/dev/null ||
       fail "$family on $device: logits differ from transformers'"
   done
+done
+
+echo "== greedy generation of 32 tokens as transformers' (context 48: the prompt and all 32 in one window)"
+for family in gpt2 llama llama_bias mistral qwen2; do
+  "$tandem" import "$family" --context 48 --output "$family.generate.toml" >/dev/null || fail "import of $family"
+  expect=$(models generate "$family" 5,17,42,8 --tokens 32 2>/dev/null) || fail "transformers' generate of $family"
+  for device in reference onednn; do
+    got=$("$tandem" generate "$family.generate.toml" --weights "$family" --prompt-ids 5,17,42,8 --tokens 32 \
+      --temperature 0 --print-ids --device "$device" --threads 1 2>/dev/null) || fail "tandem generate of $family"
+    [[ $got == "$expect" ]] || fail "$family on $device generated $got, transformers $expect"
+  done
+  echo "$family: the same 32 ids as transformers on reference and onednn"
 done
 
 echo "== fine-tuned from the directory, exported back, loaded by transformers"

@@ -9,6 +9,10 @@ imports, and the logits transformers computes with them.
                                     DIR over it) on the "input" windows of
                                     `tandem eval --outputs` and compares its
                                     logits with Tandem's "logits"
+  hf_models.py generate MODEL_DIR IDS --tokens N
+                                    transformers' greedy continuation of the
+                                    comma-separated IDS (no end-of-sequence
+                                    stop), printed as Tandem's --print-ids
 """
 import argparse
 import sys
@@ -77,6 +81,16 @@ def compare(model_dir, outputs, tolerance, adapter=None):
     return worst <= tolerance
 
 
+def generate(model_dir, ids, tokens):
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    model.generation_config.eos_token_id = None  # as Tandem without a tokenizer: no stop token
+    model.generation_config.pad_token_id = 0
+    prompt = torch.tensor([[int(i) for i in ids.split(",")]])
+    with torch.no_grad():
+        out = model.generate(prompt, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens)
+    print(",".join(str(int(i)) for i in out[0, prompt.shape[1]:]))
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -86,9 +100,16 @@ def main():
     c.add_argument("outputs")
     c.add_argument("--tolerance", type=float, default=1e-5)
     c.add_argument("--adapter")
+    g = sub.add_parser("generate")
+    g.add_argument("model_dir")
+    g.add_argument("ids")
+    g.add_argument("--tokens", type=int, default=32)
     args = parser.parse_args()
     if args.command == "make":
         make(args.work)
+        return 0
+    if args.command == "generate":
+        generate(args.model_dir, args.ids, args.tokens)
         return 0
     return 0 if compare(args.model_dir, args.outputs, args.tolerance, args.adapter) else 1
 

@@ -238,7 +238,9 @@ TEST(HubCli, ExportGivesBackTheImportedTensorsBitForBit) {
     }
     ASSERT_NE(back, nullptr) << t.name;
     EXPECT_EQ(back->shape, t.shape) << t.name;
-    if (t.dtype == TDM_F32) EXPECT_EQ(back->data, t.data) << t.name;
+    if (t.dtype == TDM_F32) {
+      EXPECT_EQ(back->data, t.data) << t.name;
+    }
   }
   // Without [model] hf_dir (a model not made by import) it asks for the configuration.
   write(dir.file("plain.toml"), R"([model]
