@@ -3,7 +3,8 @@
 //   rms_norm   x / sqrt(mean(x², last axis) + ε) · γ
 //   rope       the halves layout: [x1·cos − x2·sin, x2·cos + x1·sin], the
 //              angles of every position of the graph's fixed T computed in
-//              f64 here (as the catalog requires) and stored as f32 tables
+//              f64 here (as the catalog requires, llama3 scaling included)
+//              and stored as f32 tables
 //   attention  softmax(scale·q·kᵀ + mask)·v, the kv heads repeated for
 //              grouped-query attention, the causal mask aligned bottom-right
 //              as a constant; no dropout (an evaluation graph has none)
@@ -12,6 +13,7 @@
 
 #include "export/onnx_ops.hpp"
 #include "ops/op_table.hpp"
+#include "tandem/rope_frequency.hpp"
 
 namespace tandem::host::exporting {
 namespace {
@@ -47,11 +49,18 @@ Result<void> rope(OnnxBuilder& b, const Node& n) {
   if (d.size() < 2 || d.back() % 2 != 0)
     return not_exportable(n, "rope over a shape that is not [..., T, even D]");
   const int64_t T = d[d.size() - 2], half = d.back() / 2;
-  const double base = float_attr(n, "base");
+  // The node's attributes as the SDK's frequency reader wants them.
+  struct Attrs {
+    const Node& n;
+    double float_attr(const char* k) const { return ops::float_attr(n, k); }
+    int64_t int_attr(const char* k) const { return ops::int_attr(n, k); }
+    std::string string_attr(const char* k) const { return ops::string_attr(n, k); }
+  };
+  const RopeFrequency frequency = rope_frequency_of(Attrs{n});
   std::vector<float> cos_table(size_t(T * half)), sin_table(size_t(T * half));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      const double theta = double(t) * std::pow(base, -2.0 * double(i) / double(d.back()));
+      const double theta = double(t) * frequency(i, half);
       cos_table[size_t(t * half + i)] = float(std::cos(theta));
       sin_table[size_t(t * half + i)] = float(std::sin(theta));
     }

@@ -49,6 +49,9 @@ class Keys {
       return error(std::string("\"") + key + "\" = " + text(key) + " is not a string");
     return j_.at(key).get<std::string>();
   }
+  // The keys of an object-valued key (rope_scaling), their errors naming it.
+  Keys nested(const char* key) const { return Keys(j_.at(key), file_ + ": \"" + key + "\""); }
+  bool is_object(const char* key) const { return has(key) && j_.at(key).is_object(); }
   // A key whose value Tandem cannot express.
   Error refuse(const char* key, const std::string& why) const {
     return error(std::string("\"") + key + "\" = " + text(key) + ": " + why);
@@ -102,6 +105,27 @@ Result<void> read_gpt2(const Keys& k, HfConfig& c) {
   return {};
 }
 
+// Llama 3.1's rope scaling, the one Tandem's rope op has; other kinds
+// (linear, dynamic, yarn, longrope) are refused naming theirs.
+Result<void> read_rope_scaling(const Keys& k, HfConfig& c) {
+  if (!k.is_object("rope_scaling")) return k.refuse("rope_scaling", "is not an object");
+  const Keys r = k.nested("rope_scaling");
+  std::string type;
+  TANDEM_HF_READ(type, r.string(r.has("rope_type") ? "rope_type" : "type", ""));
+  if (type == "default") return {};  // transformers' spelling of no scaling
+  if (type != "llama3")
+    return r.refuse(r.has("rope_type") ? "rope_type" : "type",
+                    "Tandem's rope scales frequencies as Llama 3.1 does (\"llama3\") and no other way");
+  c.rope_scaling.llama3 = true;
+  TANDEM_HF_READ(c.rope_scaling.factor, r.number("factor", 8.0, true));
+  TANDEM_HF_READ(c.rope_scaling.low_freq_factor, r.number("low_freq_factor", 1.0, true));
+  TANDEM_HF_READ(c.rope_scaling.high_freq_factor, r.number("high_freq_factor", 4.0, true));
+  TANDEM_HF_READ(c.rope_scaling.original_context, r.count("original_max_position_embeddings", 8192));
+  if (!(c.rope_scaling.high_freq_factor > c.rope_scaling.low_freq_factor))
+    return r.refuse("high_freq_factor", "must be above low_freq_factor");
+  return {};
+}
+
 Result<void> read_llama(const Keys& k, HfConfig& c) {
   TANDEM_HF_READ(c.vocab_size, k.count("vocab_size"));
   TANDEM_HF_READ(c.hidden, k.count("hidden_size"));
@@ -122,9 +146,7 @@ Result<void> read_llama(const Keys& k, HfConfig& c) {
     return k.refuse("num_attention_heads", "does not divide hidden_size, and there is no head_dim");
   }
   if (k.has("rope_scaling"))
-    return k.refuse("rope_scaling",
-                    "Tandem's rope has no scaling yet (remove the key only if the model was "
-                    "trained without it)");
+    if (auto r = read_rope_scaling(k, c); !r) return r;
   std::string act;
   TANDEM_HF_READ(act, k.string("hidden_act", "silu"));
   if (act != "silu") return k.refuse("hidden_act", "the MLP of this family in Tandem is SwiGLU (\"silu\")");

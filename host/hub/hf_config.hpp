@@ -5,10 +5,11 @@
 // positions, layer norms, a GELU MLP and biases everywhere; the others rope,
 // RMS norms, a SwiGLU MLP (gate, up, down), grouped key/value heads, and
 // biases only where the family or the configuration says (Qwen2: q, k and v;
-// Llama: `attention_bias`, `mlp_bias`). A configuration outside that — a
-// rope scaling, a sliding window shorter than the context, experts, an
-// activation other than the family's — is refused naming the config.json
-// key and its value, never approximated.
+// Llama: `attention_bias`, `mlp_bias`), and Llama 3.1's rope scaling. A
+// configuration outside that — another rope scaling, a sliding window
+// shorter than the context, experts, an activation other than the
+// family's — is refused naming the config.json key and its value, never
+// approximated.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,12 @@ struct HfConfig {
   int64_t max_positions = 0;   // max_position_embeddings (GPT-2: n_positions)
   int64_t sliding_window = 0;  // 0: none (attention sees the whole context)
   double norm_epsilon = 1e-5, rope_theta = 10000.0;
+  // rope_scaling with rope_type "llama3" (Llama 3.1, 3.2, 3.3).
+  struct RopeScaling {
+    bool llama3 = false;
+    double factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
+    int64_t original_context = 8192;  // original_max_position_embeddings
+  } rope_scaling;
   bool tied = false;  // the output head is the token embedding
   bool qkv_bias = false, out_bias = false, mlp_bias = false;
   std::string gelu_approximate = "tanh";  // GPT-2: "tanh" (gelu_new) or "none" (gelu)

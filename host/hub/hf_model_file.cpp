@@ -94,6 +94,12 @@ void llama_layers(const HfConfig& c, Layers& l) {
       .key("causal", "true")
       .key("rope", "true")
       .key("rope_base", real(c.rope_theta));
+  if (c.rope_scaling.llama3)
+    l.key("rope_scaling", "\"llama3\"")
+        .key("rope_factor", real(c.rope_scaling.factor))
+        .key("rope_low_freq_factor", real(c.rope_scaling.low_freq_factor))
+        .key("rope_high_freq_factor", real(c.rope_scaling.high_freq_factor))
+        .key("rope_original_context", c.rope_scaling.original_context);
   l.key("bias", flag(c.qkv_bias)).key("out_bias", flag(c.out_bias));
   if (c.attention_dropout > 0) l.key("dropout", real(c.attention_dropout));
   l.layer("attn_residual", "add", true).inputs("layers", "self_attn");

@@ -247,14 +247,22 @@ bool uses_tensor_parallelism(const model::ModelSpec& spec) {
   return false;
 }
 
-Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& backend, uint32_t abi_minor) {
-  const bool vocab = std::any_of(spec.layers.begin(), spec.layers.end(), [](const model::LayerSpec& l) {
-    return l.op == "embedding" && l.string_attr("parallel", "none") == "vocab";
-  });
+Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& backend, uint32_t abi_minor,
+                               bool tensor_parallel) {
+  const bool vocab =
+      tensor_parallel && std::any_of(spec.layers.begin(), spec.layers.end(), [](const model::LayerSpec& l) {
+        return l.op == "embedding" && l.string_attr("parallel", "none") == "vocab";
+      });
   if (vocab && abi_minor < 3)
     return make_error("vocabulary-parallel embeddings need a backend built against SDK 1.3 or newer; " +
                           backend + " speaks ABI 1." + std::to_string(abi_minor) + ": update the plugin",
                       TDM_UNSUPPORTED);
+  for (const auto& l : spec.layers)
+    if (l.string_attr("rope_scaling", "none") != "none" && abi_minor < kRopeScalingMinor)
+      return make_error("layer '" + l.name +
+                            "': rope_scaling needs a backend built against SDK 1.15 or newer; " + backend +
+                            " speaks ABI 1." + std::to_string(abi_minor) + ": update the plugin",
+                        TDM_UNSUPPORTED);
   return {};
 }
 

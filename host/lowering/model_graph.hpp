@@ -177,6 +177,8 @@ constexpr uint32_t kGradientAddendMinor = 9;
 constexpr uint32_t kWideProductsMinor = 11;
 // ModelGraph::train_stats: count_correct, in the catalog of SDK 1.12 (ABI 1.11).
 constexpr uint32_t kDeviceStatsMinor = 11;
+// rope's scaling attributes (Llama 3.1's long context), ABI 1.14.
+constexpr uint32_t kRopeScalingMinor = 14;
 constexpr const char* kTrainStatsName = "tandem.train.stats";
 // The activations a training step's host reads after its forward and
 // backward, which the memory plan keeps live: the loss, and the logits
@@ -192,6 +194,10 @@ bool uses_tensor_parallelism(const model::ModelSpec& spec);
 // parallelism: vocabulary-parallel embeddings need the catalog's
 // vocab_start (SDK 1.3); an older backend would read every index of its
 // slice as a row of its own, so it is refused rather than trained wrong.
-Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& backend, uint32_t abi_minor);
+// Likewise rope_scaling needs rope's scaling attributes (SDK 1.15).
+// `abi_minor`: the lowest of the run's backends; `tensor_parallel`: the
+// run splits layers over ranks.
+Result<void> check_backend_for(const model::ModelSpec& spec, const std::string& backend, uint32_t abi_minor,
+                               bool tensor_parallel);
 
 }  // namespace tandem::host::lowering

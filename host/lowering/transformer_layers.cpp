@@ -55,6 +55,19 @@ Result<ValueId> projection(Context& ctx, ValueId x, const std::string& what, int
   return (*y)[0];
 }
 
+// The rope op's attributes from the layer's; the scaling ones only when
+// asked for, so a backend older than them (ABI 1.14) still runs plain rope.
+std::vector<Attr> rope_attrs(const model::LayerSpec& l) {
+  std::vector<Attr> attrs = {{"base", l.float_attr("rope_base", 10000.0)}};
+  if (l.string_attr("rope_scaling", "none") == "none") return attrs;
+  attrs.push_back({"scaling", l.string_attr("rope_scaling", "none")});
+  attrs.push_back({"factor", l.float_attr("rope_factor", 1.0)});
+  attrs.push_back({"low_freq_factor", l.float_attr("rope_low_freq_factor", 1.0)});
+  attrs.push_back({"high_freq_factor", l.float_attr("rope_high_freq_factor", 4.0)});
+  attrs.push_back({"original_context", l.int_attr("rope_original_context", 8192)});
+  return attrs;
+}
+
 // Token rows [B·T, heads·hd] -> [B, heads, T, hd] (and rope when asked).
 Result<ValueId> to_heads(Context& ctx, ValueId rows, int64_t B, int64_t T, int64_t heads, int64_t hd,
                          const std::string& what, bool rope) {
@@ -67,8 +80,8 @@ Result<ValueId> to_heads(Context& ctx, ValueId rows, int64_t B, int64_t T, int64
   if (!rope) return (*t)[0];
   // Decoding, the one row is at the new token's position (kNoValue otherwise:
   // rows are positions 0, 1, ...).
-  auto r = ctx.emit("rope", base + ".rope", {(*t)[0], ctx.out.decode_position},
-                    {{"base", ctx.layer->float_attr("rope_base", 10000.0)}}, {ctx.tensor({B, heads, T, hd})});
+  auto r = ctx.emit("rope", base + ".rope", {(*t)[0], ctx.out.decode_position}, rope_attrs(*ctx.layer),
+                    {ctx.tensor({B, heads, T, hd})});
   if (!r) return r.error();
   return (*r)[0];
 }
@@ -210,6 +223,15 @@ Result<ValueId> attention(Context& ctx, ValueId x) {
   const bool bias = l.bool_attr("bias", true), rope = l.bool_attr("rope", false);
   const bool out_bias = l.bool_attr("out_bias", bias);
   if (rope && hd % 2 != 0) return ctx.error("rope needs an even head_dim, got " + std::to_string(hd));
+  const bool scaled = l.string_attr("rope_scaling", "none") != "none";
+  if (scaled && !rope) return ctx.error("rope_scaling needs rope = true");
+  for (const char* key :
+       {"rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_context"})
+    if (!scaled && l.attrs.count(key))
+      return ctx.error(std::string(key) + " applies to rope_scaling = \"llama3\" only: set it, or remove " +
+                       key);
+  if (scaled && !(l.float_attr("rope_high_freq_factor", 4.0) > l.float_attr("rope_low_freq_factor", 1.0)))
+    return ctx.error("rope_scaling = \"llama3\" needs rope_high_freq_factor above rope_low_freq_factor");
   const int n = heads_split(ctx) ? ctx.out.tensor_parallel.size : 1;
   if (H % n != 0 || G % n != 0)
     return ctx.error("parallel = \"heads\": heads = " + std::to_string(H) + " and kv_heads = " +

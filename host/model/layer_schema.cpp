@@ -117,6 +117,12 @@ std::vector<LayerSchema> sequence_layers() {
         {"dropout", AttrKind::Float, {}, false, kProbability},
         {"rope", AttrKind::Bool},
         {"rope_base", AttrKind::Float, {}, false, kPositive},
+        // Llama 3.1's long-context rope (sdk/ops.md "rope", scaling llama3).
+        {"rope_scaling", AttrKind::String, {"none", "llama3"}},
+        {"rope_factor", AttrKind::Float, {}, false, kPositive},
+        {"rope_low_freq_factor", AttrKind::Float, {}, false, kPositive},
+        {"rope_high_freq_factor", AttrKind::Float, {}, false, kPositive},
+        {"rope_original_context", AttrKind::Int, {}, false, kAtLeast1},
         // Tensor parallelism (Megatron-LM): each rank holds heads/N query
         // heads and kv_heads/N key/value heads, the output projection row-parallel.
         {"parallel", AttrKind::String, {"none", "heads"}},

@@ -83,14 +83,10 @@ Result<void> Program::lower() {
   if (!layout) return layout.error();
   layout_ = *layout;
   const lowering::TensorParallel tp = layout_.tensor_parallel();
-  if (tp.size > 1)
-    if (auto r =
-            lowering::check_backend_for(spec_, device_.backend().name, device_.backend().abi_minor_effective);
-        !r)
-      return r;
   const bool train = options_.mode == lowering::Mode::Train;
   auto minor = backend_abi_minor();
   if (!minor) return minor.error();
+  if (auto r = lowering::check_backend_for(spec_, device_.backend().name, *minor, tp.size > 1); !r) return r;
   // ZeRO over the data-parallel ranks; stage 3 shards the parameters of
   // every graph of the run (its evaluation's too).
   const int zero = layout_.data > 1 ? static_cast<int>(spec_.train.zero) : 0;

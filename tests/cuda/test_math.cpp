@@ -199,14 +199,15 @@ TEST(Rope, AnglesStayAccurateAtLongPositions) {
   for (double base : {10000.0, 500.0})
     for (int64_t D : {2, 64, 128}) {
       const int64_t half = D / 2;
-      const double coef = m::rope_coef(base, half);
+      tandem::RopeFrequency frequency;
+      frequency.base = base;
       for (int64_t p : {int64_t(0), int64_t(1), int64_t(7), int64_t(2047), int64_t(65537), int64_t(1) << 20,
                         (int64_t(1) << 20) + 12345, int64_t(-300)})
         for (int64_t i = 0; i < half; i += (half > 8 ? 5 : 1)) {
           const double theta = double(p) * std::pow(base, -2.0 * double(i) / double(D));
-          EXPECT_NEAR(m::rope_angle(p, i, coef), theta, 1e-13 * (1 + std::fabs(theta)));
+          EXPECT_NEAR(m::rope_angle(p, i, half, frequency), theta, 1e-13 * (1 + std::fabs(theta)));
           float c = 0, s = 0;
-          m::rope_cos_sin(m::rope_angle(p, i, coef), c, s);
+          m::rope_cos_sin(m::rope_angle(p, i, half, frequency), c, s);
           EXPECT_NEAR(c, std::cos(theta), 2e-7) << p << " " << i;
           EXPECT_NEAR(s, std::sin(theta), 2e-7) << p << " " << i;
         }

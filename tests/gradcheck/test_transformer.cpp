@@ -37,6 +37,37 @@ TEST_F(Grad, Rope) {
   }
 }
 
+// Llama 3.1's scaling changes only the frequencies, so rope_grad stays the
+// transpose of rope; each of the three bands is checked by hand below.
+TEST_F(Grad, RopeWithLlama3Scaling) {
+  const Dims s{2, 3, 16};  // 8 pairs; context 48: bands kept, blended, slowed
+  const Attrs a = Attrs()
+                      .number("base", 500000.0)
+                      .string("scaling", "llama3")
+                      .number("factor", 8.0)
+                      .number("low_freq_factor", 1.0)
+                      .number("high_freq_factor", 4.0)
+                      .integer("original_context", 48);
+  const HostTensor position = HostTensor::from_values(TDM_S64, {}, {900});
+  Forward f{"rope", a, {random(s), position}, {{F64, s}}, {}};
+  draw_cotangents(f, {0});
+  check(f, 0, run1("rope_grad", a, {f.cotangents[0], position}, {F64, s}), "dx scaled");
+  // A unit vector in pair i's first element turns by p·f_i at position p:
+  // y_i = cos(p·f_i). f_0 = 1 (48/2π > 4: kept); f_1 = 500000^(−1/8)
+  // (48·f_1/2π ≈ 1.48: blended); f_2 = 500000^(−1/4) (≈ 0.29: divided by 8).
+  const double f1 = std::pow(500000.0, -1.0 / 8), f2 = std::pow(500000.0, -1.0 / 4);
+  const double blend = (48 * f1 / (2 * M_PI) - 1.0) / 3.0;
+  const double expected[] = {1.0, (1 - blend) * f1 / 8 + blend * f1, f2 / 8};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<double> unit(16, 0.0);
+    unit[size_t(i)] = 1.0;
+    const HostTensor y =
+        run1("rope", a, {HostTensor::from_values(F64, {1, 16}, unit), position}, {F64, {1, 16}});
+    EXPECT_NEAR(y.get(i), std::cos(900 * expected[i]), 1e-12) << "pair " << i;
+    EXPECT_NEAR(y.get(i + 8), std::sin(900 * expected[i]), 1e-12) << "pair " << i;
+  }
+}
+
 // rope is a rotation: rope_grad(rope(x)) = x, and norms of pairs are kept.
 TEST_F(Grad, RopeGradInvertsRope) {
   const Dims s{3, 6};

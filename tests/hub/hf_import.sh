@@ -4,14 +4,15 @@
 #   hf_import.sh TANDEM SOURCE_DIR WORK_DIR
 #
 # transformers makes a tiny randomly initialised model of each family (GPT-2,
-# Llama with grouped key/value heads, Llama with biases in shards, Mistral,
-# Qwen2 with a tied head; hf_models.py) and saves it with save_pretrained;
+# Llama 3.1 with grouped key/value heads and its rope scaling, Llama with
+# biases in shards, Mistral, Qwen2 with a tied head; hf_models.py) and saves it with save_pretrained;
 # `tandem import` makes its model file; `tandem eval --outputs` runs it on
 # the reference and onednn backends, reading the weights from the directory;
 # its logits must be within 1e-5 (relative to the largest) of transformers'
 # on the same windows, and its greedy continuation of a prompt the same 32
-# ids as transformers' generate. Then fine-tuning runs start from a directory
-# (--init-from; GPT-2 at half its positions), `tandem export --format hf`
+# ids as transformers' generate (one import per family, at context 48: the
+# prompt and all 32 in one window). Then fine-tuning runs start from a
+# directory (--init-from; GPT-2 at 48 of its 64 positions), `tandem export --format hf`
 # writes what they trained, and transformers loads it and computes Tandem's
 # logits; --resume from a directory is refused.
 #
@@ -41,7 +42,7 @@ models() { "$venv/bin/python" "$source/tests/hub/hf_models.py" "$@"; }
 echo "== transformers makes a tiny model of each family"
 models make . >make.log 2>&1 || { cat make.log >&2; fail "making the models"; }
 for family in gpt2 llama llama_bias mistral qwen2; do
-  "$tandem" import "$family" --context 32 --output "$family.toml" || fail "import of $family"
+  "$tandem" import "$family" --context 48 --output "$family.toml" || fail "import of $family"
   for device in reference onednn; do
     "$tandem" eval "$family.toml" --weights "$family" --set data.train_tokens=tokens.bin --split validation \
       --device "$device" --threads 1 --outputs "$family.$device.safetensors" >"$family.$device.log" 2>&1 ||
@@ -53,10 +54,9 @@ done
 
 echo "== greedy generation of 32 tokens as transformers' (context 48: the prompt and all 32 in one window)"
 for family in gpt2 llama llama_bias mistral qwen2; do
-  "$tandem" import "$family" --context 48 --output "$family.generate.toml" >/dev/null || fail "import of $family"
   expect=$(models generate "$family" 5,17,42,8 --tokens 32 2>/dev/null) || fail "transformers' generate of $family"
   for device in reference onednn; do
-    got=$("$tandem" generate "$family.generate.toml" --weights "$family" --prompt-ids 5,17,42,8 --tokens 32 \
+    got=$("$tandem" generate "$family.toml" --weights "$family" --prompt-ids 5,17,42,8 --tokens 32 \
       --temperature 0 --print-ids --device "$device" --threads 1 2>/dev/null) || fail "tandem generate of $family"
     [[ $got == "$expect" ]] || fail "$family on $device generated $got, transformers $expect"
   done
@@ -64,8 +64,8 @@ for family in gpt2 llama llama_bias mistral qwen2; do
 done
 
 echo "== fine-tuned from the directory, exported back, loaded by transformers"
-# GPT-2 at half its positions (the export completes the table from the
-# original), the sharded Llama with biases and a tied head.
+# GPT-2 at 48 of its 64 positions (the export completes the table from
+# the original), the sharded Llama with biases and a tied head.
 for family in gpt2 llama_bias; do
   "$tandem" train "$family.toml" --init-from "$family" --set data.train_tokens=tokens.bin --set train.steps=3 \
     --set train.lr=0.01 --run-dir "$family-tuned-run" --threads 1 >"$family.train.log" 2>&1 ||
@@ -81,13 +81,13 @@ done
 echo "== LoRA's adapter gradients against PEFT's"
 cp llama.toml lora.toml
 printf '\n[features.lora]\nrank = 4\nalpha = 8.0\ntargets = ["layers.*.self_attn.q", "layers.*.self_attn.v"]\n' >>lora.toml
-"$venv/bin/python" -c "import numpy; numpy.random.default_rng(5).integers(0, 96, 33, numpy.uint16).tofile('one.bin')"
+"$venv/bin/python" -c "import numpy; numpy.random.default_rng(5).integers(0, 96, 49, numpy.uint16).tofile('one.bin')"
 "$tandem" train lora.toml --init-from llama --device reference --threads 1 --set data.train_tokens=one.bin \
   --set data.validation_split=0 --set data.windows_per_epoch=1 --set train.batch_size=1 --set train.steps=2 \
   --set train.optimizer=sgd --set train.lr=0.5 --set train.weight_decay=0 --set train.schedule=constant \
   --set train.warmup_steps=0 --set train.clip_grad_norm=0 --checkpoint-every 1 --run-dir lora-run \
   >lora.train.log 2>&1 || { cat lora.train.log >&2; fail "LoRA training"; }
-"$venv/bin/python" "$source/tests/hub/hf_lora.py" grads llama lora-run one.bin --context 32 --lr 0.5 --rank 4 \
+"$venv/bin/python" "$source/tests/hub/hf_lora.py" grads llama lora-run one.bin --context 48 --lr 0.5 --rank 4 \
   --alpha 8 layers.0.self_attn.q layers.0.self_attn.v 2>/dev/null || fail "LoRA gradients differ from PEFT's"
 echo "== LoRA out: the adapters alone for PEFT, and merged into the model"
 "$tandem" eval lora.toml --weights lora-run --set data.train_tokens=tokens.bin --split validation \

@@ -28,10 +28,15 @@ VOCAB = 96
 FAMILIES = {
     "gpt2": ("GPT2Config", "GPT2LMHeadModel",
              dict(vocab_size=VOCAB, n_embd=48, n_layer=2, n_head=4, n_positions=64), {}),
+    # Llama 3.1: grouped key/value heads and its rope scaling, with an
+    # original context so short that the 8 rotation pairs of a head fall in
+    # all three of its bands (kept, blended, slowed by `factor`).
     "llama": ("LlamaConfig", "LlamaForCausalLM",
-              dict(vocab_size=VOCAB, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
-                   num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=64,
-                   rms_norm_eps=1e-5, rope_theta=500000.0), {}),
+              dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=80, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                   rms_norm_eps=1e-5, rope_theta=500000.0,
+                   rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                     high_freq_factor=4.0, original_max_position_embeddings=48)), {}),
     # Llama with biases on every projection, sharded into several files.
     "llama_bias": ("LlamaConfig", "LlamaForCausalLM",
                    dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,

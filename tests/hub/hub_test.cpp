@@ -62,13 +62,26 @@ TEST(HubConfig, ReadsEachFamilysShape) {
   EXPECT_EQ(qwen->kv_heads, 2);
   EXPECT_EQ(qwen->head_dim, 2);
   EXPECT_EQ(qwen->rope_theta, 1e6);
+  auto llama3 = config_of(dir, llama(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 32.0,
+      "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"));
+  ASSERT_TRUE(llama3) << llama3.error().message;
+  EXPECT_TRUE(llama3->rope_scaling.llama3);
+  EXPECT_EQ(llama3->rope_scaling.factor, 32.0);
+  EXPECT_EQ(llama3->rope_scaling.original_context, 8192);
+  auto plain = config_of(dir, llama(R"(, "rope_scaling": {"rope_type": "default"})"));
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_FALSE(plain->rope_scaling.llama3);
 }
 
 TEST(HubConfig, RefusesWhatTandemCannotExpressNamingTheKey) {
   test::TempDir dir;
   const std::vector<std::pair<std::string, std::string>> refused = {
       {R"({"model_type": "bert"})", "\"model_type\" = \"bert\""},
-      {llama(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})"), "\"rope_scaling\""},
+      {llama(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
+       "\"rope_scaling\": \"rope_type\" = \"yarn\""},
+      {llama(R"(, "rope_scaling": {"type": "llama3", "low_freq_factor": 4.0, "high_freq_factor": 1.0})"),
+       "\"high_freq_factor\" = 1.0: must be above low_freq_factor"},
+      {llama(R"(, "rope_scaling": 2.0)"), "\"rope_scaling\" = 2.0: is not an object"},
       {llama(R"(, "hidden_act": "gelu")"), "\"hidden_act\" = \"gelu\""},
       {llama(R"(, "num_local_experts": 8)"), "\"num_local_experts\" = 8"},
       {llama(R"(, "num_key_value_heads": 3)"), "\"num_key_value_heads\" = 3"},

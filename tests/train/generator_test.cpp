@@ -62,9 +62,10 @@ bias = false
 
 class Decoding : public ReferenceDevice {
  protected:
+  virtual std::string model_text() const { return kModel; }
   void SetUp() override {
     ReferenceDevice::SetUp();
-    auto spec = host::model::parse_model_text(kModel, "lm.toml");
+    auto spec = host::model::parse_model_text(model_text(), "lm.toml");
     ASSERT_TRUE(spec.ok()) << spec.error().message;
     spec_ = *spec;
     // Random parameters, as a checkpoint both graphs read.
@@ -133,6 +134,67 @@ TEST_F(Decoding, EachTokensLogitsEqualTheWholeWindowsForward) {
     for (size_t v = 0; v < 256; ++v)
       ASSERT_NEAR((**logits)[v], whole[t * 256 + v], 2e-5) << "position " << t << " token " << v;
   }
+}
+
+// Llama 3.1's rope scaling reaches the rope of decoding too (an original
+// context of 4: each head's one pair turns 8 times slower).
+class ScaledRopeDecoding : public Decoding {
+ protected:
+  std::string model_text() const override {
+    std::string text = kModel;
+    return text.replace(
+        text.find("rope = true"), 11,
+        "rope = true\nrope_scaling = \"llama3\"\nrope_factor = 8.0\nrope_original_context = 4");
+  }
+};
+
+TEST_F(ScaledRopeDecoding, EachTokensLogitsEqualTheWholeWindowsForward) {
+  auto gen = host::train::Generator::create(spec_, *device_, *registry_, checkpoint_, "random", nullptr);
+  ASSERT_TRUE(gen.ok()) << gen.error().message;
+  const std::vector<int32_t> tokens = {9, 201, 18, 7, 111, 3};
+  const std::vector<float> whole = window_logits(tokens);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    auto logits = (*gen)->step(tokens[t]);
+    ASSERT_TRUE(logits.ok()) << logits.error().message;
+    for (size_t v = 0; v < 256; ++v)
+      ASSERT_NEAR((**logits)[v], whole[t * 256 + v], 2e-5) << "position " << t << " token " << v;
+  }
+  // The scaling changes the model: unscaled, the same weights differ.
+  auto plain = host::model::parse_model_text(kModel, "lm.toml");
+  ASSERT_TRUE(plain.ok());
+  std::swap(spec_, *plain);
+  const std::vector<float> unscaled = window_logits(tokens);
+  double largest = 0;
+  for (size_t i = 0; i < whole.size(); ++i)
+    largest = std::max(largest, double(std::fabs(whole[i] - unscaled[i])));
+  EXPECT_GT(largest, 1e-3);
+}
+
+TEST(RopeScaling, ItsSettingsAreCheckedNamingTheLayer) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"rope = false\nrope_scaling = \"llama3\"", "rope_scaling needs rope = true"},
+      {"rope = true\nrope_factor = 4.0", "rope_factor applies to rope_scaling = \"llama3\" only"},
+      {"rope = true\nrope_scaling = \"llama3\"\nrope_low_freq_factor = 4.0\nrope_high_freq_factor = 2.0",
+       "needs rope_high_freq_factor above rope_low_freq_factor"},
+  };
+  for (const auto& [settings, message] : bad) {
+    std::string text = kModel;
+    text.replace(text.find("rope = true"), 11, settings);
+    auto spec = host::model::parse_model_text(text, "lm.toml");
+    ASSERT_TRUE(spec.ok()) << spec.error().message;
+    auto m = lowering::build_forward(*spec, 1, lowering::Mode::Eval);
+    ASSERT_FALSE(m.ok()) << settings;
+    EXPECT_NE(m.error().message.find(message), std::string::npos) << m.error().message;
+    EXPECT_NE(m.error().message.find("attn"), std::string::npos) << m.error().message;
+  }
+  std::string scaled = kModel;
+  scaled.replace(scaled.find("rope = true"), 11, "rope = true\nrope_scaling = \"llama3\"");
+  auto spec = host::model::parse_model_text(scaled, "lm.toml");
+  ASSERT_TRUE(spec.ok());
+  auto old = lowering::check_backend_for(*spec, "old", lowering::kRopeScalingMinor - 1, false);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find("update the plugin"), std::string::npos) << old.error().message;
+  EXPECT_TRUE(lowering::check_backend_for(*spec, "new", lowering::kRopeScalingMinor, false).ok());
 }
 
 // Past the context the window restarts from its newest half (3 tokens): the

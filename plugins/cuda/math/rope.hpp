@@ -1,6 +1,7 @@
 // CUDA backend — rotary position embedding per pair (sdk/ops.md, "rope").
 // Element i < D/2 of a row at position p pairs with element i + D/2 and
-// turns by θ_i = p·base^(−2i/D). In f32, p·freq alone is off by about
+// turns by θ_i = p·f_i, f_i = base^(−2i/D) or its llama3 scaling
+// (tandem/rope_frequency.hpp). In f32, p·freq alone is off by about
 // p·6e-8 rad, far too much at long contexts, so the angle is formed and
 // reduced to [−π, π] in double; only the reduced angle goes to f32
 // sin/cos, and the part of it that f32 cannot hold (< 1.2e-7 rad) is put
@@ -12,16 +13,16 @@
 #include <cstdint>
 
 #include "math/common.hpp"
+#include "tandem/rope_frequency.hpp"
 
 namespace tandem::cuda::math {
 
-// −ln(base)/(D/2), computed once on the host: base^(−2i/D) = exp(i·coef).
-inline double rope_coef(double base, int64_t half) {
-  return -std::log(base) / static_cast<double>(half);
-}
+using tandem::RopeFrequency;
 
-TDM_HD inline double rope_angle(int64_t position, int64_t i, double coef) {
-  return static_cast<double>(position) * exp(static_cast<double>(i) * coef);
+// The angle of pair i of `half` at `position`: the SDK's frequency (with
+// llama3 scaling when the op asks for it), all in double.
+TDM_HD inline double rope_angle(int64_t position, int64_t i, int64_t half, const RopeFrequency& frequency) {
+  return static_cast<double>(position) * frequency(i, half);
 }
 
 // cos θ and sin θ in f32 for an angle given in double.

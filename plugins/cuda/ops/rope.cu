@@ -1,6 +1,6 @@
 // CUDA backend — rotary position embedding and its gradient. The angle of a
 // pair depends on (t, i) only, so a thread owns one (t, i), forms its cosine
-// and sine once (in double, math/rope.hpp) and rotates that pair in a run of
+// and sine once (in double, math/rope.hpp, with the SDK's frequency) and rotates that pair in a run of
 // the leading rows; grid.y splits the leading rows so a short sequence (a
 // decoding step) still fills the GPU. position_offset is read on the device:
 // one prepared kernel serves every decoding position without a host sync.
@@ -18,8 +18,8 @@ constexpr int64_t kRowsPerThread = 16;
 
 struct Rope {
   int64_t lead, T, half;
-  double coef;  // −ln(base)/half
-  float sign;   // +1 rope, −1 rope_grad (rotation by −θ)
+  RopeFrequency frequency;
+  float sign;  // +1 rope, −1 rope_grad (rotation by −θ)
 };
 
 template <class T>
@@ -28,7 +28,7 @@ __global__ void rope_kernel(const T* x, T* y, const int64_t* position_offset, Ro
   TDM_GRID_STRIDE(k, r.T * r.half) {
     const int64_t t = k / r.half, i = k % r.half;
     float c, s;
-    math::rope_cos_sin(math::rope_angle(offset + t, i, r.coef), c, s);
+    math::rope_cos_sin(math::rope_angle(offset + t, i, r.half, r.frequency), c, s);
     s *= r.sign;
     for (int64_t l = blockIdx.y; l < r.lead; l += gridDim.y) {
       const int64_t lo = (l * r.T + t) * 2 * r.half + i, hi = lo + r.half;
@@ -49,11 +49,10 @@ std::unique_ptr<Kernel> prepare_rope(CudaDevice&, const OpView& v, size_t&) {
   const Dims x = c.in(0).dims;
   const int64_t D = x.back(), seq = x[x.size() - 2];
   const bool has_offset = c.has_input(1);
-  const double base = c.float_attr("base");
   Rope r{};
   r.T = seq, r.half = D / 2;
   r.lead = D == 0 || seq == 0 ? 0 : numel(x) / (D * seq);
-  r.coef = r.half > 0 ? math::rope_coef(base, r.half) : 0.0;
+  r.frequency = rope_frequency_of(c);
   r.sign = kGrad ? -1.0f : 1.0f;
   const int64_t pairs = r.T * r.half;
   const unsigned split =

@@ -1,12 +1,14 @@
 // oneDNN backend — rotary position embedding and its gradient: own code.
-// The angles are formed in double (sdk/ops.md: in f32, position × frequency
-// alone is off by ~position·6e-8) into a cos/sin table of [T, D/2] that the
+// The angles (the SDK's frequencies, llama3 scaling included) are formed
+// in double (sdk/ops.md: in f32, position × frequency alone is off by
+// ~position·6e-8) into a cos/sin table of [T, D/2] that the
 // kernel keeps and rebuilds only when position_offset changes, so a
 // training step pays for the trigonometry once per kernel.
 #include <cmath>
 #include <mutex>
 
 #include "common.hpp"
+#include "tandem/rope_frequency.hpp"
 
 namespace tandem::onednn {
 
@@ -18,11 +20,12 @@ struct Table {
   std::vector<float> cos_sin;  // [T, D/2, 2]
 };
 
-void fill_table(Table& tab, int64_t offset, int64_t T, int64_t half, double base, double direction) {
+void fill_table(Table& tab, int64_t offset, int64_t T, int64_t half, const RopeFrequency& frequency,
+                double direction) {
   tab.cos_sin.resize(size_t(T * half * 2));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      const double theta = direction * double(offset + t) * std::pow(base, -double(i) / double(half));
+      const double theta = direction * double(offset + t) * frequency(i, half);
       tab.cos_sin[size_t((t * half + i) * 2)] = float(std::cos(theta));
       tab.cos_sin[size_t((t * half + i) * 2 + 1)] = float(std::sin(theta));
     }
@@ -35,7 +38,7 @@ std::unique_ptr<Kernel> rotation(const OpView& op, double direction) {
   const Dims shape = c.in(0).dims;
   const int64_t D = shape.back(), T = shape[shape.size() - 2], half = D / 2;
   const bool has_offset = c.has_input(1);
-  const double base = c.float_attr("base");
+  const RopeFrequency frequency = rope_frequency_of(c);
   const int64_t rows = D ? numel(shape) / D : 0;
   auto table = std::make_shared<Table>();
   return with_f32_bf16(dt, [&](auto t) {
@@ -44,7 +47,7 @@ std::unique_ptr<Kernel> rotation(const OpView& op, double direction) {
       const int64_t offset = has_offset ? *static_cast<const int64_t*>(in[1]) : 0;
       std::lock_guard<std::mutex> hold(table->lock);
       if (table->offset != offset || table->cos_sin.empty())
-        fill_table(*table, offset, T, half, base, direction);
+        fill_table(*table, offset, T, half, frequency, direction);
       const float* cs = table->cos_sin.data();
       const E* x = static_cast<const E*>(in[0]);
       E* y = static_cast<E*>(out[0]);

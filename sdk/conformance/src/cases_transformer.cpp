@@ -63,6 +63,15 @@ void add_rope(std::vector<Case>& v) {
         Case shifted(op, dt);
         shifted.attrs.number("base", 500);
         v.push_back(shifted.in(dt, s).in(TDM_S64, {}, Fill::ints(0, 2048)).out(dt, s));
+        // Llama 3.1's scaling (ABI 1.14) with a short original context, so
+        // that the pairs of one head fall in all three of its bands.
+        if (s.back() < 16) continue;
+        Case scaled(op, dt);
+        scaled.attrs.number("base", 500).string("scaling", "llama3").number("factor", 8);
+        scaled.attrs.number("low_freq_factor", 1)
+            .number("high_freq_factor", 4)
+            .integer("original_context", 64);
+        v.push_back(scaled.in(dt, s).in(TDM_S64, {}, Fill::ints(0, 2048)).out(dt, s));
       }
 }
 

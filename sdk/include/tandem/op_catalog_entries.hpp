@@ -160,10 +160,13 @@ inline constexpr OpEntry kEntries[] = {
     {"rms_norm_grad", "rms_norm", "dy, x, gamma, rstd f32[...], addend?", "dx, dgamma",
      "epsilon float(1e-6: 0..)", "f32 bf16", "", "0=4 reuse", TDM_OP_GRADIENT, Amp::f32,
      Tolerance::normalization},
-    {"rope", "rope", "x[...,T,D], position_offset s64[]?", "y", "base float(10000: >0)", "f32 bf16 f16",
-     "rope_grad", "", 0, Amp::low, Tolerance::transcendental},
-    {"rope_grad", "rope", "dy[...,T,D], position_offset s64[]?", "dx", "base float(10000: >0)",
-     "f32 bf16 f16", "", "", TDM_OP_GRADIENT, Amp::low, Tolerance::transcendental},
+    {"rope", "rope", "x[...,T,D], position_offset s64[]?", "y",
+     "base float(10000: >0), scaling string(none: none/llama3), factor float(1: >0), low_freq_factor "
+     "float(1: "
+     ">0), high_freq_factor float(4: >0), original_context int(8192: 1..)",
+     "f32 bf16 f16", "rope_grad", "", 0, Amp::low, Tolerance::transcendental},
+    {"rope_grad", "rope", "dy[...,T,D], position_offset s64[]?", "dx", "@rope", "f32 bf16 f16", "", "",
+     TDM_OP_GRADIENT, Amp::low, Tolerance::transcendental},
     {"attention", "attention",
      "q[B,H,T,D], k[B,G,S,D], v[B,G,S,E], key_padding_mask u8[B,S]?, seed_offset s64[]?",
      "o[B,H,T,E], lse f32[B,H,T]",

@@ -186,7 +186,8 @@ inline Outputs rms_norm_grad_shape(const Query& q) {
 // --- rope, embedding --------------------------------------------------------
 
 // rope and rope_grad: over the last two dims [..., T, D] of x (D even),
-// positions offset by an optional s64 scalar.
+// positions offset by an optional s64 scalar; llama3 scaling blends
+// between its two wavelength bounds, so they must be ordered.
 inline Outputs rope_shape(const Query& q) {
   const TensorShape& x = q.input(0, "x");
   if (x.dims.size() < 2) fail("x " + str(x) + " must be [..., T, D]");
@@ -194,6 +195,9 @@ inline Outputs rope_shape(const Query& q) {
   const TensorShape* offset = q.optional(1);
   if (offset != nullptr && (offset->dtype != TDM_S64 || !offset->dims.empty()))
     fail("position_offset " + str(*offset) + " must be an s64 scalar");
+  if (q.string_attr("scaling") == "llama3" &&
+      !(q.float_attr("high_freq_factor") > q.float_attr("low_freq_factor")))
+    fail("scaling llama3 needs high_freq_factor above low_freq_factor");
   return Outputs{x};
 }
 
