@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "checkpoint/atomic_file.hpp"
 #include "export/hf_export.hpp"
+#include "lowering/int8_base.hpp"
 
 namespace tandem::host::exporting {
 namespace {
@@ -38,11 +40,34 @@ Result<std::pair<const TensorRecord*, const TensorRecord*>> adapter(const Checkp
   return std::pair{a, b};
 }
 
+// An INT8 base (lowering/int8_base.hpp) as the f32 weights the run computed
+// with: q·scale per row, rounded once as the graph's mul does.
+void dequantize_bases(Checkpoint& cp) {
+  std::set<std::string> scales;  // of the weights dequantized, dropped after
+  for (TensorRecord& w : cp.tensors) {
+    const TensorRecord* scale = cp.find(w.name + lowering::kInt8BaseScale);
+    if (w.dtype != TDM_S8 || w.shape.size() != 2 || scale == nullptr || scale->dtype != TDM_F32 ||
+        scale->shape != std::vector<int64_t>{w.shape[0]})
+      continue;
+    const auto* q = reinterpret_cast<const int8_t*>(w.data.data());
+    const auto* s = reinterpret_cast<const float*>(scale->data.data());
+    std::vector<std::byte> wide(w.data.size() * sizeof(float));
+    auto* f = reinterpret_cast<float*>(wide.data());
+    for (int64_t o = 0; o < w.shape[0]; ++o)
+      for (int64_t i = 0; i < w.shape[1]; ++i) f[o * w.shape[1] + i] = float(q[o * w.shape[1] + i]) * s[o];
+    w.dtype = TDM_F32;
+    w.data = std::move(wide);
+    scales.insert(scale->name);
+  }
+  std::erase_if(cp.tensors, [&](const TensorRecord& t) { return scales.count(t.name) > 0; });
+}
+
 }  // namespace
 
 Result<Checkpoint> merged_lora(const Checkpoint& weights, const model::LoraSpec& lora,
                                const std::string& file) {
   Checkpoint out = weights;
+  dequantize_bases(out);
   for (const std::string& target : adapted(weights)) {
     auto ab = adapter(weights, target, file);
     if (!ab) return ab.error();

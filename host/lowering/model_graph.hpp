@@ -106,6 +106,8 @@ struct ModelGraph {
   std::vector<ValueId> parameters;     // weights, in layer order
   std::set<ValueId> frozen;            // those of layers with trainable = false, the base under LoRA
   std::set<std::string> lora_matched;  // [features.lora] targets that matched a projection
+  // The cast and mul that dequantize each INT8 base weight (int8_base.hpp).
+  std::vector<std::pair<NodeId, NodeId>> int8_bases;
   bool trained(ValueId parameter) const { return frozen.count(parameter) == 0; }
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;

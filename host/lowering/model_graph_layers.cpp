@@ -3,6 +3,7 @@
 
 #include "lowering/model_graph_layers.hpp"
 
+#include "lowering/int8_base.hpp"
 #include "lowering/int8_layers.hpp"
 #include "lowering/lora.hpp"
 #include "lowering/transformer_layers.hpp"
@@ -132,7 +133,8 @@ Result<ValueId> row_linear(Context& ctx, ValueId x) {
 Result<ValueId> linear_weight(Context& ctx, int64_t in, int64_t out) {
   const LayerSpec& l = *ctx.layer;
   const std::string tied = l.string_attr("tie_weight", "");
-  if (tied.empty()) return ctx.parameter("weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
+  if (tied.empty())
+    return projection_weight(ctx, "weight", {out, in}, weight_init(l, "init", "kaiming", in, out));
   const Value* found = ctx.out.graph.value_by_name(tied + ".weight");
   if (found == nullptr || found->kind != TDM_VALUE_PARAMETER)
     return ctx.error("tie_weight = \"" + tied + "\" names no earlier embedding layer with a weight");

@@ -9,6 +9,7 @@
 // transposes.
 #include "lowering/transformer_layers.hpp"
 
+#include "lowering/int8_base.hpp"
 #include "lowering/lora.hpp"
 #include "ops/op_table.hpp"
 
@@ -40,7 +41,7 @@ Result<ValueId> projection(Context& ctx, ValueId x, const std::string& what, int
   const LayerSpec& l = *ctx.layer;
   const int64_t in = ctx.dims(x)[1], ranks = heads_split(ctx) ? ctx.out.tensor_parallel.size : 1;
   auto w = ranks > 1 ? ctx.sharded_parameter(what + ".weight", {out, in}, 0, projection_init(l, in, out))
-                     : ctx.parameter(what + ".weight", {out, in}, projection_init(l, in, out));
+                     : projection_weight(ctx, what + ".weight", {out, in}, projection_init(l, in, out));
   if (!w) return w.error();
   std::vector<ValueId> inputs = {x, *w};
   if (bias) {

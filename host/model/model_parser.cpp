@@ -437,12 +437,15 @@ void read_layers(Reader& r, const toml::array& layers, std::vector<LayerSpec>& o
 }
 
 void read_lora(Reader& r, const toml::table& t, LoraSpec& lora) {
-  r.check_keys(t, "[features.lora]", {"rank", "alpha", "dropout", "targets"});
+  r.check_keys(t, "[features.lora]", {"rank", "alpha", "dropout", "targets", "base"});
   lora.enabled = true;
   r.get(t, "rank", lora.rank);
   r.get(t, "alpha", lora.alpha);
   r.get(t, "dropout", lora.dropout);
   r.get(t, "targets", lora.targets);
+  r.get(t, "base", lora.base);
+  r.check(t, "base", lora.base == "f32" || lora.base == "int8",
+          "[features.lora] base must be \"f32\" or \"int8\" (the frozen weights stored in INT8)");
   r.check(t, "rank", lora.rank >= 1, "[features.lora] rank must be at least 1");
   r.check(t, "alpha", lora.alpha > 0, "[features.lora] alpha must be positive");
   r.check(t, "dropout", lora.dropout >= 0 && lora.dropout < 1, "[features.lora] dropout must be in [0, 1)");

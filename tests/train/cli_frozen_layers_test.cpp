@@ -1,12 +1,17 @@
 // `trainable = false`: a frozen layer keeps the weights it started from, has
 // no gradient and no optimizer state (and the plan shows the memory saved),
 // while the gradient still flows through it to the layers before it. And
-// [features.lora], which freezes the whole base and trains adapters.
+// [features.lora], which freezes the whole base and trains adapters, the
+// base kept in f32 or in INT8.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <span>
+#include <tuple>
 
 #include "checkpoint/safetensors.hpp"
 #include "cli_support.hpp"
+#include "quant/affine.hpp"
 
 namespace tandem::test {
 namespace {
@@ -112,6 +117,73 @@ TEST_F(FrozenLayers, LoraTrainsItsAdaptersAloneAndNamesATargetThatMatchesNothing
   CliRun r = tandem("plan " + model(typo, "typo.toml") + " --device reference");
   EXPECT_EQ(r.code, 4) << r.output;
   EXPECT_HAS(r.output, "\"fc9\" matches no linear layer");
+}
+
+// [features.lora] base = "int8": the base's linear weights quantized as
+// they load (per row, symmetric, as `tandem quantize`), held as s8 with
+// row scales and never changed; only the adapters train.
+TEST_F(FrozenLayers, LoraOnAnInt8BaseQuantizesItAsItLoadsAndKeepsIt) {
+  const auto start = trained(tiny("start.toml", 1, ""), 1);
+  std::string text = read_file(tiny("q.toml", 1, ""));
+  text += "[features.lora]\nrank = 2\nalpha = 4.0\nbase = \"int8\"\ntargets = [\"fc2\"]\n";
+  const std::string model_file = model(text, "q.toml");
+  const auto tuned = trained(model_file, 3, " --init-from " + dir.file("start-run"));
+  for (const auto& [name, rows, cols] : {std::tuple{"fc1.weight", 16, 8}, {"fc2.weight", 4, 16}}) {
+    const auto* w = start.find(name);
+    ASSERT_NE(w, nullptr);
+    const auto q = host::quant::quantize_weights(
+        std::span(reinterpret_cast<const float*>(w->data.data()), size_t(rows * cols)), rows, cols, true);
+    const auto* held = tuned.find(name);
+    ASSERT_NE(held, nullptr);
+    EXPECT_EQ(held->dtype, TDM_S8);
+    EXPECT_EQ(std::memcmp(held->data.data(), q.values.data(), q.values.size()), 0) << name;
+    const auto* scale = tuned.find(std::string(name) + "_scale");
+    ASSERT_NE(scale, nullptr);
+    EXPECT_EQ(scale->shape, (std::vector<int64_t>{rows}));
+    EXPECT_EQ(std::memcmp(scale->data.data(), q.scales.data(), q.scales.size() * 4), 0) << name;
+  }
+  EXPECT_EQ(bytes(tuned, "fc1.bias"), bytes(start, "fc1.bias"));
+  for (const auto& t : tuned.tensors) {
+    if (t.name.rfind("optim.", 0) != 0 || t.shape.empty()) continue;
+    EXPECT_NE(t.name.find(".lora_"), std::string::npos) << t.name << ": optimizer state of a frozen weight";
+  }
+  // Its own checkpoints resume as they are.
+  const std::string run = dir.file("q-run");
+  CliRun resumed = tandem("train " + model_file + " --device reference --run-dir " + run + " --resume " +
+                          run + " --set train.steps=4");
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  // A fresh start has nothing to quantize.
+  CliRun fresh = tandem("train " + model_file + " --device reference --run-dir " + dir.file("fresh"));
+  EXPECT_EQ(fresh.code, 4) << fresh.output;
+  EXPECT_HAS(fresh.output, "--init-from");
+}
+
+// The INT8 base computes as the f32 weights q·scale: the adapters train
+// bit for bit as plain LoRA started from those dequantized weights.
+TEST_F(FrozenLayers, LoraOnAnInt8BaseTrainsAsOnItsDequantizedWeights) {
+  auto start = trained(tiny("start.toml", 1, ""), 1);
+  std::string text = read_file(tiny("plain.toml", 1, ""));
+  const std::string relu = "activation = \"relu\"\n";  // an adapter adds before any activation
+  text.erase(text.find(relu), relu.size());
+  text += "[features.lora]\nrank = 2\nalpha = 4.0\ntargets = [\"fc1\", \"fc2\"]\n";
+  const std::string plain_file = model(text, "plain.toml");
+  text.insert(text.find("targets"), "base = \"int8\"\n");
+  const std::string int8_file = model(text, "int8.toml");
+  const auto int8 = trained(int8_file, 3, " --init-from " + dir.file("start-run"));
+  for (auto& t : start.tensors) {  // the same weights, dequantized on the host
+    const auto* q = int8.find(t.name);
+    const auto* s = int8.find(t.name + "_scale");
+    if (q == nullptr || q->dtype != TDM_S8 || s == nullptr) continue;
+    float* w = reinterpret_cast<float*>(t.data.data());
+    for (int64_t o = 0; o < t.shape[0]; ++o)
+      for (int64_t i = 0; i < t.shape[1]; ++i)
+        w[o * t.shape[1] + i] = float(reinterpret_cast<const int8_t*>(q->data.data())[o * t.shape[1] + i]) *
+                                reinterpret_cast<const float*>(s->data.data())[o];
+  }
+  ASSERT_TRUE(host::checkpoint::write_safetensors(dir.file("dequantized.safetensors"), start).ok());
+  const auto plain = trained(plain_file, 3, " --init-from " + dir.file("dequantized.safetensors"));
+  for (const char* adapter : {"fc1.lora_A", "fc1.lora_B", "fc2.lora_A", "fc2.lora_B"})
+    EXPECT_EQ(bytes(int8, adapter), bytes(plain, adapter)) << adapter;
 }
 
 }  // namespace
