@@ -41,7 +41,10 @@ Result<json> read_json(const fs::path& file) {
                         TDM_INVALID_ARGUMENT);
     return j;
   } catch (const json::parse_error& e) {
-    return make_error(file.string() + ": is not valid JSON (" + e.what() + "); get it again",
+    const std::string where = e.byte > text.str().size()
+                                  ? "it ends too early, after " + std::to_string(text.str().size()) + " bytes"
+                                  : "it goes wrong at byte " + std::to_string(e.byte);
+    return make_error(file.string() + ": is not valid JSON (" + where + "); get it again",
                       TDM_INVALID_ARGUMENT);
   }
 }
