@@ -1,7 +1,7 @@
 // A forward value that backward reads again but that is cheap to make again
 // from what stays alive anyway: a ZeRO stage-3 parameter gathered from its
 // shards (zero_gathers.hpp), a frozen INT8 base weight dequantized
-// (int8_base.hpp). Keeping the forward's copy until backward would hold
+// (lora_base.hpp). Keeping the forward's copy until backward would hold
 // every layer's copy at once, the memory those features exist to save; so
 // the nodes that made it run once more, just before its first backward
 // reader, and the arena frees each copy after its last reader.

@@ -106,8 +106,9 @@ struct ModelGraph {
   std::vector<ValueId> parameters;     // weights, in layer order
   std::set<ValueId> frozen;            // those of layers with trainable = false, the base under LoRA
   std::set<std::string> lora_matched;  // [features.lora] targets that matched a projection
-  // The cast and mul that dequantize each INT8 base weight (int8_base.hpp).
-  std::vector<std::pair<NodeId, NodeId>> int8_bases;
+  // The nodes that widen each narrow LoRA base weight to f32, in order
+  // (lora_base.hpp): a cast, and for INT8 the mul by its row scales.
+  std::vector<std::vector<NodeId>> narrow_bases;
   bool trained(ValueId parameter) const { return frozen.count(parameter) == 0; }
   std::map<ValueId, Initializer> initializers;  // parameters and state
   TensorParallel tensor_parallel;

@@ -3,9 +3,9 @@
 
 #include "lowering/model_graph_layers.hpp"
 
-#include "lowering/int8_base.hpp"
 #include "lowering/int8_layers.hpp"
 #include "lowering/lora.hpp"
+#include "lowering/lora_base.hpp"
 #include "lowering/transformer_layers.hpp"
 #include "ops/op_table.hpp"
 #include "tandem/op_catalog.hpp"

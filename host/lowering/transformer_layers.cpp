@@ -9,8 +9,8 @@
 // transposes.
 #include "lowering/transformer_layers.hpp"
 
-#include "lowering/int8_base.hpp"
 #include "lowering/lora.hpp"
+#include "lowering/lora_base.hpp"
 #include "ops/op_table.hpp"
 
 namespace tandem::host::lowering::detail {

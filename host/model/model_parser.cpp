@@ -444,8 +444,9 @@ void read_lora(Reader& r, const toml::table& t, LoraSpec& lora) {
   r.get(t, "dropout", lora.dropout);
   r.get(t, "targets", lora.targets);
   r.get(t, "base", lora.base);
-  r.check(t, "base", lora.base == "f32" || lora.base == "int8",
-          "[features.lora] base must be \"f32\" or \"int8\" (the frozen weights stored in INT8)");
+  r.check(t, "base", lora.base == "f32" || lora.base == "bf16" || lora.base == "int8",
+          "[features.lora] base must be \"f32\", \"bf16\" or \"int8\" (how the frozen linear weights are "
+          "stored)");
   r.check(t, "rank", lora.rank >= 1, "[features.lora] rank must be at least 1");
   r.check(t, "alpha", lora.alpha > 0, "[features.lora] alpha must be positive");
   r.check(t, "dropout", lora.dropout >= 0 && lora.dropout < 1, "[features.lora] dropout must be in [0, 1)");

@@ -144,9 +144,9 @@ struct LoraSpec {
   // Glob patterns ('*' any text) over layer names and, for an attention
   // layer "<l>", its projections "<l>.q", "<l>.k", "<l>.v", "<l>.out".
   std::vector<std::string> targets;
-  // "f32", or "int8": every frozen linear weight stored as s8 with f32 row
-  // scales, quantized from the weights the run starts from (QLoRA's idea
-  // at 8 bits; lowering/int8_base.hpp).
+  // "f32"; "bf16" or "int8": every frozen linear weight stored so, "int8"
+  // as s8 with f32 row scales quantized from the weights the run starts
+  // from (QLoRA's idea at 8 bits; lowering/lora_base.hpp).
   std::string base = "f32";
 };
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "lowering/autodiff.hpp"
-#include "lowering/int8_base.hpp"
+#include "lowering/lora_base.hpp"
 #include "lowering/optimizer.hpp"
 #include "lowering/zero_gathers.hpp"
 #include "lowering/zero_overlap.hpp"
@@ -101,7 +101,7 @@ Result<void> Program::lower() {
   if (auto r = features_->run_passes(TDM_PASS_BEFORE_AUTODIFF, graph); !r) return r;
   if (auto r = lowering::append_backward(model_); !r) return r;
   if (auto r = lowering::gather_again_for_backward(model_); !r) return r;
-  if (auto r = lowering::dequantize_again_for_backward(model_); !r) return r;
+  if (auto r = lowering::widen_again_for_backward(model_); !r) return r;
   if (auto r = features_->run_passes(TDM_PASS_AFTER_AUTODIFF, graph); !r) return r;
   if (auto r = lowering::append_optimizer(model_, spec_.train); !r) return r;
   if (model_.zero.active() && spec_.train.zero_overlap)

@@ -12,11 +12,10 @@
 #include "exec/tensor_text.hpp"
 #include "hub/hf_config.hpp"
 #include "hub/hf_weights.hpp"
-#include "lowering/int8_base.hpp"
 #include "lowering/model_graph.hpp"
 #include "ops/shapes.hpp"
-#include "quant/affine.hpp"
 #include "train/initializers.hpp"
+#include "train/narrowed_bases.hpp"
 #include "train/sharded_checkpoint.hpp"
 
 namespace tandem::host::train {
@@ -55,42 +54,6 @@ bool fits_leading_rows(const checkpoint::TensorRecord& t, const Value& v, const 
          t.shape[0] > want[0] && std::equal(want.begin() + 1, want.end(), t.shape.begin() + 1);
 }
 
-// An INT8 LoRA base (lowering/int8_base.hpp) started from weights in f32 (a
-// Hugging Face directory, a run without it): each base weight quantized as
-// it loads, per row and symmetric as `tandem quantize` does, into the s8
-// values and row scales the model holds. Weights already in INT8 (its own
-// runs, a `tandem quantize` file) load as they are.
-Result<checkpoint::Checkpoint> quantized_bases(const Graph& graph, const checkpoint::Checkpoint& cp,
-                                               const std::string& source) {
-  checkpoint::Checkpoint made;
-  for (size_t i = 0; i < graph.value_count(); ++i) {
-    const Value& v = *graph.value_at(i);
-    const Value* scale = graph.value_by_name(v.name + lowering::kInt8BaseScale);
-    if (v.kind != TDM_VALUE_PARAMETER || v.type.dtype != TDM_S8 || v.type.dims.size() != 2 ||
-        scale == nullptr)
-      continue;
-    const checkpoint::TensorRecord* t = cp.find(v.name);
-    if (t == nullptr || t->dtype == TDM_S8 || cp.find(scale->name) != nullptr) continue;
-    if (t->dtype != TDM_F32 || t->shape != v.type.dims)
-      return make_error(source + ": tensor '" + v.name + "' is " + ops::dims_str(t->shape) + " (" +
-                            exec::dtype_name(t->dtype) + "); the INT8 base quantizes it from " +
-                            ops::dims_str(v.type.dims) + " (f32)",
-                        TDM_INVALID_ARGUMENT);
-    const int64_t rows = v.type.dims[0], cols = v.type.dims[1];
-    std::vector<float> w(size_t(rows * cols));
-    std::memcpy(w.data(), t->data.data(), w.size() * sizeof(float));
-    const quant::QuantizedWeights q = quant::quantize_weights(w, rows, cols, /*per_channel=*/true);
-    checkpoint::TensorRecord values{v.name, TDM_S8, v.type.dims, std::vector<std::byte>(q.values.size())};
-    std::memcpy(values.data.data(), q.values.data(), q.values.size());
-    checkpoint::TensorRecord scales{
-        scale->name, TDM_F32, {rows}, std::vector<std::byte>(q.scales.size() * 4)};
-    std::memcpy(scales.data.data(), q.scales.data(), scales.data.size());
-    made.tensors.push_back(std::move(values));
-    made.tensors.push_back(std::move(scales));
-  }
-  return made;
-}
-
 }  // namespace
 
 Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executor& executor,
@@ -112,12 +75,12 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
   std::vector<std::pair<const Value*, const checkpoint::TensorRecord*>> plan;
   std::vector<const Value*> copies;  // states copied from their sources once those are loaded
   decltype(plan) leading;            // tables of which the model takes the first rows
-  auto quantized = quantized_bases(graph, cp, source);
-  if (!quantized) return quantized.error();
+  auto narrowed = narrowed_bases(graph, cp, source);
+  if (!narrowed) return narrowed.error();
   for (size_t i = 0; i < graph.value_count(); ++i) {
     const Value& v = *graph.value_at(i);
     if (!persistent(v) || (weights_only && optimizer_state(v))) continue;
-    const checkpoint::TensorRecord* t = quantized->find(v.name);
+    const checkpoint::TensorRecord* t = narrowed->find(v.name);
     if (t == nullptr) t = cp.find(v.name);
     // A copied state follows the weights a run starts from (--init-from), or
     // a checkpoint written before its feature was enabled.

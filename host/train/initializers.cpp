@@ -7,6 +7,7 @@
 #include "data/counter_rng.hpp"
 #include "exec/tensor_text.hpp"
 #include "ops/shapes.hpp"
+#include "tandem/half.hpp"
 #include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
@@ -80,6 +81,12 @@ Result<void> initialise_tensors(const lowering::ModelGraph& model, exec::Executo
       std::vector<float> shard(static_cast<size_t>(ops::numel(v.type.dims)), 0.0f);
       std::copy_n(values.begin() + range.begin, range.count, shard.begin());
       values = std::move(shard);
+    }
+    if (v.type.dtype == TDM_BF16) {  // a bf16 LoRA base (lowering/lora_base.hpp) started afresh
+      std::vector<uint16_t> narrow(values.size());
+      for (size_t k = 0; k < values.size(); ++k) narrow[k] = f32_to_bf16(values[k]);
+      if (auto r = executor.write(v.id, narrow.data(), narrow.size() * sizeof(uint16_t)); !r) return r;
+      continue;
     }
     if (auto r = executor.write(v.id, values.data(), values.size() * sizeof(float)); !r) return r;
   }

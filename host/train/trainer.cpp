@@ -164,7 +164,7 @@ Result<void> Trainer::prepare_run() {
   profiler_ = std::make_unique<ProfileRecorder>(!options_.profile.empty());
   if (auto r = initialise_tensors(model(), executor(), spec_.train.seed, program_->data_rank()); !r) return r;
   if (options_.resume.empty() && options_.init_from.empty()) {
-    if (!model().int8_bases.empty())
+    if (spec_.lora.enabled && spec_.lora.base == "int8")
       return make_error(spec_.path +
                             ": [features.lora] base = \"int8\" quantizes the weights a run starts from: give "
                             "them with --init-from (a Hugging Face directory or a checkpoint)",

@@ -121,7 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
             "train m.toml --device reference --run-dir run --set data.train_tokens=ids.bin",
             {"m.toml", "base = \"int8\"", "--init-from"}, nullptr,
             "\n[features.lora]\nbase = \"int8\"\ntargets = [\"layers.*.self_attn.q\"]\n"),
-        hub("lora_base_of_another_width", kInit, {"m.toml", "[features.lora] base must be"}, nullptr,
+        hub("lora_base_of_another_width", kInit,
+            {"m.toml", "[features.lora] base must be \"f32\", \"bf16\" or \"int8\""}, nullptr,
             "\n[features.lora]\nbase = \"int4\"\ntargets = [\"layers.*.self_attn.q\"]\n"),
         hub("rope_factor_without_scaling", kInit, {"self_attn", "rope_factor applies to rope_scaling"},
             [](const std::string& d) {

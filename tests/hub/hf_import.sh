@@ -21,7 +21,8 @@
 # PEFT's on the same base, adapters and window within 1e-5 (hf_lora.py);
 # exported for PEFT (--format peft) its adapters load with PeftModel, and
 # merged (--format hf) into a plain model, both computing Tandem's logits;
-# and on an INT8 base (base = "int8"), merged into its dequantized weights.
+# and on a bf16 and an INT8 base (base = "bf16", "int8"), merged into its
+# widened weights.
 #
 # transformers and peft come from PyPI into a venv over Debian's
 # python3-torch (hf_venv.sh); exit 77 (ctest: skipped) with the reason when
@@ -99,16 +100,21 @@ models compare llama lora.safetensors --adapter lora-adapter --tolerance 1e-5 2>
 "$tandem" export lora.toml --weights lora-run --format hf --output lora-merged || fail "export of the merged model"
 models compare lora-merged lora.safetensors --tolerance 1e-5 2>/dev/null || fail "the merged export differs"
 
-echo "== LoRA on an INT8 base: merged into its dequantized weights, transformers computes Tandem's logits"
-cp llama.toml qlora.toml
-printf '\n[features.lora]\nrank = 4\nalpha = 8.0\nbase = "int8"\ntargets = ["layers.*.self_attn.q", "layers.*.self_attn.v"]\n' >>qlora.toml
-"$tandem" train qlora.toml --init-from llama --device onednn --threads 1 --set data.train_tokens=tokens.bin \
-  --set train.steps=3 --set train.lr=0.01 --run-dir qlora-run >qlora.train.log 2>&1 ||
-  { cat qlora.train.log >&2; fail "LoRA training on an INT8 base"; }
-"$tandem" eval qlora.toml --weights qlora-run --set data.train_tokens=tokens.bin --split validation \
-  --device reference --threads 1 --outputs qlora.safetensors >/dev/null 2>&1 || fail "tandem eval of the INT8 run"
-"$tandem" export qlora.toml --weights qlora-run --format hf --output qlora-merged || fail "export of the INT8 run"
-models compare qlora-merged qlora.safetensors --tolerance 1e-5 2>/dev/null || fail "the merged INT8 export differs"
+echo "== LoRA on a bf16 and an INT8 base: merged into its widened weights, transformers computes Tandem's logits"
+for base in bf16 int8; do
+  cp llama.toml "$base.toml"
+  printf '\n[features.lora]\nrank = 4\nalpha = 8.0\nbase = "%s"\ntargets = ["layers.*.self_attn.q", "layers.*.self_attn.v"]\n' \
+    "$base" >>"$base.toml"
+  "$tandem" train "$base.toml" --init-from llama --device onednn --threads 1 --set data.train_tokens=tokens.bin \
+    --set train.steps=3 --set train.lr=0.01 --run-dir "$base-run" >"$base.train.log" 2>&1 ||
+    { cat "$base.train.log" >&2; fail "LoRA training on a $base base"; }
+  "$tandem" eval "$base.toml" --weights "$base-run" --set data.train_tokens=tokens.bin --split validation \
+    --device reference --threads 1 --outputs "$base.safetensors" >/dev/null 2>&1 || fail "tandem eval of the $base run"
+  "$tandem" export "$base.toml" --weights "$base-run" --format hf --output "$base-merged" ||
+    fail "export of the $base run"
+  models compare "$base-merged" "$base.safetensors" --tolerance 1e-5 2>/dev/null ||
+    fail "the merged export of the $base run differs"
+done
 
 if "$tandem" train gpt2.toml --resume gpt2 --set data.train_tokens=tokens.bin --run-dir again \
   >resume.log 2>&1; then

@@ -12,6 +12,7 @@
 #include "checkpoint/safetensors.hpp"
 #include "cli_support.hpp"
 #include "quant/affine.hpp"
+#include "tandem/half.hpp"
 
 namespace tandem::test {
 namespace {
@@ -158,32 +159,43 @@ TEST_F(FrozenLayers, LoraOnAnInt8BaseQuantizesItAsItLoadsAndKeepsIt) {
   EXPECT_HAS(fresh.output, "--init-from");
 }
 
-// The INT8 base computes as the f32 weights q·scale: the adapters train
-// bit for bit as plain LoRA started from those dequantized weights.
-TEST_F(FrozenLayers, LoraOnAnInt8BaseTrainsAsOnItsDequantizedWeights) {
-  auto start = trained(tiny("start.toml", 1, ""), 1);
+// A narrow base computes as its f32 values (INT8: q·scale; bf16: widened):
+// the adapters train bit for bit as plain LoRA started from those weights.
+TEST_F(FrozenLayers, LoraOnANarrowBaseTrainsAsOnItsWidenedWeights) {
+  const auto start = trained(tiny("start.toml", 1, ""), 1);
   std::string text = read_file(tiny("plain.toml", 1, ""));
   const std::string relu = "activation = \"relu\"\n";  // an adapter adds before any activation
   text.erase(text.find(relu), relu.size());
   text += "[features.lora]\nrank = 2\nalpha = 4.0\ntargets = [\"fc1\", \"fc2\"]\n";
-  const std::string plain_file = model(text, "plain.toml");
-  text.insert(text.find("targets"), "base = \"int8\"\n");
-  const std::string int8_file = model(text, "int8.toml");
-  const auto int8 = trained(int8_file, 3, " --init-from " + dir.file("start-run"));
-  for (auto& t : start.tensors) {  // the same weights, dequantized on the host
-    const auto* q = int8.find(t.name);
-    const auto* s = int8.find(t.name + "_scale");
-    if (q == nullptr || q->dtype != TDM_S8 || s == nullptr) continue;
-    float* w = reinterpret_cast<float*>(t.data.data());
-    for (int64_t o = 0; o < t.shape[0]; ++o)
-      for (int64_t i = 0; i < t.shape[1]; ++i)
-        w[o * t.shape[1] + i] = float(reinterpret_cast<const int8_t*>(q->data.data())[o * t.shape[1] + i]) *
-                                reinterpret_cast<const float*>(s->data.data())[o];
+  for (const std::string base : {"int8", "bf16"}) {
+    std::string narrow_text = text;
+    narrow_text.insert(narrow_text.find("targets"), "base = \"" + base + "\"\n");
+    const auto narrow =
+        trained(model(narrow_text, base + ".toml"), 3, " --init-from " + dir.file("start-run"));
+    host::checkpoint::Checkpoint widened = start;  // the same weights, widened on the host
+    for (auto& t : widened.tensors) {
+      const auto* q = narrow.find(t.name);
+      const auto* s = narrow.find(t.name + "_scale");
+      if (q == nullptr || (q->dtype != TDM_S8 && q->dtype != TDM_BF16)) continue;
+      float* w = reinterpret_cast<float*>(t.data.data());
+      for (int64_t k = 0; k < t.shape[0] * t.shape[1]; ++k) {
+        if (q->dtype == TDM_BF16) {
+          uint16_t bits;
+          std::memcpy(&bits, q->data.data() + 2 * k, 2);
+          w[k] = bf16_to_f32(bits);
+        } else {
+          ASSERT_NE(s, nullptr);
+          w[k] = float(reinterpret_cast<const int8_t*>(q->data.data())[k]) *
+                 reinterpret_cast<const float*>(s->data.data())[k / t.shape[1]];
+        }
+      }
+    }
+    const std::string from = dir.file(base + "-widened.safetensors");
+    ASSERT_TRUE(host::checkpoint::write_safetensors(from, widened).ok());
+    const auto plain = trained(model(text, base + "-plain.toml"), 3, " --init-from " + from);
+    for (const char* adapter : {"fc1.lora_A", "fc1.lora_B", "fc2.lora_A", "fc2.lora_B"})
+      EXPECT_EQ(bytes(narrow, adapter), bytes(plain, adapter)) << base << " " << adapter;
   }
-  ASSERT_TRUE(host::checkpoint::write_safetensors(dir.file("dequantized.safetensors"), start).ok());
-  const auto plain = trained(plain_file, 3, " --init-from " + dir.file("dequantized.safetensors"));
-  for (const char* adapter : {"fc1.lora_A", "fc1.lora_B", "fc2.lora_A", "fc2.lora_B"})
-    EXPECT_EQ(bytes(int8, adapter), bytes(plain, adapter)) << adapter;
 }
 
 }  // namespace

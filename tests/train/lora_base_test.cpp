@@ -1,13 +1,13 @@
-// LoRA on an INT8 base (lowering/int8_base.hpp) as the training graph has
-// it: s8 base weights and f32 row scales, frozen, read through a
-// dequantized f32 copy that forward makes just before its projection and
+// LoRA on a narrow base (lowering/lora_base.hpp) as the training graph has
+// it: s8 base weights and f32 row scales (or bf16 weights), frozen, read
+// through an f32 copy that forward makes just before its projection and
 // backward makes again, so no copy lives from forward to backward.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "lowering/autodiff.hpp"
-#include "lowering/int8_base.hpp"
+#include "lowering/lora_base.hpp"
 #include "lowering/model_graph.hpp"
 #include "model/model_parser.hpp"
 
@@ -47,9 +47,9 @@ TEST(Int8Base, IsFrozenS8ReadThroughCopiesThatDoNotLiveFromForwardToBackward) {
   auto model = host::lowering::build_forward(*spec, 4, host::lowering::Mode::Train);
   ASSERT_TRUE(model.ok()) << model.error().message;
   ASSERT_TRUE(host::lowering::append_backward(*model).ok());
-  ASSERT_TRUE(host::lowering::dequantize_again_for_backward(*model).ok());
+  ASSERT_TRUE(host::lowering::widen_again_for_backward(*model).ok());
   const Graph& g = model->graph;
-  EXPECT_EQ(model->int8_bases.size(), 3u);
+  EXPECT_EQ(model->narrow_bases.size(), 3u);
   for (const char* layer : {"fc1", "fc2", "fc3"}) {
     const std::string name = std::string(layer) + ".weight";
     const Value* q = g.value_by_name(name);
@@ -67,7 +67,9 @@ TEST(Int8Base, IsFrozenS8ReadThroughCopiesThatDoNotLiveFromForwardToBackward) {
   // adapter through fc3's base, which backward dequantizes again; nothing
   // trained lies before fc2, so its base and fc1's get no backward copy.
   size_t again = 0;
-  for (const auto& [cast, mul] : model->int8_bases) {
+  for (const std::vector<NodeId>& chain : model->narrow_bases) {
+    ASSERT_EQ(chain.size(), 2u);
+    const NodeId cast = chain[0], mul = chain[1];
     for (NodeId reader : g.consumers(g.node(mul)->outputs[0]))
       EXPECT_EQ(g.node(reader)->phase, TDM_PHASE_FORWARD) << g.node(reader)->name;
     const Node* copy = g.node_by_name(g.node(mul)->name + ".backward");
@@ -82,12 +84,36 @@ TEST(Int8Base, IsFrozenS8ReadThroughCopiesThatDoNotLiveFromForwardToBackward) {
   EXPECT_NE(g.node_by_name("fc3.weight.dequantized.backward"), nullptr);
 }
 
+TEST(Bf16Base, IsFrozenBf16ReadThroughACastMadeAgainInBackward) {
+  std::string text = kModel;
+  text.replace(text.find("\"int8\""), 6, "\"bf16\"");
+  auto spec = host::model::parse_model_text(text, "qlora.toml");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  auto model = host::lowering::build_forward(*spec, 4, host::lowering::Mode::Train);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ASSERT_TRUE(host::lowering::append_backward(*model).ok());
+  ASSERT_TRUE(host::lowering::widen_again_for_backward(*model).ok());
+  const Graph& g = model->graph;
+  ASSERT_EQ(model->narrow_bases.size(), 3u);
+  for (const std::vector<NodeId>& chain : model->narrow_bases) {
+    ASSERT_EQ(chain.size(), 1u);
+    const Node& cast = *g.node(chain[0]);
+    EXPECT_EQ(g.value(cast.inputs[0])->type.dtype, TDM_BF16);
+    EXPECT_FALSE(model->trained(cast.inputs[0]));
+    for (NodeId reader : g.consumers(cast.outputs[0]))
+      EXPECT_EQ(g.node(reader)->phase, TDM_PHASE_FORWARD) << g.node(reader)->name;
+  }
+  EXPECT_EQ(g.value_by_name("fc1.weight_scale"), nullptr);
+  EXPECT_NE(g.node_by_name("fc3.weight.widen.backward"), nullptr);
+  EXPECT_EQ(g.node_by_name("fc1.weight.widen.backward"), nullptr);
+}
+
 TEST(Int8Base, ItsSettingIsCheckedAndZeroStageThreeRefused) {
   std::string text = kModel;
   text.replace(text.find("\"int8\""), 6, "\"int4\"");
   auto spec = host::model::parse_model_text(text, "qlora.toml");
   ASSERT_FALSE(spec.ok());
-  EXPECT_NE(spec.error().message.find("base must be \"f32\" or \"int8\""), std::string::npos)
+  EXPECT_NE(spec.error().message.find("base must be \"f32\", \"bf16\" or \"int8\""), std::string::npos)
       << spec.error().message;
   auto ok = host::model::parse_model_text(kModel, "qlora.toml");
   ASSERT_TRUE(ok.ok());
