@@ -1,5 +1,9 @@
 #include "checkpoint/safetensors.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -216,11 +220,27 @@ Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& 
 }
 
 Result<Checkpoint> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_safetensors(buffer.str(), path);
+  // Mapped, not read: the tensors are copied once, out of the page cache,
+  // so a multi-gigabyte shard costs its tensors' size and no more.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error(path + ": cannot open the checkpoint", TDM_NOT_FOUND);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(path + ": cannot open the checkpoint (not a regular file)", TDM_NOT_FOUND);
+  }
+  const size_t size = size_t(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return parse_safetensors({}, path);
+  }
+  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapped == MAP_FAILED) return make_error(path + ": cannot map the checkpoint into memory", TDM_NOT_FOUND);
+  ::madvise(mapped, size, MADV_SEQUENTIAL);
+  auto parsed = parse_safetensors(std::string_view(static_cast<const char*>(mapped), size), path);
+  ::munmap(mapped, size);
+  return parsed;
 }
 
 }  // namespace tandem::host::checkpoint
