@@ -207,7 +207,7 @@ Result<Checkpoint> read_hf_weights(const std::string& dir) {
   for (const std::string& file : *files) {
     auto read = checkpoint::read_safetensors(file);
     if (!read) return read.error();
-    for (const TensorRecord& t : read->tensors) {
+    for (TensorRecord& t : read->tensors) {
       const std::string name = t.name.rfind(prefix, 0) == 0 ? t.name.substr(prefix.size()) : t.name;
       const Rule* rule = nullptr;
       for (const Rule& r : rules)
@@ -222,6 +222,7 @@ Result<Checkpoint> read_hf_weights(const std::string& dir) {
       if (config->tied && name == "lm_head.weight") continue;  // the head reads the token embedding
       auto converted = convert(t, name, *rule, file);
       if (!converted) return converted.error();
+      std::vector<std::byte>().swap(t.data);  // converted: the shard's bytes shrink as the weights grow
       for (TensorRecord& c : *converted) out.tensors.push_back(std::move(c));
     }
   }
