@@ -12,6 +12,7 @@
 
 #include "checkpoint/atomic_file.hpp"
 #include "hub/hf_config.hpp"
+#include "hub/hf_names.hpp"
 #include "hub/hf_weights.hpp"
 
 namespace tandem::host::exporting {
@@ -23,58 +24,8 @@ using checkpoint::TensorRecord;
 using hub::Family;
 using hub::HfConfig;
 
-enum class Layout { same, transposed, packed_qkv };
-
-struct Rule {
-  std::regex tandem;
-  std::string hf;  // std::regex_replace format
-  Layout layout;
-};
-
-std::vector<Rule> gpt2_rules() {
-  return {{std::regex(R"((wte|wpe)\.weight)"), "transformer.$1.weight", Layout::same},
-          {std::regex(R"((h\.\d+\.ln_[12]|ln_f)\.gamma)"), "transformer.$1.weight", Layout::same},
-          {std::regex(R"((h\.\d+\.ln_[12]|ln_f)\.beta)"), "transformer.$1.bias", Layout::same},
-          {std::regex(R"(h\.(\d+)\.attn\.q\.(weight|bias))"), "transformer.h.$1.attn.c_attn.$2",
-           Layout::packed_qkv},
-          {std::regex(R"(h\.\d+\.attn\.[kv]\.(weight|bias))"), "", Layout::packed_qkv},  // packed with q
-          {std::regex(R"(h\.(\d+)\.attn\.out\.weight)"), "transformer.h.$1.attn.c_proj.weight",
-           Layout::transposed},
-          {std::regex(R"(h\.(\d+)\.attn\.out\.bias)"), "transformer.h.$1.attn.c_proj.bias", Layout::same},
-          {std::regex(R"(h\.(\d+)\.(c_fc|c_proj)\.weight)"), "transformer.h.$1.mlp.$2.weight",
-           Layout::transposed},
-          {std::regex(R"(h\.(\d+)\.(c_fc|c_proj)\.bias)"), "transformer.h.$1.mlp.$2.bias", Layout::same},
-          {std::regex(R"(lm_head\.weight)"), "lm_head.weight", Layout::same}};
-}
-
-std::vector<Rule> llama_rules() {
-  return {{std::regex(R"(embed_tokens\.weight)"), "model.embed_tokens.weight", Layout::same},
-          {std::regex(R"((layers\.\d+\.(input_layernorm|post_attention_layernorm)|norm)\.gamma)"),
-           "model.$1.weight", Layout::same},
-          {std::regex(R"(layers\.(\d+)\.self_attn\.([qkv])\.(weight|bias))"),
-           "model.layers.$1.self_attn.$2_proj.$3", Layout::same},
-          {std::regex(R"(layers\.(\d+)\.self_attn\.out\.(weight|bias))"),
-           "model.layers.$1.self_attn.o_proj.$2", Layout::same},
-          {std::regex(R"(layers\.(\d+)\.(gate_proj|up_proj|down_proj)\.(weight|bias))"),
-           "model.layers.$1.mlp.$2.$3", Layout::same},
-          {std::regex(R"(lm_head\.weight)"), "lm_head.weight", Layout::same}};
-}
-
 const float* floats(const TensorRecord& t) {
   return reinterpret_cast<const float*>(t.data.data());
-}
-
-// [rows, cols] -> [cols, rows], into `out` at column offset `first` of `width` columns.
-void transpose_into(const TensorRecord& t, std::vector<float>& out, int64_t width, int64_t first) {
-  const int64_t rows = t.shape[0], cols = t.shape[1];
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[size_t(c * width + first + r)] = floats(t)[r * cols + c];
-}
-
-TensorRecord record(std::string name, std::vector<int64_t> shape, const std::vector<float>& v) {
-  TensorRecord t{std::move(name), TDM_F32, std::move(shape), std::vector<std::byte>(v.size() * 4)};
-  std::memcpy(t.data.data(), v.data(), t.data.size());
-  return t;
 }
 
 // GPT-2's c_attn of q, k and v: weights [C, 3C] (Conv1D: columns are outputs), biases [3C].
@@ -95,42 +46,41 @@ Result<TensorRecord> packed(const Checkpoint& cp, const std::string& q_name, std
   for (int p = 0; p < 3; ++p) {
     if (parts[size_t(p)]->shape != parts[0]->shape)
       return make_error(file + ": q, k and v of '" + q_name + "' differ in shape", TDM_INVALID_ARGUMENT);
-    if (weight)
-      transpose_into(*parts[size_t(p)], out, 3 * each, p * each);
-    else
-      std::memcpy(out.data() + p * each, floats(*parts[size_t(p)]), size_t(each) * 4);
+    // q, k and v [each, in] side by side as the columns of a Conv1D [in, 3·each].
+    const std::vector<float> columns =
+        weight ? hub::transposed_columns(floats(*parts[size_t(p)]), each, in, 0, in)
+               : std::vector<float>(floats(*parts[size_t(p)]), floats(*parts[size_t(p)]) + each);
+    for (int64_t r = 0; r < in; ++r)
+      std::memcpy(out.data() + r * 3 * each + p * each, columns.data() + r * each, size_t(each) * 4);
   }
-  return record(std::move(hf), weight ? std::vector<int64_t>{in, 3 * each} : std::vector<int64_t>{3 * each},
-                out);
+  return hub::f32_record(std::move(hf),
+                         weight ? std::vector<int64_t>{in, 3 * each} : std::vector<int64_t>{3 * each}, out);
 }
 
 // The exported tensors of `weights` (Tandem's names) for the family of `config`.
 Result<Checkpoint> hf_tensors(const Checkpoint& weights, const std::string& file, const HfConfig& config) {
-  const bool gpt2 = config.family == Family::gpt2;
-  const std::vector<Rule> rules = gpt2 ? gpt2_rules() : llama_rules();
   Checkpoint out;
   out.metadata["format"] = "pt";  // transformers loads safetensors files that say so
   for (const TensorRecord& t : weights.tensors) {
     if (t.name.rfind("optim.", 0) == 0 || t.shape.empty()) continue;  // optimizer state, step counters
-    const Rule* rule = nullptr;
-    for (const Rule& r : rules)
-      if (std::regex_match(t.name, r.tandem)) rule = &r;
+    const hub::NameRule* rule = hub::rule_for_tandem(config.family, t.name);
     if (rule == nullptr)
       return make_error(file + ": tensor '" + t.name + "' belongs to no layer of a " + config.model_type +
                             " model under Hugging Face's names (is this the model `tandem import` made?)",
                         TDM_UNSUPPORTED);
     if (t.dtype != TDM_F32) return make_error(file + ": tensor '" + t.name + "' is not f32", TDM_UNSUPPORTED);
     if (config.tied && t.name == "lm_head.weight") continue;
-    const std::string hf = std::regex_replace(t.name, rule->tandem, rule->hf);
-    if (rule->layout == Layout::packed_qkv) {
-      if (hf.empty()) continue;  // k and v: with q
+    const std::string hf =
+        hub::with_hf_prefix(config.family, std::regex_replace(t.name, rule->tandem, rule->hf_from));
+    if (rule->layout == hub::Layout::packed_qkv) {
+      if (t.name.find(".attn.q.") == std::string::npos) continue;  // k and v: packed with q
       auto p = packed(weights, t.name, hf, file);
       if (!p) return p.error();
       out.tensors.push_back(std::move(*p));
-    } else if (rule->layout == Layout::transposed) {
-      std::vector<float> v(t.data.size() / 4);
-      transpose_into(t, v, t.shape[0], 0);
-      out.tensors.push_back(record(hf, {t.shape[1], t.shape[0]}, v));
+    } else if (rule->layout == hub::Layout::transposed) {
+      out.tensors.push_back(
+          hub::f32_record(hf, {t.shape[1], t.shape[0]},
+                          hub::transposed_columns(floats(t), t.shape[0], t.shape[1], 0, t.shape[1])));
     } else {
       out.tensors.push_back(TensorRecord{hf, t.dtype, t.shape, t.data});
     }
@@ -202,14 +152,13 @@ Result<void> write_directory(const std::string& output_dir,
 }
 
 Result<std::string> hf_name(const std::string& tandem, const HfConfig& config) {
-  for (const Rule& r : config.family == Family::gpt2 ? gpt2_rules() : llama_rules())
-    if (std::regex_match(tandem, r.tandem)) {
-      if (r.layout == Layout::packed_qkv)
-        return make_error(
-            "'" + tandem + "' is packed with k and v into GPT-2's c_attn, which has no name of its own",
-            TDM_UNSUPPORTED);
-      return std::regex_replace(tandem, r.tandem, r.hf);
-    }
+  if (const hub::NameRule* r = hub::rule_for_tandem(config.family, tandem)) {
+    if (r->layout == hub::Layout::packed_qkv)
+      return make_error(
+          "'" + tandem + "' is packed with k and v into GPT-2's c_attn, which has no name of its own",
+          TDM_UNSUPPORTED);
+    return hub::with_hf_prefix(config.family, std::regex_replace(tandem, r->tandem, r->hf_from));
+  }
   return make_error("'" + tandem + "' has no Hugging Face name in a " + config.model_type + " model",
                     TDM_UNSUPPORTED);
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hub/hf_config.hpp"
+#include "hub/hf_names.hpp"
 #include "tandem/half.hpp"
 
 namespace tandem::host::hub {
@@ -17,53 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using checkpoint::Checkpoint;
 using checkpoint::TensorRecord;
-
-// How a Hugging Face tensor's values sit in Tandem's.
-enum class Layout {
-  same,
-  transposed,   // Conv1D [in, out] -> linear [out, in]
-  split3_rows,  // q|k|v packed by columns of a Conv1D: split, each transposed
-  split3,       // a packed bias: split in three
-  skipped,      // a buffer the layers recompute (causal masks, rope frequencies)
-};
-
-struct Rule {
-  std::regex hf;       // on the name without its model prefix
-  std::string tandem;  // std::regex_replace format; '%' stands for q, k or v in the split layouts
-  Layout layout;
-};
-
-std::vector<Rule> gpt2_rules() {
-  return {{std::regex(R"(wte\.weight)"), "wte.weight", Layout::same},
-          {std::regex(R"(wpe\.weight)"), "wpe.weight", Layout::same},
-          {std::regex(R"(h\.(\d+)\.(ln_[12])\.weight)"), "h.$1.$2.gamma", Layout::same},
-          {std::regex(R"(h\.(\d+)\.(ln_[12])\.bias)"), "h.$1.$2.beta", Layout::same},
-          {std::regex(R"(h\.(\d+)\.attn\.c_attn\.weight)"), "h.$1.attn.%.weight", Layout::split3_rows},
-          {std::regex(R"(h\.(\d+)\.attn\.c_attn\.bias)"), "h.$1.attn.%.bias", Layout::split3},
-          {std::regex(R"(h\.(\d+)\.attn\.c_proj\.weight)"), "h.$1.attn.out.weight", Layout::transposed},
-          {std::regex(R"(h\.(\d+)\.attn\.c_proj\.bias)"), "h.$1.attn.out.bias", Layout::same},
-          {std::regex(R"(h\.(\d+)\.mlp\.(c_fc|c_proj)\.weight)"), "h.$1.$2.weight", Layout::transposed},
-          {std::regex(R"(h\.(\d+)\.mlp\.(c_fc|c_proj)\.bias)"), "h.$1.$2.bias", Layout::same},
-          {std::regex(R"(ln_f\.weight)"), "ln_f.gamma", Layout::same},
-          {std::regex(R"(ln_f\.bias)"), "ln_f.beta", Layout::same},
-          {std::regex(R"(lm_head\.weight)"), "lm_head.weight", Layout::same},
-          {std::regex(R"(h\.\d+\.attn\.(bias|masked_bias))"), "", Layout::skipped}};
-}
-
-std::vector<Rule> llama_rules() {
-  return {{std::regex(R"(embed_tokens\.weight)"), "embed_tokens.weight", Layout::same},
-          {std::regex(R"(layers\.(\d+)\.(input_layernorm|post_attention_layernorm)\.weight)"),
-           "layers.$1.$2.gamma", Layout::same},
-          {std::regex(R"(layers\.(\d+)\.self_attn\.([qkv])_proj\.(weight|bias))"),
-           "layers.$1.self_attn.$2.$3", Layout::same},
-          {std::regex(R"(layers\.(\d+)\.self_attn\.o_proj\.(weight|bias))"), "layers.$1.self_attn.out.$2",
-           Layout::same},
-          {std::regex(R"(layers\.(\d+)\.mlp\.(gate_proj|up_proj|down_proj)\.(weight|bias))"),
-           "layers.$1.$2.$3", Layout::same},
-          {std::regex(R"(norm\.weight)"), "norm.gamma", Layout::same},
-          {std::regex(R"(lm_head\.weight)"), "lm_head.weight", Layout::same},
-          {std::regex(R"(layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"), "", Layout::skipped}};
-}
 
 Result<std::vector<float>> as_f32(const TensorRecord& t, const std::string& file) {
   size_t n = 1;
@@ -98,25 +52,10 @@ Result<std::vector<float>> as_f32(const TensorRecord& t, const std::string& file
   return out;
 }
 
-TensorRecord f32_record(std::string name, std::vector<int64_t> shape, const std::vector<float>& values) {
-  TensorRecord t{std::move(name), TDM_F32, std::move(shape), std::vector<std::byte>(values.size() * 4)};
-  std::memcpy(t.data.data(), values.data(), t.data.size());
-  return t;
-}
-
-// Columns [first, first + cols) of a row-major [rows, all] matrix, as [cols, rows].
-std::vector<float> transposed_columns(const std::vector<float>& m, int64_t rows, int64_t all, int64_t first,
-                                      int64_t cols) {
-  std::vector<float> out(size_t(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[size_t(c * rows + r)] = m[size_t(r * all + first + c)];
-  return out;
-}
-
 // The Tandem tensors of one Hugging Face tensor under `rule`.
-Result<std::vector<TensorRecord>> convert(const TensorRecord& t, const std::string& name, const Rule& rule,
-                                          const std::string& file) {
-  const std::string target = std::regex_replace(name, rule.hf, rule.tandem);
+Result<std::vector<TensorRecord>> convert(const TensorRecord& t, const std::string& name,
+                                          const NameRule& rule, const std::string& file) {
+  const std::string target = std::regex_replace(name, rule.hf, rule.tandem_from);
   auto values = as_f32(t, file);
   if (!values) return values.error();
   const auto& s = t.shape;
@@ -131,23 +70,21 @@ Result<std::vector<TensorRecord>> convert(const TensorRecord& t, const std::stri
     case Layout::transposed:
       if (!matrix) return bad_shape("a matrix");
       return std::vector<TensorRecord>{
-          f32_record(target, {s[1], s[0]}, transposed_columns(*values, s[0], s[1], 0, s[1]))};
-    case Layout::split3_rows:
-    case Layout::split3: {
-      if (rule.layout == Layout::split3_rows ? !matrix || s[1] % 3 : !vector || s[0] % 3)
-        return bad_shape("q, k and v packed in three equal parts");
+          f32_record(target, {s[1], s[0]}, transposed_columns(values->data(), s[0], s[1], 0, s[1]))};
+    case Layout::packed_qkv: {  // a Conv1D's columns [in, 3·each], or a bias [3·each]
+      if (!(matrix || vector) || s.back() % 3) return bad_shape("q, k and v packed in three equal parts");
       std::vector<TensorRecord> parts;
       const int64_t each = s.back() / 3;
       for (int p = 0; p < 3; ++p) {
         std::string part = target;
         part.replace(part.find('%'), 1, std::string(1, "qkv"[p]));
-        if (rule.layout == Layout::split3)
+        if (vector)
           parts.push_back(
               f32_record(part, {each},
                          std::vector<float>(values->begin() + p * each, values->begin() + (p + 1) * each)));
         else
           parts.push_back(
-              f32_record(part, {each, s[0]}, transposed_columns(*values, s[0], s[1], p * each, each)));
+              f32_record(part, {each, s[0]}, transposed_columns(values->data(), s[0], s[1], p * each, each)));
       }
       return parts;
     }
@@ -199,8 +136,7 @@ Result<Checkpoint> read_hf_weights(const std::string& dir) {
   auto files = weight_files(dir);
   if (!files) return files.error();
   const bool gpt2 = config->family == Family::gpt2;
-  const std::vector<Rule> rules = gpt2 ? gpt2_rules() : llama_rules();
-  const std::string prefix = gpt2 ? "transformer." : "model.";
+  const std::string prefix = hf_prefix(config->family);
   Checkpoint out;
   out.metadata["tandem.source"] = dir;
   if (gpt2) out.metadata[std::string(kLeadingRowsKey) + "wpe.weight"] = "1";
@@ -209,12 +145,7 @@ Result<Checkpoint> read_hf_weights(const std::string& dir) {
     if (!read) return read.error();
     for (TensorRecord& t : read->tensors) {
       const std::string name = t.name.rfind(prefix, 0) == 0 ? t.name.substr(prefix.size()) : t.name;
-      const Rule* rule = nullptr;
-      for (const Rule& r : rules)
-        if (std::regex_match(name, r.hf)) {
-          rule = &r;
-          break;
-        }
+      const NameRule* rule = rule_for_hf(config->family, name);
       if (rule == nullptr)
         return make_error(file + ": tensor '" + t.name + "' belongs to no layer of a " + config->model_type +
                               " model in Tandem (a variant tandem import does not read?)",
