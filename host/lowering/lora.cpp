@@ -30,9 +30,11 @@ Result<ValueId> add_lora(Context& ctx, ValueId x, ValueId y, const std::string& 
   auto a = ctx.parameter(suffix + "lora_A", {r, in}, Initializer{"kaiming_uniform", 6 * in, r});
   if (!a) return a;
   ctx.out.frozen.erase(ctx.out.parameters.back());
+  ctx.out.lora_adapters.insert(ctx.out.parameters.back());
   auto b = ctx.parameter(suffix + "lora_B", {out, r}, Initializer{"zeros"});
   if (!b) return b;
   ctx.out.frozen.erase(ctx.out.parameters.back());
+  ctx.out.lora_adapters.insert(ctx.out.parameters.back());
   ValueId dropped = x;
   if (ctx.out.mode == Mode::Train && lora.dropout > 0) {
     const int64_t seed = ctx.dropout_seed();

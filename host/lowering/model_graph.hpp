@@ -30,15 +30,6 @@ using ops::numel;
 using shapes::broadcast;
 using shapes::window_out;
 
-// A LoRA adapter's parameter ("<target>.lora_A", ".lora_B", lowering/lora.hpp):
-// weights of the base model (--init-from) have none, so it starts from its
-// initialiser.
-inline bool is_lora_adapter(const std::string& name) {
-  for (const char* end : {".lora_A", ".lora_B"})
-    if (name.size() > 7 && name.compare(name.size() - 7, 7, end) == 0) return true;
-  return false;
-}
-
 // Decode: a language model's graph for `tandem generate`, one new token per
 // run attending to the cached keys and values of the tokens before it (an
 // evaluation graph otherwise: no dropout, no gradients).
@@ -106,6 +97,8 @@ struct ModelGraph {
   std::vector<ValueId> parameters;     // weights, in layer order
   std::set<ValueId> frozen;            // those of layers with trainable = false, the base under LoRA
   std::set<std::string> lora_matched;  // [features.lora] targets that matched a projection
+  // The adapters LoRA adds: weights from elsewhere (--init-from a base) lack them.
+  std::set<ValueId> lora_adapters;
   // The nodes that widen each narrow LoRA base weight to f32, in order
   // (lora_base.hpp): a cast, and for INT8 the mul by its row scales.
   std::vector<std::vector<NodeId>> narrow_bases;

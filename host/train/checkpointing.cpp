@@ -71,7 +71,8 @@ Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executo
 }
 
 Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
-                             bool weights_only, const std::string& source) {
+                             bool weights_only, const std::string& source,
+                             const std::set<ValueId>& new_parameters) {
   std::vector<std::pair<const Value*, const checkpoint::TensorRecord*>> plan;
   std::vector<const Value*> copies;  // states copied from their sources once those are loaded
   decltype(plan) leading;            // tables of which the model takes the first rows
@@ -96,7 +97,7 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
       // Weights from elsewhere (--init-from a Hugging Face directory) have no
       // step counters (dropout's): a new run starts them afresh.
       if (weights_only && v.kind == TDM_VALUE_STATE && v.type.dims.empty()) continue;
-      if (weights_only && lowering::is_lora_adapter(v.name)) continue;  // a new adapter on loaded weights
+      if (weights_only && new_parameters.count(v.id)) continue;  // a new adapter on loaded weights
       return make_error(source + ": has no tensor '" + v.name +
                             "' that this model needs (was it written for " + "another model file?)",
                         TDM_INVALID_ARGUMENT);

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "checkpoint/safetensors.hpp"
@@ -25,8 +26,11 @@ Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executo
 // naming it and the file; nothing is written to the device before all checks
 // pass. A state that starts as a copy of another value (Value::copy_of) is
 // copied from it after the load when `weights_only` or the file lacks it.
+// `new_parameters` (LoRA's adapters) may be absent from weights loaded with
+// `weights_only`: they keep their initial values.
 Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const checkpoint::Checkpoint& cp,
-                             bool weights_only, const std::string& source);
+                             bool weights_only, const std::string& source,
+                             const std::set<ValueId>& new_parameters = {});
 
 // Where a checkpoint left its run: the metadata a resume continues from.
 struct RunPosition {

@@ -85,7 +85,8 @@ Result<program::Program*> Evaluator::for_batch(int64_t batch) {
 Result<void> Evaluator::load(const checkpoint::Checkpoint& cp, const std::string& source) {
   auto p = for_batch(spec_.train.batch_size);
   if (!p) return p.error();
-  return restore_tensors((*p)->model().graph, (*p)->executor(), cp, true, source);
+  return restore_tensors((*p)->model().graph, (*p)->executor(), cp, true, source,
+                         (*p)->model().lora_adapters);
 }
 
 Result<EvalResult> Evaluator::evaluate(const data::Dataset& set, const data::Transforms& transforms,

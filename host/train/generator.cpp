@@ -39,7 +39,8 @@ Result<std::unique_ptr<Generator>> Generator::create(const model::ModelSpec& spe
     options.outputs.push_back(m.graph.value(c.v_new)->name);
   }
   if (auto r = (*program)->allocate(std::move(options)); !r) return r.error();
-  if (auto r = restore_tensors(m.graph, (*program)->executor(), cp, true, source); !r) return r.error();
+  if (auto r = restore_tensors(m.graph, (*program)->executor(), cp, true, source, m.lora_adapters); !r)
+    return r.error();
   // The whole-window program reads the decode program's parameters.
   program::ProgramOptions w;
   w.mode = lowering::Mode::Eval;

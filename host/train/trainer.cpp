@@ -214,7 +214,7 @@ Result<void> Trainer::resume_from(const std::string& path, bool weights_only) {
     start_batch_ = position->next_batch;
     if (position->world_size != program_->data_world()) continue_with_other_ranks(position->world_size);
   }
-  return restore_tensors(model().graph, executor(), *cp, weights_only, file);
+  return restore_tensors(model().graph, executor(), *cp, weights_only, file, model().lora_adapters);
 }
 
 // Another number of ranks: continue after the samples already seen this
