@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "checkpoint/atomic_file.hpp"
+#include "checkpoint/float_tensors.hpp"
 #include "hub/hf_config.hpp"
 #include "hub/hf_names.hpp"
 #include "hub/hf_weights.hpp"
@@ -97,6 +98,7 @@ Result<void> complete_positions(Checkpoint& out, const HfConfig& config) {
   if (wpe == nullptr || wpe->shape[0] >= config.max_positions) return {};
   auto source = hub::read_hf_weights(config.dir);
   if (!source) return source.error();
+  if (auto r = checkpoint::widen_to_f32(*source, config.dir); !r) return r;
   const TensorRecord* whole = source->find("wpe.weight");
   if (whole == nullptr || whole->shape != std::vector<int64_t>{config.max_positions, wpe->shape[1]})
     return make_error(config.dir + ": has no position table of " + std::to_string(config.max_positions) +

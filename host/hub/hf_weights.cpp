@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint/float_tensors.hpp"
 #include "hub/hf_config.hpp"
 #include "hub/hf_names.hpp"
-#include "tandem/half.hpp"
 
 namespace tandem::host::hub {
 namespace {
@@ -19,44 +19,18 @@ namespace fs = std::filesystem;
 using checkpoint::Checkpoint;
 using checkpoint::TensorRecord;
 
-Result<std::vector<float>> as_f32(const TensorRecord& t, const std::string& file) {
-  size_t n = 1;
-  for (int64_t d : t.shape) n *= size_t(d);
-  std::vector<float> out(n);
-  const std::byte* p = t.data.data();
-  switch (t.dtype) {
-    case TDM_F32:
-      std::memcpy(out.data(), p, n * 4);
-      break;
-    case TDM_F64:
-      for (size_t i = 0; i < n; ++i) {
-        double d;
-        std::memcpy(&d, p + 8 * i, 8);
-        out[i] = float(d);
-      }
-      break;
-    case TDM_F16:
-    case TDM_BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, p + 2 * i, 2);
-        out[i] = t.dtype == TDM_F16 ? f16_to_f32(bits) : bf16_to_f32(bits);
-      }
-      break;
-    default:
-      return make_error(file + ": tensor '" + t.name +
-                            "' is not a floating-point tensor, which no weight of "
-                            "this family is",
-                        TDM_INVALID_ARGUMENT);
-  }
-  return out;
-}
-
 // The Tandem tensors of one Hugging Face tensor under `rule`.
-Result<std::vector<TensorRecord>> convert(const TensorRecord& t, const std::string& name,
-                                          const NameRule& rule, const std::string& file) {
+Result<std::vector<TensorRecord>> convert(TensorRecord& t, const std::string& name, const NameRule& rule,
+                                          const std::string& file) {
   const std::string target = std::regex_replace(name, rule.hf, rule.tandem_from);
-  auto values = as_f32(t, file);
+  if (rule.layout == Layout::same && (t.dtype == TDM_F32 || t.dtype == TDM_BF16 || t.dtype == TDM_F16)) {
+    // As stored: a bf16 or f16 weight is widened as it is written to its
+    // parameter (restore_tensors), or kept so by a narrow LoRA base.
+    t.name = target;
+    return std::vector<TensorRecord>{std::move(t)};
+  }
+  if (rule.layout == Layout::skipped) return std::vector<TensorRecord>{};
+  auto values = checkpoint::as_f32(t, file);
   if (!values) return values.error();
   const auto& s = t.shape;
   const bool matrix = s.size() == 2, vector = s.size() == 1;
@@ -153,7 +127,7 @@ Result<Checkpoint> read_hf_weights(const std::string& dir) {
       if (config->tied && name == "lm_head.weight") continue;  // the head reads the token embedding
       auto converted = convert(t, name, *rule, file);
       if (!converted) return converted.error();
-      std::vector<std::byte>().swap(t.data);  // converted: the shard's bytes shrink as the weights grow
+      std::vector<std::byte>().swap(t.data);  // converted (or moved): the shard shrinks as the weights grow
       for (TensorRecord& c : *converted) out.tensors.push_back(std::move(c));
     }
   }

@@ -12,8 +12,10 @@
 //            embed_tokens, layers.<i>.{input_layernorm, self_attn,
 //            post_attention_layernorm, gate_proj, up_proj, down_proj}, norm,
 //            lm_head; the attention's {q,k,v,o}_proj become its q, k, v, out.
-// Norm scales and shifts become gamma and beta. f16, bf16 and f64 tensors are
-// converted to f32 (Tandem's master weights; amp casts them per step).
+// Norm scales and shifts become gamma and beta. bf16 and f16 tensors stay
+// as stored until each is written to its parameter, widened to an f32
+// master weight (amp casts them per step) or kept by a bf16 LoRA base;
+// GPT-2's transposed and split tensors, and f64 ones, become f32.
 // A tensor that fits none of the names is refused, naming it and its file:
 // it would belong to a layer the model file lacks.
 #pragma once

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "checkpoint/float_tensors.hpp"
 #include "checkpoint/torch_names.hpp"
 #include "exec/tensor_text.hpp"
 #include "hub/hf_config.hpp"
@@ -102,21 +103,31 @@ Result<void> restore_tensors(const Graph& graph, exec::Executor& executor, const
                             "' that this model needs (was it written for " + "another model file?)",
                         TDM_INVALID_ARGUMENT);
     }
-    if (t->dtype == v.type.dtype && fits_leading_rows(*t, v, cp)) {
+    // bf16 and f16 weights (a Hugging Face directory's) widen exactly into f32.
+    const bool widened = v.type.dtype == TDM_F32 && (t->dtype == TDM_BF16 || t->dtype == TDM_F16);
+    const bool dtype_fits = t->dtype == v.type.dtype || widened;
+    if (dtype_fits && fits_leading_rows(*t, v, cp)) {
       leading.emplace_back(&v, t);
       continue;
     }
-    if (t->dtype != v.type.dtype || t->shape != v.type.dims)
+    if (!dtype_fits || t->shape != v.type.dims)
       return make_error(source + ": tensor '" + v.name + "' is " + ops::dims_str(t->shape) + " (" +
                             exec::dtype_name(t->dtype) + ") but the model needs " +
                             ops::dims_str(v.type.dims) + " (" + exec::dtype_name(v.type.dtype) + ")",
                         TDM_INVALID_ARGUMENT);
     plan.emplace_back(&v, t);
   }
+  // One tensor widened at a time, so a bf16 model directory loads in its own size.
+  auto write = [&](const Value& v, const checkpoint::TensorRecord& t, size_t bytes) -> Result<void> {
+    if (t.dtype == v.type.dtype) return executor.write(v.id, t.data.data(), bytes);
+    auto values = checkpoint::as_f32(t, source);
+    if (!values) return values.error();
+    return executor.write(v.id, values->data(), bytes);
+  };
   for (const auto& [v, t] : plan)
-    if (auto r = executor.write(v->id, t->data.data(), t->data.size()); !r) return r;
+    if (auto r = write(*v, *t, bytes_of(v->type)); !r) return r;
   for (const auto& [v, t] : leading)  // row-major: the first rows are the first bytes
-    if (auto r = executor.write(v->id, t->data.data(), bytes_of(v->type)); !r) return r;
+    if (auto r = write(*v, *t, bytes_of(v->type)); !r) return r;
   return copy_states_from_sources(graph, executor, copies);
 }
 

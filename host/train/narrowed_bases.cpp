@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "checkpoint/float_tensors.hpp"
 #include "exec/tensor_text.hpp"
 #include "lowering/lora_base.hpp"
 #include "ops/shapes.hpp"
@@ -34,14 +35,15 @@ Result<checkpoint::Checkpoint> narrowed_bases(const Graph& graph, const checkpoi
     if (v.kind != TDM_VALUE_PARAMETER || v.type.dims.size() != 2 || (!int8 && !bf16)) continue;
     const TensorRecord* t = cp.find(v.name);
     if (t == nullptr || t->dtype == v.type.dtype || (int8 && cp.find(scale->name) != nullptr)) continue;
-    if (t->dtype != TDM_F32 || t->shape != v.type.dims)
+    if (!checkpoint::is_float_dtype(t->dtype) || t->shape != v.type.dims)
       return make_error(source + ": tensor '" + v.name + "' is " + ops::dims_str(t->shape) + " (" +
                             exec::dtype_name(t->dtype) + "); the model's " + exec::dtype_name(v.type.dtype) +
-                            " base is made from " + ops::dims_str(v.type.dims) + " (f32)",
+                            " base is made from floating-point weights " + ops::dims_str(v.type.dims),
                         TDM_INVALID_ARGUMENT);
     const int64_t rows = v.type.dims[0], cols = v.type.dims[1];
-    std::vector<float> w(size_t(rows * cols));
-    std::memcpy(w.data(), t->data.data(), w.size() * sizeof(float));
+    auto widened = checkpoint::as_f32(*t, source);
+    if (!widened) return widened.error();
+    const std::vector<float>& w = *widened;
     if (bf16) {
       std::vector<uint16_t> narrow(w.size());
       for (size_t k = 0; k < w.size(); ++k) narrow[k] = f32_to_bf16(w[k]);

@@ -1,6 +1,6 @@
-// A narrow LoRA base (lowering/lora_base.hpp) started from weights in f32
-// (a Hugging Face directory, whose bf16 and f16 tensors the reader widens;
-// a run without it): each base weight narrowed as it loads. "bf16" rounds
+// A narrow LoRA base (lowering/lora_base.hpp) started from weights wider
+// than it (a Hugging Face directory's bf16 or f16 for an INT8 base, a run
+// without it in f32): each base weight narrowed as it loads. "bf16" rounds
 // to nearest even (exact for weights that were bf16); "int8" quantizes per
 // row and symmetric as `tandem quantize` does, into the s8 values and row
 // scales the model holds. Weights already narrow (the run's own

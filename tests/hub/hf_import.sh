@@ -100,6 +100,27 @@ models compare llama lora.safetensors --adapter lora-adapter --tolerance 1e-5 2>
 "$tandem" export lora.toml --weights lora-run --format hf --output lora-merged || fail "export of the merged model"
 models compare lora-merged lora.safetensors --tolerance 1e-5 2>/dev/null || fail "the merged export differs"
 
+echo "== a bf16 directory: widened as it loads, or kept as the base of LoRA"
+"$tandem" import llama_bf16 --context 48 --output llama_bf16.toml >/dev/null || fail "import of llama_bf16"
+"$tandem" eval llama_bf16.toml --weights llama_bf16 --set data.train_tokens=tokens.bin --split validation \
+  --device onednn --threads 1 --outputs llama_bf16.safetensors >/dev/null 2>&1 || fail "tandem eval of llama_bf16"
+models compare llama_bf16 llama_bf16.safetensors --tolerance 1e-5 2>/dev/null ||
+  fail "llama_bf16's logits differ from transformers' in f32 from the same bf16 weights"
+printf '\n[features.lora]\nrank = 4\nbase = "bf16"\ntargets = ["layers.*.self_attn.q"]\n' >>llama_bf16.toml
+"$tandem" train llama_bf16.toml --init-from llama_bf16 --device onednn --threads 1 --set data.train_tokens=tokens.bin \
+  --set train.steps=2 --run-dir bf16-kept >bf16-kept.log 2>&1 || { cat bf16-kept.log >&2; fail "LoRA on llama_bf16"; }
+"$venv/bin/python" - llama_bf16/model.safetensors bf16-kept/checkpoints/step-000000002.safetensors <<'PY' ||
+import sys
+from safetensors import safe_open
+hf, run = (safe_open(f, "pt") for f in sys.argv[1:])
+for name in hf.keys():
+    if "self_attn.q_proj" in name:
+        ours = name.replace("model.", "").replace("q_proj", "q")
+        assert run.get_tensor(ours).equal(hf.get_tensor(name)), name
+print("the bf16 base is the directory's, bit for bit")
+PY
+  fail "the bf16 base differs from the directory's tensors"
+
 echo "== LoRA on a bf16 and an INT8 base: merged into its widened weights, transformers computes Tandem's logits"
 for base in bf16 int8; do
   cp llama.toml "$base.toml"

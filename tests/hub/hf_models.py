@@ -2,8 +2,9 @@
 """Tiny randomly initialised Hugging Face models of each family Tandem
 imports, and the logits transformers computes with them.
 
-  hf_models.py make WORK            writes WORK/<family>/ (save_pretrained, f32)
-                                    and WORK/tokens.bin (u16 ids)
+  hf_models.py make WORK            writes WORK/<family>/ (save_pretrained, f32),
+                                    WORK/llama_bf16/ (the llama in bf16) and
+                                    WORK/tokens.bin (u16 ids)
   hf_models.py compare MODEL_DIR OUTPUTS [--tolerance T] [--adapter DIR]
                                     runs the model (with PEFT's adapter from
                                     DIR over it) on the "input" windows of
@@ -66,6 +67,8 @@ def make(work):
                 if p.dim() == 1:
                     p.copy_(torch.randn_like(p) * 0.1 + (1.0 if "norm" in name or "ln_" in name else 0.0))
         model.save_pretrained(f"{work}/{family}", safe_serialization=True, **save)
+        if family == "llama":  # as published checkpoints mostly are: bf16
+            model.to(torch.bfloat16).save_pretrained(f"{work}/llama_bf16", safe_serialization=True)
     rng = np.random.default_rng(0)
     rng.integers(0, VOCAB, size=4096, dtype=np.uint16).tofile(f"{work}/tokens.bin")
 
