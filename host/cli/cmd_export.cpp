@@ -5,7 +5,6 @@
 // `tandem import` made (export/hf_export.hpp).
 #include <iostream>
 
-#include "checkpoint/float_tensors.hpp"
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/weights.hpp"
@@ -112,11 +111,8 @@ int run_export(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  auto read = read_model_weights(vm["weights"].as<std::string>());
-  if (read) {  // a Hugging Face directory's bf16 weights, a bf16 LoRA base: exports write f32
-    if (auto widened = host::checkpoint::widen_to_f32(read->checkpoint, read->path); !widened)
-      read = widened.error();
-  }
+  // A Hugging Face directory's bf16 weights, a bf16 LoRA base: exports write f32.
+  auto read = read_model_weights(vm["weights"].as<std::string>(), /*as_f32=*/true);
   if (!read) {
     print_error(read.error().message);
     return kExitInput;

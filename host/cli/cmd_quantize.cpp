@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include "checkpoint/float_tensors.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "cli/cli_common.hpp"
 #include "cli/exit_codes.hpp"
@@ -81,11 +80,7 @@ int run_quantize(const std::vector<std::string>& args, GlobalOptions globals) {
     print_error(spec.error().message);
     return kExitInput;
   }
-  auto weights = read_weights(vm["weights"].as<std::string>());
-  if (weights) {  // a Hugging Face directory's bf16 weights: quantized from their f32 values
-    if (auto widened = host::checkpoint::widen_to_f32(weights->checkpoint, weights->path); !widened)
-      weights = widened.error();
-  }
+  auto weights = read_weights(vm["weights"].as<std::string>(), /*as_f32=*/true);
   if (!weights) {
     print_error(weights.error().message);
     return kExitInput;

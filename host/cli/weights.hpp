@@ -18,13 +18,15 @@ struct Weights {
 };
 
 // Errors name the directory without checkpoints or the unreadable file.
-host::Result<Weights> read_weights(const std::string& file_or_run_dir);
+// A Hugging Face directory's bf16 and f16 weights stay so unless
+// `as_f32` (for commands that read the values themselves: export, quantize).
+host::Result<Weights> read_weights(const std::string& file_or_run_dir, bool as_f32 = false);
 
 // A trained model's weights, and its INT8 plan when the checkpoint is INT8
 // (calibration.json beside it).
 struct ModelWeights : Weights {
   std::optional<host::lowering::Int8Plan> int8;
 };
-host::Result<ModelWeights> read_model_weights(const std::string& given);
+host::Result<ModelWeights> read_model_weights(const std::string& given, bool as_f32 = false);
 
 }  // namespace tandem::cli
