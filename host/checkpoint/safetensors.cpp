@@ -236,7 +236,8 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
   }
   void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  if (mapped == MAP_FAILED) return make_error(path + ": cannot map the checkpoint into memory", TDM_NOT_FOUND);
+  if (mapped == MAP_FAILED)
+    return make_error(path + ": cannot map the checkpoint into memory", TDM_NOT_FOUND);
   ::madvise(mapped, size, MADV_SEQUENTIAL);
   auto parsed = parse_safetensors(std::string_view(static_cast<const char*>(mapped), size), path);
   ::munmap(mapped, size);
