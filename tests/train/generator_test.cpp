@@ -119,21 +119,25 @@ class Decoding : public ReferenceDevice {
     return logits;
   }
 
+  // Decoding `tokens` one at a time gives, at each, the window's logits there.
+  void expect_steps_as_window(const std::vector<int32_t>& tokens) {
+    auto gen = host::train::Generator::create(spec_, *device_, *registry_, checkpoint_, "random", nullptr);
+    ASSERT_TRUE(gen.ok()) << gen.error().message;
+    const std::vector<float> whole = window_logits(tokens);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      auto logits = (*gen)->step(tokens[t]);
+      ASSERT_TRUE(logits.ok()) << logits.error().message;
+      for (size_t v = 0; v < 256; ++v)
+        ASSERT_NEAR((**logits)[v], whole[t * 256 + v], 2e-5) << "position " << t << " token " << v;
+    }
+  }
+
   host::model::ModelSpec spec_;
   host::checkpoint::Checkpoint checkpoint_;
 };
 
 TEST_F(Decoding, EachTokensLogitsEqualTheWholeWindowsForward) {
-  auto gen = host::train::Generator::create(spec_, *device_, *registry_, checkpoint_, "random", nullptr);
-  ASSERT_TRUE(gen.ok()) << gen.error().message;
-  const std::vector<int32_t> tokens = {72, 101, 108, 108, 111, 33};
-  const std::vector<float> whole = window_logits(tokens);
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    auto logits = (*gen)->step(tokens[t]);
-    ASSERT_TRUE(logits.ok()) << logits.error().message;
-    for (size_t v = 0; v < 256; ++v)
-      ASSERT_NEAR((**logits)[v], whole[t * 256 + v], 2e-5) << "position " << t << " token " << v;
-  }
+  expect_steps_as_window({72, 101, 108, 108, 111, 33});
 }
 
 // Llama 3.1's rope scaling reaches the rope of decoding too (an original
@@ -149,16 +153,9 @@ class ScaledRopeDecoding : public Decoding {
 };
 
 TEST_F(ScaledRopeDecoding, EachTokensLogitsEqualTheWholeWindowsForward) {
-  auto gen = host::train::Generator::create(spec_, *device_, *registry_, checkpoint_, "random", nullptr);
-  ASSERT_TRUE(gen.ok()) << gen.error().message;
   const std::vector<int32_t> tokens = {9, 201, 18, 7, 111, 3};
+  expect_steps_as_window(tokens);
   const std::vector<float> whole = window_logits(tokens);
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    auto logits = (*gen)->step(tokens[t]);
-    ASSERT_TRUE(logits.ok()) << logits.error().message;
-    for (size_t v = 0; v < 256; ++v)
-      ASSERT_NEAR((**logits)[v], whole[t * 256 + v], 2e-5) << "position " << t << " token " << v;
-  }
   // The scaling changes the model: unscaled, the same weights differ.
   auto plain = host::model::parse_model_text(kModel, "lm.toml");
   ASSERT_TRUE(plain.ok());

@@ -4,6 +4,7 @@
 // backward makes again, so no copy lives from forward to backward.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "lowering/autodiff.hpp"
@@ -41,13 +42,22 @@ base = "int8"
 targets = ["fc2"]
 )";
 
-TEST(Int8Base, IsFrozenS8ReadThroughCopiesThatDoNotLiveFromForwardToBackward) {
-  auto spec = host::model::parse_model_text(kModel, "qlora.toml");
-  ASSERT_TRUE(spec.ok()) << spec.error().message;
+// The training graph of `text` up to its backward, the widened bases made again.
+std::optional<host::lowering::ModelGraph> lowered(const std::string& text) {
+  auto spec = host::model::parse_model_text(text, "qlora.toml");
+  EXPECT_TRUE(spec.ok()) << spec.error().message;
+  if (!spec.ok()) return std::nullopt;
   auto model = host::lowering::build_forward(*spec, 4, host::lowering::Mode::Train);
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  ASSERT_TRUE(host::lowering::append_backward(*model).ok());
-  ASSERT_TRUE(host::lowering::widen_again_for_backward(*model).ok());
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  if (!model.ok()) return std::nullopt;
+  EXPECT_TRUE(host::lowering::append_backward(*model).ok());
+  EXPECT_TRUE(host::lowering::widen_again_for_backward(*model).ok());
+  return std::move(*model);
+}
+
+TEST(Int8Base, IsFrozenS8ReadThroughCopiesThatDoNotLiveFromForwardToBackward) {
+  auto model = lowered(kModel);
+  ASSERT_TRUE(model.has_value());
   const Graph& g = model->graph;
   EXPECT_EQ(model->narrow_bases.size(), 3u);
   for (const char* layer : {"fc1", "fc2", "fc3"}) {
@@ -87,12 +97,8 @@ TEST(Int8Base, IsFrozenS8ReadThroughCopiesThatDoNotLiveFromForwardToBackward) {
 TEST(Bf16Base, IsFrozenBf16ReadThroughACastMadeAgainInBackward) {
   std::string text = kModel;
   text.replace(text.find("\"int8\""), 6, "\"bf16\"");
-  auto spec = host::model::parse_model_text(text, "qlora.toml");
-  ASSERT_TRUE(spec.ok()) << spec.error().message;
-  auto model = host::lowering::build_forward(*spec, 4, host::lowering::Mode::Train);
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  ASSERT_TRUE(host::lowering::append_backward(*model).ok());
-  ASSERT_TRUE(host::lowering::widen_again_for_backward(*model).ok());
+  auto model = lowered(text);
+  ASSERT_TRUE(model.has_value());
   const Graph& g = model->graph;
   ASSERT_EQ(model->narrow_bases.size(), 3u);
   for (const std::vector<NodeId>& chain : model->narrow_bases) {
