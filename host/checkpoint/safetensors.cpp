@@ -150,7 +150,8 @@ std::string json_error_at(std::string_view header, size_t byte) {
 
 }  // namespace
 
-Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path) {
+Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path,
+                                     const TensorFilter& keep) {
   const auto corrupt = [&](const std::string& why) {
     return make_error(path + ": not a valid safetensors checkpoint (" + why + "); nothing was loaded",
                       TDM_INVALID_ARGUMENT);
@@ -173,7 +174,7 @@ Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& 
     if (header.contains("__metadata__"))
       for (const auto& [k, v] : header["__metadata__"].items()) cp.metadata[k] = v.get<std::string>();
     for (const auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") continue;
+      if (name == "__metadata__" || (keep && !keep(name))) continue;
       TensorRecord t;
       t.name = name;
       t.dtype = dtype_from_safetensors(entry.at("dtype").get<std::string>());
@@ -219,7 +220,7 @@ Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& 
   return cp;
 }
 
-Result<Checkpoint> read_safetensors(const std::string& path) {
+Result<Checkpoint> read_safetensors(const std::string& path, const TensorFilter& keep) {
   // Mapped, not read: the tensors are copied once, out of the page cache,
   // so a multi-gigabyte shard costs its tensors' size and no more.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -232,14 +233,14 @@ Result<Checkpoint> read_safetensors(const std::string& path) {
   const size_t size = size_t(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return parse_safetensors({}, path);
+    return parse_safetensors({}, path, keep);
   }
   void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (mapped == MAP_FAILED)
     return make_error(path + ": cannot map the checkpoint into memory", TDM_NOT_FOUND);
   ::madvise(mapped, size, MADV_SEQUENTIAL);
-  auto parsed = parse_safetensors(std::string_view(static_cast<const char*>(mapped), size), path);
+  auto parsed = parse_safetensors(std::string_view(static_cast<const char*>(mapped), size), path, keep);
   ::munmap(mapped, size);
   return parsed;
 }

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -38,11 +39,15 @@ struct Checkpoint {
 };
 
 Result<void> write_safetensors(const std::string& path, const Checkpoint& checkpoint);
-// Reads and verifies every tensor's checksum (when present).
-Result<Checkpoint> read_safetensors(const std::string& path);
+// Which tensors, by their name in the file, to read (empty: all).
+using TensorFilter = std::function<bool(const std::string& name)>;
+// Reads and verifies every tensor's checksum (when present); with `keep`,
+// only the tensors it keeps (the others' bytes are never touched).
+Result<Checkpoint> read_safetensors(const std::string& path, const TensorFilter& keep = {});
 // The same from the file's bytes in memory; `path` only names it in errors
 // (the fuzzer, tests/fuzz, calls this one).
-Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path);
+Result<Checkpoint> parse_safetensors(std::string_view bytes, const std::string& path,
+                                     const TensorFilter& keep = {});
 
 // The safetensors dtype string ("F32") of a Tandem dtype, and back.
 const char* safetensors_dtype(tdm_dtype dtype);

@@ -96,7 +96,10 @@ Result<void> complete_positions(Checkpoint& out, const HfConfig& config) {
   for (TensorRecord& t : out.tensors)
     if (t.name == "transformer.wpe.weight") wpe = &t;
   if (wpe == nullptr || wpe->shape[0] >= config.max_positions) return {};
-  auto source = hub::read_hf_weights(config.dir);
+  // That one tensor, under either of its stored names.
+  auto source = hub::read_hf_weights(config.dir, [](const std::string& name) {
+    return name == "wpe.weight" || name == "transformer.wpe.weight";
+  });
   if (!source) return source.error();
   if (auto r = checkpoint::widen_to_f32(*source, config.dir); !r) return r;
   const TensorRecord* whole = source->find("wpe.weight");

@@ -104,7 +104,7 @@ Result<std::vector<std::string>> weight_files(const std::string& dir) {
 
 }  // namespace
 
-Result<Checkpoint> read_hf_weights(const std::string& dir) {
+Result<Checkpoint> read_hf_weights(const std::string& dir, const checkpoint::TensorFilter& keep) {
   auto config = read_hf_config(dir);
   if (!config) return config.error();
   auto files = weight_files(dir);
@@ -115,7 +115,7 @@ Result<Checkpoint> read_hf_weights(const std::string& dir) {
   out.metadata["tandem.source"] = dir;
   if (gpt2) out.metadata[std::string(kLeadingRowsKey) + "wpe.weight"] = "1";
   for (const std::string& file : *files) {
-    auto read = checkpoint::read_safetensors(file);
+    auto read = checkpoint::read_safetensors(file, keep);
     if (!read) return read.error();
     for (TensorRecord& t : read->tensors) {
       const std::string name = t.name.rfind(prefix, 0) == 0 ? t.name.substr(prefix.size()) : t.name;

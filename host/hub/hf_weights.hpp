@@ -27,7 +27,9 @@
 
 namespace tandem::host::hub {
 
-Result<checkpoint::Checkpoint> read_hf_weights(const std::string& dir);
+// `keep` (by Hugging Face name, as stored) reads only some tensors.
+Result<checkpoint::Checkpoint> read_hf_weights(const std::string& dir,
+                                               const checkpoint::TensorFilter& keep = {});
 
 // Checkpoint metadata naming a tensor of which the model may take only the
 // first rows: GPT-2's learned positions, trained for n_positions and
