@@ -7,7 +7,7 @@
 # crash, leak, UB, timeout or excess memory; without clang++ and libFuzzer
 # it reports SKIPPED with the reason, never passed.
 option(TANDEM_BUILD_FUZZERS "Build the libFuzzer targets of tests/fuzz with clang++ when it has libFuzzer" ON)
-set(TANDEM_FUZZ_SECONDS 30 CACHE STRING "How long each fuzz.<target> test fuzzes")
+set(TANDEM_FUZZ_SECONDS 20 CACHE STRING "How long each fuzz.<target> test fuzzes")
 set(TANDEM_FUZZ_BUILD_JOBS "2" CACHE STRING "Parallel jobs of the fuzzers' build (empty: the generator's default; 2 as the rest of the build)")
 find_program(TANDEM_FUZZ_CXX NAMES clang++ DOC "clang++ with libFuzzer, for tests/fuzz")
 

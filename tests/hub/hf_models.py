@@ -10,10 +10,14 @@ imports, and the logits transformers computes with them.
                                     DIR over it) on the "input" windows of
                                     `tandem eval --outputs` and compares its
                                     logits with Tandem's "logits"
-  hf_models.py generate MODEL_DIR IDS --tokens N
+  hf_models.py compare-list LISTING [--tolerance T]
+                                    compare for each line MODEL_DIR OUTPUTS
+                                    [ADAPTER] of LISTING, in one process
+  hf_models.py generate IDS MODEL_DIR... --tokens N
                                     transformers' greedy continuation of the
                                     comma-separated IDS (no end-of-sequence
-                                    stop), printed as Tandem's --print-ids
+                                    stop) by each model, one line each:
+                                    MODEL_DIR and the ids as --print-ids
 """
 import argparse
 import sys
@@ -84,19 +88,34 @@ def compare(model_dir, outputs, tolerance, adapter=None):
     with torch.no_grad():
         theirs = model(ids).logits.double().numpy().reshape(ours.shape)
     worst = float(np.max(np.abs(ours - theirs)) / np.max(np.abs(theirs)))
-    print(f"{model_dir}{' + ' + adapter if adapter else ''}: {ids.shape[0]} windows of {ids.shape[1]} tokens, largest difference "
-          f"{worst:.2e} of the largest logit (tolerance {tolerance:g})")
+    print(f"{model_dir}{' + ' + adapter if adapter else ''} ({outputs}): {ids.shape[0]} windows of {ids.shape[1]} "
+          f"tokens, largest difference {worst:.2e} of the largest logit (tolerance {tolerance:g})"
+          f"{'' if worst <= tolerance else ': FAILED'}")
     return worst <= tolerance
 
 
-def generate(model_dir, ids, tokens):
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
-    model.generation_config.eos_token_id = None  # as Tandem without a tokenizer: no stop token
-    model.generation_config.pad_token_id = 0
-    prompt = torch.tensor([[int(i) for i in ids.split(",")]])
-    with torch.no_grad():
-        out = model.generate(prompt, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens)
-    print(",".join(str(int(i)) for i in out[0, prompt.shape[1]:]))
+def compare_list(listing, tolerance):
+    """One process for many comparisons (torch starts once): each line of
+    LISTING is MODEL_DIR OUTPUTS [ADAPTER]."""
+    ok = True
+    with open(listing) as f:
+        for line in f:
+            fields = line.split()
+            if fields:
+                adapter = fields[2] if len(fields) > 2 else None
+                ok = compare(fields[0], fields[1], tolerance, adapter) and ok
+    return ok
+
+
+def generate(model_dirs, ids, tokens):
+    for model_dir in model_dirs:
+        model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+        model.generation_config.eos_token_id = None  # as Tandem without a tokenizer: no stop token
+        model.generation_config.pad_token_id = 0
+        prompt = torch.tensor([[int(i) for i in ids.split(",")]])
+        with torch.no_grad():
+            out = model.generate(prompt, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens)
+        print(model_dir, ",".join(str(int(i)) for i in out[0, prompt.shape[1]:]))
 
 
 def main():
@@ -108,17 +127,22 @@ def main():
     c.add_argument("outputs")
     c.add_argument("--tolerance", type=float, default=1e-5)
     c.add_argument("--adapter")
+    c = sub.add_parser("compare-list")
+    c.add_argument("listing")
+    c.add_argument("--tolerance", type=float, default=1e-5)
     g = sub.add_parser("generate")
-    g.add_argument("model_dir")
     g.add_argument("ids")
+    g.add_argument("model_dirs", nargs="+")
     g.add_argument("--tokens", type=int, default=32)
     args = parser.parse_args()
     if args.command == "make":
         make(args.work)
         return 0
     if args.command == "generate":
-        generate(args.model_dir, args.ids, args.tokens)
+        generate(args.model_dirs, args.ids, args.tokens)
         return 0
+    if args.command == "compare-list":
+        return 0 if compare_list(args.listing, args.tolerance) else 1
     return 0 if compare(args.model_dir, args.outputs, args.tolerance, args.adapter) else 1
 
 
