@@ -5,9 +5,9 @@
 #include <set>
 
 #include "checkpoint/atomic_file.hpp"
+#include "checkpoint/float_tensors.hpp"
 #include "export/hf_export.hpp"
 #include "lowering/lora_base.hpp"
-#include "tandem/half.hpp"
 
 namespace tandem::host::exporting {
 namespace {
@@ -41,24 +41,11 @@ Result<std::pair<const TensorRecord*, const TensorRecord*>> adapter(const Checkp
   return std::pair{a, b};
 }
 
-// A narrow base (lowering/lora_base.hpp) as the f32 weights the run
-// computed with: bf16 widened; INT8 q·scale per row, rounded once as the
-// graph's mul does.
-void widen_bases(Checkpoint& cp) {
+// An INT8 base (lowering/lora_base.hpp) as the f32 weights the run
+// computed with: q·scale per row, rounded once as the graph's mul does.
+void dequantize_int8_bases(Checkpoint& cp) {
   std::set<std::string> scales;  // of the weights dequantized, dropped after
   for (TensorRecord& w : cp.tensors) {
-    if (w.dtype == TDM_BF16 && w.shape.size() == 2 && !w.name.starts_with("optim.")) {
-      std::vector<std::byte> wide(w.data.size() * 2);
-      for (size_t k = 0; k < w.data.size() / 2; ++k) {
-        uint16_t bits;
-        std::memcpy(&bits, w.data.data() + 2 * k, 2);
-        const float f = bf16_to_f32(bits);
-        std::memcpy(wide.data() + 4 * k, &f, 4);
-      }
-      w.dtype = TDM_F32;
-      w.data = std::move(wide);
-      continue;
-    }
     const TensorRecord* scale = cp.find(w.name + lowering::kInt8BaseScale);
     if (w.dtype != TDM_S8 || w.shape.size() != 2 || scale == nullptr || scale->dtype != TDM_F32 ||
         scale->shape != std::vector<int64_t>{w.shape[0]})
@@ -81,7 +68,9 @@ void widen_bases(Checkpoint& cp) {
 Result<Checkpoint> merged_lora(const Checkpoint& weights, const model::LoraSpec& lora,
                                const std::string& file) {
   Checkpoint out = weights;
-  widen_bases(out);
+  // A bf16 base widens as any bf16 tensor does.
+  if (auto widened = checkpoint::widen_to_f32(out, file); !widened) return widened.error();
+  dequantize_int8_bases(out);
   for (const std::string& target : adapted(weights)) {
     auto ab = adapter(weights, target, file);
     if (!ab) return ab.error();
