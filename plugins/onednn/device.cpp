@@ -1,9 +1,11 @@
-// oneDNN backend — thread configuration, the op registry, the device's prepare.
+// oneDNN backend — thread and device configuration, the op registry, the
+// device's prepare.
 #include "device.hpp"
 
 #include <omp.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -66,17 +68,58 @@ int parse_threads(const std::string& value) {
   return static_cast<int>(n);
 }
 
-OnednnBackend::OnednnBackend() {
+namespace {
+
+// The "threads" value; 0 when absent or not a number (warned about).
+int configured_threads() {
   const std::optional<std::string> threads = Host::config("threads");
-  if (!threads) return;
+  if (!threads) return 0;
   const int n = parse_threads(*threads);
-  if (n == 0) {
+  if (n == 0)
     Host::log(TDM_LOG_WARNING,
               "onednn: ignoring threads = '" + *threads + "' (not a whole number from 1 to 4096)");
+  return n;
+}
+
+}  // namespace
+
+OnednnBackend::OnednnBackend() {
+  const int threads = configured_threads();
+  std::vector<CpuList> groups;
+  if (const std::optional<std::string> devices = Host::config("plugins.onednn.devices")) {
+    DeviceGroups asked = device_groups(*devices, affinity_cpus());
+    if (!asked.error.empty()) throw Error(TDM_INVALID_ARGUMENT, asked.error);
+    groups = std::move(asked.groups);
+    if (*devices == "numa" && groups.size() == 1)
+      Host::log(TDM_LOG_INFO, "onednn: devices = numa: this process's CPUs (" + cpu_list_str(groups[0]) +
+                                  ") are on one NUMA node, so one device, unbound");
+  }
+  if (groups.size() > 1) {
+    add_bound_devices(groups, threads);
     return;
   }
-  omp_set_num_threads(n);
-  Host::log(TDM_LOG_INFO, "onednn: using " + std::to_string(n) + " threads");
+  // One device: no binding, the thread count set once for the process.
+  devices_.push_back(std::make_unique<OnednnDevice>("onednn:0", nullptr));
+  if (threads == 0) return;
+  omp_set_num_threads(threads);
+  Host::log(TDM_LOG_INFO, "onednn: using " + std::to_string(threads) + " threads");
+}
+
+// One bound device per group: the group's size in threads, or with
+// "threads" = T the total T shared evenly (at least 1 each).
+void OnednnBackend::add_bound_devices(const std::vector<CpuList>& groups, int threads) {
+  const int n = int(groups.size());
+  std::string line = "onednn: " + std::to_string(n) + " devices:";
+  for (int k = 0; k < n; ++k) {
+    const int team = threads > 0 ? std::max(1, threads / n) : int(groups[size_t(k)].size());
+    auto binding = std::make_shared<const CpuBinding>(groups[size_t(k)], team);
+    const std::string id = "onednn:" + std::to_string(k);
+    devices_.push_back(std::make_unique<OnednnDevice>(id, binding));
+    line += (k > 0 ? ", " : " ") + id + " cpus " + cpu_list_str(binding->cpus()) + " (" +
+            std::to_string(team) + (team == 1 ? " thread)" : " threads)");
+  }
+  if (threads > 0) line += "; threads = " + std::to_string(threads) + " shared among them";
+  Host::log(TDM_LOG_INFO, line);
 }
 
 void* OnednnDevice::allocate(size_t bytes) {
@@ -96,6 +139,16 @@ void* OnednnDevice::allocate(size_t bytes) {
 }
 
 std::unique_ptr<Kernel> OnednnDevice::prepare(const OpView& op, size_t& workspace_bytes) {
+  if (!binding_) return prepare_kernel(op, workspace_bytes);
+  // oneDNN fixes a primitive's thread count at its creation, and some own
+  // kernels size their workspace by it: prepare as this device.
+  binding_->apply();
+  std::unique_ptr<Kernel> kernel = prepare_kernel(op, workspace_bytes);
+  if (!kernel) return kernel;
+  return std::make_unique<BoundKernel>(std::move(kernel), binding_);
+}
+
+std::unique_ptr<Kernel> OnednnDevice::prepare_kernel(const OpView& op, size_t& workspace_bytes) {
   workspace_bytes = 0;
   const OpEntry& entry = registry().resolve(op);  // unknown op, newer version, negative dims
   check_native_requests(op, entry);
@@ -112,10 +165,12 @@ std::unique_ptr<Kernel> OnednnDevice::prepare(const OpView& op, size_t& workspac
 }
 
 Device& OnednnBackend::device(uint32_t index) {
-  if (index != 0)
+  const size_t n = devices_.size();
+  if (index >= n)
     throw Error(TDM_INVALID_ARGUMENT, "onednn: device index " + std::to_string(index) +
-                                          " does not exist (the onednn backend has 1 device)");
-  return device_;
+                                          " does not exist (the onednn backend has " + std::to_string(n) +
+                                          (n == 1 ? " device)" : " devices)"));
+  return *devices_[index];
 }
 
 }  // namespace tandem::onednn
