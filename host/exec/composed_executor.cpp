@@ -120,6 +120,12 @@ Result<std::pair<DeviceExecutor*, ValueId>> ComposedExecutor::owner_of(ValueId v
   return std::make_pair(parts_[it->second.first].executor.get(), it->second.second);
 }
 
+std::optional<std::pair<size_t, ValueId>> ComposedExecutor::home_of(ValueId value) const {
+  auto it = owner_.find(value);
+  if (it == owner_.end()) return std::nullopt;
+  return it->second;
+}
+
 void* ComposedExecutor::device_pointer(ValueId value) const {
   auto owner = owner_of(value);
   return owner ? owner->first->device_pointer(owner->second) : nullptr;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -47,6 +48,8 @@ struct TransferOptions {
 };
 
 class ComposedExecutor final : public Executor {
+  friend class PipelinedExecutor;  // forwards its profile()
+
  public:
   // See Executor::compose.
   ComposedExecutor(std::vector<ExecutorPart> parts, std::vector<ExecutorTransfer> transfers,
@@ -95,6 +98,10 @@ class ComposedExecutor final : public Executor {
   uint64_t transferred_bytes() const noexcept override { return transferred_bytes_; }
   double transfer_busy_us() const noexcept override;
   double transfer_wait_us() const noexcept override;
+
+  // The part that holds a global value (its home) and the part's value;
+  // nullopt for a value no part holds.
+  std::optional<std::pair<size_t, ValueId>> home_of(ValueId value) const;
 
   // How copies run (see TransferOptions): waits for the copies in flight,
   // then re-routes every transfer; copy streams and events are rebuilt at

@@ -81,6 +81,7 @@ class DeviceExecutor final : public Executor {
   // writes, kNoValue for an absent optional input.
   const std::vector<ValueId>& reads(size_t position) const { return nodes_[position].reads; }
   const std::vector<ValueId>& writes(size_t position) const { return nodes_[position].writes; }
+  tdm_phase phase(size_t position) const { return nodes_[position].phase; }
 
  protected:
   const NodeProfile& profile() const noexcept override { return profile_; }

@@ -34,8 +34,9 @@ std::string number_text(double v) {
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
-                            "placement", "tensor_parallel", "zero", "zero_overlap", "comm"})
+    for (const char* key :
+         {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every", "placement",
+          "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline", "pipeline_microbatches"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -150,7 +151,9 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
                 "tensor_parallel",
                 "zero",
                 "zero_overlap",
-                "comm"});
+                "comm",
+                "pipeline",
+                "pipeline_microbatches"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -173,6 +176,8 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "zero", s.zero);
   r.get(t, "zero_overlap", s.zero_overlap);
   r.get(t, "comm", s.comm);
+  r.get(t, "pipeline", s.pipeline);
+  r.get(t, "pipeline_microbatches", s.pipeline_microbatches);
   int64_t seed = static_cast<int64_t>(s.seed);
   r.get(t, "seed", seed);
   s.seed = static_cast<uint64_t>(seed);
@@ -195,6 +200,13 @@ void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
   at_least("epochs", double(s.epochs), 0, "must not be negative");
   at_least("steps", double(s.steps), 0, "must not be negative (0: train for `epochs`)");
   r.check(t, "epochs", s.epochs > 0 || s.steps > 0, "[train] needs epochs > 0 or steps > 0");
+  at_least("pipeline_microbatches", double(s.pipeline_microbatches), 0,
+           "must not be negative (0: as [features.grad_accum] says)");
+  r.check(t, "pipeline_microbatches",
+          s.pipeline_microbatches == 0 || (s.batch_size > 0 && s.batch_size % s.pipeline_microbatches == 0),
+          "[train] pipeline_microbatches = " + std::to_string(s.pipeline_microbatches) +
+              " does not divide [train] batch_size = " + std::to_string(s.batch_size) +
+              "; choose a divisor of the batch size");
   at_least("warmup_steps", double(s.warmup_steps), 0, "must not be negative");
   at_least("step_size", double(s.step_size), 0, "must not be negative");
   r.check(t, "step_size", s.schedule != "step" || s.step_size > 0,
@@ -371,11 +383,32 @@ void read_layer(Reader& r, const toml::table& t, size_t index, std::set<std::str
 // block's own name means the block's input (the previous copy's last layer,
 // or the layer before the block), a body layer's name its copy in the same
 // iteration; after the block, the block's name means its last layer.
+// `device`: one device for every copy, or a list of one per copy (a
+// model's blocks split over the stages of a pipeline); a body layer's own
+// `device` wins.
+std::vector<std::string> repeat_devices(Reader& r, const toml::table& t, const std::string& who,
+                                        int64_t count) {
+  const toml::node* d = t.get("device");
+  if (d == nullptr) return {};
+  if (auto one = d->value<std::string>()) return std::vector<std::string>(size_t(count), *one);
+  const toml::array* list = d->as_array();
+  std::vector<std::string> devices;
+  if (list != nullptr)
+    for (const toml::node& e : *list)
+      if (auto name = e.value<std::string>()) devices.push_back(*name);
+  if (list == nullptr || devices.size() != list->size() || int64_t(devices.size()) != count) {
+    r.fail(*d, who + ": device must be one device for every copy (device = \"cpu\") or a list of " +
+                   std::to_string(count) + " devices, one per copy");
+    return {};
+  }
+  return devices;
+}
+
 void read_repeat(Reader& r, const toml::table& t, std::set<std::string>& names, std::vector<LayerSpec>& out,
                  std::map<std::string, std::string>& aliases) {
   std::string block;
   int64_t count = 0;
-  r.check_keys(t, "[[layers]] op = \"repeat\"", {"name", "op", "count", "body", "trainable"});
+  r.check_keys(t, "[[layers]] op = \"repeat\"", {"name", "op", "count", "body", "trainable", "device"});
   bool trainable = true;  // false: every layer of every copy
   r.get(t, "trainable", trainable);
   if (!r.require(t, "name", block, "a repeat block")) return;
@@ -390,6 +423,7 @@ void read_repeat(Reader& r, const toml::table& t, std::set<std::string>& names, 
     return;
   }
   if (!names.insert(block).second) r.fail(t, who + ": the name '" + block + "' is used twice");
+  const std::vector<std::string> devices = repeat_devices(r, t, who, count);
   std::vector<LayerSpec> layers;
   std::set<std::string> local;
   for (size_t i = 0; i < body->size(); ++i) {
@@ -407,6 +441,7 @@ void read_repeat(Reader& r, const toml::table& t, std::set<std::string>& names, 
     for (LayerSpec copy : layers) {
       copy.name = prefix + copy.name;
       copy.trainable = copy.trainable && trainable;
+      if (!copy.device && !devices.empty()) copy.device = devices[size_t(i)];
       for (std::string& in : copy.inputs) in = in == block ? input : local.count(in) ? prefix + in : in;
       if (!names.insert(copy.name).second) r.fail(t, who + ": the name '" + copy.name + "' is used twice");
       out.push_back(std::move(copy));

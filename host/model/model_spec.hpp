@@ -100,6 +100,14 @@ struct TrainSpec {
   // Where the optimizer updates run and its state and the parameters' master
   // copy live ("cpu": ZeRO-Offload style); "" = next to the parameters.
   std::string optimizer_device;
+  // Micro-batches each batch is split into (0: as [features.grad_accum]
+  // says, else one). With layers on several devices of one process they
+  // run as a pipeline (one forward, one backward) unless `pipeline` is
+  // false; gradients are accumulated over them as grad_accum does (the host
+  // adds [features.grad_accum] micro_batch = batch_size / this when the
+  // file has no such section).
+  int64_t pipeline_microbatches = 0;
+  bool pipeline = true;
   // "auto": unpinned layers go where the budgets and the measured costs say;
   // "pinned": layers run where their `device` says, else on the run's
   // device; "strict": pinned, and any copy between devices that is not

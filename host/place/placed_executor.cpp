@@ -1,14 +1,35 @@
 #include "place/placed_executor.hpp"
 
+#include "exec/pipelined_executor.hpp"
 #include "exec/tensor_text.hpp"
 #include "place/split.hpp"
+#include "util/format.hpp"
 
 namespace tandem::host::place {
+namespace {
 
-Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
-    const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
-    const Placement& placement, const exec::ExecutorOptions& options,
-    const std::map<std::string, uint64_t>& budgets) {
+// A part's options: what of `options` concerns its graph.
+exec::ExecutorOptions part_options(const DeviceGraph& d, const exec::ExecutorOptions& options) {
+  exec::ExecutorOptions sub;
+  sub.profile = options.profile;
+  sub.numerics = options.numerics;
+  for (const std::string& name : options.outputs)
+    if (d.graph.value_by_name(name) != nullptr) sub.outputs.push_back(name);
+  for (const std::string& name : d.exported)
+    if (d.graph.value_by_name(name) != nullptr) sub.outputs.push_back(name);
+  for (const auto& [name, pointer] : options.external)
+    if (d.graph.value_by_name(name) != nullptr) sub.external[name] = pointer;
+  return sub;
+}
+
+struct Composition {
+  SplitGraph split;
+  std::unique_ptr<exec::ComposedExecutor> executor;
+};
+
+Result<Composition> compose(const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
+                            const Placement& placement, const exec::ExecutorOptions& options,
+                            const std::map<std::string, uint64_t>& budgets) {
   if (options.collectives != nullptr)
     return make_error("tensor parallelism across several devices of one process is not supported yet",
                       TDM_UNSUPPORTED);
@@ -22,15 +43,7 @@ Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
   std::vector<exec::ExecutorPart> parts;
   std::map<std::string, size_t> index;
   for (DeviceGraph& d : split->devices) {
-    exec::ExecutorOptions sub;
-    sub.profile = options.profile;
-    sub.numerics = options.numerics;
-    for (const std::string& name : options.outputs)
-      if (d.graph.value_by_name(name) != nullptr) sub.outputs.push_back(name);
-    for (const std::string& name : d.exported)
-      if (d.graph.value_by_name(name) != nullptr) sub.outputs.push_back(name);
-    for (const auto& [name, pointer] : options.external)
-      if (d.graph.value_by_name(name) != nullptr) sub.external[name] = pointer;
+    exec::ExecutorOptions sub = part_options(d, options);
     if (auto b = budgets.find(d.device); b != budgets.end()) sub.memory_budget = b->second;
     auto device = devices.find(d.device);
     if (device == devices.end())
@@ -61,8 +74,79 @@ Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
     if (auto it = split->devices[p].local_of.find(value); it != split->devices[p].local_of.end())
       owner[value] = {p, it->second};
   }
-  return exec::Executor::compose(std::move(parts), std::move(transfers), placed.node_count(),
-                                 std::move(owner));
+  auto composed =
+      exec::Executor::compose(std::move(parts), std::move(transfers), placed.node_count(), std::move(owner));
+  return Composition{std::move(*split), std::move(composed)};
+}
+
+// Part `part`'s further instances for its micro-batches in flight: bound to
+// its first instance's persistent values but those of one micro-batch, each
+// within what the device's budget leaves.
+Result<std::vector<std::unique_ptr<exec::DeviceExecutor>>> more_instances(
+    const exec::ComposedExecutor& composed, const DeviceGraph& graph, const exec::PipelineLayout& layout,
+    size_t part, const exec::ExecutorOptions& options, const std::map<std::string, uint64_t>& budgets) {
+  std::vector<std::unique_ptr<exec::DeviceExecutor>> instances;
+  const size_t stage = layout.stage_of(part);
+  if (stage == layout.stage_part.size()) return instances;
+  const exec::DeviceExecutor& first = *composed.parts()[part].executor;
+  exec::ExecutorOptions sub = part_options(graph, options);
+  for (const exec::PersistentBuffer& b : first.plan().persistent)
+    if (layout.per_instance[part].count(b.value) == 0) sub.external[b.name] = first.device_pointer(b.value);
+  const auto budget = budgets.find(graph.device);
+  uint64_t held = first.allocated_bytes();
+  for (size_t j = 1; j < layout.instances(stage); ++j) {
+    exec::ExecutorOptions options_j = sub;
+    if (budget != budgets.end()) {
+      if (held >= budget->second)
+        return make_error(graph.device + ": its budget of " + human_bytes(budget->second) +
+                              " leaves nothing for the activations of micro-batch " + std::to_string(j + 1) +
+                              " of the " + std::to_string(layout.instances(stage)) +
+                              " this pipeline stage holds at once; raise the budget, or turn the "
+                              "pipeline off ([train] pipeline = false)",
+                          TDM_OUT_OF_MEMORY);
+      options_j.memory_budget = budget->second - held;
+    }
+    auto e = exec::DeviceExecutor::create(first.device(), graph.graph, std::move(options_j));
+    if (!e) return e.error();
+    held += (*e)->allocated_bytes();
+    instances.push_back(std::move(*e));
+  }
+  return instances;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
+    const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
+    const Placement& placement, const exec::ExecutorOptions& options,
+    const std::map<std::string, uint64_t>& budgets) {
+  auto composition = compose(devices, placed, placement, options, budgets);
+  if (!composition) return composition.error();
+  return std::move(composition->executor);
+}
+
+Result<std::unique_ptr<exec::Executor>> make_pipelined_executor(
+    const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
+    const Placement& placement, const exec::ExecutorOptions& options,
+    const std::map<std::string, uint64_t>& budgets, const exec::PipelineRequest& request,
+    std::string& why_not) {
+  auto composition = compose(devices, placed, placement, options, budgets);
+  if (!composition) return composition.error();
+  auto layout = exec::plan_pipeline(*composition->executor, request);
+  if (!layout) {
+    if (layout.error().status != TDM_UNSUPPORTED) return layout.error();
+    why_not = layout.error().message;
+    return std::unique_ptr<exec::Executor>(std::move(composition->executor));
+  }
+  std::vector<std::vector<std::unique_ptr<exec::DeviceExecutor>>> instances;
+  for (size_t p = 0; p < composition->split.devices.size(); ++p) {
+    auto more =
+        more_instances(*composition->executor, composition->split.devices[p], *layout, p, options, budgets);
+    if (!more) return more.error();
+    instances.push_back(std::move(*more));
+  }
+  return std::unique_ptr<exec::Executor>(std::make_unique<exec::PipelinedExecutor>(
+      std::move(composition->executor), std::move(*layout), std::move(instances)));
 }
 
 }  // namespace tandem::host::place

@@ -9,6 +9,7 @@
 
 #include "device/device.hpp"
 #include "exec/composed_executor.hpp"
+#include "exec/pipeline_layout.hpp"
 #include "place/placement.hpp"
 
 namespace tandem::host::place {
@@ -21,5 +22,15 @@ Result<std::unique_ptr<exec::ComposedExecutor>> make_placed_executor(
     const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
     const Placement& placement, const exec::ExecutorOptions& options,
     const std::map<std::string, uint64_t>& budgets);
+
+// The same graph with its forward and backward pipelined over `request`'s
+// micro-batches (exec/pipelined_executor.hpp): a PipelinedExecutor; or,
+// where the graph cannot be pipelined (exec/pipeline_layout.hpp), the
+// composed executor, and `why_not` says why.
+Result<std::unique_ptr<exec::Executor>> make_pipelined_executor(
+    const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
+    const Placement& placement, const exec::ExecutorOptions& options,
+    const std::map<std::string, uint64_t>& budgets, const exec::PipelineRequest& request,
+    std::string& why_not);
 
 }  // namespace tandem::host::place

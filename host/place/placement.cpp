@@ -84,8 +84,10 @@ class Placer {
           break;
         }
       if (device.empty()) device = o_.default_device;
-      // The rest of this group (the loss's gradient seed after the loss) follows.
-      layer_device_.emplace(n.layer, device);
+      // The rest of this group (the loss's gradient seed after the loss)
+      // follows. Nodes of no layer (a feature's: grad_accum's accumulators)
+      // are no group: each goes where its inputs are.
+      if (!n.layer.empty()) layer_device_.emplace(n.layer, device);
     }
     if (auto r = g_.set_device(n.id, device); !r) return r;
     // Tensors without a producer live where they are first used.

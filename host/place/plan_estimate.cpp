@@ -1,5 +1,7 @@
 #include "place/plan_estimate.hpp"
 
+#include <algorithm>
+
 #include "exec/native_layouts.hpp"
 #include "ops/op_table.hpp"
 #include "place/split.hpp"
@@ -10,6 +12,14 @@ double PlanEstimate::step_us() const {
   double total = transfer_us;
   for (const DeviceEstimate& d : devices) total += d.compute_us + d.stream_exposed_us();
   return total;
+}
+
+double PlanEstimate::pipelined_step_us(uint32_t micro_batches) const {
+  double busiest = 0;
+  for (const DeviceEstimate& d : devices)
+    if (d.stage >= 0) busiest = std::max(busiest, d.compute_us + d.stream_exposed_us());
+  const double m = std::max<uint32_t>(micro_batches, 1);
+  return busiest * (m + static_cast<double>(stages) - 1) / m;
 }
 
 uint64_t PlanEstimate::over() const {
@@ -119,6 +129,35 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   return d;
 }
 
+// Each stage's micro-batches in flight under 1F1B (exec/pipeline_schedule.hpp):
+// stages are the devices with forward or backward nodes, in the order
+// their first such node runs; stage s of S holds min(S - s, M).
+void count_in_flight(const SplitGraph& split, uint32_t micro_batches, PlanEstimate& out) {
+  std::vector<std::pair<size_t, size_t>> first;  // (first position, device index)
+  for (size_t d = 0; d < split.devices.size(); ++d) {
+    const DeviceGraph& part = split.devices[d];
+    for (size_t i = 0; i < part.graph.node_count(); ++i)
+      if (part.graph.node_at(i)->phase != TDM_PHASE_OPTIMIZER) {
+        first.push_back({part.positions[i], d});
+        break;
+      }
+  }
+  std::sort(first.begin(), first.end());
+  out.stages = first.size();
+  for (size_t s = 0; s < first.size(); ++s) {
+    DeviceEstimate& d = out.devices[first[s].second];
+    d.stage = static_cast<int>(s);
+    d.in_flight = std::min<size_t>(first.size() - s, micro_batches);
+    exec::MemoryEstimate& m = d.memory;
+    d.per_micro_batch = m.activations + m.workspace + m.inputs;
+    const uint64_t more = (d.in_flight - 1) * d.per_micro_batch;
+    m.activations += (d.in_flight - 1) * m.activations;
+    m.workspace += (d.in_flight - 1) * m.workspace;
+    m.inputs += (d.in_flight - 1) * m.inputs;
+    m.total += more;
+  }
+}
+
 }  // namespace
 
 Result<PlanEstimate> estimate_plan(const Graph& graph, const Placement* placement, const EstimateInputs& in) {
@@ -143,6 +182,7 @@ Result<PlanEstimate> estimate_plan(const Graph& graph, const Placement* placemen
     if (!d) return d.error();
     out.devices.push_back(std::move(*d));
   }
+  if (in.pipelined) count_in_flight(*split, in.micro_batches, out);
   for (const Copy& c : placement->copies) {
     ++out.copies;
     out.copy_bytes += c.bytes;

@@ -33,6 +33,12 @@ struct DeviceEstimate {
   // longer than the compute lengthens the step.
   double stream_exposed_us() const { return stream_us > compute_us ? stream_us - compute_us : 0; }
   uint64_t budget = 0;  // 0: none
+  // A pipelined step (EstimateInputs::pipelined): this device's stage
+  // (-1: none, it only updates) and the micro-batches it holds at once,
+  // each with its own activations, inputs and workspace (in `memory`).
+  int stage = -1;
+  size_t in_flight = 1;
+  uint64_t per_micro_batch = 0;  // those bytes of one micro-batch in flight
   uint64_t over() const { return budget > 0 && memory.total > budget ? memory.total - budget : 0; }
 };
 
@@ -42,7 +48,11 @@ struct PlanEstimate {
   size_t copies = 0;                    // copy nodes (each runs once per micro-batch or step)
   uint64_t copy_bytes = 0;
   bool timed = false;  // step times measured (a cost model was given)
+  size_t stages = 0;   // a pipelined step: its stages (devices with forward or backward)
   double step_us() const;
+  // A pipelined step: the busiest stage's forward and backward stretched by
+  // the bubble, (M + S - 1) / M, with the optimizer's updates after it.
+  double pipelined_step_us(uint32_t micro_batches) const;
   uint64_t over() const;  // bytes over budget, all devices together
   const DeviceEstimate* find(const std::string& device) const;
 };
@@ -77,7 +87,11 @@ struct EstimateInputs {
   uint32_t micro_batches = 1;
   std::set<std::string> streamed;  // values streamed through the device (exec/stream_plan.hpp)
   size_t stream_depth = 1;
-  int zero_world = 1;          // ZeRO's ranks: the padding buffers of its nodes
+  int zero_world = 1;  // ZeRO's ranks: the padding buffers of its nodes
+  // The micro-batches run as a pipeline over the placement's devices
+  // (exec/pipeline_schedule.hpp): each device holds as many at once as
+  // one-forward-one-backward has in flight on its stage.
+  bool pipelined = false;
   CostModel* costs = nullptr;  // null: memory only
   WorkspaceCache* workspaces = nullptr;
 };

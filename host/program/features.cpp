@@ -46,11 +46,22 @@ FeatureSet::~FeatureSet() {
                     "): " + last_error_text("destroy failed"));
 }
 
+// The model file's features, and grad_accum where [train]
+// pipeline_microbatches asks for micro-batches and the file has no
+// [features.grad_accum] (the accumulation is grad_accum's).
+static std::map<std::string, std::map<std::string, std::string>> with_implied(const model::ModelSpec& spec) {
+  auto features = spec.features;
+  const int64_t micro = spec.train.pipeline_microbatches;
+  if (micro > 1 && features.count("grad_accum") == 0)
+    features["grad_accum"]["micro_batch"] = std::to_string(spec.train.batch_size / micro);
+  return features;
+}
+
 Result<std::unique_ptr<FeatureSet>> FeatureSet::create(const PluginRegistry& registry,
                                                        const model::ModelSpec& spec,
                                                        uint32_t backend_abi_minor) {
   std::unique_ptr<FeatureSet> set(new FeatureSet());
-  for (const auto& [name, section] : spec.features) {
+  for (const auto& [name, section] : with_implied(spec)) {
     const LoadedPlugin* plugin = registry.find(name);
     if (plugin == nullptr || plugin->kind != TDM_PLUGIN_FEATURE || plugin->feature == nullptr)
       return make_error(origins_of(spec, name) + ": [features." + name + "] needs a feature plugin named '" +

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "exec/pipeline_schedule.hpp"
 #include "exec/tensor_text.hpp"
 #include "lowering/zero_overlap.hpp"
 #include "ops/op_table.hpp"
@@ -145,6 +146,7 @@ Result<void> Program::write_plan(std::ostream& out) const {
   out << "\nlayers\n";
   write_layers(out);
   write_memory_table(out, plans);
+  write_pipeline(out, *estimate);
   write_copies(out);
   write_streaming(out, plans);
   out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
@@ -154,6 +156,9 @@ Result<void> Program::write_plan(std::ostream& out) const {
       out << " + streaming not hidden " << human_duration_us(plans[i].stream_exposed_us());
   }
   if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
+  if (estimate->stages > 1)
+    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined_step_us(micro_batches_))
+        << " (the busiest device's compute, stretched by the bubble)";
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
   if (estimate->over() > 0)
@@ -161,6 +166,32 @@ Result<void> Program::write_plan(std::ostream& out) const {
   if (auto over = devices_.over_whole_memory(*estimate))
     return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
   return {};
+}
+
+// A pipelined step: its stages, what each holds at once, the bubble.
+void Program::write_pipeline(std::ostream& out, const place::PlanEstimate& estimate) const {
+  if (estimate.stages < 2) return;
+  const double bubble = exec::bubble_fraction(estimate.stages, micro_batches_);
+  char line[160];
+  std::snprintf(line, sizeof line, "%.1f %%", 100.0 * bubble);
+  out << "\npipeline: " << estimate.stages << " stages x " << micro_batches_
+      << " micro-batches, one forward one backward; bubble (S-1)/(M+S-1) = " << line
+      << " of each device's step idle\n";
+  const std::map<std::string, std::string> layers = layer_devices();
+  for (int s = 0; s < static_cast<int>(estimate.stages); ++s)
+    for (const place::DeviceEstimate& d : estimate.devices) {
+      if (d.stage != s) continue;
+      std::string first, last;
+      for (const model::LayerSpec& layer : spec_.layers)
+        if (auto it = layers.find(layer.name); it != layers.end() && it->second == d.device) {
+          if (first.empty()) first = layer.name;
+          last = layer.name;
+        }
+      out << "  stage " << s << " " << d.device << ": layers " << first
+          << (last != first ? " .. " + last : "") << ", " << d.in_flight
+          << (d.in_flight == 1 ? " micro-batch" : " micro-batches") << " in flight x "
+          << human_bytes(d.per_micro_batch) << " (activations, inputs, workspace)\n";
+    }
 }
 
 Result<void> Program::check_evaluation() const {

@@ -117,6 +117,12 @@ Result<void> Program::lower() {
   auto micro = features_->micro_batches();
   if (!micro) return micro.error();
   micro_batches_ = *micro;
+  const int64_t asked = spec_.train.pipeline_microbatches;
+  if (asked > 0 && asked != int64_t(micro_batches_))
+    return make_error(spec_.path + ": [train] pipeline_microbatches = " + std::to_string(asked) +
+                          " but [features.grad_accum] makes " + std::to_string(micro_batches_) +
+                          " micro-batches per step; give one of the two",
+                      TDM_INVALID_ARGUMENT);
   if (split_batches_ && micro_batch_samples_ * micro_batches_ != spec_.train.batch_size)
     return make_error("a feature splits each batch of " + std::to_string(spec_.train.batch_size) +
                           " into micro-batches of " + std::to_string(micro_batch_samples_) +
@@ -182,7 +188,8 @@ Result<void> Program::allocate(exec::ExecutorOptions options) {
   }
   if (!executor) return executor.error();
   executor_ = std::move(*executor);
-  if (!options_.prefetch || options_.mode != lowering::Mode::Train) return {};
+  // A pipeline writes each micro-batch into the instance that runs it.
+  if (!options_.prefetch || options_.mode != lowering::Mode::Train || pipeline() != nullptr) return {};
   // Second device buffers for the next batch, counted in the plan (estimate_inputs).
   for (ValueId v : {model_.input, model_.labels}) {
     auto r = executor_->allow_staging(v);

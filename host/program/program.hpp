@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "exec/executor.hpp"
+#include "exec/pipelined_executor.hpp"
 #include "lowering/int8_plan.hpp"
 #include "lowering/model_graph.hpp"
 #include "place/auto_placement.hpp"
@@ -115,6 +116,12 @@ class Program {
   exec::Executor& executor() noexcept { return *executor_; }
   const exec::Executor& executor() const noexcept { return *executor_; }
   bool allocated() const noexcept { return executor_ != nullptr; }
+  // The executor when it pipelines the micro-batches over the run's devices
+  // (exec/pipelined_executor.hpp); nullptr otherwise.
+  exec::PipelinedExecutor* pipeline() const noexcept;
+  // Why the micro-batches of a run on several devices run one after another
+  // ("" when they are pipelined, or there is nothing to pipeline).
+  const std::string& pipeline_declined() const noexcept { return pipeline_declined_; }
 
   // Placement: none when everything runs on device(). The options it was
   // made with let an evaluation place its graph the same way.
@@ -197,11 +204,17 @@ class Program {
   place::CostModelOptions cost_options() const;
   Result<void> replan_after_oom(const Error& oom);
   Result<std::unique_ptr<exec::Executor>> make_executor(exec::ExecutorOptions options) const;
+  Result<std::unique_ptr<exec::Executor>> make_placed(const exec::ExecutorOptions& options) const;
+  // A training step of several micro-batches on several devices whose
+  // memory the host addresses, the model file not saying otherwise: what
+  // make_placed pipelines (the plan counts the micro-batches in flight).
+  bool pipeline_wanted() const;
 
   // plan_report.cpp
   void write_layers(std::ostream& out) const;
   void write_copies(std::ostream& out) const;
   void write_streaming(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) const;
+  void write_pipeline(std::ostream& out, const place::PlanEstimate& estimate) const;
 
   const model::ModelSpec& spec_;
   const DeviceHandle& device_;
@@ -227,6 +240,7 @@ class Program {
   std::vector<size_t> run_on_skip_;
   std::set<std::string> streamed_;
   std::unique_ptr<exec::Executor> executor_;
+  mutable std::string pipeline_declined_;  // set by make_placed
 };
 
 }  // namespace tandem::host::program

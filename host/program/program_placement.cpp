@@ -43,6 +43,7 @@ place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::W
   in.streamed = streamed_;
   in.stream_depth = options_.stream_depth;
   in.zero_world = model_.zero.world;
+  in.pipelined = pipeline_wanted();
   in.costs = costs;
   in.workspaces = workspaces;
   return in;
@@ -255,6 +256,44 @@ Result<void> Program::prefer_streaming(place::AutoPlacement& chosen, const place
   return {};
 }
 
+// Several devices: the micro-batches of a training step pipelined over them
+// where there are several and the model file does not turn it off.
+Result<std::unique_ptr<exec::Executor>> Program::make_placed(const exec::ExecutorOptions& options) const {
+  const bool pipelined = options_.mode == lowering::Mode::Train && micro_batches_ > 1 && spec_.train.pipeline;
+  if (!pipelined) {
+    auto placed = place::make_placed_executor(devices_.by_id(), model_.graph, *placement_, options,
+                                              options_.memory_budgets);
+    if (!placed) return placed.error();
+    return std::unique_ptr<exec::Executor>(std::move(*placed));
+  }
+  exec::PipelineRequest request{micro_batches_, model_.optimizer_begin, {model_.input, model_.labels}};
+  if (model_.dropout_step != kNoValue) request.per_micro_batch.push_back(model_.dropout_step);
+  pipeline_declined_.clear();
+  auto placed = place::make_pipelined_executor(devices_.by_id(), model_.graph, *placement_, options,
+                                               options_.memory_budgets, request, pipeline_declined_);
+  if (placed && !pipeline_declined_.empty())
+    log_info("the " + std::to_string(micro_batches_) +
+             " micro-batches of a step run one after another: " + pipeline_declined_);
+  return placed;
+}
+
+bool Program::pipeline_wanted() const {
+  if (options_.mode != lowering::Mode::Train || micro_batches_ < 2 || !spec_.train.pipeline || !placement_ ||
+      placement_->devices.size() < 2)
+    return false;
+  for (const std::string& id : placement_->devices) {
+    auto device = devices_.by_id().find(id);
+    if (device == devices_.by_id().end()) return false;
+    auto info = device->second->info();
+    if (!info || !info->host_addressable) return false;
+  }
+  return true;
+}
+
+exec::PipelinedExecutor* Program::pipeline() const noexcept {
+  return dynamic_cast<exec::PipelinedExecutor*>(executor_.get());
+}
+
 Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOptions options) const {
   const Graph& graph = model_.graph;
   const std::optional<place::Placement>& placement = placement_;
@@ -280,12 +319,7 @@ Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOpt
     options.stream_depth = options_.stream_depth;
   }
   if (placement && !placement->only_on(device_.id())) {
-    auto placed =
-        place::make_placed_executor(devices_.by_id(), graph, *placement, options, options_.memory_budgets);
-    if (placed)
-      executor = std::unique_ptr<exec::Executor>(std::move(*placed));
-    else
-      executor = placed.error();
+    executor = make_placed(options);
   } else {
     if (auto b = options_.memory_budgets.find(device_.id()); b != options_.memory_budgets.end())
       options.memory_budget = b->second;

@@ -30,8 +30,7 @@ Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double 
   exec::Executor& ex = program_.executor();
   const lowering::ModelGraph& model = program_.model();
   if (model.dropout_step != kNoValue) {
-    const int64_t offset =
-        (step * program_.micro_batches() + micro) * program_.data_world() + program_.data_rank();
+    const int64_t offset = dropout_offset(step, micro);
     if (auto r = ex.write(model.dropout_step, &offset, sizeof offset); !r) return r;
   }
   if (micro != 0) return {};
@@ -42,6 +41,10 @@ Result<void> StepRunner::begin_micro_batch(int64_t step, uint32_t micro, double 
     if (auto r = ex.write(model.step, &t, sizeof t); !r) return r;
   }
   return program_.features().step_begin(info(step, micro));
+}
+
+int64_t StepRunner::dropout_offset(int64_t step, uint32_t micro) const {
+  return (step * program_.micro_batches() + micro) * program_.data_world() + program_.data_rank();
 }
 
 void StepRunner::set_ranks(std::function<Result<int32_t>(int32_t)> max_over_ranks) {

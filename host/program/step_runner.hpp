@@ -24,6 +24,9 @@ class StepRunner {
   // step_begin hook; on every one dropout's seed offset, so every
   // micro-batch and every rank draws its own masks.
   Result<void> begin_micro_batch(int64_t step, uint32_t micro, double lr);
+  // Dropout's seed offset of micro-batch `micro` of `step`: every
+  // micro-batch and every rank draws its own masks.
+  int64_t dropout_offset(int64_t step, uint32_t micro) const;
   // After its forward and backward: the micro_batch_end hook.
   Result<void> end_micro_batch(int64_t step, uint32_t micro);
   // The optimizer phase of `step`, gradients averaged over ranks already.

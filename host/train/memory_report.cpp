@@ -1,5 +1,6 @@
 #include "train/memory_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -171,6 +172,34 @@ void RunMemory::report(int64_t steps) const {
          << std::setprecision(0) << 100.0 * ex.hidden_transfer_fraction() << "% hidden behind compute\n";
     std::cout << line.str();
   }
+  if (const exec::PipelinedExecutor* pipeline = program_->pipeline()) report_pipeline(*pipeline);
+}
+
+// Each device's busy and idle time per step, against the bubble of equal
+// stages, and what its further micro-batches in flight hold.
+void RunMemory::report_pipeline(const exec::PipelinedExecutor& pipeline) const {
+  const exec::PipelineStats& stats = pipeline.stats();
+  if (stats.steps == 0) return;
+  const std::vector<std::string> devices = pipeline.stage_devices();
+  const double steps = static_cast<double>(stats.steps);
+  const double wall_ms = stats.wall_us / 1000.0 / steps;
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << "pipeline: " << devices.size() << " stages x "
+       << pipeline.layout().micro_batches << " micro-batches, forward and backward " << wall_ms
+       << " ms per step; idle " << 100.0 * stats.idle_fraction()
+       << "% of device time (bubble of equal stages "
+       << 100.0 * exec::bubble_fraction(devices.size(), pipeline.layout().micro_batches) << "%)\n";
+  for (size_t s = 0; s < devices.size(); ++s) {
+    const double busy_ms = stats.busy_us[s] / 1000.0 / steps;
+    const size_t part = pipeline.layout().stage_part[s];
+    text << "  stage " << s << " " << devices[s] << ": busy " << busy_ms << " ms, idle "
+         << std::max(0.0, wall_ms - busy_ms) << " ms per step; " << pipeline.layout().instances(s)
+         << " micro-batches in flight";
+    if (const uint64_t more = pipeline.instance_bytes(part); more > 0)
+      text << " (" << human_bytes(more) << " for those beyond the first)";
+    text << "\n";
+  }
+  std::cout << text.str();
 }
 
 }  // namespace tandem::host::train

@@ -37,6 +37,7 @@ class RunMemory {
  private:
   uint64_t budget(const std::string& device) const;
   uint64_t training_peak(const std::string& device) const;
+  void report_pipeline(const exec::PipelinedExecutor& pipeline) const;
 
   const model::ModelSpec* spec_;
   const DeviceHandle* device_;

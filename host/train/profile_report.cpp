@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "checkpoint/atomic_file.hpp"
+#include "exec/pipelined_executor.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -38,6 +40,31 @@ void ProfileRecorder::all_reduce(std::chrono::steady_clock::time_point begin,
                                  std::chrono::steady_clock::time_point backward_done) {
   if (enabled_) all_reduces_.push_back({{begin, end}, bytes, backward_done});
 }
+
+namespace {
+
+// A pipelined run: each stage's forward and backward of every micro-batch,
+// on a track per device.
+void add_pipeline_spans(const exec::Executor& executor, nlohmann::json& events,
+                        const std::function<int(const std::string&, const std::string&)>& track_of) {
+  const auto* pipeline = dynamic_cast<const exec::PipelinedExecutor*>(&executor);
+  if (pipeline == nullptr) return;
+  const std::vector<std::string> stages = pipeline->stage_devices();
+  for (const exec::PipelineSpan& p : pipeline->spans()) {
+    const std::string& device = stages[p.stage];
+    events.push_back(
+        {{"ph", "X"},
+         {"pid", 1},
+         {"tid", track_of(device + " pipeline", device + " pipeline stage " + std::to_string(p.stage))},
+         {"name", (p.backward ? "backward " : "forward ") + std::to_string(p.micro)},
+         {"cat", p.backward ? "backward" : "forward"},
+         {"ts", p.start_us},
+         {"dur", p.dur_us},
+         {"args", {{"micro_batch", p.micro}}}});
+  }
+}
+
+}  // namespace
 
 Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
                                     const exec::Executor& executor, const std::string& device) const {
@@ -89,6 +116,7 @@ Result<void> ProfileRecorder::write(const std::string& path, const Graph& graph,
                         {"dur", c.dur_us},
                         {"args", {{"bytes", c.bytes}}}});
   }
+  add_pipeline_spans(executor, events, track_of);
   const auto base = executor.profile_epoch();
   for (const Span& s : waits_)
     events.push_back({{"ph", "X"},

@@ -189,6 +189,8 @@ Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
   // The run's last step reads its loss (Result::last_loss) as without train_stats.
   const bool read_loss = !on_device || loop.step + 1 == loop.total;
   if (on_device && totals.pending_micro == 0) totals.pending_from = loop.step;
+  if (program_->pipeline() != nullptr)
+    return pipelined_step(loop.loader, loop.step, loop.total, loop.index, totals, read_loss);
   for (uint32_t micro = 0; micro < micro_batches; ++micro) {
     const bool staged = ahead != nullptr;
     std::shared_ptr<const data::Batch> b = std::move(ahead);

@@ -239,6 +239,43 @@ TEST(ModelParser, RepeatBlocksAreNumberedCopiesWithTheirInputsRewired) {
   EXPECT_EQ(r->classes, 16);
 }
 
+TEST(ModelParser, ARepeatBlocksDeviceListPinsEachCopy) {
+  auto with = [](const std::string& device) {
+    std::string text = kRepeated;
+    text.replace(text.find("count = 3\n"), 10, "count = 3\ndevice = " + device + "\n");
+    return text;
+  };
+  auto split = parse_model_text(with(R"(["onednn:0", "onednn:0", "onednn:1"])"), "m.toml");
+  ASSERT_TRUE(split.ok()) << split.error().message;
+  EXPECT_EQ(split->layers[1].device, "onednn:0");  // h.0.norm
+  EXPECT_EQ(split->layers[6].device, "onednn:0");  // h.1.res
+  EXPECT_EQ(split->layers[9].device, "onednn:1");  // h.2.res
+  EXPECT_FALSE(split->layers[0].device.has_value()) << "layers outside the block keep theirs";
+  auto one = parse_model_text(with(R"("cpu")"), "m.toml");
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->layers[4].device, "cpu");
+  EXPECT_EQ(split->source_hash, one->source_hash) << "where layers run is not part of the model";
+  EXPECT_NE(error_of(with(R"(["cpu", "cpu"])")).find("a list of 3 devices, one per copy"), std::string::npos)
+      << error_of(with(R"(["cpu", "cpu"])"));
+  EXPECT_NE(error_of(with("3")).find("a list of 3 devices"), std::string::npos);
+}
+
+TEST(ModelParser, PipelineMicroBatchesDivideTheBatch) {
+  auto ok = parse_model_text(kRepeated, "m.toml", {"train.batch_size=8", "train.pipeline_microbatches=4"});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->train.pipeline_microbatches, 4);
+  EXPECT_TRUE(ok->train.pipeline);
+  const std::string bad = error_of(kRepeated, {"train.batch_size=8", "train.pipeline_microbatches=3"});
+  EXPECT_NE(bad.find("[train] pipeline_microbatches = 3 does not divide [train] batch_size = 8"),
+            std::string::npos)
+      << bad;
+  auto off = parse_model_text(kRepeated, "m.toml", {"train.pipeline=false"});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_FALSE(off->train.pipeline);
+  EXPECT_EQ(off->source_hash, parse_model_text(kRepeated, "m.toml", {"train.pipeline=true"})->source_hash)
+      << "turning the pipeline off trains the same model";
+}
+
 TEST(ModelParser, OverridesReachTheLayersOfARepeatBlockInEveryCopy) {
   auto r = parse_model_text(kRepeated, "m.toml", {"layers.h.attn.dropout=0.1", "layers.h.attn.heads=4"});
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -1,0 +1,154 @@
+#include "exec/pipeline_schedule.hpp"
+
+#include <algorithm>
+
+namespace tandem::host::exec {
+namespace {
+
+// Where a stage's backward begins (its first backward segment; the count
+// of segments when it has none).
+size_t backward_start(const std::vector<PipelineSegment>& segments) {
+  size_t b = 0;
+  while (b < segments.size() && !segments[b].backward) ++b;
+  return b;
+}
+
+// The most micro-batches a stage's order holds at once: begun (its first
+// unit of one ran) and not yet finished (its last unit of it).
+size_t most_in_flight(const std::vector<PipelineUnit>& units, size_t segments) {
+  size_t held = 0, most = 0;
+  for (const PipelineUnit& u : units) {
+    if (u.first == 0) most = std::max(most, ++held);
+    if (u.end == segments && held > 0) --held;
+  }
+  return std::max<size_t>(most, 1);
+}
+
+// Every segment's start and end time as `order` runs them, computed as the
+// dependencies allow; nullopt when some never can.
+struct Times {
+  std::vector<std::vector<std::vector<double>>> start, end;  // [stage][micro][segment]
+};
+
+}  // namespace
+
+PipelineOrder one_forward_one_backward(const PipelineShape& shape, size_t micro_batches) {
+  PipelineOrder order;
+  const size_t stages = shape.stages.size();
+  for (size_t s = 0; s < stages; ++s) {
+    const size_t segments = shape.stages[s].size();
+    const size_t b = backward_start(shape.stages[s]);
+    std::vector<PipelineUnit> units;
+    const auto forward = [&](size_t m) {
+      if (b > 0) units.push_back({m, 0, b});
+    };
+    const auto backward = [&](size_t m) {
+      if (b < segments) units.push_back({m, b, segments});
+    };
+    const size_t warm_up = std::min(stages - s - 1, micro_batches);
+    for (size_t m = 0; m < warm_up; ++m) forward(m);
+    for (size_t m = 0; m < micro_batches; ++m) {
+      if (m + warm_up < micro_batches) forward(m + warm_up);
+      backward(m);
+    }
+    order.in_flight.push_back(most_in_flight(units, segments));
+    order.stages.push_back(std::move(units));
+  }
+  return order;
+}
+
+PipelineOrder one_after_another(const PipelineShape& shape, size_t micro_batches) {
+  PipelineOrder order;
+  for (const auto& segments : shape.stages) {
+    std::vector<PipelineUnit> units;
+    for (size_t m = 0; m < micro_batches; ++m)
+      if (!segments.empty()) units.push_back({m, 0, segments.size()});
+    order.stages.push_back(std::move(units));
+    order.in_flight.push_back(1);
+  }
+  return order;
+}
+
+double PipelineTiming::idle_fraction() const {
+  if (busy.empty() || makespan <= 0) return 0.0;
+  double total = 0;
+  for (double b : busy) total += b;
+  return 1.0 - total / (static_cast<double>(busy.size()) * makespan);
+}
+
+double bubble_fraction(size_t stages, size_t micro_batches) {
+  if (stages < 2 || micro_batches == 0) return 0.0;
+  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+std::optional<PipelineTiming> simulate(const PipelineShape& shape, const PipelineOrder& order,
+                                       std::string* why) {
+  const size_t stages = shape.stages.size();
+  size_t micro_batches = 0;
+  for (const auto& units : order.stages)
+    for (const PipelineUnit& u : units) micro_batches = std::max(micro_batches, u.micro + 1);
+  constexpr double kUnknown = -1.0;
+  Times t;
+  t.start.resize(stages);
+  t.end.resize(stages);
+  for (size_t s = 0; s < stages; ++s) {
+    t.start[s].assign(micro_batches, std::vector<double>(shape.stages[s].size(), kUnknown));
+    t.end[s] = t.start[s];
+  }
+  // Who reads each stage's segments: the stages whose segments wait for them.
+  std::vector<std::vector<SegmentRef>> readers(stages);
+  for (size_t s = 0; s < stages; ++s)
+    for (size_t g = 0; g < shape.stages[s].size(); ++g)
+      for (const SegmentRef& a : shape.stages[s][g].after) readers[a.stage].push_back({s, g});
+  // A segment's earliest start once everything it waits for is known;
+  // nullopt while something is not.
+  const auto ready_at = [&](size_t s, size_t m, size_t g, double free) -> std::optional<double> {
+    double at = free;
+    for (const SegmentRef& a : shape.stages[s][g].after) {
+      const double e = t.end[a.stage][m][a.segment];
+      if (e == kUnknown) return std::nullopt;
+      at = std::max(at, e);
+    }
+    // Reusing an instance: every reader of the micro-batch it held has begun.
+    if (g == 0 && m >= order.in_flight[s])
+      for (const SegmentRef& r : readers[s]) {
+        const double b = t.start[r.stage][m - order.in_flight[s]][r.segment];
+        if (b == kUnknown) return std::nullopt;
+        at = std::max(at, b);
+      }
+    return at;
+  };
+  PipelineTiming timing;
+  timing.busy.assign(stages, 0.0);
+  std::vector<size_t> unit(stages, 0), segment(stages, 0);
+  std::vector<double> free(stages, 0.0);
+  for (size_t s = 0; s < stages; ++s)
+    if (!order.stages[s].empty()) segment[s] = order.stages[s][0].first;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t s = 0; s < stages; ++s)
+      while (unit[s] < order.stages[s].size()) {
+        const PipelineUnit& u = order.stages[s][unit[s]];
+        const auto at = ready_at(s, u.micro, segment[s], free[s]);
+        if (!at) break;
+        const double cost = shape.stages[s][segment[s]].cost;
+        t.start[s][u.micro][segment[s]] = *at;
+        t.end[s][u.micro][segment[s]] = free[s] = *at + cost;
+        timing.busy[s] += cost;
+        timing.makespan = std::max(timing.makespan, free[s]);
+        progress = true;
+        if (++segment[s] == u.end && ++unit[s] < order.stages[s].size())
+          segment[s] = order.stages[s][unit[s]].first;
+      }
+  }
+  for (size_t s = 0; s < stages; ++s)
+    if (unit[s] < order.stages[s].size()) {
+      if (why != nullptr)
+        *why = "stage " + std::to_string(s) + " waits forever at micro-batch " +
+               std::to_string(order.stages[s][unit[s]].micro) + ", segment " + std::to_string(segment[s]);
+      return std::nullopt;
+    }
+  return timing;
+}
+
+}  // namespace tandem::host::exec

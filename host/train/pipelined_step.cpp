@@ -1,0 +1,95 @@
+// Trainer::pipelined_step: the micro-batches of one optimizer step handed
+// to the pipeline at once (exec/pipelined_executor.hpp), which runs them on
+// every device at the same time; then what micro_step does after each.
+#include <cmath>
+
+#include "train/evaluator.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/trainer.hpp"
+
+namespace tandem::host::train {
+
+Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, int64_t total, int64_t& index,
+                                       EpochTotals& totals, bool read_loss) {
+  exec::PipelinedExecutor& pipeline = *program_->pipeline();
+  const lowering::ModelGraph& m = model();
+  const uint32_t micro_batches = program_->micro_batches();
+  const bool on_device = m.train_stats != kNoValue;
+  std::vector<std::shared_ptr<const data::Batch>> batches;
+  for (uint32_t i = 0; i < micro_batches; ++i) {
+    const auto wait_start = std::chrono::steady_clock::now();
+    auto b = loader.next();
+    profiler_->data_wait(wait_start, std::chrono::steady_clock::now());
+    if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
+    batches.push_back(std::move(b));
+  }
+  if (auto r = steps_->begin_micro_batch(step, 0, learning_rate(spec_.train, step, total)); !r)
+    return r.error();
+  // Per micro-batch: its batch, its labels, dropout's seed offset (the
+  // order of the program's PipelineRequest); the loss, and the logits
+  // where the device does not count what it predicted right.
+  std::vector<int64_t> offsets(micro_batches);
+  std::vector<std::vector<exec::ConstBytes>> inputs(micro_batches);
+  for (uint32_t i = 0; i < micro_batches; ++i) {
+    const data::Batch& b = *batches[i];
+    inputs[i] = {{b.input_data(), b.input_bytes()}, {b.labels.data(), b.labels.size() * sizeof(int32_t)}};
+    offsets[i] = steps_->dropout_offset(step, i);
+    if (m.dropout_step != kNoValue) inputs[i].push_back({&offsets[i], sizeof(int64_t)});
+  }
+  std::vector<ValueId> outputs;
+  if (!on_device || read_loss) outputs.push_back(m.loss);
+  if (!on_device) outputs.push_back(m.logits);
+  const int64_t classes = m.graph.value(m.logits)->type.dims.back();
+  std::vector<float> losses(micro_batches, 0.0f);
+  std::vector<std::vector<float>> logits(micro_batches);
+  std::vector<std::vector<exec::MutableBytes>> results(micro_batches);
+  for (uint32_t i = 0; i < micro_batches; ++i) {
+    if (!outputs.empty()) results[i].push_back({&losses[i], sizeof(float)});
+    if (on_device) continue;
+    logits[i].resize(batches[i]->labels.size() * size_t(classes));
+    results[i].push_back({logits[i].data(), logits[i].size() * sizeof(float)});
+  }
+  if (auto r = pipeline.run_micro_batches(inputs, outputs, results); !r) return r.error();
+  if (auto r = average_over_ranks(); !r) return r.error();
+  double step_loss = 0;
+  for (uint32_t i = 0; i < micro_batches; ++i) {
+    if (auto r = steps_->end_micro_batch(step, i); !r) return r.error();
+    const data::Batch& b = *batches[i];
+    ++index;
+    if (outputs.empty()) {
+      ++totals.pending_micro;
+      totals.pending_samples += b.size;
+      totals.pending_predictions += int64_t(b.labels.size());
+      continue;
+    }
+    if (!std::isfinite(losses[i])) return diverged(losses[i], "at step " + std::to_string(step + 1));
+    step_loss += losses[i] / micro_batches;
+    if (on_device) {
+      ++totals.pending_micro;
+      totals.pending_samples += b.size;
+      totals.pending_predictions += int64_t(b.labels.size());
+      continue;
+    }
+    totals.correct += count_correct(logits[i], b.labels, int64_t(b.labels.size()), classes);
+    totals.seen += b.size;
+    totals.predictions += int64_t(b.labels.size());
+    totals.loss_sum += losses[i] * static_cast<double>(b.size);
+  }
+  return read_loss ? step_loss : std::nan("");
+}
+
+// Data parallelism: the gradients the pipeline accumulated, averaged over
+// the ranks once every micro-batch has run (nothing left to overlap with).
+Result<void> Trainer::average_over_ranks() {
+  if (streamed_)
+    return make_error("a pipelined run averages its gradients in host memory (internal)", TDM_INTERNAL);
+  if (!allreduce_) return {};
+  for (size_t b = 0; b < allreduce_->buckets().size(); ++b) allreduce_->start(b);
+  auto reduced = allreduce_->finish();
+  const auto done = std::chrono::steady_clock::now();
+  for (const OverlappedAllReduce::Span& s : allreduce_->take_spans())
+    profiler_->all_reduce(s.begin, s.end, s.bytes, done);
+  return reduced;
+}
+
+}  // namespace tandem::host::train

@@ -1,0 +1,214 @@
+// Micro-batches pipelined over two devices (exec/pipelined_executor.hpp):
+// a small GPT with its embeddings and first block on reference:0 and the
+// rest, the tied head among it, on onednn:0, trained with dropout and
+// clipping. Every weight after the run equals, bit for bit, the run whose
+// micro-batches go one after another through the same two devices (the
+// gradient accumulators are summed in the same order, by the same kernels);
+// a run stopped and resumed from its checkpoint continues as if it never
+// stopped; the pipeline reports how busy each device was.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "build_plugins.hpp"
+#include "device/device.hpp"
+#include "model/model_parser.hpp"
+#include "plugin/registry.hpp"
+#include "temp_dir.hpp"
+#include "train/trainer.hpp"
+
+namespace tandem::test {
+namespace {
+
+std::string model_text(const std::string& text_file) {
+  return R"([model]
+name = "pipelined"
+task = "language_model"
+context = 16
+vocab_size = 256
+[[layers]]
+name = "tokens"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 32
+init = "normal"
+init_std = 0.02
+device = "reference"
+[[layers]]
+name = "positions"
+op = "position_embedding"
+device = "reference"
+[[layers]]
+name = "ln1"
+op = "layer_norm"
+device = "reference"
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 4
+causal = true
+device = "reference"
+[[layers]]
+name = "attn_drop"
+op = "dropout"
+p = 0.1
+device = "reference"
+[[layers]]
+name = "attn_residual"
+op = "add"
+inputs = ["positions", "attn_drop"]
+device = "reference"
+[[layers]]
+name = "ln2"
+op = "layer_norm"
+[[layers]]
+name = "fc"
+op = "linear"
+out_features = 64
+activation = "tanh"
+[[layers]]
+name = "proj"
+op = "linear"
+out_features = 32
+[[layers]]
+name = "mlp_residual"
+op = "add"
+inputs = ["attn_residual", "proj"]
+[[layers]]
+name = "ln_f"
+op = "layer_norm"
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+bias = false
+tie_weight = "tokens"
+[train]
+optimizer = "adamw"
+lr = 0.003
+batch_size = 8
+pipeline_microbatches = 4
+clip_grad_norm = 0.5
+seed = 5
+log_every = 1
+[data]
+format = "tokens"
+train_tokens = ")" +
+         text_file + R"("
+windows_per_epoch = 64
+)";
+}
+
+class PipelineTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry_.emplace(build_plugins(services_));
+    for (const char* needed : {"onednn", "reference", "grad_accum"})
+      if (registry_->find(needed) == nullptr)
+        GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
+    auto device = host::DeviceHandle::open(*registry_->find("onednn"), 0);
+    ASSERT_TRUE(device.ok()) << device.error().message;
+    onednn_.emplace(std::move(*device));
+    text_ = dir_.file("text.txt");
+    std::ofstream out(text_);
+    for (int i = 0; i < 100; ++i) out << "a pipeline keeps every device busy, micro-batch " << i << "\n";
+  }
+
+  std::unique_ptr<host::train::Trainer> trainer(const std::string& run, std::vector<std::string> overrides,
+                                                const std::string& resume = "") {
+    auto spec = host::model::parse_model_text(model_text(text_), dir_.file(run + ".toml"), overrides);
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    if (!spec.ok()) return nullptr;
+    specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
+    host::train::TrainOptions o;
+    o.run_dir = dir_.file(run);
+    o.resume = resume;
+    auto t = host::train::Trainer::create(*specs_.back(), *onednn_, *registry_, o);
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return t.ok() ? std::move(*t) : nullptr;
+  }
+
+  // Every parameter and optimizer moment, by name.
+  static std::map<std::string, std::vector<float>> state(host::train::Trainer& t) {
+    std::map<std::string, std::vector<float>> all;
+    const host::Graph& g = t.model().graph;
+    for (size_t i = 0; i < g.value_count(); ++i) {
+      const host::Value& v = *g.value_at(i);
+      if ((v.kind != TDM_VALUE_PARAMETER && v.kind != TDM_VALUE_STATE) || v.type.dtype != TDM_F32) continue;
+      size_t n = 1;
+      for (int64_t d : v.type.dims) n *= size_t(d);
+      std::vector<float> w(n);
+      EXPECT_TRUE(t.executor().read(v.id, w.data(), n * sizeof(float)).ok()) << v.name;
+      all[v.name] = std::move(w);
+    }
+    return all;
+  }
+
+  host::HostServices services_;
+  std::optional<host::PluginRegistry> registry_;
+  std::optional<host::DeviceHandle> onednn_;
+  std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;
+  TempDir dir_;
+  std::string text_;
+};
+
+TEST_F(PipelineTraining, EqualsMicroBatchesOneAfterAnotherBitForBit) {
+  auto pipelined = trainer("pipelined", {"train.steps=6"});
+  auto sequential = trainer("sequential", {"train.steps=6", "train.pipeline=false"});
+  ASSERT_TRUE(pipelined && sequential);
+  ASSERT_NE(pipelined->program().pipeline(), nullptr) << pipelined->program().pipeline_declined();
+  EXPECT_EQ(sequential->program().pipeline(), nullptr);
+  EXPECT_EQ(pipelined->program().pipeline()->stage_devices(),
+            (std::vector<std::string>{"reference:0", "onednn:0"}));
+  auto a = pipelined->run();
+  auto b = sequential->run();
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(a->last_loss, b->last_loss);
+  const auto x = state(*pipelined), y = state(*sequential);
+  ASSERT_EQ(x.size(), y.size());
+  for (const auto& [name, values] : x) EXPECT_EQ(values, y.at(name)) << name << " differs";
+}
+
+TEST_F(PipelineTraining, GradAccumsMicroBatchesArePipelinedToo) {
+  auto implied = trainer("implied", {"train.steps=3"});
+  auto explicit_ = trainer(
+      "explicit", {"train.steps=3", "train.pipeline_microbatches=0", "features.grad_accum.micro_batch=2"});
+  ASSERT_TRUE(implied && explicit_);
+  ASSERT_NE(explicit_->program().pipeline(), nullptr) << explicit_->program().pipeline_declined();
+  ASSERT_TRUE(implied->run().ok());
+  ASSERT_TRUE(explicit_->run().ok());
+  EXPECT_EQ(state(*implied), state(*explicit_));
+}
+
+TEST_F(PipelineTraining, AResumedRunContinuesAsIfItNeverStopped) {
+  auto whole = trainer("whole", {"train.steps=8"});
+  ASSERT_TRUE(whole && whole->run().ok());
+  auto first = trainer("halves", {"train.steps=4"});
+  ASSERT_TRUE(first && first->run().ok());
+  auto second = trainer("halves-2", {"train.steps=8"}, dir_.file("halves"));
+  ASSERT_TRUE(second);
+  auto r = second->run();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(state(*whole), state(*second));
+}
+
+TEST_F(PipelineTraining, ReportsHowBusyEachDeviceWas) {
+  auto t = trainer("busy", {"train.steps=3"});
+  ASSERT_TRUE(t && t->run().ok());
+  const host::exec::PipelinedExecutor& p = *t->program().pipeline();
+  EXPECT_EQ(p.stats().steps, 3u);
+  ASSERT_EQ(p.stats().busy_us.size(), 2u);
+  for (double busy : p.stats().busy_us) EXPECT_GT(busy, 0.0);
+  EXPECT_GE(p.stats().idle_fraction(), 0.0);
+  EXPECT_LT(p.stats().idle_fraction(), 1.0);
+  // One forward and one backward span per micro-batch and device, in the
+  // last step (at least: a device's share may be cut where it waits).
+  EXPECT_GE(p.spans().size(), 2u * 2u * 4u);
+  // The reference device holds two micro-batches at once (1F1B's warm-up).
+  EXPECT_EQ(p.layout().instances(0), 2u);
+  EXPECT_EQ(p.layout().instances(1), 1u);
+}
+
+}  // namespace
+}  // namespace tandem::test
