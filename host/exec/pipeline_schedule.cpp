@@ -95,11 +95,19 @@ std::optional<PipelineTiming> simulate(const PipelineShape& shape, const Pipelin
     t.start[s].assign(micro_batches, std::vector<double>(shape.stages[s].size(), kUnknown));
     t.end[s] = t.start[s];
   }
-  // Who reads each stage's segments: the stages whose segments wait for them.
-  std::vector<std::vector<SegmentRef>> readers(stages);
+  // Who reads each stage's segments: (the reading segment, the segment read).
+  std::vector<std::vector<std::pair<SegmentRef, size_t>>> readers(stages);
   for (size_t s = 0; s < stages; ++s)
     for (size_t g = 0; g < shape.stages[s].size(); ++g)
-      for (const SegmentRef& a : shape.stages[s][g].after) readers[a.stage].push_back({s, g});
+      for (const SegmentRef& a : shape.stages[s][g].after) readers[a.stage].push_back({{s, g}, a.segment});
+  // When a reading segment's copy of micro-batch `m` is made: right after
+  // the segment it reads when the reader's stage already holds `m` then,
+  // else when the reading segment starts (pipelined_executor.cpp).
+  const auto copied_at = [&](const SegmentRef& r, size_t m, size_t stage, size_t read) -> double {
+    const double made = t.end[stage][m][read], begun = t.start[r.stage][m][0];
+    if (made == kUnknown || begun == kUnknown) return kUnknown;
+    return begun <= made ? made : t.start[r.stage][m][r.segment];
+  };
   // A segment's earliest start once everything it waits for is known;
   // nullopt while something is not.
   const auto ready_at = [&](size_t s, size_t m, size_t g, double free) -> std::optional<double> {
@@ -109,12 +117,12 @@ std::optional<PipelineTiming> simulate(const PipelineShape& shape, const Pipelin
       if (e == kUnknown) return std::nullopt;
       at = std::max(at, e);
     }
-    // Reusing an instance: every reader of the micro-batch it held has begun.
+    // Reusing an instance: what the micro-batch it held made for others is copied.
     if (g == 0 && m >= order.in_flight[s])
-      for (const SegmentRef& r : readers[s]) {
-        const double b = t.start[r.stage][m - order.in_flight[s]][r.segment];
-        if (b == kUnknown) return std::nullopt;
-        at = std::max(at, b);
+      for (const auto& [r, read] : readers[s]) {
+        const double c = copied_at(r, m - order.in_flight[s], s, read);
+        if (c == kUnknown) return std::nullopt;
+        at = std::max(at, c);
       }
     return at;
   };

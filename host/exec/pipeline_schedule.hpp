@@ -76,9 +76,11 @@ struct PipelineTiming {
 
 // Runs `order` on the costs of `shape` (each stage one worker; a segment
 // starts when its stage is free, what it waits for has run, and — at the
-// start of a micro-batch on a stage — the instance it reuses has been read
-// by every later stage). nullopt when the order cannot finish (the reason
-// in `why`).
+// start of a micro-batch on a stage — what the micro-batch its instance
+// held made for other stages has been copied: right after it was made when
+// the reader's stage held that micro-batch already, else when the reading
+// segment starts). nullopt when the order cannot finish (the reason in
+// `why`).
 std::optional<PipelineTiming> simulate(const PipelineShape& shape, const PipelineOrder& order,
                                        std::string* why = nullptr);
 

@@ -40,7 +40,12 @@ struct PipelinedExecutor::Step {
   std::mutex mutex;
   std::condition_variable changed;                   // a segment ran, a copy was pulled, or a stage failed
   std::vector<std::vector<std::vector<char>>> done;  // [stage][micro][segment]
-  std::vector<std::vector<char>> pulled;             // [pull][micro]
+  std::vector<std::vector<char>> begun;              // [stage][micro]: its instance holds the micro-batch
+  // [pull][micro]: 0 not copied, 1 being copied, 2 copied. Whoever finds
+  // it 0 copies: the reading stage before the segment that reads it, or
+  // the writing stage right after its segment when the reader's instance
+  // already holds that micro-batch (a gradient going back, read late).
+  std::vector<std::vector<char>> pulled;
   bool failed = false;
   std::vector<double> busy_us;                   // per stage
   std::vector<std::vector<PipelineSpan>> spans;  // per stage
@@ -63,6 +68,14 @@ struct PipelinedExecutor::Step {
       flag = 1;
     }
     changed.notify_all();
+  }
+  // Claims pull `i` of `micro` for the caller to copy: true when it was
+  // not copied nor being copied.
+  bool claim(size_t i, size_t micro) {
+    std::lock_guard lock(mutex);
+    if (pulled[i][micro] != 0) return false;
+    pulled[i][micro] = 1;
+    return true;
   }
   void fail() {
     {
@@ -128,6 +141,7 @@ Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<
   for (size_t s = 0; s < stages; ++s)
     step.done[s].assign(micro, std::vector<char>(layout_.shape.stages[s].size(), 0));
   step.pulled.assign(layout_.pulls.size(), std::vector<char>(micro, 0));
+  step.begun.assign(stages, std::vector<char>(micro, 0));
   step.busy_us.assign(stages, 0.0);
   step.spans.resize(stages);
   step.epoch = profile_epoch();
@@ -181,7 +195,7 @@ Result<void> PipelinedExecutor::begin_micro_batch(Step& step, size_t stage, size
   if (micro >= held) {
     const bool ok = step.wait([&] {
       for (size_t i = 0; i < layout_.pulls.size(); ++i)
-        if (layout_.pulls[i].producer.stage == stage && !step.pulled[i][micro - held]) return false;
+        if (layout_.pulls[i].producer.stage == stage && step.pulled[i][micro - held] != 2) return false;
       return true;
     });
     if (!ok) return stopped();
@@ -192,7 +206,20 @@ Result<void> PipelinedExecutor::begin_micro_batch(Step& step, size_t stage, size
       const ConstBytes& in = step.inputs[micro][f.input];
       if (auto r = e.write(f.value, in.data, in.bytes); !r) return r;
     }
+  step.mark(step.begun[stage][micro]);
   return {};
+}
+
+void PipelinedExecutor::copy(Step& step, size_t pull, size_t micro) {
+  const PipelineLayout::Pull& p = layout_.pulls[pull];
+  const ExecutorTransfer& x = composed_->transfers()[p.transfer];
+  std::memcpy(instance(p.consumer.stage, micro).device_pointer(x.to),
+              instance(p.producer.stage, micro).device_pointer(x.from), x.bytes);
+  {
+    std::lock_guard lock(step.mutex);
+    step.pulled[pull][micro] = 2;
+  }
+  step.changed.notify_all();
 }
 
 Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t micro, size_t segment) {
@@ -202,9 +229,8 @@ Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t mic
     if (!(pull.consumer == SegmentRef{stage, segment})) continue;
     if (!step.wait([&] { return step.done[pull.producer.stage][micro][pull.producer.segment] != 0; }))
       return stopped();
-    const ExecutorTransfer& x = composed_->transfers()[pull.transfer];
-    std::memcpy(e.device_pointer(x.to), instance(pull.producer.stage, micro).device_pointer(x.from), x.bytes);
-    step.mark(step.pulled[i][micro]);
+    if (step.claim(i, micro)) copy(step, i, micro);
+    if (!step.wait([&] { return step.pulled[i][micro] == 2; })) return stopped();
   }
   const std::vector<size_t>& bounds = layout_.bounds[stage];
   const auto begin = Clock::now();
@@ -214,6 +240,19 @@ Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t mic
   step.spans[stage].push_back({stage, micro, layout_.shape.stages[stage][segment].backward,
                                micros(begin - step.epoch), micros(end - begin)});
   step.mark(step.done[stage][micro][segment]);
+  // What this segment made for a stage that already holds the micro-batch
+  // goes there now: that stage may read it late (a gradient going back),
+  // and this instance is free for its next micro-batch only once copied.
+  for (size_t i = 0; i < layout_.pulls.size(); ++i) {
+    const PipelineLayout::Pull& pull = layout_.pulls[i];
+    if (!(pull.producer == SegmentRef{stage, segment})) continue;
+    bool holds = false;
+    {
+      std::lock_guard lock(step.mutex);
+      holds = step.begun[pull.consumer.stage][micro] != 0;
+    }
+    if (holds && step.claim(i, micro)) copy(step, i, micro);
+  }
   return {};
 }
 

@@ -126,6 +126,9 @@ class PipelinedExecutor final : public Executor {
   Result<void> run_segment(Step& step, size_t stage, size_t micro, size_t segment);
   Result<void> begin_micro_batch(Step& step, size_t stage, size_t micro);
   Result<void> end_micro_batch(Step& step, size_t stage, size_t micro);
+  // Pull `pull` of `micro`, claimed by the caller: its bytes into the
+  // reading stage's instance.
+  void copy(Step& step, size_t pull, size_t micro);
   // A copy between the first instances, once per step.
   void copy_between_first_instances(size_t transfer);
 

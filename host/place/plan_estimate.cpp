@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/native_layouts.hpp"
+#include "exec/pipeline_schedule.hpp"
 #include "ops/op_table.hpp"
 #include "place/split.hpp"
 
@@ -14,12 +15,26 @@ double PlanEstimate::step_us() const {
   return total;
 }
 
-double PlanEstimate::pipelined_step_us(uint32_t micro_batches) const {
-  double busiest = 0;
-  for (const DeviceEstimate& d : devices)
-    if (d.stage >= 0) busiest = std::max(busiest, d.compute_us + d.stream_exposed_us());
+PlanEstimate::Pipelined PlanEstimate::pipelined(uint32_t micro_batches) const {
   const double m = std::max<uint32_t>(micro_batches, 1);
-  return busiest * (m + static_cast<double>(stages) - 1) / m;
+  exec::PipelineShape shape;
+  shape.stages.resize(stages);
+  double optimizer = 0;
+  for (const DeviceEstimate& d : devices) {
+    optimizer = std::max(optimizer, d.compute_us - d.forward_us - d.backward_us);
+    if (d.stage < 0 || size_t(d.stage) >= stages) continue;
+    const size_t s = size_t(d.stage);
+    exec::PipelineSegment forward{false, d.forward_us / m, {}}, backward{true, d.backward_us / m, {}};
+    if (s > 0) forward.after.push_back({s - 1, 0});
+    if (s + 1 < stages) backward.after.push_back({s + 1, 1});
+    shape.stages[s] = {forward, backward};
+  }
+  Pipelined out;
+  if (auto t = exec::simulate(shape, exec::one_forward_one_backward(shape, size_t(m)))) {
+    out.step_us = t->makespan + optimizer;
+    out.idle = t->idle_fraction();
+  }
+  return out;
 }
 
 uint64_t PlanEstimate::over() const {
@@ -124,7 +139,10 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
     if (!cost->supported)
       return make_error("layer '" + n.layer + "' (" + n.op + ") cannot run on " + id + ": " + cost->why,
                         TDM_UNSUPPORTED);
-    d.compute_us += cost->micros * runs(n.phase, in.micro_batches);
+    const double us = cost->micros * runs(n.phase, in.micro_batches);
+    d.compute_us += us;
+    if (n.phase == TDM_PHASE_FORWARD) d.forward_us += us;
+    if (n.phase == TDM_PHASE_BACKWARD) d.backward_us += us;
   }
   return d;
 }

@@ -26,9 +26,10 @@ namespace tandem::host::place {
 struct DeviceEstimate {
   std::string device;
   exec::MemoryEstimate memory;
-  double compute_us = 0;        // per optimizer step
-  uint64_t streamed_bytes = 0;  // per optimizer step, both ways (exec/stream_plan.hpp)
-  double stream_us = 0;         // their copies' time per step (with a cost model)
+  double compute_us = 0;                   // per optimizer step
+  double forward_us = 0, backward_us = 0;  // of it, every micro-batch's forward and backward
+  uint64_t streamed_bytes = 0;             // per optimizer step, both ways (exec/stream_plan.hpp)
+  double stream_us = 0;                    // their copies' time per step (with a cost model)
   // Streamed copies run beside compute on a copy stream: only what is
   // longer than the compute lengthens the step.
   double stream_exposed_us() const { return stream_us > compute_us ? stream_us - compute_us : 0; }
@@ -50,9 +51,16 @@ struct PlanEstimate {
   bool timed = false;  // step times measured (a cost model was given)
   size_t stages = 0;   // a pipelined step: its stages (devices with forward or backward)
   double step_us() const;
-  // A pipelined step: the busiest stage's forward and backward stretched by
-  // the bubble, (M + S - 1) / M, with the optimizer's updates after it.
-  double pipelined_step_us(uint32_t micro_batches) const;
+  // A pipelined step on these stages' estimated forward and backward times
+  // (exec/pipeline_schedule.hpp's simulate of 1F1B): how long forward and
+  // backward take, the slowest optimizer phase after them, and the share of
+  // device time idle. Stages of unequal times idle more than the bubble of
+  // equal ones, (S - 1) / (M + S - 1).
+  struct Pipelined {
+    double step_us = 0;
+    double idle = 0;
+  };
+  Pipelined pipelined(uint32_t micro_batches) const;
   uint64_t over() const;  // bytes over budget, all devices together
   const DeviceEstimate* find(const std::string& device) const;
 };

@@ -157,8 +157,8 @@ Result<void> Program::write_plan(std::ostream& out) const {
   }
   if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
   if (estimate->stages > 1)
-    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined_step_us(micro_batches_))
-        << " (the busiest device's compute, stretched by the bubble)";
+    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined(micro_batches_).step_us)
+        << " (one forward one backward on these stages' times, then the updates)";
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
   if (estimate->over() > 0)
@@ -175,8 +175,12 @@ void Program::write_pipeline(std::ostream& out, const place::PlanEstimate& estim
   char line[160];
   std::snprintf(line, sizeof line, "%.1f %%", 100.0 * bubble);
   out << "\npipeline: " << estimate.stages << " stages x " << micro_batches_
-      << " micro-batches, one forward one backward; bubble (S-1)/(M+S-1) = " << line
-      << " of each device's step idle\n";
+      << " micro-batches, one forward one backward; bubble (S-1)/(M+S-1) = " << line;
+  if (estimate.timed) {
+    std::snprintf(line, sizeof line, "%.1f %%", 100.0 * estimate.pipelined(micro_batches_).idle);
+    out << "; with these stages' estimated times " << line << " of device time idle";
+  }
+  out << "\n";
   const std::map<std::string, std::string> layers = layer_devices();
   for (int s = 0; s < static_cast<int>(estimate.stages); ++s)
     for (const place::DeviceEstimate& d : estimate.devices) {

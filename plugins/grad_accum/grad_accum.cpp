@@ -120,13 +120,17 @@ class GradAccum final : public tandem::Feature {
     check(g.state_add(graph, ("grad_accum." + name).c_str(), &desc, 0.0, &acc),
           "adding the accumulator of " + name);
 
-    // add(A, g) right after g's producer, writing A in place.
+    // add(A, g) right after g's producer, writing A in place, in the
+    // producer's layer (it runs where that layer runs; the node after it
+    // may be another layer's, on another device).
     tdm_node_id anchor = -1;
+    std::string layer;
     for (size_t i = 0; i + 1 < g.node_count(graph); ++i) {
       tdm_node_info n{};
       n.struct_size = sizeof n;
       check(g.node_at(graph, i, &n), "node_at");
       if (n.id != producer) continue;
+      layer = n.layer != nullptr ? n.layer : "";
       tdm_node_info next{};
       next.struct_size = sizeof next;
       check(g.node_at(graph, i + 1, &next), "node_at");
@@ -139,6 +143,7 @@ class GradAccum final : public tandem::Feature {
     add.struct_size = sizeof add;
     add.op = "add";
     add.name = add_name.c_str();
+    add.layer = layer.empty() ? nullptr : layer.c_str();
     add.phase = TDM_PHASE_BACKWARD;
     add.inputs = add_inputs;
     add.n_inputs = 2;
