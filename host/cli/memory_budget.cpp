@@ -1,6 +1,8 @@
 #include "cli/memory_budget.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "program/device_select.hpp"
 #include "tandem/byte_size.hpp"
@@ -90,7 +92,14 @@ host::Result<void> apply_placement_options(const boost::program_options::variabl
                               TDM_INVALID_ARGUMENT);
     train.devices.push_back(name);
   }
+  // What else changes an op's time: the threads, and the plugins' options
+  // (onednn.devices=2 gives each onednn device 1 of the cores, cuda.tf32 ...).
   train.cost_context = "threads=" + std::to_string(vm.count("threads") ? vm["threads"].as<int>() : 0);
+  if (vm.count("plugin-option") != 0) {
+    std::vector<std::string> options = vm["plugin-option"].as<std::vector<std::string>>();
+    std::sort(options.begin(), options.end());
+    for (const std::string& option : options) train.cost_context += " " + option;
+  }
   train.recalibrate = vm.count("recalibrate") > 0 && vm["recalibrate"].as<bool>();
   auto streaming = stream_choice(vm);
   if (!streaming) return streaming.error();

@@ -114,18 +114,28 @@ class PipelineTraining : public ::testing::Test {
     for (int i = 0; i < 100; ++i) out << "a pipeline keeps every device busy, micro-batch " << i << "\n";
   }
 
-  std::unique_ptr<host::train::Trainer> trainer(const std::string& run, std::vector<std::string> overrides,
-                                                const std::string& resume = "") {
+  host::Result<std::unique_ptr<host::train::Trainer>> try_trainer(const std::string& run,
+                                                                  std::vector<std::string> overrides,
+                                                                  const std::string& resume = "") {
     auto spec = host::model::parse_model_text(model_text(text_), dir_.file(run + ".toml"), overrides);
-    EXPECT_TRUE(spec.ok()) << spec.error().message;
-    if (!spec.ok()) return nullptr;
+    if (!spec.ok()) return spec.error();
     specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
     host::train::TrainOptions o;
     o.run_dir = dir_.file(run);
     o.resume = resume;
-    auto t = host::train::Trainer::create(*specs_.back(), *onednn_, *registry_, o);
+    return host::train::Trainer::create(*specs_.back(), *onednn_, *registry_, o);
+  }
+  std::unique_ptr<host::train::Trainer> trainer(const std::string& run, std::vector<std::string> overrides,
+                                                const std::string& resume = "") {
+    auto t = try_trainer(run, std::move(overrides), resume);
     EXPECT_TRUE(t.ok()) << t.error().message;
     return t.ok() ? std::move(*t) : nullptr;
+  }
+  // Every weight of two runs, equal bit for bit.
+  static void expect_same_state(host::train::Trainer& a, host::train::Trainer& b) {
+    const auto x = state(a), y = state(b);
+    ASSERT_EQ(x.size(), y.size());
+    for (const auto& [name, values] : x) EXPECT_EQ(values, y.at(name)) << name << " differs";
   }
 
   // Every parameter and optimizer moment, by name.
@@ -165,9 +175,34 @@ TEST_F(PipelineTraining, EqualsMicroBatchesOneAfterAnotherBitForBit) {
   ASSERT_TRUE(a.ok()) << a.error().message;
   ASSERT_TRUE(b.ok()) << b.error().message;
   EXPECT_EQ(a->last_loss, b->last_loss);
-  const auto x = state(*pipelined), y = state(*sequential);
-  ASSERT_EQ(x.size(), y.size());
-  for (const auto& [name, values] : x) EXPECT_EQ(values, y.at(name)) << name << " differs";
+  expect_same_state(*pipelined, *sequential);
+}
+
+// Mixed precision (bf16 with dynamic loss scaling, an overflow check over
+// both devices' gradients) and activation checkpointing (recomputation in
+// backward) compose with the pipeline: still the unpipelined run's bits.
+TEST_F(PipelineTraining, ComposesWithAmpAndCheckpointing) {
+  for (const char* needed : {"amp", "checkpointing"})
+    if (registry_->find(needed) == nullptr)
+      GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
+  const std::vector<std::string> features = {"train.steps=4", "features.amp.dtype=\"bf16\"",
+                                             "features.amp.loss_scale=\"dynamic\"",
+                                             "features.checkpointing.segments=2"};
+  auto pipelined = try_trainer("amp-pipelined", features);
+  if (!pipelined.ok() && pipelined.error().message.find("no bf16 kernels") != std::string::npos)
+    GTEST_SKIP() << "onednn:0 has no bf16 kernels on this CPU: " << pipelined.error().message;
+  ASSERT_TRUE(pipelined.ok()) << pipelined.error().message;
+  auto with_off = features;
+  with_off.push_back("train.pipeline=false");
+  auto sequential = trainer("amp-sequential", with_off);
+  ASSERT_TRUE(sequential);
+  ASSERT_NE((*pipelined)->program().pipeline(), nullptr) << (*pipelined)->program().pipeline_declined();
+  auto a = (*pipelined)->run();
+  auto b = sequential->run();
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(a->last_loss, b->last_loss);
+  expect_same_state(**pipelined, *sequential);
 }
 
 TEST_F(PipelineTraining, GradAccumsMicroBatchesArePipelinedToo) {
@@ -178,7 +213,7 @@ TEST_F(PipelineTraining, GradAccumsMicroBatchesArePipelinedToo) {
   ASSERT_NE(explicit_->program().pipeline(), nullptr) << explicit_->program().pipeline_declined();
   ASSERT_TRUE(implied->run().ok());
   ASSERT_TRUE(explicit_->run().ok());
-  EXPECT_EQ(state(*implied), state(*explicit_));
+  expect_same_state(*implied, *explicit_);
 }
 
 TEST_F(PipelineTraining, AResumedRunContinuesAsIfItNeverStopped) {
@@ -190,7 +225,7 @@ TEST_F(PipelineTraining, AResumedRunContinuesAsIfItNeverStopped) {
   ASSERT_TRUE(second);
   auto r = second->run();
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(state(*whole), state(*second));
+  expect_same_state(*whole, *second);
 }
 
 TEST_F(PipelineTraining, ReportsHowBusyEachDeviceWas) {
