@@ -24,34 +24,86 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One batch of N(0, 1) features and uniform labels, written once; for a
-// language model, uniform token ids and next-token labels at every position.
-Result<void> preload_batch(const lowering::ModelGraph& model, const model::ModelSpec& spec,
-                           exec::Executor& ex) {
+// One batch of N(0, 1) features and uniform labels; for a model that reads
+// token ids (a language model, an embedding classifier), uniform ids below
+// its first embedding's table size (a language model: next-token labels at
+// every position). Kept on the host: a pipelined step writes it into every
+// micro-batch in flight.
+struct PreloadedBatch {
+  std::vector<char> input;
+  std::vector<int32_t> labels;
+};
+
+// The token ids a model reads (the table size of its first layer, an
+// embedding), or 0 for a model of features.
+int32_t token_ids(const model::ModelSpec& spec) {
+  if (spec.layers.empty() || spec.layers.front().op != "embedding") return 0;
+  return static_cast<int32_t>(spec.layers.front().int_attr("num_embeddings", spec.classes));
+}
+
+template <class T>
+void append(std::vector<char>& bytes, const std::vector<T>& values) {
+  bytes.insert(bytes.end(), reinterpret_cast<const char*>(values.data()),
+               reinterpret_cast<const char*>(values.data() + values.size()));
+}
+
+Result<PreloadedBatch> preload_batch(const lowering::ModelGraph& model, const model::ModelSpec& spec,
+                                     exec::Executor& ex) {
   std::mt19937_64 rng(spec.train.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int32_t> label(0, static_cast<int32_t>(spec.classes) - 1);
-  const size_t inputs = static_cast<size_t>(ops::numel(model.graph.value(model.input)->type.dims));
-  std::vector<int32_t> labels(static_cast<size_t>(ops::numel(model.graph.value(model.labels)->type.dims)));
-  for (int32_t& l : labels) l = label(rng);
-  if (spec.language_model()) {
+  const int32_t ids = spec.language_model() ? static_cast<int32_t>(spec.classes) : token_ids(spec);
+  std::uniform_int_distribution<int32_t> token(0, std::max<int32_t>(ids, 1) - 1);
+  const TensorType& type = model.graph.value(model.input)->type;
+  const size_t inputs = static_cast<size_t>(ops::numel(type.dims));
+  PreloadedBatch b;
+  b.labels.resize(static_cast<size_t>(ops::numel(model.graph.value(model.labels)->type.dims)));
+  for (int32_t& l : b.labels) l = label(rng);
+  if (type.dtype == TDM_S32) {
     std::vector<int32_t> tokens(inputs);
-    for (int32_t& t : tokens) t = label(rng);
-    if (auto r = ex.write(model.input, tokens.data(), tokens.size() * sizeof(int32_t)); !r) return r;
-  } else {
+    for (int32_t& t : tokens) t = token(rng);
+    append(b.input, tokens);
+  } else {  // features, or an embedding classifier's ids as floats (as its data source gives them)
     std::vector<float> features(inputs);
-    for (float& f : features) f = normal(rng);
-    if (auto r = ex.write(model.input, features.data(), features.size() * sizeof(float)); !r) return r;
+    for (float& f : features) f = ids > 0 ? static_cast<float>(token(rng)) : normal(rng);
+    append(b.input, features);
   }
-  return ex.write(model.labels, labels.data(), labels.size() * sizeof(int32_t));
+  if (auto r = ex.write(model.input, b.input.data(), b.input.size()); !r) return r.error();
+  if (auto r = ex.write(model.labels, b.labels.data(), b.labels.size() * sizeof(int32_t)); !r)
+    return r.error();
+  return b;
+}
+
+// A pipelined program's micro-batches, every one the preloaded batch.
+Result<void> pipelined_micro_batches(program::Program& p, const program::StepRunner& steps, int64_t step,
+                                     const PreloadedBatch& batch) {
+  const uint32_t micro = p.micro_batches();
+  std::vector<int64_t> offsets(micro);
+  std::vector<std::vector<exec::ConstBytes>> inputs(micro);
+  for (uint32_t i = 0; i < micro; ++i) {
+    offsets[i] = steps.dropout_offset(step, i);
+    inputs[i] = {{batch.input.data(), batch.input.size()},
+                 {batch.labels.data(), batch.labels.size() * sizeof(int32_t)}};
+    if (p.model().dropout_step != kNoValue) inputs[i].push_back({&offsets[i], sizeof(int64_t)});
+  }
+  return p.pipeline()->run_micro_batches(inputs, {}, std::vector<std::vector<exec::MutableBytes>>(micro));
 }
 
 // One training step as `tandem train` runs it (program/step_runner.hpp),
 // minus the batch copy and the per-step reads of loss and logits: every
-// micro-batch's forward and backward on the preloaded batch, then the
-// optimizer phase with the feature hooks and clipping.
-Result<void> train_step(program::Program& p, program::StepRunner& steps, int64_t step) {
+// micro-batch's forward and backward on the preloaded batch (pipelined
+// where the program pipelines them), then the optimizer phase with the
+// feature hooks and clipping.
+Result<void> train_step(program::Program& p, program::StepRunner& steps, int64_t step,
+                        const PreloadedBatch& batch) {
   exec::Executor& ex = p.executor();
+  if (p.pipeline() != nullptr) {
+    if (auto r = steps.begin_micro_batch(step, 0, p.spec().train.lr); !r) return r;
+    if (auto r = pipelined_micro_batches(p, steps, step, batch); !r) return r;
+    for (uint32_t micro = 0; micro < p.micro_batches(); ++micro)
+      if (auto r = steps.end_micro_batch(step, micro); !r) return r;
+    return steps.optimizer_step(step);
+  }
   for (uint32_t micro = 0; micro < p.micro_batches(); ++micro) {
     if (auto r = steps.begin_micro_batch(step, micro, p.spec().train.lr); !r) return r;
     if (auto r = ex.run(0, p.model().optimizer_begin); !r) return r;
@@ -135,7 +187,8 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   exec::Executor& ex = p.executor();
   program::StepRunner steps(p);
   if (auto r = initialise_tensors(model, ex, spec.train.seed); !r) return r.error();
-  if (auto r = preload_batch(model, spec, ex); !r) return r.error();
+  auto preloaded = preload_batch(model, spec, ex);
+  if (!preloaded) return preloaded.error();
 
   BenchResult result;
   result.model = spec.name;
@@ -149,12 +202,12 @@ Result<BenchResult> run_benchmark(const model::ModelSpec& spec, const DeviceHand
   for (ValueId p : model.parameters) result.parameters += ops::numel(model.graph.value(p)->type.dims);
   int64_t step = 0;
   for (; step < options.warmup; ++step)
-    if (auto r = train_step(p, steps, step); !r) return r.error();
+    if (auto r = train_step(p, steps, step, *preloaded); !r) return r.error();
   ex.clear_profile();
   for (int64_t repeat = 0; repeat < options.repeats; ++repeat) {
     const auto start = Clock::now();
     for (int64_t i = 0; i < options.steps; ++i, ++step)
-      if (auto r = train_step(p, steps, step); !r) return r.error();
+      if (auto r = train_step(p, steps, step, *preloaded); !r) return r.error();
     float loss = 0;  // inside the timed span: the device's work is surely done
     if (auto r = ex.read(model.loss, &loss, sizeof loss); !r) return r.error();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
