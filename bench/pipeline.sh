@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Micro-batches pipelined over two CPU devices, in one invocation: the GPT
-# example split over onednn:0 and onednn:1 (bench/models/gpt_pipeline.toml;
+# example split over onednn:0 and onednn:1 (bench/models/pipeline/gpt.toml;
 # `--plugin-option onednn.devices=2`, one thread each) with --micro
-# micro-batches per step, against
+# micro-batches per step, and the example itself placed automatically on
+# the two devices (cut into two stages balanced by measured op times),
+# against
 #   - the same split with the pipeline off ([train] pipeline = false: the
 #     micro-batches one after another, one device busy at a time),
 #   - one onednn device with both threads, on the whole batch
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
     --micro) micro=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "pipeline.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -45,18 +47,19 @@ mkdir -p "$out"
 echo "uptime before: $(uptime)" >&2
 two=(--plugin-option onednn.devices=2 --threads 2)
 common=(--set "train.steps=$steps" --set train.log_every=1 --set train.warmup_steps=5 --memory-report)
-gpt_split=("$repo/bench/models/gpt_pipeline.toml" "${two[@]}" --set "train.pipeline_microbatches=$micro")
+gpt_split=("$repo/bench/models/pipeline/gpt.toml" "${two[@]}" --set "train.pipeline_microbatches=$micro")
 gpt_one=("$repo/examples/gpt_fortunes.toml" --device onednn:0 --threads 2)
 emb=("$repo/examples/embedding_cpu.toml" "${two[@]}" --device onednn:1 --set "train.pipeline_microbatches=$micro")
 declare -A config=(
   [gpt-pipelined]="${gpt_split[*]}"
+  [gpt-auto-pipelined]="$repo/examples/gpt_fortunes.toml ${two[*]} --device onednn:0,onednn:1 --set train.pipeline_microbatches=$micro"
   [gpt-split-sequential]="${gpt_split[*]} --set train.pipeline=false"
   [gpt-one-device]="${gpt_one[*]}"
   [gpt-one-device-micro]="${gpt_one[*]} --set train.pipeline_microbatches=$micro"
   [embedding-pipelined]="${emb[*]}"
   [embedding-sequential]="${emb[*]} --set train.pipeline=false"
 )
-order=(gpt-pipelined gpt-split-sequential gpt-one-device gpt-one-device-micro embedding-pipelined embedding-sequential)
+order=(gpt-pipelined gpt-auto-pipelined gpt-split-sequential gpt-one-device gpt-one-device-micro embedding-pipelined embedding-sequential)
 for round in $(seq 1 "$rounds"); do
   for name in "${order[@]}"; do
     echo "pipeline.sh: round $round, $name" >&2
@@ -66,7 +69,7 @@ for round in $(seq 1 "$rounds"); do
       { tail -20 "$run.log" >&2; exit 1; }
   done
 done
-for name in gpt-pipelined embedding-pipelined; do
+for name in gpt-pipelined gpt-auto-pipelined embedding-pipelined; do
   # shellcheck disable=SC2086
   "$tandem" plan ${config[$name]} --set "train.steps=$steps" > "$out/plan-$name.txt" 2>&1 ||
     { cat "$out/plan-$name.txt" >&2; exit 1; }

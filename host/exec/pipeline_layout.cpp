@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "exec/device_executor.hpp"
 
@@ -109,9 +110,10 @@ class Analysis {
         return {};
       }
     const bool rewritten = at.source_rewritten_at != kNoPosition && at.source_rewritten_at < end;
-    if (rewritten)
-      return cannot(name(x.from_part, x.from) + " is rewritten after its copy within one micro-batch");
     if (at.issue_after == kNoPosition) {
+      if (rewritten)
+        return cannot(name(x.from_part, x.from) +
+                      " is copied once per step but rewritten within one micro-batch");
       layout_.before_step.push_back(t);
       return {};
     }
@@ -119,7 +121,15 @@ class Analysis {
     const size_t to = local_index(parts_[x.to_part].positions, at.destination_at);
     cuts_[x.from_part].insert(from + 1);
     cuts_[x.to_part].insert(to);
-    pulls_.push_back({t, {x.from_part, from}, {x.to_part, to}});
+    // A source rewritten later in the micro-batch (an in-place sum into a
+    // gradient another stage read): the segment that rewrites it starts
+    // once the copy is made.
+    std::optional<size_t> rewrite;
+    if (rewritten) {
+      rewrite = local_index(parts_[x.from_part].positions, at.source_rewritten_at);
+      cuts_[x.from_part].insert(*rewrite);
+    }
+    pulls_.push_back({t, {x.from_part, from}, {x.to_part, to}, rewrite});
     layout_.per_instance[x.to_part].insert(storage(x.to_part, x.to));
     if (persistent(x.from_part, x.from))
       layout_.per_instance[x.from_part].insert(storage(x.from_part, x.from));
@@ -184,17 +194,24 @@ class Analysis {
   }
 
   void connect_pulls() {
-    for (const auto& [t, from, to] : pulls_) {
+    for (const auto& [t, from, to, rewrite] : pulls_) {
       const SegmentRef producer = segment_of(from), consumer = segment_of(to);
       auto& after = layout_.shape.stages[consumer.stage][consumer.segment].after;
       if (std::find(after.begin(), after.end(), producer) == after.end()) after.push_back(producer);
-      layout_.pulls.push_back({t, producer, consumer});
+      PipelineLayout::Pull pull{t, producer, consumer, kNoSegment};
+      if (rewrite) {
+        pull.rewritten = segment_of({from.part, *rewrite}).segment;
+        layout_.shape.stages[producer.stage][pull.rewritten].copied_first.push_back(
+            {consumer, producer.segment});
+      }
+      layout_.pulls.push_back(pull);
     }
   }
 
   struct PendingPull {
     size_t transfer;
     PartNode from, to;
+    std::optional<size_t> rewrite;  // the producer's node that rewrites the source
   };
   const std::vector<ExecutorPart>& parts_;
   const std::vector<ExecutorTransfer>& transfers_;

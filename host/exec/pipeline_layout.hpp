@@ -15,7 +15,10 @@
 // Copies. Each transfer of the composed schedule runs as one of:
 //   pull        once per micro-batch, by the reading stage right before the
 //               segment that reads it, from the writing stage's instance of
-//               that micro-batch, once the segment that wrote it has run;
+//               that micro-batch, once the segment that wrote it has run (or
+//               by the writing stage right after it, when the reading stage
+//               holds the micro-batch already); a source the writing stage
+//               rewrites later in the micro-batch waits for the copy;
 //   feed        the destination is written from the host's bytes instead;
 //   before      once per step, before the micro-batches: a value nothing in
 //               forward or backward writes (a weight read on another device);
@@ -51,6 +54,9 @@ struct PipelineLayout {
   struct Pull {
     size_t transfer = 0;  // index into the composed executor's transfers()
     SegmentRef producer, consumer;
+    // The producer's segment that rewrites the source later in the same
+    // micro-batch (it waits for the copy), or kNoSegment.
+    size_t rewritten = kNoSegment;
   };
   struct Feed {
     size_t part = 0;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,12 +38,23 @@ struct SegmentRef {
   bool operator==(const SegmentRef& o) const { return stage == o.stage && segment == o.segment; }
 };
 
+inline constexpr size_t kNoSegment = SIZE_MAX;
+
+// What a segment that rewrites a value another stage reads waits for: the
+// reading segment's copy of it, made after segment `read` of this stage.
+struct CopyRef {
+  SegmentRef reader;
+  size_t read = 0;
+};
+
 struct PipelineSegment {
   bool backward = false;
   double cost = 1.0;  // any unit: only ratios matter
   // Segments of other stages, of the same micro-batch, that must have run
   // before this one (they produce what it reads).
   std::vector<SegmentRef> after;
+  // Copies of values this segment rewrites that must be made before it runs.
+  std::vector<CopyRef> copied_first;
 };
 
 // One micro-batch's work, stage by stage; every step repeats it M times.

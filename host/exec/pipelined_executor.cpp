@@ -232,6 +232,19 @@ Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t mic
     if (step.claim(i, micro)) copy(step, i, micro);
     if (!step.wait([&] { return step.pulled[i][micro] == 2; })) return stopped();
   }
+  // A value another stage reads, rewritten by this segment: copied first
+  // (by this stage when that one holds the micro-batch, else by it).
+  for (size_t i = 0; i < layout_.pulls.size(); ++i) {
+    const PipelineLayout::Pull& pull = layout_.pulls[i];
+    if (pull.producer.stage != stage || pull.rewritten != segment) continue;
+    const size_t reader = pull.consumer.stage;
+    if (!step.wait([&] {
+          return step.pulled[i][micro] == 2 || (step.pulled[i][micro] == 0 && step.begun[reader][micro]);
+        }))
+      return stopped();
+    if (step.claim(i, micro)) copy(step, i, micro);
+    if (!step.wait([&] { return step.pulled[i][micro] == 2; })) return stopped();
+  }
   const std::vector<size_t>& bounds = layout_.bounds[stage];
   const auto begin = Clock::now();
   if (auto r = e.run(bounds[segment], bounds[segment + 1]); !r) return r;

@@ -19,7 +19,9 @@ class Search {
     auto current = evaluate(assignment_);
     if (!current) return current.error();
     PlanEstimate cur = *current;
-    if (cur.over() > 0) start_from_best_split(cur);
+    // A pipeline's step is its slowest stage's: a balanced cut in two is
+    // where its search starts (single moves from one device rarely get there).
+    if (cur.over() > 0 || (in_.estimate.pipelined && in_.candidates.size() > 1)) start_from_best_split(cur);
     // Enough rounds to move every layer a few times; each round makes one move.
     const size_t rounds = 4 * (layers_.size() + 1) * in_.candidates.size();
     for (size_t round = 0; round < rounds; ++round) {
@@ -31,15 +33,16 @@ class Search {
           if (device == assignment_[layer]) continue;
           auto moved = assignment_;
           moved[layer] = device;
+          if (in_.estimate.pipelined && !contiguous(moved)) continue;
           auto e = evaluate(moved);
           if (!e) continue;  // e.g. strict placement refuses the copies it would need
           double score = 0;
           if (cur.over() > 0) {
             if (e->over() >= cur.over()) continue;
-            score = (e->step_us() - cur.step_us()) / static_cast<double>(cur.over() - e->over());
+            score = (step(*e) - step(cur)) / static_cast<double>(cur.over() - e->over());
           } else {
-            if (e->over() > 0 || e->step_us() >= cur.step_us() * (1 - 1e-3)) continue;
-            score = e->step_us() - cur.step_us();
+            if (e->over() > 0 || step(*e) >= step(cur) * (1 - 1e-3)) continue;
+            score = step(*e) - step(cur);
           }
           if (score < best_score) {
             best_score = score;
@@ -61,6 +64,33 @@ class Search {
   }
 
  private:
+  // The step time an assignment is judged by: as it will run (pipelined
+  // over its stages when the micro-batches are).
+  double step(const PlanEstimate& e) const {
+    return in_.estimate.pipelined ? e.step_us_as_run(in_.estimate.micro_batches) : e.step_us();
+  }
+
+  // Pipeline stages are runs of consecutive layers (model order, pinned
+  // ones included): a layer between two of another device's would make its
+  // micro-batch cross back and forth, each stage waiting for the other.
+  bool contiguous(const std::map<std::string, std::string>& assignment) const {
+    std::vector<std::string> seen;
+    for (const model::LayerSpec& layer : spec_.layers) {
+      auto a = assignment.find(layer.name);
+      const std::string& device = a != assignment.end() ? a->second : pinned_device(layer);
+      if (!seen.empty() && seen.back() == device) continue;
+      if (std::find(seen.begin(), seen.end(), device) != seen.end()) return false;
+      seen.push_back(device);
+    }
+    return true;
+  }
+  std::string pinned_device(const model::LayerSpec& layer) const {
+    if (!layer.device) return in_.placement.default_device;
+    auto id =
+        in_.placement.resolve ? in_.placement.resolve(*layer.device) : Result<std::string>(*layer.device);
+    return id ? *id : *layer.device;
+  }
+
   // Every unpinned layer on the device where its ops take least time.
   Result<void> start() {
     std::map<std::string, std::map<std::string, double>> time;  // layer -> device -> us
@@ -111,8 +141,8 @@ class Search {
   // fastest that fits (or, if none does, the one least over) becomes the
   // start of the greedy search when it is better than the fastest start.
   void start_from_best_split(PlanEstimate& cur) {
-    const auto better = [](const PlanEstimate& a, const PlanEstimate& b) {
-      return a.over() != b.over() ? a.over() < b.over() : a.step_us() < b.step_us();
+    const auto better = [this](const PlanEstimate& a, const PlanEstimate& b) {
+      return a.over() != b.over() ? a.over() < b.over() : step(a) < step(b);
     };
     std::optional<std::map<std::string, std::string>> best;
     for (const std::string& first : in_.candidates)

@@ -16,6 +16,10 @@
 //     joining its neighbours' device to save copies, typically).
 // Pinned layers stay where the model file puts them; nodes outside layers
 // (the loss, feature passes' nodes) follow their inputs as in placement.hpp.
+// Micro-batches that will be pipelined over the devices
+// (EstimateInputs::pipelined): step times are the pipeline's (its slowest
+// stage, plan_estimate.hpp), and every cut in two is evaluated first, so the
+// layers split into balanced stages.
 #pragma once
 
 #include <map>

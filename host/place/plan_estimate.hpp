@@ -61,6 +61,10 @@ struct PlanEstimate {
     double idle = 0;
   };
   Pipelined pipelined(uint32_t micro_batches) const;
+  // The step as it will run: pipelined over several stages, else step_us().
+  double step_us_as_run(uint32_t micro_batches) const {
+    return stages > 1 ? pipelined(micro_batches).step_us : step_us();
+  }
   uint64_t over() const;  // bytes over budget, all devices together
   const DeviceEstimate* find(const std::string& device) const;
 };

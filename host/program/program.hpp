@@ -209,6 +209,8 @@ class Program {
   // memory the host addresses, the model file not saying otherwise: what
   // make_placed pipelines (the plan counts the micro-batches in flight).
   bool pipeline_wanted() const;
+  // The same for a placement on `devices` (before one is chosen).
+  bool pipeline_possible(const std::vector<std::string>& devices) const;
 
   // plan_report.cpp
   void write_layers(std::ostream& out) const;

@@ -214,6 +214,7 @@ Result<void> Program::place_automatically(std::vector<std::string>& candidates, 
   place::CostModel costs(devices_.by_id(), cost_options());
   place::WorkspaceCache workspaces;
   place::AutoPlacementInputs in{o, candidates, estimate_inputs(&costs, &workspaces, true)};
+  in.estimate.pipelined = pipeline_possible(candidates);
   auto chosen = place::place_automatically(model_.graph, spec_, in);
   Result<void> streaming = chosen ? prefer_streaming(*chosen, o, in.estimate) : Result<void>{};
   if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
@@ -243,7 +244,8 @@ Result<void> Program::prefer_streaming(place::AutoPlacement& chosen, const place
   auto alternative = fewest_streamed(in);
   if (!alternative) return alternative.error();
   if (!*alternative) return {};
-  const double streamed_us = (*alternative)->estimate.step_us(), placed_us = chosen.estimate.step_us();
+  const double streamed_us = (*alternative)->estimate.step_us();
+  const double placed_us = chosen.estimate.step_us_as_run(micro_batches_);
   if (chosen.fits && streamed_us >= placed_us) return {};
   adopt(**alternative,
         chosen.fits
@@ -278,10 +280,14 @@ Result<std::unique_ptr<exec::Executor>> Program::make_placed(const exec::Executo
 }
 
 bool Program::pipeline_wanted() const {
-  if (options_.mode != lowering::Mode::Train || micro_batches_ < 2 || !spec_.train.pipeline || !placement_ ||
-      placement_->devices.size() < 2)
+  return placement_ && pipeline_possible(placement_->devices);
+}
+
+bool Program::pipeline_possible(const std::vector<std::string>& devices) const {
+  if (options_.mode != lowering::Mode::Train || micro_batches_ < 2 || !spec_.train.pipeline ||
+      devices.size() < 2)
     return false;
-  for (const std::string& id : placement_->devices) {
+  for (const std::string& id : devices) {
     auto device = devices_.by_id().find(id);
     if (device == devices_.by_id().end()) return false;
     auto info = device->second->info();

@@ -202,7 +202,8 @@ TEST(Cli, DevicesListsReferenceWithMemory) {
 // bench/run.sh and the figures quoted from `tandem bench --profile` rely on
 // every model under bench/models building and training a step.
 // bench/models/*.toml, not bench/models/gpu/: GPT-2 small and the 1.24 B
-// Llama need a GPU's memory and speed for one step.
+// Llama need a GPU's memory and speed for one step; nor bench/models/pipeline/:
+// its devices are the onednn plugin's cores split in two (bench/pipeline.sh).
 TEST(Cli, BenchProfilesAStepOfEveryBenchmarkModel) {
   require_reference();
   int models = 0;

@@ -564,39 +564,5 @@ TEST_F(TrainCli, ALanguageModelLearnsTheBytesOfAText) {
   EXPECT_HAS(none.output, "--tokens");
 }
 
-// The onednn plugin's cores as two devices, a repeat block's copies split
-// over them, the batch in 4 micro-batches: `plan` shows the stages, what
-// each holds at once and the bubble; `train --memory-report` each device's
-// busy and idle time; `--profile` one track per stage.
-TEST_F(TrainCli, MicroBatchesArePipelinedOverTwoCpuDevices) {
-  std::string text = kSynthetic;
-  text.replace(text.find("[[layers]]\nname = \"fc1\""), 0,
-               "[[layers]]\nname = \"h\"\nop = \"repeat\"\ncount = 2\n"
-               "device = [\"onednn:0\", \"onednn:1\"]\n"
-               "  [[layers.body]]\n  name = \"fc\"\n  op = \"linear\"\n  out_features = 32\n"
-               "  activation = \"relu\"\n");
-  text.replace(text.find("batch_size = 8"), 14, "batch_size = 16\npipeline_microbatches = 4");
-  const std::string m = model(text);
-  const std::string two = " --plugin-option onednn.devices=2 --threads 2 --device onednn:1";
-  CliRun plan = tandem("plan " + m + two);
-  if (plan.output.find("more devices than") != std::string::npos)
-    GTEST_SKIP() << "this process may run on one CPU only: " << plan.output;
-  ASSERT_EQ(plan.code, 0) << plan.output;
-  EXPECT_HAS(plan.output,
-             "pipeline: 2 stages x 4 micro-batches, one forward one backward; bubble (S-1)/(M+S-1) = 20.0 %");
-  EXPECT_HAS(plan.output, "stage 0 onednn:0: layers h.0.fc, 2 micro-batches in flight");
-  EXPECT_HAS(plan.output, "stage 1 onednn:1: layers h.1.fc .. fc2, 1 micro-batch in flight");
-  CliRun r = tandem("train " + m + two + " --set train.epochs=1 --memory-report --profile " +
-                    dir.file("t.json") + " --run-dir " + dir.file("run"));
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_HAS(r.output, "pipeline: 2 stages x 4 micro-batches, forward and backward");
-  const std::regex busy(
-      "stage 0 onednn:0: busy [0-9.]+ ms, idle [0-9.]+ ms per step; 2 micro-batches in flight");
-  EXPECT_TRUE(std::regex_search(r.output, busy)) << r.output;
-  const std::string trace = read_file(dir.file("t.json"));
-  EXPECT_HAS(trace, "onednn:1 pipeline stage 1");
-  EXPECT_HAS(trace, "\"backward 3\"");
-}
-
 }  // namespace
 }  // namespace tandem::test

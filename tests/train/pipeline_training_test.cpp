@@ -8,7 +8,9 @@
 // stopped; the pipeline reports how busy each device was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 
 #include "build_plugins.hpp"
 #include "device/device.hpp"
@@ -20,8 +22,8 @@
 namespace tandem::test {
 namespace {
 
-std::string model_text(const std::string& text_file) {
-  return R"([model]
+// "@PIN:layer" marks where a layer may be pinned; "@TEXT" is the text file.
+const char* kModel = R"([model]
 name = "pipelined"
 task = "language_model"
 context = 16
@@ -33,31 +35,26 @@ num_embeddings = 256
 embedding_dim = 32
 init = "normal"
 init_std = 0.02
-device = "reference"
+@PIN:tokens
 [[layers]]
 name = "positions"
 op = "position_embedding"
-device = "reference"
+@PIN:positions
 [[layers]]
 name = "ln1"
 op = "layer_norm"
-device = "reference"
+@PIN:ln1
 [[layers]]
 name = "attn"
 op = "attention"
 heads = 4
 causal = true
-device = "reference"
-[[layers]]
-name = "attn_drop"
-op = "dropout"
-p = 0.1
-device = "reference"
+@PIN:attn
 [[layers]]
 name = "attn_residual"
 op = "add"
-inputs = ["positions", "attn_drop"]
-device = "reference"
+inputs = ["positions", "attn"]
+@PIN:attn_residual
 [[layers]]
 name = "ln2"
 op = "layer_norm"
@@ -71,9 +68,13 @@ name = "proj"
 op = "linear"
 out_features = 32
 [[layers]]
+name = "proj_drop"
+op = "dropout"
+p = 0.1
+[[layers]]
 name = "mlp_residual"
 op = "add"
-inputs = ["attn_residual", "proj"]
+inputs = ["attn_residual", "proj_drop"]
 [[layers]]
 name = "ln_f"
 op = "layer_norm"
@@ -93,20 +94,45 @@ seed = 5
 log_every = 1
 [data]
 format = "tokens"
-train_tokens = ")" +
-         text_file + R"("
+train_tokens = "@TEXT"
 windows_per_epoch = 64
 )";
+
+// The first stage's layers are pinned to `first` (the rest run on the
+// trainer's device); `pinned` names them.
+std::string model_text(const std::string& text_file, const std::string& first,
+                       const std::set<std::string>& pinned) {
+  std::string text = kModel;
+  text.replace(text.find("@TEXT"), 5, text_file);
+  for (size_t at = text.find("@PIN:"); at != std::string::npos; at = text.find("@PIN:")) {
+    const size_t end = text.find('\n', at);
+    const std::string layer = text.substr(at + 5, end - at - 5);
+    text.replace(at, end - at, pinned.count(layer) ? "device = \"" + first + "\"" : "");
+  }
+  return text;
 }
+
+// The layers before the first block's attention: its embeddings and block
+// up to the residual add (the default), or only up to its first norm (a cut
+// through the residual stream).
+const std::set<std::string> kWholeFirstBlock = {"tokens", "positions", "ln1",
+                                                "attn",   "attn_drop", "attn_residual"};
+const std::set<std::string> kUpToTheNorm = {"tokens", "positions", "ln1"};
 
 class PipelineTraining : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { open("reference", 0); }
+
+  // The trainer's device is onednn:`index`; the first stage's layers are
+  // pinned to `first`.
+  void open(const std::string& first, uint32_t index) {
+    first_ = first;
     registry_.emplace(build_plugins(services_));
     for (const char* needed : {"onednn", "reference", "grad_accum"})
       if (registry_->find(needed) == nullptr)
-        GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
-    auto device = host::DeviceHandle::open(*registry_->find("onednn"), 0);
+        GTEST_SKIP() << "the " << needed << " plugin is not part of this build"
+                     << (index > 0 ? " or does not load as two devices (a process on one CPU)" : "");
+    auto device = host::DeviceHandle::open(*registry_->find("onednn"), index);
     ASSERT_TRUE(device.ok()) << device.error().message;
     onednn_.emplace(std::move(*device));
     text_ = dir_.file("text.txt");
@@ -117,7 +143,8 @@ class PipelineTraining : public ::testing::Test {
   host::Result<std::unique_ptr<host::train::Trainer>> try_trainer(const std::string& run,
                                                                   std::vector<std::string> overrides,
                                                                   const std::string& resume = "") {
-    auto spec = host::model::parse_model_text(model_text(text_), dir_.file(run + ".toml"), overrides);
+    auto spec = host::model::parse_model_text(model_text(text_, first_, pinned_), dir_.file(run + ".toml"),
+                                              overrides);
     if (!spec.ok()) return spec.error();
     specs_.push_back(std::make_unique<host::model::ModelSpec>(std::move(*spec)));
     host::train::TrainOptions o;
@@ -160,6 +187,18 @@ class PipelineTraining : public ::testing::Test {
   std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;
   TempDir dir_;
   std::string text_;
+  std::string first_;
+  std::set<std::string> pinned_ = kWholeFirstBlock;
+};
+
+// The onednn plugin's two cores as two devices (onednn:0 for the first
+// stage, onednn:1 the trainer's device), each stage on a core of its own.
+class PipelineOverTwoCpuDevices : public PipelineTraining {
+ protected:
+  void SetUp() override {
+    services_.config().set("plugins.onednn.devices", "2");
+    open("onednn:0", 1);
+  }
 };
 
 TEST_F(PipelineTraining, EqualsMicroBatchesOneAfterAnotherBitForBit) {
@@ -243,6 +282,32 @@ TEST_F(PipelineTraining, ReportsHowBusyEachDeviceWas) {
   // The reference device holds two micro-batches at once (1F1B's warm-up).
   EXPECT_EQ(p.layout().instances(0), 2u);
   EXPECT_EQ(p.layout().instances(1), 1u);
+}
+
+// Cut inside the block (as automatic placement cuts the GPT example): the
+// residual stream feeds the first stage's norm and the second stage's
+// residual add, and the second stage rewrites in place a gradient the first
+// reads. That copy is made before the rewrite: still the unpipelined run's
+// bits.
+TEST_F(PipelineOverTwoCpuDevices, ACutThroughTheResidualStreamEqualsOneAfterAnother) {
+  pinned_ = kUpToTheNorm;
+  const std::vector<std::string> cut = {"train.steps=4"};
+  auto pipelined = trainer("cut-pipelined", cut);
+  auto with_off = cut;
+  with_off.push_back("train.pipeline=false");
+  auto sequential = trainer("cut-sequential", with_off);
+  ASSERT_TRUE(pipelined && sequential);
+  ASSERT_NE(pipelined->program().pipeline(), nullptr) << pipelined->program().pipeline_declined();
+  const auto& pulls = pipelined->program().pipeline()->layout().pulls;
+  EXPECT_TRUE(std::any_of(pulls.begin(), pulls.end(), [](const auto& p) {
+    return p.rewritten != host::exec::kNoSegment;
+  })) << "no copy whose source is rewritten later: the case this test is for";
+  auto a = pipelined->run();
+  auto b = sequential->run();
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(a->last_loss, b->last_loss);
+  expect_same_state(*pipelined, *sequential);
 }
 
 }  // namespace
