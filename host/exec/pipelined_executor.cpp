@@ -153,9 +153,11 @@ Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<
       if (!r) step.fail();
       return r;
     }));
+  // The failure to report: a stage's own, not another's stopping for it.
   Result<void> first;
   for (size_t s = 0; s < stages; ++s)
-    if (auto r = workers_[s]->wait(tickets[s]); !r && first) first = r;
+    if (auto r = workers_[s]->wait(tickets[s]); !r && (first || first.error().message == stopped().message))
+      first = r;
   if (!first) return first;
   for (size_t t : layout_.after_step) copy_between_first_instances(t);
   for (const PipelineLayout::Pull& pull : layout_.pulls) {

@@ -49,8 +49,11 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     logits[i].resize(batches[i]->labels.size() * size_t(classes));
     results[i].push_back({logits[i].data(), logits[i].size() * sizeof(float)});
   }
+  // Ranks place on one device each (Program::place): nothing to average here.
+  if (allreduce_ || streamed_)
+    return make_error("a pipelined run with data-parallel ranks (internal: ranks place on one device each)",
+                      TDM_INTERNAL);
   if (auto r = pipeline.run_micro_batches(inputs, outputs, results); !r) return r.error();
-  if (auto r = average_over_ranks(); !r) return r.error();
   double step_loss = 0;
   for (uint32_t i = 0; i < micro_batches; ++i) {
     if (auto r = steps_->end_micro_batch(step, i); !r) return r.error();
@@ -76,20 +79,6 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     totals.loss_sum += losses[i] * static_cast<double>(b.size);
   }
   return read_loss ? step_loss : std::nan("");
-}
-
-// Data parallelism: the gradients the pipeline accumulated, averaged over
-// the ranks once every micro-batch has run (nothing left to overlap with).
-Result<void> Trainer::average_over_ranks() {
-  if (streamed_)
-    return make_error("a pipelined run averages its gradients in host memory (internal)", TDM_INTERNAL);
-  if (!allreduce_) return {};
-  for (size_t b = 0; b < allreduce_->buckets().size(); ++b) allreduce_->start(b);
-  auto reduced = allreduce_->finish();
-  const auto done = std::chrono::steady_clock::now();
-  for (const OverlappedAllReduce::Span& s : allreduce_->take_spans())
-    profiler_->all_reduce(s.begin, s.end, s.bytes, done);
-  return reduced;
 }
 
 }  // namespace tandem::host::train
