@@ -71,6 +71,8 @@ class Analysis {
   }
   std::string name(size_t part, ValueId local) const {
     auto g = global_of_[part].find(local);
+    if (g != global_of_[part].end() && request_.value_name)
+      return "'" + request_.value_name(g->second) + "' on " + parts_[part].device;
     return "value " + std::to_string(g != global_of_[part].end() ? g->second : local) + " on " +
            parts_[part].device;
   }

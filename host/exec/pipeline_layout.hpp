@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,8 @@ struct PipelineRequest {
   size_t optimizer_begin = 0;  // global schedule: [0, optimizer_begin) is forward and backward
   // The values the host writes for each micro-batch (global ids).
   std::vector<ValueId> per_micro_batch;
+  // A global value's name, for the reasons given (none: its id).
+  std::function<std::string(ValueId)> value_name;
 };
 
 struct PipelineLayout {

@@ -268,7 +268,11 @@ Result<std::unique_ptr<exec::Executor>> Program::make_placed(const exec::Executo
     if (!placed) return placed.error();
     return std::unique_ptr<exec::Executor>(std::move(*placed));
   }
-  exec::PipelineRequest request{micro_batches_, model_.optimizer_begin, {model_.input, model_.labels}};
+  exec::PipelineRequest request{micro_batches_, model_.optimizer_begin, {model_.input, model_.labels}, {}};
+  request.value_name = [this](ValueId v) {
+    const Value* value = model_.graph.value(v);
+    return value != nullptr ? value->name : std::to_string(v);
+  };
   if (model_.dropout_step != kNoValue) request.per_micro_batch.push_back(model_.dropout_step);
   pipeline_declined_.clear();
   auto placed = place::make_pipelined_executor(devices_.by_id(), model_.graph, *placement_, options,

@@ -158,6 +158,15 @@ class PipelineTraining : public ::testing::Test {
     EXPECT_TRUE(t.ok()) << t.error().message;
     return t.ok() ? std::move(*t) : nullptr;
   }
+  // Both trained: the same last loss and every weight equal, bit for bit.
+  static void expect_same_runs(host::train::Trainer& pipelined, host::train::Trainer& sequential) {
+    auto a = pipelined.run();
+    auto b = sequential.run();
+    ASSERT_TRUE(a.ok()) << a.error().message;
+    ASSERT_TRUE(b.ok()) << b.error().message;
+    EXPECT_EQ(a->last_loss, b->last_loss);
+    expect_same_state(pipelined, sequential);
+  }
   // Every weight of two runs, equal bit for bit.
   static void expect_same_state(host::train::Trainer& a, host::train::Trainer& b) {
     const auto x = state(a), y = state(b);
@@ -209,12 +218,7 @@ TEST_F(PipelineTraining, EqualsMicroBatchesOneAfterAnotherBitForBit) {
   EXPECT_EQ(sequential->program().pipeline(), nullptr);
   EXPECT_EQ(pipelined->program().pipeline()->stage_devices(),
             (std::vector<std::string>{"reference:0", "onednn:0"}));
-  auto a = pipelined->run();
-  auto b = sequential->run();
-  ASSERT_TRUE(a.ok()) << a.error().message;
-  ASSERT_TRUE(b.ok()) << b.error().message;
-  EXPECT_EQ(a->last_loss, b->last_loss);
-  expect_same_state(*pipelined, *sequential);
+  expect_same_runs(*pipelined, *sequential);
 }
 
 // Mixed precision (bf16 with dynamic loss scaling, an overflow check over
@@ -236,12 +240,7 @@ TEST_F(PipelineTraining, ComposesWithAmpAndCheckpointing) {
   auto sequential = trainer("amp-sequential", with_off);
   ASSERT_TRUE(sequential);
   ASSERT_NE((*pipelined)->program().pipeline(), nullptr) << (*pipelined)->program().pipeline_declined();
-  auto a = (*pipelined)->run();
-  auto b = sequential->run();
-  ASSERT_TRUE(a.ok()) << a.error().message;
-  ASSERT_TRUE(b.ok()) << b.error().message;
-  EXPECT_EQ(a->last_loss, b->last_loss);
-  expect_same_state(**pipelined, *sequential);
+  expect_same_runs(**pipelined, *sequential);
 }
 
 TEST_F(PipelineTraining, GradAccumsMicroBatchesArePipelinedToo) {
@@ -302,12 +301,7 @@ TEST_F(PipelineOverTwoCpuDevices, ACutThroughTheResidualStreamEqualsOneAfterAnot
   EXPECT_TRUE(std::any_of(pulls.begin(), pulls.end(), [](const auto& p) {
     return p.rewritten != host::exec::kNoSegment;
   })) << "no copy whose source is rewritten later: the case this test is for";
-  auto a = pipelined->run();
-  auto b = sequential->run();
-  ASSERT_TRUE(a.ok()) << a.error().message;
-  ASSERT_TRUE(b.ok()) << b.error().message;
-  EXPECT_EQ(a->last_loss, b->last_loss);
-  expect_same_state(*pipelined, *sequential);
+  expect_same_runs(*pipelined, *sequential);
 }
 
 }  // namespace
