@@ -52,8 +52,15 @@ class Analysis {
     if (layout_.stage_part.size() < 2)
       return cannot("forward and backward run on one device (the others only update): nothing to pipeline");
     connect_pulls();
-    layout_.order = one_forward_one_backward(layout_.shape, request_.micro_batches);
+    // Interleaved where every device holds several chunks of the model,
+    // else plain 1F1B; either only when it can finish.
     std::string why;
+    if (auto interleaved = interleaved_one_forward_one_backward(layout_.shape, request_.micro_batches))
+      if (simulate(layout_.shape, *interleaved)) {
+        layout_.order = std::move(*interleaved);
+        return std::move(layout_);
+      }
+    layout_.order = one_forward_one_backward(layout_.shape, request_.micro_batches);
     if (!simulate(layout_.shape, layout_.order, &why))
       return cannot("the stages depend on each other in a way one-forward-one-backward cannot serve (" + why +
                     ")");

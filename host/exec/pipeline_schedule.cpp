@@ -13,9 +13,11 @@ size_t backward_start(const std::vector<PipelineSegment>& segments) {
   return b;
 }
 
-// The most micro-batches a stage's order holds at once: begun (its first
-// unit of one ran) and not yet finished (its last unit of it).
-size_t most_in_flight(const std::vector<PipelineUnit>& units, size_t segments) {
+
+}  // namespace
+
+// Begun: its first unit of a micro-batch ran; finished: its last unit of it.
+size_t in_flight_of(const std::vector<PipelineUnit>& units, size_t segments) {
   size_t held = 0, most = 0;
   for (const PipelineUnit& u : units) {
     if (u.first == 0) most = std::max(most, ++held);
@@ -23,8 +25,6 @@ size_t most_in_flight(const std::vector<PipelineUnit>& units, size_t segments) {
   }
   return std::max<size_t>(most, 1);
 }
-
-}  // namespace
 
 PipelineOrder one_forward_one_backward(const PipelineShape& shape, size_t micro_batches) {
   PipelineOrder order;
@@ -45,7 +45,7 @@ PipelineOrder one_forward_one_backward(const PipelineShape& shape, size_t micro_
       if (m + warm_up < micro_batches) forward(m + warm_up);
       backward(m);
     }
-    order.in_flight.push_back(most_in_flight(units, segments));
+    order.in_flight.push_back(in_flight_of(units, segments));
     order.stages.push_back(std::move(units));
   }
   return order;

@@ -75,6 +75,14 @@ struct PipelineOrder {
 
 // 1F1B over `micro_batches` micro-batches (see the top of this file).
 PipelineOrder one_forward_one_backward(const PipelineShape& shape, size_t micro_batches);
+// Interleaved 1F1B (pipeline_interleaved.cpp), where every stage holds the
+// same number v >= 2 of chunks, a chunk being a run of its segments that
+// starts where it waits for another stage of the same direction, and M is a
+// multiple of the stages; nullopt otherwise.
+std::optional<PipelineOrder> interleaved_one_forward_one_backward(const PipelineShape& shape,
+                                                                  size_t micro_batches);
+// The micro-batches a stage's units hold at once (begun, not finished).
+size_t in_flight_of(const std::vector<PipelineUnit>& units, size_t segments);
 // Every micro-batch's whole share in turn on each stage: what runs when
 // the micro-batches are not pipelined (one in flight per stage).
 PipelineOrder one_after_another(const PipelineShape& shape, size_t micro_batches);
