@@ -67,7 +67,7 @@ class Search {
   // The step time an assignment is judged by: as it will run (pipelined
   // over its stages when the micro-batches are).
   double step(const PlanEstimate& e) const {
-    return in_.estimate.pipelined ? e.step_us_as_run(in_.estimate.micro_batches) : e.step_us();
+    return in_.estimate.pipelined ? e.step_us_as_run() : e.step_us();
   }
 
   // Pipeline stages are runs of consecutive layers (model order, pinned

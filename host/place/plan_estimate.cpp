@@ -1,6 +1,8 @@
 #include "place/plan_estimate.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "exec/native_layouts.hpp"
 #include "exec/pipeline_schedule.hpp"
@@ -15,22 +17,12 @@ double PlanEstimate::step_us() const {
   return total;
 }
 
-PlanEstimate::Pipelined PlanEstimate::pipelined(uint32_t micro_batches) const {
-  const double m = std::max<uint32_t>(micro_batches, 1);
-  exec::PipelineShape shape;
-  shape.stages.resize(stages);
+PlanEstimate::Pipelined PlanEstimate::pipelined() const {
   double optimizer = 0;
-  for (const DeviceEstimate& d : devices) {
+  for (const DeviceEstimate& d : devices)
     optimizer = std::max(optimizer, d.compute_us - d.forward_us - d.backward_us);
-    if (d.stage < 0 || size_t(d.stage) >= stages) continue;
-    const size_t s = size_t(d.stage);
-    exec::PipelineSegment forward{false, d.forward_us / m, {}}, backward{true, d.backward_us / m, {}};
-    if (s > 0) forward.after.push_back({s - 1, 0});
-    if (s + 1 < stages) backward.after.push_back({s + 1, 1});
-    shape.stages[s] = {forward, backward};
-  }
   Pipelined out;
-  if (auto t = exec::simulate(shape, exec::one_forward_one_backward(shape, size_t(m)))) {
+  if (auto t = exec::simulate(shape, order)) {
     out.step_us = t->makespan + optimizer;
     out.idle = t->idle_fraction();
   }
@@ -147,25 +139,65 @@ Result<DeviceEstimate> estimate_device(const std::string& id, const Graph& graph
   return d;
 }
 
-// Each stage's micro-batches in flight under 1F1B (exec/pipeline_schedule.hpp):
-// stages are the devices with forward or backward nodes, in the order
-// their first such node runs; stage s of S holds min(S - s, M).
-void count_in_flight(const SplitGraph& split, uint32_t micro_batches, PlanEstimate& out) {
-  std::vector<std::pair<size_t, size_t>> first;  // (first position, device index)
+// A pipelined step's stages (exec/pipeline_schedule.hpp), coarsely: the
+// devices with forward or backward nodes, in the order their first such node
+// runs; each device's segments the runs of its consecutive nodes in the
+// global schedule (one direction each), every run waiting for the one
+// before it on another device; a segment's cost its ops' measured time (one
+// per node without a cost model). The order the executor would choose
+// (interleaved where every device holds several chunks) gives each device
+// its micro-batches in flight, each with its own activations, inputs and
+// workspace.
+Result<void> plan_stages(const SplitGraph& split, const EstimateInputs& in, PlanEstimate& out) {
+  struct Run {
+    size_t position, device;
+    bool backward;
+    double cost;
+  };
+  std::vector<Run> nodes;
   for (size_t d = 0; d < split.devices.size(); ++d) {
     const DeviceGraph& part = split.devices[d];
-    for (size_t i = 0; i < part.graph.node_count(); ++i)
-      if (part.graph.node_at(i)->phase != TDM_PHASE_OPTIMIZER) {
-        first.push_back({part.positions[i], d});
-        break;
+    for (size_t i = 0; i < part.graph.node_count(); ++i) {
+      const Node& n = *part.graph.node_at(i);
+      if (n.phase == TDM_PHASE_OPTIMIZER) continue;
+      double cost = 1;
+      if (in.costs != nullptr && !ops::is(n.op, ops::kHostRun)) {
+        auto spec = exec::op_spec_of(part.graph, n);
+        if (!spec) return spec.error();
+        auto c = in.costs->op(part.device, *spec);
+        if (!c) return c.error();
+        cost = c->supported ? c->micros : 0;
       }
+      nodes.push_back({part.positions[i], d, n.phase == TDM_PHASE_BACKWARD, cost});
+    }
   }
-  std::sort(first.begin(), first.end());
-  out.stages = first.size();
-  for (size_t s = 0; s < first.size(); ++s) {
-    DeviceEstimate& d = out.devices[first[s].second];
-    d.stage = static_cast<int>(s);
-    d.in_flight = std::min<size_t>(first.size() - s, micro_batches);
+  std::sort(nodes.begin(), nodes.end(), [](const Run& a, const Run& b) { return a.position < b.position; });
+  std::map<size_t, size_t> stage_of;  // device index -> stage
+  for (const Run& n : nodes)
+    if (stage_of.count(n.device) == 0) stage_of.emplace(n.device, stage_of.size());
+  out.stages = stage_of.size();
+  out.shape.stages.assign(out.stages, {});
+  std::optional<exec::SegmentRef> previous;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Run& n = nodes[k];
+    const size_t s = stage_of.at(n.device);
+    const bool same = k > 0 && nodes[k - 1].device == n.device && nodes[k - 1].backward == n.backward;
+    if (!same) {
+      exec::PipelineSegment segment{n.backward, 0, {}, {}};
+      if (previous && previous->stage != s) segment.after.push_back(*previous);
+      out.shape.stages[s].push_back(segment);
+      previous = exec::SegmentRef{s, out.shape.stages[s].size() - 1};
+    }
+    out.shape.stages[s].back().cost += n.cost;
+  }
+  const size_t micro = std::max<uint32_t>(in.micro_batches, 1);
+  auto interleaved = exec::interleaved_one_forward_one_backward(out.shape, micro);
+  out.interleaved = interleaved && exec::simulate(out.shape, *interleaved);
+  out.order = out.interleaved ? std::move(*interleaved) : exec::one_forward_one_backward(out.shape, micro);
+  for (const auto& [device, stage] : stage_of) {
+    DeviceEstimate& d = out.devices[device];
+    d.stage = static_cast<int>(stage);
+    d.in_flight = out.order.in_flight[stage];
     exec::MemoryEstimate& m = d.memory;
     d.per_micro_batch = m.activations + m.workspace + m.inputs;
     const uint64_t more = (d.in_flight - 1) * d.per_micro_batch;
@@ -174,6 +206,7 @@ void count_in_flight(const SplitGraph& split, uint32_t micro_batches, PlanEstima
     m.inputs += (d.in_flight - 1) * m.inputs;
     m.total += more;
   }
+  return {};
 }
 
 }  // namespace
@@ -200,7 +233,8 @@ Result<PlanEstimate> estimate_plan(const Graph& graph, const Placement* placemen
     if (!d) return d.error();
     out.devices.push_back(std::move(*d));
   }
-  if (in.pipelined) count_in_flight(*split, in.micro_batches, out);
+  if (in.pipelined)
+    if (auto r = plan_stages(*split, in, out); !r) return r.error();
   for (const Copy& c : placement->copies) {
     ++out.copies;
     out.copy_bytes += c.bytes;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/pipeline_schedule.hpp"
 #include "exec/planner.hpp"
 #include "graph/graph.hpp"
 #include "place/cost_model.hpp"
@@ -49,22 +50,26 @@ struct PlanEstimate {
   size_t copies = 0;                    // copy nodes (each runs once per micro-batch or step)
   uint64_t copy_bytes = 0;
   bool timed = false;  // step times measured (a cost model was given)
-  size_t stages = 0;   // a pipelined step: its stages (devices with forward or backward)
+  // A pipelined step (EstimateInputs::pipelined): its stages (devices with
+  // forward or backward nodes), their segments with their measured costs
+  // per micro-batch, and the order the executor would run them in
+  // (interleaved where every device holds several chunks of the model).
+  size_t stages = 0;
+  exec::PipelineShape shape;
+  exec::PipelineOrder order;
+  bool interleaved = false;
   double step_us() const;
-  // A pipelined step on these stages' estimated forward and backward times
-  // (exec/pipeline_schedule.hpp's simulate of 1F1B): how long forward and
-  // backward take, the slowest optimizer phase after them, and the share of
+  // The pipelined step simulated on those costs (exec::simulate): forward
+  // and backward, the slowest optimizer phase after them, and the share of
   // device time idle. Stages of unequal times idle more than the bubble of
-  // equal ones, (S - 1) / (M + S - 1).
+  // equal ones, (S - 1) / (M + S - 1); interleaved ones less.
   struct Pipelined {
     double step_us = 0;
     double idle = 0;
   };
-  Pipelined pipelined(uint32_t micro_batches) const;
+  Pipelined pipelined() const;
   // The step as it will run: pipelined over several stages, else step_us().
-  double step_us_as_run(uint32_t micro_batches) const {
-    return stages > 1 ? pipelined(micro_batches).step_us : step_us();
-  }
+  double step_us_as_run() const { return stages > 1 ? pipelined().step_us : step_us(); }
   uint64_t over() const;  // bytes over budget, all devices together
   const DeviceEstimate* find(const std::string& device) const;
 };

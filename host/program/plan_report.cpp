@@ -157,7 +157,7 @@ Result<void> Program::write_plan(std::ostream& out) const {
   }
   if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
   if (estimate->stages > 1)
-    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined(micro_batches_).step_us)
+    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined().step_us)
         << " (one forward one backward on these stages' times, then the updates)";
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
@@ -171,13 +171,25 @@ Result<void> Program::write_plan(std::ostream& out) const {
 // A pipelined step: its stages, what each holds at once, the bubble.
 void Program::write_pipeline(std::ostream& out, const place::PlanEstimate& estimate) const {
   if (estimate.stages < 2) return;
-  const double bubble = exec::bubble_fraction(estimate.stages, micro_batches_);
+  // Interleaved: v chunks of the model a device, the bubble v times smaller.
+  size_t chunks = 1;
+  if (estimate.interleaved) {
+    size_t forwards = 0;
+    for (const exec::PipelineUnit& u : estimate.order.stages.front())
+      if (!estimate.shape.stages.front()[u.first].backward) ++forwards;
+    chunks = std::max<size_t>(1, forwards / std::max<uint32_t>(micro_batches_, 1));
+  }
+  const double bubble = exec::bubble_fraction(estimate.stages, chunks * micro_batches_);
   char line[160];
   std::snprintf(line, sizeof line, "%.1f %%", 100.0 * bubble);
-  out << "\npipeline: " << estimate.stages << " stages x " << micro_batches_
-      << " micro-batches, one forward one backward; bubble (S-1)/(M+S-1) = " << line;
+  out << "\npipeline: " << estimate.stages << " stages x " << micro_batches_ << " micro-batches, ";
+  if (chunks > 1)
+    out << "interleaved one forward one backward over " << chunks
+        << " chunks of the model a device; bubble (S-1)/(v*M+S-1) = " << line;
+  else
+    out << "one forward one backward; bubble (S-1)/(M+S-1) = " << line;
   if (estimate.timed) {
-    std::snprintf(line, sizeof line, "%.1f %%", 100.0 * estimate.pipelined(micro_batches_).idle);
+    std::snprintf(line, sizeof line, "%.1f %%", 100.0 * estimate.pipelined().idle);
     out << "; with these stages' estimated times " << line << " of device time idle";
   }
   out << "\n";

@@ -245,7 +245,7 @@ Result<void> Program::prefer_streaming(place::AutoPlacement& chosen, const place
   if (!alternative) return alternative.error();
   if (!*alternative) return {};
   const double streamed_us = (*alternative)->estimate.step_us();
-  const double placed_us = chosen.estimate.step_us_as_run(micro_batches_);
+  const double placed_us = chosen.estimate.step_us_as_run();
   if (chosen.fits && streamed_us >= placed_us) return {};
   adopt(**alternative,
         chosen.fits
