@@ -2,7 +2,9 @@
 # Micro-batches pipelined over two CPU devices, in one invocation: the GPT
 # example split over onednn:0 and onednn:1 (bench/models/pipeline/gpt.toml;
 # `--plugin-option onednn.devices=2`, one thread each) with --micro
-# micro-batches per step, and the example itself placed automatically on
+# micro-batches per step, the same in four chunks round robin (interleaved
+# 1F1B, bench/models/pipeline/gpt_interleaved.toml), and the example itself
+# placed automatically on
 # the two devices (cut into two stages balanced by measured op times),
 # against
 #   - the same split with the pipeline off ([train] pipeline = false: the
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --micro) micro=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "pipeline.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +54,7 @@ gpt_one=("$repo/examples/gpt_fortunes.toml" --device onednn:0 --threads 2)
 emb=("$repo/examples/embedding_cpu.toml" "${two[@]}" --device onednn:1 --set "train.pipeline_microbatches=$micro")
 declare -A config=(
   [gpt-pipelined]="${gpt_split[*]}"
+  [gpt-interleaved]="$repo/bench/models/pipeline/gpt_interleaved.toml ${two[*]} --set train.pipeline_microbatches=$micro"
   [gpt-auto-pipelined]="$repo/examples/gpt_fortunes.toml ${two[*]} --device onednn:0,onednn:1 --set train.pipeline_microbatches=$micro"
   [gpt-split-sequential]="${gpt_split[*]} --set train.pipeline=false"
   [gpt-one-device]="${gpt_one[*]}"
@@ -59,7 +62,7 @@ declare -A config=(
   [embedding-pipelined]="${emb[*]}"
   [embedding-sequential]="${emb[*]} --set train.pipeline=false"
 )
-order=(gpt-pipelined gpt-auto-pipelined gpt-split-sequential gpt-one-device gpt-one-device-micro embedding-pipelined embedding-sequential)
+order=(gpt-pipelined gpt-interleaved gpt-auto-pipelined gpt-split-sequential gpt-one-device gpt-one-device-micro embedding-pipelined embedding-sequential)
 for round in $(seq 1 "$rounds"); do
   for name in "${order[@]}"; do
     echo "pipeline.sh: round $round, $name" >&2
@@ -69,7 +72,7 @@ for round in $(seq 1 "$rounds"); do
       { tail -20 "$run.log" >&2; exit 1; }
   done
 done
-for name in gpt-pipelined gpt-auto-pipelined embedding-pipelined; do
+for name in gpt-pipelined gpt-interleaved gpt-auto-pipelined embedding-pipelined; do
   # shellcheck disable=SC2086
   "$tandem" plan ${config[$name]} --set "train.steps=$steps" > "$out/plan-$name.txt" 2>&1 ||
     { cat "$out/plan-$name.txt" >&2; exit 1; }
@@ -94,15 +97,15 @@ def rate(round_, name):  # tokens/s between the end of step 1 and the last step 
 
 def idle(round_, name):
     text = open(f"{out}/round{round_}-{name}.log").read()
-    m = re.search(r"idle ([0-9.]+)% of device time \(bubble of equal stages ([0-9.]+)%\)", text)
-    return (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    m = re.search(r"idle ([0-9.]+)% of device time", text)
+    return (float(m.group(1)), None) if m else (None, None)
 
 def plan_bubble(name):
     try:
         text = open(f"{out}/plan-{name}.txt").read()
     except FileNotFoundError:
         return None
-    m = re.search(r"bubble \(S-1\)/\(M\+S-1\) = ([0-9.]+) %", text)
+    m = re.search(r"bubble \(S-1\)/\((?:v\*)?M\+S-1\) = ([0-9.]+) %", text)
     return float(m.group(1)) if m else None
 
 runs = {(r, n): rate(r, n) for r in range(1, rounds + 1) for n in names}
