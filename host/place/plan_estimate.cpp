@@ -21,7 +21,9 @@ PlanEstimate::Pipelined PlanEstimate::pipelined() const {
   double optimizer = 0;
   for (const DeviceEstimate& d : devices)
     optimizer = std::max(optimizer, d.compute_us - d.forward_us - d.backward_us);
-  Pipelined out;
+  // An order that cannot finish: the executor runs the micro-batches one
+  // after another instead.
+  Pipelined out{step_us(), 0.0};
   if (auto t = exec::simulate(shape, order)) {
     out.step_us = t->makespan + optimizer;
     out.idle = t->idle_fraction();

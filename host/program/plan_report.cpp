@@ -158,7 +158,7 @@ Result<void> Program::write_plan(std::ostream& out) const {
   if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
   if (estimate->stages > 1)
     out << "\n  pipelined: about " << human_duration_us(estimate->pipelined().step_us)
-        << " (one forward one backward on these stages' times, then the updates)";
+        << " (the pipeline's order on these stages' times, then the updates)";
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
   if (estimate->over() > 0)

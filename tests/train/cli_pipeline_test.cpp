@@ -64,8 +64,9 @@ TEST_F(PipelineCli, AutomaticPlacementCutsBalancedStages) {
   ASSERT_EQ(plan.code, 0) << plan.output;
   EXPECT_HAS(plan.output, "placement auto");
   EXPECT_HAS(plan.output, "pipeline: 2 stages x 4 micro-batches");
-  EXPECT_HAS(plan.output, "stage 0 onednn:0: layers fc1");
-  EXPECT_HAS(plan.output, "stage 1 onednn:1: layers fc2");
+  // The two devices are alike: either may take the first stage.
+  const std::regex stages("stage 0 onednn:[01]: layers fc1, [^\n]*\n  stage 1 onednn:[01]: layers fc2,");
+  EXPECT_TRUE(std::regex_search(plan.output, stages)) << plan.output;
 }
 
 }  // namespace
