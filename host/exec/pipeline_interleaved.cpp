@@ -54,8 +54,14 @@ std::optional<PipelineOrder> interleaved_one_forward_one_backward(const Pipeline
   }
   const size_t v = forward[0].size();
   if (v < 2) return std::nullopt;
-  for (size_t s = 0; s < stages; ++s)
+  for (size_t s = 0; s < stages; ++s) {
     if (forward[s].size() != v || backward[s].size() != v) return std::nullopt;
+    // Every segment in some unit: a stage's forward segments, then its backward ones.
+    const size_t segments = shape.stages[s].size();
+    if (forward[s].front().first != 0 || forward[s].back().second != backward[s].front().first ||
+        backward[s].back().second != segments)
+      return std::nullopt;
+  }
   // The i-th chunk-unit of a direction on a device: micro-batches in groups
   // of P, each group through every chunk before the next group.
   const auto micro_of = [&](size_t i) { return i / (stages * v) * stages + i % stages; };

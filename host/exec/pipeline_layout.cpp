@@ -106,7 +106,13 @@ class Analysis {
     const ExecutorTransfer& x = transfers_[t];
     const TransferPoints& at = x.points;
     const size_t end = request_.optimizer_begin;
-    if (at.destination_at == kNoPosition || x.position >= end) return {};  // never read, or the optimizer's
+    if (at.destination_at == kNoPosition) return {};  // never read
+    if (x.position >= end) {  // the optimizer's: it may not copy what each micro-batch makes
+      if (made_per_micro_batch(x.from_part, x.from))
+        return cannot("the optimizer reads " + name(x.from_part, x.from) +
+                      ", which each micro-batch computes");
+      return {};
+    }
     if (at.in_order) return cannot("the copy of " + name(x.from_part, x.from) + " must run in order");
     if (at.destination_at >= end) {
       layout_.after_step.push_back(t);
@@ -140,9 +146,28 @@ class Analysis {
     }
     pulls_.push_back({t, {x.from_part, from}, {x.to_part, to}, rewrite});
     layout_.per_instance[x.to_part].insert(storage(x.to_part, x.to));
-    if (persistent(x.from_part, x.from))
+    if (persistent(x.from_part, x.from)) {
+      // Each micro-batch's own copy of it only if each makes it whole (a
+      // gradient, an input): state carried across micro-batches has one.
+      const MemoryCategory category = category_of(x.from_part, x.from);
+      if (category != MemoryCategory::Gradients && category != MemoryCategory::Inputs)
+        return cannot(name(x.from_part, x.from) +
+                      ", state carried from one micro-batch to the next, is read by another device");
       layout_.per_instance[x.from_part].insert(storage(x.from_part, x.from));
+    }
     return {};
+  }
+  // An activation of forward or backward (in the arena, made before the
+  // optimizer phase): each instance has its own.
+  bool made_per_micro_batch(size_t part, ValueId local) const {
+    const ValueStorage* s = parts_[part].executor->plan().find(local);
+    return s != nullptr && s->kind == ValueStorage::Kind::Arena && s->first < forward_backward_[part];
+  }
+  MemoryCategory category_of(size_t part, ValueId local) const {
+    const Plan& plan = parts_[part].executor->plan();
+    const ValueStorage* s = plan.find(local);
+    return s != nullptr && s->kind == ValueStorage::Kind::Persistent ? plan.persistent[s->persistent].category
+                                                                     : MemoryCategory::Activations;
   }
 
   // The optimizer runs once per step, on the first instance: it may read
@@ -158,7 +183,8 @@ class Analysis {
     for (size_t p = 0; p < parts_.size(); ++p)
       for (size_t local = forward_backward_[p]; local < parts_[p].positions.size(); ++local)
         for (ValueId v : parts_[p].executor->reads(local))
-          if (v != kNoValue && layout_.per_instance[p].count(storage(p, v)) > 0)
+          if (v != kNoValue &&
+              (layout_.per_instance[p].count(storage(p, v)) > 0 || made_per_micro_batch(p, v)))
             return cannot("the optimizer reads " + name(p, v) + ", which each micro-batch has its own of");
     return {};
   }
@@ -234,6 +260,10 @@ class Analysis {
 };
 
 }  // namespace
+
+size_t PipelineLayout::chunks() const {
+  return model_chunks(shape, order, micro_batches);
+}
 
 size_t PipelineLayout::stage_of(size_t part) const {
   auto it = std::find(stage_part.begin(), stage_part.end(), part);

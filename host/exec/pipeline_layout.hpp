@@ -80,6 +80,8 @@ struct PipelineLayout {
   // The stage of a part; stage_part.size() when it takes no part.
   size_t stage_of(size_t part) const;
   size_t instances(size_t stage) const { return order.in_flight[stage]; }
+  // Chunks of the model on each device: 1, or v for interleaved 1F1B.
+  size_t chunks() const;
 };
 
 Result<PipelineLayout> plan_pipeline(const ComposedExecutor& composed, const PipelineRequest& request);

@@ -13,7 +13,6 @@ size_t backward_start(const std::vector<PipelineSegment>& segments) {
   return b;
 }
 
-
 }  // namespace
 
 // Begun: its first unit of a micro-batch ran; finished: its last unit of it.
@@ -24,6 +23,14 @@ size_t in_flight_of(const std::vector<PipelineUnit>& units, size_t segments) {
     if (u.end == segments && held > 0) --held;
   }
   return std::max<size_t>(most, 1);
+}
+
+size_t model_chunks(const PipelineShape& shape, const PipelineOrder& order, size_t micro_batches) {
+  if (order.stages.empty() || shape.stages.empty() || micro_batches == 0) return 1;
+  size_t forwards = 0;
+  for (const PipelineUnit& u : order.stages.front())
+    if (!shape.stages.front()[u.first].backward) ++forwards;
+  return std::max<size_t>(1, forwards / micro_batches);
 }
 
 PipelineOrder one_forward_one_backward(const PipelineShape& shape, size_t micro_batches) {

@@ -14,7 +14,9 @@
 // order on every stage, so a gradient accumulated over the micro-batches is
 // summed in the same order as by one device running them one after another.
 // A stage holds at most S - s micro-batches at once: their activations, one
-// copy per micro-batch in flight ("instances").
+// copy per micro-batch in flight ("instances"). Interleaved 1F1B
+// (pipeline_interleaved.cpp), for a model whose stages each hold several
+// chunks of it, keeps the backwards of each chunk in micro-batch order too.
 //
 // simulate() runs an order against per-segment costs without running
 // anything: it says whether the order can finish (a model whose stages
@@ -81,6 +83,9 @@ PipelineOrder one_forward_one_backward(const PipelineShape& shape, size_t micro_
 // multiple of the stages; nullopt otherwise.
 std::optional<PipelineOrder> interleaved_one_forward_one_backward(const PipelineShape& shape,
                                                                   size_t micro_batches);
+// Chunks of the model on each stage in `order`: its first stage's forward
+// units per micro-batch (1, or v for interleaved 1F1B).
+size_t model_chunks(const PipelineShape& shape, const PipelineOrder& order, size_t micro_batches);
 // The micro-batches a stage's units hold at once (begun, not finished).
 size_t in_flight_of(const std::vector<PipelineUnit>& units, size_t segments);
 // Every micro-batch's whole share in turn on each stage: what runs when

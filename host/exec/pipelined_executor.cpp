@@ -149,9 +149,16 @@ Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<
   std::vector<CopyWorker::Ticket> tickets;
   for (size_t s = 0; s < stages; ++s)
     tickets.push_back(workers_[s]->post([this, &step, s] {
-      auto r = run_stage(step, s);
-      if (!r) step.fail();
-      return r;
+      // However the stage ends short (an error, or an exception the worker
+      // turns into one), the others stop waiting for it.
+      try {
+        auto r = run_stage(step, s);
+        if (!r) step.fail();
+        return r;
+      } catch (...) {
+        step.fail();
+        throw;
+      }
     }));
   // The failure to report: a stage's own, not another's stopping for it.
   Result<void> first;

@@ -29,14 +29,14 @@ std::string number_text(double v) {
 // Identifies the model a checkpoint belongs to: the document after overrides,
 // less the keys that only say how long or how verbosely to train (so a run
 // can be resumed with more epochs) or where layers run (a checkpoint holds
-// the same tensors on any device, whole however the ranks split them), in
-// toml++'s canonical form.
+// the same tensors on any device, whole however the ranks split them, and
+// pipelined or not), in toml++'s canonical form. How a batch is split into
+// micro-batches stays: a checkpoint's data position counts them.
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key :
-         {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every", "placement",
-          "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline", "pipeline_microbatches"})
+    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
+                            "placement", "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)

@@ -145,6 +145,9 @@ class Search {
       return a.over() != b.over() ? a.over() < b.over() : step(a) < step(b);
     };
     std::optional<std::map<std::string, std::string>> best;
+    // A pipeline's stages are consecutive layers: a start that is not
+    // gives way to the first cut that is, whatever its time.
+    bool must_cut = in_.estimate.pipelined && !contiguous(assignment_);
     for (const std::string& first : in_.candidates)
       for (const std::string& rest : in_.candidates) {
         if (first == rest) continue;
@@ -158,7 +161,8 @@ class Search {
           }
           auto e = evaluate(split);
           if (!e) continue;
-          if (better(*e, cur)) {
+          if (must_cut || better(*e, cur)) {
+            must_cut = false;
             cur = *e;
             best = std::move(split);
           }

@@ -92,23 +92,22 @@ Result<std::vector<std::unique_ptr<exec::DeviceExecutor>>> more_instances(
   exec::ExecutorOptions sub = part_options(graph, options);
   for (const exec::PersistentBuffer& b : first.plan().persistent)
     if (layout.per_instance[part].count(b.value) == 0) sub.external[b.name] = first.device_pointer(b.value);
+  // The budget counts what each instance allocates itself (its plan also
+  // lists the shared values, which it does not allocate).
   const auto budget = budgets.find(graph.device);
   uint64_t held = first.allocated_bytes();
   for (size_t j = 1; j < layout.instances(stage); ++j) {
-    exec::ExecutorOptions options_j = sub;
-    if (budget != budgets.end()) {
-      if (held >= budget->second)
-        return make_error(graph.device + ": its budget of " + human_bytes(budget->second) +
-                              " leaves nothing for the activations of micro-batch " + std::to_string(j + 1) +
-                              " of the " + std::to_string(layout.instances(stage)) +
-                              " this pipeline stage holds at once; raise the budget, or turn the "
-                              "pipeline off ([train] pipeline = false)",
-                          TDM_OUT_OF_MEMORY);
-      options_j.memory_budget = budget->second - held;
-    }
-    auto e = exec::DeviceExecutor::create(first.device(), graph.graph, std::move(options_j));
+    auto e = exec::DeviceExecutor::create(first.device(), graph.graph, sub);
     if (!e) return e.error();
     held += (*e)->allocated_bytes();
+    if (budget != budgets.end() && held > budget->second)
+      return make_error(graph.device + ": the activations of micro-batch " + std::to_string(j + 1) +
+                            " of the " + std::to_string(layout.instances(stage)) +
+                            " this pipeline stage holds at once take it to " + human_bytes(held) +
+                            ", over its budget of " + human_bytes(budget->second) +
+                            "; raise the budget, or turn the pipeline off ([train] pipeline = false: one "
+                            "micro-batch at a time)",
+                        TDM_OUT_OF_MEMORY);
     instances.push_back(std::move(*e));
   }
   return instances;

@@ -18,9 +18,10 @@ double PlanEstimate::step_us() const {
 }
 
 PlanEstimate::Pipelined PlanEstimate::pipelined() const {
-  double optimizer = 0;
-  for (const DeviceEstimate& d : devices)
-    optimizer = std::max(optimizer, d.compute_us - d.forward_us - d.backward_us);
+  // The optimizer phases run one device after another, and copies are
+  // counted as in step_us(), as if none overlapped.
+  double optimizer = transfer_us;
+  for (const DeviceEstimate& d : devices) optimizer += d.compute_us - d.forward_us - d.backward_us;
   // An order that cannot finish: the executor runs the micro-batches one
   // after another instead.
   Pipelined out{step_us(), 0.0};
@@ -194,8 +195,8 @@ Result<void> plan_stages(const SplitGraph& split, const EstimateInputs& in, Plan
   }
   const size_t micro = std::max<uint32_t>(in.micro_batches, 1);
   auto interleaved = exec::interleaved_one_forward_one_backward(out.shape, micro);
-  out.interleaved = interleaved && exec::simulate(out.shape, *interleaved);
-  out.order = out.interleaved ? std::move(*interleaved) : exec::one_forward_one_backward(out.shape, micro);
+  const bool runs = interleaved && exec::simulate(out.shape, *interleaved).has_value();
+  out.order = runs ? std::move(*interleaved) : exec::one_forward_one_backward(out.shape, micro);
   for (const auto& [device, stage] : stage_of) {
     DeviceEstimate& d = out.devices[device];
     d.stage = static_cast<int>(stage);

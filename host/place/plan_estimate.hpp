@@ -57,13 +57,12 @@ struct PlanEstimate {
   size_t stages = 0;
   exec::PipelineShape shape;
   exec::PipelineOrder order;
-  bool interleaved = false;
   double step_us() const;
   // The pipelined step simulated on those costs (exec::simulate): forward
-  // and backward, the slowest optimizer phase after them, and the share of
+  // and backward, then every device's optimizer phase and the copies, and the share of
   // device time idle (step_us() and no idle share when the order cannot
-  // finish: the micro-batches then run one after another). Stages of unequal times idle more than the bubble of
-  // equal ones, (S - 1) / (M + S - 1); interleaved ones less.
+  // finish: the micro-batches then run one after another). Stages of unequal times idle more than the bubble
+  // of equal ones, (S - 1) / (M + S - 1); interleaved ones less.
   struct Pipelined {
     double step_us = 0;
     double idle = 0;

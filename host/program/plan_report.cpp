@@ -172,13 +172,7 @@ Result<void> Program::write_plan(std::ostream& out) const {
 void Program::write_pipeline(std::ostream& out, const place::PlanEstimate& estimate) const {
   if (estimate.stages < 2) return;
   // Interleaved: v chunks of the model a device, the bubble v times smaller.
-  size_t chunks = 1;
-  if (estimate.interleaved) {
-    size_t forwards = 0;
-    for (const exec::PipelineUnit& u : estimate.order.stages.front())
-      if (!estimate.shape.stages.front()[u.first].backward) ++forwards;
-    chunks = std::max<size_t>(1, forwards / std::max<uint32_t>(micro_batches_, 1));
-  }
+  const size_t chunks = exec::model_chunks(estimate.shape, estimate.order, micro_batches_);
   const double bubble = exec::bubble_fraction(estimate.stages, chunks * micro_batches_);
   char line[160];
   std::snprintf(line, sizeof line, "%.1f %%", 100.0 * bubble);

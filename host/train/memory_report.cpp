@@ -188,13 +188,16 @@ void RunMemory::report_pipeline(const exec::PipelinedExecutor& pipeline) const {
        << pipeline.layout().micro_batches << " micro-batches, forward and backward " << wall_ms
        << " ms per step; idle " << 100.0 * stats.idle_fraction()
        << "% of device time (bubble of equal stages "
-       << 100.0 * exec::bubble_fraction(devices.size(), pipeline.layout().micro_batches) << "%)\n";
+       << 100.0 * exec::bubble_fraction(devices.size(),
+                                        pipeline.layout().chunks() * pipeline.layout().micro_batches)
+       << "%)\n";
   for (size_t s = 0; s < devices.size(); ++s) {
     const double busy_ms = stats.busy_us[s] / 1000.0 / steps;
     const size_t part = pipeline.layout().stage_part[s];
+    const size_t held = pipeline.layout().instances(s);
     text << "  stage " << s << " " << devices[s] << ": busy " << busy_ms << " ms, idle "
-         << std::max(0.0, wall_ms - busy_ms) << " ms per step; " << pipeline.layout().instances(s)
-         << " micro-batches in flight";
+         << std::max(0.0, wall_ms - busy_ms) << " ms per step; " << held
+         << (held == 1 ? " micro-batch" : " micro-batches") << " in flight";
     if (const uint64_t more = pipeline.instance_bytes(part); more > 0)
       text << " (" << human_bytes(more) << " for those beyond the first)";
     text << "\n";

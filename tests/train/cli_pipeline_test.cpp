@@ -67,6 +67,18 @@ TEST_F(PipelineCli, AutomaticPlacementCutsBalancedStages) {
   // The two devices are alike: either may take the first stage.
   const std::regex stages("stage 0 onednn:[01]: layers fc1, [^\n]*\n  stage 1 onednn:[01]: layers fc2,");
   EXPECT_TRUE(std::regex_search(plan.output, stages)) << plan.output;
+  // Within budgets of what the plan says each device holds (micro-batches
+  // in flight included), the run trains so.
+  std::smatch total;
+  ASSERT_TRUE(std::regex_search(plan.output, total, std::regex("\n  total +([0-9.]+) KiB +([0-9.]+) KiB\n")))
+      << plan.output;
+  const auto budget = [&](int column) {
+    return std::to_string(int(std::stod(total[column]) * 1.05) + 1) + "KiB";
+  };
+  CliRun r = tandem("train " + m + both + " --set train.epochs=1 --memory-report --run-dir " +
+                    dir.file("run") + " --memory-budget onednn:0=" + budget(1) + ",onednn:1=" + budget(2));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_HAS(r.output, "pipeline: 2 stages x 4 micro-batches, forward and backward");
 }
 
 }  // namespace
