@@ -1,8 +1,9 @@
 // A composed executor whose forward and backward run as a pipeline of
 // micro-batches: every stage (device) works on its own micro-batch at the
 // same time, each driven by its own host thread, in the one-forward-one-
-// backward order of pipeline_schedule.hpp, with the copies between stages
-// of pipeline_layout.hpp.
+// backward order of pipeline_schedule.hpp (interleaved where every device
+// holds several chunks of the model), with the copies between stages of
+// pipeline_layout.hpp.
 //
 // Everything but run_micro_batches goes to the composed executor it wraps
 // (the "first instance"): the host's writes and reads of parameters and
@@ -12,9 +13,9 @@
 // those of one micro-batch (pipeline_layout.hpp).
 //
 // Why gradients equal those of running the micro-batches one after another
-// bit for bit: every stage runs its backwards in micro-batch order on the
-// same shared accumulators, with the same kernels on the same devices; each
-// instance's activations are its own. Persistent state a forward updates
+// bit for bit: every stage runs its backwards (of each chunk) in
+// micro-batch order on the same shared accumulators, with the same kernels
+// on the same devices; each instance's activations are its own. Persistent state a forward updates
 // (running statistics, the device's loss sums) is also updated in
 // micro-batch order, per stage.
 //
