@@ -174,8 +174,6 @@ Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<
   const double wall = micros(Clock::now() - start);
   ++stats_.steps;
   stats_.wall_us += wall;
-  stats_.last_wall_us = wall;
-  stats_.last_busy_us = step.busy_us;
   for (size_t s = 0; s < stages; ++s) {
     stats_.busy_us[s] += step.busy_us[s];
     if (spans_.size() < kMostSpans) spans_.insert(spans_.end(), step.spans[s].begin(), step.spans[s].end());

@@ -50,8 +50,6 @@ struct PipelineStats {
   uint64_t steps = 0;
   double wall_us = 0;           // run_micro_batches, summed
   std::vector<double> busy_us;  // per stage: its segments, summed
-  double last_wall_us = 0;      // the last step's
-  std::vector<double> last_busy_us;
   // The share of stage-time spent idle: 1 - busy / (stages * wall).
   double idle_fraction() const;
 };

@@ -122,6 +122,10 @@ class Program {
   // Why the micro-batches of a run on several devices run one after another
   // ("" when they are pipelined, or there is nothing to pipeline).
   const std::string& pipeline_declined() const noexcept { return pipeline_declined_; }
+  // What the pipeline writes for one micro-batch, in its order: the batch,
+  // its labels, and dropout's seed offset where the model has dropout.
+  std::vector<exec::ConstBytes> micro_batch_inputs(exec::ConstBytes input, exec::ConstBytes labels,
+                                                   const int64_t& dropout_offset) const;
 
   // Placement: none when everything runs on device(). The options it was
   // made with let an evaluation place its graph the same way.

@@ -268,6 +268,7 @@ Result<std::unique_ptr<exec::Executor>> Program::make_placed(const exec::Executo
     if (!placed) return placed.error();
     return std::unique_ptr<exec::Executor>(std::move(*placed));
   }
+  // The order of micro_batch_inputs.
   exec::PipelineRequest request{micro_batches_, model_.optimizer_begin, {model_.input, model_.labels}, {}};
   request.value_name = [this](ValueId v) {
     const Value* value = model_.graph.value(v);
@@ -281,6 +282,13 @@ Result<std::unique_ptr<exec::Executor>> Program::make_placed(const exec::Executo
     log_info("the " + std::to_string(micro_batches_) +
              " micro-batches of a step run one after another: " + pipeline_declined_);
   return placed;
+}
+
+std::vector<exec::ConstBytes> Program::micro_batch_inputs(exec::ConstBytes input, exec::ConstBytes labels,
+                                                          const int64_t& dropout_offset) const {
+  std::vector<exec::ConstBytes> inputs = {input, labels};
+  if (model_.dropout_step != kNoValue) inputs.push_back({&dropout_offset, sizeof dropout_offset});
+  return inputs;
 }
 
 bool Program::pipeline_wanted() const {

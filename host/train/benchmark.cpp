@@ -82,9 +82,9 @@ Result<void> pipelined_micro_batches(program::Program& p, const program::StepRun
   std::vector<std::vector<exec::ConstBytes>> inputs(micro);
   for (uint32_t i = 0; i < micro; ++i) {
     offsets[i] = steps.dropout_offset(step, i);
-    inputs[i] = {{batch.input.data(), batch.input.size()},
-                 {batch.labels.data(), batch.labels.size() * sizeof(int32_t)}};
-    if (p.model().dropout_step != kNoValue) inputs[i].push_back({&offsets[i], sizeof(int64_t)});
+    inputs[i] =
+        p.micro_batch_inputs({batch.input.data(), batch.input.size()},
+                             {batch.labels.data(), batch.labels.size() * sizeof(int32_t)}, offsets[i]);
   }
   return p.pipeline()->run_micro_batches(inputs, {}, std::vector<std::vector<exec::MutableBytes>>(micro));
 }

@@ -17,9 +17,7 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
   const bool on_device = m.train_stats != kNoValue;
   std::vector<std::shared_ptr<const data::Batch>> batches;
   for (uint32_t i = 0; i < micro_batches; ++i) {
-    const auto wait_start = std::chrono::steady_clock::now();
-    auto b = loader.next();
-    profiler_->data_wait(wait_start, std::chrono::steady_clock::now());
+    auto b = next_batch(loader);
     if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
     batches.push_back(std::move(b));
   }
@@ -32,9 +30,9 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
   std::vector<std::vector<exec::ConstBytes>> inputs(micro_batches);
   for (uint32_t i = 0; i < micro_batches; ++i) {
     const data::Batch& b = *batches[i];
-    inputs[i] = {{b.input_data(), b.input_bytes()}, {b.labels.data(), b.labels.size() * sizeof(int32_t)}};
     offsets[i] = steps_->dropout_offset(step, i);
-    if (m.dropout_step != kNoValue) inputs[i].push_back({&offsets[i], sizeof(int64_t)});
+    inputs[i] = program_->micro_batch_inputs(
+        {b.input_data(), b.input_bytes()}, {b.labels.data(), b.labels.size() * sizeof(int32_t)}, offsets[i]);
   }
   std::vector<ValueId> outputs;
   if (!on_device || read_loss) outputs.push_back(m.loss);
@@ -59,24 +57,11 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     if (auto r = steps_->end_micro_batch(step, i); !r) return r.error();
     const data::Batch& b = *batches[i];
     ++index;
-    if (outputs.empty()) {
-      ++totals.pending_micro;
-      totals.pending_samples += b.size;
-      totals.pending_predictions += int64_t(b.labels.size());
-      continue;
-    }
-    if (!std::isfinite(losses[i])) return diverged(losses[i], "at step " + std::to_string(step + 1));
+    if (!outputs.empty() && !std::isfinite(losses[i]))
+      return diverged(losses[i], "at step " + std::to_string(step + 1));
     step_loss += losses[i] / micro_batches;
-    if (on_device) {
-      ++totals.pending_micro;
-      totals.pending_samples += b.size;
-      totals.pending_predictions += int64_t(b.labels.size());
-      continue;
-    }
-    totals.correct += count_correct(logits[i], b.labels, int64_t(b.labels.size()), classes);
-    totals.seen += b.size;
-    totals.predictions += int64_t(b.labels.size());
-    totals.loss_sum += losses[i] * static_cast<double>(b.size);
+    totals.count(b, on_device, losses[i]);
+    if (!on_device) totals.correct += count_correct(logits[i], b.labels, int64_t(b.labels.size()), classes);
   }
   return read_loss ? step_loss : std::nan("");
 }

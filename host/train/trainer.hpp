@@ -131,7 +131,23 @@ class Trainer {
     // sums (model().train_stats), from step `pending_from` on.
     int64_t pending_micro = 0, pending_samples = 0, pending_predictions = 0, pending_from = 0;
     int64_t all_seen() const { return seen + pending_samples; }
+    // One micro-batch trained: its loss and counts still on the device
+    // (`pending`), or read (`loss`, its mean over the batch).
+    void count(const data::Batch& b, bool pending, double loss) {
+      const auto labels = static_cast<int64_t>(b.labels.size());
+      if (pending) {
+        ++pending_micro;
+        pending_samples += b.size;
+        pending_predictions += labels;
+      } else {
+        seen += b.size;
+        predictions += labels;
+        loss_sum += loss * static_cast<double>(b.size);
+      }
+    }
   };
+  // The loader's next batch, its wait recorded for the profile.
+  std::shared_ptr<const data::Batch> next_batch(data::DataLoader& loader);
 
   Trainer(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
           TrainOptions options);

@@ -178,12 +178,6 @@ Result<bool> Trainer::train_epoch(Loop& loop) {
 Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
                                    std::shared_ptr<const data::Batch>& ahead) {
   const uint32_t micro_batches = program_->micro_batches();
-  const auto next_batch = [&] {
-    const auto wait_start = Clock::now();
-    auto b = loop.loader.next();
-    profiler_->data_wait(wait_start, Clock::now());
-    return b;
-  };
   double step_loss = 0;
   const bool on_device = model().train_stats != kNoValue;
   // The run's last step reads its loss (Result::last_loss) as without train_stats.
@@ -194,29 +188,28 @@ Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
   for (uint32_t micro = 0; micro < micro_batches; ++micro) {
     const bool staged = ahead != nullptr;
     std::shared_ptr<const data::Batch> b = std::move(ahead);
-    if (!b) b = next_batch();
+    if (!b) b = next_batch(loop.loader);
     if (!b) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
     const bool another = micro + 1 < micro_batches ||
                          (loop.step + 1 < loop.total && loop.index + 1 + micro_batches <= loop.per_epoch);
     if (options_.prefetch && another) {
-      ahead = next_batch();
+      ahead = next_batch(loop.loader);
       if (!ahead) return make_error("the data loader ended an epoch early (internal)", TDM_INTERNAL);
     }
     auto loss = micro_step(*b, staged, ahead.get(), loop.step, micro, loop.total, totals.correct, read_loss);
     if (!loss) return loss.error();
     ++loop.index;
-    if (on_device) {
-      ++totals.pending_micro;
-      totals.pending_samples += b->size;
-      totals.pending_predictions += int64_t(b->labels.size());
-    } else {
-      totals.seen += b->size;
-      totals.predictions += int64_t(b->labels.size());
-      totals.loss_sum += *loss * static_cast<double>(b->size);
-    }
+    totals.count(*b, on_device, *loss);
     step_loss += *loss / micro_batches;
   }
   return read_loss ? step_loss : std::nan("");
+}
+
+std::shared_ptr<const data::Batch> Trainer::next_batch(data::DataLoader& loader) {
+  const auto wait_start = Clock::now();
+  auto b = loader.next();
+  profiler_->data_wait(wait_start, Clock::now());
+  return b;
 }
 
 Result<void> Trainer::report_step(Loop& loop, EpochTotals& totals) {
