@@ -41,6 +41,7 @@
 #include "device/device.hpp"
 #include "exec/collectives.hpp"
 #include "exec/copy_engine.hpp"
+#include "exec/stage_link.hpp"
 #include "exec/node_profile.hpp"
 #include "exec/numerics_guard.hpp"
 #include "exec/planner.hpp"
@@ -76,6 +77,9 @@ struct ExecutorOptions {
   uint64_t memory_budget = 0;
   // Debug checks around every node (exec/numerics_guard.hpp).
   NumericsOptions numerics;
+  // Pipeline parallelism across ranks: the other stages
+  // (rank_pipeline.hpp); must outlive the executor.
+  StageLink* stage_link = nullptr;
   // Persistent values (parameters, gradients, optimizer state) whose home
   // is host memory: each is on the device only around the nodes that touch
   // it, in the arena, fetched `stream_depth` units ahead (stream_plan.hpp).

@@ -31,19 +31,10 @@
 #include "exec/composed_executor.hpp"
 #include "exec/copy_worker.hpp"
 #include "exec/device_executor.hpp"
+#include "exec/micro_batch_pipeline.hpp"
 #include "exec/pipeline_layout.hpp"
 
 namespace tandem::host::exec {
-
-// Bytes of one value the host writes (ConstBytes) or reads (MutableBytes).
-struct ConstBytes {
-  const void* data = nullptr;
-  size_t bytes = 0;
-};
-struct MutableBytes {
-  void* data = nullptr;
-  size_t bytes = 0;
-};
 
 // How busy each stage was over the steps run so far.
 struct PipelineStats {
@@ -61,7 +52,7 @@ struct PipelineSpan {
   double start_us = 0, dur_us = 0;  // since the composed executor's profile epoch
 };
 
-class PipelinedExecutor final : public Executor {
+class PipelinedExecutor final : public Executor, public MicroBatchPipeline {
  public:
   // `instances[p]`: part p's further instances (as many as its stage holds
   // micro-batches at once, less one), bound to part p's persistent values.
@@ -76,7 +67,8 @@ class PipelinedExecutor final : public Executor {
   // the first failure of any stage (the others stop at their next wait).
   Result<void> run_micro_batches(const std::vector<std::vector<ConstBytes>>& inputs,
                                  const std::vector<ValueId>& outputs,
-                                 const std::vector<std::vector<MutableBytes>>& results);
+                                 const std::vector<std::vector<MutableBytes>>& results) override;
+  size_t micro_batch_count() const noexcept override { return layout_.micro_batches; }
 
   const PipelineLayout& layout() const noexcept { return layout_; }
   const PipelineStats& stats() const noexcept { return stats_; }

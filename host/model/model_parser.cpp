@@ -36,7 +36,8 @@ std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
     for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
-                            "placement", "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline"})
+                            "placement", "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline",
+                            "pipeline_parallel"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -153,7 +154,8 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
                 "zero_overlap",
                 "comm",
                 "pipeline",
-                "pipeline_microbatches"});
+                "pipeline_microbatches",
+                "pipeline_parallel"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -178,6 +180,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "comm", s.comm);
   r.get(t, "pipeline", s.pipeline);
   r.get(t, "pipeline_microbatches", s.pipeline_microbatches);
+  r.get(t, "pipeline_parallel", s.pipeline_parallel);
   int64_t seed = static_cast<int64_t>(s.seed);
   r.get(t, "seed", seed);
   s.seed = static_cast<uint64_t>(seed);
@@ -215,6 +218,7 @@ void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
   at_least("dampening", s.dampening, 0, "must not be negative");
   at_least("weight_decay", s.weight_decay, 0, "must not be negative");
   at_least("clip_grad_norm", s.clip_grad_norm, 0, "must not be negative (0: no clipping)");
+  at_least("pipeline_parallel", double(s.pipeline_parallel), 0, "must not be negative (0 or 1: no pipeline)");
   at_least("tensor_parallel", double(s.tensor_parallel), 0,
            "must not be negative (0: every rank of the run)");
   r.check(t, "zero", s.zero >= 0 && s.zero <= 3,

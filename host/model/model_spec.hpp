@@ -108,6 +108,11 @@ struct TrainSpec {
   // file has no such section).
   int64_t pipeline_microbatches = 0;
   bool pipeline = true;
+  // Ranks the layers are split over, each holding a run of consecutive
+  // layers balanced by measured cost (0 or 1: none); the micro-batches run
+  // over them one forward, one backward. With data and tensor parallelism,
+  // the run's ranks form a grid of data x tensor x pipeline.
+  int64_t pipeline_parallel = 0;
   // "auto": unpinned layers go where the budgets and the measured costs say;
   // "pinned": layers run where their `device` says, else on the run's
   // device; "strict": pinned, and any copy between devices that is not

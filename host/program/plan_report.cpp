@@ -208,7 +208,7 @@ Result<void> Program::check_evaluation() const {
   ProgramOptions o;
   o.mode = lowering::Mode::Eval;
   o.group = options_.group;
-  if (placement_) {  // as Trainer::make_evaluator places it
+  if (placement_ || stages_) {  // as Trainer::make_evaluator places it
     o.placement = placement_options_;
     o.open_devices = devices_.by_id();
   }

@@ -17,6 +17,7 @@
 // training run placed its parameters (ProgramOptions::placement).
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -26,12 +27,14 @@
 #include <vector>
 
 #include "exec/executor.hpp"
+#include "exec/micro_batch_pipeline.hpp"
 #include "exec/pipelined_executor.hpp"
 #include "lowering/int8_plan.hpp"
 #include "lowering/model_graph.hpp"
 #include "place/auto_placement.hpp"
 #include "place/fit_advice.hpp"
 #include "place/placement.hpp"
+#include "place/split.hpp"
 #include "plugin/registry.hpp"
 #include "program/features.hpp"
 #include "program/parallel_layout.hpp"
@@ -80,6 +83,10 @@ struct ProgramOptions {
   // file overrides the choice for that layer.
   StreamChoice streaming = StreamChoice::Auto;
   size_t stream_depth = 1;
+  // Pipeline parallelism across ranks: makes every rank's cut of the layers
+  // into stages (one stage index per layer) the first rank's. Absent: the
+  // cut measured here stands (one process: `tandem plan`).
+  std::function<Result<void>(std::vector<size_t>& stage_of_layer)> agree;
 };
 
 class Program {
@@ -119,6 +126,11 @@ class Program {
   // The executor when it pipelines the micro-batches over the run's devices
   // (exec/pipelined_executor.hpp); nullptr otherwise.
   exec::PipelinedExecutor* pipeline() const noexcept;
+  // The executor when it runs a step's micro-batches itself: pipelined over
+  // this process's devices, or over the ranks of pipeline parallelism.
+  exec::MicroBatchPipeline* micro_batch_pipeline() const noexcept;
+  // Pipeline parallelism across ranks: the stage each layer is in (empty without it).
+  std::map<std::string, size_t> layer_stages() const { return stages_ ? stages_->layer_stage : std::map<std::string, size_t>{}; }
   // Why the micro-batches of a run on several devices run one after another
   // ("" when they are pipelined, or there is nothing to pipeline).
   const std::string& pipeline_declined() const noexcept { return pipeline_declined_; }
@@ -216,6 +228,19 @@ class Program {
   // The same for a placement on `devices` (before one is chosen).
   bool pipeline_possible(const std::vector<std::string>& devices) const;
 
+  // program_stages.cpp: pipeline parallelism across ranks.
+  struct Stages {
+    std::vector<std::string> devices;  // stage k's name in the placement (place::stage_device)
+    std::map<std::string, size_t> layer_stage;
+    place::Placement placement;
+    place::SplitGraph split;
+  };
+  Result<void> check_stages_compose() const;
+  Result<std::map<std::string, double>> layer_costs() const;
+  Result<void> place_stages();
+  std::string describe_stages() const;
+  Result<std::unique_ptr<exec::Executor>> make_stage_executor(const exec::ExecutorOptions& options) const;
+
   // plan_report.cpp
   void write_layers(std::ostream& out) const;
   void write_copies(std::ostream& out) const;
@@ -239,6 +264,7 @@ class Program {
   place::PlacementOptions placement_options_;
   std::string placement_mode_ = "pinned";          // auto | pinned | strict, as decided
   std::optional<place::AutoPlacement> automatic_;  // what automatic placement chose
+  std::optional<Stages> stages_;  // pipeline parallelism across ranks
   bool force_automatic_ = false;                   // after running out of memory
 
   size_t clip_point_ = 0;

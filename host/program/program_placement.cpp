@@ -123,6 +123,7 @@ Result<void> Program::replan_after_oom(const Error& oom) {
 }
 
 Result<void> Program::place() {
+  if (layout_.pipeline > 1) return place_stages();
   if (options_.placement) {  // an evaluation placed as its training run
     auto candidates = candidate_devices();
     if (!candidates) return candidates.error();
@@ -318,6 +319,7 @@ Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOpt
   // Beyond a device's whole memory, a run with nowhere to move layers is
   // refused now rather than at its first step (several devices: running out
   // re-plans, replan_after_oom).
+  if (stages_) return make_stage_executor(options);  // each rank holds one stage (plan: per stage)
   const bool can_replan = devices_.count() > 1 && placement_mode_ != "strict";
   if (auto estimate = can_replan ? make_error("", TDM_INTERNAL)
                                  : place::estimate_plan(graph, placement ? &*placement : nullptr,

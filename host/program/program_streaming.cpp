@@ -97,6 +97,7 @@ std::optional<uint64_t> Program::streamed_total() const {
 
 Result<void> Program::stream_to_fit() {
   if (automatic_ || (placement_ && !placement_->only_on(device_.id()))) return {};  // placement chose
+  if (stages_) return {};  // each rank holds one stage: the plan is per stage
   if (options_.streaming != StreamChoice::Auto || options_.mode != lowering::Mode::Train) return {};
   const place::EstimateInputs in = estimate_inputs(nullptr, nullptr, true);
   auto resident = place::estimate_plan(model_.graph, nullptr, in);

@@ -12,6 +12,7 @@
 
 #include "device/device.hpp"
 #include "exec/collectives.hpp"
+#include "exec/stage_link.hpp"
 #include "plugin/registry.hpp"
 #include "program/process_group.hpp"
 #include "train/collective_watchdog.hpp"
@@ -41,7 +42,7 @@ struct CommOptions {
 
 // The run's communicator: averages gradients for data parallelism and runs
 // the "comm.*" nodes of tensor parallelism.
-class GradientCommunicator final : public exec::Collectives, public StreamAverager {
+class GradientCommunicator final : public exec::Collectives, public exec::StageLink, public StreamAverager {
  public:
   // Creates a communicator over the comm plugin `options` choose, on
   // `device`'s memory. A plugin with comm_unique_id (nccl, or a third
@@ -49,8 +50,10 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
   // bootstraps itself from its launcher (mpi).
   // With `part`, the communicator joins only the ranks that pass the same
   // number, `group` numbering them within it (the groups of tensor
-  // parallelism, and the ranks across them that average gradients): host
-  // memory only, through a self-bootstrapping plugin of ABI 1.10 or newer.
+  // parallelism, and the ranks across them that average gradients; the
+  // stages of a pipeline): host memory only, through a self-bootstrapping
+  // plugin of ABI 1.10 or newer. `point_to_point`: the plugin must have
+  // send and recv (ABI 1.15), else it is refused by name.
   // Every call into the plugin is watched: one that outlives its timeout
   // stops the process with the plugin and the collective named
   // (collective_watchdog.hpp).
@@ -58,7 +61,8 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
                                                               const DeviceHandle& device,
                                                               const ProcessGroup& group,
                                                               const CommOptions& options,
-                                                              std::optional<int32_t> part = std::nullopt);
+                                                              std::optional<int32_t> part = std::nullopt,
+                                                              bool point_to_point = false);
   ~GradientCommunicator();
   GradientCommunicator(const GradientCommunicator&) = delete;
   GradientCommunicator& operator=(const GradientCommunicator&) = delete;
@@ -82,6 +86,14 @@ class GradientCommunicator final : public exec::Collectives, public StreamAverag
                           void* stream) override;
   Result<void> reduce_scatter_mean(const void* send, void* receive, size_t receive_count, tdm_dtype dtype,
                                    void* stream) override;
+  // Pipeline parallelism (a communicator of the ranks that differ only in
+  // their stage): point to point through the plugin's send and recv (ABI
+  // 1.15), which create() checks for when `point_to_point` is asked.
+  int stage() const override { return group_.rank; }
+  int stages() const override { return group_.world; }
+  Result<void> send(const void* data, size_t bytes, int to) override;
+  Result<void> receive(void* data, size_t bytes, int from) override;
+  Result<void> broadcast(void* data, size_t bytes, int root) override;
 
  private:
   GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group,

@@ -57,6 +57,7 @@ Result<program::Program*> Evaluator::for_batch(int64_t batch) {
   exec::ExecutorOptions options;
   options.collectives = collectives_;
   options.data_collectives = zero_collectives_;
+  options.stage_link = stage_link_;
   for (const auto& [name, pointer] : shared_)  // the training graph also has optimizer state
     if (model.graph.value_by_name(name) != nullptr) {
       options.external[name] = pointer;

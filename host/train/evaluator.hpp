@@ -53,6 +53,13 @@ class Evaluator {
     collectives_ = collectives;
   }
 
+  // Pipeline parallelism across ranks: each rank evaluates its stage of
+  // every batch, passing activations along as training does.
+  void use_pipeline(program::ProcessGroup group, exec::StageLink* link) {
+    group_ = std::move(group);
+    stage_link_ = link;
+  }
+
   // ZeRO stage 3: the evaluation gathers each layer's parameters from the
   // shards every rank holds, as training does; every rank evaluates.
   void use_zero(program::ProcessGroup group, exec::Collectives* collectives) {
@@ -111,6 +118,7 @@ class Evaluator {
   std::map<std::string, const DeviceHandle*> devices_;
   exec::Collectives* collectives_ = nullptr;
   exec::Collectives* zero_collectives_ = nullptr;
+  exec::StageLink* stage_link_ = nullptr;
   lowering::Int8Plan int8_;
   Outputs* outputs_ = nullptr;
 };

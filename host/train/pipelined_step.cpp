@@ -1,6 +1,7 @@
 // Trainer::pipelined_step: the micro-batches of one optimizer step handed
-// to the pipeline at once (exec/pipelined_executor.hpp), which runs them on
-// every device at the same time; then what micro_step does after each.
+// to the pipeline at once (exec/micro_batch_pipeline.hpp), which runs them
+// on every device, or every stage's rank, at the same time; then what
+// micro_step does after each.
 #include <cmath>
 
 #include "train/evaluator.hpp"
@@ -11,7 +12,7 @@ namespace tandem::host::train {
 
 Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, int64_t total, int64_t& index,
                                        EpochTotals& totals, bool read_loss) {
-  exec::PipelinedExecutor& pipeline = *program_->pipeline();
+  exec::MicroBatchPipeline& pipeline = *program_->micro_batch_pipeline();
   const lowering::ModelGraph& m = model();
   const uint32_t micro_batches = program_->micro_batches();
   const bool on_device = m.train_stats != kNoValue;
@@ -47,11 +48,17 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     logits[i].resize(batches[i]->labels.size() * size_t(classes));
     results[i].push_back({logits[i].data(), logits[i].size() * sizeof(float)});
   }
-  // Ranks place on one device each (Program::place): nothing to average here.
-  if (allreduce_ || streamed_)
+  // Within a process ranks place on one device each (Program::place); a
+  // stage of pipeline parallelism averages its gradients with the same
+  // stage of the other pipelines once every micro-batch is done.
+  if (streamed_ || (allreduce_ && program_->layer_stages().empty()))
     return make_error("a pipelined run with data-parallel ranks (internal: ranks place on one device each)",
                       TDM_INTERNAL);
   if (auto r = pipeline.run_micro_batches(inputs, outputs, results); !r) return r.error();
+  if (allreduce_) {
+    for (size_t b = 0; b < allreduce_->buckets().size(); ++b) allreduce_->start(b);
+    if (auto r = allreduce_->finish(); !r) return r.error();
+  }
   double step_loss = 0;
   for (uint32_t i = 0; i < micro_batches; ++i) {
     if (auto r = steps_->end_micro_batch(step, i); !r) return r.error();

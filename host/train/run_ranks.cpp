@@ -3,34 +3,46 @@
 namespace tandem::host::train {
 
 Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceHandle& device,
-                                   const program::Program& program, const CommOptions& options) {
+                                   const program::ProcessGroup& group, const program::ParallelLayout& layout,
+                                   const CommOptions& options) {
   RunRanks r;
-  const program::ProcessGroup& group = program.group();
   if (group.world == 1) return r;
-  const program::ParallelLayout& layout = program.layout();
-  if (layout.tensor > 1) {
+  if (layout.tensor > 1 || layout.pipeline > 1) {
     auto info = device.info();
     if (!info) return info.error();
-    // Checkpoints gather the slices in host memory.
+    // Checkpoints gather the slices in host memory; stages send host memory.
     if (!info->host_addressable)
-      return make_error("tensor parallelism on " + device.id() +
-                            " is not supported yet: it runs on CPU devices (--device cpu)",
+      return make_error(std::string(layout.tensor > 1 ? "tensor" : "pipeline") + " parallelism on " +
+                            device.id() + " is not supported yet: it runs on CPU devices (--device cpu)",
                         TDM_UNSUPPORTED);
   }
-  auto all = GradientCommunicator::create(registry, device, group, options);
+  const bool pipelined = layout.pipeline > 1;
+  auto all = GradientCommunicator::create(registry, device, group, options, std::nullopt,
+                                          pipelined && layout.pipeline == group.world);
   if (!all) return all.error();
   r.all_ = std::move(*all);
-  if (layout.tensor > 1 && layout.data > 1) {
-    // Every rank joins its tensor-parallel group, then the ranks across the
-    // groups that hold the same slices; in the same order on every rank.
-    auto tensor =
-        GradientCommunicator::create(registry, device, layout.tensor_group(group), options, layout.data_rank);
+  r.stages_are_all_ = pipelined && layout.pipeline == group.world;
+  // Every rank joins its groups in the same order: its tensor-parallel
+  // group, the ranks across the groups that hold the same slices of the same
+  // stage, the stages of its pipeline. A group that would be every rank is
+  // the communicator over all.
+  if (layout.tensor > 1 && layout.tensor < group.world) {
+    auto tensor = GradientCommunicator::create(registry, device, layout.tensor_group(group), options,
+                                               layout.tensor_group_index());
     if (!tensor) return tensor.error();
     r.tensor_ = std::move(*tensor);
-    auto data =
-        GradientCommunicator::create(registry, device, layout.data_group(group), options, layout.tensor_rank);
+  }
+  if (layout.data > 1 && layout.data < group.world) {
+    auto data = GradientCommunicator::create(registry, device, layout.data_group(group), options,
+                                             layout.data_group_index());
     if (!data) return data.error();
     r.data_ = std::move(*data);
+  }
+  if (pipelined && layout.pipeline < group.world) {
+    auto stages = GradientCommunicator::create(registry, device, layout.pipeline_group(group), options,
+                                               layout.pipeline_group_index(), true);
+    if (!stages) return stages.error();
+    r.pipeline_ = std::move(*stages);
   }
   return r;
 }
@@ -39,6 +51,7 @@ void RunRanks::give_to(exec::ExecutorOptions& options, const program::Program& p
   if (alone()) return;
   if (program.layout().tensor > 1) options.collectives = &tensor();
   if (program.model().zero.active()) options.data_collectives = &data();
+  if (program.layout().pipeline > 1) options.stage_link = pipeline();
 }
 
 RunCheckpoints::Ranks RunRanks::for_checkpoints() const {

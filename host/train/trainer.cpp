@@ -54,7 +54,19 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   if (!t->options_.profile.empty())
     if (auto r = check_writable_file(t->options_.profile, "--profile"); !r) return r.error();
   if (auto r = t->load_data(); !r) return r.error();
-  auto built = program::Program::build(spec, device, registry, program_options(t->options_));
+  // The ranks join first: pipeline parallelism agrees on its stages through them.
+  program::ProgramOptions program = program_options(t->options_);
+  auto layout = program::parallel_layout(spec, program.group);
+  if (!layout) return layout.error();
+  auto ranks = RunRanks::connect(registry, device, program.group, *layout,
+                                 {spec.train.comm, t->options_.comm_timeout_seconds, t->options_.rendezvous});
+  if (!ranks) return ranks.error();
+  t->ranks_.emplace(std::move(*ranks));
+  if (layout->pipeline > 1)
+    program.agree = [t = t.get()](std::vector<size_t>& cut) {
+      return t->ranks_->all().broadcast(cut.data(), cut.size() * sizeof(size_t), 0);
+    };
+  auto built = program::Program::build(spec, device, registry, std::move(program));
   if (!built) return built.error();
   t->program_ = std::move(*built);
   t->memory_.emplace(spec, device, *t->program_, t->options_.memory_budgets);
@@ -65,10 +77,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const model::ModelSpec& spec, c
   exec_options.profile = !t->options_.profile.empty();
   exec_options.outputs = lowering::training_reads(t->model());
   exec_options.numerics = t->numerics_options();
-  auto ranks = RunRanks::connect(registry, device, *t->program_,
-                                 {spec.train.comm, t->options_.comm_timeout_seconds, t->options_.rendezvous});
-  if (!ranks) return ranks.error();
-  t->ranks_.emplace(std::move(*ranks));
   t->ranks_->give_to(exec_options, *t->program_);
   if (auto r = t->program_->allocate(exec_options); !r) return r.error();
   t->options_.prefetch = t->program_->options().prefetch;  // off when a re-plan left no room for it
@@ -157,8 +165,10 @@ Result<void> Trainer::prepare_run() {
   // ZeRO stage 2 averages every gradient in its graph (zero.reduce_scatter).
   if (program_->data_world() > 1 && !program_->synced_gradients().empty()) {
     const Graph& graph = model().graph;
-    auto buckets = plan_gradient_buckets(graph, program_->synced_gradients(), model().optimizer_begin,
-                                         options_.bucket_bytes);
+    std::vector<ValueId> gradients = program_->synced_gradients();
+    if (!program_->layer_stages().empty())  // a pipeline stage averages its own layers' gradients
+      std::erase_if(gradients, [this](ValueId g) { return executor().device_pointer(g) == nullptr; });
+    auto buckets = plan_gradient_buckets(graph, gradients, model().optimizer_begin, options_.bucket_bytes);
     if (auto r = make_allreduce(std::move(buckets)); !r) return r;
   }
   profiler_ = std::make_unique<ProfileRecorder>(!options_.profile.empty());

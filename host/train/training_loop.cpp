@@ -117,6 +117,10 @@ Evaluator Trainer::make_evaluator() const {
   if (model().tensor_parallel.size > 1)
     evaluator.use_tensor_parallelism(program_->group(), &ranks_->tensor());
   if (model().zero.shards_parameters()) evaluator.use_zero(program_->group(), &ranks_->data());
+  if (!program_->layer_stages().empty()) {
+    evaluator.use_placement(program_->placement_options(), program_->devices());
+    evaluator.use_pipeline(program_->group(), ranks_->pipeline());
+  }
   return evaluator;
 }
 
@@ -183,7 +187,7 @@ Result<double> Trainer::train_step(Loop& loop, EpochTotals& totals,
   // The run's last step reads its loss (Result::last_loss) as without train_stats.
   const bool read_loss = !on_device || loop.step + 1 == loop.total;
   if (on_device && totals.pending_micro == 0) totals.pending_from = loop.step;
-  if (program_->pipeline() != nullptr)
+  if (program_->micro_batch_pipeline() != nullptr)
     return pipelined_step(loop.loader, loop.step, loop.total, loop.index, totals, read_loss);
   for (uint32_t micro = 0; micro < micro_batches; ++micro) {
     const bool staged = ahead != nullptr;

@@ -22,14 +22,6 @@ constexpr int kTagReply = 2;  // probe comm: {query id, my sequence number}
 // are element-wise, so they are split into chunks of this many elements.
 constexpr size_t kChunk = size_t(1) << 30;
 
-// Locks around MPI calls when MPI granted less than MPI_THREAD_MULTIPLE.
-std::unique_lock<std::mutex> serial() {
-  Runtime& r = runtime();
-  std::unique_lock<std::mutex> lock(r.serial, std::defer_lock);
-  if (r.thread_level < MPI_THREAD_MULTIPLE) lock.lock();
-  return lock;
-}
-
 int as_int(size_t count, const char* what) {
   if (count > size_t(INT_MAX))
     throw Error(TDM_INVALID_ARGUMENT,
@@ -149,6 +141,7 @@ MpiComm::MpiComm(const tdm_comm_init_info& info) {
   run_ranks_ = ranks_in_the_run(comm_, size_);
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_dup(comm_, &probe_), "MPI_Comm_dup(probe)");
+  check_mpi(MPI_Comm_dup(comm_, &p2p_), "MPI_Comm_dup(point to point)");
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
@@ -172,6 +165,7 @@ MpiComm::~MpiComm() {
     for (auto& r : replies_) (void)r.release();
     return;
   }
+  if (p2p_ != MPI_COMM_NULL) MPI_Comm_free(&p2p_);
   if (probe_ != MPI_COMM_NULL) MPI_Comm_free(&probe_);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
@@ -196,20 +190,6 @@ std::string MpiComm::describe(const Call& c) const {
 std::string MpiComm::rank_name(int rank) const {
   return std::to_string(run_ranks_[size_t(rank)]);
 }
-
-namespace {
-
-void pause_between_polls(std::chrono::steady_clock::duration waited) {
-  using namespace std::chrono_literals;
-  if (waited < 5ms)
-    std::this_thread::yield();
-  else if (waited < 1s)
-    std::this_thread::sleep_for(50us);
-  else
-    std::this_thread::sleep_for(1ms);
-}
-
-}  // namespace
 
 template <class Blocking, class Start>
 void MpiComm::run(const Call& call, Blocking blocking, Start start) {

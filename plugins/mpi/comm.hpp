@@ -46,6 +46,11 @@ class MpiComm final : public Communicator {
                       void* stream) override;
   void broadcast(void* buffer, size_t count, tdm_dtype dtype, int32_t root, void* stream) override;
   void barrier() override;
+  // Point to point (point_to_point.cpp): on a communicator of their own,
+  // non-blocking calls completed by a polling loop, so that a send and a
+  // recv of one rank's threads progress together at any thread level.
+  void send(const void* buffer, size_t count, tdm_dtype dtype, int32_t peer, void* stream) override;
+  void recv(void* buffer, size_t count, tdm_dtype dtype, int32_t peer, void* stream) override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -65,6 +70,9 @@ class MpiComm final : public Communicator {
   [[noreturn]] void fail_timeout(const Call& call, Clock::time_point started);
   std::string describe(const Call& call) const;
   void scale_average(void* data, size_t count, tdm_dtype dtype) const;
+  // One point-to-point transfer, `start` posting it (point_to_point.cpp).
+  template <class Start>
+  void exchange(const char* what, size_t count, tdm_dtype dtype, int32_t peer, Start start);
 
   // A rank of this communicator as the run's launcher numbers it (the
   // communicator may be one group of the run's processes: ABI 1.10's
@@ -73,6 +81,7 @@ class MpiComm final : public Communicator {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm probe_ = MPI_COMM_NULL;
+  MPI_Comm p2p_ = MPI_COMM_NULL;  // send/recv only: never matched against the probe's messages
   int rank_ = 0;
   int size_ = 1;
   int run_size_ = 1;            // every process of the run

@@ -1,6 +1,8 @@
 // MPI comm plugin — MPI initialisation, shutdown and the 16-bit float ops.
 #include "runtime.hpp"
 
+#include <thread>
+
 #include "half.hpp"
 
 namespace tandem::mpi {
@@ -101,6 +103,23 @@ std::pair<std::string, std::string> library_version() {
   }
   const size_t end = s.find_first_of(",\n");
   return {"MPI", s.substr(0, end)};
+}
+
+std::unique_lock<std::mutex> serial() {
+  Runtime& r = runtime();
+  std::unique_lock<std::mutex> lock(r.serial, std::defer_lock);
+  if (r.thread_level < MPI_THREAD_MULTIPLE) lock.lock();
+  return lock;
+}
+
+void pause_between_polls(std::chrono::steady_clock::duration waited) {
+  using namespace std::chrono_literals;
+  if (waited < 5ms)
+    std::this_thread::yield();
+  else if (waited < 1s)
+    std::this_thread::sleep_for(50us);
+  else
+    std::this_thread::sleep_for(1ms);
 }
 
 }  // namespace tandem::mpi

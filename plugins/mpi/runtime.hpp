@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <mutex>
 #include <string>
 
@@ -30,6 +31,14 @@ Runtime& runtime();
 // MPI_THREAD_MULTIPLE) and creates the datatypes and ops. Idempotent.
 void runtime_init();
 void runtime_shutdown() noexcept;
+
+// Locked (Runtime::serial) when MPI granted less than MPI_THREAD_MULTIPLE;
+// unlocked otherwise. Hold it around each MPI call.
+std::unique_lock<std::mutex> serial();
+// Between two polls of a non-blocking call that has waited `waited`: spin
+// while it is young, then sleep a little longer each time, so a rank
+// waiting long for a peer does not hold a core.
+void pause_between_polls(std::chrono::steady_clock::duration waited);
 
 // MPI's text for an error code.
 std::string mpi_error_text(int code);

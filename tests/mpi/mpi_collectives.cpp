@@ -4,7 +4,8 @@
 //   mpi_collectives collectives    every collective and dtype, exact values
 //                                  (bf16/f16 within a tolerance), with and
 //                                  without a timeout (non-blocking path),
-//                                  and in groups of ranks
+//                                  and in groups of ranks; send and recv
+//                                  on two threads at once
 //   mpi_collectives peer-failure   rank 1 dies before an allreduce; rank 0
 //                                  must get TDM_TIMEOUT naming the
 //                                  collective and rank 1 within the timeout
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../plugins/mpi/half.hpp"
@@ -218,11 +220,49 @@ void collectives(tdm_comm* comm, int r, int n, const std::string& tag) {
   half_precision_cases(comm, r, n, tag);
 }
 
+// Point to point (ABI 1.15): a ring where every rank sends to the next and
+// receives from the one before on two threads at once (as the pipeline's
+// sending and receiving threads do), messages arriving in the order sent,
+// large enough for MPI's rendezvous protocol; a bad peer refused.
+void point_to_point_cases(tdm_comm* comm, int r, int n, const std::string& tag) {
+  check(g_api->send != nullptr && g_api->recv != nullptr, tag + " send and recv are in the table");
+  if (g_api->send == nullptr || g_api->recv == nullptr) return;
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  constexpr int kMessages = 5;
+  constexpr size_t kCount = size_t(1) << 18;  // 1 MiB of f32: beyond the eager limit
+  std::vector<std::vector<float>> got(kMessages, std::vector<float>(kCount));
+  tdm_status sent = TDM_OK;
+  std::thread sender([&] {
+    for (int m = 0; m < kMessages && sent == TDM_OK; ++m) {
+      std::vector<float> message(kCount, float(r * 100 + m));
+      sent = g_api->send(comm, message.data(), kCount, TDM_F32, next, nullptr);
+    }
+  });
+  tdm_status received = TDM_OK;
+  for (int m = 0; m < kMessages && received == TDM_OK; ++m)
+    received = g_api->recv(comm, got[size_t(m)].data(), kCount, TDM_F32, previous, nullptr);
+  sender.join();
+  check(sent == TDM_OK && received == TDM_OK, tag + " send and recv on two threads");
+  bool in_order = true;
+  for (int m = 0; m < kMessages; ++m)
+    in_order = in_order && got[size_t(m)].front() == float(previous * 100 + m) &&
+               got[size_t(m)].back() == float(previous * 100 + m);
+  check(in_order, tag + " messages arrive whole and in the order sent");
+  float one = 1;
+  g_error.clear();
+  check(g_api->send(comm, &one, 1, TDM_F32, r, nullptr) == TDM_INVALID_ARGUMENT &&
+            g_error.find("not another rank") != std::string::npos,
+        tag + " send to itself is refused");
+  g_error.clear();
+}
+
 int run_collectives(int r, int n) {
   tdm_comm* blocking = create(r, n, 0.0);
   tdm_comm* polled = create(r, n, 30.0);
   if (blocking != nullptr) collectives(blocking, r, n, "blocking");
   if (polled != nullptr) collectives(polled, r, n, "timeout-30s");
+  if (blocking != nullptr) point_to_point_cases(blocking, r, n, "no timeout");
+  if (polled != nullptr) point_to_point_cases(polled, r, n, "timeout-30s");
   // Groups (ABI 1.10): each rank alone in a group of its own, whose sum is
   // its own value; then both ranks in group 7, a communicator like the first.
   if (tdm_comm* alone = create(0, 1, 0.0, r)) {

@@ -9,7 +9,7 @@
  * of its own, ordered with the compute stream by events, and never waits
  * for the call itself. Collectives on one communicator are issued from one
  * thread at a time. Which functions the host requires and calls:
- * sdk/ABI.md rules 46-47.
+ * sdk/ABI.md rules 46-48.
  */
 #ifndef TANDEM_COMM_H
 #define TANDEM_COMM_H
@@ -77,6 +77,19 @@ typedef struct tdm_comm_api {
   tdm_status (*broadcast)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t root,
                           void* stream);
   tdm_status (*barrier)(tdm_comm* comm);
+  /* Since ABI 1.15, optional: point to point, for pipeline parallelism
+   * (sdk/ABI.md rule 48). `send` hands `count` elements to rank `peer` of
+   * the communicator, `recv` takes them from rank `peer`. The messages from
+   * one rank to another are received in the order they were sent (no tags).
+   * `stream` as for the collectives: NULL, and the call has completed when
+   * it returns (send: the buffer may be reused). The host calls send and
+   * recv from several threads of a rank at once (one per peer and
+   * direction), beside the collectives of other communicators; the calls
+   * honour `timeout_seconds` as the collectives do. */
+  tdm_status (*send)(tdm_comm* comm, const void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                     void* stream);
+  tdm_status (*recv)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                     void* stream);
 } tdm_comm_api;
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
 #define TANDEM_COMM_PLUGIN_HPP
 
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "tandem/tandem.hpp"
@@ -27,6 +28,15 @@ class Communicator {
                               void* stream) = 0;
   virtual void broadcast(void* buffer, size_t count, tdm_dtype, int32_t root, void* stream) = 0;
   virtual void barrier() = 0;
+  // Point to point (ABI 1.15, optional): a communicator that overrides both
+  // gets them in its table; one that does not leaves them NULL, and the
+  // host refuses pipeline parallelism over it by name.
+  virtual void send(const void* /*buffer*/, size_t /*count*/, tdm_dtype, int32_t /*peer*/, void* /*stream*/) {
+    throw Error(TDM_UNSUPPORTED, "this comm plugin has no point-to-point send");
+  }
+  virtual void recv(void* /*buffer*/, size_t /*count*/, tdm_dtype, int32_t /*peer*/, void* /*stream*/) {
+    throw Error(TDM_UNSUPPORTED, "this comm plugin has no point-to-point recv");
+  }
 };
 
 template <class C>
@@ -59,6 +69,16 @@ const tdm_plugin* comm_entry(const tdm_host_api* host, uint32_t major, uint32_t 
       return guard([&] { reinterpret_cast<Communicator*>(c)->broadcast(b, n, t, root, st); });
     };
     api.barrier = [](tdm_comm* c) { return guard([&] { reinterpret_cast<Communicator*>(c)->barrier(); }); };
+    // Only a class that overrides them: &C::send names Communicator's otherwise.
+    if constexpr (!std::is_same_v<decltype(&C::send), decltype(&Communicator::send)> &&
+                  !std::is_same_v<decltype(&C::recv), decltype(&Communicator::recv)>) {
+      api.send = [](tdm_comm* c, const void* b, size_t n, tdm_dtype t, int32_t peer, void* st) {
+        return guard([&] { reinterpret_cast<Communicator*>(c)->send(b, n, t, peer, st); });
+      };
+      api.recv = [](tdm_comm* c, void* b, size_t n, tdm_dtype t, int32_t peer, void* st) {
+        return guard([&] { reinterpret_cast<Communicator*>(c)->recv(b, n, t, peer, st); });
+      };
+    }
     if constexpr (requires(const Config& c) { C::init(c); })
       storage.plugin.init = [](const tdm_config* config) { return guard([&] { C::init(Config(config)); }); };
     if constexpr (requires { C::shutdown(); })

@@ -1,0 +1,256 @@
+// Pipeline parallelism across ranks ([train] pipeline_parallel): `mpiexec
+// tandem train` of a small GPT (tied head, dropout, clipping, AdamW) cut
+// into stages, one per rank, its micro-batches run one forward, one
+// backward, activations and gradients sent between the ranks. Each stage
+// runs the same nodes with the same kernels and its backwards in
+// micro-batch order, so the run equals one process accumulating the same
+// micro-batches: the same loss at every step and the same weights, bit for
+// bit. With data or tensor parallelism on a grid of 4 ranks, the same holds
+// against the run without the pipeline. Checkpoints hold whole tensors, so
+// a run resumes at another number of stages.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <string>
+
+#include "parallel_runs.hpp"
+#include "temp_dir.hpp"
+
+namespace tandem::test {
+namespace {
+
+const char* kModel = R"([model]
+name = "gpt"
+task = "language_model"
+context = 16
+vocab_size = 256
+[[layers]]
+name = "tokens"
+op = "embedding"
+num_embeddings = 256
+embedding_dim = 32
+init = "normal"
+init_std = 0.02
+[[layers]]
+name = "positions"
+op = "position_embedding"
+[[layers]]
+name = "ln1"
+op = "layer_norm"
+[[layers]]
+name = "attn"
+op = "attention"
+heads = 4
+causal = true
+[[layers]]
+name = "attn_residual"
+op = "add"
+inputs = ["positions", "attn"]
+[[layers]]
+name = "ln2"
+op = "layer_norm"
+[[layers]]
+name = "fc"
+op = "linear"
+out_features = 64
+activation = "tanh"
+@FC
+[[layers]]
+name = "proj"
+op = "linear"
+out_features = 32
+@PROJ
+[[layers]]
+name = "proj_drop"
+op = "dropout"
+p = @DROPOUT
+[[layers]]
+name = "mlp_residual"
+op = "add"
+inputs = ["attn_residual", "proj_drop"]
+[[layers]]
+name = "ln_f"
+op = "layer_norm"
+[[layers]]
+name = "head"
+op = "linear"
+out_features = 256
+bias = false
+tie_weight = "tokens"
+[train]
+optimizer = "adamw"
+lr = 0.003
+batch_size = 8
+pipeline_microbatches = 4
+pipeline_parallel = 2
+clip_grad_norm = 0.5
+seed = 5
+steps = 50
+log_every = 1
+[data]
+format = "tokens"
+train_tokens = "@TEXT"
+windows_per_epoch = 64
+)";
+
+// Every step's loss (the running mean each log line reports) from a run's metrics.jsonl.
+std::vector<double> step_losses(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<double> found;
+  const std::regex loss("\"loss\":([0-9.e-]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), loss); it != std::sregex_iterator(); ++it)
+    found.push_back(std::stod((*it)[1]));
+  return found;
+}
+
+double largest_loss_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = a.size() == b.size() && !a.empty() ? 0 : 1e9;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+class PipelineParallel : public MpiRuns {
+ protected:
+  void SetUp() override {
+    MpiRuns::SetUp();
+    if (IsSkipped()) return;
+    {
+      std::ofstream text(dir.file("text.txt"));
+      for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
+    }
+    write_model("", "");
+  }
+  // `fc` and `proj` lines: tensor parallelism's split of the MLP.
+  void write_model(const std::string& fc, const std::string& proj, const std::string& dropout = "0.1") {
+    std::string text = kModel;
+    text.replace(text.find("@DROPOUT"), 8, dropout);
+    text.replace(text.find("@TEXT"), 5, dir.file("text.txt"));
+    text.replace(text.find("@FC"), 3, fc);
+    text.replace(text.find("@PROJ"), 5, proj);
+    std::ofstream(dir.file("gpt.toml")) << text;
+  }
+  // One thread per process: one process and the ranks run the same kernels alike.
+  std::string tandem(const std::string& args) const {
+    return std::string("env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 '") + TANDEM_EXE +
+           "' --allow-insecure-plugins train " + dir.file("gpt.toml") + " --device onednn " + args;
+  }
+  std::string ranks(int n, const std::string& args) const {
+    return "env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 '" TANDEM_MPIEXEC "' -np " + std::to_string(n) +
+           " --oversubscribe --allow-run-as-root " + tandem(args);
+  }
+  TempDir dir;
+};
+
+TEST_F(PipelineParallel, TwoStagesOnTwoRanksTrainAsOneProcessAccumulatingTheMicroBatches) {
+  CliRun one = shell(tandem("--run-dir " + dir.file("one")));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two = shell(ranks(2, "--run-dir " + dir.file("two")));
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_NE(two.output.find("layers in 2 pipeline stages: a grid of data 1 x tensor 1 x pipeline 2"),
+            std::string::npos)
+      << two.output;
+  EXPECT_EQ(count_of(two.output, "training gpt"), 1u) << "only rank 0 reports:\n" << two.output;
+  const auto a = step_losses(dir.file("one")), b = step_losses(dir.file("two"));
+  ASSERT_EQ(a.size(), 50u);
+  const double losses = largest_loss_difference(a, b);
+  std::cout << "largest loss difference, 2 pipeline stages vs one process, 50 steps: " << losses << "\n";
+  EXPECT_LE(losses, 1e-6);
+  const double weights = largest_difference(dir.file("one"), dir.file("two"));
+  std::cout << "largest weight difference after 50 steps: " << weights << "\n";
+  EXPECT_EQ(weights, 0.0);
+}
+
+// The whole batch at once sums the micro-batches' gradients in one go:
+// close, not equal (without dropout, whose masks are drawn per micro-batch).
+TEST_F(PipelineParallel, TwoStagesTrainCloseToOneProcessOnTheWholeBatch) {
+  write_model("", "", "0.0");
+  CliRun two = shell(ranks(2, "--run-dir " + dir.file("two")));
+  ASSERT_EQ(two.code, 0) << two.output;
+  CliRun whole = shell(tandem("--set train.pipeline_microbatches=0 --run-dir " + dir.file("whole")));
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  const double whole_batch = largest_loss_difference(step_losses(dir.file("whole")), step_losses(dir.file("two")));
+  std::cout << "largest loss difference, 2 pipeline stages vs one process on the whole batch: " << whole_batch
+            << "\n";
+  EXPECT_LE(whole_batch, 1e-5);
+}
+
+// [train] pipeline = false: the stages take the micro-batches one after
+// another (no overlap), with the same result.
+TEST_F(PipelineParallel, StagesThatDoNotOverlapTrainAlike) {
+  CliRun pipelined = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("pipelined")));
+  ASSERT_EQ(pipelined.code, 0) << pipelined.output;
+  CliRun plain = shell(ranks(2, "--set train.steps=10 --set train.pipeline=false --run-dir " + dir.file("plain")));
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  EXPECT_EQ(step_losses(dir.file("pipelined")), step_losses(dir.file("plain")));
+  EXPECT_EQ(largest_difference(dir.file("pipelined"), dir.file("plain")), 0.0);
+}
+
+TEST_F(PipelineParallel, DataTimesPipelineOnFourRanksTrainsAsDataParallelAlone) {
+  CliRun data = shell(ranks(2, "--set train.steps=10 --set train.pipeline_parallel=1 --run-dir " + dir.file("dp")));
+  ASSERT_EQ(data.code, 0) << data.output;
+  CliRun grid = shell(ranks(4, "--set train.steps=10 --run-dir " + dir.file("grid")));
+  ASSERT_EQ(grid.code, 0) << grid.output;
+  EXPECT_NE(grid.output.find("a grid of data 2 x tensor 1 x pipeline 2"), std::string::npos) << grid.output;
+  EXPECT_LE(largest_loss_difference(step_losses(dir.file("dp")), step_losses(dir.file("grid"))), 1e-6);
+  EXPECT_EQ(largest_difference(dir.file("dp"), dir.file("grid")), 0.0);
+}
+
+TEST_F(PipelineParallel, TensorTimesPipelineOnFourRanksTrainsAsTensorParallelAlone) {
+  write_model("parallel = \"column\"\ngather_output = false\n", "parallel = \"row\"\n");
+  CliRun tensor =
+      shell(ranks(2, "--set train.steps=10 --set train.pipeline_parallel=1 --run-dir " + dir.file("tp")));
+  ASSERT_EQ(tensor.code, 0) << tensor.output;
+  CliRun grid = shell(ranks(4, "--set train.steps=10 --run-dir " + dir.file("grid")));
+  ASSERT_EQ(grid.code, 0) << grid.output;
+  EXPECT_NE(grid.output.find("a grid of data 1 x tensor 2 x pipeline 2"), std::string::npos) << grid.output;
+  EXPECT_LE(largest_loss_difference(step_losses(dir.file("tp")), step_losses(dir.file("grid"))), 1e-6);
+  EXPECT_EQ(largest_difference(dir.file("tp"), dir.file("grid")), 0.0);
+}
+
+// Checkpoints hold whole tensors: two stages resume in one process and one
+// process in two stages, each continuing as the run that never stopped.
+TEST_F(PipelineParallel, ARunResumesAtAnotherNumberOfStages) {
+  CliRun straight = shell(tandem("--set train.steps=20 --run-dir " + dir.file("straight")));
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  CliRun first = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("split")));
+  ASSERT_EQ(first.code, 0) << first.output;
+  CliRun resumed = shell(tandem("--set train.steps=20 --resume " + dir.file("split")));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_EQ(largest_difference(dir.file("straight"), dir.file("split")), 0.0);
+  CliRun alone = shell(tandem("--set train.steps=10 --run-dir " + dir.file("alone")));
+  ASSERT_EQ(alone.code, 0) << alone.output;
+  CliRun split = shell(ranks(2, "--set train.steps=20 --resume " + dir.file("alone")));
+  ASSERT_EQ(split.code, 0) << split.output;
+  EXPECT_EQ(largest_difference(dir.file("straight"), dir.file("alone")), 0.0);
+}
+
+// Mixed precision with dynamic loss scaling (the overflow check agreed by
+// every stage) and activation checkpointing compose with the stages.
+TEST_F(PipelineParallel, AmpAndActivationCheckpointingCompose) {
+  const std::string features =
+      "--set train.steps=10 --feature amp:dtype=bf16,loss_scale=dynamic --feature checkpointing:segments=2 ";
+  CliRun one = shell(tandem(features + "--run-dir " + dir.file("one")));
+  if (one.code != 0 && one.output.find("no bf16 kernels") != std::string::npos)
+    GTEST_SKIP() << "onednn:0 has no bf16 kernels on this CPU: " << one.output;
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two = shell(ranks(2, features + "--run-dir " + dir.file("two")));
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_LE(largest_loss_difference(step_losses(dir.file("one")), step_losses(dir.file("two"))), 1e-6);
+  EXPECT_EQ(largest_difference(dir.file("one"), dir.file("two")), 0.0);
+}
+
+TEST_F(PipelineParallel, StagesThatDoNotDivideTheRanksAreRefusedByName) {
+  CliRun three = shell(ranks(2, "--set train.pipeline_parallel=3 --run-dir " + dir.file("three")));
+  EXPECT_NE(three.code, 0);
+  EXPECT_NE(three.output.find("[train] pipeline_parallel = 3 does not divide the 2 ranks"), std::string::npos)
+      << three.output;
+  CliRun many = shell(ranks(2, "--set train.pipeline_parallel=16 --run-dir " + dir.file("many")));
+  EXPECT_NE(many.code, 0);
+}
+
+}  // namespace
+}  // namespace tandem::test
