@@ -178,13 +178,14 @@ void print_start(const host::model::ModelSpec& spec, const std::string& device,
   const std::string ranks = std::to_string(group.world) + " ranks (" + group.launcher + ")";
   std::string split;
   if (layout.pipeline > 1)
-    split = (layout.data > 1 ? " per pipeline x " + std::to_string(layout.data) + " pipelines" : std::string()) +
-            ", layers in " + std::to_string(layout.pipeline) + " pipeline stages" +
-            (layout.tensor > 1 ? ", parallel layers split over the " + std::to_string(layout.tensor) +
-                                     " ranks of each stage"
-                               : std::string()) +
-            ": a grid of data " + std::to_string(layout.data) + " x tensor " + std::to_string(layout.tensor) +
-            " x pipeline " + std::to_string(layout.pipeline) + ", " + ranks;
+    split =
+        (layout.data > 1 ? " per pipeline x " + std::to_string(layout.data) + " pipelines" : std::string()) +
+        ", layers in " + std::to_string(layout.pipeline) + " pipeline stages" +
+        (layout.tensor > 1
+             ? ", parallel layers split over the " + std::to_string(layout.tensor) + " ranks of each stage"
+             : std::string()) +
+        ": a grid of data " + std::to_string(layout.data) + " x tensor " + std::to_string(layout.tensor) +
+        " x pipeline " + std::to_string(layout.pipeline) + ", " + ranks;
   else if (layout.tensor > 1 && layout.data > 1)
     split = " per group x " + std::to_string(layout.data) + " groups, parallel layers split over the " +
             std::to_string(layout.tensor) + " ranks of each: " + ranks;

@@ -23,6 +23,13 @@ struct MutableBytes {
   size_t bytes = 0;
 };
 
+// One segment as it ran, for the trace.
+struct PipelineSpan {
+  size_t stage = 0, micro = 0;
+  bool backward = false;
+  double start_us = 0, dur_us = 0;  // since the executor's profile epoch
+};
+
 class MicroBatchPipeline {
  public:
   virtual ~MicroBatchPipeline() = default;

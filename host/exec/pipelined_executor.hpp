@@ -45,13 +45,6 @@ struct PipelineStats {
   double idle_fraction() const;
 };
 
-// One segment as it ran, for the trace.
-struct PipelineSpan {
-  size_t stage = 0, micro = 0;
-  bool backward = false;
-  double start_us = 0, dur_us = 0;  // since the composed executor's profile epoch
-};
-
 class PipelinedExecutor final : public Executor, public MicroBatchPipeline {
  public:
   // `instances[p]`: part p's further instances (as many as its stage holds

@@ -8,8 +8,8 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace tandem::host::exec {
@@ -20,6 +20,9 @@ using Clock = std::chrono::steady_clock;
 double micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
+
+// Spans kept for the trace: a long run's first ones (about 40 MB).
+constexpr size_t kMostSpans = size_t(1) << 20;
 
 }  // namespace
 
@@ -94,7 +97,9 @@ class RankPipelineExecutor::Receiver {
   // `expected`: (micro-batch, message index) in the peer's sending order.
   Receiver(StageLink& link, const RankPipelineLayout& layout, int peer,
            std::vector<std::pair<size_t, size_t>> expected)
-      : link_(link), layout_(layout), peer_(peer), expected_(std::move(expected)), thread_([this] { loop(); }) {}
+      : link_(link), layout_(layout), peer_(peer), expected_(std::move(expected)), thread_([this] {
+          loop();
+        }) {}
   ~Receiver() { thread_.join(); }
   // Message `index` of micro-batch `micro` (0 for those once a step), once it is here.
   Result<std::vector<char>> take(size_t micro, size_t index) {
@@ -117,8 +122,8 @@ class RankPipelineExecutor::Receiver {
       Result<void> r = link_.receive(bytes.data(), bytes.size(), peer_);
       std::lock_guard lock(mutex_);
       if (!r) {
-        failure_ = make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer_) + ": " +
-                                  r.error().message,
+        failure_ = make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer_) +
+                                  ": " + r.error().message,
                               r.error().status);
         changed_.notify_all();
         return;
@@ -155,7 +160,8 @@ std::vector<std::pair<size_t, size_t>> step_messages(const RankPipelineLayout& l
     for (size_t g = u.first; g < u.end; ++g)
       for (size_t i = 0; i < layout.messages.size(); ++i) {
         const StageMessage& m = layout.messages[i];
-        if (m.when == When::MicroBatch && m.from == from && m.to == to && m.made == g) out.emplace_back(u.micro, i);
+        if (m.when == When::MicroBatch && m.from == from && m.to == to && m.made == g)
+          out.emplace_back(u.micro, i);
       }
   once(When::AfterStep);
   return out;
@@ -173,7 +179,8 @@ RankPipelineExecutor::RankPipelineExecutor(std::unique_ptr<DeviceExecutor> first
   profile_.time_us.assign(global_nodes_, 0.0);
   senders_.resize(layout_.stages());
   for (const StageMessage& m : layout_.messages)
-    if (m.from == stage_ && !senders_[size_t(m.to)]) senders_[size_t(m.to)] = std::make_unique<Sender>(link_, m.to);
+    if (m.from == stage_ && !senders_[size_t(m.to)])
+      senders_[size_t(m.to)] = std::make_unique<Sender>(link_, m.to);
 }
 
 RankPipelineExecutor::~RankPipelineExecutor() = default;
@@ -200,9 +207,9 @@ Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& e
 Result<void> RankPipelineExecutor::receive(const StageMessage& m, DeviceExecutor& executor) {
   std::vector<char> bytes(m.bytes);
   if (auto r = link_.receive(bytes.data(), bytes.size(), m.from); !r)
-    return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(m.from) + ": " +
-                          r.error().message,
-                      r.error().status);
+    return make_error(
+        "receiving '" + m.name + "' from pipeline stage " + std::to_string(m.from) + ": " + r.error().message,
+        r.error().status);
   return executor.write(m.destination, bytes.data(), bytes.size());
 }
 
@@ -247,7 +254,11 @@ Result<void> RankPipelineExecutor::run_segment(size_t micro, size_t segment,
   }
   const auto started = Clock::now();
   if (auto r = e.run(layout_.bounds[s][segment], layout_.bounds[s][segment + 1]); !r) return r;
-  busy_us_ += micros(Clock::now() - started);
+  const double took = micros(Clock::now() - started);
+  time_.busy_us += took;
+  if (spans_.size() < kMostSpans)
+    spans_.push_back(
+        {s, micro, layout_.shape.stages[s][segment].backward, micros(started - profile_.epoch), took});
   for (const StageMessage& m : layout_.messages)
     if (m.when == StageMessage::When::MicroBatch && m.from == stage_ && m.made == segment)
       if (auto r = send(m, e); !r) return r;
@@ -258,8 +269,8 @@ Result<void> RankPipelineExecutor::run_micro_batches(const std::vector<std::vect
                                                      const std::vector<ValueId>& outputs,
                                                      const std::vector<std::vector<MutableBytes>>& results) {
   if (inputs.size() != layout_.micro_batches)
-    return make_error("the pipeline runs " + std::to_string(layout_.micro_batches) + " micro-batches a step, not " +
-                          std::to_string(inputs.size()) + " (internal)",
+    return make_error("the pipeline runs " + std::to_string(layout_.micro_batches) +
+                          " micro-batches a step, not " + std::to_string(inputs.size()) + " (internal)",
                       TDM_INTERNAL);
   const auto started = Clock::now();
   // The step's receivers finish (all their messages in, or failed) before this returns.
@@ -274,7 +285,8 @@ Result<void> RankPipelineExecutor::run_micro_batches(const std::vector<std::vect
   receivers_.clear();
   if (!ran) return ran;
   if (!sent) return sent;
-  wall_us_ += micros(Clock::now() - started);
+  time_.wall_us += micros(Clock::now() - started);
+  ++time_.steps;
   // Every stage learns what the micro-batches made where they ended.
   for (size_t k = 0; k < outputs.size(); ++k) {
     auto home = layout_.home.find(outputs[k]);
@@ -299,12 +311,37 @@ Result<void> RankPipelineExecutor::run_units(const std::vector<std::vector<Const
     if (unit.end != segments) continue;
     for (size_t k = 0; k < outputs.size(); ++k)  // the micro-batch is done here: read what it made
       if (holds(outputs[k]))
-        if (auto r = instance(unit.micro).read(layout_.home.at(outputs[k]).second, results[unit.micro][k].data,
-                                               results[unit.micro][k].bytes);
+        if (auto r = instance(unit.micro)
+                         .read(layout_.home.at(outputs[k]).second, results[unit.micro][k].data,
+                               results[unit.micro][k].bytes);
             !r)
           return r;
   }
   return exchange_once(StageMessage::When::AfterStep);
+}
+
+Result<std::vector<RankPipelineExecutor::StageTime>> RankPipelineExecutor::stage_times() {
+  std::vector<StageTime> all(layout_.stages());
+  all[size_t(stage_)] = time_;
+  for (size_t k = 0; k < all.size(); ++k)
+    if (auto r = link_.broadcast(&all[k], sizeof all[k], int(k)); !r) return r.error();
+  return all;
+}
+
+Result<void> RankPipelineExecutor::gather_spans() {
+  gathered_.clear();
+  const int64_t epoch_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(profile_.epoch.time_since_epoch()).count();
+  for (int k = 0; k < int(layout_.stages()); ++k) {
+    int64_t head[2] = {epoch_ns, int64_t(spans_.size())};
+    if (auto r = link_.broadcast(head, sizeof head, k); !r) return r;
+    std::vector<PipelineSpan> theirs = k == stage_ ? spans_ : std::vector<PipelineSpan>(size_t(head[1]));
+    if (auto r = link_.broadcast(theirs.data(), theirs.size() * sizeof(PipelineSpan), k); !r) return r;
+    const double shift = double(head[0] - epoch_ns) / 1000.0;  // their epoch after ours
+    for (PipelineSpan& span : theirs) span.start_us += shift;
+    gathered_.insert(gathered_.end(), theirs.begin(), theirs.end());
+  }
+  return {};
 }
 
 std::pair<size_t, size_t> RankPipelineExecutor::local_range(size_t first, size_t end) const {
@@ -376,8 +413,9 @@ void* RankPipelineExecutor::device_pointer(ValueId value) const {
 }
 
 Result<void> RankPipelineExecutor::allow_staging(ValueId) {
-  return make_error("a pipeline across ranks writes each micro-batch into the instance that runs it: no staging",
-                    TDM_UNSUPPORTED);
+  return make_error(
+      "a pipeline across ranks writes each micro-batch into the instance that runs it: no staging",
+      TDM_UNSUPPORTED);
 }
 
 Result<void*> RankPipelineExecutor::reserve_buffer(size_t bytes, const std::string& what) {

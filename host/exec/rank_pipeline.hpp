@@ -101,9 +101,19 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
 
   const RankPipelineLayout& layout() const noexcept { return layout_; }
   int stage() const noexcept { return stage_; }
-  // This stage's share of the wall time of run_micro_batches spent running
-  // its segments, over the steps so far.
-  double busy_fraction() const noexcept { return wall_us_ > 0 ? busy_us_ / wall_us_ : 0.0; }
+  // A stage's time in run_micro_batches over the steps so far, and of it
+  // the time its segments ran (the rest it waited for other stages).
+  struct StageTime {
+    double busy_us = 0, wall_us = 0;
+    uint64_t steps = 0;
+  };
+  // Every stage's, by stage: each stage calls it (a broadcast from each).
+  Result<std::vector<StageTime>> stage_times();
+  // Every stage's segments as they ran (each stage's first million), its
+  // times moved to this rank's profile epoch (exact on one machine): each
+  // stage calls it; then gathered_spans() has them.
+  Result<void> gather_spans();
+  const std::vector<PipelineSpan>& gathered_spans() const noexcept { return gathered_; }
   // Whether this stage holds a global value.
   bool holds(ValueId value) const;
 
@@ -145,7 +155,8 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   Result<void> receive(const StageMessage& m, DeviceExecutor& executor);
   // Message `index` of `micro` from its receiver into `executor`'s destination.
   Result<void> take(size_t micro, size_t index, DeviceExecutor& executor);
-  Result<void> run_units(const std::vector<std::vector<ConstBytes>>& inputs, const std::vector<ValueId>& outputs,
+  Result<void> run_units(const std::vector<std::vector<ConstBytes>>& inputs,
+                         const std::vector<ValueId>& outputs,
                          const std::vector<std::vector<MutableBytes>>& results);
   Result<void> exchange_once(StageMessage::When when);
   Result<void> drain_senders();
@@ -160,9 +171,10 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   size_t global_nodes_ = 0;
   std::vector<std::unique_ptr<Sender>> senders_;      // by peer stage (null for this one)
   std::vector<std::unique_ptr<Receiver>> receivers_;  // by peer stage, within run_micro_batches
-  NodeProfile profile_;                           // none: per-node times are not kept across ranks
+  NodeProfile profile_;                               // none: per-node times are not kept across ranks
   uint64_t messages_run_ = 0, message_bytes_ = 0;
-  double busy_us_ = 0, wall_us_ = 0;
+  StageTime time_;
+  std::vector<PipelineSpan> spans_, gathered_;
 };
 
 }  // namespace tandem::host::exec

@@ -35,9 +35,9 @@ std::string number_text(double v) {
 std::string model_hash(const toml::table& doc) {
   toml::table copy = doc;
   if (toml::table* train = copy["train"].as_table())
-    for (const char* key : {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every",
-                            "placement", "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline",
-                            "pipeline_parallel"})
+    for (const char* key :
+         {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every", "placement",
+          "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline", "pipeline_parallel"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)

@@ -282,6 +282,15 @@ CostModel::CostModel(std::map<std::string, const DeviceHandle*> devices, CostMod
 
 CostModel::~CostModel() = default;
 
+void CostModel::measure_as(const std::string& id, const std::string& device) {
+  aliases_[id] = device;
+}
+
+const std::string& CostModel::measured_as(const std::string& id) const {
+  auto it = aliases_.find(id);
+  return it != aliases_.end() ? it->second : id;
+}
+
 std::string CostModel::cache_file(const std::string& device) const {
   std::string name = device;
   std::replace(name.begin(), name.end(), ':', '-');
@@ -332,7 +341,8 @@ Result<CostModel::DeviceCosts*> CostModel::costs_of(const std::string& device) {
   return (loaded_[device] = std::move(costs)).get();
 }
 
-Result<OpCost> CostModel::op(const std::string& device, const exec::OpSpec& spec) {
+Result<OpCost> CostModel::op(const std::string& asked, const exec::OpSpec& spec) {
+  const std::string& device = measured_as(asked);
   auto costs = costs_of(device);
   if (!costs) return costs.error();
   const std::string key = op_cost_key(spec);
@@ -355,7 +365,9 @@ Result<OpCost> CostModel::op(const std::string& device, const exec::OpSpec& spec
   return *measured;
 }
 
-Result<double> CostModel::copy_micros(const std::string& from, const std::string& to, size_t bytes) {
+Result<double> CostModel::copy_micros(const std::string& asked_from, const std::string& asked_to,
+                                      size_t bytes) {
+  const std::string &from = measured_as(asked_from), &to = measured_as(asked_to);
   auto costs = costs_of(from);
   if (!costs) return costs.error();
   auto it = (*costs)->copies.find(to);
@@ -432,7 +444,8 @@ Result<double> CostModel::copy_micros(const std::string& from, const std::string
 // Between the device and host memory of the kind streamed values live in
 // (pinned where the device has it): copy_h2d and copy_d2h on a stream of
 // the device, each way timed and the two averaged.
-Result<double> CostModel::host_link_micros(const std::string& device, size_t bytes) {
+Result<double> CostModel::host_link_micros(const std::string& asked, size_t bytes) {
+  const std::string& device = measured_as(asked);
   auto costs = costs_of(device);
   if (!costs) return costs.error();
   auto it = (*costs)->copies.find(kHostMemory);

@@ -81,16 +81,21 @@ class CostModel {
   Result<void> save();
   // The cache file of `device`.
   std::string cache_file(const std::string& device) const;
+  // `id` (a pipeline stage's name, place/stage_cut.hpp) costs what
+  // `device`, a device of the model, does: measured and cached once, as it.
+  void measure_as(const std::string& id, const std::string& device);
   // Ops calibrated (not read from a cache) since creation.
   size_t calibrated() const noexcept { return calibrated_; }
 
  private:
   struct DeviceCosts;
   Result<DeviceCosts*> costs_of(const std::string& device);
+  const std::string& measured_as(const std::string& id) const;
 
   std::map<std::string, const DeviceHandle*> devices_;
   CostModelOptions options_;
   std::map<std::string, std::unique_ptr<DeviceCosts>> loaded_;
+  std::map<std::string, std::string> aliases_;  // measure_as
   size_t calibrated_ = 0;
 };
 

@@ -19,8 +19,9 @@ Result<std::vector<size_t>> cut_into_stages(const model::ModelSpec& spec,
                                             const std::map<std::string, double>& costs, size_t stages) {
   const size_t n = spec.layers.size();
   if (stages == 0 || n < stages)
-    return make_error(spec.path + ": [train] pipeline_parallel = " + std::to_string(stages) + " but the model has " +
-                          std::to_string(n) + " layer(s): each stage holds at least one; use fewer stages",
+    return make_error(spec.path + ": [train] pipeline_parallel = " + std::to_string(stages) +
+                          " but the model has " + std::to_string(n) +
+                          " layer(s): each stage holds at least one; use fewer stages",
                       TDM_INVALID_ARGUMENT);
   std::vector<double> prefix(n + 1, 0.0);
   for (size_t i = 0; i < n; ++i) {
@@ -64,7 +65,8 @@ struct StageGraph {
 
 class Planner {
  public:
-  Planner(const SplitGraph& split, const std::map<ValueId, std::string>& home, const StagePipelineRequest& request)
+  Planner(const SplitGraph& split, const std::map<ValueId, std::string>& home,
+          const StagePipelineRequest& request)
       : split_(split), home_(home), request_(request) {}
 
   Result<exec::RankPipelineLayout> run() {
@@ -86,9 +88,9 @@ class Planner {
       index_[id] = stages_.size();
       StageGraph s;
       s.graph = &*it;
-      s.optimizer_begin = size_t(std::lower_bound(it->positions.begin(), it->positions.end(),
-                                                  request_.optimizer_begin) -
-                                 it->positions.begin());
+      s.optimizer_begin =
+          size_t(std::lower_bound(it->positions.begin(), it->positions.end(), request_.optimizer_begin) -
+                 it->positions.begin());
       if (s.optimizer_begin == 0) return cannot(id + " runs no forward or backward node (internal)");
       s.cuts = {0, s.optimizer_begin};
       stages_.push_back(std::move(s));
@@ -120,7 +122,8 @@ class Planner {
     const Value* source = a.value_by_name(t.value);
     const Value* destination = b.value_by_name(t.value + "@" + t.to);
     if (destination == nullptr) return {};  // copied, never read
-    if (source == nullptr) return cannot("'" + t.value + "' is sent from " + t.from + ", which does not hold it (internal)");
+    if (source == nullptr)
+      return cannot("'" + t.value + "' is sent from " + t.from + ", which does not hold it (internal)");
     exec::StageMessage m;
     m.position = t.position;
     m.from = int(from->second);
@@ -202,7 +205,8 @@ class Planner {
     for (size_t k = 0; k < stages_.size(); ++k) {
       const DeviceGraph& d = *stages_[k].graph;
       for (size_t i = 0; i < request_.per_micro_batch.size(); ++i)
-        for (const std::string& name : {request_.per_micro_batch[i], request_.per_micro_batch[i] + "@" + d.device})
+        for (const std::string& name :
+             {request_.per_micro_batch[i], request_.per_micro_batch[i] + "@" + d.device})
           if (const Value* v = d.graph.value_by_name(name)) out_.feeds[k].emplace_back(v->id, i);
     }
     for (const auto& [value, device] : home_) {

@@ -28,13 +28,13 @@ std::string stage_device(const std::string& device, size_t stage);
 // `costs`: each layer's measured time (any unit; a layer absent costs 1).
 // Each of the `stages` gets at least one layer; an error says so when the
 // model has fewer layers than stages.
-Result<std::vector<size_t>> cut_into_stages(const model::ModelSpec& spec, const std::map<std::string, double>& costs,
-                                            size_t stages);
+Result<std::vector<size_t>> cut_into_stages(const model::ModelSpec& spec,
+                                            const std::map<std::string, double>& costs, size_t stages);
 
 struct StagePipelineRequest {
   size_t micro_batches = 1;
-  bool pipelined = true;     // one forward, one backward; else each micro-batch in turn
-  size_t optimizer_begin = 0;  // global schedule position
+  bool pipelined = true;                     // one forward, one backward; else each micro-batch in turn
+  size_t optimizer_begin = 0;                // global schedule position
   std::vector<std::string> per_micro_batch;  // global names of the values the host writes for each
   std::vector<std::string> stage_devices;    // stage k's device in the split graph
 };

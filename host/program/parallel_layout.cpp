@@ -47,14 +47,14 @@ Result<ParallelLayout> parallel_layout(const model::ModelSpec& spec, const Proce
   const int tensor =
       lowering::uses_tensor_parallelism(spec) && per_stage > 1 ? (asked > 0 ? int(asked) : per_stage) : 1;
   if (tensor > per_stage || per_stage % tensor != 0)
-    return make_error(
-        spec.path + ": [train] tensor_parallel = " + std::to_string(asked) + " does not divide the " +
-            std::to_string(per_stage) + " ranks of " +
-            (layout.pipeline > 1 ? "each pipeline stage" : std::string("this run")) +
-            ": launch a multiple of " + std::to_string(asked * layout.pipeline) + " processes (each group of " +
-            std::to_string(asked) + " holds the same layers), or set tensor_parallel to a divisor of " +
-            std::to_string(per_stage),
-        TDM_INVALID_ARGUMENT);
+    return make_error(spec.path + ": [train] tensor_parallel = " + std::to_string(asked) +
+                          " does not divide the " + std::to_string(per_stage) + " ranks of " +
+                          (layout.pipeline > 1 ? "each pipeline stage" : std::string("this run")) +
+                          ": launch a multiple of " + std::to_string(asked * layout.pipeline) +
+                          " processes (each group of " + std::to_string(asked) +
+                          " holds the same layers), or set tensor_parallel to a divisor of " +
+                          std::to_string(per_stage),
+                      TDM_INVALID_ARGUMENT);
   layout.tensor = tensor;
   layout.data = per_stage / tensor;
   layout.tensor_rank = run.rank % tensor;

@@ -16,7 +16,7 @@
 namespace tandem::host::program {
 
 struct ParallelLayout {
-  int tensor = 1;  // ranks per group that split the parallel layers (1: none)
+  int tensor = 1;    // ranks per group that split the parallel layers (1: none)
   int data = 1;      // groups that split the batches
   int pipeline = 1;  // stages that split the layers
   int tensor_rank = 0, data_rank = 0, pipeline_rank = 0;

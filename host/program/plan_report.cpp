@@ -98,8 +98,11 @@ void write_memory_table(std::ostream& out, const std::vector<place::DeviceEstima
 }  // namespace
 
 Result<void> Program::write_plan(std::ostream& out) const {
-  const bool placed = placement_ && !placement_->only_on(device_.id());
+  const bool placed = (placement_ && !placement_->only_on(device_.id())) || stages_;
+  const place::Placement* placement = stages_ ? &stages_->placement : placed ? &*placement_ : nullptr;
   place::CostModel costs(devices_.by_id(), cost_options());
+  if (stages_)  // every stage runs on a rank's device like this one
+    for (const std::string& stage : stages_->devices) costs.measure_as(stage, device_.id());
   // Automatic placement estimated its choice already (against capacities;
   // the table shows the budgets the user gave).
   Result<place::PlanEstimate> estimate = make_error("", TDM_INTERNAL);
@@ -110,17 +113,59 @@ Result<void> Program::write_plan(std::ostream& out) const {
       d.budget = budget == options_.memory_budgets.end() ? 0 : budget->second;
     }
   } else {
-    estimate = place::estimate_plan(model_.graph, placed ? &*placement_ : nullptr,
-                                    estimate_inputs(&costs, nullptr, false));
+    estimate = place::estimate_plan(model_.graph, placement, estimate_inputs(&costs, nullptr, false));
     if (auto saved = costs.save(); !saved) log_warning(saved.error().message);
   }
   if (!estimate) return estimate.error();
   const std::vector<place::DeviceEstimate>& plans = estimate->devices;
   out << "plan for " << spec_.path << ": batch " << micro_batch_samples_ << " per micro-batch x "
-      << micro_batches_ << ", " << plans.size() << (plans.size() == 1 ? " device" : " devices")
-      << ", placement " << placement_mode_ << "\n";
+      << micro_batches_ << ", " << plans.size()
+      << (stages_
+              ? " pipeline stages on ranks like this one's " + device_.id()
+              : std::string(plans.size() == 1 ? " device" : " devices") + ", placement " + placement_mode_)
+      << "\n";
+  write_ranks(out);
+  out << "\nlayers\n";
+  write_layers(out);
+  write_memory_table(out, plans);
+  write_pipeline(out, *estimate);
+  write_copies(out);
+  write_streaming(out, plans);
+  out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
+  for (size_t i = 0; i < plans.size(); ++i) {
+    out << (i == 0 ? " compute " : " + ") << plans[i].device << " " << human_duration_us(plans[i].compute_us);
+    if (plans[i].stream_exposed_us() > 0)
+      out << " + streaming not hidden " << human_duration_us(plans[i].stream_exposed_us());
+  }
+  if (placed)
+    out << " + " << (stages_ ? "messages" : "transfers") << " " << human_duration_us(estimate->transfer_us);
+  if (estimate->stages > 1)
+    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined().step_us)
+        << " (the pipeline's order on these stages' times, then the updates)";
+  out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
+      << " and beside it; copies counted as if nothing overlapped)\n";
+  if (estimate->over() > 0)
+    return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
+  if (auto over = devices_.over_whole_memory(*estimate))
+    return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
+  return {};
+}
+
+// How the run's ranks share the work, where there are several.
+void Program::write_ranks(std::ostream& out) const {
   const ProcessGroup& ranks = options_.group;
-  if (ranks.world > 1) {
+  if (layout_.pipeline > 1) {
+    out << "a grid of data " << layout_.data << " x tensor " << layout_.tensor << " x pipeline "
+        << layout_.pipeline << " = " << ranks.world << " ranks: each pipeline of " << layout_.pipeline
+        << " ranks holds the layers in " << layout_.pipeline << " stages, one per rank (the columns below)"
+        << (layout_.tensor > 1 ? ", the layers marked parallel split over the " +
+                                     std::to_string(layout_.tensor) + " ranks of each stage"
+                               : std::string())
+        << (layout_.data > 1
+                ? "; " + std::to_string(layout_.data) + " pipelines, each with a batch of its own"
+                : std::string())
+        << "\n";
+  } else if (ranks.world > 1) {
     out << "one rank of " << ranks.world;
     if (layout_.tensor > 1)
       out << ": the layers marked parallel hold 1/" << layout_.tensor
@@ -143,29 +188,6 @@ Result<void> Program::write_plan(std::ostream& out) const {
       out << "gather window: up to " << human_bytes(gather_window(model_.graph))
           << " of gathered whole parameters at once (within the activations below)\n";
   }
-  out << "\nlayers\n";
-  write_layers(out);
-  write_memory_table(out, plans);
-  write_pipeline(out, *estimate);
-  write_copies(out);
-  write_streaming(out, plans);
-  out << "\nestimated step time: " << human_duration_us(estimate->step_us()) << " =";
-  for (size_t i = 0; i < plans.size(); ++i) {
-    out << (i == 0 ? " compute " : " + ") << plans[i].device << " " << human_duration_us(plans[i].compute_us);
-    if (plans[i].stream_exposed_us() > 0)
-      out << " + streaming not hidden " << human_duration_us(plans[i].stream_exposed_us());
-  }
-  if (placed) out << " + transfers " << human_duration_us(estimate->transfer_us);
-  if (estimate->stages > 1)
-    out << "\n  pipelined: about " << human_duration_us(estimate->pipelined().step_us)
-        << " (the pipeline's order on these stages' times, then the updates)";
-  out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
-      << " and beside it; copies counted as if nothing overlapped)\n";
-  if (estimate->over() > 0)
-    return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
-  if (auto over = devices_.over_whole_memory(*estimate))
-    return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
-  return {};
 }
 
 // A pipelined step: its stages, what each holds at once, the bubble.
@@ -286,13 +308,15 @@ void Program::write_streaming(std::ostream& out, const std::vector<place::Device
 }
 
 void Program::write_copies(std::ostream& out) const {
-  const size_t copies = placement_ ? placement_->copies.size() : 0;
-  out << "\ncopies per step: " << copies;
-  if (copies > 0) out << " (" << human_bytes(placement_->copy_bytes()) << ")";
+  const place::Placement* placement = stages_ ? &stages_->placement : placement_ ? &*placement_ : nullptr;
+  const size_t copies = placement ? placement->copies.size() : 0;
+  out << (stages_ ? "\nvalues sent between stages (each micro-batch, or step): " : "\ncopies per step: ")
+      << copies;
+  if (copies > 0) out << " (" << human_bytes(placement->copy_bytes()) << ")";
   out << "\n";
-  if (!placement_) return;
+  if (!placement) return;
   char line[256];
-  for (const place::Copy& c : placement_->copies) {
+  for (const place::Copy& c : placement->copies) {
     std::snprintf(line, sizeof line, "  %-24s %10s  %s -> %s  (layer '%s' -> '%s', %s)\n", c.value.c_str(),
                   human_bytes(c.bytes).c_str(), c.from.c_str(), c.to.c_str(), c.producer_layer.c_str(),
                   c.consumer_layer.c_str(),

@@ -163,7 +163,8 @@ void Program::locate_optimizer_phase() {
     // The coefficient, or its copy on the device (or pipeline stage) of the update.
     const auto is_clip_coef = [&](ValueId v) {
       const Node* copy = g.node(g.value(v)->producer);
-      return v == model_.clip_coef || (copy != nullptr && copy->op == ops::kDeviceCopy && copy->inputs[0] == model_.clip_coef);
+      return v == model_.clip_coef ||
+             (copy != nullptr && copy->op == ops::kDeviceCopy && copy->inputs[0] == model_.clip_coef);
     };
     if (producer != nullptr && model_.clip_coef != kNoValue && producer->inputs.size() == 2 &&
         is_clip_coef(producer->inputs[1])) {
@@ -194,7 +195,8 @@ Result<void> Program::allocate(exec::ExecutorOptions options) {
   if (!executor) return executor.error();
   executor_ = std::move(*executor);
   // A pipeline writes each micro-batch into the instance that runs it.
-  if (!options_.prefetch || options_.mode != lowering::Mode::Train || micro_batch_pipeline() != nullptr) return {};
+  if (!options_.prefetch || options_.mode != lowering::Mode::Train || micro_batch_pipeline() != nullptr)
+    return {};
   // Second device buffers for the next batch, counted in the plan (estimate_inputs).
   for (ValueId v : {model_.input, model_.labels}) {
     auto r = executor_->allow_staging(v);

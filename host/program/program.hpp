@@ -29,6 +29,7 @@
 #include "exec/executor.hpp"
 #include "exec/micro_batch_pipeline.hpp"
 #include "exec/pipelined_executor.hpp"
+#include "exec/rank_pipeline.hpp"
 #include "lowering/int8_plan.hpp"
 #include "lowering/model_graph.hpp"
 #include "place/auto_placement.hpp"
@@ -129,8 +130,12 @@ class Program {
   // The executor when it runs a step's micro-batches itself: pipelined over
   // this process's devices, or over the ranks of pipeline parallelism.
   exec::MicroBatchPipeline* micro_batch_pipeline() const noexcept;
+  // The executor of this rank's pipeline stage (pipeline parallelism); nullptr otherwise.
+  exec::RankPipelineExecutor* rank_pipeline() const noexcept;
   // Pipeline parallelism across ranks: the stage each layer is in (empty without it).
-  std::map<std::string, size_t> layer_stages() const { return stages_ ? stages_->layer_stage : std::map<std::string, size_t>{}; }
+  std::map<std::string, size_t> layer_stages() const {
+    return stages_ ? stages_->layer_stage : std::map<std::string, size_t>{};
+  }
   // Why the micro-batches of a run on several devices run one after another
   // ("" when they are pipelined, or there is nothing to pipeline).
   const std::string& pipeline_declined() const noexcept { return pipeline_declined_; }
@@ -242,6 +247,7 @@ class Program {
   Result<std::unique_ptr<exec::Executor>> make_stage_executor(const exec::ExecutorOptions& options) const;
 
   // plan_report.cpp
+  void write_ranks(std::ostream& out) const;
   void write_layers(std::ostream& out) const;
   void write_copies(std::ostream& out) const;
   void write_streaming(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) const;
@@ -264,7 +270,7 @@ class Program {
   place::PlacementOptions placement_options_;
   std::string placement_mode_ = "pinned";          // auto | pinned | strict, as decided
   std::optional<place::AutoPlacement> automatic_;  // what automatic placement chose
-  std::optional<Stages> stages_;  // pipeline parallelism across ranks
+  std::optional<Stages> stages_;                   // pipeline parallelism across ranks
   bool force_automatic_ = false;                   // after running out of memory
 
   size_t clip_point_ = 0;

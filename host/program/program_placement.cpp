@@ -44,6 +44,15 @@ place::EstimateInputs Program::estimate_inputs(place::CostModel* costs, place::W
   in.stream_depth = options_.stream_depth;
   in.zero_world = model_.zero.world;
   in.pipelined = pipeline_wanted();
+  if (stages_) {  // each stage a "device": this rank's, as every rank's is
+    in.devices.clear();
+    in.default_device = stages_->devices.front();
+    const auto budget = in.budgets.find(device_.id());
+    for (const std::string& stage : stages_->devices) {
+      in.devices[stage] = &device_;
+      if (budget != in.budgets.end()) in.budgets[stage] = budget->second;
+    }
+  }
   in.costs = costs;
   in.workspaces = workspaces;
   return in;
@@ -293,6 +302,7 @@ std::vector<exec::ConstBytes> Program::micro_batch_inputs(exec::ConstBytes input
 }
 
 bool Program::pipeline_wanted() const {
+  if (stages_) return options_.mode == lowering::Mode::Train && micro_batches_ > 1 && spec_.train.pipeline;
   return placement_ && pipeline_possible(placement_->devices);
 }
 

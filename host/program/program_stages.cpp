@@ -22,16 +22,19 @@ Result<void> Program::check_stages_compose() const {
                             layer.name + "' pins device = \"" + *layer.device + "\": remove the pin",
                         TDM_INVALID_ARGUMENT);
   if (!options_.devices.empty() || !spec_.train.optimizer_device.empty())
-    return make_error(key + " runs each stage on one device per rank: devices beside it (--device with "
-                            "several, [train] optimizer_device) are not supported with it yet",
+    return make_error(key +
+                          " runs each stage on one device per rank: devices beside it (--device with "
+                          "several, [train] optimizer_device) are not supported with it yet",
                       TDM_UNSUPPORTED);
   if (model_.zero.active())
-    return make_error(key + " with [train] zero is not supported yet: train with zero = 0 (each stage "
-                            "already holds only its layers' state)",
+    return make_error(key +
+                          " with [train] zero is not supported yet: train with zero = 0 (each stage "
+                          "already holds only its layers' state)",
                       TDM_UNSUPPORTED);
   if (!streamed_.empty())
-    return make_error(key + " with streamed layers is not supported yet: train with --no-stream, or "
-                            "with more stages",
+    return make_error(key +
+                          " with streamed layers is not supported yet: train with --no-stream, or "
+                          "with more stages",
                       TDM_UNSUPPORTED);
   return {};
 }
@@ -65,14 +68,16 @@ Result<void> Program::place_stages() {
   } else {
     // Only the first rank's timings decide (agree): the others need not measure.
     const bool measure = !options_.agree || options_.group.rank == 0;
-    auto costs = measure ? layer_costs() : Result<std::map<std::string, double>>(std::map<std::string, double>{});
+    auto costs =
+        measure ? layer_costs() : Result<std::map<std::string, double>>(std::map<std::string, double>{});
     if (!costs) return costs.error();
     auto cut = place::cut_into_stages(spec_, *costs, count);
     if (!cut) return cut.error();
     // Timings differ from rank to rank: every rank takes the first's cut.
     if (options_.agree)
       if (auto r = options_.agree(*cut); !r) return r;
-    for (size_t l = 0; l < spec_.layers.size(); ++l) o.layer_devices[spec_.layers[l].name] = stages.devices[(*cut)[l]];
+    for (size_t l = 0; l < spec_.layers.size(); ++l)
+      o.layer_devices[spec_.layers[l].name] = stages.devices[(*cut)[l]];
     o.default_device = stages.devices.front();
   }
   auto placement = place::place_layers(model_.graph, spec_, o);
@@ -104,14 +109,16 @@ std::string Program::describe_stages() const {
   char bubble[64];
   std::snprintf(bubble, sizeof bubble, "%.1f %%", 100.0 * double(p - 1) / double(m + p - 1));
   return text + "; " + std::to_string(m) + " micro-batch" + (m == 1 ? "" : "es") + " a step, " +
-         (spec_.train.pipeline ? "one forward, one backward (bubble (P-1)/(M+P-1) = " + std::string(bubble) + ")"
-                               : std::string("one after another ([train] pipeline = false)"));
+         (spec_.train.pipeline
+              ? "one forward, one backward (bubble (P-1)/(M+P-1) = " + std::string(bubble) + ")"
+              : std::string("one after another ([train] pipeline = false)"));
 }
 
 // This rank's stage: its first instance and one more per further
 // micro-batch it holds at once, bound to the first's persistent values but
 // those of one micro-batch.
-Result<std::unique_ptr<exec::Executor>> Program::make_stage_executor(const exec::ExecutorOptions& options) const {
+Result<std::unique_ptr<exec::Executor>> Program::make_stage_executor(
+    const exec::ExecutorOptions& options) const {
   if (options.stage_link == nullptr)
     return make_error("pipeline_parallel: no link to the other stages (internal)", TDM_INTERNAL);
   const bool train = options_.mode == lowering::Mode::Train;
@@ -127,9 +134,9 @@ Result<std::unique_ptr<exec::Executor>> Program::make_stage_executor(const exec:
   for (ValueId v : {model_.input, model_.labels, model_.dropout_step})
     if (v != kNoValue) layout->inputs.push_back(v);
   const size_t stage = size_t(layout_.pipeline_rank);
-  const place::DeviceGraph& mine = *std::find_if(
-      stages_->split.devices.begin(), stages_->split.devices.end(),
-      [&](const place::DeviceGraph& d) { return d.device == stages_->devices[stage]; });
+  const place::DeviceGraph& mine =
+      *std::find_if(stages_->split.devices.begin(), stages_->split.devices.end(),
+                    [&](const place::DeviceGraph& d) { return d.device == stages_->devices[stage]; });
   exec::ExecutorOptions sub = options;
   sub.outputs.clear();
   sub.external.clear();
@@ -158,11 +165,16 @@ Result<std::unique_ptr<exec::Executor>> Program::make_stage_executor(const exec:
     instances.push_back(std::move(*e));
   }
   return std::unique_ptr<exec::Executor>(std::make_unique<exec::RankPipelineExecutor>(
-      std::move(*first), std::move(instances), std::move(*layout), *options.stage_link, model_.graph.node_count()));
+      std::move(*first), std::move(instances), std::move(*layout), *options.stage_link,
+      model_.graph.node_count()));
 }
 
 exec::MicroBatchPipeline* Program::micro_batch_pipeline() const noexcept {
   return dynamic_cast<exec::MicroBatchPipeline*>(executor_.get());
+}
+
+exec::RankPipelineExecutor* Program::rank_pipeline() const noexcept {
+  return dynamic_cast<exec::RankPipelineExecutor*>(executor_.get());
 }
 
 }  // namespace tandem::host::program

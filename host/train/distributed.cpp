@@ -124,12 +124,9 @@ Error GradientCommunicator::failure(const char* what, tdm_status status) const {
                     status);
 }
 
-Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const PluginRegistry& registry,
-                                                                           const DeviceHandle& device,
-                                                                           const ProcessGroup& group,
-                                                                           const CommOptions& options,
-                                                                           std::optional<int32_t> part,
-                                                                           bool point_to_point) {
+Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
+    const PluginRegistry& registry, const DeviceHandle& device, const ProcessGroup& group,
+    const CommOptions& options, std::optional<int32_t> part, bool point_to_point) {
   auto info = device.info();
   if (!info) return info.error();
   if (part && !info->host_addressable)
@@ -141,12 +138,13 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(const
   if (!plugin) return plugin.error();
   const LoadedPlugin& p = **plugin;
   if (point_to_point && (p.abi_minor_effective < 15 || p.comm->send == nullptr || p.comm->recv == nullptr))
-    return make_error("[train] pipeline_parallel sends activations between ranks with a comm plugin's send "
-                      "and recv (ABI 1.15), which " +
-                          comm_plugin_text(p) +
-                          " does not have: use --comm mpi (nccl's are not there yet: pipeline "
-                          "parallelism runs on CPU devices)",
-                      TDM_UNSUPPORTED);
+    return make_error(
+        "[train] pipeline_parallel sends activations between ranks with a comm plugin's send "
+        "and recv (ABI 1.15), which " +
+            comm_plugin_text(p) +
+            " does not have: use --comm mpi (nccl's are not there yet: pipeline "
+            "parallelism runs on CPU devices)",
+        TDM_UNSUPPORTED);
   const int32_t device_index = info->host_addressable ? -1 : int32_t(device.index());
   tdm_comm* comm = nullptr;
   if (p.comm->comm_unique_id != nullptr) {
@@ -250,17 +248,15 @@ Result<void> GradientCommunicator::reduce_scatter_mean(const void* send, void* r
 }
 
 Result<void> GradientCommunicator::send(const void* data, size_t bytes, int to) {
-  const tdm_status s = watched("send", bytes, TDM_U8, [&] {
-    return plugin_.comm->send(comm_, data, bytes, TDM_U8, to, nullptr);
-  });
+  const tdm_status s = watched("send", bytes, TDM_U8,
+                               [&] { return plugin_.comm->send(comm_, data, bytes, TDM_U8, to, nullptr); });
   if (s != TDM_OK) return failure(("pipeline: sending to stage " + std::to_string(to)).c_str(), s);
   return {};
 }
 
 Result<void> GradientCommunicator::receive(void* data, size_t bytes, int from) {
-  const tdm_status s = watched("recv", bytes, TDM_U8, [&] {
-    return plugin_.comm->recv(comm_, data, bytes, TDM_U8, from, nullptr);
-  });
+  const tdm_status s = watched("recv", bytes, TDM_U8,
+                               [&] { return plugin_.comm->recv(comm_, data, bytes, TDM_U8, from, nullptr); });
   if (s != TDM_OK) return failure(("pipeline: receiving from stage " + std::to_string(from)).c_str(), s);
   return {};
 }

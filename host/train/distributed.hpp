@@ -57,12 +57,9 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   // Every call into the plugin is watched: one that outlives its timeout
   // stops the process with the plugin and the collective named
   // (collective_watchdog.hpp).
-  static Result<std::unique_ptr<GradientCommunicator>> create(const PluginRegistry& registry,
-                                                              const DeviceHandle& device,
-                                                              const ProcessGroup& group,
-                                                              const CommOptions& options,
-                                                              std::optional<int32_t> part = std::nullopt,
-                                                              bool point_to_point = false);
+  static Result<std::unique_ptr<GradientCommunicator>> create(
+      const PluginRegistry& registry, const DeviceHandle& device, const ProcessGroup& group,
+      const CommOptions& options, std::optional<int32_t> part = std::nullopt, bool point_to_point = false);
   ~GradientCommunicator();
   GradientCommunicator(const GradientCommunicator&) = delete;
   GradientCommunicator& operator=(const GradientCommunicator&) = delete;

@@ -205,4 +205,27 @@ void RunMemory::report_pipeline(const exec::PipelinedExecutor& pipeline) const {
   std::cout << text.str();
 }
 
+// Measured on each rank, against the bubble (P - 1) / (M + P - 1) of equal
+// stages that `tandem plan` prints.
+void RunMemory::report_stages(const std::vector<exec::RankPipelineExecutor::StageTime>& stages,
+                              size_t micro_batches) const {
+  if (stages.empty() || stages.front().steps == 0) return;
+  double wall = 0, busy = 0;
+  for (const auto& s : stages) {
+    wall = std::max(wall, s.wall_us / double(s.steps));
+    busy += s.busy_us / double(s.steps);
+  }
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << "pipeline: " << stages.size() << " stages (ranks) x "
+       << micro_batches << " micro-batches, forward and backward " << wall / 1000.0 << " ms per step; idle "
+       << 100.0 * (1.0 - busy / (double(stages.size()) * wall)) << "% of stage time (bubble of equal stages "
+       << 100.0 * exec::bubble_fraction(stages.size(), micro_batches) << "%)\n";
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const double busy_ms = stages[k].busy_us / double(stages[k].steps) / 1000.0;
+    text << "  stage " << k << ": busy " << busy_ms << " ms, idle " << std::max(0.0, wall / 1000.0 - busy_ms)
+         << " ms per step\n";
+  }
+  std::cout << text.str();
+}
+
 }  // namespace tandem::host::train

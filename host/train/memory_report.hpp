@@ -33,6 +33,10 @@ class RunMemory {
   void record_placement(Progress& progress) const;
   // --memory-report: each device's plan beside what it held; `steps` trained.
   void report(int64_t steps) const;
+  // Pipeline parallelism: each stage's (rank's) busy and idle time per step
+  // (RankPipelineExecutor::stage_times, which every rank takes part in).
+  void report_stages(const std::vector<exec::RankPipelineExecutor::StageTime>& stages,
+                     size_t micro_batches) const;
 
  private:
   uint64_t budget(const std::string& device) const;

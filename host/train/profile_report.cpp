@@ -9,6 +9,7 @@
 
 #include "checkpoint/atomic_file.hpp"
 #include "exec/pipelined_executor.hpp"
+#include "exec/rank_pipeline.hpp"
 
 namespace tandem::host::train {
 namespace {
@@ -45,17 +46,22 @@ namespace {
 
 // A pipelined run: each stage's forward and backward of every micro-batch,
 // on a track per device.
+// Pipeline parallelism: a track per stage's rank, gathered on this one.
 void add_pipeline_spans(const exec::Executor& executor, nlohmann::json& events,
                         const std::function<int(const std::string&, const std::string&)>& track_of) {
   const auto* pipeline = dynamic_cast<const exec::PipelinedExecutor*>(&executor);
-  if (pipeline == nullptr) return;
-  const std::vector<std::string> stages = pipeline->stage_devices();
-  for (const exec::PipelineSpan& p : pipeline->spans()) {
-    const std::string& device = stages[p.stage];
+  const auto* ranks = dynamic_cast<const exec::RankPipelineExecutor*>(&executor);
+  if (pipeline == nullptr && ranks == nullptr) return;
+  const std::vector<std::string> stages =
+      pipeline != nullptr ? pipeline->stage_devices() : std::vector<std::string>();
+  for (const exec::PipelineSpan& p : pipeline != nullptr ? pipeline->spans() : ranks->gathered_spans()) {
+    const std::string track =
+        pipeline != nullptr ? stages[p.stage] + " pipeline" : "pipeline stage " + std::to_string(p.stage);
     events.push_back(
         {{"ph", "X"},
          {"pid", 1},
-         {"tid", track_of(device + " pipeline", device + " pipeline stage " + std::to_string(p.stage))},
+         {"tid", track_of(track, pipeline != nullptr ? track + " stage " + std::to_string(p.stage)
+                                                     : track + " (its rank in the pipeline)")},
          {"name", (p.backward ? "backward " : "forward ") + std::to_string(p.micro)},
          {"cat", p.backward ? "backward" : "forward"},
          {"ts", p.start_us},

@@ -85,8 +85,8 @@ Result<std::string> RunCheckpoints::save(int64_t step, int64_t epoch, int64_t ne
 bool RunCheckpoints::gathers() const {
   // A pipeline's stages each hold their layers: every rank reads them (the
   // holder broadcasts), so rank 0 gets whole tensors.
-  return program_->group().rank == 0 || (!slices_.empty() && program_->data_rank() == 0) || !shards_.empty() ||
-         program_->layout().pipeline > 1;
+  return program_->group().rank == 0 || (!slices_.empty() && program_->data_rank() == 0) ||
+         !shards_.empty() || program_->layout().pipeline > 1;
 }
 
 Result<void> RunCheckpoints::make_whole(checkpoint::Checkpoint& cp) {

@@ -32,7 +32,9 @@ class RunRanks {
   GradientCommunicator& tensor() const { return tensor_ ? *tensor_ : *all_; }
   GradientCommunicator& data() const { return data_ ? *data_ : *all_; }
   // Pipeline parallelism: the ranks that differ only in their stage; nullptr without it.
-  GradientCommunicator* pipeline() const { return pipeline_ ? pipeline_.get() : stages_are_all_ ? all_.get() : nullptr; }
+  GradientCommunicator* pipeline() const {
+    return pipeline_ ? pipeline_.get() : stages_are_all_ ? all_.get() : nullptr;
+  }
   // The maximum of `value` over every rank (alone: `value`).
   Result<int32_t> max(int32_t value) const { return alone() ? value : all_->max(value); }
   // The collectives the executor's comm.* and zero.* nodes run through.

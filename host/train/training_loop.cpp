@@ -318,6 +318,13 @@ Result<void> Trainer::finish_run(Loop& loop, std::chrono::steady_clock::time_poi
   memory_->record(loop.progress);
   const bool leader = program_->group().rank == 0;
   if (options_.memory_report && leader) memory_->report(loop.step - start_step_);
+  if (exec::RankPipelineExecutor* stages = program_->rank_pipeline(); stages && options_.memory_report) {
+    auto times = stages->stage_times();  // every rank takes part
+    if (!times) return times.error();
+    if (leader) memory_->report_stages(*times, stages->layout().micro_batches);
+  }
+  if (exec::RankPipelineExecutor* stages = program_->rank_pipeline(); stages && !options_.profile.empty())
+    if (auto r = stages->gather_spans(); !r) return r;  // every rank takes part
   if (!options_.profile.empty() && leader) {
     if (auto r = profiler_->write(options_.profile, model().graph, executor(), device_.id()); !r) return r;
     profiler_->print_summary(std::cout, model().graph, executor());

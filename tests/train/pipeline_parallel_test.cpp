@@ -135,8 +135,9 @@ class PipelineParallel : public MpiRuns {
   }
   // One thread per process: one process and the ranks run the same kernels alike.
   std::string tandem(const std::string& args) const {
-    return std::string("env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 '") + TANDEM_EXE +
-           "' --allow-insecure-plugins train " + dir.file("gpt.toml") + " --device onednn " + args;
+    return "env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 TANDEM_CACHE_DIR='" + dir.file("costs") + "' '" +
+           TANDEM_EXE + "' --allow-insecure-plugins train " + dir.file("gpt.toml") + " --device onednn " +
+           args;
   }
   std::string ranks(int n, const std::string& args) const {
     return "env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 '" TANDEM_MPIEXEC "' -np " + std::to_string(n) +
@@ -172,7 +173,8 @@ TEST_F(PipelineParallel, TwoStagesTrainCloseToOneProcessOnTheWholeBatch) {
   ASSERT_EQ(two.code, 0) << two.output;
   CliRun whole = shell(tandem("--set train.pipeline_microbatches=0 --run-dir " + dir.file("whole")));
   ASSERT_EQ(whole.code, 0) << whole.output;
-  const double whole_batch = largest_loss_difference(step_losses(dir.file("whole")), step_losses(dir.file("two")));
+  const double whole_batch =
+      largest_loss_difference(step_losses(dir.file("whole")), step_losses(dir.file("two")));
   std::cout << "largest loss difference, 2 pipeline stages vs one process on the whole batch: " << whole_batch
             << "\n";
   EXPECT_LE(whole_batch, 1e-5);
@@ -183,14 +185,16 @@ TEST_F(PipelineParallel, TwoStagesTrainCloseToOneProcessOnTheWholeBatch) {
 TEST_F(PipelineParallel, StagesThatDoNotOverlapTrainAlike) {
   CliRun pipelined = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("pipelined")));
   ASSERT_EQ(pipelined.code, 0) << pipelined.output;
-  CliRun plain = shell(ranks(2, "--set train.steps=10 --set train.pipeline=false --run-dir " + dir.file("plain")));
+  CliRun plain =
+      shell(ranks(2, "--set train.steps=10 --set train.pipeline=false --run-dir " + dir.file("plain")));
   ASSERT_EQ(plain.code, 0) << plain.output;
   EXPECT_EQ(step_losses(dir.file("pipelined")), step_losses(dir.file("plain")));
   EXPECT_EQ(largest_difference(dir.file("pipelined"), dir.file("plain")), 0.0);
 }
 
 TEST_F(PipelineParallel, DataTimesPipelineOnFourRanksTrainsAsDataParallelAlone) {
-  CliRun data = shell(ranks(2, "--set train.steps=10 --set train.pipeline_parallel=1 --run-dir " + dir.file("dp")));
+  CliRun data =
+      shell(ranks(2, "--set train.steps=10 --set train.pipeline_parallel=1 --run-dir " + dir.file("dp")));
   ASSERT_EQ(data.code, 0) << data.output;
   CliRun grid = shell(ranks(4, "--set train.steps=10 --run-dir " + dir.file("grid")));
   ASSERT_EQ(grid.code, 0) << grid.output;
@@ -243,6 +247,67 @@ TEST_F(PipelineParallel, AmpAndActivationCheckpointingCompose) {
   EXPECT_EQ(largest_difference(dir.file("one"), dir.file("two")), 0.0);
 }
 
+// An evaluation (at the epoch's end, on the test set) passes its
+// activations through the stages as training does: the same loss and
+// accuracy as one process.
+TEST_F(PipelineParallel, EvaluationRunsThroughTheStages) {
+  std::ofstream(dir.file("mlp.toml")) << R"([model]
+name = "mlp"
+input = [8]
+classes = 4
+[[layers]]
+name = "fc1"
+op = "linear"
+out_features = 16
+activation = "relu"
+[[layers]]
+name = "fc2"
+op = "linear"
+out_features = 12
+activation = "tanh"
+[[layers]]
+name = "fc3"
+op = "linear"
+out_features = 4
+[train]
+lr = 0.05
+momentum = 0.9
+batch_size = 32
+steps = 10
+seed = 5
+pipeline_parallel = 2
+pipeline_microbatches = 4
+[data]
+format = "synthetic"
+synthetic_samples = 512
+synthetic_test_samples = 64
+)";
+  const std::string run = "env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR='" + dir.file("costs") +
+                          "' '" TANDEM_EXE "' train " + dir.file("mlp.toml") +
+                          " --device reference --run-dir ";
+  CliRun one = shell(run + dir.file("one"));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun two =
+      shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np 2 --oversubscribe --allow-run-as-root " +
+            run + dir.file("two") + " --memory-report --profile " + dir.file("trace.json"));
+  ASSERT_EQ(two.code, 0) << two.output;
+  const std::regex eval("eval loss [0-9.]+ acc [0-9.]+%");
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(one.output, a, eval)) << one.output;
+  ASSERT_TRUE(std::regex_search(two.output, b, eval)) << two.output;
+  EXPECT_EQ(a.str(), b.str());
+  EXPECT_NE(two.output.find("test accuracy"), std::string::npos) << two.output;
+  // Each stage's busy and idle time, measured on its rank.
+  EXPECT_NE(two.output.find("pipeline: 2 stages (ranks) x 4 micro-batches"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("  stage 1: busy "), std::string::npos) << two.output;
+  // The trace has a track per stage, each stage's forwards and backwards gathered from its rank.
+  std::ifstream trace(dir.file("trace.json"));
+  const std::string events((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  EXPECT_NE(events.find("pipeline stage 0 (its rank in the pipeline)"), std::string::npos);
+  EXPECT_NE(events.find("pipeline stage 1 (its rank in the pipeline)"), std::string::npos);
+  EXPECT_GE(count_of(events, "\"backward 3\""), 20u) << "each step's last backward, on both stages";
+}
+
 TEST_F(PipelineParallel, StagesThatDoNotDivideTheRanksAreRefusedByName) {
   CliRun three = shell(ranks(2, "--set train.pipeline_parallel=3 --run-dir " + dir.file("three")));
   EXPECT_NE(three.code, 0);
@@ -250,6 +315,36 @@ TEST_F(PipelineParallel, StagesThatDoNotDivideTheRanksAreRefusedByName) {
       << three.output;
   CliRun many = shell(ranks(2, "--set train.pipeline_parallel=16 --run-dir " + dir.file("many")));
   EXPECT_NE(many.code, 0);
+}
+
+// `tandem plan --ranks 2` shows the pipeline without launching it: the
+// grid, each stage's layers and memory with its micro-batches in flight,
+// and the bubble.
+TEST(PipelineParallelPlan, ThePlanShowsTheGridTheStagesAndTheBubble) {
+  TempDir dir;
+  {
+    std::ofstream text(dir.file("text.txt"));
+    for (int i = 0; i < 80; ++i) text << "many hands make light work. ";
+  }
+  std::string model = kModel;
+  model.replace(model.find("@TEXT"), 5, dir.file("text.txt"));
+  model.replace(model.find("@FC"), 3, "");
+  model.replace(model.find("@PROJ"), 5, "");
+  model.replace(model.find("@DROPOUT"), 8, "0.1");
+  std::ofstream(dir.file("gpt.toml")) << model;
+  CliRun plan = shell("env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR='" + dir.file("costs") +
+                      "' '" TANDEM_EXE "' plan " + dir.file("gpt.toml") + " --device onednn --ranks 4");
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("a grid of data 2 x tensor 1 x pipeline 2 = 4 ranks"), std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("pipeline: 2 stages x 4 micro-batches, one forward one backward; bubble "
+                             "(S-1)/(M+S-1) = 20.0 %"),
+            std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("stage 0 onednn:0/stage0: layers tokens"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("2 micro-batches in flight"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("stage 1 onednn:0/stage1: layers "), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find(".. head, 1 micro-batch in flight"), std::string::npos) << plan.output;
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
  * of its own, ordered with the compute stream by events, and never waits
  * for the call itself. Collectives on one communicator are issued from one
  * thread at a time. Which functions the host requires and calls:
- * sdk/ABI.md rules 46-48.
+ * sdk/ABI.md rules 46-47.
  */
 #ifndef TANDEM_COMM_H
 #define TANDEM_COMM_H
@@ -78,7 +78,7 @@ typedef struct tdm_comm_api {
                           void* stream);
   tdm_status (*barrier)(tdm_comm* comm);
   /* Since ABI 1.15, optional: point to point, for pipeline parallelism
-   * (sdk/ABI.md rule 48). `send` hands `count` elements to rank `peer` of
+   * (sdk/ABI.md rule 47). `send` hands `count` elements to rank `peer` of
    * the communicator, `recv` takes them from rank `peer`. The messages from
    * one rank to another are received in the order they were sent (no tags).
    * `stream` as for the collectives: NULL, and the call has completed when
@@ -88,8 +88,7 @@ typedef struct tdm_comm_api {
    * honour `timeout_seconds` as the collectives do. */
   tdm_status (*send)(tdm_comm* comm, const void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
                      void* stream);
-  tdm_status (*recv)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
-                     void* stream);
+  tdm_status (*recv)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t peer, void* stream);
 } tdm_comm_api;
 
 #ifdef __cplusplus
