@@ -108,6 +108,7 @@ class Worker {
       for (tdm_dtype t : {TDM_F32, TDM_U8, TDM_S64}) broadcast(t, 33, root, t == TDM_F32);
     one(
         "barrier", true, [&] { return api_.barrier(comm_); }, [] { return std::string(); });
+    if (world_ > 1) point_to_point();
     if (world_ > 1) timeout(timeout_seconds, dir);
   }
 
@@ -232,6 +233,52 @@ class Worker {
         [&] {
           return compare(
               t, buffer, count, [&](size_t i) { return summand(root, i); }, "received");
+        });
+  }
+
+  // ABI 1.15's optional send and recv, as pipeline parallelism calls them: a
+  // ring, every rank sending 3 messages to the next on one thread while it
+  // receives the previous rank's on another; each must arrive whole and in
+  // the order sent (the last large enough for a library's rendezvous path).
+  void point_to_point() {
+    const std::string name = "send and recv (a ring, both directions at once, in order)";
+    if (!TDM_STRUCT_HAS(&api_, tdm_comm_api, recv) || api_.send == nullptr || api_.recv == nullptr) {
+      std::printf(
+          "UNSUPPORTED %s: the plugin has no send and recv (optional, ABI 1.15; pipeline parallelism "
+          "needs them)\n",
+          name.c_str());
+      std::fflush(stdout);
+      return;
+    }
+    const int next = (rank_ + 1) % world_, previous = (rank_ + world_ - 1) % world_;
+    const std::vector<size_t> counts = {1, 1000, size_t(1) << 18};
+    std::vector<std::vector<unsigned char>> got;
+    for (size_t n : counts) got.emplace_back(n * sizeof(float), 0xA5);
+    tdm_status sent = TDM_OK;
+    one(
+        name, true,
+        [&] {
+          std::thread sender([&] {
+            for (size_t m = 0; m < counts.size() && sent == TDM_OK; ++m) {
+              const auto message =
+                  filled(TDM_F32, counts[m], [&](size_t i) { return summand(rank_, i) + double(m); });
+              sent = api_.send(comm_, message.data(), counts[m], TDM_F32, next, nullptr);
+            }
+          });
+          tdm_status received = TDM_OK;
+          for (size_t m = 0; m < counts.size() && received == TDM_OK; ++m)
+            received = api_.recv(comm_, got[m].data(), counts[m], TDM_F32, previous, nullptr);
+          sender.join();
+          return sent != TDM_OK ? sent : received;
+        },
+        [&] {
+          for (size_t m = 0; m < counts.size(); ++m)
+            if (auto why = compare(
+                    TDM_F32, got[m], counts[m], [&](size_t i) { return summand(previous, i) + double(m); },
+                    "message " + std::to_string(m + 1) + " from rank " + std::to_string(previous));
+                !why.empty())
+              return why;
+          return std::string();
         });
   }
 
