@@ -46,6 +46,9 @@ class RankPipelineExecutor::Sender {
     }
     changed_.notify_all();
   }
+  // Leaves the thread to itself (it may be blocked on a peer that will
+  // never receive): the object must then never be destroyed.
+  void abandon() { thread_.detach(); }
   // Waits until everything queued was sent; the first failure since the last drain.
   Result<void> drain() {
     std::unique_lock lock(mutex_);
@@ -101,6 +104,13 @@ class RankPipelineExecutor::Receiver {
           loop();
         }) {}
   ~Receiver() { thread_.join(); }
+  // Whether every expected message came (or receiving failed): the thread is done.
+  bool settled() {
+    std::lock_guard lock(mutex_);
+    return done_;
+  }
+  // As Sender::abandon.
+  void abandon() { thread_.detach(); }
   // Message `index` of micro-batch `micro` (0 for those once a step), once it is here.
   Result<std::vector<char>> take(size_t micro, size_t index) {
     std::unique_lock lock(mutex_);
@@ -125,12 +135,15 @@ class RankPipelineExecutor::Receiver {
         failure_ = make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer_) +
                                   ": " + r.error().message,
                               r.error().status);
+        done_ = true;
         changed_.notify_all();
         return;
       }
       arrived_[{micro, index}] = std::move(bytes);
       changed_.notify_all();
     }
+    std::lock_guard lock(mutex_);
+    done_ = true;
   }
 
   StageLink& link_;
@@ -141,6 +154,7 @@ class RankPipelineExecutor::Receiver {
   std::condition_variable changed_;
   std::map<std::pair<size_t, size_t>, std::vector<char>> arrived_;
   std::optional<Error> failure_;
+  bool done_ = false;
   std::thread thread_;  // last: starts once the rest is built
 };
 
@@ -183,7 +197,13 @@ RankPipelineExecutor::RankPipelineExecutor(std::unique_ptr<DeviceExecutor> first
       senders_[size_t(m.to)] = std::make_unique<Sender>(link_, m.to);
 }
 
-RankPipelineExecutor::~RankPipelineExecutor() = default;
+RankPipelineExecutor::~RankPipelineExecutor() {
+  if (!stranded_) return;
+  for (auto& r : receivers_)
+    if (r) r.release()->abandon();
+  for (auto& s : senders_)
+    if (s) s.release()->abandon();
+}
 
 DeviceExecutor& RankPipelineExecutor::instance(size_t micro) const {
   const size_t j = micro % layout_.order.in_flight[size_t(stage_)];
@@ -280,7 +300,13 @@ Result<void> RankPipelineExecutor::run_micro_batches(const std::vector<std::vect
     if (auto expected = step_messages(layout_, peer, stage_); !expected.empty())
       receivers_[size_t(peer)] = std::make_unique<Receiver>(link_, layout_, peer, std::move(expected));
   Result<void> ran = run_units(inputs, outputs, results);
-  // What the senders still hold goes out even after a failure (a peer may wait for it).
+  if (!ran) {
+    // Receivers still waiting for peers that now wait for this stage would
+    // wait for ever: they are left to themselves, and so is every sender.
+    for (auto& r : receivers_)
+      if (r && !r->settled()) stranded_ = true;
+    if (stranded_) return ran;
+  }
   Result<void> sent = drain_senders();
   receivers_.clear();
   if (!ran) return ran;

@@ -116,6 +116,11 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   const std::vector<PipelineSpan>& gathered_spans() const noexcept { return gathered_; }
   // Whether this stage holds a global value.
   bool holds(ValueId value) const;
+  // A step failed here while other stages still exchange with this one:
+  // threads of it wait on peers that now wait on this stage. The process
+  // should end (the trainer stops the rank), so that the launcher ends the
+  // job instead of every rank waiting out its timeout.
+  bool stranded() const noexcept { return stranded_; }
 
   Result<void> write(ValueId value, const void* host, size_t bytes) override;
   Result<void> read(ValueId value, void* host, size_t bytes) override;
@@ -174,6 +179,7 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   NodeProfile profile_;                               // none: per-node times are not kept across ranks
   uint64_t messages_run_ = 0, message_bytes_ = 0;
   StageTime time_;
+  bool stranded_ = false;
   std::vector<PipelineSpan> spans_, gathered_;
 };
 

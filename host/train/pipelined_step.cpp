@@ -3,10 +3,13 @@
 // on every device, or every stage's rank, at the same time; then what
 // micro_step does after each.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "train/evaluator.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/trainer.hpp"
+#include "util/logger.hpp"
 
 namespace tandem::host::train {
 
@@ -54,7 +57,11 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
   if (streamed_ || (allreduce_ && program_->layer_stages().empty()))
     return make_error("a pipelined run with data-parallel ranks (internal: ranks place on one device each)",
                       TDM_INTERNAL);
-  if (auto r = pipeline.run_micro_batches(inputs, outputs, results); !r) return r.error();
+  if (auto r = pipeline.run_micro_batches(inputs, outputs, results); !r) {
+    if (const exec::RankPipelineExecutor* stages = program_->rank_pipeline(); stages && stages->stranded())
+      stop_stranded_rank(r.error());
+    return r.error();
+  }
   if (allreduce_) {
     for (size_t b = 0; b < allreduce_->buckets().size(); ++b) allreduce_->start(b);
     if (auto r = allreduce_->finish(); !r) return r.error();
@@ -71,6 +78,17 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     if (!on_device) totals.correct += count_correct(logits[i], b.labels, int64_t(b.labels.size()), classes);
   }
   return read_loss ? step_loss : std::nan("");
+}
+
+// A pipeline stage that failed while the other stages wait on it: ending
+// the process lets the launcher end the job at once (as it does for any
+// rank that exits non-zero), instead of every rank waiting out its timeout
+// for messages that will not come. Checkpoints already written stay.
+void Trainer::stop_stranded_rank(const Error& error) const {
+  log_error(error.message + " (pipeline stage " + std::to_string(program_->layout().pipeline_rank) +
+            "; the other stages wait on it: this rank stops now so that the launcher ends the job)");
+  std::fflush(nullptr);
+  std::_Exit(1);  // tandem's exit code for a runtime failure
 }
 
 }  // namespace tandem::host::train

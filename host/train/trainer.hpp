@@ -186,9 +186,10 @@ class Trainer {
                             uint32_t micro, int64_t total_steps, int64_t& correct, bool read_loss);
   Result<void> write_batch(const data::Batch& batch, bool staged, const data::Batch* next);
   // pipelined_step.cpp: train_step's micro-batches handed to the pipeline
-  // at once (Program::pipeline()).
+  // at once (Program::micro_batch_pipeline()).
   Result<double> pipelined_step(data::DataLoader& loader, int64_t step, int64_t total, int64_t& index,
                                 EpochTotals& totals, bool read_loss);
+  [[noreturn]] void stop_stranded_rank(const Error& error) const;
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
   // bucket's all-reduce started once backward has finished it. With
   // streamed_ nothing is waited for on the host: the compute stream waits on

@@ -308,6 +308,23 @@ synthetic_test_samples = 64
   EXPECT_GE(count_of(events, "\"backward 3\""), 20u) << "each step's last backward, on both stages";
 }
 
+// A stage that fails in the middle of a step (here --check-numerics finds
+// the first non-finite value of a diverging run) stops its rank at once,
+// saying so, so that mpirun ends the job: the other stages would otherwise
+// wait out their timeout for messages that never come (and this test would
+// run into ctest's).
+TEST_F(PipelineParallel, AStageThatFailsInAStepEndsTheJob) {
+  CliRun failed = shell(ranks(
+      2, "--check-numerics --set train.lr=1e9 --set train.clip_grad_norm=0 --run-dir " + dir.file("failed")));
+  EXPECT_NE(failed.code, 0) << failed.output;
+  EXPECT_NE(failed.output.find("is the first node whose output is not finite"), std::string::npos)
+      << failed.output;
+  EXPECT_NE(failed.output.find(
+                "the other stages wait on it: this rank stops now so that the launcher ends the job"),
+            std::string::npos)
+      << failed.output;
+}
+
 TEST_F(PipelineParallel, StagesThatDoNotDivideTheRanksAreRefusedByName) {
   CliRun three = shell(ranks(2, "--set train.pipeline_parallel=3 --run-dir " + dir.file("three")));
   EXPECT_NE(three.code, 0);
