@@ -6,9 +6,6 @@
 #include "util/format.hpp"
 
 namespace tandem::host::place {
-namespace {
-
-// A part's options: what of `options` concerns its graph.
 exec::ExecutorOptions part_options(const DeviceGraph& d, const exec::ExecutorOptions& options) {
   exec::ExecutorOptions sub;
   sub.profile = options.profile;
@@ -21,6 +18,8 @@ exec::ExecutorOptions part_options(const DeviceGraph& d, const exec::ExecutorOpt
     if (d.graph.value_by_name(name) != nullptr) sub.external[name] = pointer;
   return sub;
 }
+
+namespace {
 
 struct Composition {
   SplitGraph split;

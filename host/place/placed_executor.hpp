@@ -11,8 +11,14 @@
 #include "exec/composed_executor.hpp"
 #include "exec/pipeline_layout.hpp"
 #include "place/placement.hpp"
+#include "place/split.hpp"
 
 namespace tandem::host::place {
+
+// A part's options: what of `options` concerns the graph of device `d`
+// (its outputs, its external values), the values other devices read kept
+// as outputs; profiling and numerics checks as asked.
+exec::ExecutorOptions part_options(const DeviceGraph& d, const exec::ExecutorOptions& options);
 
 // `devices`: every device of the placement, by id. `options` apply to every
 // part (outputs and external values go to the part that holds them);

@@ -144,11 +144,34 @@ Result<void> Program::write_plan(std::ostream& out) const {
         << " (the pipeline's order on these stages' times, then the updates)";
   out << "\n  (measured op and copy costs, cached in " << costs.cache_file(device_.id())
       << " and beside it; copies counted as if nothing overlapped)\n";
+  if (stages_ && estimate->over() > 0) return stages_do_not_fit(*estimate);
   if (estimate->over() > 0)
     return make_error(place::does_not_fit(*estimate, fit_context()), TDM_OUT_OF_MEMORY);
   if (auto over = devices_.over_whole_memory(*estimate))
     return make_error(place::does_not_fit(*over, fit_context(true)), TDM_OUT_OF_MEMORY);
   return {};
+}
+
+// Pipeline parallelism: the stages over the budget of their ranks' device,
+// and what the run can change for them (streaming, another device and
+// ZeRO do not combine with it yet).
+Error Program::stages_do_not_fit(const place::PlanEstimate& estimate) const {
+  std::string over;
+  for (const place::DeviceEstimate& d : estimate.devices)
+    if (d.over() > 0)
+      over += (over.empty() ? "" : "; ") + std::string("stage ") + std::to_string(d.stage) + " needs " +
+              human_bytes(d.memory.total) + " (activations " + human_bytes(d.memory.activations) + ", " +
+              std::to_string(d.in_flight) + (d.in_flight == 1 ? " micro-batch" : " micro-batches") +
+              " in flight), over its rank's budget of " + human_bytes(d.budget) + " by " +
+              human_bytes(d.over());
+  return make_error(spec_.path + " does not fit on " + device_.id() + " with " +
+                        std::to_string(layout_.pipeline) + " pipeline stages: " + over +
+                        ". To fit: more stages ([train] pipeline_parallel, over more ranks); smaller "
+                        "micro-batches ([train] pipeline_microbatches); recompute activations with "
+                        "[features.checkpointing]; hold one micro-batch in flight ([train] pipeline = "
+                        "false, slower); or raise --memory-budget " +
+                        device_.id(),
+                    TDM_OUT_OF_MEMORY);
 }
 
 // How the run's ranks share the work, where there are several.

@@ -248,6 +248,7 @@ class Program {
 
   // plan_report.cpp
   void write_ranks(std::ostream& out) const;
+  Error stages_do_not_fit(const place::PlanEstimate& estimate) const;
   void write_layers(std::ostream& out) const;
   void write_copies(std::ostream& out) const;
   void write_streaming(std::ostream& out, const std::vector<place::DeviceEstimate>& plans) const;

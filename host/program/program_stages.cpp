@@ -7,8 +7,10 @@
 #include "exec/device_executor.hpp"
 #include "exec/kernel_binding.hpp"
 #include "place/cost_model.hpp"
+#include "place/placed_executor.hpp"
 #include "place/stage_cut.hpp"
 #include "program/program.hpp"
+#include "util/format.hpp"
 #include "util/logger.hpp"
 
 namespace tandem::host::program {
@@ -137,31 +139,38 @@ Result<std::unique_ptr<exec::Executor>> Program::make_stage_executor(
   const place::DeviceGraph& mine =
       *std::find_if(stages_->split.devices.begin(), stages_->split.devices.end(),
                     [&](const place::DeviceGraph& d) { return d.device == stages_->devices[stage]; });
-  exec::ExecutorOptions sub = options;
-  sub.outputs.clear();
-  sub.external.clear();
-  for (const std::string& name : options.outputs)
-    if (mine.graph.value_by_name(name) != nullptr) sub.outputs.push_back(name);
-  sub.outputs.insert(sub.outputs.end(), mine.exported.begin(), mine.exported.end());
-  for (const auto& [name, pointer] : options.external)
-    if (mine.graph.value_by_name(name) != nullptr) sub.external[name] = pointer;
-  if (auto b = options_.memory_budgets.find(device_.id()); b != options_.memory_budgets.end())
-    sub.memory_budget = b->second;
+  exec::ExecutorOptions sub = place::part_options(mine, options);
+  sub.collectives = options.collectives;  // tensor parallelism within the stage
+  const auto budget = options_.memory_budgets.find(device_.id());
+  if (budget != options_.memory_budgets.end()) sub.memory_budget = budget->second;
   auto first = exec::DeviceExecutor::create(device_, mine.graph, sub);
   if (!first) return first.error();
   // What each micro-batch in flight has its own of: the batch, and what other stages send it.
   std::set<ValueId> own;
-  for (const auto& [value, input] : layout->feeds[stage]) own.insert((*first)->plan().find(value)->owner);
+  const auto keep_own = [&](ValueId v) {
+    if (const exec::ValueStorage* s = (*first)->plan().find(v)) own.insert(s->owner);
+  };
+  for (const auto& [value, input] : layout->feeds[stage]) keep_own(value);
   for (const exec::StageMessage& m : layout->messages)
-    if (m.when == exec::StageMessage::When::MicroBatch && m.to == int(stage))
-      own.insert((*first)->plan().find(m.destination)->owner);
+    if (m.when == exec::StageMessage::When::MicroBatch && m.to == int(stage)) keep_own(m.destination);
   exec::ExecutorOptions more = sub;
   for (const exec::PersistentBuffer& b : (*first)->plan().persistent)
     if (own.count(b.value) == 0) more.external[b.name] = (*first)->device_pointer(b.value);
+  // The budget counts what each further instance allocates itself.
+  uint64_t held = (*first)->allocated_bytes();
   std::vector<std::unique_ptr<exec::DeviceExecutor>> instances;
   for (size_t j = 1; j < layout->order.in_flight[stage]; ++j) {
     auto e = exec::DeviceExecutor::create(device_, mine.graph, more);
     if (!e) return e.error();
+    held += (*e)->allocated_bytes();
+    if (budget != options_.memory_budgets.end() && held > budget->second)
+      return make_error(device_.id() + ": the activations of micro-batch " + std::to_string(j + 1) +
+                            " of the " + std::to_string(layout->order.in_flight[stage]) + " pipeline stage " +
+                            std::to_string(stage) + " holds at once take it to " + human_bytes(held) +
+                            ", over its budget of " + human_bytes(budget->second) +
+                            "; raise the budget, use more stages ([train] pipeline_parallel), or run the "
+                            "micro-batches one after another ([train] pipeline = false: one in flight)",
+                        TDM_OUT_OF_MEMORY);
     instances.push_back(std::move(*e));
   }
   return std::unique_ptr<exec::Executor>(std::make_unique<exec::RankPipelineExecutor>(

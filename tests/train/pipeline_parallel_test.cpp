@@ -362,6 +362,15 @@ TEST(PipelineParallelPlan, ThePlanShowsTheGridTheStagesAndTheBubble) {
   EXPECT_NE(plan.output.find("2 micro-batches in flight"), std::string::npos) << plan.output;
   EXPECT_NE(plan.output.find("stage 1 onednn:0/stage1: layers "), std::string::npos) << plan.output;
   EXPECT_NE(plan.output.find(".. head, 1 micro-batch in flight"), std::string::npos) << plan.output;
+  // A budget no stage fits is refused with what to change for the stages.
+  CliRun tight =
+      shell("env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR='" + dir.file("costs") + "' '" TANDEM_EXE "' plan " +
+            dir.file("gpt.toml") + " --device onednn --ranks 2 --memory-budget onednn:0=64KiB");
+  EXPECT_NE(tight.code, 0) << tight.output;
+  EXPECT_NE(tight.output.find("does not fit on onednn:0 with 2 pipeline stages: stage 0 needs"),
+            std::string::npos)
+      << tight.output;
+  EXPECT_NE(tight.output.find("more stages ([train] pipeline_parallel"), std::string::npos) << tight.output;
 }
 
 }  // namespace
