@@ -193,10 +193,9 @@ TEST_F(PipelineParallel, StagesThatDoNotOverlapTrainAlike) {
 }
 
 TEST_F(PipelineParallel, DataTimesPipelineOnFourRanksTrainsAsDataParallelAlone) {
-  CliRun data =
-      shell(ranks(2, "--set train.steps=10 --set train.pipeline_parallel=1 --run-dir " + dir.file("dp")));
+  CliRun data = shell(ranks(2, "--set train.pipeline_parallel=1 --run-dir " + dir.file("dp")));
   ASSERT_EQ(data.code, 0) << data.output;
-  CliRun grid = shell(ranks(4, "--set train.steps=10 --run-dir " + dir.file("grid")));
+  CliRun grid = shell(ranks(4, "--run-dir " + dir.file("grid")));
   ASSERT_EQ(grid.code, 0) << grid.output;
   EXPECT_NE(grid.output.find("a grid of data 2 x tensor 1 x pipeline 2"), std::string::npos) << grid.output;
   EXPECT_LE(largest_loss_difference(step_losses(dir.file("dp")), step_losses(dir.file("grid"))), 1e-6);
@@ -205,10 +204,9 @@ TEST_F(PipelineParallel, DataTimesPipelineOnFourRanksTrainsAsDataParallelAlone) 
 
 TEST_F(PipelineParallel, TensorTimesPipelineOnFourRanksTrainsAsTensorParallelAlone) {
   write_model("parallel = \"column\"\ngather_output = false\n", "parallel = \"row\"\n");
-  CliRun tensor =
-      shell(ranks(2, "--set train.steps=10 --set train.pipeline_parallel=1 --run-dir " + dir.file("tp")));
+  CliRun tensor = shell(ranks(2, "--set train.pipeline_parallel=1 --run-dir " + dir.file("tp")));
   ASSERT_EQ(tensor.code, 0) << tensor.output;
-  CliRun grid = shell(ranks(4, "--set train.steps=10 --run-dir " + dir.file("grid")));
+  CliRun grid = shell(ranks(4, "--run-dir " + dir.file("grid")));
   ASSERT_EQ(grid.code, 0) << grid.output;
   EXPECT_NE(grid.output.find("a grid of data 1 x tensor 2 x pipeline 2"), std::string::npos) << grid.output;
   EXPECT_LE(largest_loss_difference(step_losses(dir.file("tp")), step_losses(dir.file("grid"))), 1e-6);
