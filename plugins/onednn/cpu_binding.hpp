@@ -30,11 +30,13 @@ class CpuBinding {
 
   // omp_set_num_threads(threads) on the calling thread, every time (cheap:
   // no system call, and whatever set it in between is overridden). Then,
-  // when this thread last applied another binding (or none): the calling
-  // thread and its OpenMP team's workers bound to `cpus` (the workers a
-  // team made earlier kept the mask they were made with). A failing
-  // affinity call leaves the thread where it was: binding is a placement
-  // hint, never an error of the kernel.
+  // the first time a thread applies a binding: it and its OpenMP team's
+  // workers bound to `cpus` (the workers a team made earlier kept the mask
+  // they were made with). The first time it applies another device's: it
+  // and its team go back to the CPUs it had before, and it is bound no
+  // more (a thread serving several devices runs their work one after
+  // another). A failing affinity call leaves the thread where it was:
+  // binding is a placement hint, never an error of the kernel.
   void apply() const;
 
  private:

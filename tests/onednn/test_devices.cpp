@@ -203,6 +203,36 @@ TEST(OnednnDevices, TheTeamOfALaunchingThreadRunsOnTheDevicesCpus) {
   EXPECT_EQ(team[1], group(cpus, 2, 1));
 }
 
+// A thread that serves a second device (the trainer's thread prepares every
+// device's kernels; unpipelined, it runs them all) goes back to the CPUs it
+// had, its team with it, and keeps each device's thread count: it must not
+// carry one device's cores into what it does or starts next.
+TEST(OnednnDevices, AThreadServingTwoDevicesGoesBackToItsOwnCpus) {
+  const std::vector<int> cpus = thread_cpus();
+  if (cpus.size() < 2)
+    GTEST_SKIP() << "this process may run on " << cpus.size() << " CPU(s); the test needs 2";
+  Devices d = load({{"plugins.onednn.devices", "2"}, {"threads", "4"}});  // 2 threads each
+  ASSERT_EQ(d.count, 2u) << d.why;
+  Seen first, second, again;
+  std::vector<std::vector<int>> team(2);
+  std::thread t([&] {
+    first = matmul_on(*d.kits[0]);
+    second = matmul_on(*d.kits[1]);
+    again = matmul_on(*d.kits[0]);
+#pragma omp parallel num_threads(2)
+    team[size_t(omp_get_thread_num())] = thread_cpus();
+  });
+  t.join();
+  for (const Seen* s : {&first, &second, &again}) ASSERT_TRUE(s->run.outcome.ok()) << s->run.outcome.message;
+  EXPECT_EQ(first.cpus, group(cpus, 2, 0));  // one device so far: on its cores
+  EXPECT_EQ(second.cpus, cpus);
+  EXPECT_EQ(again.cpus, cpus);
+  EXPECT_EQ(second.max_threads, 2);
+  EXPECT_EQ(team[0], cpus);
+  EXPECT_EQ(team[1], cpus);
+  EXPECT_EQ(second.run.outputs[0].to_f64(), first.run.outputs[0].to_f64());
+}
+
 TEST(OnednnDevices, EachDeviceCountsItsOwnMemory) {
   if (thread_cpus().size() < 2) GTEST_SKIP() << "this process may run on fewer than 2 CPUs";
   Devices d = load({{"plugins.onednn.devices", "2"}});

@@ -213,9 +213,9 @@ class PipelineTraining : public ::testing::Test {
 
 // The onednn plugin's two cores as two devices (onednn:0 for the first
 // stage, onednn:1 the trainer's device), each stage on a core of its own.
-// A thread that launched a device's kernels stays on that device's cores
-// (plugins/onednn/README.md): this test's thread gets back the CPUs it had,
-// so the next test's plugin sees them all.
+// This test's thread prepares both devices' kernels (and, unpipelined,
+// launches them): a thread serving two devices is left on the CPUs it had
+// (plugins/onednn/README.md), so the next test's plugin sees them all.
 class PipelineOverTwoCpuDevices : public PipelineTraining {
  protected:
   void SetUp() override {
@@ -225,7 +225,10 @@ class PipelineOverTwoCpuDevices : public PipelineTraining {
     open("onednn:0", 1);
   }
   void TearDown() override {
-    if (had_cpus_) (void)sched_setaffinity(0, sizeof cpus_, &cpus_);
+    cpu_set_t now;
+    CPU_ZERO(&now);
+    if (!had_cpus_ || sched_getaffinity(0, sizeof now, &now) != 0) return;
+    EXPECT_TRUE(CPU_EQUAL(&now, &cpus_)) << "the thread that served both devices stays on one device's cores";
   }
   cpu_set_t cpus_;
   bool had_cpus_ = false;
