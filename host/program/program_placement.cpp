@@ -326,10 +326,10 @@ exec::PipelinedExecutor* Program::pipeline() const noexcept {
 Result<std::unique_ptr<exec::Executor>> Program::make_executor(exec::ExecutorOptions options) const {
   const Graph& graph = model_.graph;
   const std::optional<place::Placement>& placement = placement_;
+  if (stages_) return make_stage_executor(options);  // each rank holds one stage (plan: per stage)
   // Beyond a device's whole memory, a run with nowhere to move layers is
   // refused now rather than at its first step (several devices: running out
   // re-plans, replan_after_oom).
-  if (stages_) return make_stage_executor(options);  // each rank holds one stage (plan: per stage)
   const bool can_replan = devices_.count() > 1 && placement_mode_ != "strict";
   if (auto estimate = can_replan ? make_error("", TDM_INTERNAL)
                                  : place::estimate_plan(graph, placement ? &*placement : nullptr,
