@@ -13,8 +13,7 @@ namespace tandem::host::exec {
 class StageLink {
  public:
   virtual ~StageLink() = default;
-  virtual int stage() const = 0;   // this rank's stage
-  virtual int stages() const = 0;  // stages of the pipeline
+  virtual int stage() const = 0;  // this rank's stage
   // Host memory. A message from one stage to another arrives in the order
   // it was sent. Called from several threads at once: one sending and one
   // receiving per peer stage.

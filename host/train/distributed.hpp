@@ -87,7 +87,6 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   // their stage): point to point through the plugin's send and recv (ABI
   // 1.15), which create() checks for when `point_to_point` is asked.
   int stage() const override { return group_.rank; }
-  int stages() const override { return group_.world; }
   Result<void> send(const void* data, size_t bytes, int to) override;
   Result<void> receive(void* data, size_t bytes, int from) override;
   Result<void> broadcast(void* data, size_t bytes, int root) override;
