@@ -2,6 +2,7 @@
 
 #include "exec/pipelined_executor.hpp"
 #include "exec/tensor_text.hpp"
+#include "ops/op_table.hpp"
 #include "place/split.hpp"
 #include "util/format.hpp"
 
@@ -21,6 +22,26 @@ exec::ExecutorOptions part_options(const DeviceGraph& d, const exec::ExecutorOpt
 
 namespace {
 
+bool has_collectives(const Graph& graph) {
+  for (size_t i = 0; i < graph.node_count(); ++i)
+    if (ops::is(graph.node_at(i)->op, ops::kCollective)) return true;
+  return false;
+}
+
+// The exchanges with the other ranks run in the schedule's order, the same
+// on every rank, only when one device's executor issues them all.
+Result<void> check_collectives_on_one_device(const SplitGraph& split) {
+  std::string devices;
+  for (const DeviceGraph& d : split.devices)
+    if (has_collectives(d.graph)) devices += (devices.empty() ? "" : " and ") + d.device;
+  if (devices.find(" and ") == std::string::npos) return {};
+  return make_error("the exchanges with the other ranks (tensor parallelism, [train] zero) would run on " +
+                        devices +
+                        ": across several devices of one process they are not supported yet; keep the "
+                        "layers on one device per rank (only [train] optimizer_device beside it)",
+                    TDM_UNSUPPORTED);
+}
+
 struct Composition {
   SplitGraph split;
   std::unique_ptr<exec::ComposedExecutor> executor;
@@ -29,20 +50,17 @@ struct Composition {
 Result<Composition> compose(const std::map<std::string, const DeviceHandle*>& devices, const Graph& placed,
                             const Placement& placement, const exec::ExecutorOptions& options,
                             const std::map<std::string, uint64_t>& budgets) {
-  if (options.collectives != nullptr)
-    return make_error("tensor parallelism across several devices of one process is not supported yet",
-                      TDM_UNSUPPORTED);
-  if (options.data_collectives != nullptr)
-    return make_error(
-        "[train] zero across several devices of one process is not supported yet: place the "
-        "run on one device per rank, or train with zero = 0",
-        TDM_UNSUPPORTED);
   auto split = split_by_device(placed, placement);
   if (!split) return split.error();
+  if (auto r = check_collectives_on_one_device(*split); !r) return r.error();
   std::vector<exec::ExecutorPart> parts;
   std::map<std::string, size_t> index;
   for (DeviceGraph& d : split->devices) {
     exec::ExecutorOptions sub = part_options(d, options);
+    if (has_collectives(d.graph)) {
+      sub.collectives = options.collectives;
+      sub.data_collectives = options.data_collectives;
+    }
     if (auto b = budgets.find(d.device); b != budgets.end()) sub.memory_budget = b->second;
     auto device = devices.find(d.device);
     if (device == devices.end())

@@ -100,18 +100,40 @@ class Placer {
   // An in-place update whose storage is a tensor without producer (state,
   // a parameter): its output is that tensor, rewritten every run.
   bool updates_state(const Node& n) const {
-    for (const auto& [output, input] : ops::inplace_pairs(n)) {
-      ValueId v = n.inputs[input];
-      for (const Node* p = g_.node(g_.value(v)->producer); p != nullptr; p = g_.node(g_.value(v)->producer)) {
-        const auto pairs = ops::inplace_pairs(*p);
-        const auto through =
-            std::find_if(pairs.begin(), pairs.end(), [&](const auto& q) { return p->outputs[q.first] == v; });
-        if (through == pairs.end()) break;
-        v = p->inputs[through->second];
-      }
-      if (g_.value(v)->producer == kNoNode) return true;
-    }
+    for (const auto& [output, input] : ops::inplace_pairs(n))
+      if (is_state(n.inputs[input])) return true;
     return false;
+  }
+
+  // `v` is a tensor without producer, or written in place into one.
+  bool is_state(ValueId v) const {
+    for (const Node* p = g_.node(g_.value(v)->producer); p != nullptr; p = g_.node(g_.value(v)->producer)) {
+      const auto pairs = ops::inplace_pairs(*p);
+      const auto through =
+          std::find_if(pairs.begin(), pairs.end(), [&](const auto& q) { return p->outputs[q.first] == v; });
+      if (through == pairs.end()) return false;
+      v = p->inputs[through->second];
+    }
+    return true;
+  }
+
+  // An in-place update may write into a copy of `v` when nothing else
+  // reads `v`: a result computed for it alone (ZeRO's shard of a
+  // parameter, updated on the optimizer's device), not state that persists.
+  bool writable_as_copy(ValueId v, NodeId writer) const {
+    if (is_state(v)) return false;
+    for (size_t i = 0; i < g_.node_count(); ++i) {
+      const Node& n = *g_.node_at(i);
+      if (n.id != writer && std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return false;
+    }
+    return true;
+  }
+
+  // A backward result the optimizer phase reads: averaged across the
+  // data-parallel ranks in between (PlacementOptions::averaged_gradients).
+  bool averaged_later(const Node& producer, const Node& reader) const {
+    return o_.averaged_gradients && producer.phase == TDM_PHASE_BACKWARD &&
+           reader.phase == TDM_PHASE_OPTIMIZER;
   }
 
   std::string layer_of(ValueId v) const {
@@ -131,7 +153,7 @@ class Placer {
       const Value& value = *g_.value(v);
       const bool in_place =
           std::any_of(written.begin(), written.end(), [&](const auto& p) { return p.second == slot; });
-      if (in_place)
+      if (in_place && !writable_as_copy(v, id))
         return make_error("node '" + node.name + "' (layer '" + node.layer + "') on " + node.device +
                               " updates '" + value.name + "' in place, but it lives on " + home +
                               ": pin the layers that share it to one device",
@@ -162,10 +184,11 @@ class Placer {
         // device goes on (a gradient streams out during backward), in the
         // producer's phase; before the reader when the producer is an
         // in-place update of state (a gradient accumulator: copied once per
-        // step, not once per micro-batch) or has no producer at all.
+        // step, not once per micro-batch), has no producer at all, or is
+        // averaged across ranks before the optimizer reads it.
         NodeId anchor = id;
         if (const Node* producer = g_.node(value.producer);
-            producer != nullptr && !updates_state(*producer)) {
+            producer != nullptr && !updates_state(*producer) && !averaged_later(*producer, node)) {
           const size_t after = *g_.position(producer->id) + 1;
           anchor = after < g_.node_count() ? g_.node_at(after)->id : id;
           spec.phase = producer->phase;

@@ -45,6 +45,11 @@ struct PlacementOptions {
   // Where sgd_update/adamw_update run, and the tensors they update live
   // (empty: with their layer).
   std::string optimizer_device;
+  // Data parallelism averages the gradients across ranks between backward
+  // and the optimizer: a gradient the optimizer phase reads on another
+  // device is copied there once that phase begins, after the average, not
+  // as backward produces it.
+  bool averaged_gradients = false;
   // Where named producer-less tensors live, whatever reads them first (an
   // evaluation graph finds the parameters where training put them).
   std::map<std::string, std::string> homes;

@@ -160,6 +160,15 @@ void Program::locate_optimizer_phase() {
     if (info == nullptr || !info->is(ops::kOptimizer)) continue;
     ValueId grad = n.inputs[size_t(info->gradient_input)];
     const Node* producer = g.node(g.value(grad)->producer);
+    // An update on another device ([train] optimizer_device) reads a copy:
+    // ranks average the gradient where it was computed, before the copy.
+    const auto before_copy = [&] {
+      if (producer != nullptr && producer->op == ops::kDeviceCopy) {
+        grad = producer->inputs[0];
+        producer = g.node(g.value(grad)->producer);
+      }
+    };
+    before_copy();
     // The coefficient, or its copy on the device (or pipeline stage) of the update.
     const auto is_clip_coef = [&](ValueId v) {
       const Node* copy = g.node(g.value(v)->producer);
@@ -170,6 +179,7 @@ void Program::locate_optimizer_phase() {
         is_clip_coef(producer->inputs[1])) {
       grad = producer->inputs[0];
       producer = g.node(g.value(grad)->producer);
+      before_copy();
     }
     // ZeRO: stage 1 shards the gradient the host averaged; stage 2's graph
     // averages every gradient itself (zero.reduce_scatter), before a pass

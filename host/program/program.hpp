@@ -211,6 +211,8 @@ class Program {
   // program_placement.cpp: where every node runs, the copies between
   // devices, the devices to open (nothing placed: everything on device_).
   Result<void> place();
+  Result<void> check_placement_with_ranks(const Result<place::Placement>& placement,
+                                          const place::PlacementOptions& o) const;
   Result<bool> placement_wanted(std::vector<std::string>& candidates, place::PlacementOptions& o);
   Result<void> place_automatically(std::vector<std::string>& candidates, place::PlacementOptions& o);
   Result<void> prefer_streaming(place::AutoPlacement& chosen, const place::PlacementOptions& o,

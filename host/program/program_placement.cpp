@@ -149,21 +149,9 @@ Result<void> Program::place() {
   if (!wanted) return wanted.error();
   if (!*wanted) return {};
   auto placement = place::place_layers(model_.graph, spec_, o);
-  if (!placement && options_.group.world > 1)  // what ranks cannot do yet comes first
-    return make_error(spec_.path + ": this run has " + std::to_string(options_.group.world) +
-                          " ranks and places layers beyond this rank's " + device_.id() +
-                          ": placement across devices within a data- or tensor-parallel run is not supported "
-                          "yet; run one device per process (placing them said: " +
-                          placement.error().message + ")",
-                      TDM_UNSUPPORTED);
+  if (options_.group.world > 1)  // what ranks cannot do yet comes first
+    if (auto r = check_placement_with_ranks(placement, o); !r) return r;
   if (!placement) return placement.error();
-  if (!placement->only_on(device_.id()) && options_.group.world > 1)
-    return make_error(spec_.path + ": layers are placed on " + join_devices(placement->devices) +
-                          ", not only on this rank's " + device_.id() + ", and this run has " +
-                          std::to_string(options_.group.world) +
-                          " ranks: placement across devices within a data- or tensor-parallel run is not "
-                          "supported yet; run one device per process",
-                      TDM_UNSUPPORTED);
   // Evaluation graphs find every parameter and state where training put it.
   const Graph& g = model_.graph;
   for (size_t i = 0; i < g.value_count(); ++i) {
@@ -174,6 +162,31 @@ Result<void> Program::place() {
   }
   placement_options_ = std::move(o);
   placement_ = std::move(*placement);
+  return {};
+}
+
+// A run of several ranks computes on one device per rank; only the
+// optimizer's updates ([train] optimizer_device) may run beside it.
+Result<void> Program::check_placement_with_ranks(const Result<place::Placement>& placement,
+                                                 const place::PlacementOptions& o) const {
+  const std::string ranks = "this run has " + std::to_string(options_.group.world) + " ranks";
+  const std::string what =
+      ": placement across devices within a data- or tensor-parallel run is not supported yet; run one "
+      "device per process (an optimizer_device beside it is supported)";
+  if (!placement)
+    return make_error(spec_.path + ": " + ranks + " and places layers beyond this rank's " + device_.id() +
+                          what + " (placing them said: " + placement.error().message + ")",
+                      TDM_UNSUPPORTED);
+  const Graph& g = model_.graph;
+  for (size_t i = 0; i < g.node_count(); ++i) {
+    const Node& n = *g.node_at(i);
+    const bool beside =
+        n.device == o.optimizer_device && (ops::is(n.op, ops::kOptimizer) || n.op == ops::kDeviceCopy);
+    if (n.device != device_.id() && !beside)
+      return make_error(spec_.path + ": layer '" + n.layer + "' runs on " + n.device +
+                            ", not on this rank's " + device_.id() + ", and " + ranks + what,
+                        TDM_UNSUPPORTED);
+  }
   return {};
 }
 
@@ -193,6 +206,7 @@ Result<bool> Program::placement_wanted(std::vector<std::string>& candidates, pla
   if (!pinned && !offload && !automatic) return false;
   o.default_device = device_.id();
   o.strict = placement_mode_ == "strict";
+  o.averaged_gradients = train && layout_.data > 1;
   // A pin names a device as --device does; each device is opened once.
   o.resolve = [this](const std::string& pin) { return devices_.open(pin); };
   if (offload) {

@@ -79,7 +79,7 @@ void Progress::clear_live() {
 }
 
 void Progress::record(const std::string& json_object) {
-  if (!metrics_) return;
+  if (!metrics_.is_open()) return;  // a rank that does not report
   errno = 0;
   metrics_ << json_object << '\n' << std::flush;
   if (!metrics_ && metrics_failure_.empty())

@@ -28,7 +28,7 @@ struct Placed {
 
 // kModel with each (from, to) text replacement applied.
 Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool strict,
-             const std::string& optimizer_device = "") {
+             const std::string& optimizer_device = "", bool averaged_gradients = false) {
   std::string text = kModel;
   for (const auto& [from, to] : edits) text.replace(text.find(from), from.size(), to);
   auto spec = host::model::parse_model_text(text, "pins.toml");
@@ -41,6 +41,7 @@ Placed place(const std::vector<std::pair<std::string, std::string>>& edits, bool
   o.default_device = "onednn:0";
   o.strict = strict;
   o.optimizer_device = optimizer_device;
+  o.averaged_gradients = averaged_gradients;
   o.resolve = [](const std::string& pin) -> host::Result<std::string> {
     if (pin == "reference" || pin == "reference:0") return std::string("reference:0");
     if (pin == "onednn" || pin == "onednn:0" || pin == "cpu") return std::string("onednn:0");
@@ -183,6 +184,27 @@ TEST(Placement, AnOffloadedOptimizerGetsEachGradientRightAfterItsProducer) {
   }
   EXPECT_EQ(updates, 6u);
   EXPECT_EQ(parameters, 6u);
+  EXPECT_EQ(gradients, 6u);
+}
+
+// With data parallelism the ranks average each gradient between backward
+// and the optimizer, where backward made it: its copy to the optimizer's
+// device waits for the optimizer phase, after every backward node.
+TEST(Placement, AnOffloadedOptimizerOfRanksGetsEachGradientAfterBackward) {
+  Placed p = place({{"device = \"reference\"\n", ""}, {"device = \"reference:0\"\n", ""}}, false,
+                   "reference:0", true);
+  ASSERT_TRUE(p.placement.ok()) << p.placement.error().message;
+  const host::Graph& g = p.model.graph;
+  size_t last_backward = 0, gradients = 0;
+  for (size_t i = 0; i < g.node_count(); ++i)
+    if (g.node_at(i)->phase == TDM_PHASE_BACKWARD) last_backward = i;
+  for (size_t i = 0; i < g.node_count(); ++i) {
+    const host::Node& n = *g.node_at(i);
+    if (n.op != host::ops::kDeviceCopy || g.value(n.inputs[0])->kind != TDM_VALUE_GRADIENT) continue;
+    ++gradients;
+    EXPECT_EQ(n.phase, TDM_PHASE_OPTIMIZER) << n.name;
+    EXPECT_GT(i, last_backward) << n.name;
+  }
   EXPECT_EQ(gradients, 6u);
 }
 
