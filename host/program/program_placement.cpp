@@ -183,8 +183,9 @@ Result<void> Program::check_placement_with_ranks(const Result<place::Placement>&
     const bool beside =
         n.device == o.optimizer_device && (ops::is(n.op, ops::kOptimizer) || n.op == ops::kDeviceCopy);
     if (n.device != device_.id() && !beside)
-      return make_error(spec_.path + ": layer '" + n.layer + "' runs on " + n.device +
-                            ", not on this rank's " + device_.id() + ", and " + ranks + what,
+      return make_error(spec_.path + ": " + (n.layer.empty() ? "node '" + n.name : "layer '" + n.layer) +
+                            "' runs on " + n.device + ", not on this rank's " + device_.id() + ", and " +
+                            ranks + what,
                         TDM_UNSUPPORTED);
   }
   return {};
