@@ -48,9 +48,10 @@ po::options_description train_options() {
       "keep-checkpoints", po::value<int64_t>(),
       "checkpoints kept in <run-dir>/checkpoints, the newest (default: [train] keep_checkpoints, 3)")(
       "checkpoint-format", po::value<std::string>()->default_value("sharded"),
-      "with [train] zero: sharded (each rank writes its shards of the state) or whole (rank 0 gathers "
-      "one file)")("init-from", po::value<std::string>(),
-                   "start from the weights of a checkpoint (not its optimizer state)")(
+      "with [train] zero or pipeline_parallel: sharded (each rank writes its shards of the state, each "
+      "pipeline stage its layers) or whole (rank 0 gathers one file)")(
+      "init-from", po::value<std::string>(),
+      "start from the weights of a checkpoint (not its optimizer state)")(
       "profile", po::value<std::string>(), "write a Chrome/Perfetto trace and print time per op type")(
       "tensorboard", po::value<std::string>(),
       "also write the logged figures (train/loss, train/accuracy, lr, samples_per_second, data_wait, "

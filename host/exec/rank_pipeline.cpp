@@ -215,6 +215,14 @@ bool RankPipelineExecutor::holds(ValueId value) const {
   return it != layout_.home.end() && it->second.first == stage_;
 }
 
+Result<void> RankPipelineExecutor::read_held(ValueId value, void* host, size_t bytes) {
+  if (!holds(value))
+    return make_error(
+        "stage " + std::to_string(stage_) + " does not hold value " + std::to_string(value) + " (internal)",
+        TDM_INTERNAL);
+  return first_->read(layout_.home.at(value).second, host, bytes);
+}
+
 Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& executor) {
   std::vector<char> bytes(m.bytes);
   if (auto r = executor.read(m.source, bytes.data(), bytes.size()); !r) return r;

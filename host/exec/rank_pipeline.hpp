@@ -116,6 +116,8 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   const std::vector<PipelineSpan>& gathered_spans() const noexcept { return gathered_; }
   // Whether this stage holds a global value.
   bool holds(ValueId value) const;
+  // A value this stage holds, read here alone (read() is collective).
+  Result<void> read_held(ValueId value, void* host, size_t bytes);
   // A step failed here while other stages still exchange with this one:
   // threads of it wait on peers that now wait on this stage. The process
   // should end (the trainer stops the rank), so that the launcher ends the

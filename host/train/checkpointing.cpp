@@ -59,14 +59,24 @@ bool fits_leading_rows(const checkpoint::TensorRecord& t, const Value& v, const 
 
 Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executor& executor,
                                                std::map<std::string, std::string> metadata) {
+  const TensorReader read = [&executor](ValueId value, void* host, size_t bytes) -> Result<bool> {
+    if (auto r = executor.read(value, host, bytes); !r) return r.error();
+    return true;
+  };
+  return collect_tensors(graph, read, std::move(metadata));
+}
+
+Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, const TensorReader& read,
+                                               std::map<std::string, std::string> metadata) {
   checkpoint::Checkpoint cp;
   cp.metadata = std::move(metadata);
   for (size_t i = 0; i < graph.value_count(); ++i) {
     const Value& v = *graph.value_at(i);
     if (!persistent(v)) continue;
     checkpoint::TensorRecord t{v.name, v.type.dtype, v.type.dims, std::vector<std::byte>(bytes_of(v.type))};
-    if (auto r = executor.read(v.id, t.data.data(), t.data.size()); !r) return r.error();
-    cp.tensors.push_back(std::move(t));
+    auto held = read(v.id, t.data.data(), t.data.size());
+    if (!held) return held.error();
+    if (*held) cp.tensors.push_back(std::move(t));
   }
   return cp;
 }

@@ -5,6 +5,7 @@
 // (or step-….sharded directories of a ZeRO run: sharded_checkpoint.hpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +19,11 @@ namespace tandem::host::train {
 
 // Every PARAMETER and STATE value of `graph`, read from `executor`.
 Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, exec::Executor& executor,
+                                               std::map<std::string, std::string> metadata);
+// Those of them `read` reads: it returns false for a value it leaves out
+// (one another pipeline stage holds).
+using TensorReader = std::function<Result<bool>(ValueId value, void* host, size_t bytes)>;
+Result<checkpoint::Checkpoint> collect_tensors(const Graph& graph, const TensorReader& read,
                                                std::map<std::string, std::string> metadata);
 
 // Writes the checkpoint's tensors into the executor. `weights_only` restores

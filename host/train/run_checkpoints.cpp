@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "exec/rank_pipeline.hpp"
 #include "exec/tensor_text.hpp"
 #include "train/checkpointing.hpp"
 #include "train/sharded_checkpoint.hpp"
@@ -72,6 +73,8 @@ Result<std::string> RunCheckpoints::save(int64_t step, int64_t epoch, int64_t ne
   // whole tensors (the ranks of rank 0's group; the other groups hold the
   // same), and with ZeRO every rank first gathers its shards.
   const int rank = program_->group().rank;
+  if (program_->layout().pipeline > 1 && format_ == "sharded")
+    return save_stages(metadata(step, epoch, next_batch, total_steps), step);
   if (!sharded && !gathers()) return std::string();
   auto cp = collect_tensors(program_->model().graph, program_->executor(),
                             metadata(step, epoch, next_batch, total_steps));
@@ -102,9 +105,33 @@ Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64
   if (rank != 0)  // rank 0 writes what every rank holds whole
     std::erase_if(cp.tensors,
                   [this](const checkpoint::TensorRecord& t) { return shards_.count(t.name) == 0; });
-  auto wrote = write_checkpoint_shard(run_dir_, step, rank, program_->data_world(), std::move(cp), shards_);
-  // Every rank learns whether every shard was written before rank 0 makes
-  // the checkpoint visible.
+  return publish_shards(
+      write_checkpoint_shard(run_dir_, step, rank, program_->data_world(), std::move(cp), shards_), step);
+}
+
+// Pipeline parallelism: one rank of each stage writes the tensors its stage
+// holds (tensor-parallel slices gathered first); no stage reads another's.
+Result<std::string> RunCheckpoints::save_stages(std::map<std::string, std::string> meta, int64_t step) {
+  exec::RankPipelineExecutor& pipeline = *program_->rank_pipeline();
+  const TensorReader read = [&pipeline](ValueId value, void* host, size_t bytes) -> Result<bool> {
+    if (!pipeline.holds(value)) return false;
+    if (auto r = pipeline.read_held(value, host, bytes); !r) return r.error();
+    return true;
+  };
+  auto cp = collect_tensors(program_->model().graph, read, std::move(meta));
+  if (!cp) return cp.error();
+  if (!slices_.empty())
+    if (auto r = gather_slices(*cp); !r) return r.error();
+  if (program_->data_rank() != 0 || program_->model().tensor_parallel.rank != 0)
+    return publish_shards({}, step);  // the stage's first rank writes it
+  return publish_shards(write_stage_checkpoint_shard(run_dir_, step, pipeline.stage(),
+                                                     program_->layout().pipeline, std::move(*cp)),
+                        step);
+}
+
+// Every rank learns whether every file was written before rank 0 makes the
+// checkpoint visible.
+Result<std::string> RunCheckpoints::publish_shards(const Result<void>& wrote, int64_t step) {
   auto failed = ranks_.all->max(wrote ? 0 : 1);
   if (!failed) return failed.error();
   if (!wrote) return wrote.error();
@@ -112,7 +139,7 @@ Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64
     return make_error("another rank could not write its shard of the checkpoint of step " +
                           std::to_string(step) + " (its error says why); earlier checkpoints are intact",
                       TDM_INVALID_ARGUMENT);
-  if (rank != 0) return std::string();
+  if (program_->group().rank != 0) return std::string();
   return publish_checkpoint_shards(run_dir_, step, spec_->train.keep_checkpoints);
 }
 

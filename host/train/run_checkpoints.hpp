@@ -4,7 +4,9 @@
 // parallelism, rank 0 writes one file; tensor-parallel ranks first gather
 // their slices and ZeRO's ranks their shards ("whole"), or with ZeRO alone
 // every data-parallel rank writes its own shard file ("sharded",
-// sharded_checkpoint.hpp). Reading gives each rank its slices and shards.
+// sharded_checkpoint.hpp), and with pipeline parallelism one rank of each
+// stage writes the stage's tensors ("sharded", the default; "whole": rank 0
+// receives them all). Reading gives each rank its slices and shards.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,8 @@ class RunCheckpoints {
   Result<void> gather_shards(checkpoint::Checkpoint& cp);
   Result<void> gather_slices(checkpoint::Checkpoint& cp);
   Result<std::string> save_shards(checkpoint::Checkpoint cp, int64_t step);
+  Result<std::string> save_stages(std::map<std::string, std::string> meta, int64_t step);
+  Result<std::string> publish_shards(const Result<void>& wrote, int64_t step);
 
   const model::ModelSpec* spec_;
   const DeviceHandle* device_;

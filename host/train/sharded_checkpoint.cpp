@@ -15,6 +15,7 @@ namespace {
 constexpr const char* kShards = "tandem.shards";
 constexpr const char* kShard = "tandem.shard";
 constexpr const char* kWhole = "tandem.whole.";
+constexpr const char* kStages = "tandem.shards_hold_stages";
 
 std::string step_name(int64_t step) {
   char name[64];
@@ -108,6 +109,12 @@ Result<void> write_checkpoint_shard(const std::string& run_dir, int64_t step, in
   return checkpoint::write_safetensors((partial / rank_file(rank)).string(), cp);
 }
 
+Result<void> write_stage_checkpoint_shard(const std::string& run_dir, int64_t step, int stage, int stages,
+                                          checkpoint::Checkpoint cp) {
+  cp.metadata[kStages] = "true";
+  return write_checkpoint_shard(run_dir, step, stage, stages, std::move(cp), {});
+}
+
 Result<std::string> publish_checkpoint_shards(const std::string& run_dir, int64_t step, int64_t keep) {
   const fs::path final_dir = fs::path(checkpoint_dir(run_dir)) / step_name(step);
   const fs::path partial = final_dir.string() + ".partial";
@@ -129,7 +136,8 @@ Result<checkpoint::Checkpoint> read_checkpoint_shard(
   if (!cp) return cp.error();
   auto shards = whole_number(*cp, kShards, first);
   if (!shards) return shards.error();
-  bool same = *shards == world;
+  // A pipeline's files hold stages, not shards of the tensors a ZeRO run splits.
+  bool same = *shards == world && cp->metadata.count(kStages) == 0;
   for (const auto& [key, value] : cp->metadata)
     if (key.rfind(kWhole, 0) == 0) same = same && sharded.count(key.substr(std::string(kWhole).size())) > 0;
   if (!same) return read_sharded_checkpoint(dir);
@@ -185,6 +193,11 @@ Result<checkpoint::Checkpoint> read_sharded_checkpoint(const std::string& dir) {
     t.data.resize(bytes);
     t.shape = *whole;
   }
+  // The other files' whole tensors (a pipeline stage's).
+  for (checkpoint::Checkpoint& other : ranks)
+    for (checkpoint::TensorRecord& t : other.tensors)
+      if (cp->metadata.count(kWhole + t.name) == 0 && cp->find(t.name) == nullptr)
+        cp->tensors.push_back(std::move(t));
   drop_shard_metadata(*cp);
   return cp;
 }

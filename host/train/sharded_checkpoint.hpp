@@ -5,13 +5,13 @@
 //   <run-dir>/checkpoints/step-<step, 9 digits>.sharded/rank-<r, 5 digits>.safetensors
 // Rank 0's file's metadata holds the run's position, the number of shards
 // ("tandem.shards") and each sharded tensor's whole shape
-// ("tandem.whole.<name>" = "17,8"). The files go into a ".partial" directory
-// first; once every rank has written its own, rank 0 renames it, so a crash
-// leaves either the whole checkpoint or none. Reading one assembles the
-// whole tensors, so a sharded checkpoint resumes at any number of ranks or
-// stage, and `tandem eval`, `export` and `--init-from` read it as a file.
-// The run directory must be one every rank can write (one machine, or a
-// shared file system).
+// ("tandem.whole.<name>" = "17,8"). A pipeline's checkpoint
+// ([train] pipeline_parallel) has one file per stage instead, each holding
+// the whole tensors of the stage's layers ("tandem.shards_hold_stages").
+// The files go into a ".partial" directory first; once every rank has written its own, rank 0 renames it, so
+// a crash leaves either the whole checkpoint or none. Reading one assembles the whole tensors, so a sharded
+// checkpoint resumes at any number of ranks or stage, and `tandem eval`, `export` and `--init-from` read it
+// as a file. The run directory must be one every rank can write (one machine, or a shared file system).
 #pragma once
 
 #include <map>
@@ -32,6 +32,10 @@ bool is_sharded_checkpoint(const std::string& path);
 Result<void> write_checkpoint_shard(const std::string& run_dir, int64_t step, int rank, int world,
                                     checkpoint::Checkpoint cp,
                                     const std::map<std::string, std::vector<int64_t>>& whole);
+// Stage `stage` of `stages`: writes `cp` (the whole tensors the stage
+// holds) as its file of the checkpoint of `step`, not yet visible.
+Result<void> write_stage_checkpoint_shard(const std::string& run_dir, int64_t step, int stage, int stages,
+                                          checkpoint::Checkpoint cp);
 // Rank 0, after every rank wrote its shard: makes the checkpoint of `step`
 // visible, then deletes the oldest checkpoints beyond `keep`. Its path.
 Result<std::string> publish_checkpoint_shards(const std::string& run_dir, int64_t step, int64_t keep);

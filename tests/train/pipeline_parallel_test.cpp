@@ -6,8 +6,9 @@
 // micro-batch order, so the run equals one process accumulating the same
 // micro-batches: the same loss at every step and the same weights, bit for
 // bit. With data or tensor parallelism on a grid of 4 ranks, the same holds
-// against the run without the pipeline. Checkpoints hold whole tensors, so
-// a run resumes at another number of stages.
+// against the run without the pipeline. Each stage writes its own tensors
+// into a sharded checkpoint, read whole, so a run resumes at another number
+// of stages.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <regex>
 #include <string>
 
+#include "checkpoint/safetensors.hpp"
 #include "parallel_runs.hpp"
 #include "temp_dir.hpp"
 
@@ -212,7 +214,7 @@ TEST_F(PipelineParallel, TensorTimesPipelineOnFourRanksTrainsAsTensorParallelAlo
   expect_grid_trains_as_without_stages("a grid of data 1 x tensor 2 x pipeline 2");
 }
 
-// Checkpoints hold whole tensors: two stages resume in one process and one
+// Checkpoints read whole: two stages resume in one process and one
 // process in two stages, each continuing as the run that never stopped.
 TEST_F(PipelineParallel, ARunResumesAtAnotherNumberOfStages) {
   CliRun straight = shell(tandem("--set train.steps=20 --run-dir " + dir.file("straight")));
@@ -227,6 +229,37 @@ TEST_F(PipelineParallel, ARunResumesAtAnotherNumberOfStages) {
   CliRun split = shell(ranks(2, "--set train.steps=20 --resume " + dir.file("alone")));
   ASSERT_EQ(split.code, 0) << split.output;
   EXPECT_EQ(largest_difference(dir.file("straight"), dir.file("alone")), 0.0);
+}
+
+// By default each stage writes the tensors it holds, and no other, into its
+// own file of a sharded checkpoint; together they are the one file that
+// --checkpoint-format whole writes, and the run resumes from them on as many
+// stages as the run that never stopped.
+TEST_F(PipelineParallel, EachStageWritesItsOwnTensorsAndTheRunResumesFromThem) {
+  CliRun straight = shell(ranks(2, "--set train.steps=20 --run-dir " + dir.file("straight")));
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  CliRun first = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("stages")));
+  ASSERT_EQ(first.code, 0) << first.output;
+  CliRun whole =
+      shell(ranks(2, "--set train.steps=10 --checkpoint-format whole --run-dir " + dir.file("whole")));
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  const std::string sharded = dir.file("stages") + "/checkpoints/step-000000010.sharded";
+  auto one = host::train::read_checkpoint(dir.file("whole") + "/checkpoints/step-000000010.safetensors");
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  size_t held = 0;
+  for (const char* file : {"/rank-00000.safetensors", "/rank-00001.safetensors"}) {
+    auto stage = host::checkpoint::read_safetensors(sharded + file);
+    ASSERT_TRUE(stage.ok()) << file;
+    EXPECT_GT(stage->tensors.size(), 2u) << file;
+    held += stage->tensors.size();
+  }
+  EXPECT_EQ(held, one->tensors.size()) << "each tensor in one stage's file";
+  EXPECT_EQ(largest_difference(dir.file("whole"), dir.file("stages")), 0.0);
+  CliRun resumed = shell(ranks(2, "--set train.steps=20 --resume " + dir.file("stages")));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("step-000000010.sharded at step 10 of 20"), std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(largest_difference(dir.file("straight"), dir.file("stages")), 0.0);
 }
 
 // Mixed precision with dynamic loss scaling (the overflow check agreed by
