@@ -1,6 +1,8 @@
 // `tandem train MODEL.toml`: train a model from its model file.
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -210,6 +212,20 @@ void print_result(const host::train::TrainResult& result) {
             << result.last_checkpoint << std::endl;
 }
 
+// A training run that failed. A rank of several may fail alone (its disk,
+// its --tensorboard directory) while the others wait in a collective, and
+// tearing down the comm plugin (MPI_Finalize) would wait on them in turn:
+// ending the process at once lets the launcher end the job, instead of
+// every rank waiting out --comm-timeout. Checkpoints already written stay.
+int run_failed(const host::Error& error, const host::program::ProcessGroup& group) {
+  print_error(error.message);
+  if (group.world > 1) {
+    std::fflush(nullptr);
+    std::_Exit(exit_code_for(error));
+  }
+  return exit_code_for(error);
+}
+
 int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   po::options_description options = train_options();
   po::positional_options_description positional;
@@ -256,17 +272,11 @@ int run_train(const std::vector<std::string>& args, GlobalOptions globals) {
   const bool leader = group.rank == 0;  // the other ranks of a parallel run stay quiet
   if (leader) print_start(*spec, device->id(), group, *layout, train->run_dir);
   auto trainer = host::train::Trainer::create(*spec, *device, *session->registry, *train);
-  if (!trainer) {
-    print_error(trainer.error().message);
-    return exit_code_for(trainer.error());
-  }
+  if (!trainer) return run_failed(trainer.error(), group);
   arm_signals(&signals);
   auto result = (*trainer)->run();
   arm_signals(nullptr);
-  if (!result) {
-    print_error(result.error().message);
-    return exit_code_for(result.error());
-  }
+  if (!result) return run_failed(result.error(), group);
   if (leader) print_result(*result);
   // The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
   return result->interrupted ? 128 + signals.stop_signal.load() : kExitOk;

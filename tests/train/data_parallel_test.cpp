@@ -277,5 +277,24 @@ TEST_F(DataParallel, ADeadRankStopsTheOthersWithAClearErrorAndIntactCheckpoints)
   }
 }
 
+// A rank that fails alone (rank 0 cannot create its --tensorboard
+// directory; the other rank goes on into its first collective) ends the
+// job at once with its error, not after --comm-timeout (300 s here: the
+// `timeout 100` would end the hang with status 124).
+TEST_F(DataParallel, ARankThatFailsAloneEndsTheJobAtOnce) {
+  TempDir dir;
+  std::ofstream(dir.file("dp.toml")) << kModel;
+  CliRun run =
+      shell("env -u TANDEM_PLUGIN_PATH timeout 100 '" TANDEM_MPIEXEC
+            "' -np 2 --oversubscribe --allow-run-as-root '" +
+            std::string(TANDEM_EXE) + "' --allow-insecure-plugins train " + dir.file("dp.toml") +
+            " --device reference --tensorboard /proc/no-such-directory --run-dir " + dir.file("run"));
+  EXPECT_NE(run.code, 0) << run.output;
+  EXPECT_NE(run.code, 124) << "the job waited for the failed rank:\n" << run.output;
+  EXPECT_NE(run.output.find("tandem[rank 0 of 2]: error: --tensorboard /proc/no-such-directory"),
+            std::string::npos)
+      << run.output;
+}
+
 }  // namespace
 }  // namespace tandem::test
