@@ -198,6 +198,8 @@ void Program::write_ranks(std::ostream& out) const {
                                : ")\n");
     else
       out << ", each with the whole model and a batch of its own (data parallelism)\n";
+  }
+  if (ranks.world > 1) {
     if (model_.zero.active())
       out << "ZeRO stage " << model_.zero.stage << ": each rank updates and keeps the optimizer state of 1/"
           << model_.zero.world << " of every parameter"

@@ -28,11 +28,12 @@ Result<void> Program::check_stages_compose() const {
                           " runs each stage on one device per rank: devices beside it (--device with "
                           "several, [train] optimizer_device) are not supported with it yet",
                       TDM_UNSUPPORTED);
-  if (model_.zero.active())
-    return make_error(key +
-                          " with [train] zero is not supported yet: train with zero = 0 (each stage "
-                          "already holds only its layers' state)",
-                      TDM_UNSUPPORTED);
+  if (model_.zero.active() && model_.zero.stage > 1)
+    return make_error(
+        key + " with [train] zero = " + std::to_string(model_.zero.stage) +
+            " is not supported: train with zero = 1 (as DeepSpeed, whose pipelines take stage 1 "
+            "only: each stage already holds only its layers' state)",
+        TDM_UNSUPPORTED);
   if (!streamed_.empty())
     return make_error(key +
                           " with streamed layers is not supported yet: train with --no-stream, or "
@@ -140,7 +141,8 @@ Result<std::unique_ptr<exec::Executor>> Program::make_stage_executor(
       *std::find_if(stages_->split.devices.begin(), stages_->split.devices.end(),
                     [&](const place::DeviceGraph& d) { return d.device == stages_->devices[stage]; });
   exec::ExecutorOptions sub = place::part_options(mine, options);
-  sub.collectives = options.collectives;  // tensor parallelism within the stage
+  sub.collectives = options.collectives;            // tensor parallelism within the stage
+  sub.data_collectives = options.data_collectives;  // ZeRO over the stage's data-parallel peers
   const auto budget = options_.memory_budgets.find(device_.id());
   if (budget != options_.memory_budgets.end()) sub.memory_budget = budget->second;
   auto first = exec::DeviceExecutor::create(device_, mine.graph, sub);

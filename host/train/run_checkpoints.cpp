@@ -110,7 +110,8 @@ Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64
 }
 
 // Pipeline parallelism: one rank of each stage writes the tensors its stage
-// holds (tensor-parallel slices gathered first); no stage reads another's.
+// holds (ZeRO's shards and tensor-parallel slices gathered first); no stage
+// reads another's.
 Result<std::string> RunCheckpoints::save_stages(std::map<std::string, std::string> meta, int64_t step) {
   exec::RankPipelineExecutor& pipeline = *program_->rank_pipeline();
   const TensorReader read = [&pipeline](ValueId value, void* host, size_t bytes) -> Result<bool> {
@@ -120,8 +121,8 @@ Result<std::string> RunCheckpoints::save_stages(std::map<std::string, std::strin
   };
   auto cp = collect_tensors(program_->model().graph, read, std::move(meta));
   if (!cp) return cp.error();
-  if (!slices_.empty())
-    if (auto r = gather_slices(*cp); !r) return r.error();
+  if (auto r = gather_shards(*cp); !r) return r.error();
+  if (auto r = gather_slices(*cp); !r) return r.error();
   if (program_->data_rank() != 0 || program_->model().tensor_parallel.rank != 0)
     return publish_shards({}, step);  // the stage's first rank writes it
   return publish_shards(write_stage_checkpoint_shard(run_dir_, step, pipeline.stage(),

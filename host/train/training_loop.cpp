@@ -291,7 +291,7 @@ Result<void> Trainer::explain_resume(Loop& loop) {
                      std::to_string(loop.total));
   // The schedule follows the run's length: another length changes the rate
   // from this step on (cosine decays to its end; warm-up is unchanged).
-  if (resumed_total_ > 0 && resumed_total_ != loop.total) {
+  if (resumed_total_ > 0 && resumed_total_ != loop.total && program_->group().rank == 0) {  // said once
     const double before = learning_rate(spec_.train, loop.step, resumed_total_);
     const double now = learning_rate(spec_.train, loop.step, loop.total);
     std::ostringstream text;

@@ -214,6 +214,46 @@ TEST_F(PipelineParallel, TensorTimesPipelineOnFourRanksTrainsAsTensorParallelAlo
   expect_grid_trains_as_without_stages("a grid of data 1 x tensor 2 x pipeline 2");
 }
 
+// ZeRO stage 1 over each stage's data-parallel peers, as DeepSpeed's
+// pipelines take it: a 2 x 2 grid trains bit for bit as without it, and
+// the stages' files hold the optimizer state whole (gathered from the
+// shards). Stages 2 and 3, whose exchanges run with every micro-batch, are
+// refused.
+TEST_F(PipelineParallel, ZeroStageOneShardsEachStagesOptimizerStateOverItsPeers) {
+  CliRun plain = shell(ranks(4, "--memory-report --run-dir " + dir.file("plain")));
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  CliRun zero = shell(ranks(4, "--memory-report --zero 1 --run-dir " + dir.file("zero")));
+  ASSERT_EQ(zero.code, 0) << zero.output;
+  // Rank 0 (stage 0) holds half its stage's optimizer state.
+  const std::regex state(R"(\n  optimizer state +([0-9.]+) KiB)");
+  std::smatch p, z;
+  ASSERT_TRUE(std::regex_search(plain.output, p, state)) << plain.output;
+  ASSERT_TRUE(std::regex_search(zero.output, z, state)) << zero.output;
+  EXPECT_NEAR(std::stod(z[1]), std::stod(p[1]) / 2, 1.0) << zero.output;
+  EXPECT_EQ(step_losses(dir.file("plain")), step_losses(dir.file("zero")));
+  EXPECT_EQ(largest_difference(dir.file("plain"), dir.file("zero")), 0.0);
+  auto a = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("plain")));
+  auto b = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("zero")));
+  ASSERT_TRUE(a.ok() && b.ok());
+  size_t states = 0;
+  for (const auto& t : a->tensors) {
+    if (t.name.rfind("optim.", 0) != 0 || t.shape.empty()) continue;
+    const auto* u = b->find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(u->shape, t.shape) << t.name;
+    EXPECT_TRUE(u->data == t.data) << t.name;
+    ++states;
+  }
+  EXPECT_GT(states, 10u);
+  CliRun two = shell(ranks(4, "--zero 2 --set train.steps=1 --run-dir " + dir.file("two")));
+  EXPECT_NE(two.code, 0) << two.output;
+  EXPECT_NE(
+      two.output.find("[train] pipeline_parallel = 2 with [train] zero = 2 is not supported: train with "
+                      "zero = 1"),
+      std::string::npos)
+      << two.output;
+}
+
 // Checkpoints read whole: two stages resume in one process and one
 // process in two stages, each continuing as the run that never stopped.
 TEST_F(PipelineParallel, ARunResumesAtAnotherNumberOfStages) {
