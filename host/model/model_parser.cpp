@@ -37,7 +37,7 @@ std::string model_hash(const toml::table& doc) {
   if (toml::table* train = copy["train"].as_table())
     for (const char* key :
          {"epochs", "steps", "log_every", "keep_checkpoints", "checkpoint_every", "placement",
-          "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline", "pipeline_parallel"})
+          "tensor_parallel", "zero", "zero_overlap", "comm", "pipeline", "pipeline_parallel", "pipeline_cut"})
       train->erase(key);
   if (toml::array* layers = copy["layers"].as_array())
     for (toml::node& layer : *layers)
@@ -155,7 +155,8 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
                 "comm",
                 "pipeline",
                 "pipeline_microbatches",
-                "pipeline_parallel"});
+                "pipeline_parallel",
+                "pipeline_cut"});
   r.get_choice(t, "optimizer", s.optimizer, {"sgd", "adamw"});
   r.get(t, "lr", s.lr);
   r.get(t, "momentum", s.momentum);
@@ -181,6 +182,7 @@ void read_train(Reader& r, const toml::table& t, TrainSpec& s) {
   r.get(t, "pipeline", s.pipeline);
   r.get(t, "pipeline_microbatches", s.pipeline_microbatches);
   r.get(t, "pipeline_parallel", s.pipeline_parallel);
+  r.get(t, "pipeline_cut", s.pipeline_cut);
   int64_t seed = static_cast<int64_t>(s.seed);
   r.get(t, "seed", seed);
   s.seed = static_cast<uint64_t>(seed);
@@ -219,6 +221,9 @@ void check_train(Reader& r, const toml::table& t, const TrainSpec& s) {
   at_least("weight_decay", s.weight_decay, 0, "must not be negative");
   at_least("clip_grad_norm", s.clip_grad_norm, 0, "must not be negative (0: no clipping)");
   at_least("pipeline_parallel", double(s.pipeline_parallel), 0, "must not be negative (0 or 1: no pipeline)");
+  r.check(t, "pipeline_cut", s.pipeline_cut.empty() || s.pipeline_parallel > 1,
+          "[train] pipeline_cut says where pipeline stages begin, but the run has none: set "
+          "pipeline_parallel = 2 or more, or remove pipeline_cut");
   at_least("tensor_parallel", double(s.tensor_parallel), 0,
            "must not be negative (0: every rank of the run)");
   r.check(t, "zero", s.zero >= 0 && s.zero <= 3,

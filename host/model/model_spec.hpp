@@ -113,6 +113,10 @@ struct TrainSpec {
   // over them one forward, one backward. With data and tensor parallelism,
   // the run's ranks form a grid of data x tensor x pipeline.
   int64_t pipeline_parallel = 0;
+  // Where the stages begin, when the user decides instead of the measured
+  // costs: the first layer of each stage after the first, in order (a
+  // repeat's copy by its name, "h.6": its first layer).
+  std::vector<std::string> pipeline_cut;
   // "auto": unpinned layers go where the budgets and the measured costs say;
   // "pinned": layers run where their `device` says, else on the run's
   // device; "strict": pinned, and any copy between devices that is not

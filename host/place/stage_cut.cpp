@@ -50,6 +50,35 @@ Result<std::vector<size_t>> cut_into_stages(const model::ModelSpec& spec,
   return stage_of;
 }
 
+Result<std::vector<size_t>> cut_at(const model::ModelSpec& spec, const std::vector<std::string>& firsts,
+                                   size_t stages) {
+  const std::string key = spec.path + ": [train] pipeline_cut";
+  if (firsts.size() + 1 != stages)
+    return make_error(key + " names " + std::to_string(firsts.size()) +
+                          " layer(s) but pipeline_parallel = " + std::to_string(stages) + " needs " +
+                          std::to_string(stages - 1) + ": the first layer of each stage after the first",
+                      TDM_INVALID_ARGUMENT);
+  const size_t n = spec.layers.size();
+  std::vector<size_t> stage_of(n, 0);
+  size_t begin = 0;  // where the stage before the next cut begins
+  for (size_t k = 0; k < firsts.size(); ++k) {
+    const std::string& name = firsts[k];
+    size_t at = 0;
+    while (at < n && spec.layers[at].name != name && spec.layers[at].name.rfind(name + ".", 0) != 0) ++at;
+    if (at == n)
+      return make_error(key + ": '" + name + "' names no layer of the model (`tandem plan` lists them)",
+                        TDM_INVALID_ARGUMENT);
+    if (at <= begin)
+      return make_error(key + ": '" + name + "' begins stage " + std::to_string(k + 1) +
+                            (at == 0 ? " at the model's first layer" : " where an earlier stage begins") +
+                            ": name the stages' first layers in the model's order, each after the last",
+                        TDM_INVALID_ARGUMENT);
+    for (size_t l = at; l < n; ++l) stage_of[l] = k + 1;
+    begin = at;
+  }
+  return stage_of;
+}
+
 namespace {
 
 Error cannot(const std::string& why) {

@@ -31,6 +31,12 @@ std::string stage_device(const std::string& device, size_t stage);
 Result<std::vector<size_t>> cut_into_stages(const model::ModelSpec& spec,
                                             const std::map<std::string, double>& costs, size_t stages);
 
+// The stages [train] pipeline_cut asks for: stage k+1 begins at the layer
+// `firsts[k]` names (or the first layer of the repeat copy it names).
+// Errors name the key and what to change.
+Result<std::vector<size_t>> cut_at(const model::ModelSpec& spec, const std::vector<std::string>& firsts,
+                                   size_t stages);
+
 struct StagePipelineRequest {
   size_t micro_batches = 1;
   bool pipelined = true;                     // one forward, one backward; else each micro-batch in turn

@@ -244,6 +244,7 @@ class Program {
   };
   Result<void> check_stages_compose() const;
   Result<std::map<std::string, double>> layer_costs() const;
+  Result<std::vector<size_t>> cut_layers(size_t stages) const;
   Result<void> place_stages();
   std::string describe_stages() const;
   Result<std::unique_ptr<exec::Executor>> make_stage_executor(const exec::ExecutorOptions& options) const;

@@ -60,6 +60,18 @@ Result<std::map<std::string, double>> Program::layer_costs() const {
   return out;
 }
 
+// Each layer's stage: where [train] pipeline_cut says, else balanced on
+// the measured costs.
+Result<std::vector<size_t>> Program::cut_layers(size_t stages) const {
+  if (!spec_.train.pipeline_cut.empty()) return place::cut_at(spec_, spec_.train.pipeline_cut, stages);
+  // Only the first rank's timings decide (agree): the others need not measure.
+  const bool measure = !options_.agree || options_.group.rank == 0;
+  auto costs =
+      measure ? layer_costs() : Result<std::map<std::string, double>>(std::map<std::string, double>{});
+  if (!costs) return costs.error();
+  return place::cut_into_stages(spec_, *costs, stages);
+}
+
 Result<void> Program::place_stages() {
   if (auto r = check_stages_compose(); !r) return r;
   const size_t count = size_t(layout_.pipeline);
@@ -69,12 +81,7 @@ Result<void> Program::place_stages() {
   if (options_.placement) {  // an evaluation: the stages of its training run
     o = *options_.placement;
   } else {
-    // Only the first rank's timings decide (agree): the others need not measure.
-    const bool measure = !options_.agree || options_.group.rank == 0;
-    auto costs =
-        measure ? layer_costs() : Result<std::map<std::string, double>>(std::map<std::string, double>{});
-    if (!costs) return costs.error();
-    auto cut = place::cut_into_stages(spec_, *costs, count);
+    auto cut = cut_layers(count);
     if (!cut) return cut.error();
     // Timings differ from rank to rank: every rank takes the first's cut.
     if (options_.agree)

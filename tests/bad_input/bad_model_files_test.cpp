@@ -181,6 +181,8 @@ INSTANTIATE_TEST_SUITE_P(
         edit("weight_decay_negative", "epochs = 1", "epochs = 1\nweight_decay = -0.1",
              {"model.toml:33:", "weight_decay"}),
         edit("optimizer_device_unknown", "epochs = 1", "epochs = 1\noptimizer_device = \"tpu\"", {"tpu"}),
+        edit("pipeline_cut_without_stages", "epochs = 1", "epochs = 1\npipeline_cut = [\"fc2\"]",
+             {"model.toml:33:", "pipeline_cut", "pipeline_parallel = 2 or more"}),
         edit("loss_op_unknown", "[train]", "[loss]\nop = \"mse\"\n\n[train]", {"model.toml:29:", "mse"}),
         edit("label_smoothing_one", "[train]", "[loss]\nlabel_smoothing = 1.5\n\n[train]",
              {"model.toml:29:", "label_smoothing"}),

@@ -193,6 +193,31 @@ TEST_F(PipelineParallel, TwoStagesTrainCloseToOneProcessOnTheWholeBatch) {
   EXPECT_LE(whole_batch, 1e-5);
 }
 
+// [train] pipeline_cut puts the stages' boundaries where it says, instead
+// of where the measured costs balance them; the run is still one process's.
+TEST_F(PipelineParallel, AGivenCutBeginsTheSecondStageWhereItSays) {
+  CliRun one = shell(tandem("--set train.steps=10 --run-dir " + dir.file("one")));
+  ASSERT_EQ(one.code, 0) << one.output;
+  CliRun cut = shell(
+      ranks(2, "--set train.steps=10 --set 'train.pipeline_cut=[\"fc\"]' --run-dir " + dir.file("cut")));
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  CliRun plan =
+      shell("env -u TANDEM_PLUGIN_PATH TANDEM_CACHE_DIR='" + dir.file("costs") + "' '" TANDEM_EXE "' plan " +
+            dir.file("gpt.toml") + " --device onednn --ranks 2 --set 'train.pipeline_cut=[\"fc\"]'");
+  ASSERT_EQ(plan.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("stage 0 onednn:0/stage0: layers tokens .. ln2,"), std::string::npos)
+      << plan.output;
+  EXPECT_NE(plan.output.find("stage 1 onednn:0/stage1: layers fc .. head,"), std::string::npos)
+      << plan.output;
+  EXPECT_EQ(step_losses(dir.file("one")), step_losses(dir.file("cut")));
+  EXPECT_EQ(largest_difference(dir.file("one"), dir.file("cut")), 0.0);
+  CliRun wrong = shell(
+      ranks(2, "--set train.steps=1 --set 'train.pipeline_cut=[\"tail\"]' --run-dir " + dir.file("wrong")));
+  EXPECT_NE(wrong.code, 0) << wrong.output;
+  EXPECT_NE(wrong.output.find("[train] pipeline_cut: 'tail' names no layer of the model"), std::string::npos)
+      << wrong.output;
+}
+
 // [train] pipeline = false: the stages take the micro-batches one after
 // another (no overlap), with the same result.
 TEST_F(PipelineParallel, StagesThatDoNotOverlapTrainAlike) {
