@@ -37,6 +37,12 @@ const std::map<std::string, std::string>& other_names() {
 
 }  // namespace
 
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;

@@ -21,6 +21,9 @@ namespace tandem::host::model {
 // an error about such a value names the override, not a line of the file.
 using OverrideOrigins = std::map<const toml::node*, std::string>;
 
+// A number as a user wrote it: 0.001, -5, 1e-08.
+std::string number_text(double v);
+
 // "a, b, c": the names an error lists as the ones expected.
 std::string join(const std::vector<std::string>& items);
 
