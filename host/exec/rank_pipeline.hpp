@@ -120,8 +120,8 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   Result<void> read_held(ValueId value, void* host, size_t bytes);
   // A step failed here while other stages still exchange with this one:
   // threads of it wait on peers that now wait on this stage. The process
-  // should end (the trainer stops the rank), so that the launcher ends the
-  // job instead of every rank waiting out its timeout.
+  // should end (tandem train ends a rank whose run failed), so that the
+  // launcher ends the job instead of every rank waiting out its timeout.
   bool stranded() const noexcept { return stranded_; }
 
   Result<void> write(ValueId value, const void* host, size_t bytes) override;

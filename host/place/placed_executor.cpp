@@ -28,13 +28,16 @@ bool has_collectives(const Graph& graph) {
   return false;
 }
 
-// The exchanges with the other ranks run in the schedule's order, the same
-// on every rank, only when one device's executor issues them all.
-Result<void> check_collectives_on_one_device(const SplitGraph& split) {
-  std::string devices;
+// The device whose executor issues the exchanges with the other ranks (""
+// when none does). They run in the schedule's order, the same on every
+// rank, only when one executor issues them all.
+Result<std::string> device_with_collectives(const SplitGraph& split) {
+  std::vector<std::string> holders;
   for (const DeviceGraph& d : split.devices)
-    if (has_collectives(d.graph)) devices += (devices.empty() ? "" : " and ") + d.device;
-  if (devices.find(" and ") == std::string::npos) return {};
+    if (has_collectives(d.graph)) holders.push_back(d.device);
+  if (holders.size() <= 1) return holders.empty() ? std::string() : holders.front();
+  std::string devices;
+  for (const std::string& d : holders) devices += (devices.empty() ? "" : " and ") + d;
   return make_error("the exchanges with the other ranks (tensor parallelism, [train] zero) would run on " +
                         devices +
                         ": across several devices of one process they are not supported yet; keep the "
@@ -52,12 +55,13 @@ Result<Composition> compose(const std::map<std::string, const DeviceHandle*>& de
                             const std::map<std::string, uint64_t>& budgets) {
   auto split = split_by_device(placed, placement);
   if (!split) return split.error();
-  if (auto r = check_collectives_on_one_device(*split); !r) return r.error();
+  auto exchanging = device_with_collectives(*split);
+  if (!exchanging) return exchanging.error();
   std::vector<exec::ExecutorPart> parts;
   std::map<std::string, size_t> index;
   for (DeviceGraph& d : split->devices) {
     exec::ExecutorOptions sub = part_options(d, options);
-    if (has_collectives(d.graph)) {
+    if (d.device == *exchanging) {
       sub.collectives = options.collectives;
       sub.data_collectives = options.data_collectives;
     }

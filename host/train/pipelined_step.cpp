@@ -3,8 +3,6 @@
 // on every device, or every stage's rank, at the same time; then what
 // micro_step does after each.
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "train/evaluator.hpp"
 #include "train/lr_schedule.hpp"
@@ -58,8 +56,14 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     return make_error("a pipelined run with data-parallel ranks (internal: ranks place on one device each)",
                       TDM_INTERNAL);
   if (auto r = pipeline.run_micro_batches(inputs, outputs, results); !r) {
+    // The other stages wait on this one: the rank's failure ends its process
+    // (tandem train), and the launcher then ends the job.
     if (const exec::RankPipelineExecutor* stages = program_->rank_pipeline(); stages && stages->stranded())
-      stop_stranded_rank(r.error());
+      return make_error(r.error().message + " (pipeline stage " +
+                            std::to_string(program_->layout().pipeline_rank) +
+                            "; the other stages wait on it: this rank stops now so that the launcher ends "
+                            "the job)",
+                        r.error().status);
     return r.error();
   }
   if (allreduce_) {
@@ -78,17 +82,6 @@ Result<double> Trainer::pipelined_step(data::DataLoader& loader, int64_t step, i
     if (!on_device) totals.correct += count_correct(logits[i], b.labels, int64_t(b.labels.size()), classes);
   }
   return read_loss ? step_loss : std::nan("");
-}
-
-// A pipeline stage that failed while the other stages wait on it: ending
-// the process lets the launcher end the job at once (as it does for any
-// rank that exits non-zero), instead of every rank waiting out its timeout
-// for messages that will not come. Checkpoints already written stay.
-void Trainer::stop_stranded_rank(const Error& error) const {
-  log_error(error.message + " (pipeline stage " + std::to_string(program_->layout().pipeline_rank) +
-            "; the other stages wait on it: this rank stops now so that the launcher ends the job)");
-  std::fflush(nullptr);
-  std::_Exit(1);  // tandem's exit code for a runtime failure
 }
 
 }  // namespace tandem::host::train

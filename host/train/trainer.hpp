@@ -189,7 +189,6 @@ class Trainer {
   // at once (Program::micro_batch_pipeline()).
   Result<double> pipelined_step(data::DataLoader& loader, int64_t step, int64_t total, int64_t& index,
                                 EpochTotals& totals, bool read_loss);
-  [[noreturn]] void stop_stranded_rank(const Error& error) const;
   // Nodes [0, optimizer_begin): forward and backward, with each gradient
   // bucket's all-reduce started once backward has finished it. With
   // streamed_ nothing is waited for on the host: the compute stream waits on
