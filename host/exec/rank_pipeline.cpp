@@ -24,139 +24,22 @@ double micros(Clock::duration d) {
 // Spans kept for the trace: a long run's first ones (about 40 MB).
 constexpr size_t kMostSpans = size_t(1) << 20;
 
+// The micro-batch of a message received outside run_micro_batches.
+constexpr size_t kOutsideSteps = ~size_t(0);
+
+// Between two questions to the link while a stage waits for a message: the
+// thread has nothing else to do, so at first it only lets other threads of
+// the process run; after a while it sleeps, as a stage waiting out a long
+// bubble should not hold its core.
+void pause_while_waiting(Clock::duration waited) {
+  using namespace std::chrono_literals;
+  if (waited < 2ms)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(20us);
+}
+
 }  // namespace
-
-// Sends the messages for one peer stage in the order they were queued, on
-// a thread of its own: a stage never waits for the receiver to be ready.
-class RankPipelineExecutor::Sender {
- public:
-  Sender(StageLink& link, int peer) : link_(link), peer_(peer), thread_([this] { loop(); }) {}
-  ~Sender() {
-    {
-      std::lock_guard lock(mutex_);
-      closing_ = true;
-    }
-    changed_.notify_all();
-    thread_.join();
-  }
-  void post(std::vector<char> bytes) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(bytes));
-    }
-    changed_.notify_all();
-  }
-  // Leaves the thread to itself (it may be blocked on a peer that will
-  // never receive): the object must then never be destroyed.
-  void abandon() { thread_.detach(); }
-  // Waits until everything queued was sent; the first failure since the last drain.
-  Result<void> drain() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return queue_.empty() && !sending_; });
-    if (!failure_) return {};
-    Error e = std::move(*failure_);
-    failure_.reset();
-    return e;
-  }
-
- private:
-  void loop() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      changed_.wait(lock, [&] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      std::vector<char> bytes = std::move(queue_.front());
-      queue_.pop_front();
-      sending_ = true;
-      lock.unlock();
-      // After a failure nothing more is sent: the receiver would take it for the lost message.
-      Result<void> sent = failed_ ? Result<void>{} : link_.send(bytes.data(), bytes.size(), peer_);
-      lock.lock();
-      sending_ = false;
-      if (!sent && !failed_) {
-        failed_ = true;
-        failure_ = sent.error();
-      }
-      changed_.notify_all();
-    }
-  }
-
-  StageLink& link_;
-  int peer_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::vector<char>> queue_;
-  bool sending_ = false, closing_ = false, failed_ = false;
-  std::optional<Error> failure_;
-  std::thread thread_;  // last: starts once the rest is built
-};
-
-// Within run_micro_batches: the messages one peer stage sends this one in a
-// step, received on a thread of their own in the order the peer sends them
-// (which may differ from the order they are read here: a tied weight's
-// gradient is made first and read last), each kept until it is taken.
-class RankPipelineExecutor::Receiver {
- public:
-  // `expected`: (micro-batch, message index) in the peer's sending order.
-  Receiver(StageLink& link, const RankPipelineLayout& layout, int peer,
-           std::vector<std::pair<size_t, size_t>> expected)
-      : link_(link), layout_(layout), peer_(peer), expected_(std::move(expected)), thread_([this] {
-          loop();
-        }) {}
-  ~Receiver() { thread_.join(); }
-  // Whether every expected message came (or receiving failed): the thread is done.
-  bool settled() {
-    std::lock_guard lock(mutex_);
-    return done_;
-  }
-  // As Sender::abandon.
-  void abandon() { thread_.detach(); }
-  // Message `index` of micro-batch `micro` (0 for those once a step), once it is here.
-  Result<std::vector<char>> take(size_t micro, size_t index) {
-    std::unique_lock lock(mutex_);
-    const auto key = std::make_pair(micro, index);
-    changed_.wait(lock, [&] { return failure_.has_value() || arrived_.count(key) > 0; });
-    if (auto it = arrived_.find(key); it != arrived_.end()) {
-      std::vector<char> bytes = std::move(it->second);
-      arrived_.erase(it);
-      return bytes;
-    }
-    return *failure_;
-  }
-
- private:
-  void loop() {
-    for (const auto& [micro, index] : expected_) {
-      const StageMessage& m = layout_.messages[index];
-      std::vector<char> bytes(m.bytes);
-      Result<void> r = link_.receive(bytes.data(), bytes.size(), peer_);
-      std::lock_guard lock(mutex_);
-      if (!r) {
-        failure_ = make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer_) +
-                                  ": " + r.error().message,
-                              r.error().status);
-        done_ = true;
-        changed_.notify_all();
-        return;
-      }
-      arrived_[{micro, index}] = std::move(bytes);
-      changed_.notify_all();
-    }
-    std::lock_guard lock(mutex_);
-    done_ = true;
-  }
-
-  StageLink& link_;
-  const RankPipelineLayout& layout_;
-  int peer_;
-  std::vector<std::pair<size_t, size_t>> expected_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::pair<size_t, size_t>, std::vector<char>> arrived_;
-  std::optional<Error> failure_;
-  bool done_ = false;
-  std::thread thread_;  // last: starts once the rest is built
-};
 
 // What stage `from` sends stage `to` in one step, in its order: the
 // messages once a step first, then each micro-batch's as its segments run,
@@ -191,18 +74,20 @@ RankPipelineExecutor::RankPipelineExecutor(std::unique_ptr<DeviceExecutor> first
       stage_(link.stage()),
       global_nodes_(global_nodes) {
   profile_.time_us.assign(global_nodes_, 0.0);
-  senders_.resize(layout_.stages());
-  for (const StageMessage& m : layout_.messages)
-    if (m.from == stage_ && !senders_[size_t(m.to)])
-      senders_[size_t(m.to)] = std::make_unique<Sender>(link_, m.to);
 }
 
 RankPipelineExecutor::~RankPipelineExecutor() {
-  if (!stranded_) return;
-  for (auto& r : receivers_)
-    if (r) r.release()->abandon();
-  for (auto& s : senders_)
-    if (s) s.release()->abandon();
+  abandon_messages();
+}
+
+void RankPipelineExecutor::abandon_messages() {
+  bool on_the_way = false;
+  for (const InFlight& m : messages_->sent) on_the_way |= m.transfer != nullptr;
+  for (const auto& [key, m] : messages_->receiving) on_the_way |= m.transfer != nullptr;
+  if (!on_the_way) return;
+  stranded_ = true;
+  (void)messages_.release();
+  messages_ = std::make_unique<Messages>();
 }
 
 DeviceExecutor& RankPipelineExecutor::instance(size_t micro) const {
@@ -224,36 +109,109 @@ Result<void> RankPipelineExecutor::read_held(ValueId value, void* host, size_t b
 }
 
 Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& executor) {
-  std::vector<char> bytes(m.bytes);
-  if (auto r = executor.read(m.source, bytes.data(), bytes.size()); !r) return r;
+  InFlight out{std::vector<char>(m.bytes), nullptr};
+  if (auto r = executor.read(m.source, out.bytes.data(), out.bytes.size()); !r) return r;
+  auto started = link_.start_send(out.bytes.data(), out.bytes.size(), m.to);
+  if (!started)
+    return make_error(
+        "sending '" + m.name + "' to pipeline stage " + std::to_string(m.to) + ": " + started.error().message,
+        started.error().status);
+  out.transfer = std::move(*started);
   ++messages_run_;
   message_bytes_ += m.bytes;
-  senders_[size_t(m.to)]->post(std::move(bytes));
+  messages_->sent.push_back(std::move(out));
   return {};
 }
 
 Result<void> RankPipelineExecutor::receive(const StageMessage& m, DeviceExecutor& executor) {
-  std::vector<char> bytes(m.bytes);
-  if (auto r = link_.receive(bytes.data(), bytes.size(), m.from); !r)
-    return make_error(
-        "receiving '" + m.name + "' from pipeline stage " + std::to_string(m.from) + ": " + r.error().message,
-        r.error().status);
-  return executor.write(m.destination, bytes.data(), bytes.size());
+  // Kept with the step's receives, so that a failed wait leaves it to abandon_messages().
+  const std::pair<size_t, size_t> key{kOutsideSteps, size_t(&m - layout_.messages.data())};
+  InFlight& in = messages_->receiving[key];
+  in.bytes.resize(m.bytes);
+  auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), m.from);
+  if (!started) {
+    messages_->receiving.erase(key);
+    return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(m.from) + ": " +
+                          started.error().message,
+                      started.error().status);
+  }
+  in.transfer = std::move(*started);
+  return take(key.first, key.second, executor);
+}
+
+Result<void> RankPipelineExecutor::post_receives() {
+  for (int peer = 0; peer < int(layout_.stages()); ++peer)
+    for (const auto& [micro, index] : step_messages(layout_, peer, stage_)) {
+      const StageMessage& m = layout_.messages[index];
+      InFlight& in = messages_->receiving[{micro, index}];
+      in.bytes.resize(m.bytes);
+      auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), peer);
+      if (!started)
+        return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer) + ": " +
+                              started.error().message,
+                          started.error().status);
+      in.transfer = std::move(*started);
+    }
+  return {};
 }
 
 Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecutor& executor) {
   const StageMessage& m = layout_.messages[index];
-  auto bytes = receivers_[size_t(m.from)]->take(micro, index);
-  if (!bytes) return bytes.error();
-  return executor.write(m.destination, bytes->data(), bytes->size());
+  auto it = messages_->receiving.find({micro, index});
+  if (it == messages_->receiving.end())
+    return make_error("pipeline stage " + std::to_string(stage_) + " takes '" + m.name + "' of micro-batch " +
+                          std::to_string(micro) + " twice, or one it never expected (internal)",
+                      TDM_INTERNAL);
+  if (auto r = wait(it->second, "'" + m.name + "' from pipeline stage " + std::to_string(m.from)); !r)
+    return r;
+  auto written = executor.write(m.destination, it->second.bytes.data(), it->second.bytes.size());
+  messages_->receiving.erase(it);
+  return written;
 }
 
-Result<void> RankPipelineExecutor::drain_senders() {
-  Result<void> first_failure;
-  for (auto& s : senders_)
-    if (s)
-      if (auto r = s->drain(); !r && first_failure) first_failure = r.error();
-  return first_failure;
+Result<bool> RankPipelineExecutor::InFlight::ask() {
+  if (!transfer) return true;
+  auto done = transfer->finished();
+  if (!done) return done.error();
+  if (*done) transfer.reset();
+  return *done;
+}
+
+Result<void> RankPipelineExecutor::progress() {
+  auto& sent = messages_->sent;
+  for (InFlight& m : sent)
+    if (auto r = m.ask(); !r) return r.error();
+  std::erase_if(sent, [](const InFlight& m) { return m.transfer == nullptr; });
+  for (auto& [key, m] : messages_->receiving)
+    if (auto r = m.ask(); !r) return r.error();
+  return {};
+}
+
+Result<void> RankPipelineExecutor::wait(InFlight& message, const std::string& what) {
+  const auto started = Clock::now();
+  const double timeout = link_.timeout_seconds();
+  for (uint64_t asked = 0;; ++asked) {
+    auto done = message.ask();
+    if (!done)
+      return make_error(
+          "pipeline stage " + std::to_string(stage_) + ": " + what + ": " + done.error().message,
+          done.error().status);
+    if (*done) return {};
+    const auto waited = Clock::now() - started;
+    if (timeout > 0 && (asked & 255) == 0 && std::chrono::duration<double>(waited).count() > timeout)
+      return make_error("pipeline stage " + std::to_string(stage_) + " waited " +
+                            std::to_string(int(timeout)) + " s for " + what +
+                            " (the timeout, --comm-timeout): that stage is stuck, dead, or computing",
+                        TDM_TIMEOUT);
+    pause_while_waiting(waited);
+  }
+}
+
+Result<void> RankPipelineExecutor::finish_sends() {
+  for (InFlight& m : messages_->sent)
+    if (auto r = wait(m, "a message it sent to reach its stage"); !r) return r;
+  messages_->sent.clear();
+  return {};
 }
 
 Result<void> RankPipelineExecutor::exchange_once(StageMessage::When when) {
@@ -280,6 +238,7 @@ Result<void> RankPipelineExecutor::run_segment(size_t micro, size_t segment,
     if (m.when == StageMessage::When::MicroBatch && m.to == stage_ && m.read == segment)
       if (auto r = take(micro, i, e); !r) return r;
   }
+  if (auto r = progress(); !r) return r;
   const auto started = Clock::now();
   if (auto r = e.run(layout_.bounds[s][segment], layout_.bounds[s][segment + 1]); !r) return r;
   const double took = micros(Clock::now() - started);
@@ -301,24 +260,13 @@ Result<void> RankPipelineExecutor::run_micro_batches(const std::vector<std::vect
                           " micro-batches a step, not " + std::to_string(inputs.size()) + " (internal)",
                       TDM_INTERNAL);
   const auto started = Clock::now();
-  // The step's receivers finish (all their messages in, or failed) before this returns.
-  receivers_.clear();
-  receivers_.resize(layout_.stages());
-  for (int peer = 0; peer < int(layout_.stages()); ++peer)
-    if (auto expected = step_messages(layout_, peer, stage_); !expected.empty())
-      receivers_[size_t(peer)] = std::make_unique<Receiver>(link_, layout_, peer, std::move(expected));
-  Result<void> ran = run_units(inputs, outputs, results);
+  Result<void> ran = post_receives();
+  if (ran) ran = run_units(inputs, outputs, results);
+  if (ran) ran = finish_sends();
   if (!ran) {
-    // Receivers still waiting for peers that now wait for this stage would
-    // wait for ever: they are left to themselves, and so is every sender.
-    for (auto& r : receivers_)
-      if (r && !r->settled()) stranded_ = true;
-    if (stranded_) return ran;
+    abandon_messages();
+    return ran;
   }
-  Result<void> sent = drain_senders();
-  receivers_.clear();
-  if (!ran) return ran;
-  if (!sent) return sent;
   time_.wall_us += micros(Clock::now() - started);
   ++time_.steps;
   // Every stage learns what the micro-batches made where they ended.
@@ -388,6 +336,13 @@ std::pair<size_t, size_t> RankPipelineExecutor::local_range(size_t first, size_t
 // its position (the optimizer phase's, or every one of a range run without
 // micro-batches).
 Result<void> RankPipelineExecutor::run(size_t first, size_t end) {
+  Result<void> ran = run_in_order(first, end);
+  if (ran) ran = finish_sends();
+  if (!ran) abandon_messages();
+  return ran;
+}
+
+Result<void> RankPipelineExecutor::run_in_order(size_t first, size_t end) {
   size_t at = first;
   for (const StageMessage& m : layout_.messages) {
     if (m.position < first || m.position >= end || (m.from != stage_ && m.to != stage_)) continue;
@@ -398,13 +353,15 @@ Result<void> RankPipelineExecutor::run(size_t first, size_t end) {
     if (auto r = m.from == stage_ ? send(m, *first_) : receive(m, *first_); !r) return r;
   }
   const auto [a, b] = local_range(at, end);
-  if (a < b)
-    if (auto r = first_->run(a, b); !r) return r;
-  return drain_senders();
+  if (a < b) return first_->run(a, b);
+  return {};
 }
 
 Result<void> RankPipelineExecutor::synchronize() {
-  if (auto r = drain_senders(); !r) return r;
+  if (auto r = finish_sends(); !r) {
+    abandon_messages();
+    return r;
+  }
   return first_->synchronize();
 }
 

@@ -14,11 +14,14 @@
 //     ones bound to the first instance's persistent values but those of one
 //     micro-batch;
 //   - a value another stage reads is read into host memory after the
-//     segment that made it and handed to a sending thread (one per peer
-//     stage), so computing never waits for a send; what a peer sends this
-//     stage is received on a thread of its own, in the order the peer sends
-//     it, and taken right before the segment that reads it (a tied
-//     weight's gradient is made early and read late);
+//     segment that made it and its send started right away; every message
+//     the step brings is posted to be received when the step begins, in
+//     the order its sender sends it, and taken right before the segment
+//     that reads it (a tied weight's gradient is made early and read
+//     late). This thread, the one that computes, starts and completes the
+//     transfers itself, asking after them between segments, so that no
+//     thread of the link's competes with computing for a core, and a stage
+//     that waits for a message asks until it is there;
 //   - the optimizer phase (and any range run with run(), e.g. an
 //     evaluation's forward) runs in schedule order, each message at its
 //     position.
@@ -118,10 +121,11 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   bool holds(ValueId value) const;
   // A value this stage holds, read here alone (read() is collective).
   Result<void> read_held(ValueId value, void* host, size_t bytes);
-  // A step failed here while other stages still exchange with this one:
-  // threads of it wait on peers that now wait on this stage. The process
-  // should end (tandem train ends a rank whose run failed), so that the
-  // launcher ends the job instead of every rank waiting out its timeout.
+  // A step failed here while messages with other stages were still on
+  // their way: their buffers are left to the link, and peers may wait on
+  // this stage. The process should end (tandem train ends a rank whose run
+  // failed), so that the launcher ends the job instead of every rank
+  // waiting out its timeout.
   bool stranded() const noexcept { return stranded_; }
 
   Result<void> write(ValueId value, const void* host, size_t bytes) override;
@@ -151,22 +155,42 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   const NodeProfile& profile() const noexcept override { return profile_; }
 
  private:
-  class Sender;    // one thread per peer stage (rank_pipeline.cpp)
-  class Receiver;  // one thread per peer stage that sends here, within a step
+  // A message on its way, with its bytes (rank_pipeline.cpp).
+  struct InFlight {
+    std::vector<char> bytes;
+    std::unique_ptr<StageLink::Transfer> transfer;  // null once it finished
+    // Asks the link once; true once the message finished.
+    Result<bool> ask();
+  };
+  struct Messages {
+    std::vector<InFlight> sent;                               // not yet known to have gone
+    std::map<std::pair<size_t, size_t>, InFlight> receiving;  // (micro-batch, message index)
+  };
 
   DeviceExecutor& instance(size_t micro) const;
   Result<void> run_segment(size_t micro, size_t segment, const std::vector<std::vector<ConstBytes>>& inputs);
-  // Message `m` from `executor`'s source into a sender's queue, or from the
-  // link into `executor`'s destination.
+  // Message `m` from `executor`'s source on its way, or from the link into
+  // `executor`'s destination.
   Result<void> send(const StageMessage& m, DeviceExecutor& executor);
   Result<void> receive(const StageMessage& m, DeviceExecutor& executor);
-  // Message `index` of `micro` from its receiver into `executor`'s destination.
+  // The step's receives, started in the order each peer sends.
+  Result<void> post_receives();
+  // Message `index` of `micro`, once it arrived, into `executor`'s destination.
   Result<void> take(size_t micro, size_t index, DeviceExecutor& executor);
+  // Asks after every message on its way, forgetting the sends that went.
+  Result<void> progress();
+  // Asks after `message` until it finished, within the link's timeout.
+  Result<void> wait(InFlight& message, const std::string& what);
   Result<void> run_units(const std::vector<std::vector<ConstBytes>>& inputs,
                          const std::vector<ValueId>& outputs,
                          const std::vector<std::vector<MutableBytes>>& results);
   Result<void> exchange_once(StageMessage::When when);
-  Result<void> drain_senders();
+  // run()'s nodes and messages, in schedule order.
+  Result<void> run_in_order(size_t first, size_t end);
+  Result<void> finish_sends();
+  // After a failure: messages still on their way keep their buffers for
+  // ever (the link may still write or read them).
+  void abandon_messages();
   // This stage's local nodes within global positions [first, end).
   std::pair<size_t, size_t> local_range(size_t first, size_t end) const;
 
@@ -176,9 +200,8 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   StageLink& link_;
   int stage_ = 0;
   size_t global_nodes_ = 0;
-  std::vector<std::unique_ptr<Sender>> senders_;      // by peer stage (null for this one)
-  std::vector<std::unique_ptr<Receiver>> receivers_;  // by peer stage, within run_micro_batches
-  NodeProfile profile_;                               // none: per-node times are not kept across ranks
+  std::unique_ptr<Messages> messages_ = std::make_unique<Messages>();
+  NodeProfile profile_;  // none: per-node times are not kept across ranks
   uint64_t messages_run_ = 0, message_bytes_ = 0;
   StageTime time_;
   bool stranded_ = false;

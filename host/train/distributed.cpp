@@ -41,6 +41,13 @@ Result<const LoadedPlugin*> comm_plugin_for(const PluginRegistry& registry, cons
   return plugin;
 }
 
+// "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".
+std::string describe_call(int rank, const char* what, size_t count, tdm_dtype dtype,
+                          const LoadedPlugin& plugin) {
+  return "rank " + std::to_string(rank) + ": " + what + " of " + std::to_string(count) + " " +
+         exec::dtype_name(dtype) + " in " + comm_plugin_text(plugin);
+}
+
 }  // namespace
 
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device) {
@@ -55,6 +62,13 @@ tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seco
 }
 
 GradientCommunicator::~GradientCommunicator() {
+  if (threaded_ && !threaded_->idle()) {
+    // A thread still waits in the plugin on a peer that may never come: it,
+    // and the communicator it uses, are left to process exit.
+    (void)threaded_.release();
+    return;
+  }
+  threaded_.reset();
   if (comm_ != nullptr) plugin_.comm->comm_destroy(comm_);
   if (device_ != nullptr) {
     const tdm_backend_api& api = *device_->backend().backend;
@@ -115,8 +129,7 @@ Result<void> GradientCommunicator::stage_on_device(const DeviceHandle& device) {
 }
 
 std::string GradientCommunicator::describe(const char* what, size_t count, tdm_dtype dtype) const {
-  return "rank " + std::to_string(group_.rank) + ": " + what + " of " + std::to_string(count) + " " +
-         exec::dtype_name(dtype) + " in " + comm_plugin_text(plugin_);
+  return describe_call(group_.rank, what, count, dtype, plugin_);
 }
 
 Error GradientCommunicator::failure(const char* what, tdm_status status) const {
@@ -137,10 +150,15 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
   auto plugin = comm_plugin_for(registry, options.plugin, gpu ? "nccl" : "mpi", group, device.id());
   if (!plugin) return plugin.error();
   const LoadedPlugin& p = **plugin;
-  if (point_to_point && (p.abi_minor_effective < 15 || p.comm->send == nullptr || p.comm->recv == nullptr))
+  const bool blocking_pair =
+      p.abi_minor_effective >= 15 && p.comm->send != nullptr && p.comm->recv != nullptr;
+  const bool started_trio =
+      p.abi_minor_effective >= 16 && TDM_STRUCT_HAS(p.comm, tdm_comm_api, request_test) &&
+      p.comm->send_start != nullptr && p.comm->recv_start != nullptr && p.comm->request_test != nullptr;
+  if (point_to_point && !blocking_pair && !started_trio)
     return make_error(
-        "[train] pipeline_parallel sends activations between ranks with a comm plugin's send "
-        "and recv (ABI 1.15), which " +
+        "[train] pipeline_parallel sends activations between ranks with a comm plugin's send_start, "
+        "recv_start and request_test (ABI 1.16) or its send and recv (ABI 1.15), which " +
             comm_plugin_text(p) +
             " does not have: use --comm mpi (nccl's are not there yet: pipeline "
             "parallelism runs on CPU devices)",
@@ -247,18 +265,77 @@ Result<void> GradientCommunicator::reduce_scatter_mean(const void* send, void* r
   return {};
 }
 
-Result<void> GradientCommunicator::send(const void* data, size_t bytes, int to) {
-  const tdm_status s = watched("send", bytes, TDM_U8,
-                               [&] { return plugin_.comm->send(comm_, data, bytes, TDM_U8, to, nullptr); });
-  if (s != TDM_OK) return failure(("pipeline: sending to stage " + std::to_string(to)).c_str(), s);
-  return {};
+// A transfer the plugin started (ABI 1.16): asked after with request_test.
+class GradientCommunicator::PluginTransfer final : public exec::StageLink::Transfer {
+ public:
+  PluginTransfer(const GradientCommunicator& comm, tdm_comm_request* request, int peer)
+      : comm_(comm), request_(request), peer_(peer) {}
+  Result<bool> finished() override {
+    if (request_ == nullptr) return true;
+    int32_t done = 0;
+    const tdm_status s = comm_.plugin_.comm->request_test(comm_.comm_, request_, &done);
+    if (s != TDM_OK) {
+      request_ = nullptr;  // released by the plugin
+      return comm_.failure(("pipeline: a message with stage " + std::to_string(peer_)).c_str(), s);
+    }
+    if (done) request_ = nullptr;
+    return done != 0;
+  }
+
+ private:
+  const GradientCommunicator& comm_;
+  tdm_comm_request* request_;
+  int peer_;
+};
+
+bool GradientCommunicator::starts_transfers() const {
+  const tdm_comm_api& api = *plugin_.comm;
+  return plugin_.abi_minor_effective >= 16 && TDM_STRUCT_HAS(&api, tdm_comm_api, request_test) &&
+         api.send_start != nullptr && api.recv_start != nullptr && api.request_test != nullptr;
 }
 
-Result<void> GradientCommunicator::receive(void* data, size_t bytes, int from) {
-  const tdm_status s = watched("recv", bytes, TDM_U8,
-                               [&] { return plugin_.comm->recv(comm_, data, bytes, TDM_U8, from, nullptr); });
+ThreadedPointToPoint& GradientCommunicator::threaded() {
+  if (threaded_) return *threaded_;
+  // The threads' calls hold copies, not this object: a thread left waiting
+  // on a dead peer outlives it (the destructor).
+  const LoadedPlugin* plugin = &plugin_;
+  tdm_comm* comm = comm_;
+  const int rank = group_.rank;
+  const double timeout = timeout_seconds_;
+  auto blocking = [=](bool sending) {
+    return [=](void* data, size_t bytes, int peer) -> Result<void> {
+      const char* what = sending ? "send" : "recv";
+      const WatchedCall watch([=] { return describe_call(rank, what, bytes, TDM_U8, *plugin); }, timeout);
+      const tdm_status s = sending ? plugin->comm->send(comm, data, bytes, TDM_U8, peer, nullptr)
+                                   : plugin->comm->recv(comm, data, bytes, TDM_U8, peer, nullptr);
+      if (s == TDM_OK) return {};
+      return make_error(std::string("pipeline: ") + (sending ? "sending to" : "receiving from") + " stage " +
+                            std::to_string(peer) +
+                            " failed: " + last_error_text("the comm plugin gave no reason"),
+                        s);
+    };
+  };
+  threaded_ = std::make_unique<ThreadedPointToPoint>(blocking(true), blocking(false));
+  return *threaded_;
+}
+
+Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_send(const void* data,
+                                                                                    size_t bytes, int to) {
+  if (!starts_transfers()) return threaded().start_send(data, bytes, to);
+  tdm_comm_request* request = nullptr;
+  const tdm_status s = plugin_.comm->send_start(comm_, data, bytes, TDM_U8, to, nullptr, &request);
+  if (s != TDM_OK) return failure(("pipeline: sending to stage " + std::to_string(to)).c_str(), s);
+  return std::unique_ptr<exec::StageLink::Transfer>(std::make_unique<PluginTransfer>(*this, request, to));
+}
+
+Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_receive(void* data,
+                                                                                       size_t bytes,
+                                                                                       int from) {
+  if (!starts_transfers()) return threaded().start_receive(data, bytes, from);
+  tdm_comm_request* request = nullptr;
+  const tdm_status s = plugin_.comm->recv_start(comm_, data, bytes, TDM_U8, from, nullptr, &request);
   if (s != TDM_OK) return failure(("pipeline: receiving from stage " + std::to_string(from)).c_str(), s);
-  return {};
+  return std::unique_ptr<exec::StageLink::Transfer>(std::make_unique<PluginTransfer>(*this, request, from));
 }
 
 Result<void> GradientCommunicator::broadcast(void* data, size_t bytes, int root) {

@@ -17,6 +17,7 @@
 #include "program/process_group.hpp"
 #include "train/collective_watchdog.hpp"
 #include "train/streamed_allreduce.hpp"
+#include "train/threaded_point_to_point.hpp"
 
 namespace tandem::host::train {
 
@@ -84,11 +85,17 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   Result<void> reduce_scatter_mean(const void* send, void* receive, size_t receive_count, tdm_dtype dtype,
                                    void* stream) override;
   // Pipeline parallelism (a communicator of the ranks that differ only in
-  // their stage): point to point through the plugin's send and recv (ABI
-  // 1.15), which create() checks for when `point_to_point` is asked.
+  // their stage): point to point through the plugin's send_start,
+  // recv_start and request_test (ABI 1.16), or, for a plugin of 1.15 with
+  // only the blocking send and recv, those on threads of their own
+  // (threaded_point_to_point.hpp); create() checks for one or the other
+  // when `point_to_point` is asked.
   int stage() const override { return group_.rank; }
-  Result<void> send(const void* data, size_t bytes, int to) override;
-  Result<void> receive(void* data, size_t bytes, int from) override;
+  Result<std::unique_ptr<exec::StageLink::Transfer>> start_send(const void* data, size_t bytes,
+                                                                int to) override;
+  Result<std::unique_ptr<exec::StageLink::Transfer>> start_receive(void* data, size_t bytes,
+                                                                   int from) override;
+  double timeout_seconds() const override { return timeout_seconds_; }
   Result<void> broadcast(void* data, size_t bytes, int root) override;
 
  private:
@@ -109,6 +116,11 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
     const WatchedCall watch([=, this] { return describe(what, count, dtype); }, timeout_seconds_);
     return call();
   }
+  class PluginTransfer;
+  // Whether the plugin starts transfers itself (ABI 1.16).
+  bool starts_transfers() const;
+  // The blocking send and recv on threads, made on first use.
+  ThreadedPointToPoint& threaded();
   // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".
   std::string describe(const char* what, size_t count, tdm_dtype dtype) const;
 
@@ -119,6 +131,7 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   const DeviceHandle* device_ = nullptr;  // with a device scratch (GPU)
   tdm_stream* stream_ = nullptr;
   void* scratch_ = nullptr;
+  std::unique_ptr<ThreadedPointToPoint> threaded_;
 };
 
 }  // namespace tandem::host::train

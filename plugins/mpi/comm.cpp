@@ -158,11 +158,13 @@ MpiComm::~MpiComm() {
   auto lock = serial();
   for (auto& r : replies_)
     if (r->request != MPI_REQUEST_NULL) MPI_Request_free(&r->request);
-  // A broken communicator still has the stranded collective: freeing it
-  // would wait for peers that never come. It and the reply buffers MPI may
-  // still read are left to process exit.
-  if (broken_) {
+  // A broken communicator still has the stranded collective, and one with
+  // point-to-point transfers unfinished their requests: freeing it would
+  // wait for peers that never come. Those and the buffers MPI may still
+  // read are left to process exit.
+  if (broken_ || !transfers_.empty()) {
     for (auto& r : replies_) (void)r.release();
+    for (auto& t : transfers_) (void)t.release();
     return;
   }
   if (p2p_ != MPI_COMM_NULL) MPI_Comm_free(&p2p_);

@@ -51,8 +51,20 @@ class MpiComm final : public Communicator {
   // recv of one rank's threads progress together at any thread level.
   void send(const void* buffer, size_t count, tdm_dtype dtype, int32_t peer, void* stream) override;
   void recv(void* buffer, size_t count, tdm_dtype dtype, int32_t peer, void* stream) override;
+  // The same started and left to run (ABI 1.16): the host's thread that
+  // computes posts them and, by testing them, lets MPI progress them, so
+  // that no thread of its own waits for a core to poll on.
+  tdm_comm_request* send_start(const void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                               void* stream) override;
+  tdm_comm_request* recv_start(void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                               void* stream) override;
+  bool request_test(tdm_comm_request* request) override;
 
  private:
+  // A started send or recv: its MPI requests, one per chunk.
+  struct Transfer {
+    std::vector<MPI_Request> parts;
+  };
   using Clock = std::chrono::steady_clock;
   // A reply to a peer's "where are you?", kept until MPI has sent it.
   struct Reply {
@@ -73,6 +85,10 @@ class MpiComm final : public Communicator {
   // One point-to-point transfer, `start` posting it (point_to_point.cpp).
   template <class Start>
   void exchange(const char* what, size_t count, tdm_dtype dtype, int32_t peer, Start start);
+  // Posts a transfer's messages (one per kChunk elements) without waiting.
+  template <class Start>
+  std::unique_ptr<Transfer> start(const char* what, size_t count, tdm_dtype dtype, int32_t peer, Start start);
+  void check_peer(const char* what, int32_t peer) const;
 
   // A rank of this communicator as the run's launcher numbers it (the
   // communicator may be one group of the run's processes: ABI 1.10's
@@ -93,6 +109,7 @@ class MpiComm final : public Communicator {
   std::string broken_reason_;
   MPI_Request stranded_ = MPI_REQUEST_NULL;  // the timed-out collective, never completed
   std::vector<std::unique_ptr<Reply>> replies_;
+  std::vector<std::unique_ptr<Transfer>> transfers_;  // started, not yet finished
 };
 
 }  // namespace tandem::mpi

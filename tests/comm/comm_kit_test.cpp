@@ -35,6 +35,9 @@ TEST(CommKit, TheTcpExamplePassesOnOneTwoAndFourProcesses) {
       << verbose.output;
   EXPECT_NE(verbose.output.find("UNSUPPORTED 2 ranks: allreduce sum bf16"), std::string::npos)
       << verbose.output;
+  EXPECT_NE(verbose.output.find("UNSUPPORTED 2 ranks: send_start, recv_start, request_test"),
+            std::string::npos)
+      << verbose.output;
 }
 
 TEST(CommKit, AReductionThatLeavesARankOutFailsNamingTheCase) {
@@ -65,10 +68,14 @@ TEST(CommKit, TheMpiPluginPassesUnderMpiexec) {
   if (std::string(TANDEM_MPIEXEC).empty()) GTEST_SKIP() << "mpiexec not found (install openmpi-bin)";
   if (!TANDEM_HAVE_MPI_PLUGIN)
     GTEST_SKIP() << "the mpi plugin is not part of this build (libopenmpi-dev missing)";
-  CliRun run = kit(std::string(TANDEM_BUILD_PLUGIN_DIR) + "/libtandem-mpi.so", "--ranks 1,2 --timeout 2");
+  CliRun run = kit(std::string(TANDEM_BUILD_PLUGIN_DIR) + "/libtandem-mpi.so", "--ranks 1,2 --timeout 2 -v");
   EXPECT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("joins its ranks itself"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("2 ranks: "), std::string::npos) << run.output;
+  // Both ways of point to point: the blocking calls (ABI 1.15) and the started ones (1.16).
+  EXPECT_NE(run.output.find("PASS 2 ranks: send and recv (a ring"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("PASS 2 ranks: send_start, recv_start, request_test (a ring"), std::string::npos)
+      << run.output;
 }
 
 TEST(CommKit, ABackendStillGetsTheBackendKit) {

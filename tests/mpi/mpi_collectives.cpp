@@ -256,6 +256,65 @@ void point_to_point_cases(tdm_comm* comm, int r, int n, const std::string& tag) 
   g_error.clear();
 }
 
+// Started transfers (ABI 1.16): one thread posts every receive of a ring,
+// then every send, and asks request_test until all finished (as the
+// pipeline's computing thread does): messages whole and in the order
+// started, beyond the eager limit; a bad peer refused.
+void started_transfer_cases(tdm_comm* comm, int r, int n, const std::string& tag) {
+  check(g_api->send_start != nullptr && g_api->recv_start != nullptr && g_api->request_test != nullptr,
+        tag + " send_start, recv_start and request_test are in the table");
+  if (g_api->send_start == nullptr || g_api->recv_start == nullptr || g_api->request_test == nullptr) return;
+  const int next = (r + 1) % n, previous = (r + n - 1) % n;
+  constexpr int kMessages = 6;
+  constexpr size_t kCount = size_t(1) << 18;
+  std::vector<std::vector<float>> got(kMessages, std::vector<float>(kCount)), sent(kMessages);
+  std::vector<tdm_comm_request*> pending;
+  bool started = true;
+  for (int m = 0; m < kMessages; ++m) {
+    tdm_comm_request* q = nullptr;
+    started =
+        started &&
+        g_api->recv_start(comm, got[size_t(m)].data(), kCount, TDM_F32, previous, nullptr, &q) == TDM_OK &&
+        q != nullptr;
+    pending.push_back(q);
+  }
+  for (int m = 0; m < kMessages; ++m) {
+    sent[size_t(m)].assign(kCount, float(r * 100 + m));
+    tdm_comm_request* q = nullptr;
+    started = started &&
+              g_api->send_start(comm, sent[size_t(m)].data(), kCount, TDM_F32, next, nullptr, &q) == TDM_OK &&
+              q != nullptr;
+    pending.push_back(q);
+  }
+  check(started, tag + " send_start and recv_start return at once with a request");
+  if (!started) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool tested = true;
+  while (!pending.empty() && tested && std::chrono::steady_clock::now() < deadline)
+    for (size_t i = 0; i < pending.size();) {
+      int32_t done = 0;
+      tested = g_api->request_test(comm, pending[i], &done) == TDM_OK;
+      if (!tested) break;
+      if (done)
+        pending.erase(pending.begin() + std::ptrdiff_t(i));
+      else
+        ++i;
+    }
+  check(tested && pending.empty(), tag + " request_test reports every transfer finished");
+  bool in_order = true;
+  for (int m = 0; m < kMessages; ++m)
+    in_order = in_order && got[size_t(m)].front() == float(previous * 100 + m) &&
+               got[size_t(m)].back() == float(previous * 100 + m);
+  check(in_order, tag + " started messages arrive whole and in the order started");
+  float one = 1;
+  tdm_comm_request* q = nullptr;
+  g_error.clear();
+  check(g_api->send_start(comm, &one, 1, TDM_F32, r, nullptr, &q) == TDM_INVALID_ARGUMENT &&
+            g_error.find("not another rank") != std::string::npos,
+        tag + " send_start to itself is refused");
+  g_error.clear();
+}
+
 int run_collectives(int r, int n) {
   tdm_comm* blocking = create(r, n, 0.0);
   tdm_comm* polled = create(r, n, 30.0);
@@ -263,6 +322,7 @@ int run_collectives(int r, int n) {
   if (polled != nullptr) collectives(polled, r, n, "timeout-30s");
   if (blocking != nullptr) point_to_point_cases(blocking, r, n, "no timeout");
   if (polled != nullptr) point_to_point_cases(polled, r, n, "timeout-30s");
+  if (polled != nullptr) started_transfer_cases(polled, r, n, "started");
   // Groups (ABI 1.10): each rank alone in a group of its own, whose sum is
   // its own value; then both ranks in group 7, a communicator like the first.
   if (tdm_comm* alone = create(0, 1, 0.0, r)) {

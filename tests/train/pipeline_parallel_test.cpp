@@ -178,6 +178,25 @@ TEST_F(PipelineParallel, TwoStagesOnTwoRanksTrainAsOneProcessAccumulatingTheMicr
   EXPECT_EQ(weights, 0.0);
 }
 
+// A comm plugin of ABI 1.15 has only the blocking send and recv: the host
+// runs them on threads of their own instead of starting the transfers from
+// the computing thread (ABI 1.16); the messages, and so the run, are the same.
+TEST_F(PipelineParallel, AnOlderCommPluginWithOnlyBlockingSendAndRecvTrainsAlike) {
+  CliRun started = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("started")));
+  ASSERT_EQ(started.code, 0) << started.output;
+  CliRun threaded = shell(ranks(2, "--set train.steps=10 --plugin-path " TANDEM_OLDER_COMM_DIR
+                                   " --comm mpi_abi15 --run-dir " +
+                                       dir.file("threaded")));
+  ASSERT_EQ(threaded.code, 0) << threaded.output;
+  auto checkpoint = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("threaded")));
+  ASSERT_TRUE(checkpoint.ok());
+  EXPECT_EQ(checkpoint->metadata["tandem.comm"].rfind("mpi_abi15=", 0), 0u)
+      << checkpoint->metadata["tandem.comm"];
+  EXPECT_EQ(largest_loss_difference(step_losses(dir.file("started")), step_losses(dir.file("threaded"))),
+            0.0);
+  EXPECT_EQ(largest_difference(dir.file("started"), dir.file("threaded")), 0.0);
+}
+
 // The whole batch at once sums the micro-batches' gradients in one go:
 // close, not equal (without dropout, whose masks are drawn per micro-batch).
 TEST_F(PipelineParallel, TwoStagesTrainCloseToOneProcessOnTheWholeBatch) {

@@ -109,6 +109,7 @@ class Worker {
     one(
         "barrier", true, [&] { return api_.barrier(comm_); }, [] { return std::string(); });
     if (world_ > 1) point_to_point();
+    if (world_ > 1) started_transfers();
     if (world_ > 1) timeout(timeout_seconds, dir);
   }
 
@@ -272,6 +273,75 @@ class Worker {
           return sent != TDM_OK ? sent : received;
         },
         [&] {
+          for (size_t m = 0; m < counts.size(); ++m)
+            if (auto why = compare(
+                    TDM_F32, got[m], counts[m], [&](size_t i) { return summand(previous, i) + double(m); },
+                    "message " + std::to_string(m + 1) + " from rank " + std::to_string(previous));
+                !why.empty())
+              return why;
+          return std::string();
+        });
+  }
+
+  // ABI 1.16's optional send_start, recv_start and request_test, as the
+  // pipeline's computing thread calls them: one thread starts every receive
+  // of the ring, then every send, and asks request_test until each has
+  // finished (within the timeout); each message whole and in the order
+  // started.
+  void started_transfers() {
+    const std::string name = "send_start, recv_start, request_test (a ring from one thread, in order)";
+    if (!TDM_STRUCT_HAS(&api_, tdm_comm_api, request_test) || api_.send_start == nullptr ||
+        api_.recv_start == nullptr || api_.request_test == nullptr) {
+      std::printf(
+          "UNSUPPORTED %s: the plugin has no started transfers (optional, ABI 1.16; without them the "
+          "host runs a plugin's send and recv on threads of their own)\n",
+          name.c_str());
+      std::fflush(stdout);
+      return;
+    }
+    const int next = (rank_ + 1) % world_, previous = (rank_ + world_ - 1) % world_;
+    const std::vector<size_t> counts = {1, 1000, size_t(1) << 18};
+    std::vector<std::vector<unsigned char>> got, sent;
+    for (size_t m = 0; m < counts.size(); ++m) {
+      got.emplace_back(counts[m] * sizeof(float), 0xA5);
+      sent.push_back(filled(TDM_F32, counts[m], [&](size_t i) { return summand(rank_, i) + double(m); }));
+    }
+    bool unfinished = false;
+    one(
+        name, true,
+        [&]() -> tdm_status {
+          std::vector<tdm_comm_request*> pending;
+          for (size_t m = 0; m < counts.size(); ++m) {
+            tdm_comm_request* q = nullptr;
+            if (tdm_status s =
+                    api_.recv_start(comm_, got[m].data(), counts[m], TDM_F32, previous, nullptr, &q);
+                s != TDM_OK)
+              return s;
+            pending.push_back(q);
+          }
+          for (size_t m = 0; m < counts.size(); ++m) {
+            tdm_comm_request* q = nullptr;
+            if (tdm_status s = api_.send_start(comm_, sent[m].data(), counts[m], TDM_F32, next, nullptr, &q);
+                s != TDM_OK)
+              return s;
+            pending.push_back(q);
+          }
+          const auto deadline = Clock::now() + std::chrono::seconds(60);
+          while (!pending.empty()) {
+            if (Clock::now() > deadline) {
+              unfinished = true;  // the requests stay the plugin's: released at comm_destroy
+              return TDM_OK;
+            }
+            for (size_t i = 0; i < pending.size();) {
+              int32_t done = 0;
+              if (tdm_status s = api_.request_test(comm_, pending[i], &done); s != TDM_OK) return s;
+              i = done ? (pending.erase(pending.begin() + std::ptrdiff_t(i)), i) : i + 1;
+            }
+          }
+          return TDM_OK;
+        },
+        [&] {
+          if (unfinished) return std::string("request_test still says unfinished after 60 s");
           for (size_t m = 0; m < counts.size(); ++m)
             if (auto why = compare(
                     TDM_F32, got[m], counts[m], [&](size_t i) { return summand(previous, i) + double(m); },

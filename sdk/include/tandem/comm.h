@@ -21,6 +21,9 @@ extern "C" {
 #endif
 
 typedef struct tdm_comm tdm_comm; /* opaque, plugin-owned */
+/* Since ABI 1.16: a point-to-point transfer in flight (send_start,
+ * recv_start), plugin-owned until request_test reports it finished. */
+typedef struct tdm_comm_request tdm_comm_request;
 
 typedef int32_t tdm_reduce_op;
 enum { TDM_REDUCE_SUM = 0, TDM_REDUCE_MAX = 1, TDM_REDUCE_MIN = 2, TDM_REDUCE_AVG = 3 };
@@ -89,6 +92,24 @@ typedef struct tdm_comm_api {
   tdm_status (*send)(tdm_comm* comm, const void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
                      void* stream);
   tdm_status (*recv)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t peer, void* stream);
+  /* Since ABI 1.16, optional (all three or none): the same transfers
+   * started and left to run, so that the thread that computes posts and
+   * completes them itself (sdk/ABI.md rule 47). `send_start` and
+   * `recv_start` return at once with *out set; the buffer stays the
+   * caller's to keep valid, and untouched, until `request_test` has set
+   * *done to 1, which also releases the request. A request that fails is
+   * released too (the call returns the error). A rank's messages to a peer
+   * keep the order in which they were sent or started, and its receives
+   * from a peer take them in the order those were made or started.
+   * request_test never blocks, and calling it is what lets the
+   * plugin's library progress the transfers (MPI without a progress
+   * thread). The host calls the three from one thread per communicator;
+   * requests still in flight at comm_destroy are the plugin's to release. */
+  tdm_status (*send_start)(tdm_comm* comm, const void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                           void* stream, tdm_comm_request** out);
+  tdm_status (*recv_start)(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                           void* stream, tdm_comm_request** out);
+  tdm_status (*request_test)(tdm_comm* comm, tdm_comm_request* request, int32_t* done);
 } tdm_comm_api;
 
 #ifdef __cplusplus

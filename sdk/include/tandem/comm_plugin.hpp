@@ -37,6 +37,22 @@ class Communicator {
   virtual void recv(void* /*buffer*/, size_t /*count*/, tdm_dtype, int32_t /*peer*/, void* /*stream*/) {
     throw Error(TDM_UNSUPPORTED, "this comm plugin has no point-to-point recv");
   }
+  // The same started and left to run (ABI 1.16, optional; a communicator
+  // that overrides all three gets them in its table). A started transfer
+  // is the communicator's own object, returned as a tdm_comm_request*;
+  // request_test returns true once it finished, and must have released it
+  // then, as it must when it throws.
+  virtual tdm_comm_request* send_start(const void* /*buffer*/, size_t /*count*/, tdm_dtype, int32_t /*peer*/,
+                                       void* /*stream*/) {
+    throw Error(TDM_UNSUPPORTED, "this comm plugin has no point-to-point send_start");
+  }
+  virtual tdm_comm_request* recv_start(void* /*buffer*/, size_t /*count*/, tdm_dtype, int32_t /*peer*/,
+                                       void* /*stream*/) {
+    throw Error(TDM_UNSUPPORTED, "this comm plugin has no point-to-point recv_start");
+  }
+  virtual bool request_test(tdm_comm_request* /*request*/) {
+    throw Error(TDM_UNSUPPORTED, "this comm plugin has no point-to-point request_test");
+  }
 };
 
 template <class C>
@@ -77,6 +93,21 @@ const tdm_plugin* comm_entry(const tdm_host_api* host, uint32_t major, uint32_t 
       };
       api.recv = [](tdm_comm* c, void* b, size_t n, tdm_dtype t, int32_t peer, void* st) {
         return guard([&] { reinterpret_cast<Communicator*>(c)->recv(b, n, t, peer, st); });
+      };
+    }
+    if constexpr (!std::is_same_v<decltype(&C::send_start), decltype(&Communicator::send_start)> &&
+                  !std::is_same_v<decltype(&C::recv_start), decltype(&Communicator::recv_start)> &&
+                  !std::is_same_v<decltype(&C::request_test), decltype(&Communicator::request_test)>) {
+      api.send_start = [](tdm_comm* c, const void* b, size_t n, tdm_dtype t, int32_t peer, void* st,
+                          tdm_comm_request** out) {
+        return guard([&] { *out = reinterpret_cast<Communicator*>(c)->send_start(b, n, t, peer, st); });
+      };
+      api.recv_start = [](tdm_comm* c, void* b, size_t n, tdm_dtype t, int32_t peer, void* st,
+                          tdm_comm_request** out) {
+        return guard([&] { *out = reinterpret_cast<Communicator*>(c)->recv_start(b, n, t, peer, st); });
+      };
+      api.request_test = [](tdm_comm* c, tdm_comm_request* q, int32_t* done) {
+        return guard([&] { *done = reinterpret_cast<Communicator*>(c)->request_test(q) ? 1 : 0; });
       };
     }
     if constexpr (requires(const Config& c) { C::init(c); })
