@@ -5,11 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <map>
-#include <mutex>
-#include <optional>
 #include <thread>
 
 namespace tandem::host::exec {

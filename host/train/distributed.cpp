@@ -48,6 +48,18 @@ std::string describe_call(int rank, const char* what, size_t count, tdm_dtype dt
          exec::dtype_name(dtype) + " in " + comm_plugin_text(plugin);
 }
 
+// ABI 1.16's send_start, recv_start and request_test, all three.
+bool starts_transfers(const LoadedPlugin& p) {
+  const tdm_comm_api& api = *p.comm;
+  return p.abi_minor_effective >= 16 && TDM_STRUCT_HAS(&api, tdm_comm_api, request_test) &&
+         api.send_start != nullptr && api.recv_start != nullptr && api.request_test != nullptr;
+}
+
+// ABI 1.15's blocking send and recv.
+bool has_send_and_recv(const LoadedPlugin& p) {
+  return p.abi_minor_effective >= 15 && p.comm->send != nullptr && p.comm->recv != nullptr;
+}
+
 }  // namespace
 
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device) {
@@ -150,12 +162,7 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
   auto plugin = comm_plugin_for(registry, options.plugin, gpu ? "nccl" : "mpi", group, device.id());
   if (!plugin) return plugin.error();
   const LoadedPlugin& p = **plugin;
-  const bool blocking_pair =
-      p.abi_minor_effective >= 15 && p.comm->send != nullptr && p.comm->recv != nullptr;
-  const bool started_trio =
-      p.abi_minor_effective >= 16 && TDM_STRUCT_HAS(p.comm, tdm_comm_api, request_test) &&
-      p.comm->send_start != nullptr && p.comm->recv_start != nullptr && p.comm->request_test != nullptr;
-  if (point_to_point && !blocking_pair && !started_trio)
+  if (point_to_point && !starts_transfers(p) && !has_send_and_recv(p))
     return make_error(
         "[train] pipeline_parallel sends activations between ranks with a comm plugin's send_start, "
         "recv_start and request_test (ABI 1.16) or its send and recv (ABI 1.15), which " +
@@ -288,12 +295,6 @@ class GradientCommunicator::PluginTransfer final : public exec::StageLink::Trans
   int peer_;
 };
 
-bool GradientCommunicator::starts_transfers() const {
-  const tdm_comm_api& api = *plugin_.comm;
-  return plugin_.abi_minor_effective >= 16 && TDM_STRUCT_HAS(&api, tdm_comm_api, request_test) &&
-         api.send_start != nullptr && api.recv_start != nullptr && api.request_test != nullptr;
-}
-
 ThreadedPointToPoint& GradientCommunicator::threaded() {
   if (threaded_) return *threaded_;
   // The threads' calls hold copies, not this object: a thread left waiting
@@ -321,7 +322,7 @@ ThreadedPointToPoint& GradientCommunicator::threaded() {
 
 Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_send(const void* data,
                                                                                     size_t bytes, int to) {
-  if (!starts_transfers()) return threaded().start_send(data, bytes, to);
+  if (!starts_transfers(plugin_)) return threaded().start_send(data, bytes, to);
   tdm_comm_request* request = nullptr;
   const tdm_status s = plugin_.comm->send_start(comm_, data, bytes, TDM_U8, to, nullptr, &request);
   if (s != TDM_OK) return failure(("pipeline: sending to stage " + std::to_string(to)).c_str(), s);
@@ -331,7 +332,7 @@ Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_s
 Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_receive(void* data,
                                                                                        size_t bytes,
                                                                                        int from) {
-  if (!starts_transfers()) return threaded().start_receive(data, bytes, from);
+  if (!starts_transfers(plugin_)) return threaded().start_receive(data, bytes, from);
   tdm_comm_request* request = nullptr;
   const tdm_status s = plugin_.comm->recv_start(comm_, data, bytes, TDM_U8, from, nullptr, &request);
   if (s != TDM_OK) return failure(("pipeline: receiving from stage " + std::to_string(from)).c_str(), s);

@@ -117,8 +117,6 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
     return call();
   }
   class PluginTransfer;
-  // Whether the plugin starts transfers itself (ABI 1.16).
-  bool starts_transfers() const;
   // The blocking send and recv on threads, made on first use.
   ThreadedPointToPoint& threaded();
   // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".

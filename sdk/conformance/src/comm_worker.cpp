@@ -237,50 +237,56 @@ class Worker {
         });
   }
 
+  // The point-to-point cases' ring: message m to the next rank holds
+  // summand(rank, i) + m at element i, in f32, the last one large enough
+  // for a library's rendezvous path.
+  static constexpr size_t kRingCounts[] = {1, 1000, size_t(1) << 18};
+  std::vector<unsigned char> ring_message(size_t m) const {
+    return filled(TDM_F32, kRingCounts[m], [&](size_t i) { return summand(rank_, i) + double(m); });
+  }
+  // "" when every message in `got` is the previous rank's, else what differs.
+  std::string check_ring(const std::vector<std::vector<unsigned char>>& got) const {
+    const int previous = (rank_ + world_ - 1) % world_;
+    for (size_t m = 0; m < std::size(kRingCounts); ++m)
+      if (auto why = compare(
+              TDM_F32, got[m], kRingCounts[m], [&](size_t i) { return summand(previous, i) + double(m); },
+              "message " + std::to_string(m + 1) + " from rank " + std::to_string(previous));
+          !why.empty())
+        return why;
+    return std::string();
+  }
+  static void unsupported(const std::string& name, const char* why) {
+    std::printf("UNSUPPORTED %s: %s\n", name.c_str(), why);
+    std::fflush(stdout);
+  }
+
   // ABI 1.15's optional send and recv, as pipeline parallelism calls them: a
   // ring, every rank sending 3 messages to the next on one thread while it
   // receives the previous rank's on another; each must arrive whole and in
   // the order sent (the last large enough for a library's rendezvous path).
   void point_to_point() {
     const std::string name = "send and recv (a ring, both directions at once, in order)";
-    if (!TDM_STRUCT_HAS(&api_, tdm_comm_api, recv) || api_.send == nullptr || api_.recv == nullptr) {
-      std::printf(
-          "UNSUPPORTED %s: the plugin has no send and recv (optional, ABI 1.15; pipeline parallelism "
-          "needs them)\n",
-          name.c_str());
-      std::fflush(stdout);
-      return;
-    }
+    if (!TDM_STRUCT_HAS(&api_, tdm_comm_api, recv) || api_.send == nullptr || api_.recv == nullptr)
+      return unsupported(
+          name, "the plugin has no send and recv (optional, ABI 1.15; pipeline parallelism needs them)");
     const int next = (rank_ + 1) % world_, previous = (rank_ + world_ - 1) % world_;
-    const std::vector<size_t> counts = {1, 1000, size_t(1) << 18};
     std::vector<std::vector<unsigned char>> got;
-    for (size_t n : counts) got.emplace_back(n * sizeof(float), 0xA5);
+    for (size_t n : kRingCounts) got.emplace_back(n * sizeof(float), 0xA5);
     tdm_status sent = TDM_OK;
     one(
         name, true,
         [&] {
           std::thread sender([&] {
-            for (size_t m = 0; m < counts.size() && sent == TDM_OK; ++m) {
-              const auto message =
-                  filled(TDM_F32, counts[m], [&](size_t i) { return summand(rank_, i) + double(m); });
-              sent = api_.send(comm_, message.data(), counts[m], TDM_F32, next, nullptr);
-            }
+            for (size_t m = 0; m < std::size(kRingCounts) && sent == TDM_OK; ++m)
+              sent = api_.send(comm_, ring_message(m).data(), kRingCounts[m], TDM_F32, next, nullptr);
           });
           tdm_status received = TDM_OK;
-          for (size_t m = 0; m < counts.size() && received == TDM_OK; ++m)
-            received = api_.recv(comm_, got[m].data(), counts[m], TDM_F32, previous, nullptr);
+          for (size_t m = 0; m < std::size(kRingCounts) && received == TDM_OK; ++m)
+            received = api_.recv(comm_, got[m].data(), kRingCounts[m], TDM_F32, previous, nullptr);
           sender.join();
           return sent != TDM_OK ? sent : received;
         },
-        [&] {
-          for (size_t m = 0; m < counts.size(); ++m)
-            if (auto why = compare(
-                    TDM_F32, got[m], counts[m], [&](size_t i) { return summand(previous, i) + double(m); },
-                    "message " + std::to_string(m + 1) + " from rank " + std::to_string(previous));
-                !why.empty())
-              return why;
-          return std::string();
-        });
+        [&] { return check_ring(got); });
   }
 
   // ABI 1.16's optional send_start, recv_start and request_test, as the
@@ -291,65 +297,59 @@ class Worker {
   void started_transfers() {
     const std::string name = "send_start, recv_start, request_test (a ring from one thread, in order)";
     if (!TDM_STRUCT_HAS(&api_, tdm_comm_api, request_test) || api_.send_start == nullptr ||
-        api_.recv_start == nullptr || api_.request_test == nullptr) {
-      std::printf(
-          "UNSUPPORTED %s: the plugin has no started transfers (optional, ABI 1.16; without them the "
-          "host runs a plugin's send and recv on threads of their own)\n",
-          name.c_str());
-      std::fflush(stdout);
-      return;
-    }
+        api_.recv_start == nullptr || api_.request_test == nullptr)
+      return unsupported(
+          name,
+          "the plugin has no started transfers (optional, ABI 1.16; without them the host runs "
+          "a plugin's send and recv on threads of their own)");
     const int next = (rank_ + 1) % world_, previous = (rank_ + world_ - 1) % world_;
-    const std::vector<size_t> counts = {1, 1000, size_t(1) << 18};
-    std::vector<std::vector<unsigned char>> got, sent;
-    for (size_t m = 0; m < counts.size(); ++m) {
-      got.emplace_back(counts[m] * sizeof(float), 0xA5);
-      sent.push_back(filled(TDM_F32, counts[m], [&](size_t i) { return summand(rank_, i) + double(m); }));
+    // Buffers a request may still use are never freed (a failed case leaves them to the plugin).
+    auto* got = new std::vector<std::vector<unsigned char>>;
+    auto* sent = new std::vector<std::vector<unsigned char>>;
+    for (size_t m = 0; m < std::size(kRingCounts); ++m) {
+      got->emplace_back(kRingCounts[m] * sizeof(float), 0xA5);
+      sent->push_back(ring_message(m));
     }
+    std::vector<tdm_comm_request*> pending;
     bool unfinished = false;
     one(
         name, true,
         [&]() -> tdm_status {
-          std::vector<tdm_comm_request*> pending;
-          for (size_t m = 0; m < counts.size(); ++m) {
+          for (size_t m = 0; m < std::size(kRingCounts); ++m) {
             tdm_comm_request* q = nullptr;
             if (tdm_status s =
-                    api_.recv_start(comm_, got[m].data(), counts[m], TDM_F32, previous, nullptr, &q);
+                    api_.recv_start(comm_, (*got)[m].data(), kRingCounts[m], TDM_F32, previous, nullptr, &q);
                 s != TDM_OK)
               return s;
             pending.push_back(q);
           }
-          for (size_t m = 0; m < counts.size(); ++m) {
+          for (size_t m = 0; m < std::size(kRingCounts); ++m) {
             tdm_comm_request* q = nullptr;
-            if (tdm_status s = api_.send_start(comm_, sent[m].data(), counts[m], TDM_F32, next, nullptr, &q);
+            if (tdm_status s =
+                    api_.send_start(comm_, (*sent)[m].data(), kRingCounts[m], TDM_F32, next, nullptr, &q);
                 s != TDM_OK)
               return s;
             pending.push_back(q);
           }
           const auto deadline = Clock::now() + std::chrono::seconds(60);
-          while (!pending.empty()) {
-            if (Clock::now() > deadline) {
-              unfinished = true;  // the requests stay the plugin's: released at comm_destroy
-              return TDM_OK;
-            }
+          while (!pending.empty() && !(unfinished = Clock::now() > deadline))
             for (size_t i = 0; i < pending.size();) {
               int32_t done = 0;
-              if (tdm_status s = api_.request_test(comm_, pending[i], &done); s != TDM_OK) return s;
+              if (tdm_status s = api_.request_test(comm_, pending[i], &done); s != TDM_OK) {
+                pending.erase(pending.begin() + std::ptrdiff_t(i));  // released by the plugin
+                return s;
+              }
               i = done ? (pending.erase(pending.begin() + std::ptrdiff_t(i)), i) : i + 1;
             }
-          }
           return TDM_OK;
         },
         [&] {
-          if (unfinished) return std::string("request_test still says unfinished after 60 s");
-          for (size_t m = 0; m < counts.size(); ++m)
-            if (auto why = compare(
-                    TDM_F32, got[m], counts[m], [&](size_t i) { return summand(previous, i) + double(m); },
-                    "message " + std::to_string(m + 1) + " from rank " + std::to_string(previous));
-                !why.empty())
-              return why;
-          return std::string();
+          return unfinished ? std::string("request_test still says unfinished after 60 s") : check_ring(*got);
         });
+    if (pending.empty()) {
+      delete got;
+      delete sent;
+    }
   }
 
   // The last rank never joins: the others must fail with TDM_TIMEOUT in time.
