@@ -20,9 +20,6 @@ double micros(Clock::duration d) {
 // Spans kept for the trace: a long run's first ones (about 40 MB).
 constexpr size_t kMostSpans = size_t(1) << 20;
 
-// The micro-batch of a message received outside run_micro_batches.
-constexpr size_t kOutsideSteps = ~size_t(0);
-
 // Between two questions to the link while a stage waits for a message: the
 // thread has nothing else to do, so at first it only lets other threads of
 // the process run; after a while it sleeps, as a stage waiting out a long
@@ -70,6 +67,14 @@ RankPipelineExecutor::RankPipelineExecutor(std::unique_ptr<DeviceExecutor> first
       stage_(link.stage()),
       global_nodes_(global_nodes) {
   profile_.time_us.assign(global_nodes_, 0.0);
+  // A peer runs at most as many micro-batches ahead of this stage as the
+  // schedule holds in flight anywhere: a window of that many, plus one, of
+  // its messages per micro-batch is posted before they are needed.
+  const auto& in_flight = layout_.order.in_flight;
+  const size_t ahead = (in_flight.empty() ? 1 : *std::max_element(in_flight.begin(), in_flight.end())) + 1;
+  receive_window_.assign(layout_.stages(), 1);
+  for (const StageMessage& m : layout_.messages)
+    if (m.to == stage_ && m.when == StageMessage::When::MicroBatch) receive_window_[size_t(m.from)] += ahead;
 }
 
 RankPipelineExecutor::~RankPipelineExecutor() {
@@ -121,7 +126,7 @@ Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& e
 
 Result<void> RankPipelineExecutor::receive(const StageMessage& m, DeviceExecutor& executor) {
   // Kept with the step's receives, so that a failed wait leaves it to abandon_messages().
-  const std::pair<size_t, size_t> key{kOutsideSteps, size_t(&m - layout_.messages.data())};
+  const std::pair<size_t, size_t> key{kNone, size_t(&m - layout_.messages.data())};
   InFlight& in = messages_->receiving[key];
   in.bytes.resize(m.bytes);
   auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), m.from);
@@ -136,23 +141,48 @@ Result<void> RankPipelineExecutor::receive(const StageMessage& m, DeviceExecutor
 }
 
 Result<void> RankPipelineExecutor::post_receives() {
+  messages_->unposted.assign(layout_.stages(), {});
+  messages_->posted.assign(layout_.stages(), 0);
   for (int peer = 0; peer < int(layout_.stages()); ++peer)
-    for (const auto& [micro, index] : step_messages(layout_, peer, stage_)) {
-      const StageMessage& m = layout_.messages[index];
-      InFlight& in = messages_->receiving[{micro, index}];
-      in.bytes.resize(m.bytes);
-      auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), peer);
-      if (!started)
-        return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer) + ": " +
-                              started.error().message,
-                          started.error().status);
-      in.transfer = std::move(*started);
-    }
+    for (const auto& key : step_messages(layout_, peer, stage_))
+      messages_->unposted[size_t(peer)].push_back(key);
+  return post_ahead();
+}
+
+Result<void> RankPipelineExecutor::post_ahead(std::pair<size_t, size_t> until) {
+  for (int peer = 0; peer < int(layout_.stages()); ++peer) {
+    auto& unposted = messages_->unposted[size_t(peer)];
+    while (!unposted.empty() && messages_->posted[size_t(peer)] < receive_window_[size_t(peer)])
+      if (auto r = post_one(peer); !r) return r;
+    if (until.first == kNone) continue;
+    // A message read before those the window holds: everything the peer sends before it is posted first.
+    if (std::find(unposted.begin(), unposted.end(), until) != unposted.end())
+      while (messages_->receiving.count(until) == 0)
+        if (auto r = post_one(peer); !r) return r;
+  }
+  return {};
+}
+
+Result<void> RankPipelineExecutor::post_one(int peer) {
+  const auto key = messages_->unposted[size_t(peer)].front();
+  messages_->unposted[size_t(peer)].pop_front();
+  const StageMessage& m = layout_.messages[key.second];
+  InFlight& in = messages_->receiving[key];
+  in.bytes.resize(m.bytes);
+  auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), peer);
+  if (!started)
+    return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer) + ": " +
+                          started.error().message,
+                      started.error().status);
+  in.transfer = std::move(*started);
+  ++messages_->posted[size_t(peer)];
   return {};
 }
 
 Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecutor& executor) {
   const StageMessage& m = layout_.messages[index];
+  if (micro != kNone)
+    if (auto r = post_ahead({micro, index}); !r) return r;
   auto it = messages_->receiving.find({micro, index});
   if (it == messages_->receiving.end())
     return make_error("pipeline stage " + std::to_string(stage_) + " takes '" + m.name + "' of micro-batch " +
@@ -162,7 +192,10 @@ Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecut
     return r;
   auto written = executor.write(m.destination, it->second.bytes.data(), it->second.bytes.size());
   messages_->receiving.erase(it);
-  return written;
+  if (micro == kNone) return written;
+  --messages_->posted[size_t(m.from)];
+  if (!written) return written;
+  return post_ahead();
 }
 
 Result<bool> RankPipelineExecutor::InFlight::ask() {

@@ -14,14 +14,18 @@
 //     ones bound to the first instance's persistent values but those of one
 //     micro-batch;
 //   - a value another stage reads is read into host memory after the
-//     segment that made it and its send started right away; every message
-//     the step brings is posted to be received when the step begins, in
-//     the order its sender sends it, and taken right before the segment
-//     that reads it (a tied weight's gradient is made early and read
-//     late). This thread, the one that computes, starts and completes the
-//     transfers itself, asking after them between segments, so that no
-//     thread of the link's competes with computing for a core, and a stage
-//     that waits for a message asks until it is there;
+//     segment that made it and its send started right away; the messages
+//     the step brings are posted to be received in the order their sender
+//     sends them, a window of them ahead (as many as a peer can send before
+//     this stage must take one: its micro-batches in flight, plus one), and
+//     each is taken right before the segment that reads it (a tied
+//     weight's gradient is made early and read late). This thread, the one
+//     that computes, starts and completes the transfers itself, asking
+//     after them between segments, so that no thread of the link's
+//     competes with computing for a core, and a stage that waits for a
+//     message asks until it is there. The window keeps the buffers of
+//     messages received ahead to what the schedule holds in flight, not
+//     the whole step's;
 //   - the optimizer phase (and any range run with run(), e.g. an
 //     evaluation's forward) runs in schedule order, each message at its
 //     position.
@@ -38,6 +42,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -165,6 +170,10 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   struct Messages {
     std::vector<InFlight> sent;                               // not yet known to have gone
     std::map<std::pair<size_t, size_t>, InFlight> receiving;  // (micro-batch, message index)
+    // Per peer stage: the step's messages not yet posted, in its sending
+    // order, and how many of its posted ones are not yet taken.
+    std::vector<std::deque<std::pair<size_t, size_t>>> unposted;
+    std::vector<size_t> posted;
   };
 
   DeviceExecutor& instance(size_t micro) const;
@@ -173,8 +182,11 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   // `executor`'s destination.
   Result<void> send(const StageMessage& m, DeviceExecutor& executor);
   Result<void> receive(const StageMessage& m, DeviceExecutor& executor);
-  // The step's receives, started in the order each peer sends.
+  // The step's receives, in the order each peer sends; post_ahead() starts
+  // them, up to the window per peer (or further, up to `until`).
   Result<void> post_receives();
+  Result<void> post_ahead(std::pair<size_t, size_t> until = {kNone, kNone});
+  Result<void> post_one(int peer);
   // Message `index` of `micro`, once it arrived, into `executor`'s destination.
   Result<void> take(size_t micro, size_t index, DeviceExecutor& executor);
   // Asks after every message on its way, forgetting the sends that went.
@@ -200,8 +212,11 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   StageLink& link_;
   int stage_ = 0;
   size_t global_nodes_ = 0;
+  // No message; also the micro-batch of one received outside a step.
+  static constexpr size_t kNone = ~size_t(0);
   std::unique_ptr<Messages> messages_ = std::make_unique<Messages>();
-  NodeProfile profile_;  // none: per-node times are not kept across ranks
+  std::vector<size_t> receive_window_;  // per peer stage: receives posted ahead
+  NodeProfile profile_;                 // none: per-node times are not kept across ranks
   uint64_t messages_run_ = 0, message_bytes_ = 0;
   StageTime time_;
   bool stranded_ = false;
