@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <thread>
 
 namespace tandem::host::exec {
 namespace {
@@ -19,18 +18,6 @@ double micros(Clock::duration d) {
 
 // Spans kept for the trace: a long run's first ones (about 40 MB).
 constexpr size_t kMostSpans = size_t(1) << 20;
-
-// Between two questions to the link while a stage waits for a message: the
-// thread has nothing else to do, so at first it only lets other threads of
-// the process run; after a while it sleeps, as a stage waiting out a long
-// bubble should not hold its core.
-void pause_while_waiting(Clock::duration waited) {
-  using namespace std::chrono_literals;
-  if (waited < 2ms)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(20us);
-}
 
 }  // namespace
 
@@ -217,23 +204,10 @@ Result<void> RankPipelineExecutor::progress() {
 }
 
 Result<void> RankPipelineExecutor::wait(InFlight& message, const std::string& what) {
-  const auto started = Clock::now();
-  const double timeout = link_.timeout_seconds();
-  for (uint64_t asked = 0;; ++asked) {
-    auto done = message.ask();
-    if (!done)
-      return make_error(
-          "pipeline stage " + std::to_string(stage_) + ": " + what + ": " + done.error().message,
-          done.error().status);
-    if (*done) return {};
-    const auto waited = Clock::now() - started;
-    if (timeout > 0 && (asked & 255) == 0 && std::chrono::duration<double>(waited).count() > timeout)
-      return make_error("pipeline stage " + std::to_string(stage_) + " waited " +
-                            std::to_string(int(timeout)) + " s for " + what +
-                            " (the timeout, --comm-timeout): that stage is stuck, dead, or computing",
-                        TDM_TIMEOUT);
-    pause_while_waiting(waited);
-  }
+  if (!message.transfer) return {};
+  if (auto r = wait_until_finished(*message.transfer, link_.timeout_seconds(), stage_, what); !r) return r;
+  message.transfer.reset();
+  return {};
 }
 
 Result<void> RankPipelineExecutor::finish_sends() {

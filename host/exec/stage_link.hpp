@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "util/result.hpp"
 
@@ -41,5 +42,12 @@ class StageLink {
   // from the thread that drives the executor.
   virtual Result<void> broadcast(void* data, size_t bytes, int root) = 0;
 };
+
+// Asks `transfer` until it finished, within `timeout_seconds` (0: no
+// limit): at first yielding to the process's other threads, then sleeping
+// between questions, as a thread that waits out a long wait should not hold
+// its core. The error names `what` ("'h.2.x' from pipeline stage 0").
+Result<void> wait_until_finished(StageLink::Transfer& transfer, double timeout_seconds, int stage,
+                                 const std::string& what);
 
 }  // namespace tandem::host::exec

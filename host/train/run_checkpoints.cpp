@@ -7,6 +7,7 @@
 #include "exec/tensor_text.hpp"
 #include "train/checkpointing.hpp"
 #include "train/sharded_checkpoint.hpp"
+#include "train/stage_tensors.hpp"
 #include "train/tensor_shards.hpp"
 
 namespace tandem::host::train {
@@ -73,8 +74,9 @@ Result<std::string> RunCheckpoints::save(int64_t step, int64_t epoch, int64_t ne
   // whole tensors (the ranks of rank 0's group; the other groups hold the
   // same), and with ZeRO every rank first gathers its shards.
   const int rank = program_->group().rank;
-  if (program_->layout().pipeline > 1 && format_ == "sharded")
-    return save_stages(metadata(step, epoch, next_batch, total_steps), step);
+  if (program_->layout().pipeline > 1)
+    return format_ == "sharded" ? save_stages(metadata(step, epoch, next_batch, total_steps), step)
+                                : save_stages_whole(metadata(step, epoch, next_batch, total_steps), step);
   if (!sharded && !gathers()) return std::string();
   auto cp = collect_tensors(program_->model().graph, program_->executor(),
                             metadata(step, epoch, next_batch, total_steps));
@@ -109,10 +111,7 @@ Result<std::string> RunCheckpoints::save_shards(checkpoint::Checkpoint cp, int64
       write_checkpoint_shard(run_dir_, step, rank, program_->data_world(), std::move(cp), shards_), step);
 }
 
-// Pipeline parallelism: one rank of each stage writes the tensors its stage
-// holds (ZeRO's shards and tensor-parallel slices gathered first); no stage
-// reads another's.
-Result<std::string> RunCheckpoints::save_stages(std::map<std::string, std::string> meta, int64_t step) {
+Result<checkpoint::Checkpoint> RunCheckpoints::collect_stage(std::map<std::string, std::string> meta) {
   exec::RankPipelineExecutor& pipeline = *program_->rank_pipeline();
   const TensorReader read = [&pipeline](ValueId value, void* host, size_t bytes) -> Result<bool> {
     if (!pipeline.holds(value)) return false;
@@ -123,11 +122,36 @@ Result<std::string> RunCheckpoints::save_stages(std::map<std::string, std::strin
   if (!cp) return cp.error();
   if (auto r = gather_shards(*cp); !r) return r.error();
   if (auto r = gather_slices(*cp); !r) return r.error();
+  return cp;
+}
+
+// Pipeline parallelism: one rank of each stage writes the tensors its stage
+// holds (ZeRO's shards and tensor-parallel slices gathered first); no stage
+// reads another's.
+Result<std::string> RunCheckpoints::save_stages(std::map<std::string, std::string> meta, int64_t step) {
+  auto cp = collect_stage(std::move(meta));
+  if (!cp) return cp.error();
   if (program_->data_rank() != 0 || program_->model().tensor_parallel.rank != 0)
     return publish_shards({}, step);  // the stage's first rank writes it
-  return publish_shards(write_stage_checkpoint_shard(run_dir_, step, pipeline.stage(),
+  return publish_shards(write_stage_checkpoint_shard(run_dir_, step, program_->rank_pipeline()->stage(),
                                                      program_->layout().pipeline, std::move(*cp)),
                         step);
+}
+
+// One file: each stage's first rank sends its stage's tensors to rank 0
+// (stage_tensors.hpp), which writes them with its own.
+Result<std::string> RunCheckpoints::save_stages_whole(std::map<std::string, std::string> meta, int64_t step) {
+  auto cp = collect_stage(std::move(meta));
+  if (!cp) return cp.error();
+  if (program_->data_rank() != 0 || program_->model().tensor_parallel.rank != 0) return std::string();
+  exec::StageLink& stages = *ranks_.stages;
+  if (stages.stage() != 0) {
+    if (auto r = send_stage_tensors(stages, *cp, 0); !r) return r.error();
+    return std::string();
+  }
+  for (int from = 1; from < int(program_->layout().pipeline); ++from)
+    if (auto r = receive_stage_tensors(stages, *cp, from); !r) return r.error();
+  return save_checkpoint(run_dir_, step, *cp, spec_->train.keep_checkpoints);
 }
 
 // Every rank learns whether every file was written before rank 0 makes the

@@ -5,8 +5,9 @@
 // their slices and ZeRO's ranks their shards ("whole"), or with ZeRO alone
 // every data-parallel rank writes its own shard file ("sharded",
 // sharded_checkpoint.hpp), and with pipeline parallelism one rank of each
-// stage writes the stage's tensors ("sharded", the default; "whole": rank 0
-// receives them all). Reading gives each rank its slices and shards.
+// stage writes the stage's tensors ("sharded", the default; "whole": each
+// stage's first rank sends them to rank 0, which writes one file).
+// Reading gives each rank its slices and shards.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +28,13 @@ class RunCheckpoints {
  public:
   // The communicators of a run of several ranks (all null alone): every
   // rank, and those that exchange tensor-parallel slices and ZeRO's shards
-  // (the same as `all` unless the run has both kinds of parallelism).
+  // (the same as `all` unless the run has both kinds of parallelism), and
+  // with pipeline parallelism the ranks that differ only in their stage.
   struct Ranks {
     GradientCommunicator* all = nullptr;
     GradientCommunicator* tensor = nullptr;
     GradientCommunicator* data = nullptr;
+    GradientCommunicator* stages = nullptr;
   };
   // `format`: "sharded" or "whole" (--checkpoint-format). Refused: "whole"
   // with ZeRO on a device whose memory is not the host's.
@@ -65,7 +68,10 @@ class RunCheckpoints {
   Result<void> gather_shards(checkpoint::Checkpoint& cp);
   Result<void> gather_slices(checkpoint::Checkpoint& cp);
   Result<std::string> save_shards(checkpoint::Checkpoint cp, int64_t step);
+  // Pipeline parallelism: the tensors this rank's stage holds, made whole.
+  Result<checkpoint::Checkpoint> collect_stage(std::map<std::string, std::string> meta);
   Result<std::string> save_stages(std::map<std::string, std::string> meta, int64_t step);
+  Result<std::string> save_stages_whole(std::map<std::string, std::string> meta, int64_t step);
   Result<std::string> publish_shards(const Result<void>& wrote, int64_t step);
 
   const model::ModelSpec* spec_;

@@ -56,7 +56,7 @@ void RunRanks::give_to(exec::ExecutorOptions& options, const program::Program& p
 
 RunCheckpoints::Ranks RunRanks::for_checkpoints() const {
   if (alone()) return {};
-  return {all_.get(), &tensor(), &data()};
+  return {all_.get(), &tensor(), &data(), pipeline()};
 }
 
 }  // namespace tandem::host::train

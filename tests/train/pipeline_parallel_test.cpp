@@ -289,6 +289,17 @@ TEST_F(PipelineParallel, ZeroStageOneShardsEachStagesOptimizerStateOverItsPeers)
     ++states;
   }
   EXPECT_GT(states, 10u);
+  // One file: each stage's shards gathered over its peers, then sent to rank 0.
+  CliRun whole = shell(ranks(4, "--zero 1 --checkpoint-format whole --run-dir " + dir.file("whole")));
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  auto w = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("whole")));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->tensors.size(), a->tensors.size());
+  for (const auto& t : a->tensors) {
+    const auto* u = w->find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_TRUE(u->data == t.data) << t.name;
+  }
   CliRun two = shell(ranks(4, "--zero 2 --set train.steps=1 --run-dir " + dir.file("two")));
   EXPECT_NE(two.code, 0) << two.output;
   EXPECT_NE(
@@ -330,12 +341,20 @@ TEST_F(PipelineParallel, EachStageWritesItsOwnTensorsAndTheRunResumesFromThem) {
   const std::string sharded = dir.file("stages") + "/checkpoints/step-000000010.sharded";
   auto one = host::train::read_checkpoint(dir.file("whole") + "/checkpoints/step-000000010.safetensors");
   ASSERT_TRUE(one.ok()) << one.error().message;
+  // --checkpoint-format whole: stage 1's first rank sent its tensors to
+  // rank 0, which wrote them with stage 0's; the same bytes as the stages' files.
   size_t held = 0;
   for (const char* file : {"/rank-00000.safetensors", "/rank-00001.safetensors"}) {
     auto stage = host::checkpoint::read_safetensors(sharded + file);
     ASSERT_TRUE(stage.ok()) << file;
     EXPECT_GT(stage->tensors.size(), 2u) << file;
     held += stage->tensors.size();
+    for (const auto& t : stage->tensors) {
+      const auto* w = one->find(t.name);
+      ASSERT_NE(w, nullptr) << t.name;
+      EXPECT_EQ(w->shape, t.shape) << t.name;
+      EXPECT_TRUE(w->data == t.data) << t.name;
+    }
   }
   EXPECT_EQ(held, one->tensors.size()) << "each tensor in one stage's file";
   EXPECT_EQ(largest_difference(dir.file("whole"), dir.file("stages")), 0.0);
