@@ -129,24 +129,23 @@ Result<void> RankPipelineExecutor::receive(const StageMessage& m, DeviceExecutor
 
 Result<void> RankPipelineExecutor::post_receives() {
   messages_->unposted.assign(layout_.stages(), {});
-  messages_->posted.assign(layout_.stages(), 0);
   for (int peer = 0; peer < int(layout_.stages()); ++peer)
     for (const auto& key : step_messages(layout_, peer, stage_))
       messages_->unposted[size_t(peer)].push_back(key);
   return post_ahead();
 }
 
-Result<void> RankPipelineExecutor::post_ahead(std::pair<size_t, size_t> until) {
-  for (int peer = 0; peer < int(layout_.stages()); ++peer) {
-    auto& unposted = messages_->unposted[size_t(peer)];
-    while (!unposted.empty() && messages_->posted[size_t(peer)] < receive_window_[size_t(peer)])
+size_t RankPipelineExecutor::posted_from(int peer) const {
+  size_t n = 0;
+  for (const auto& [key, m] : messages_->receiving)
+    n += key.first != kNone && layout_.messages[key.second].from == peer;
+  return n;
+}
+
+Result<void> RankPipelineExecutor::post_ahead() {
+  for (int peer = 0; peer < int(layout_.stages()); ++peer)
+    while (!messages_->unposted[size_t(peer)].empty() && posted_from(peer) < receive_window_[size_t(peer)])
       if (auto r = post_one(peer); !r) return r;
-    if (until.first == kNone) continue;
-    // A message read before those the window holds: everything the peer sends before it is posted first.
-    if (std::find(unposted.begin(), unposted.end(), until) != unposted.end())
-      while (messages_->receiving.count(until) == 0)
-        if (auto r = post_one(peer); !r) return r;
-  }
   return {};
 }
 
@@ -162,14 +161,15 @@ Result<void> RankPipelineExecutor::post_one(int peer) {
                           started.error().message,
                       started.error().status);
   in.transfer = std::move(*started);
-  ++messages_->posted[size_t(peer)];
   return {};
 }
 
 Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecutor& executor) {
   const StageMessage& m = layout_.messages[index];
+  // A message read before those the window holds: everything its peer sends before it is posted first.
   if (micro != kNone)
-    if (auto r = post_ahead({micro, index}); !r) return r;
+    while (messages_->receiving.count({micro, index}) == 0 && !messages_->unposted[size_t(m.from)].empty())
+      if (auto r = post_one(m.from); !r) return r;
   auto it = messages_->receiving.find({micro, index});
   if (it == messages_->receiving.end())
     return make_error("pipeline stage " + std::to_string(stage_) + " takes '" + m.name + "' of micro-batch " +
@@ -179,9 +179,7 @@ Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecut
     return r;
   auto written = executor.write(m.destination, it->second.bytes.data(), it->second.bytes.size());
   messages_->receiving.erase(it);
-  if (micro == kNone) return written;
-  --messages_->posted[size_t(m.from)];
-  if (!written) return written;
+  if (micro == kNone || !written) return written;
   return post_ahead();
 }
 

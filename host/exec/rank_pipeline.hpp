@@ -170,10 +170,8 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   struct Messages {
     std::vector<InFlight> sent;                               // not yet known to have gone
     std::map<std::pair<size_t, size_t>, InFlight> receiving;  // (micro-batch, message index)
-    // Per peer stage: the step's messages not yet posted, in its sending
-    // order, and how many of its posted ones are not yet taken.
+    // Per peer stage: the step's messages not yet posted, in its sending order.
     std::vector<std::deque<std::pair<size_t, size_t>>> unposted;
-    std::vector<size_t> posted;
   };
 
   DeviceExecutor& instance(size_t micro) const;
@@ -183,10 +181,12 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   Result<void> send(const StageMessage& m, DeviceExecutor& executor);
   Result<void> receive(const StageMessage& m, DeviceExecutor& executor);
   // The step's receives, in the order each peer sends; post_ahead() starts
-  // them, up to the window per peer (or further, up to `until`).
+  // them, up to the window per peer; post_one() the peer's next.
   Result<void> post_receives();
-  Result<void> post_ahead(std::pair<size_t, size_t> until = {kNone, kNone});
+  Result<void> post_ahead();
   Result<void> post_one(int peer);
+  // The step's receives from `peer` posted and not yet taken.
+  size_t posted_from(int peer) const;
   // Message `index` of `micro`, once it arrived, into `executor`'s destination.
   Result<void> take(size_t micro, size_t index, DeviceExecutor& executor);
   // Asks after every message on its way, forgetting the sends that went.
