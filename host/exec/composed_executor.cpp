@@ -91,13 +91,16 @@ Result<void> ComposedExecutor::set_transfer_options(TransferOptions options) {
   return {};
 }
 
-Result<void> ComposedExecutor::start_copies() {
-  if (copies_) return {};
+std::vector<CopyPart> ComposedExecutor::copy_parts() const {
   std::vector<CopyPart> parts;
   for (size_t p = 0; p < parts_.size(); ++p)
     parts.push_back(
         {&parts_[p].executor->device(), parts_[p].executor->stream(), part_host_addressable(p),
          transfer_options_.stage_as_pinned && transfer_options_.as_device.count(parts_[p].device) > 0});
+  return parts;
+}
+
+std::vector<CopyRequest> ComposedExecutor::copy_requests() const {
   std::vector<CopyRequest> requests;
   for (const ExecutorTransfer& t : transfers_) {
     // The destination is named value@device (split.hpp): messages say the value.
@@ -106,7 +109,12 @@ Result<void> ComposedExecutor::start_copies() {
     if (const size_t at = name.rfind('@'); at != std::string::npos) name.resize(at);
     requests.push_back({t.from_part, t.to_part, t.bytes, std::move(name)});
   }
-  auto engine = CopyEngine::create(std::move(parts), std::move(requests));
+  return requests;
+}
+
+Result<void> ComposedExecutor::start_copies() {
+  if (copies_) return {};
+  auto engine = CopyEngine::create(copy_parts(), copy_requests());
   if (!engine) return engine.error();
   copies_ = std::move(*engine);
   return {};

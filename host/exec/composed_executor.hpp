@@ -48,7 +48,7 @@ struct TransferOptions {
 };
 
 class ComposedExecutor final : public Executor {
-  friend class PipelinedExecutor;  // forwards its profile()
+  friend class PipelinedExecutor;  // forwards its profile(), copies between its parts' instances
 
  public:
   // See Executor::compose.
@@ -125,6 +125,10 @@ class ComposedExecutor final : public Executor {
   void schedule(size_t global_nodes);
   void assign_routes();
   bool part_host_addressable(size_t part) const;
+  // The parts and transfers as the copies see them (copy_engine.hpp), by
+  // the transfer options in force.
+  std::vector<CopyPart> copy_parts() const;
+  std::vector<CopyRequest> copy_requests() const;
   Result<void> start_copies();
   // The part that holds a global value, and the value there.
   Result<std::pair<DeviceExecutor*, ValueId>> owner_of(ValueId value) const;

@@ -39,11 +39,6 @@ class Analysis {
   }
 
   Result<PipelineLayout> run() {
-    for (const ExecutorPart& p : parts_)
-      if (auto info = p.executor->device().info(); !info || !info->host_addressable)
-        return cannot(p.device +
-                      " is a device whose memory the host cannot address: pipelining micro-batches "
-                      "over it is not supported yet");
     add_feeds();
     for (size_t t = 0; t < transfers_.size(); ++t)
       if (auto r = classify(t); !r) return r.error();

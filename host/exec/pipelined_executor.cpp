@@ -117,13 +117,36 @@ uint64_t PipelinedExecutor::instance_bytes(size_t part) const {
   return bytes;
 }
 
-void PipelinedExecutor::copy_between_first_instances(size_t transfer) {
+Result<void> PipelinedExecutor::set_transfer_options(TransferOptions options) {
+  copier_.reset();
+  return composed_->set_transfer_options(std::move(options));
+}
+
+uint64_t PipelinedExecutor::copies(CopyRoute route) const {
+  return copier_ ? copier_->copies(route) : 0;
+}
+
+Result<void> PipelinedExecutor::start_copies() {
+  if (copier_) return {};
+  std::vector<CopyRoute> routes;
+  for (const ExecutorTransfer& t : composed_->transfers()) routes.push_back(t.route);
+  auto copier =
+      PipelineCopies::create(composed_->copy_parts(), composed_->copy_requests(), std::move(routes));
+  if (!copier) return copier.error();
+  copier_ = std::move(*copier);
+  return {};
+}
+
+Result<void> PipelinedExecutor::copy_between_first_instances(size_t transfer) {
   const ExecutorTransfer& x = composed_->transfers()[transfer];
   const auto& parts = composed_->parts();
-  std::memcpy(parts[x.to_part].executor->device_pointer(x.to),
-              parts[x.from_part].executor->device_pointer(x.from), x.bytes);
+  if (auto r = copier_->copy(transfer, parts[x.to_part].executor->device_pointer(x.to),
+                             parts[x.from_part].executor->device_pointer(x.from));
+      !r)
+    return r;
   ++copies_;
   copied_bytes_ += x.bytes;
+  return {};
 }
 
 Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<ConstBytes>>& inputs,
@@ -135,7 +158,9 @@ Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<
                           std::to_string(inputs.size()) + " (internal)",
                       TDM_INTERNAL);
   if (auto r = composed_->synchronize(); !r) return r;
-  for (size_t t : layout_.before_step) copy_between_first_instances(t);
+  if (auto r = start_copies(); !r) return r;
+  for (size_t t : layout_.before_step)
+    if (auto r = copy_between_first_instances(t); !r) return r;
   Step step(inputs, outputs, results);
   step.done.resize(stages);
   for (size_t s = 0; s < stages; ++s)
@@ -166,7 +191,8 @@ Result<void> PipelinedExecutor::run_micro_batches(const std::vector<std::vector<
     if (auto r = workers_[s]->wait(tickets[s]); !r && (first || first.error().message == stopped().message))
       first = r;
   if (!first) return first;
-  for (size_t t : layout_.after_step) copy_between_first_instances(t);
+  for (size_t t : layout_.after_step)
+    if (auto r = copy_between_first_instances(t); !r) return r;
   for (const PipelineLayout::Pull& pull : layout_.pulls) {
     copies_ += micro;
     copied_bytes_ += micro * composed_->transfers()[pull.transfer].bytes;
@@ -217,16 +243,19 @@ Result<void> PipelinedExecutor::begin_micro_batch(Step& step, size_t stage, size
   return {};
 }
 
-void PipelinedExecutor::copy(Step& step, size_t pull, size_t micro) {
+Result<void> PipelinedExecutor::copy(Step& step, size_t pull, size_t micro) {
   const PipelineLayout::Pull& p = layout_.pulls[pull];
   const ExecutorTransfer& x = composed_->transfers()[p.transfer];
-  std::memcpy(instance(p.consumer.stage, micro).device_pointer(x.to),
-              instance(p.producer.stage, micro).device_pointer(x.from), x.bytes);
+  if (auto r = copier_->copy(p.transfer, instance(p.consumer.stage, micro).device_pointer(x.to),
+                             instance(p.producer.stage, micro).device_pointer(x.from));
+      !r)
+    return r;
   {
     std::lock_guard lock(step.mutex);
     step.pulled[pull][micro] = 2;
   }
   step.changed.notify_all();
+  return {};
 }
 
 Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t micro, size_t segment) {
@@ -236,7 +265,8 @@ Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t mic
     if (!(pull.consumer == SegmentRef{stage, segment})) continue;
     if (!step.wait([&] { return step.done[pull.producer.stage][micro][pull.producer.segment] != 0; }))
       return stopped();
-    if (step.claim(i, micro)) copy(step, i, micro);
+    if (step.claim(i, micro))
+      if (auto r = copy(step, i, micro); !r) return r;
     if (!step.wait([&] { return step.pulled[i][micro] == 2; })) return stopped();
   }
   // A value another stage reads, rewritten by this segment: copied first
@@ -249,7 +279,8 @@ Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t mic
           return step.pulled[i][micro] == 2 || (step.pulled[i][micro] == 0 && step.begun[reader][micro]);
         }))
       return stopped();
-    if (step.claim(i, micro)) copy(step, i, micro);
+    if (step.claim(i, micro))
+      if (auto r = copy(step, i, micro); !r) return r;
     if (!step.wait([&] { return step.pulled[i][micro] == 2; })) return stopped();
   }
   const std::vector<size_t>& bounds = layout_.bounds[stage];
@@ -271,7 +302,8 @@ Result<void> PipelinedExecutor::run_segment(Step& step, size_t stage, size_t mic
       std::lock_guard lock(step.mutex);
       holds = step.begun[pull.consumer.stage][micro] != 0;
     }
-    if (holds && step.claim(i, micro)) copy(step, i, micro);
+    if (holds && step.claim(i, micro))
+      if (auto r = copy(step, i, micro); !r) return r;
   }
   return {};
 }

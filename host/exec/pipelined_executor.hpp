@@ -3,7 +3,10 @@
 // same time, each driven by its own host thread, in the one-forward-one-
 // backward order of pipeline_schedule.hpp (interleaved where every device
 // holds several chunks of the model), with the copies between stages of
-// pipeline_layout.hpp.
+// pipeline_layout.hpp, made by pipeline_copies.hpp on every kind of device.
+// A stage's thread runs a segment and waits for its device to finish it: on
+// a GPU, its launches go to the instance's stream and the thread waits on
+// that stream, while the other stages' threads keep their devices busy.
 //
 // Everything but run_micro_batches goes to the composed executor it wraps
 // (the "first instance"): the host's writes and reads of parameters and
@@ -32,6 +35,7 @@
 #include "exec/copy_worker.hpp"
 #include "exec/device_executor.hpp"
 #include "exec/micro_batch_pipeline.hpp"
+#include "exec/pipeline_copies.hpp"
 #include "exec/pipeline_layout.hpp"
 
 namespace tandem::host::exec {
@@ -71,6 +75,12 @@ class PipelinedExecutor final : public Executor, public MicroBatchPipeline {
   std::vector<std::string> stage_devices() const;
   // Bytes the further instances allocated, per part.
   uint64_t instance_bytes(size_t part) const;
+  // How the copies between stages run (the composed executor's, which
+  // decide each transfer's route; TransferOptions::as_device drives a CPU
+  // device as a GPU is driven, to test those routes without one).
+  Result<void> set_transfer_options(TransferOptions options);
+  // Copies between stages made by `route` since the options were last set.
+  uint64_t copies(CopyRoute route) const;
 
   // The Executor interface: the composed executor's.
   Result<void> write(ValueId value, const void* host, size_t bytes) override;
@@ -112,14 +122,18 @@ class PipelinedExecutor final : public Executor, public MicroBatchPipeline {
   Result<void> end_micro_batch(Step& step, size_t stage, size_t micro);
   // Pull `pull` of `micro`, claimed by the caller: its bytes into the
   // reading stage's instance.
-  void copy(Step& step, size_t pull, size_t micro);
+  Result<void> copy(Step& step, size_t pull, size_t micro);
   // A copy between the first instances, once per step.
-  void copy_between_first_instances(size_t transfer);
+  Result<void> copy_between_first_instances(size_t transfer);
+  // The copier for the transfer options in force, made at the first step
+  // after they were set.
+  Result<void> start_copies();
 
   std::unique_ptr<ComposedExecutor> composed_;
   PipelineLayout layout_;
   std::vector<std::vector<std::unique_ptr<DeviceExecutor>>> instances_;  // by part
   std::vector<std::unique_ptr<CopyWorker>> workers_;                     // by stage
+  std::unique_ptr<PipelineCopies> copier_;
   PipelineStats stats_;
   std::vector<PipelineSpan> spans_;
   uint64_t copies_ = 0, copied_bytes_ = 0;

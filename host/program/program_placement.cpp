@@ -325,13 +325,8 @@ bool Program::pipeline_possible(const std::vector<std::string>& devices) const {
   if (options_.mode != lowering::Mode::Train || micro_batches_ < 2 || !spec_.train.pipeline ||
       devices.size() < 2)
     return false;
-  for (const std::string& id : devices) {
-    auto device = devices_.by_id().find(id);
-    if (device == devices_.by_id().end()) return false;
-    auto info = device->second->info();
-    if (!info || !info->host_addressable) return false;
-  }
-  return true;
+  return std::all_of(devices.begin(), devices.end(),
+                     [&](const std::string& id) { return devices_.by_id().count(id) > 0; });
 }
 
 exec::PipelinedExecutor* Program::pipeline() const noexcept {

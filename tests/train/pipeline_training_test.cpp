@@ -245,6 +245,35 @@ TEST_F(PipelineTraining, EqualsMicroBatchesOneAfterAnotherBitForBit) {
   expect_same_runs(*pipelined, *sequential);
 }
 
+// A stage on a GPU: the reference device driven as a device whose memory
+// the host does not address (copy streams, no memcpy of its memory), then
+// both devices so (through host staging). The copies take the GPU's
+// routes, and the run keeps the unpipelined run's bits.
+TEST_F(PipelineTraining, StagesOnDevicesTheHostDoesNotAddressGiveTheSameBits) {
+  using host::exec::CopyRoute;
+  struct Case {
+    std::set<std::string> as_device;
+    std::vector<CopyRoute> routes;
+  };
+  const std::vector<Case> cases = {{{"reference:0"}, {CopyRoute::DeviceToHost, CopyRoute::HostToDevice}},
+                                   {{"reference:0", "onednn:0"}, {CopyRoute::DeviceToDevice}}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    SCOPED_TRACE("as devices: " + std::to_string(cases[c].as_device.size()));
+    auto pipelined = trainer("as-device-" + std::to_string(c), {"train.steps=4"});
+    auto sequential =
+        trainer("as-device-sequential-" + std::to_string(c), {"train.steps=4", "train.pipeline=false"});
+    ASSERT_TRUE(pipelined && sequential);
+    host::exec::PipelinedExecutor* p = pipelined->program().pipeline();
+    ASSERT_NE(p, nullptr) << pipelined->program().pipeline_declined();
+    host::exec::TransferOptions options;
+    options.as_device = cases[c].as_device;
+    ASSERT_TRUE(p->set_transfer_options(options).ok());
+    expect_same_runs(*pipelined, *sequential);
+    for (CopyRoute route : cases[c].routes) EXPECT_GT(p->copies(route), 0u) << host::exec::route_name(route);
+    EXPECT_EQ(p->copies(CopyRoute::HostMemcpy), 0u) << "a copy read the memory of a device as host memory";
+  }
+}
+
 // Mixed precision (bf16 with dynamic loss scaling, an overflow check over
 // both devices' gradients) and activation checkpointing (recomputation in
 // backward) compose with the pipeline: still the unpipelined run's bits.

@@ -1,0 +1,99 @@
+#include "exec/pipeline_copies.hpp"
+
+#include <cstring>
+
+#include "util/last_error.hpp"
+
+namespace tandem::host::exec {
+
+Result<std::unique_ptr<PipelineCopies>> PipelineCopies::create(std::vector<CopyPart> parts,
+                                                               std::vector<CopyRequest> requests,
+                                                               std::vector<CopyRoute> routes) {
+  std::unique_ptr<PipelineCopies> c(new PipelineCopies());
+  c->parts_ = std::move(parts);
+  for (const CopyPart& part : c->parts_) {
+    c->stream_mutexes_.push_back(std::make_unique<std::mutex>());
+    if (part.host_addressable) {
+      c->streams_.emplace_back();
+      continue;
+    }
+    auto stream = OwnedStream::create(*part.device, "pipeline copies");
+    if (!stream) return stream.error();
+    c->streams_.push_back(std::move(*stream));
+  }
+  for (size_t t = 0; t < requests.size(); ++t) {
+    Lane& lane = c->lanes_.emplace_back();
+    lane.request = std::move(requests[t]);
+    lane.route = routes[t];
+    if (lane.route != CopyRoute::DeviceToDevice) continue;
+    auto staging = HostStaging::allocate(lane.request.bytes, {c->parts_[lane.request.from_part].device,
+                                                              c->parts_[lane.request.to_part].device});
+    if (!staging) return staging.error();
+    lane.staging = std::move(*staging);
+  }
+  return c;
+}
+
+Error PipelineCopies::failure(const Lane& lane, const std::string& what, tdm_status status) const {
+  return make_error("pipeline copy of '" + lane.request.value + "' from " +
+                        parts_[lane.request.from_part].device->id() + " to " +
+                        parts_[lane.request.to_part].device->id() + " failed (" + what +
+                        "): " + plugin_reason(status),
+                    status);
+}
+
+template <class Copy>
+Result<void> PipelineCopies::on_copy_stream(const Lane& lane, size_t part, const char* what, Copy copy) {
+  std::lock_guard lock(*stream_mutexes_[part]);
+  tdm_stream* stream = streams_[part].get();
+  clear_last_error();
+  tdm_status status = copy(stream);
+  if (status != TDM_OK) return failure(lane, what, status);
+  status = api(part).stream_synchronize(stream);
+  if (status != TDM_OK) return failure(lane, std::string(what) + ", waiting for it", status);
+  return {};
+}
+
+Result<void> PipelineCopies::copy(size_t t, void* dst, const void* src) {
+  Lane& lane = lanes_[t];
+  const size_t from = lane.request.from_part, to = lane.request.to_part, bytes = lane.request.bytes;
+  Result<void> done;
+  switch (lane.route) {
+    case CopyRoute::HostMemcpy:
+      std::memcpy(dst, src, bytes);
+      break;
+    case CopyRoute::DeviceToHost:
+      done = on_copy_stream(lane, from, "copy_d2h",
+                            [&](tdm_stream* s) { return api(from).copy_d2h(s, dst, src, bytes); });
+      break;
+    case CopyRoute::HostToDevice:
+      done = on_copy_stream(lane, to, "copy_h2d",
+                            [&](tdm_stream* s) { return api(to).copy_h2d(s, dst, src, bytes); });
+      break;
+    case CopyRoute::PeerToPeer: {
+      tdm_device* peer = parts_[to].device->get();
+      done = on_copy_stream(lane, from, "copy_peer",
+                            [&](tdm_stream* s) { return api(from).copy_peer(s, peer, dst, src, bytes); });
+      break;
+    }
+    case CopyRoute::DeviceToDevice: {
+      std::lock_guard lock(*lane.staging_mutex);
+      void* staging = lane.staging.data();
+      done = on_copy_stream(lane, from, "copy_d2h to staging",
+                            [&](tdm_stream* s) { return api(from).copy_d2h(s, staging, src, bytes); });
+      if (done)
+        done = on_copy_stream(lane, to, "copy_h2d from staging",
+                              [&](tdm_stream* s) { return api(to).copy_h2d(s, dst, staging, bytes); });
+      break;
+    }
+  }
+  if (!done) return done;
+  ++counts_[static_cast<size_t>(lane.route)];
+  return {};
+}
+
+uint64_t PipelineCopies::copies(CopyRoute route) const {
+  return counts_[static_cast<size_t>(route)];
+}
+
+}  // namespace tandem::host::exec
