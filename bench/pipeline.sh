@@ -14,6 +14,9 @@
 # and examples/embedding_cpu.toml (its embedding pinned to the CPU device
 # onednn:0, the rest on onednn:1) pipelined against not. Each
 # configuration runs once per round, interleaved, --rounds rounds.
+# With --gpu: only examples/embedding_cpu.toml, its embedding on the CPU
+# and the rest on cuda:0 (the case it was written for), pipelined against
+# not.
 #
 # For each: tokens (samples) per second over the steps after the first (the
 # median over rounds; in brackets the lowest and highest ratio of a single
@@ -21,7 +24,7 @@
 # the idle share of device time measured (--memory-report) beside the
 # bubble `tandem plan` prints.
 #
-#   bench/pipeline.sh [--steps 30] [--micro 8] [--rounds 3] [--build DIR]
+#   bench/pipeline.sh [--steps 30] [--micro 8] [--rounds 3] [--build DIR] [--gpu]
 #
 # Results go to bench/results/pipeline/ (each run's log and metrics).
 # Measure on a quiet machine: uptime is printed before and after.
@@ -32,13 +35,15 @@ steps=30
 micro=8
 rounds=3
 build="$repo/build"
+gpu=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
     --micro) micro=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --gpu) gpu=1; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "pipeline.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -63,6 +68,14 @@ declare -A config=(
   [embedding-sequential]="${emb[*]} --set train.pipeline=false"
 )
 order=(gpt-pipelined gpt-interleaved gpt-auto-pipelined gpt-split-sequential gpt-one-device gpt-one-device-micro embedding-pipelined embedding-sequential)
+planned=(gpt-pipelined gpt-interleaved gpt-auto-pipelined embedding-pipelined)
+if [ "$gpu" = 1 ]; then
+  emb=("$repo/examples/embedding_cpu.toml" --device cuda:0 --set "train.pipeline_microbatches=$micro")
+  config[embedding-pipelined]="${emb[*]}"
+  config[embedding-sequential]="${emb[*]} --set train.pipeline=false"
+  order=(embedding-pipelined embedding-sequential)
+  planned=(embedding-pipelined)
+fi
 for round in $(seq 1 "$rounds"); do
   for name in "${order[@]}"; do
     echo "pipeline.sh: round $round, $name" >&2
@@ -72,7 +85,7 @@ for round in $(seq 1 "$rounds"); do
       { tail -20 "$run.log" >&2; exit 1; }
   done
 done
-for name in gpt-pipelined gpt-interleaved gpt-auto-pipelined embedding-pipelined; do
+for name in "${planned[@]}"; do
   # shellcheck disable=SC2086
   "$tandem" plan ${config[$name]} --set "train.steps=$steps" > "$out/plan-$name.txt" 2>&1 ||
     { cat "$out/plan-$name.txt" >&2; exit 1; }
@@ -120,6 +133,8 @@ for n in names:
     bubble = plan_bubble(n)
     print(f"{n:>22} {median:10.0f} {ref:>22} {statistics.median(ratios):6.3f} "
           f"[{min(ratios):.3f}-{max(ratios):.3f}] {idle_text:>7} {('%.1f' % bubble) if bubble is not None else '-':>14}")
+if "gpt-one-device" not in names:
+    sys.exit(0)
 one = statistics.median(runs[(r, "gpt-one-device")][0] for r in range(1, rounds + 1))
 pipe = statistics.median(runs[(r, "gpt-pipelined")][0] for r in range(1, rounds + 1))
 print(f"gpt-pipelined / gpt-one-device (2 threads, whole batch): {pipe / one:.3f}")

@@ -37,7 +37,8 @@ done
 out=$1
 targets=(tandem tandem-plugin-cuda tandem-plugin-nccl tandem-plugin-reference tandem-plugin-onednn tandem-plugin-amp
   tandem-conformance tandem-gpu-kernels-bench tandem_cuda_host_tests tandem_cuda_plugin_tests
-  tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests)
+  tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests
+  tandem_train_tests)
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_CUDA=ON -DTANDEM_BUILD_TESTS=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$arch-real" > /dev/null
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
@@ -47,7 +48,7 @@ mkdir -p "$out/syslib" "$out/bin" "$out/lib"
 # The programs the checks run, the plugins and the shared libraries of the
 # tests (no static libraries: a bundle should fit in tens of MiB).
 for program in tandem tandem-conformance tandem-gpu-kernels-bench tandem_cuda_host_tests tandem_cuda_plugin_tests \
-  tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests; do
+  tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests tandem_train_tests; do
   [ -f "$build/bin/$program" ] && cp -a "$build/bin/$program" "$out/bin/"
 done
 cp -a "$build/lib/tandem" "$out/lib/"

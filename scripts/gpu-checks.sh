@@ -17,7 +17,8 @@
 #   profile  tandem bench --profile of GPT-2 small: time per op and the
 #            slowest nodes (one synchronisation per node);
 #   llama    bench/gpu_scale.sh --quick of the 1.24 B Llama, Tandem alone;
-#   tests    the cuda and nccl tests: every GPU test runs, or says SKIPPED
+#   tests    the cuda and nccl tests, and the pipeline with a stage on the
+#            GPU (PipelineOnAGpu): every GPU test runs, or says SKIPPED
 #            and why (two-GPU tests on a one-GPU machine);
 #   memory   tandem bench of bench/models/gpt.toml and cnn.toml on cuda:0:
 #            planned against measured device peak;
@@ -25,6 +26,8 @@
 #            with amp f16 and with gradient clipping: what each costs a step;
 #   peer     bench/torch_peer.py --device cuda on the same GPT and CNN;
 #   place    bench/placement.sh --devices cuda:0,onednn:0;
+#   pipeline bench/pipeline.sh --gpu: examples/embedding_cpu.toml's
+#            embedding on the CPU, the rest on cuda:0, pipelined against not;
 #   kernels  bench/gpu_kernels.sh: the reductions' bandwidth, old and new.
 # Each step runs under its own time limit and all of them within
 # --deadline seconds (default 540): a step that would start with less than
@@ -44,7 +47,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 do_build=1
 jobs=$(nproc)
-only="scale,conform,stream,profile,llama,tests,memory,costs,peer,place,kernels"
+only="scale,conform,stream,profile,llama,tests,memory,costs,peer,place,pipeline,kernels"
 out=""
 deadline=540
 while [ $# -gt 0 ]; do
@@ -74,7 +77,8 @@ echo "gpu-checks: $(nvidia-smi --query-gpu=name,memory.total,driver_version --fo
 # What the steps run, not the whole tree.
 targets=(tandem tandem-plugin-cuda tandem-plugin-nccl tandem-plugin-reference tandem-plugin-onednn tandem-plugin-amp
   tandem-conformance tandem-gpu-kernels-bench tandem_cuda_host_tests tandem_cuda_plugin_tests
-  tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests)
+  tandem_cuda_graph_tests tandem_cuda_vendor_tests tandem_nccl_host_tests tandem_nccl_plugin_tests
+  tandem_train_tests)
 if [ "$do_build" = 1 ]; then
   echo "gpu-checks: building for sm_$cc in $build ($jobs jobs)"
   start=$SECONDS
@@ -164,7 +168,7 @@ wanted llama && grep -E '^(model |llama_1b )' "$out/llama.log"
 # shellcheck disable=SC2317
 tests() {
   if [ -f "$build/CTestTestfile.cmake" ]; then
-    ctest --test-dir "$build" -R '^(cuda|nccl)\.' --output-on-failure -j 4
+    ctest --test-dir "$build" -R '^(cuda|nccl)\.|PipelineOnAGpu' --output-on-failure -j 4
     return
   fi
   # A bundle has the test programs without CTest's files; they look for the
@@ -180,6 +184,10 @@ tests() {
     echo "== $(basename "$program")"
     "$program" --gtest_brief=1 || status=1
   done
+  if [ -x "$build/bin/tandem_train_tests" ]; then
+    echo "== tandem_train_tests (PipelineOnAGpu)"
+    "$build/bin/tandem_train_tests" --gtest_brief=1 --gtest_filter='PipelineOnAGpu.*' || status=1
+  fi
   return "$status"
 }
 step tests 90 fn tests
@@ -221,6 +229,10 @@ wanted peer && cat "$out/peer.log"
 
 step place 120 "$repo/bench/placement.sh" --build "$build" --devices cuda:0,onednn:0 --steps 200
 wanted place && grep -vE '^uptime' "$out/place.log"
+
+step pipeline 60 env TANDEM_BENCH_OUT="$out/pipeline" "$repo/bench/pipeline.sh" --build "$build" --gpu \
+  --rounds 2 --steps 30
+wanted pipeline && grep -E '^(pipeline.sh| *configuration| *embedding)' "$out/pipeline.log"
 
 kernels_build=()
 [ "$do_build" = 1 ] || kernels_build=(--no-build)

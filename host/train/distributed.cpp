@@ -161,16 +161,35 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
   const bool gpu = info->kind == TDM_DEVICE_GPU;
   auto plugin = comm_plugin_for(registry, options.plugin, gpu ? "nccl" : "mpi", group, device.id());
   if (!plugin) return plugin.error();
-  const LoadedPlugin& p = **plugin;
+  const int32_t device_index = info->host_addressable ? -1 : int32_t(device.index());
+  auto c = join(**plugin, registry, group, options, part, point_to_point, device_index);
+  if (!c) return c.error();
+  if (!info->host_addressable)
+    if (auto r = (*c)->stage_on_device(device); !r) return r.error();
+  return c;
+}
+
+Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create_on_host(
+    const PluginRegistry& registry, const ProcessGroup& group, const CommOptions& options,
+    std::optional<int32_t> part) {
+  auto plugin = comm_plugin_for(registry, options.plugin, "mpi", group, "host memory");
+  if (!plugin) return plugin.error();
+  return join(**plugin, registry, group, options, part, true, -1);
+}
+
+bool GradientCommunicator::has_point_to_point() const {
+  return starts_transfers(plugin_) || has_send_and_recv(plugin_);
+}
+
+Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::join(
+    const LoadedPlugin& p, const PluginRegistry& registry, const ProcessGroup& group,
+    const CommOptions& options, std::optional<int32_t> part, bool point_to_point, int32_t device_index) {
   if (point_to_point && !starts_transfers(p) && !has_send_and_recv(p))
     return make_error(
         "[train] pipeline_parallel sends activations between ranks with a comm plugin's send_start, "
         "recv_start and request_test (ABI 1.16) or its send and recv (ABI 1.15), which " +
-            comm_plugin_text(p) +
-            " does not have: use --comm mpi (nccl's are not there yet: pipeline "
-            "parallelism runs on CPU devices)",
+            comm_plugin_text(p) + " does not have: use --comm mpi",
         TDM_UNSUPPORTED);
-  const int32_t device_index = info->host_addressable ? -1 : int32_t(device.index());
   tdm_comm* comm = nullptr;
   if (p.comm->comm_unique_id != nullptr) {
     if (part)
@@ -208,10 +227,8 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
                             comm_plugin_text(p) + ": " + last_error_text(silent_failure(created)),
                         TDM_UNAVAILABLE);
   }
-  std::unique_ptr<GradientCommunicator> c(new GradientCommunicator(p, comm, group, options.timeout_seconds));
-  if (!info->host_addressable)
-    if (auto r = c->stage_on_device(device); !r) return r.error();
-  return c;
+  return std::unique_ptr<GradientCommunicator>(
+      new GradientCommunicator(p, comm, group, options.timeout_seconds));
 }
 
 Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype dtype, void* stream) {

@@ -61,6 +61,14 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   static Result<std::unique_ptr<GradientCommunicator>> create(
       const PluginRegistry& registry, const DeviceHandle& device, const ProcessGroup& group,
       const CommOptions& options, std::optional<int32_t> part = std::nullopt, bool point_to_point = false);
+  // A communicator of host memory whatever the rank's device, with point to
+  // point: pipeline parallelism's stage link (its messages are host
+  // memory, exec/rank_pipeline.hpp). Through the comm plugin `options`
+  // name, else mpi.
+  static Result<std::unique_ptr<GradientCommunicator>> create_on_host(const PluginRegistry& registry,
+                                                                      const ProcessGroup& group,
+                                                                      const CommOptions& options,
+                                                                      std::optional<int32_t> part);
   ~GradientCommunicator();
   GradientCommunicator(const GradientCommunicator&) = delete;
   GradientCommunicator& operator=(const GradientCommunicator&) = delete;
@@ -77,6 +85,8 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
 
   // The comm plugin it runs through (recorded in checkpoints).
   const LoadedPlugin& plugin() const noexcept { return plugin_; }
+  // Whether its plugin sends and receives point to point (ABI 1.15 or 1.16).
+  bool has_point_to_point() const;
   int rank() const override { return group_.rank; }
   int world() const override { return group_.world; }
   Result<void> all_reduce_sum(void* buffer, size_t count, tdm_dtype dtype, void* stream) override;
@@ -102,6 +112,11 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group,
                        double timeout_seconds)
       : plugin_(plugin), comm_(comm), group_(group), timeout_seconds_(timeout_seconds) {}
+  // The plugin's communicator over `group` (`part` as for create), its
+  // buffers on device `device_index` (-1: host memory).
+  static Result<std::unique_ptr<GradientCommunicator>> join(
+      const LoadedPlugin& plugin, const PluginRegistry& registry, const ProcessGroup& group,
+      const CommOptions& options, std::optional<int32_t> part, bool point_to_point, int32_t device_index);
   // Rank 0's comm_unique_id, delivered to every rank, then comm_create.
   static Result<tdm_comm*> create_with_id(const LoadedPlugin& plugin, const PluginRegistry& registry,
                                           const ProcessGroup& group, int32_t device,

@@ -1,5 +1,7 @@
 #include "train/run_ranks.hpp"
 
+#include "util/logger.hpp"
+
 namespace tandem::host::train {
 
 Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceHandle& device,
@@ -7,21 +9,18 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
                                    const CommOptions& options) {
   RunRanks r;
   if (group.world == 1) return r;
-  if (layout.tensor > 1 || layout.pipeline > 1) {
+  if (layout.tensor > 1) {
     auto info = device.info();
     if (!info) return info.error();
-    // Checkpoints gather the slices in host memory; stages send host memory.
+    // Checkpoints gather the slices in host memory.
     if (!info->host_addressable)
-      return make_error(std::string(layout.tensor > 1 ? "tensor" : "pipeline") + " parallelism on " +
-                            device.id() + " is not supported yet: it runs on CPU devices (--device cpu)",
+      return make_error("tensor parallelism on " + device.id() +
+                            " is not supported yet: it runs on CPU devices (--device cpu)",
                         TDM_UNSUPPORTED);
   }
-  const bool pipelined = layout.pipeline > 1;
-  auto all = GradientCommunicator::create(registry, device, group, options, std::nullopt,
-                                          pipelined && layout.pipeline == group.world);
+  auto all = GradientCommunicator::create(registry, device, group, options);
   if (!all) return all.error();
   r.all_ = std::move(*all);
-  r.stages_are_all_ = pipelined && layout.pipeline == group.world;
   // Every rank joins its groups in the same order: its tensor-parallel
   // group, the ranks across the groups that hold the same slices of the same
   // stage, the stages of its pipeline. A group that would be every rank is
@@ -38,13 +37,47 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
     if (!data) return data.error();
     r.data_ = std::move(*data);
   }
-  if (pipelined && layout.pipeline < group.world) {
-    auto stages = GradientCommunicator::create(registry, device, layout.pipeline_group(group), options,
-                                               layout.pipeline_group_index(), true);
-    if (!stages) return stages.error();
-    r.pipeline_ = std::move(*stages);
-  }
+  if (layout.pipeline > 1)
+    if (auto joined = r.join_stages(registry, device, group, layout, options); !joined) return joined.error();
   return r;
+}
+
+// The stages exchange host memory (exec/rank_pipeline.hpp): through the
+// run's comm plugin where the rank's device is host memory and that plugin
+// sends point to point, else through mpi on host memory beside it (a GPU's
+// nccl, a plugin of collectives only).
+Result<void> RunRanks::join_stages(const PluginRegistry& registry, const DeviceHandle& device,
+                                   const program::ProcessGroup& group, const program::ParallelLayout& layout,
+                                   const CommOptions& options) {
+  auto info = device.info();
+  if (!info) return info.error();
+  const bool whole = layout.pipeline == group.world;
+  const program::ProcessGroup stages = whole ? group : layout.pipeline_group(group);
+  const std::optional<int32_t> part =
+      whole ? std::nullopt : std::optional<int32_t>(layout.pipeline_group_index());
+  if (info->host_addressable && all_->has_point_to_point()) {
+    stages_are_all_ = whole;
+    if (whole) return {};
+    auto link = GradientCommunicator::create(registry, device, stages, options, part, true);
+    if (!link) return link.error();
+    pipeline_ = std::move(*link);
+    return {};
+  }
+  const std::string why = info->host_addressable
+                              ? "comm plugin '" + all_->plugin().name + "' does not send point to point"
+                              : "the messages between stages are host memory, and " + device.id() +
+                                    "'s comm plugin '" + all_->plugin().name + "' works on device memory";
+  CommOptions on_host = options;
+  on_host.plugin = "mpi";
+  auto link = GradientCommunicator::create_on_host(registry, stages, on_host, part);
+  if (!link)
+    return make_error("pipeline parallelism: " + why +
+                          ", so the stages would exchange activations through mpi, but " +
+                          link.error().message,
+                      link.error().status);
+  if (group.rank == 0) log_info("pipeline stages exchange activations through mpi: " + why);
+  pipeline_ = std::move(*link);
+  return {};
 }
 
 void RunRanks::give_to(exec::ExecutorOptions& options, const program::Program& program) const {

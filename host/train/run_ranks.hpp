@@ -42,6 +42,10 @@ class RunRanks {
   RunCheckpoints::Ranks for_checkpoints() const;
 
  private:
+  Result<void> join_stages(const PluginRegistry& registry, const DeviceHandle& device,
+                           const program::ProcessGroup& group, const program::ParallelLayout& layout,
+                           const CommOptions& options);
+
   std::unique_ptr<GradientCommunicator> all_, tensor_, data_, pipeline_;
   bool stages_are_all_ = false;  // every rank is one stage: the pipeline's communicator is all_
 };

@@ -197,6 +197,27 @@ TEST_F(PipelineParallel, AnOlderCommPluginWithOnlyBlockingSendAndRecvTrainsAlike
   EXPECT_EQ(largest_difference(dir.file("started"), dir.file("threaded")), 0.0);
 }
 
+// A comm plugin of collectives only (the SDK's tcp example) carries the
+// run's collectives; the stages' messages, host memory, go through mpi
+// beside it, as they do beside a GPU's nccl. The same messages, the same run.
+TEST_F(PipelineParallel, APluginOfCollectivesOnlyLeavesTheStagesMessagesToMpi) {
+  CliRun mpi = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("mpi")));
+  ASSERT_EQ(mpi.code, 0) << mpi.output;
+  CliRun tcp = shell(ranks(2, "--set train.steps=10 --log-level info --plugin-path " TANDEM_COMM_PLUGIN_DIR
+                              " --comm tcp --run-dir " +
+                                  dir.file("tcp")));
+  ASSERT_EQ(tcp.code, 0) << tcp.output;
+  EXPECT_NE(tcp.output.find("pipeline stages exchange activations through mpi: comm plugin 'tcp' does not "
+                            "send point to point"),
+            std::string::npos)
+      << tcp.output;
+  auto checkpoint = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("tcp")));
+  ASSERT_TRUE(checkpoint.ok());
+  EXPECT_EQ(checkpoint->metadata["tandem.comm"].rfind("tcp=", 0), 0u) << checkpoint->metadata["tandem.comm"];
+  EXPECT_EQ(largest_loss_difference(step_losses(dir.file("mpi")), step_losses(dir.file("tcp"))), 0.0);
+  EXPECT_EQ(largest_difference(dir.file("mpi"), dir.file("tcp")), 0.0);
+}
+
 // The whole batch at once sums the micro-batches' gradients in one go:
 // close, not equal (without dropout, whose masks are drawn per micro-batch).
 TEST_F(PipelineParallel, TwoStagesTrainCloseToOneProcessOnTheWholeBatch) {

@@ -145,7 +145,10 @@ class PipelineTraining : public ::testing::Test {
                      << (index > 0 ? " or does not load as two devices (a process on one CPU)" : "");
     auto device = host::DeviceHandle::open(*registry_->find("onednn"), index);
     ASSERT_TRUE(device.ok()) << device.error().message;
-    onednn_.emplace(std::move(*device));
+    device_.emplace(std::move(*device));
+    write_text();
+  }
+  void write_text() {
     text_ = dir_.file("text.txt");
     std::ofstream out(text_);
     for (int i = 0; i < 100; ++i) out << "a pipeline keeps every device busy, micro-batch " << i << "\n";
@@ -161,7 +164,7 @@ class PipelineTraining : public ::testing::Test {
     host::train::TrainOptions o;
     o.run_dir = dir_.file(run);
     o.resume = resume;
-    return host::train::Trainer::create(*specs_.back(), *onednn_, *registry_, o);
+    return host::train::Trainer::create(*specs_.back(), *device_, *registry_, o);
   }
   std::unique_ptr<host::train::Trainer> trainer(const std::string& run, std::vector<std::string> overrides,
                                                 const std::string& resume = "") {
@@ -203,7 +206,7 @@ class PipelineTraining : public ::testing::Test {
 
   host::HostServices services_;
   std::optional<host::PluginRegistry> registry_;
-  std::optional<host::DeviceHandle> onednn_;
+  std::optional<host::DeviceHandle> device_;  // the trainer's
   std::vector<std::unique_ptr<host::model::ModelSpec>> specs_;
   TempDir dir_;
   std::string text_;
@@ -232,6 +235,25 @@ class PipelineOverTwoCpuDevices : public PipelineTraining {
   }
   cpu_set_t cpus_;
   bool had_cpus_ = false;
+};
+
+// The first stage on the CPU (onednn:0), the rest on the GPU (cuda:0, the
+// trainer's device): the stage on the GPU launches its segments on its
+// stream, the copies between the stages go device to host and host to
+// device. SKIPPED where no GPU is usable.
+class PipelineOnAGpu : public PipelineTraining {
+ protected:
+  void SetUp() override {
+    first_ = "onednn:0";
+    registry_.emplace(build_plugins(services_));
+    for (const char* needed : {"cuda", "onednn", "grad_accum"})
+      if (registry_->find(needed) == nullptr)
+        GTEST_SKIP() << "the " << needed << " plugin is not part of this build";
+    auto device = host::DeviceHandle::open(*registry_->find("cuda"), 0);
+    if (!device.ok()) GTEST_SKIP() << "no usable GPU: " << device.error().message;
+    device_.emplace(std::move(*device));
+    write_text();
+  }
 };
 
 TEST_F(PipelineTraining, EqualsMicroBatchesOneAfterAnotherBitForBit) {
@@ -373,6 +395,19 @@ TEST_F(PipelineOverTwoCpuDevices, InterleavedChunksEqualOneAfterAnother) {
   ASSERT_NE(p, nullptr) << pipelined->program().pipeline_declined();
   EXPECT_GT(p->layout().instances(0), 2u) << "the interleaved schedule holds more than plain 1F1B's 2";
   expect_same_runs(*pipelined, *sequential);
+}
+
+TEST_F(PipelineOnAGpu, TheCpuStageAndTheGpuStageEqualMicroBatchesOneAfterAnother) {
+  auto pipelined = trainer("gpu-pipelined", {"train.steps=6"});
+  auto sequential = trainer("gpu-sequential", {"train.steps=6", "train.pipeline=false"});
+  ASSERT_TRUE(pipelined && sequential);
+  host::exec::PipelinedExecutor* p = pipelined->program().pipeline();
+  ASSERT_NE(p, nullptr) << pipelined->program().pipeline_declined();
+  EXPECT_EQ(p->stage_devices(), (std::vector<std::string>{"onednn:0", "cuda:0"}));
+  expect_same_runs(*pipelined, *sequential);
+  EXPECT_GT(p->copies(host::exec::CopyRoute::DeviceToHost), 0u);
+  EXPECT_GT(p->copies(host::exec::CopyRoute::HostToDevice), 0u);
+  EXPECT_EQ(p->copies(host::exec::CopyRoute::HostMemcpy), 0u);
 }
 
 }  // namespace
