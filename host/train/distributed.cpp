@@ -357,11 +357,40 @@ Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_r
 }
 
 Result<void> GradientCommunicator::broadcast(void* data, size_t bytes, int root) {
+  const std::string what = "pipeline: reading a value of stage " + std::to_string(root);
+  if (device_ != nullptr) return broadcast_through_device(data, bytes, root, what);
   const tdm_status s = watched("broadcast", bytes, TDM_U8, [&] {
     return plugin_.comm->broadcast(comm_, data, bytes, TDM_U8, root, nullptr);
   });
-  if (s != TDM_OK) return failure(("pipeline: reading a value of stage " + std::to_string(root)).c_str(), s);
+  if (s != TDM_OK) return failure(what.c_str(), s);
   return {};
+}
+
+// A GPU communicator reads device memory: the host's bytes go through a
+// buffer of the device's for the call (a few values, once: the pipeline's
+// cut, agreed before the first step).
+Result<void> GradientCommunicator::broadcast_through_device(void* data, size_t bytes, int root,
+                                                            const std::string& what) {
+  const tdm_backend_api& api = *device_->backend().backend;
+  void* buffer = nullptr;
+  if (api.mem_alloc(device_->get(), bytes, &buffer) != TDM_OK)
+    return make_error(what + ": no device memory for " + std::to_string(bytes) + " bytes on " + device_->id(),
+                      TDM_OUT_OF_MEMORY);
+  Result<void> done;
+  if (api.copy_h2d(stream_, buffer, data, bytes) != TDM_OK || api.stream_synchronize(stream_) != TDM_OK) {
+    done = failure((what + " (staging)").c_str(), TDM_INTERNAL);
+  } else {
+    const tdm_status s = watched("broadcast", bytes, TDM_U8, [&] {
+      return plugin_.comm->broadcast(comm_, buffer, bytes, TDM_U8, root, nullptr);
+    });
+    if (s != TDM_OK)
+      done = failure(what.c_str(), s);
+    else if (api.copy_d2h(stream_, data, buffer, bytes) != TDM_OK ||
+             api.stream_synchronize(stream_) != TDM_OK)
+      done = failure((what + " (reading back)").c_str(), TDM_INTERNAL);
+  }
+  api.mem_free(device_->get(), buffer);
+  return done;
 }
 
 }  // namespace tandem::host::train

@@ -123,6 +123,7 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
                                           const CommOptions& options);
   // GPU collectives read device memory: max() stages its value through this.
   Result<void> stage_on_device(const DeviceHandle& device);
+  Result<void> broadcast_through_device(void* data, size_t bytes, int root, const std::string& what);
   Error failure(const char* what, tdm_status status) const;
   // `call` into the plugin, watched past the run's timeout
   // (collective_watchdog.hpp).
