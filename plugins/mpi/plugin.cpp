@@ -3,19 +3,10 @@
 #include "comm.hpp"
 #include "runtime.hpp"
 
-// A test build (tests/train) of the plugin as one of ABI 1.15 presents
-// itself: named mpi_abi15, with only the blocking send and recv, so that
-// the host's way with such a plugin is run end to end.
-#ifdef TANDEM_MPI_AS_ABI_1_15
-constexpr const char* kName = "mpi_abi15";
-#else
-constexpr const char* kName = "mpi";
-#endif
-
 namespace {
 
 tandem::PluginInfo info() {
-  tandem::PluginInfo i{kName,
+  tandem::PluginInfo i{"mpi",
                        "0.1.0",
                        "Collectives between CPU processes over MPI (Open MPI), with per-collective timeouts",
                        {}};
@@ -42,16 +33,6 @@ extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* hos
     static tdm_plugin plugin;
     plugin = *base;
     plugin.shutdown = [] { tandem::mpi::runtime_shutdown(); };
-#ifdef TANDEM_MPI_AS_ABI_1_15
-    static tdm_comm_api older;
-    older = *base->comm;
-    older.struct_size = TDM_STRUCT_SIZE(tdm_comm_api, recv);
-    older.send_start = nullptr;
-    older.recv_start = nullptr;
-    older.request_test = nullptr;
-    plugin.comm = &older;
-    plugin.abi_minor = 15;
-#endif
     return &plugin;
   } catch (...) {  // info() allocates; nothing may escape a C entry point
     return nullptr;
