@@ -92,7 +92,8 @@ GradientCommunicator::~GradientCommunicator() {
 Result<tdm_comm*> GradientCommunicator::create_with_id(const LoadedPlugin& plugin,
                                                        const PluginRegistry& registry,
                                                        const ProcessGroup& group, int32_t device,
-                                                       const CommOptions& options) {
+                                                       const CommOptions& options,
+                                                       std::optional<int32_t> part) {
   const std::string who = comm_plugin_text(plugin);
   std::vector<unsigned char> id;
   if (group.rank == 0) {
@@ -109,7 +110,7 @@ Result<tdm_comm*> GradientCommunicator::create_with_id(const LoadedPlugin& plugi
                         TDM_UNAVAILABLE);
     id.resize(bytes);
   }
-  if (auto r = rendezvous(options.rendezvous, registry, group, id, options.timeout_seconds); !r)
+  if (auto r = rendezvous(options.rendezvous, registry, group, id, options.timeout_seconds, part); !r)
     return r.error();
   tdm_comm_init_info init = comm_init_info(group, options.timeout_seconds, device);
   init.unique_id = id.data();
@@ -154,10 +155,6 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::create(
     const CommOptions& options, std::optional<int32_t> part, bool point_to_point) {
   auto info = device.info();
   if (!info) return info.error();
-  if (part && !info->host_addressable)
-    return make_error("groups of ranks (data and tensor parallelism together) on " + device.id() +
-                          " are not supported yet: they run on CPU devices (--device cpu)",
-                      TDM_UNSUPPORTED);
   const bool gpu = info->kind == TDM_DEVICE_GPU;
   auto plugin = comm_plugin_for(registry, options.plugin, gpu ? "nccl" : "mpi", group, device.id());
   if (!plugin) return plugin.error();
@@ -192,15 +189,8 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::join(
         TDM_UNSUPPORTED);
   tdm_comm* comm = nullptr;
   if (p.comm->comm_unique_id != nullptr) {
-    if (part)
-      return make_error(
-          "data and tensor parallelism together need a comm plugin that forms groups of ranks "
-          "itself, as mpi does; " +
-              comm_plugin_text(p) +
-              " joins the ranks through a rendezvous id, which the host gives to one group "
-              "only: use --comm mpi",
-          TDM_UNSUPPORTED);
-    auto made = create_with_id(p, registry, group, device_index, options);
+    // Each group gets its own rank 0's id (rendezvous.hpp).
+    auto made = create_with_id(p, registry, group, device_index, options, part);
     if (!made) return made.error();
     comm = *made;
   } else {

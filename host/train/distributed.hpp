@@ -52,9 +52,11 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   // With `part`, the communicator joins only the ranks that pass the same
   // number, `group` numbering them within it (the groups of tensor
   // parallelism, and the ranks across them that average gradients; the
-  // stages of a pipeline): host memory only, through a self-bootstrapping
-  // plugin of ABI 1.10 or newer. `point_to_point`: the plugin must have
-  // send and recv (ABI 1.15), else it is refused by name.
+  // stages of a pipeline): through a self-bootstrapping plugin of ABI 1.10
+  // or newer, which splits its world by `part`, or one with comm_unique_id,
+  // whose ranks get their group's rank 0's id through the rendezvous.
+  // `point_to_point`: the plugin must have send and recv (ABI 1.15), else it
+  // is refused by name.
   // Every call into the plugin is watched: one that outlives its timeout
   // stops the process with the plugin and the collective named
   // (collective_watchdog.hpp).
@@ -117,10 +119,11 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   static Result<std::unique_ptr<GradientCommunicator>> join(
       const LoadedPlugin& plugin, const PluginRegistry& registry, const ProcessGroup& group,
       const CommOptions& options, std::optional<int32_t> part, bool point_to_point, int32_t device_index);
-  // Rank 0's comm_unique_id, delivered to every rank, then comm_create.
+  // Rank 0's comm_unique_id, delivered to every rank (of the group
+  // `part`, with one), then comm_create.
   static Result<tdm_comm*> create_with_id(const LoadedPlugin& plugin, const PluginRegistry& registry,
                                           const ProcessGroup& group, int32_t device,
-                                          const CommOptions& options);
+                                          const CommOptions& options, std::optional<int32_t> part);
   // GPU collectives read device memory: max() stages its value through this.
   Result<void> stage_on_device(const DeviceHandle& device);
   Result<void> broadcast_through_device(void* data, size_t bytes, int root, const std::string& what);

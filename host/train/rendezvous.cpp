@@ -43,7 +43,8 @@ Result<void> through_file(const std::string& path, const ProcessGroup& group,
 }
 
 Result<void> through_mpi(const PluginRegistry& registry, const ProcessGroup& group,
-                         std::vector<unsigned char>& bytes, double timeout_seconds) {
+                         std::vector<unsigned char>& bytes, double timeout_seconds,
+                         std::optional<int32_t> part) {
   const LoadedPlugin* mpi = registry.find("mpi");
   if (mpi == nullptr || mpi->comm == nullptr)
     return make_error(
@@ -51,6 +52,7 @@ Result<void> through_mpi(const PluginRegistry& registry, const ProcessGroup& gro
         "tandem-plugin-mpi, or pass --rendezvous file:///shared/path",
         TDM_NOT_FOUND);
   tdm_comm_init_info init = comm_init_info(group, timeout_seconds);
+  if (part) init.group = *part;  // the mpi plugin splits its world by it (ABI 1.10)
   tdm_comm* comm = nullptr;
   if (mpi->comm->comm_create(&init, &comm) != TDM_OK || comm == nullptr)
     return make_error("rendezvous through MPI: " + last_error_text("the mpi plugin gave no reason"),
@@ -70,11 +72,15 @@ Result<void> through_mpi(const PluginRegistry& registry, const ProcessGroup& gro
 }  // namespace
 
 Result<void> rendezvous(const std::string& how, const PluginRegistry& registry, const ProcessGroup& group,
-                        std::vector<unsigned char>& bytes, double timeout_seconds) {
+                        std::vector<unsigned char>& bytes, double timeout_seconds,
+                        std::optional<int32_t> part) {
   const std::string file_scheme = "file://";
-  if (how.rfind(file_scheme, 0) == 0)
-    return through_file(how.substr(file_scheme.size()), group, bytes, timeout_seconds);
-  if (how == "mpi" || how.empty()) return through_mpi(registry, group, bytes, timeout_seconds);
+  if (how.rfind(file_scheme, 0) == 0) {
+    const std::string path = how.substr(file_scheme.size());
+    return through_file(part ? path + ".group-" + std::to_string(*part) : path, group, bytes,
+                        timeout_seconds);
+  }
+  if (how == "mpi" || how.empty()) return through_mpi(registry, group, bytes, timeout_seconds, part);
   return make_error("--rendezvous " + how + ": expected 'mpi' or file:///path/on/a/shared/file/system",
                     TDM_INVALID_ARGUMENT);
 }

@@ -147,10 +147,11 @@ class PipelineParallel : public MpiRuns {
   }
   // The model on 4 ranks in 2 stages (the run says `grid`) trains bit for
   // bit as the same model on 2 ranks without stages.
-  void expect_grid_trains_as_without_stages(const std::string& grid_text) {
-    CliRun alone = shell(ranks(2, "--set train.pipeline_parallel=1 --run-dir " + dir.file("alone")));
+  // `args` are both runs' further options.
+  void expect_grid_trains_as_without_stages(const std::string& grid_text, const std::string& args = "") {
+    CliRun alone = shell(ranks(2, "--set train.pipeline_parallel=1 --run-dir " + dir.file("alone") + args));
     ASSERT_EQ(alone.code, 0) << alone.output;
-    CliRun grid = shell(ranks(4, "--run-dir " + dir.file("grid")));
+    CliRun grid = shell(ranks(4, "--run-dir " + dir.file("grid") + args));
     ASSERT_EQ(grid.code, 0) << grid.output;
     EXPECT_NE(grid.output.find(grid_text), std::string::npos) << grid.output;
     EXPECT_LE(largest_loss_difference(step_losses(dir.file("alone")), step_losses(dir.file("grid"))), 1e-6);
@@ -272,6 +273,14 @@ TEST_F(PipelineParallel, StagesThatDoNotOverlapTrainAlike) {
 
 TEST_F(PipelineParallel, DataTimesPipelineOnFourRanksTrainsAsDataParallelAlone) {
   expect_grid_trains_as_without_stages("a grid of data 2 x tensor 1 x pipeline 2");
+}
+
+// A comm plugin that joins its ranks through rank 0's rendezvous id (the
+// SDK's tcp example, as nccl does) in a grid: each data-parallel group gets
+// its own group's id; the stages' messages go through mpi.
+TEST_F(PipelineParallel, DataTimesPipelineThroughAPluginThatJoinsByRendezvousId) {
+  expect_grid_trains_as_without_stages("a grid of data 2 x tensor 1 x pipeline 2",
+                                       " --plugin-path " TANDEM_COMM_PLUGIN_DIR " --comm tcp");
 }
 
 TEST_F(PipelineParallel, TensorTimesPipelineOnFourRanksTrainsAsTensorParallelAlone) {

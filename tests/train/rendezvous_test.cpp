@@ -33,6 +33,35 @@ TEST(Rendezvous, AFileCarriesRankZerosBytesToTheOthers) {
   EXPECT_EQ(received, id);
 }
 
+// Two groups of two ranks (data and tensor parallelism together): each
+// group's rank 0 hands its own bytes to its own rank 1, through a file of
+// its own beside the path given.
+TEST(Rendezvous, EachGroupGetsItsOwnRankZerosBytes) {
+  TempDir dir;
+  const std::string how = "file://" + dir.file("id");
+  host::HostServices services;
+  host::PluginRegistry registry(services);
+  std::vector<unsigned char> received[2];
+  host::Result<void> waited[2];
+  std::vector<std::thread> second_ranks;
+  for (int32_t part = 0; part < 2; ++part)
+    second_ranks.emplace_back([&, part] {
+      waited[part] =
+          host::train::rendezvous(how, registry, ProcessGroup{1, 2, 1, 0, "env"}, received[part], 10, part);
+    });
+  const std::vector<unsigned char> ids[2] = {{10, 11, 12}, {20, 21}};
+  for (int32_t part = 1; part >= 0; --part) {
+    std::vector<unsigned char> id = ids[part];
+    ASSERT_TRUE(host::train::rendezvous(how, registry, ProcessGroup{0, 2, 0, 0, "env"}, id, 10, part).ok());
+  }
+  for (std::thread& t : second_ranks) t.join();
+  for (int32_t part = 0; part < 2; ++part) {
+    ASSERT_TRUE(waited[part].ok()) << waited[part].error().message;
+    EXPECT_EQ(received[part], ids[part]) << "group " << part;
+    EXPECT_TRUE(std::filesystem::exists(dir.file("id") + ".group-" + std::to_string(part)));
+  }
+}
+
 TEST(Rendezvous, RankZeroRefusesAFileLeftByAnEarlierJob) {
   TempDir dir;
   const std::string how = "file://" + dir.file("id");

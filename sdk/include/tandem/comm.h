@@ -55,9 +55,9 @@ typedef struct tdm_comm_init_info {
    * comm_create for the same communicators in the same order. An older host
    * leaves the field out (struct_size): one group. A plugin that bootstraps
    * itself (unique_id NULL) splits its world by it. The host asks for
-   * groups only of such a plugin today (mpi: tensor parallelism runs on
-   * host memory); a plugin that needs a rendezvous id would get one per
-   * group. */
+   * groups of such a plugin (mpi), and of one that needs a rendezvous id
+   * (comm_unique_id), which gets one per group from the group's rank 0
+   * (sdk/ABI.md rule 46). */
   int32_t group;
 } tdm_comm_init_info;
 
