@@ -25,11 +25,6 @@ Result<std::unique_ptr<PipelineCopies>> PipelineCopies::create(std::vector<CopyP
     Lane& lane = c->lanes_.emplace_back();
     lane.request = std::move(requests[t]);
     lane.route = routes[t];
-    if (lane.route != CopyRoute::DeviceToDevice) continue;
-    auto staging = HostStaging::allocate(lane.request.bytes, {c->parts_[lane.request.from_part].device,
-                                                              c->parts_[lane.request.to_part].device});
-    if (!staging) return staging.error();
-    lane.staging = std::move(*staging);
   }
   return c;
 }
@@ -78,6 +73,12 @@ Result<void> PipelineCopies::copy(size_t t, void* dst, const void* src) {
     }
     case CopyRoute::DeviceToDevice: {
       std::lock_guard lock(*lane.staging_mutex);
+      // Made at the first copy: only the transfers the pipeline copies need one.
+      if (lane.staging.data() == nullptr) {
+        auto staging = HostStaging::allocate(bytes, {parts_[from].device, parts_[to].device});
+        if (!staging) return staging.error();
+        lane.staging = std::move(*staging);
+      }
       void* staging = lane.staging.data();
       done = on_copy_stream(lane, from, "copy_d2h to staging",
                             [&](tdm_stream* s) { return api(from).copy_d2h(s, staging, src, bytes); });

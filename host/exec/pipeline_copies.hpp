@@ -33,8 +33,8 @@ namespace tandem::host::exec {
 
 class PipelineCopies {
  public:
-  // `routes[t]` is transfer t's (requests[t]); streams and staging buffers
-  // are made for the routes that need them.
+  // `routes[t]` is transfer t's (requests[t]); a copy stream is made for
+  // each part the host does not address.
   static Result<std::unique_ptr<PipelineCopies>> create(std::vector<CopyPart> parts,
                                                         std::vector<CopyRequest> requests,
                                                         std::vector<CopyRoute> routes);
@@ -52,7 +52,7 @@ class PipelineCopies {
   struct Lane {
     CopyRequest request;
     CopyRoute route = CopyRoute::HostMemcpy;
-    HostStaging staging;  // DeviceToDevice
+    HostStaging staging;  // DeviceToDevice, from its first copy
     std::unique_ptr<std::mutex> staging_mutex = std::make_unique<std::mutex>();
   };
   PipelineCopies() = default;
@@ -66,7 +66,8 @@ class PipelineCopies {
   std::vector<OwnedStream> streams_;  // per part; only for parts that are not host-addressable
   std::vector<std::unique_ptr<std::mutex>> stream_mutexes_;
   std::vector<Lane> lanes_;
-  std::atomic<uint64_t> counts_[5] = {};  // by CopyRoute
+  static constexpr size_t kRoutes = static_cast<size_t>(CopyRoute::PeerToPeer) + 1;  // CopyRoute's values
+  std::atomic<uint64_t> counts_[kRoutes] = {};
 };
 
 }  // namespace tandem::host::exec

@@ -26,8 +26,8 @@
 // Transfers of the optimizer phase stay with the composed executor.
 //
 // plan_pipeline() refuses (TDM_UNSUPPORTED, saying why) a graph that does
-// not fit that scheme: a copy that must run in order, the optimizer reading a value of one
-// micro-batch, an order that cannot finish. The caller then runs the
+// not fit that scheme: a copy that must run in order, the optimizer
+// reading a value of one micro-batch, an order that cannot finish. The caller then runs the
 // micro-batches one after another.
 #pragma once
 

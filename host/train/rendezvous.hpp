@@ -23,7 +23,8 @@ namespace tandem::host::train {
 // Waits at most `timeout_seconds`. With `part`, `group` is one of several
 // groups of the job's processes (comm_create's `group`): each group's rank
 // 0 delivers its own bytes to its own ranks, through an MPI communicator of
-// that group, or a file of its own (the path with ".group-<part>" added).
+// that group, or a file of its own (the path with ".group-<part>" added; the
+// caller gives each kind of group a path of its own).
 Result<void> rendezvous(const std::string& how, const PluginRegistry& registry, const ProcessGroup& group,
                         std::vector<unsigned char>& bytes, double timeout_seconds,
                         std::optional<int32_t> part = std::nullopt);

@@ -3,6 +3,16 @@
 #include "util/logger.hpp"
 
 namespace tandem::host::train {
+namespace {
+
+// Each kind of group has rendezvous files of its own (a file rendezvous:
+// rendezvous.hpp adds the group's number): "/path.tensor.group-1".
+CommOptions for_groups(CommOptions options, const std::string& kind) {
+  if (options.rendezvous.rfind("file://", 0) == 0) options.rendezvous += "." + kind;
+  return options;
+}
+
+}  // namespace
 
 Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceHandle& device,
                                    const program::ProcessGroup& group, const program::ParallelLayout& layout,
@@ -26,14 +36,14 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
   // stage, the stages of its pipeline. A group that would be every rank is
   // the communicator over all.
   if (layout.tensor > 1 && layout.tensor < group.world) {
-    auto tensor = GradientCommunicator::create(registry, device, layout.tensor_group(group), options,
-                                               layout.tensor_group_index());
+    auto tensor = GradientCommunicator::create(registry, device, layout.tensor_group(group),
+                                               for_groups(options, "tensor"), layout.tensor_group_index());
     if (!tensor) return tensor.error();
     r.tensor_ = std::move(*tensor);
   }
   if (layout.data > 1 && layout.data < group.world) {
-    auto data = GradientCommunicator::create(registry, device, layout.data_group(group), options,
-                                             layout.data_group_index());
+    auto data = GradientCommunicator::create(registry, device, layout.data_group(group),
+                                             for_groups(options, "data"), layout.data_group_index());
     if (!data) return data.error();
     r.data_ = std::move(*data);
   }
@@ -58,7 +68,8 @@ Result<void> RunRanks::join_stages(const PluginRegistry& registry, const DeviceH
   if (info->host_addressable && all_->has_point_to_point()) {
     stages_are_all_ = whole;
     if (whole) return {};
-    auto link = GradientCommunicator::create(registry, device, stages, options, part, true);
+    auto link =
+        GradientCommunicator::create(registry, device, stages, for_groups(options, "stages"), part, true);
     if (!link) return link.error();
     pipeline_ = std::move(*link);
     return {};

@@ -11,6 +11,7 @@
 // of stages.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -147,11 +148,12 @@ class PipelineParallel : public MpiRuns {
   }
   // The model on 4 ranks in 2 stages (the run says `grid`) trains bit for
   // bit as the same model on 2 ranks without stages.
-  // `args` are both runs' further options.
-  void expect_grid_trains_as_without_stages(const std::string& grid_text, const std::string& args = "") {
+  // `args` are both runs' further options, `grid_args` the grid's.
+  void expect_grid_trains_as_without_stages(const std::string& grid_text, const std::string& args = "",
+                                            const std::string& grid_args = "") {
     CliRun alone = shell(ranks(2, "--set train.pipeline_parallel=1 --run-dir " + dir.file("alone") + args));
     ASSERT_EQ(alone.code, 0) << alone.output;
-    CliRun grid = shell(ranks(4, "--run-dir " + dir.file("grid") + args));
+    CliRun grid = shell(ranks(4, "--run-dir " + dir.file("grid") + args + grid_args));
     ASSERT_EQ(grid.code, 0) << grid.output;
     EXPECT_NE(grid.output.find(grid_text), std::string::npos) << grid.output;
     EXPECT_LE(largest_loss_difference(step_losses(dir.file("alone")), step_losses(dir.file("grid"))), 1e-6);
@@ -277,15 +279,34 @@ TEST_F(PipelineParallel, DataTimesPipelineOnFourRanksTrainsAsDataParallelAlone) 
 
 // A comm plugin that joins its ranks through rank 0's rendezvous id (the
 // SDK's tcp example, as nccl does) in a grid: each data-parallel group gets
-// its own group's id; the stages' messages go through mpi.
+// its own group's id (through MPI; then through files, one per group and
+// kind of group); the stages' messages go through mpi.
 TEST_F(PipelineParallel, DataTimesPipelineThroughAPluginThatJoinsByRendezvousId) {
-  expect_grid_trains_as_without_stages("a grid of data 2 x tensor 1 x pipeline 2",
-                                       " --plugin-path " TANDEM_COMM_PLUGIN_DIR " --comm tcp");
+  const std::string tcp = " --plugin-path " TANDEM_COMM_PLUGIN_DIR " --comm tcp";
+  expect_grid_trains_as_without_stages("a grid of data 2 x tensor 1 x pipeline 2", tcp);
+  CliRun files =
+      shell(ranks(4, "--run-dir " + dir.file("files") + tcp + " --rendezvous file://" + dir.file("id")));
+  ASSERT_EQ(files.code, 0) << files.output;
+  for (const char* file : {"id", "id.data.group-0", "id.data.group-1"})
+    EXPECT_TRUE(std::filesystem::exists(dir.file(file))) << file;
+  EXPECT_EQ(largest_loss_difference(step_losses(dir.file("grid")), step_losses(dir.file("files"))), 0.0);
+  EXPECT_EQ(largest_difference(dir.file("grid"), dir.file("files")), 0.0);
 }
 
 TEST_F(PipelineParallel, TensorTimesPipelineOnFourRanksTrainsAsTensorParallelAlone) {
   write_model("parallel = \"column\"\ngather_output = false\n", "parallel = \"row\"\n");
   expect_grid_trains_as_without_stages("a grid of data 1 x tensor 2 x pipeline 2");
+}
+
+// The same with tensor parallelism: each tensor-parallel group of tcp
+// ranks joins through its own rank 0's id, from a file of its own.
+TEST_F(PipelineParallel, TensorTimesPipelineThroughAPluginThatJoinsByRendezvousId) {
+  write_model("parallel = \"column\"\ngather_output = false\n", "parallel = \"row\"\n");
+  const std::string tcp = " --plugin-path " TANDEM_COMM_PLUGIN_DIR " --comm tcp";
+  expect_grid_trains_as_without_stages("a grid of data 1 x tensor 2 x pipeline 2", tcp,
+                                       " --rendezvous file://" + dir.file("id"));
+  for (const char* file : {"id", "id.tensor.group-0", "id.tensor.group-1"})
+    EXPECT_TRUE(std::filesystem::exists(dir.file(file))) << file;
 }
 
 // ZeRO stage 1 over each stage's data-parallel peers, as DeepSpeed's
