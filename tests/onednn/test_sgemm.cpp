@@ -72,14 +72,14 @@ struct Shape {
 };
 const Shape kShapes[] = {{6, 16, 8},    {7, 17, 9},      {13, 33, 31},    {64, 48, 256},
                          {65, 47, 257}, {130, 100, 600}, {256, 256, 300}, {6, 4100, 8},
-                         {300, 20, 70}, {16, 16, 4100},  {2100, 20, 40},  {1100, 24, 40}};
+                         {300, 20, 70}, {16, 16, 4100},  {2100, 20, 40}};
 
-// The own GEMM sums a weight gradient at least 1024 deep, of at most 2^21
+// The own GEMM sums a weight gradient at least 2048 deep, of at most 2^21
 // outputs, as two halves of the depth, the first ceil(depth / 2 / 256) · 256
 // deep (sgemm.cpp, halves_depth): the depth where its dbias restarts from
 // 0, or 0 when it does not.
 int64_t second_half_start(int64_t depth, int64_t outputs) {
-  return depth >= 1024 && outputs <= (int64_t(1) << 21) ? (depth / 2 + 255) / 256 * 256 : 0;
+  return depth >= 2048 && outputs <= (int64_t(1) << 21) ? (depth / 2 + 255) / 256 * 256 : 0;
 }
 
 }  // namespace

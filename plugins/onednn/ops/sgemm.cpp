@@ -108,14 +108,8 @@ namespace {
 // row offsets into both operands. The second half's buffer is as large as
 // c and is planned memory, so only for outputs of at most 2^21 floats
 // (8 MiB): the narrow products where the duplicated packing costs most,
-// not a vocabulary-wide head's. From 1024 deep, not 2048: the
-// GPT-2-small-shaped model's weight gradients over 1024 tokens
-// (bench/models/gpt2_small_bytes.toml under ONEDNN_MAX_CPU_ISA=AVX2, `tandem
-// bench --profile-nodes`, two runs each) took 313 -> 302 ms a step for the
-// 48 of 768 x 768 and 2.47 -> 2.35 ms for the head's on 2 threads (PyPI
-// PyTorch's MKL: 296 and 2.32), 540 -> 555 and 3.87 -> 4.13 ms on 1 (MKL:
-// 576 and 4.18), on an AMD EPYC.
-constexpr int64_t kHalvedDepth = 4 * kKc, kMaxHalvedOutput = int64_t(1) << 21;
+// not a vocabulary-wide head's.
+constexpr int64_t kHalvedDepth = 8 * kKc, kMaxHalvedOutput = int64_t(1) << 21;
 bool halves_depth(const Problem& p) {
   return p.a_transposed && !p.b_transposed && !p.bias && !p.relu && p.k >= kHalvedDepth &&
          p.m * p.n <= kMaxHalvedOutput;

@@ -16,7 +16,7 @@
 // Every element of C is one thread's, summed over k in increasing order
 // starting from 0 (k blocks continue from what the previous block stored),
 // so the result is the same bits for any thread count. A weight gradient
-// at least 1024 deep, of at most 2^21 outputs, is summed as two halves of
+// at least 2048 deep, of at most 2^21 outputs, is summed as two halves of
 // the depth, each that way, then added (sgemm.cpp: halves_depth); whether
 // it is depends on the shape alone.
 #ifndef TANDEM_ONEDNN_OPS_SGEMM_HPP
