@@ -16,17 +16,23 @@ Result<RunCheckpoints> RunCheckpoints::create(const model::ModelSpec& spec, cons
                                               const PluginRegistry& registry, program::Program& program,
                                               std::string run_dir, std::string format, Ranks ranks) {
   RunCheckpoints c(spec, device, registry, program, std::move(run_dir), std::move(format), ranks);
-  if (!c.shards_.empty() && c.format_ == "whole") {
-    auto info = device.info();
-    if (!info) return info.error();
-    if (!info->host_addressable)
-      return make_error(
-          "--checkpoint-format whole with [train] zero on " + device.id() +
-              " is not supported yet (the shards are gathered in host memory): keep the default "
-              "sharded checkpoints; `tandem export MODEL --weights RUN --format safetensors` "
-              "writes one whole file from them",
-          TDM_UNSUPPORTED);
-  }
+  if (c.shards_.empty()) return c;
+  auto info = device.info();
+  if (!info) return info.error();
+  if (info->host_addressable) return c;
+  // ZeRO's shards are gathered in host memory, through the communicator of
+  // the device's memory: a GPU's cannot take host buffers.
+  if (program.layout().pipeline > 1)
+    return make_error("[train] zero with pipeline_parallel on " + device.id() +
+                          " is not supported yet: each stage's checkpoint gathers its shards in host "
+                          "memory; set [train] zero = 0 there",
+                      TDM_UNSUPPORTED);
+  if (c.format_ == "whole")
+    return make_error("--checkpoint-format whole with [train] zero on " + device.id() +
+                          " is not supported yet (the shards are gathered in host memory): keep the default "
+                          "sharded checkpoints; `tandem export MODEL --weights RUN --format safetensors` "
+                          "writes one whole file from them",
+                      TDM_UNSUPPORTED);
   return c;
 }
 
