@@ -46,20 +46,29 @@ CopyRoute route_between(const DeviceHandle& from, bool from_host_addressable, co
   return route == CopyRoute::DeviceToDevice && from.copies_directly_to(to) ? CopyRoute::PeerToPeer : route;
 }
 
+Result<std::vector<OwnedStream>> copy_streams(const std::vector<CopyPart>& parts,
+                                              const std::string& purpose) {
+  std::vector<OwnedStream> streams;
+  for (const CopyPart& part : parts) {
+    if (part.host_addressable) {
+      streams.emplace_back();
+      continue;
+    }
+    auto stream = OwnedStream::create(*part.device, purpose);
+    if (!stream) return stream.error();
+    streams.push_back(std::move(*stream));
+  }
+  return streams;
+}
+
 Result<std::unique_ptr<CopyEngine>> CopyEngine::create(std::vector<CopyPart> parts,
                                                        std::vector<CopyRequest> requests) {
   std::unique_ptr<CopyEngine> e(new CopyEngine());
   e->parts_ = std::move(parts);
-  for (const CopyPart& part : e->parts_) {
-    e->stream_mutexes_.push_back(std::make_unique<std::mutex>());
-    if (part.host_addressable) {
-      e->copy_streams_.emplace_back();
-      continue;
-    }
-    auto stream = OwnedStream::create(*part.device, "copy");
-    if (!stream) return stream.error();
-    e->copy_streams_.push_back(std::move(*stream));
-  }
+  auto streams = copy_streams(e->parts_, "copy");
+  if (!streams) return streams.error();
+  e->copy_streams_ = std::move(*streams);
+  for (size_t p = 0; p < e->parts_.size(); ++p) e->stream_mutexes_.push_back(std::make_unique<std::mutex>());
   e->lanes_.reserve(requests.size());
   for (const CopyRequest& request : requests)
     if (auto r = e->add_lane(request); !r) return r.error();

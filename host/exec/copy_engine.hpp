@@ -83,6 +83,10 @@ struct CopyPart {
   bool stage_host_copies = false;
 };
 
+// A copy stream for each part that is not host-addressable (an empty one
+// for the others), by part.
+Result<std::vector<OwnedStream>> copy_streams(const std::vector<CopyPart>& parts, const std::string& purpose);
+
 struct CopyRequest {
   size_t from_part = 0, to_part = 0;
   size_t bytes = 0;

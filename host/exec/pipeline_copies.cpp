@@ -11,16 +11,10 @@ Result<std::unique_ptr<PipelineCopies>> PipelineCopies::create(std::vector<CopyP
                                                                std::vector<CopyRoute> routes) {
   std::unique_ptr<PipelineCopies> c(new PipelineCopies());
   c->parts_ = std::move(parts);
-  for (const CopyPart& part : c->parts_) {
-    c->stream_mutexes_.push_back(std::make_unique<std::mutex>());
-    if (part.host_addressable) {
-      c->streams_.emplace_back();
-      continue;
-    }
-    auto stream = OwnedStream::create(*part.device, "pipeline copies");
-    if (!stream) return stream.error();
-    c->streams_.push_back(std::move(*stream));
-  }
+  auto streams = copy_streams(c->parts_, "pipeline copies");
+  if (!streams) return streams.error();
+  c->streams_ = std::move(*streams);
+  for (size_t p = 0; p < c->parts_.size(); ++p) c->stream_mutexes_.push_back(std::make_unique<std::mutex>());
   for (size_t t = 0; t < requests.size(); ++t) {
     Lane& lane = c->lanes_.emplace_back();
     lane.request = std::move(requests[t]);

@@ -159,6 +159,26 @@ class PipelineParallel : public MpiRuns {
     EXPECT_LE(largest_loss_difference(step_losses(dir.file("alone")), step_losses(dir.file("grid"))), 1e-6);
     EXPECT_EQ(largest_difference(dir.file("alone"), dir.file("grid")), 0.0);
   }
+  // 10 steps on 2 ranks through comm plugin `plugin` (found with `args`)
+  // train as through mpi, bit for bit, and its checkpoint names it. Returns
+  // that run's output.
+  std::string expect_trains_as_through_mpi(const std::string& plugin, const std::string& args) {
+    CliRun mpi = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("mpi")));
+    EXPECT_EQ(mpi.code, 0) << mpi.output;
+    CliRun other =
+        shell(ranks(2, "--set train.steps=10 --comm " + plugin + args + " --run-dir " + dir.file(plugin)));
+    EXPECT_EQ(other.code, 0) << other.output;
+    if (mpi.code != 0 || other.code != 0) return other.output;
+    auto checkpoint = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file(plugin)));
+    EXPECT_TRUE(checkpoint.ok());
+    if (checkpoint.ok()) {
+      EXPECT_EQ(checkpoint->metadata["tandem.comm"].rfind(plugin + "=", 0), 0u)
+          << checkpoint->metadata["tandem.comm"];
+    }
+    EXPECT_EQ(largest_loss_difference(step_losses(dir.file("mpi")), step_losses(dir.file(plugin))), 0.0);
+    EXPECT_EQ(largest_difference(dir.file("mpi"), dir.file(plugin)), 0.0);
+    return other.output;
+  }
   TempDir dir;
 };
 
@@ -185,40 +205,19 @@ TEST_F(PipelineParallel, TwoStagesOnTwoRanksTrainAsOneProcessAccumulatingTheMicr
 // runs them on threads of their own instead of starting the transfers from
 // the computing thread (ABI 1.16); the messages, and so the run, are the same.
 TEST_F(PipelineParallel, AnOlderCommPluginWithOnlyBlockingSendAndRecvTrainsAlike) {
-  CliRun started = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("started")));
-  ASSERT_EQ(started.code, 0) << started.output;
-  CliRun threaded = shell(ranks(2, "--set train.steps=10 --plugin-path " TANDEM_OLDER_COMM_DIR
-                                   " --comm mpi_abi15 --run-dir " +
-                                       dir.file("threaded")));
-  ASSERT_EQ(threaded.code, 0) << threaded.output;
-  auto checkpoint = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("threaded")));
-  ASSERT_TRUE(checkpoint.ok());
-  EXPECT_EQ(checkpoint->metadata["tandem.comm"].rfind("mpi_abi15=", 0), 0u)
-      << checkpoint->metadata["tandem.comm"];
-  EXPECT_EQ(largest_loss_difference(step_losses(dir.file("started")), step_losses(dir.file("threaded"))),
-            0.0);
-  EXPECT_EQ(largest_difference(dir.file("started"), dir.file("threaded")), 0.0);
+  expect_trains_as_through_mpi("mpi_abi15", " --plugin-path " TANDEM_OLDER_COMM_DIR);
 }
 
 // A comm plugin of collectives only (the SDK's tcp example) carries the
 // run's collectives; the stages' messages, host memory, go through mpi
 // beside it, as they do beside a GPU's nccl. The same messages, the same run.
 TEST_F(PipelineParallel, APluginOfCollectivesOnlyLeavesTheStagesMessagesToMpi) {
-  CliRun mpi = shell(ranks(2, "--set train.steps=10 --run-dir " + dir.file("mpi")));
-  ASSERT_EQ(mpi.code, 0) << mpi.output;
-  CliRun tcp = shell(ranks(2, "--set train.steps=10 --log-level info --plugin-path " TANDEM_COMM_PLUGIN_DIR
-                              " --comm tcp --run-dir " +
-                                  dir.file("tcp")));
-  ASSERT_EQ(tcp.code, 0) << tcp.output;
-  EXPECT_NE(tcp.output.find("pipeline stages exchange activations through mpi: comm plugin 'tcp' does not "
-                            "send point to point"),
+  const std::string output =
+      expect_trains_as_through_mpi("tcp", " --log-level info --plugin-path " TANDEM_COMM_PLUGIN_DIR);
+  EXPECT_NE(output.find("pipeline stages exchange activations through mpi: comm plugin 'tcp' does not "
+                        "send point to point"),
             std::string::npos)
-      << tcp.output;
-  auto checkpoint = host::train::read_checkpoint(*host::train::latest_checkpoint(dir.file("tcp")));
-  ASSERT_TRUE(checkpoint.ok());
-  EXPECT_EQ(checkpoint->metadata["tandem.comm"].rfind("tcp=", 0), 0u) << checkpoint->metadata["tandem.comm"];
-  EXPECT_EQ(largest_loss_difference(step_losses(dir.file("mpi")), step_losses(dir.file("tcp"))), 0.0);
-  EXPECT_EQ(largest_difference(dir.file("mpi"), dir.file("tcp")), 0.0);
+      << output;
 }
 
 // The whole batch at once sums the micro-batches' gradients in one go:
