@@ -134,7 +134,7 @@ Result<void> GradientCommunicator::stage_on_device(const DeviceHandle& device) {
   const tdm_backend_api& api = *device.backend().backend;
   device_ = &device;
   if (api.stream_create(device.get(), &stream_) != TDM_OK ||
-      api.mem_alloc(device.get(), 64, &scratch_) != TDM_OK)
+      api.mem_alloc(device.get(), kScratchBytes, &scratch_) != TDM_OK)
     return make_error("data parallelism on " + device.id() +
                           ": no stream or scratch memory: " + last_error_text("the backend gave no reason"),
                       TDM_OUT_OF_MEMORY);
@@ -230,26 +230,13 @@ Result<void> GradientCommunicator::average(void* buffer, size_t count, tdm_dtype
 }
 
 Result<int32_t> GradientCommunicator::max(int32_t value) {
-  if (scratch_ != nullptr) {
-    const tdm_backend_api& api = *device_->backend().backend;
-    int32_t out = value;
-    if (api.copy_h2d(stream_, scratch_, &out, sizeof out) != TDM_OK ||
-        api.stream_synchronize(stream_) != TDM_OK)
-      return failure("agreeing on stopping (staging)", TDM_INTERNAL);
-    const tdm_status s = watched("allreduce", 1, TDM_S32, [&] {
-      return plugin_.comm->allreduce(comm_, scratch_, scratch_, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
-    });
-    if (s != TDM_OK) return failure("agreeing on stopping", s);
-    if (api.copy_d2h(stream_, &out, scratch_, sizeof out) != TDM_OK ||
-        api.stream_synchronize(stream_) != TDM_OK)
-      return failure("agreeing on stopping (reading back)", TDM_INTERNAL);
-    return out;
-  }
   int32_t out = value;
-  const tdm_status s = watched("allreduce", 1, TDM_S32, [&] {
-    return plugin_.comm->allreduce(comm_, &out, &out, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
-  });
-  if (s != TDM_OK) return failure("agreeing on stopping", s);
+  const auto reduce = [&](void* buffer) {
+    return watched("allreduce", 1, TDM_S32, [&] {
+      return plugin_.comm->allreduce(comm_, buffer, buffer, 1, TDM_S32, TDM_REDUCE_MAX, nullptr);
+    });
+  };
+  if (auto r = on_host_bytes(&out, sizeof out, "agreeing on stopping", reduce); !r) return r.error();
   return out;
 }
 
@@ -347,39 +334,36 @@ Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_r
 }
 
 Result<void> GradientCommunicator::broadcast(void* data, size_t bytes, int root) {
-  const std::string what = "pipeline: reading a value of stage " + std::to_string(root);
-  if (device_ != nullptr) return broadcast_through_device(data, bytes, root, what);
-  const tdm_status s = watched("broadcast", bytes, TDM_U8, [&] {
-    return plugin_.comm->broadcast(comm_, data, bytes, TDM_U8, root, nullptr);
-  });
-  if (s != TDM_OK) return failure(what.c_str(), s);
-  return {};
+  return on_host_bytes(
+      data, bytes, "pipeline: reading a value of stage " + std::to_string(root), [&](void* buffer) {
+        return watched("broadcast", bytes, TDM_U8,
+                       [&] { return plugin_.comm->broadcast(comm_, buffer, bytes, TDM_U8, root, nullptr); });
+      });
 }
 
-// A GPU communicator reads device memory: the host's bytes go through a
-// buffer of the device's for the call (a few values, once: the pipeline's
-// cut, agreed before the first step).
-Result<void> GradientCommunicator::broadcast_through_device(void* data, size_t bytes, int root,
-                                                            const std::string& what) {
+// A GPU communicator reads device memory: the host's bytes go through the
+// device's scratch (a buffer of their size where they do not fit it).
+Result<void> GradientCommunicator::on_host_bytes(void* data, size_t bytes, const std::string& what,
+                                                 const std::function<tdm_status(void*)>& call) {
+  if (device_ == nullptr) {
+    const tdm_status s = call(data);
+    return s == TDM_OK ? Result<void>{} : failure(what.c_str(), s);
+  }
   const tdm_backend_api& api = *device_->backend().backend;
-  void* buffer = nullptr;
-  if (api.mem_alloc(device_->get(), bytes, &buffer) != TDM_OK)
+  void* buffer = scratch_;
+  if (bytes > kScratchBytes && api.mem_alloc(device_->get(), bytes, &buffer) != TDM_OK)
     return make_error(what + ": no device memory for " + std::to_string(bytes) + " bytes on " + device_->id(),
                       TDM_OUT_OF_MEMORY);
   Result<void> done;
   if (api.copy_h2d(stream_, buffer, data, bytes) != TDM_OK || api.stream_synchronize(stream_) != TDM_OK) {
     done = failure((what + " (staging)").c_str(), TDM_INTERNAL);
-  } else {
-    const tdm_status s = watched("broadcast", bytes, TDM_U8, [&] {
-      return plugin_.comm->broadcast(comm_, buffer, bytes, TDM_U8, root, nullptr);
-    });
-    if (s != TDM_OK)
-      done = failure(what.c_str(), s);
-    else if (api.copy_d2h(stream_, data, buffer, bytes) != TDM_OK ||
-             api.stream_synchronize(stream_) != TDM_OK)
-      done = failure((what + " (reading back)").c_str(), TDM_INTERNAL);
+  } else if (const tdm_status s = call(buffer); s != TDM_OK) {
+    done = failure(what.c_str(), s);
+  } else if (api.copy_d2h(stream_, data, buffer, bytes) != TDM_OK ||
+             api.stream_synchronize(stream_) != TDM_OK) {
+    done = failure((what + " (reading back)").c_str(), TDM_INTERNAL);
   }
-  api.mem_free(device_->get(), buffer);
+  if (buffer != scratch_) api.mem_free(device_->get(), buffer);
   return done;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,9 +125,13 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   static Result<tdm_comm*> create_with_id(const LoadedPlugin& plugin, const PluginRegistry& registry,
                                           const ProcessGroup& group, int32_t device,
                                           const CommOptions& options, std::optional<int32_t> part);
-  // GPU collectives read device memory: max() stages its value through this.
+  // GPU collectives read device memory: a stream and a scratch for host bytes.
   Result<void> stage_on_device(const DeviceHandle& device);
-  Result<void> broadcast_through_device(void* data, size_t bytes, int root, const std::string& what);
+  // `call` on the host's `bytes` (on a device communicator, on a device copy
+  // of them, copied back after); `what` names the step in errors.
+  Result<void> on_host_bytes(void* data, size_t bytes, const std::string& what,
+                             const std::function<tdm_status(void*)>& call);
+  static constexpr size_t kScratchBytes = 64;
   Error failure(const char* what, tdm_status status) const;
   // `call` into the plugin, watched past the run's timeout
   // (collective_watchdog.hpp).
