@@ -5,6 +5,7 @@
 #include "exec/tensor_text.hpp"
 #include "train/collective_watchdog.hpp"
 #include "train/rendezvous.hpp"
+#include "train/staged_gather.hpp"
 #include "util/last_error.hpp"
 
 namespace tandem::host::train {
@@ -255,6 +256,43 @@ Result<void> GradientCommunicator::all_gather(const void* send, void* receive, s
   });
   if (s != TDM_OK) return failure("gathering from ranks", s);
   return {};
+}
+
+Result<void> GradientCommunicator::all_gather_host(const void* send, void* receive, size_t send_count,
+                                                   tdm_dtype dtype) {
+  if (device_ == nullptr) return all_gather(send, receive, send_count, dtype, nullptr);
+  const size_t element = exec::dtype_size(dtype);
+  const size_t bytes = send_count * element;
+  if (bytes == 0) return {};
+  const size_t piece = staging_piece(bytes, kStagingBytes, element);
+  const tdm_backend_api& api = *device_->backend().backend;
+  const size_t buffer_bytes = piece * (size_t(group_.world) + 1);
+  void* buffer = nullptr;
+  if (api.mem_alloc(device_->get(), buffer_bytes, &buffer) != TDM_OK)
+    return make_error("gathering host bytes from ranks: no device memory for " +
+                          std::to_string(buffer_bytes) + " bytes on " + device_->id(),
+                      TDM_OUT_OF_MEMORY);
+  const auto copied = [&](tdm_status s, const char* what) -> Result<void> {
+    if (s == TDM_OK) s = api.stream_synchronize(stream_);
+    if (s == TDM_OK) return {};
+    return make_error(std::string("gathering host bytes from ranks: ") + what + " on " + device_->id() +
+                          " failed: " + last_error_text("the backend gave no reason"),
+                      s);
+  };
+  const StagingCalls calls{
+      [&](void* device, const void* host, size_t n) {
+        return copied(api.copy_h2d(stream_, device, host, n), "copying to the device");
+      },
+      [&](void* host, const void* device, size_t n) {
+        return copied(api.copy_d2h(stream_, host, device, n), "copying from the device");
+      },
+      [&](const void* from, void* into, size_t n) {
+        return all_gather(from, into, n / element, dtype, nullptr);
+      },
+  };
+  auto done = gather_in_pieces(send, receive, bytes, group_.world, element, buffer, piece, calls);
+  api.mem_free(device_->get(), buffer);
+  return done;
 }
 
 Result<void> GradientCommunicator::reduce_scatter_mean(const void* send, void* receive, size_t receive_count,

@@ -97,6 +97,10 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
                           void* stream) override;
   Result<void> reduce_scatter_mean(const void* send, void* receive, size_t receive_count, tdm_dtype dtype,
                                    void* stream) override;
+  // all_gather of host memory, whatever the communicator's device (a GPU's
+  // through a device buffer of at most kStagingBytes per rank,
+  // staged_gather.hpp): checkpoints gather slices and shards so.
+  Result<void> all_gather_host(const void* send, void* receive, size_t send_count, tdm_dtype dtype);
   // Pipeline parallelism (a communicator of the ranks that differ only in
   // their stage): point to point through the plugin's send_start,
   // recv_start and request_test (ABI 1.16), or, for a plugin of 1.15 with
@@ -132,6 +136,7 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   Result<void> on_host_bytes(void* data, size_t bytes, const std::string& what,
                              const std::function<tdm_status(void*)>& call);
   static constexpr size_t kScratchBytes = 64;
+  static constexpr size_t kStagingBytes = size_t(16) << 20;
   Error failure(const char* what, tdm_status status) const;
   // `call` into the plugin, watched past the run's timeout
   // (collective_watchdog.hpp).

@@ -12,30 +12,6 @@
 
 namespace tandem::host::train {
 
-Result<RunCheckpoints> RunCheckpoints::create(const model::ModelSpec& spec, const DeviceHandle& device,
-                                              const PluginRegistry& registry, program::Program& program,
-                                              std::string run_dir, std::string format, Ranks ranks) {
-  RunCheckpoints c(spec, device, registry, program, std::move(run_dir), std::move(format), ranks);
-  if (c.shards_.empty()) return c;
-  auto info = device.info();
-  if (!info) return info.error();
-  if (info->host_addressable) return c;
-  // ZeRO's shards are gathered in host memory, through the communicator of
-  // the device's memory: a GPU's cannot take host buffers.
-  if (program.layout().pipeline > 1)
-    return make_error("[train] zero with pipeline_parallel on " + device.id() +
-                          " is not supported yet: each stage's checkpoint gathers its shards in host "
-                          "memory; set [train] zero = 0 there",
-                      TDM_UNSUPPORTED);
-  if (c.format_ == "whole")
-    return make_error("--checkpoint-format whole with [train] zero on " + device.id() +
-                          " is not supported yet (the shards are gathered in host memory): keep the default "
-                          "sharded checkpoints; `tandem export MODEL --weights RUN --format safetensors` "
-                          "writes one whole file from them",
-                      TDM_UNSUPPORTED);
-  return c;
-}
-
 RunCheckpoints::RunCheckpoints(const model::ModelSpec& spec, const DeviceHandle& device,
                                const PluginRegistry& registry, program::Program& program, std::string run_dir,
                                std::string format, Ranks ranks)
@@ -186,7 +162,7 @@ Result<void> gather(checkpoint::Checkpoint& cp, const std::map<std::string, Whol
     if (whole == whole_of.end()) continue;
     const size_t element = exec::dtype_size(t.dtype);
     std::vector<std::byte> parts(t.data.size() * static_cast<size_t>(ranks.world()));
-    if (auto r = ranks.all_gather(t.data.data(), parts.data(), t.data.size() / element, t.dtype, nullptr); !r)
+    if (auto r = ranks.all_gather_host(t.data.data(), parts.data(), t.data.size() / element, t.dtype); !r)
       return r;
     assemble(t, parts, whole->second, element);
   }

@@ -36,11 +36,9 @@ class RunCheckpoints {
     GradientCommunicator* data = nullptr;
     GradientCommunicator* stages = nullptr;
   };
-  // `format`: "sharded" or "whole" (--checkpoint-format). Refused: "whole"
-  // with ZeRO on a device whose memory is not the host's.
-  static Result<RunCheckpoints> create(const model::ModelSpec& spec, const DeviceHandle& device,
-                                       const PluginRegistry& registry, program::Program& program,
-                                       std::string run_dir, std::string format, Ranks ranks);
+  // `format`: "sharded" or "whole" (--checkpoint-format).
+  RunCheckpoints(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
+                 program::Program& program, std::string run_dir, std::string format, Ranks ranks);
 
   // Writes the checkpoint of this position (every rank calls it); the path
   // rank 0 wrote, empty on the other ranks.
@@ -60,8 +58,6 @@ class RunCheckpoints {
   Result<checkpoint::Checkpoint> load(const std::string& file) const;
 
  private:
-  RunCheckpoints(const model::ModelSpec& spec, const DeviceHandle& device, const PluginRegistry& registry,
-                 program::Program& program, std::string run_dir, std::string format, Ranks ranks);
   std::map<std::string, std::string> metadata(int64_t step, int64_t epoch, int64_t next_batch,
                                               int64_t total_steps) const;
   // Every rank's shards of ZeRO's state gathered into `cp`'s whole tensors.

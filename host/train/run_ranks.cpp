@@ -19,15 +19,6 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
                                    const CommOptions& options) {
   RunRanks r;
   if (group.world == 1) return r;
-  if (layout.tensor > 1) {
-    auto info = device.info();
-    if (!info) return info.error();
-    // Checkpoints gather the slices in host memory.
-    if (!info->host_addressable)
-      return make_error("tensor parallelism on " + device.id() +
-                            " is not supported yet: it runs on CPU devices (--device cpu)",
-                        TDM_UNSUPPORTED);
-  }
   auto all = GradientCommunicator::create(registry, device, group, options);
   if (!all) return all.error();
   r.all_ = std::move(*all);

@@ -154,10 +154,8 @@ Result<void> Trainer::prepare_run() {
   steps_ = std::make_unique<program::StepRunner>(*program_);
   if (!ranks_->alone()) steps_->set_ranks([this](int32_t v) { return ranks_->max(v); });
   steps_->set_run_directory(options_.run_dir, program_->group().rank == 0);
-  auto checkpoints = RunCheckpoints::create(spec_, device_, registry_, *program_, options_.run_dir,
-                                            options_.checkpoint_format, ranks_->for_checkpoints());
-  if (!checkpoints) return checkpoints.error();
-  checkpoints_.emplace(std::move(*checkpoints));
+  checkpoints_.emplace(spec_, device_, registry_, *program_, options_.run_dir, options_.checkpoint_format,
+                       ranks_->for_checkpoints());
   // Files a feature writes hold whole tensors, gathered as checkpoints are.
   if (!ranks_->alone())
     steps_->set_make_whole([this](checkpoint::Checkpoint& cp) { return checkpoints_->make_whole(cp); },

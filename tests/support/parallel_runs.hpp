@@ -64,6 +64,26 @@ inline double largest_difference(const std::string& run_a, const std::string& ru
   return worst;
 }
 
+// The last checkpoints of two runs hold the same tensors, optimizer state
+// included, bit for bit; returns how many.
+inline size_t expect_same_tensors(const std::string& run_a, const std::string& run_b) {
+  auto a = host::train::read_checkpoint(*host::train::latest_checkpoint(run_a));
+  auto b = host::train::read_checkpoint(*host::train::latest_checkpoint(run_b));
+  EXPECT_TRUE(a.ok() && b.ok());
+  if (!a.ok() || !b.ok()) return 0;
+  EXPECT_EQ(a->tensors.size(), b->tensors.size());
+  size_t same = 0;
+  for (const auto& t : a->tensors) {
+    const auto* u = b->find(t.name);
+    EXPECT_NE(u, nullptr) << t.name;
+    if (u == nullptr) continue;
+    EXPECT_EQ(u->shape, t.shape) << t.name;
+    EXPECT_TRUE(u->data == t.data) << t.name << " differs";
+    same += u->shape == t.shape && u->data == t.data;
+  }
+  return same;
+}
+
 // A run of several ranks with the ema feature: its ema.safetensors holds
 // each of `weights` whole (the checkpoint's shape), byte-equal to the
 // average ("ema.<weight>") the run's last checkpoint holds, and one process

@@ -137,14 +137,14 @@ class PipelineParallel : public MpiRuns {
     std::ofstream(dir.file("gpt.toml")) << text;
   }
   // One thread per process: one process and the ranks run the same kernels alike.
-  std::string tandem(const std::string& args) const {
+  std::string tandem(const std::string& args, const std::string& device = "onednn") const {
     return "env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 TANDEM_CACHE_DIR='" + dir.file("costs") + "' '" +
-           TANDEM_EXE + "' --allow-insecure-plugins train " + dir.file("gpt.toml") + " --device onednn " +
-           args;
+           TANDEM_EXE + "' --allow-insecure-plugins train " + dir.file("gpt.toml") + " --device " + device +
+           " " + args;
   }
-  std::string ranks(int n, const std::string& args) const {
+  std::string ranks(int n, const std::string& args, const std::string& device = "onednn") const {
     return "env -u TANDEM_PLUGIN_PATH OMP_NUM_THREADS=1 '" TANDEM_MPIEXEC "' -np " + std::to_string(n) +
-           " --oversubscribe --allow-run-as-root " + tandem(args);
+           " --oversubscribe --allow-run-as-root " + tandem(args, device);
   }
   // The model on 4 ranks in 2 stages (the run says `grid`) trains bit for
   // bit as the same model on 2 ranks without stages.
@@ -357,6 +357,28 @@ TEST_F(PipelineParallel, ZeroStageOneShardsEachStagesOptimizerStateOverItsPeers)
                       "zero = 1"),
       std::string::npos)
       << two.output;
+}
+
+// Stages on devices whose memory the host does not address, as GPUs'
+// (the reference kernels behind the offhost test plugin): the stages'
+// messages go through host memory, ZeRO's shards and the tensor-parallel
+// slices are gathered through device buffers into one checkpoint file, and
+// the grids train to the bits they train to on the host's memory.
+TEST_F(PipelineParallel, GridsOnDevicesWhoseMemoryIsNotTheHostsTrainToTheSameBits) {
+  const std::string offhost = "offhost --plugin-path '" TANDEM_OFFHOST_DIR "'";
+  const auto expect_same_bits = [&](const std::string& name, const std::string& args) {
+    const std::string run = " --set train.steps=6 --checkpoint-format whole " + args + " --run-dir ";
+    CliRun host = shell(ranks(4, run + dir.file(name + "-host"), "reference"));
+    ASSERT_EQ(host.code, 0) << host.output;
+    CliRun apart = shell(ranks(4, run + dir.file(name + "-apart"), offhost));
+    ASSERT_EQ(apart.code, 0) << apart.output;
+    EXPECT_NE(apart.output.find("on offhost:0"), std::string::npos) << apart.output;
+    EXPECT_EQ(step_losses(dir.file(name + "-host")), step_losses(dir.file(name + "-apart")));
+    EXPECT_GT(expect_same_tensors(dir.file(name + "-host"), dir.file(name + "-apart")), 40u) << name;
+  };
+  expect_same_bits("zero", "--zero 1");
+  write_model("parallel = \"column\"\ngather_output = false\n", "parallel = \"row\"\n");
+  expect_same_bits("tensor", "--set train.tensor_parallel=2");
 }
 
 // Checkpoints read whole: two stages resume in one process and one

@@ -130,9 +130,9 @@ class TensorParallel : public MpiRuns {
     if (IsSkipped()) return;
     std::ofstream(dir.file("tp.toml")) << kModel;
   }
-  std::string tandem() const {
+  std::string tandem(const std::string& device = "reference") const {
     return std::string("env -u TANDEM_PLUGIN_PATH '") + TANDEM_EXE + "' --allow-insecure-plugins train " +
-           dir.file("tp.toml") + " --device reference";
+           dir.file("tp.toml") + " --device " + device;
   }
   // A small language model on a repeated sentence (into tp.toml).
   void write_language_model(const std::string& embedding, const std::string& attention,
@@ -143,9 +143,9 @@ class TensorParallel : public MpiRuns {
     }
     std::ofstream(dir.file("tp.toml")) << language_model(embedding, attention, rest, dir.file("text.txt"));
   }
-  std::string ranks(int n) const {
+  std::string ranks(int n, const std::string& device = "reference") const {
     return "env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np " + std::to_string(n) +
-           " --oversubscribe --allow-run-as-root " + tandem();
+           " --oversubscribe --allow-run-as-root " + tandem(device);
   }
   std::string two_ranks() const { return ranks(2); }
   TempDir dir;
@@ -401,6 +401,22 @@ TEST_F(TensorParallel, ARunSplitOverTwoRanksResumesInOneProcess) {
   ASSERT_EQ(one.code, 0) << one.output;
   EXPECT_NE(one.output.find("epoch 2/2 done"), std::string::npos) << one.output;
   EXPECT_NE(one.output.find("trained 32 steps"), std::string::npos) << one.output;
+}
+
+// On a device whose memory the host does not address, as a GPU's (the
+// reference kernels behind the offhost test plugin), every tensor moves
+// through the device's copies, the ranks join on the device's memory, and
+// the checkpoint's slices are gathered through device buffers: the ranks
+// train to the same bits as on the host's memory, optimizer state included.
+TEST_F(TensorParallel, OnADeviceWhoseMemoryIsNotTheHostsTheRanksTrainToTheSameBits) {
+  CliRun host = shell(two_ranks() + " --run-dir " + dir.file("host"));
+  ASSERT_EQ(host.code, 0) << host.output;
+  CliRun apart =
+      shell(ranks(2, "offhost --plugin-path '" TANDEM_OFFHOST_DIR "'") + " --run-dir " + dir.file("apart"));
+  ASSERT_EQ(apart.code, 0) << apart.output;
+  EXPECT_NE(apart.output.find("on offhost:0"), std::string::npos) << apart.output;
+  EXPECT_EQ(losses(dir.file("host")), losses(dir.file("apart")));
+  EXPECT_GE(expect_same_tensors(dir.file("host"), dir.file("apart")), 13u);
 }
 
 TEST_F(TensorParallel, ALayerThatCannotReadASliceIsRefusedByName) {
