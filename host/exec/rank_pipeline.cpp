@@ -53,6 +53,7 @@ RankPipelineExecutor::RankPipelineExecutor(std::unique_ptr<DeviceExecutor> first
       link_(link),
       stage_(link.stage()),
       global_nodes_(global_nodes) {
+  if (link.moves_device_memory()) buffers_ = std::make_unique<MessageBuffers>(*first_);
   profile_.time_us.assign(global_nodes_, 0.0);
   // A peer runs at most as many micro-batches ahead of this stage as the
   // schedule holds in flight anywhere: a window of that many, plus one, of
@@ -96,14 +97,40 @@ Result<void> RankPipelineExecutor::read_held(ValueId value, void* host, size_t b
   return first_->read(layout_.home.at(value).second, host, bytes);
 }
 
+Result<MessageBytes> RankPipelineExecutor::message_bytes(const StageMessage& m) {
+  if (!buffers_) return MessageBytes(m.bytes);
+  auto buffer = buffers_->take(m.bytes, "'" + m.name + "'");
+  if (!buffer) return buffer.error();
+  return MessageBytes(*buffers_, *buffer, m.bytes);
+}
+
+Result<std::unique_ptr<StageLink::Transfer>> RankPipelineExecutor::start(const StageMessage& m,
+                                                                         MessageBytes& bytes) {
+  const bool sending = m.from == stage_;
+  const int peer = sending ? m.to : m.from;
+  auto started = !bytes.on_device() ? (sending ? link_.start_send(bytes.data(), bytes.size(), peer)
+                                               : link_.start_receive(bytes.data(), bytes.size(), peer))
+                 : sending          ? link_.start_device_send(bytes.data(), bytes.size(), peer)
+                                    : link_.start_device_receive(bytes.data(), bytes.size(), peer);
+  if (started) return started;
+  return make_error(std::string(sending ? "sending '" : "receiving '") + m.name +
+                        (sending ? "' to" : "' from") + " pipeline stage " + std::to_string(peer) + ": " +
+                        started.error().message,
+                    started.error().status);
+}
+
 Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& executor) {
-  InFlight out{std::vector<char>(m.bytes), nullptr};
-  if (auto r = executor.read(m.source, out.bytes.data(), out.bytes.size()); !r) return r;
-  auto started = link_.start_send(out.bytes.data(), out.bytes.size(), m.to);
-  if (!started)
-    return make_error(
-        "sending '" + m.name + "' to pipeline stage " + std::to_string(m.to) + ": " + started.error().message,
-        started.error().status);
+  auto bytes = message_bytes(m);
+  if (!bytes) return bytes.error();
+  InFlight out{std::move(*bytes), nullptr};
+  if (auto r = out.bytes.on_device()
+                   ? copy_on_device(executor, out.bytes.data(), executor.device_pointer(m.source), m.bytes,
+                                    "sending '" + m.name + "'")
+                   : executor.read(m.source, out.bytes.data(), m.bytes);
+      !r)
+    return r;
+  auto started = start(m, out.bytes);
+  if (!started) return started.error();
   out.transfer = std::move(*started);
   ++messages_run_;
   message_bytes_ += m.bytes;
@@ -114,16 +141,7 @@ Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& e
 Result<void> RankPipelineExecutor::receive(const StageMessage& m, DeviceExecutor& executor) {
   // Kept with the step's receives, so that a failed wait leaves it to abandon_messages().
   const std::pair<size_t, size_t> key{kNone, size_t(&m - layout_.messages.data())};
-  InFlight& in = messages_->receiving[key];
-  in.bytes.resize(m.bytes);
-  auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), m.from);
-  if (!started) {
-    messages_->receiving.erase(key);
-    return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(m.from) + ": " +
-                          started.error().message,
-                      started.error().status);
-  }
-  in.transfer = std::move(*started);
+  if (auto r = post(key); !r) return r;
   return take(key.first, key.second, executor);
 }
 
@@ -152,14 +170,20 @@ Result<void> RankPipelineExecutor::post_ahead() {
 Result<void> RankPipelineExecutor::post_one(int peer) {
   const auto key = messages_->unposted[size_t(peer)].front();
   messages_->unposted[size_t(peer)].pop_front();
+  return post(key);
+}
+
+Result<void> RankPipelineExecutor::post(std::pair<size_t, size_t> key) {
   const StageMessage& m = layout_.messages[key.second];
+  auto bytes = message_bytes(m);
+  if (!bytes) return bytes.error();
   InFlight& in = messages_->receiving[key];
-  in.bytes.resize(m.bytes);
-  auto started = link_.start_receive(in.bytes.data(), in.bytes.size(), peer);
-  if (!started)
-    return make_error("receiving '" + m.name + "' from pipeline stage " + std::to_string(peer) + ": " +
-                          started.error().message,
-                      started.error().status);
+  in.bytes = std::move(*bytes);
+  auto started = start(m, in.bytes);
+  if (!started) {
+    messages_->receiving.erase(key);
+    return started.error();
+  }
   in.transfer = std::move(*started);
   return {};
 }
@@ -177,7 +201,10 @@ Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecut
                       TDM_INTERNAL);
   if (auto r = wait(it->second, "'" + m.name + "' from pipeline stage " + std::to_string(m.from)); !r)
     return r;
-  auto written = executor.write(m.destination, it->second.bytes.data(), it->second.bytes.size());
+  MessageBytes& bytes = it->second.bytes;
+  auto written = bytes.on_device() ? copy_on_device(executor, executor.device_pointer(m.destination),
+                                                    bytes.data(), m.bytes, "receiving '" + m.name + "'")
+                                   : executor.write(m.destination, bytes.data(), m.bytes);
   messages_->receiving.erase(it);
   if (micro == kNone || !written) return written;
   return post_ahead();

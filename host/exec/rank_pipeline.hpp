@@ -14,11 +14,13 @@
 //     ones bound to the first instance's persistent values but those of one
 //     micro-batch;
 //   - a value another stage reads is read into host memory after the
-//     segment that made it and its send started right away; the messages
-//     the step brings are posted to be received in the order their sender
-//     sends them, a window of them ahead (as many as a peer can send before
-//     this stage must take one: its micro-batches in flight, plus one), and
-//     each is taken right before the segment that reads it (a tied
+//     segment that made it (on a link that moves device memory, copied
+//     into a device buffer: message_buffers.hpp) and its send started
+//     right away; the messages the step brings are posted to be received
+//     in the order their sender sends them, a window of them ahead (as
+//     many as a peer can send before this stage must take one: its
+//     micro-batches in flight, plus one), and each is taken right before
+//     the segment that reads it (a tied
 //     weight's gradient is made early and read late). This thread, the one
 //     that computes, starts and completes the transfers itself, asking
 //     after them between segments, so that no thread of the link's
@@ -49,6 +51,7 @@
 #include <vector>
 
 #include "exec/device_executor.hpp"
+#include "exec/message_buffers.hpp"
 #include "exec/micro_batch_pipeline.hpp"
 #include "exec/pipeline_schedule.hpp"
 #include "exec/stage_link.hpp"
@@ -162,7 +165,7 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
  private:
   // A message on its way, with its bytes (rank_pipeline.cpp).
   struct InFlight {
-    std::vector<char> bytes;
+    MessageBytes bytes;
     std::unique_ptr<StageLink::Transfer> transfer;  // null once it finished
     // Asks the link once; true once the message finished.
     Result<bool> ask();
@@ -185,6 +188,12 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   Result<void> post_receives();
   Result<void> post_ahead();
   Result<void> post_one(int peer);
+  // Receive `key` (micro-batch, message index) started.
+  Result<void> post(std::pair<size_t, size_t> key);
+  // A buffer for `m`'s bytes: the link's kind of memory.
+  Result<MessageBytes> message_bytes(const StageMessage& m);
+  // `m`'s transfer started: a send where this stage sends it, else a receive.
+  Result<std::unique_ptr<StageLink::Transfer>> start(const StageMessage& m, MessageBytes& bytes);
   // The step's receives from `peer` posted and not yet taken.
   size_t posted_from(int peer) const;
   // Message `index` of `micro`, once it arrived, into `executor`'s destination.
@@ -214,6 +223,7 @@ class RankPipelineExecutor final : public Executor, public MicroBatchPipeline {
   size_t global_nodes_ = 0;
   // No message; also the micro-batch of one received outside a step.
   static constexpr size_t kNone = ~size_t(0);
+  std::unique_ptr<MessageBuffers> buffers_;  // a link that moves device memory: the messages' buffers
   std::unique_ptr<Messages> messages_ = std::make_unique<Messages>();
   std::vector<size_t> receive_window_;  // per peer stage: receives posted ahead
   NodeProfile profile_;                 // none: per-node times are not kept across ranks

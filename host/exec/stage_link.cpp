@@ -6,6 +6,22 @@
 
 namespace tandem::host::exec {
 
+namespace {
+
+Error no_device_memory() {
+  return make_error("this pipeline's stage link does not move device memory (internal)", TDM_INTERNAL);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StageLink::Transfer>> StageLink::start_device_send(const void*, size_t, int) {
+  return no_device_memory();
+}
+
+Result<std::unique_ptr<StageLink::Transfer>> StageLink::start_device_receive(void*, size_t, int) {
+  return no_device_memory();
+}
+
 Result<void> wait_until_finished(StageLink::Transfer& transfer, double timeout_seconds, int stage,
                                  const std::string& what) {
   using Clock = std::chrono::steady_clock;

@@ -35,6 +35,14 @@ class StageLink {
   // the thread that drives the executor.
   virtual Result<std::unique_ptr<Transfer>> start_send(const void* data, size_t bytes, int to) = 0;
   virtual Result<std::unique_ptr<Transfer>> start_receive(void* data, size_t bytes, int from) = 0;
+  // Whether the link moves device memory of this rank's device (a GPU's
+  // comm plugin): then the executor sends its values from device buffers
+  // and receives into them (message_buffers.hpp) through the two calls
+  // below, which the link has only then; start_send and start_receive, of
+  // host memory, still work (through a device buffer of their own).
+  virtual bool moves_device_memory() const { return false; }
+  virtual Result<std::unique_ptr<Transfer>> start_device_send(const void* data, size_t bytes, int to);
+  virtual Result<std::unique_ptr<Transfer>> start_device_receive(void* data, size_t bytes, int from);
   // How long a stage waits for one message before it gives up
   // (--comm-timeout); 0: no limit.
   virtual double timeout_seconds() const = 0;

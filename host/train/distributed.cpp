@@ -42,6 +42,8 @@ Result<const LoadedPlugin*> comm_plugin_for(const PluginRegistry& registry, cons
   return plugin;
 }
 
+}  // namespace
+
 // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".
 std::string describe_call(int rank, const char* what, size_t count, tdm_dtype dtype,
                           const LoadedPlugin& plugin) {
@@ -60,8 +62,6 @@ bool starts_transfers(const LoadedPlugin& p) {
 bool has_send_and_recv(const LoadedPlugin& p) {
   return p.abi_minor_effective >= 15 && p.comm->send != nullptr && p.comm->recv != nullptr;
 }
-
-}  // namespace
 
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device) {
   tdm_comm_init_info init{};
@@ -302,81 +302,6 @@ Result<void> GradientCommunicator::reduce_scatter_mean(const void* send, void* r
   });
   if (s != TDM_OK) return failure("ZeRO: averaging gradient shards over ranks", s);
   return {};
-}
-
-// A transfer the plugin started (ABI 1.16): asked after with request_test.
-class GradientCommunicator::PluginTransfer final : public exec::StageLink::Transfer {
- public:
-  PluginTransfer(const GradientCommunicator& comm, tdm_comm_request* request, int peer)
-      : comm_(comm), request_(request), peer_(peer) {}
-  Result<bool> finished() override {
-    if (request_ == nullptr) return true;
-    int32_t done = 0;
-    const tdm_status s = comm_.plugin_.comm->request_test(comm_.comm_, request_, &done);
-    if (s != TDM_OK) {
-      request_ = nullptr;  // released by the plugin
-      return comm_.failure(("pipeline: a message with stage " + std::to_string(peer_)).c_str(), s);
-    }
-    if (done) request_ = nullptr;
-    return done != 0;
-  }
-
- private:
-  const GradientCommunicator& comm_;
-  tdm_comm_request* request_;
-  int peer_;
-};
-
-ThreadedPointToPoint& GradientCommunicator::threaded() {
-  if (threaded_) return *threaded_;
-  // The threads' calls hold copies, not this object: a thread left waiting
-  // on a dead peer outlives it (the destructor).
-  const LoadedPlugin* plugin = &plugin_;
-  tdm_comm* comm = comm_;
-  const int rank = group_.rank;
-  const double timeout = timeout_seconds_;
-  auto blocking = [=](bool sending) {
-    return [=](void* data, size_t bytes, int peer) -> Result<void> {
-      const char* what = sending ? "send" : "recv";
-      const WatchedCall watch([=] { return describe_call(rank, what, bytes, TDM_U8, *plugin); }, timeout);
-      const tdm_status s = sending ? plugin->comm->send(comm, data, bytes, TDM_U8, peer, nullptr)
-                                   : plugin->comm->recv(comm, data, bytes, TDM_U8, peer, nullptr);
-      if (s == TDM_OK) return {};
-      return make_error(std::string("pipeline: ") + (sending ? "sending to" : "receiving from") + " stage " +
-                            std::to_string(peer) +
-                            " failed: " + last_error_text("the comm plugin gave no reason"),
-                        s);
-    };
-  };
-  threaded_ = std::make_unique<ThreadedPointToPoint>(blocking(true), blocking(false));
-  return *threaded_;
-}
-
-Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_send(const void* data,
-                                                                                    size_t bytes, int to) {
-  if (!starts_transfers(plugin_)) return threaded().start_send(data, bytes, to);
-  tdm_comm_request* request = nullptr;
-  const tdm_status s = plugin_.comm->send_start(comm_, data, bytes, TDM_U8, to, nullptr, &request);
-  if (s != TDM_OK) return failure(("pipeline: sending to stage " + std::to_string(to)).c_str(), s);
-  return std::unique_ptr<exec::StageLink::Transfer>(std::make_unique<PluginTransfer>(*this, request, to));
-}
-
-Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::start_receive(void* data,
-                                                                                       size_t bytes,
-                                                                                       int from) {
-  if (!starts_transfers(plugin_)) return threaded().start_receive(data, bytes, from);
-  tdm_comm_request* request = nullptr;
-  const tdm_status s = plugin_.comm->recv_start(comm_, data, bytes, TDM_U8, from, nullptr, &request);
-  if (s != TDM_OK) return failure(("pipeline: receiving from stage " + std::to_string(from)).c_str(), s);
-  return std::unique_ptr<exec::StageLink::Transfer>(std::make_unique<PluginTransfer>(*this, request, from));
-}
-
-Result<void> GradientCommunicator::broadcast(void* data, size_t bytes, int root) {
-  return on_host_bytes(
-      data, bytes, "pipeline: reading a value of stage " + std::to_string(root), [&](void* buffer) {
-        return watched("broadcast", bytes, TDM_U8,
-                       [&] { return plugin_.comm->broadcast(comm_, buffer, bytes, TDM_U8, root, nullptr); });
-      });
 }
 
 // A GPU communicator reads device memory: the host's bytes go through the

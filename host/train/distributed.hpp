@@ -28,6 +28,14 @@ using program::ProcessGroup;
 // `device` is the index of the rank's device (-1: host memory).
 tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seconds, int32_t device = -1);
 
+// "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".
+std::string describe_call(int rank, const char* what, size_t count, tdm_dtype dtype,
+                          const LoadedPlugin& plugin);
+// Whether `plugin` has ABI 1.16's send_start, recv_start and request_test
+// (all three), and ABI 1.15's blocking send and recv.
+bool starts_transfers(const LoadedPlugin& plugin);
+bool has_send_and_recv(const LoadedPlugin& plugin);
+
 // How a run's ranks are joined: which comm plugin, how its rendezvous id
 // reaches every rank, how long a collective may wait.
 struct CommOptions {
@@ -114,6 +122,13 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
                                                                    int from) override;
   double timeout_seconds() const override { return timeout_seconds_; }
   Result<void> broadcast(void* data, size_t bytes, int root) override;
+  // A communicator of a device's memory whose plugin starts transfers
+  // (distributed_stage_link.cpp): the stages' messages stay on the device.
+  bool moves_device_memory() const override;
+  Result<std::unique_ptr<exec::StageLink::Transfer>> start_device_send(const void* data, size_t bytes,
+                                                                       int to) override;
+  Result<std::unique_ptr<exec::StageLink::Transfer>> start_device_receive(void* data, size_t bytes,
+                                                                          int from) override;
 
  private:
   GradientCommunicator(const LoadedPlugin& plugin, tdm_comm* comm, const ProcessGroup& group,
@@ -146,6 +161,14 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
     return call();
   }
   class PluginTransfer;
+  class StagedTransfer;
+  // The plugin's send_start or recv_start on `data` (memory of the
+  // communicator's kind).
+  Result<std::unique_ptr<exec::StageLink::Transfer>> start(bool sending, void* data, size_t bytes, int peer);
+  // Host bytes sent or received through a device buffer (StagedTransfer).
+  Result<std::unique_ptr<exec::StageLink::Transfer>> staged(bool sending, void* host, size_t bytes, int peer);
+  // A copy between host and the device's memory on the communicator's stream, complete when it returns.
+  Result<void> device_copy(bool to_device, void* into, const void* from, size_t bytes);
   // The blocking send and recv on threads, made on first use.
   ThreadedPointToPoint& threaded();
   // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".

@@ -43,10 +43,12 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
   return r;
 }
 
-// The stages exchange host memory (exec/rank_pipeline.hpp): through the
-// run's comm plugin where the rank's device is host memory and that plugin
-// sends point to point, else through mpi on host memory beside it (a GPU's
-// nccl, a plugin of collectives only).
+// The stages exchange their messages through the run's comm plugin where
+// it sends point to point on the rank's device's memory: host memory (mpi),
+// or a GPU's with started transfers (nccl), whose messages stay on the
+// device (exec/message_buffers.hpp). Otherwise through mpi on host memory
+// beside it (a plugin of collectives only, or one whose point to point on
+// a device's memory is only the blocking send and recv).
 Result<void> RunRanks::join_stages(const PluginRegistry& registry, const DeviceHandle& device,
                                    const program::ProcessGroup& group, const program::ParallelLayout& layout,
                                    const CommOptions& options) {
@@ -56,7 +58,11 @@ Result<void> RunRanks::join_stages(const PluginRegistry& registry, const DeviceH
   const program::ProcessGroup stages = whole ? group : layout.pipeline_group(group);
   const std::optional<int32_t> part =
       whole ? std::nullopt : std::optional<int32_t>(layout.pipeline_group_index());
-  if (info->host_addressable && all_->has_point_to_point()) {
+  const LoadedPlugin& plugin = all_->plugin();
+  if (info->host_addressable ? all_->has_point_to_point() : starts_transfers(plugin)) {
+    if (!info->host_addressable && group.rank == 0)
+      log_info("pipeline stages exchange activations on " + device.id() + "'s memory through comm plugin '" +
+               plugin.name + "'");
     stages_are_all_ = whole;
     if (whole) return {};
     auto link =
@@ -65,10 +71,11 @@ Result<void> RunRanks::join_stages(const PluginRegistry& registry, const DeviceH
     pipeline_ = std::move(*link);
     return {};
   }
-  const std::string why = info->host_addressable
-                              ? "comm plugin '" + all_->plugin().name + "' does not send point to point"
-                              : "the messages between stages are host memory, and " + device.id() +
-                                    "'s comm plugin '" + all_->plugin().name + "' works on device memory";
+  const std::string why = info->host_addressable || !all_->has_point_to_point()
+                              ? "comm plugin '" + plugin.name + "' does not send point to point"
+                              : "comm plugin '" + plugin.name + "' sends " + device.id() +
+                                    "'s memory only with the blocking send and recv of ABI 1.15, not the "
+                                    "started transfers of 1.16";
   CommOptions on_host = options;
   on_host.plugin = "mpi";
   auto link = GradientCommunicator::create_on_host(registry, stages, on_host, part);
