@@ -114,6 +114,7 @@ Result<tdm_comm*> GradientCommunicator::create_with_id(const LoadedPlugin& plugi
   if (auto r = rendezvous(options.rendezvous, registry, group, id, options.timeout_seconds, part); !r)
     return r.error();
   tdm_comm_init_info init = comm_init_info(group, options.timeout_seconds, device);
+  init.point_to_point = options.point_to_point ? 1 : 0;
   init.unique_id = id.data();
   init.unique_id_bytes = id.size();
   tdm_comm* comm = nullptr;
@@ -188,14 +189,17 @@ Result<std::unique_ptr<GradientCommunicator>> GradientCommunicator::join(
         "recv_start and request_test (ABI 1.16) or its send and recv (ABI 1.15), which " +
             comm_plugin_text(p) + " does not have: use --comm mpi",
         TDM_UNSUPPORTED);
+  CommOptions told = options;
+  told.point_to_point = options.point_to_point || point_to_point;
   tdm_comm* comm = nullptr;
   if (p.comm->comm_unique_id != nullptr) {
     // Each group gets its own rank 0's id (rendezvous.hpp).
-    auto made = create_with_id(p, registry, group, device_index, options, part);
+    auto made = create_with_id(p, registry, group, device_index, told, part);
     if (!made) return made.error();
     comm = *made;
   } else {
     tdm_comm_init_info init = comm_init_info(group, options.timeout_seconds, device_index);
+    init.point_to_point = told.point_to_point ? 1 : 0;
     if (part) {
       if (p.abi_minor_effective < 10)
         return make_error(

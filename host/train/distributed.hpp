@@ -48,6 +48,10 @@ struct CommOptions {
   // How rank 0's comm_unique_id reaches the others: "mpi" or
   // "file:///path" (rendezvous.hpp).
   std::string rendezvous = "mpi";
+  // The host will send point to point on the communicator (a pipeline's
+  // stages): told to the plugin at comm_create (ABI 1.17), which may make
+  // per-peer resources then. Set by the host, not the user.
+  bool point_to_point = false;
 };
 
 // The run's communicator: averages gradients for data parallelism and runs

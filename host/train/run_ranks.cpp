@@ -19,7 +19,11 @@ Result<RunRanks> RunRanks::connect(const PluginRegistry& registry, const DeviceH
                                    const CommOptions& options) {
   RunRanks r;
   if (group.world == 1) return r;
-  auto all = GradientCommunicator::create(registry, device, group, options);
+  // With every rank a stage of its own, the stages' messages go over the
+  // communicator of all ranks: its plugin is told so.
+  CommOptions over_all = options;
+  over_all.point_to_point = layout.pipeline > 1 && layout.pipeline == group.world;
+  auto all = GradientCommunicator::create(registry, device, group, over_all);
   if (!all) return all.error();
   r.all_ = std::move(*all);
   // Every rank joins its groups in the same order: its tensor-parallel

@@ -12,6 +12,20 @@ namespace tandem::nccl {
 
 namespace {
 
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", s);
+  return text;
+}
+
+ncclRedOp_t op_of(tdm_reduce_op op) {
+  const auto o = nccl_op(op);
+  if (!o) throw Error(TDM_UNSUPPORTED, "nccl: reduce op " + std::to_string(op) + " is not supported");
+  return *o;
+}
+
+}  // namespace
+
 [[noreturn]] void fail_cuda(cudaError_t rc, const std::string& what) {
   const tdm_status status =
       rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver ? TDM_UNAVAILABLE : TDM_INTERNAL;
@@ -21,24 +35,11 @@ void check_cuda(cudaError_t rc, const std::string& what) {
   if (rc != cudaSuccess) fail_cuda(rc, what);
 }
 
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", s);
-  return text;
-}
-
 ncclDataType_t type_of(tdm_dtype dtype) {
   const auto t = nccl_type(dtype);
   if (!t) throw Error(TDM_UNSUPPORTED, "nccl: dtype " + std::to_string(dtype) + " is not supported");
   return *t;
 }
-ncclRedOp_t op_of(tdm_reduce_op op) {
-  const auto o = nccl_op(op);
-  if (!o) throw Error(TDM_UNSUPPORTED, "nccl: reduce op " + std::to_string(op) + " is not supported");
-  return *o;
-}
-
-}  // namespace
 
 NcclComm::NcclComm(const tdm_comm_init_info& info) {
   if (!TDM_STRUCT_HAS(&info, tdm_comm_init_info, unique_id_bytes))
@@ -62,6 +63,7 @@ NcclComm::NcclComm(const tdm_comm_init_info& info) {
     // made, a half-initialised communicator included (ncclCommAbort frees one
     // in any state; a timed-out init was aborted already), so a failed init
     // can be retried in the same process.
+    close_lanes(true);
     if (comm_ != nullptr && !aborted_) ncclCommAbort(comm_);
     comm_ = nullptr;
     release_cuda();
@@ -84,6 +86,8 @@ void NcclComm::open(const tdm_comm_init_info& info) {
   const std::string what = "ncclCommInitRankConfig (rank " + std::to_string(rank_) + " of " +
                            std::to_string(size_) + ", GPU " + std::to_string(device_) + ")";
   settle(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), what, deadline());
+  if (TDM_STRUCT_HAS(&info, tdm_comm_init_info, point_to_point) && info.point_to_point != 0 && size_ > 1)
+    open_lanes(config);
   if (timeout_ > 0) watchdog_ = std::thread([this] { watchdog(); });
 }
 
@@ -108,6 +112,7 @@ NcclComm::~NcclComm() {
     watchdog_.join();
   }
   cudaSetDevice(device_);
+  close_lanes(aborted_);
   if (comm_ != nullptr && !aborted_) {
     try {
       std::lock_guard<std::mutex> lock(call_mutex_);
@@ -140,6 +145,10 @@ void NcclComm::back_off(int& round) {
 }
 
 void NcclComm::settle(ncclResult_t rc, const std::string& what, Clock::time_point until) {
+  settle_on(comm_, rc, what, until);
+}
+
+void NcclComm::settle_on(ncclComm_t comm, ncclResult_t rc, const std::string& what, Clock::time_point until) {
   int round = 0;
   while (rc == ncclInProgress) {
     if (Clock::now() > until) {
@@ -147,10 +156,10 @@ void NcclComm::settle(ncclResult_t rc, const std::string& what, Clock::time_poin
       throw_if_aborted();
     }
     back_off(round);
-    if (ncclCommGetAsyncError(comm_, &rc) != ncclSuccess) break;
+    if (ncclCommGetAsyncError(comm, &rc) != ncclSuccess) break;
   }
   if (rc == ncclSuccess) return;
-  const char* detail = comm_ != nullptr ? ncclGetLastError(comm_) : nullptr;
+  const char* detail = comm != nullptr ? ncclGetLastError(comm) : nullptr;
   std::string msg = "nccl: " + what + " failed: " + ncclGetErrorString(rc);
   if (detail != nullptr && *detail != '\0') msg += std::string(" (") + detail + ")";
   throw Error(TDM_INTERNAL, msg);
@@ -167,6 +176,10 @@ void NcclComm::abort_locked(const std::string& reason) {
                   "; NCCL cannot tell which ranks are missing: look for the rank whose log stops first. "
                   "The communicator was aborted (ncclCommAbort): stop the job.";
   aborted_ = true;
+  // The lanes first: their stuck sends and receives exit.
+  for (const std::vector<Lane>* lanes : {&to_, &from_})
+    for (const Lane& lane : *lanes)
+      if (lane.comm != nullptr) ncclCommAbort(lane.comm);
   if (comm_ != nullptr) ncclCommAbort(comm_);
   Host::log(TDM_LOG_ERROR, abort_reason_);
 }
@@ -250,6 +263,11 @@ void NcclComm::watchdog() {
       std::lock_guard<std::mutex> call(call_mutex_);  // the comm is alive while held
       if (aborted_) break;
       if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess) async = ncclSuccess;
+      for (const std::vector<Lane>* lanes : {&to_, &from_})
+        for (const Lane& lane : *lanes)
+          if (async == ncclSuccess && lane.comm != nullptr &&
+              ncclCommGetAsyncError(lane.comm, &async) != ncclSuccess)
+            async = ncclSuccess;
     }
     if (async != ncclSuccess && async != ncclInProgress)
       reason = std::string("asynchronous NCCL error: ") + ncclGetErrorString(async);

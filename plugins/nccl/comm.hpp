@@ -9,6 +9,12 @@
 // unfinished after timeout_seconds, or an asynchronous NCCL error, makes it
 // call ncclCommAbort (the stuck kernels exit, the streams' work fails) and
 // every later call returns TDM_TIMEOUT with the reason.
+//
+// On a communicator created with point_to_point (ABI 1.17) it also sends
+// and receives point to point (point_to_point.cpp): each ordered pair of
+// ranks gets a communicator and a stream of its own (the lanes below), so
+// that a receive started early never holds back a send; the watchdog and
+// the abort cover the lanes too.
 #ifndef TANDEM_NCCL_COMM_HPP
 #define TANDEM_NCCL_COMM_HPP
 
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -27,6 +34,10 @@
 #include "tandem/tandem.hpp"
 
 namespace tandem::nccl {
+
+[[noreturn]] void fail_cuda(cudaError_t rc, const std::string& what);
+void check_cuda(cudaError_t rc, const std::string& what);
+ncclDataType_t type_of(tdm_dtype dtype);
 
 class NcclComm final : public Communicator {
  public:
@@ -40,6 +51,13 @@ class NcclComm final : public Communicator {
                       void* stream) override;
   void broadcast(void* buffer, size_t count, tdm_dtype dtype, int32_t root, void* stream) override;
   void barrier() override;
+  // Point to point (point_to_point.cpp), on a communicator created with
+  // tdm_comm_init_info.point_to_point.
+  tdm_comm_request* send_start(const void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                               void* stream) override;
+  tdm_comm_request* recv_start(void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                               void* stream) override;
+  bool request_test(tdm_comm_request* request) override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -72,6 +90,29 @@ class NcclComm final : public Communicator {
   Clock::time_point deadline() const;
   std::string describe(const char* name, size_t count, tdm_dtype dtype, const char* op) const;
 
+  // NCCL runs a communicator's sends and receives one after another, so a
+  // receive started early on comm_ would hold back every later send. Each
+  // ordered pair of ranks gets a communicator of its own instead (the
+  // sender is its rank 0), split off while every rank is in comm_create,
+  // with a stream of its own: the messages from one rank to another form
+  // one queue that the receiver takes in order, and no queue waits on
+  // another's. `comm_` is the communicator they were split from.
+  struct Lane {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+  struct Transfer {
+    cudaEvent_t done = nullptr;  // recorded on the lane's stream after the send or receive
+    std::string what;
+  };
+  void open_lanes(ncclConfig_t config);
+  // Every lane finalized and destroyed, or aborted (`abort`).
+  void close_lanes(bool abort);
+  tdm_comm_request* start_transfer(bool sending, void* buffer, size_t count, tdm_dtype dtype, int32_t peer,
+                                   void* stream);
+  // Waits (polling, with the deadline) for a call on `comm` to settle.
+  void settle_on(ncclComm_t comm, ncclResult_t rc, const std::string& what, Clock::time_point until);
+
   ncclComm_t comm_ = nullptr;
   int device_ = 0;
   int rank_ = 0;
@@ -91,6 +132,9 @@ class NcclComm final : public Communicator {
   std::vector<cudaEvent_t> spare_events_;
   bool stop_ = false;
   std::thread watchdog_;
+
+  std::vector<Lane> to_, from_;                       // by peer: the lane this rank sends on, and receives on
+  std::vector<std::unique_ptr<Transfer>> transfers_;  // started, not yet finished
 };
 
 }  // namespace tandem::nccl

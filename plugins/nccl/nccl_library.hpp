@@ -31,5 +31,8 @@ VendorLibrary& nccl_library();
 #define ncclAllGather(...) TANDEM_NCCL(ncclAllGather)(__VA_ARGS__)
 #define ncclReduceScatter(...) TANDEM_NCCL(ncclReduceScatter)(__VA_ARGS__)
 #define ncclBroadcast(...) TANDEM_NCCL(ncclBroadcast)(__VA_ARGS__)
+#define ncclCommSplit(...) TANDEM_NCCL(ncclCommSplit)(__VA_ARGS__)
+#define ncclSend(...) TANDEM_NCCL(ncclSend)(__VA_ARGS__)
+#define ncclRecv(...) TANDEM_NCCL(ncclRecv)(__VA_ARGS__)
 
 #endif

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -312,3 +313,116 @@ TEST_P(NcclRanks, ReduceScatterAndGatherUnevenShardsAsZeroDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclRanks, ::testing::Values(2, 4));
+
+// Point to point as a pipeline's stages use it (ABI 1.16 on a communicator
+// created with point_to_point, ABI 1.17), 2 and 4 ranks in a line, one GPU
+// each: every rank first starts its receives from both neighbours, four
+// messages each (a window ahead, as the host posts them), then its sends to
+// both. On one NCCL communicator the early receives would hold the sends
+// back and the ranks would wait on each other; each ordered pair's lane
+// must deliver every message, in order, within the timeout.
+struct Line {
+  std::string error;
+  std::vector<std::vector<float>> received;  // by neighbour, then message
+};
+
+Line line_exchange(int rank, int world, const std::vector<char>& id) {
+  Line out;
+  const tdm_comm_api* api = plugin()->comm;
+  constexpr int kMessages = 4;
+  constexpr size_t n = 1024;
+  auto fail = [&](const std::string& what) {
+    out.error = "rank " + std::to_string(rank) + ": " + what + " " + g_error;
+    return out;
+  };
+  if (cudaSetDevice(rank) != cudaSuccess) return fail("cudaSetDevice");
+  tdm_comm_init_info info{};
+  info.struct_size = sizeof info;
+  info.rank = rank;
+  info.world_size = world;
+  info.local_rank = rank;
+  info.unique_id = id.data();
+  info.unique_id_bytes = id.size();
+  info.timeout_seconds = 30;
+  info.device = rank;
+  info.point_to_point = 1;
+  tdm_comm* comm = nullptr;
+  if (api->comm_create(&info, &comm) != TDM_OK) return fail("comm_create");
+  std::vector<int> peers;
+  if (rank > 0) peers.push_back(rank - 1);
+  if (rank + 1 < world) peers.push_back(rank + 1);
+  // Message m from rank r to rank p holds 1000 r + 100 p + m everywhere.
+  std::vector<void*> buffers;
+  std::vector<tdm_comm_request*> requests;
+  bool ok = true;
+  for (int p : peers)
+    for (int m = 0; m < kMessages && ok; ++m) {
+      void* b = nullptr;
+      ok = cudaMalloc(&b, n * 4) == cudaSuccess;
+      buffers.push_back(b);
+      tdm_comm_request* q = nullptr;
+      ok = ok && api->recv_start(comm, b, n, TDM_F32, p, nullptr, &q) == TDM_OK;
+      requests.push_back(q);
+    }
+  const size_t receives = requests.size();
+  for (int p : peers)
+    for (int m = 0; m < kMessages && ok; ++m) {
+      void* b = nullptr;
+      std::vector<float> values(n, float(1000 * rank + 100 * p + m));
+      ok = cudaMalloc(&b, n * 4) == cudaSuccess &&
+           cudaMemcpy(b, values.data(), n * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+      buffers.push_back(b);
+      tdm_comm_request* q = nullptr;
+      ok = ok && api->send_start(comm, b, n, TDM_F32, p, nullptr, &q) == TDM_OK;
+      requests.push_back(q);
+    }
+  if (!ok) fail("starting the transfers");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (size_t i = 0; ok && i < requests.size(); ++i) {
+    int32_t done = 0;
+    while (ok && !done) {
+      ok = api->request_test(comm, requests[i], &done) == TDM_OK && std::chrono::steady_clock::now() < until;
+      std::this_thread::yield();
+    }
+    if (!ok) fail("transfer " + std::to_string(i) + " did not finish");
+  }
+  for (size_t k = 0; ok && k < receives; ++k) {
+    if (k % kMessages == 0) out.received.emplace_back();
+    std::vector<float> values(n);
+    cudaMemcpy(values.data(), buffers[k], n * 4, cudaMemcpyDeviceToHost);
+    out.received.back().push_back(values[n - 1]);
+    if (std::any_of(values.begin(), values.end(), [&](float v) { return v != values[0]; }))
+      fail("message " + std::to_string(k) + " arrived torn");
+  }
+  api->comm_destroy(comm);
+  for (void* b : buffers) cudaFree(b);
+  return out;
+}
+
+TEST_P(NcclRanks, StartedReceivesAheadOfSendsNeverHoldThemBack) {
+  ASSERT_NE(plugin(), nullptr) << g_error;
+  const int world = GetParam();
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+  if (gpus < world)
+    GTEST_SKIP() << world << " ranks need " << world << " GPUs, one each; this machine has " << gpus;
+  std::vector<char> id(4096);
+  size_t bytes = id.size();
+  ASSERT_EQ(plugin()->comm->comm_unique_id(id.data(), &bytes), TDM_OK) << g_error;
+  id.resize(bytes);
+  std::vector<Line> results(world);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) ranks.emplace_back([&, r] { results[r] = line_exchange(r, world, id); });
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(results[r].error.empty()) << results[r].error;
+    std::vector<int> peers;
+    if (r > 0) peers.push_back(r - 1);
+    if (r + 1 < world) peers.push_back(r + 1);
+    ASSERT_EQ(results[r].received.size(), peers.size());
+    for (size_t k = 0; k < peers.size(); ++k)
+      for (int m = 0; m < 4; ++m)
+        EXPECT_EQ(results[r].received[k][size_t(m)], float(1000 * peers[k] + 100 * r + m))
+            << "rank " << r << " from " << peers[k] << ", message " << m;
+  }
+}

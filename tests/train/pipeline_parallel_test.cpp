@@ -208,6 +208,17 @@ TEST_F(PipelineParallel, AnOlderCommPluginWithOnlyBlockingSendAndRecvTrainsAlike
   expect_trains_as_through_mpi("mpi_abi15", " --plugin-path " TANDEM_OLDER_COMM_DIR);
 }
 
+// A comm plugin that sends point to point only on the communicators it was
+// told about at comm_create (as nccl, which makes its lanes then; here the
+// mpi plugin so restricted, mpi_told): the stages' communicator is told,
+// whether it is the one over all ranks (every rank a stage of its own) or
+// each pipeline's within a grid, and the runs train as through mpi.
+TEST_F(PipelineParallel, TheStagesCommunicatorIsToldItCarriesPointToPoint) {
+  const std::string told = " --plugin-path " TANDEM_OLDER_COMM_DIR;
+  expect_trains_as_through_mpi("mpi_told", told);
+  expect_grid_trains_as_without_stages("a grid of data 2 x tensor 1 x pipeline 2", " --comm mpi_told" + told);
+}
+
 // A comm plugin of collectives only (the SDK's tcp example) carries the
 // run's collectives; the stages' messages, host memory, go through mpi
 // beside it, as they do beside a GPU's nccl. The same messages, the same run.

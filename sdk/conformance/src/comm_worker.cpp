@@ -474,6 +474,7 @@ int run_comm_worker(const std::string& path, int rank, int world, const std::str
   init.timeout_seconds = timeout_seconds;
   init.device = -1;
   init.group = 0;
+  init.point_to_point = 1;  // the point-to-point cases run on this communicator
   tdm_comm* comm = nullptr;
   std::printf("RUN comm_create\n");
   std::fflush(stdout);

@@ -59,6 +59,13 @@ typedef struct tdm_comm_init_info {
    * (comm_unique_id), which gets one per group from the group's rank 0
    * (sdk/ABI.md rule 46). */
   int32_t group;
+  /* Since ABI 1.17: 1 on a communicator the host will send point to point
+   * on (a pipeline's stages), else 0; an older host leaves it out. A
+   * plugin whose library runs a communicator's operations one after
+   * another makes here, while every rank is in comm_create, what lets a
+   * receive started early not hold back a send (NCCL: a communicator per
+   * ordered pair of ranks); others ignore it (sdk/ABI.md rule 47). */
+  int32_t point_to_point;
 } tdm_comm_init_info;
 
 typedef struct tdm_comm_api {
