@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -221,6 +222,46 @@ TEST_P(NcclGpu, BucketOnACommStreamWaitsForItsProducers) {
 // 0: blocking communicator, no watchdog; 30: non-blocking + watchdog.
 INSTANTIATE_TEST_SUITE_P(Timeouts, NcclGpu, ::testing::Values(0.0, 30.0));
 
+// Runs `rank(r, world, id)` for each of `world` ranks, one GPU each, as
+// threads of this process, into `results`; or says why not (fewer GPUs than
+// ranks: the caller skips).
+template <class Result>
+std::optional<std::string> on_gpus(int world, Result (*rank)(int, int, const std::vector<char>&),
+                                   std::vector<Result>& results) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+  if (gpus < world)
+    return std::to_string(world) + " ranks need " + std::to_string(world) +
+           " GPUs, one each; this machine has " + std::to_string(gpus);
+  std::vector<char> id(4096);
+  size_t bytes = id.size();
+  EXPECT_EQ(plugin()->comm->comm_unique_id(id.data(), &bytes), TDM_OK) << g_error;
+  id.resize(bytes);
+  results.assign(size_t(world), Result{});
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) ranks.emplace_back([&, r] { results[size_t(r)] = rank(r, world, id); });
+  for (std::thread& t : ranks) t.join();
+  return std::nullopt;
+}
+
+// Rank `rank` of `world`'s communicator on GPU `rank` (a 30 s timeout), or
+// null with g_error set.
+tdm_comm* rank_on_gpu(int rank, int world, const std::vector<char>& id, bool point_to_point) {
+  if (cudaSetDevice(rank) != cudaSuccess) return nullptr;
+  tdm_comm_init_info info{};
+  info.struct_size = sizeof info;
+  info.rank = rank;
+  info.world_size = world;
+  info.local_rank = rank;
+  info.unique_id = id.data();
+  info.unique_id_bytes = id.size();
+  info.timeout_seconds = 30;
+  info.device = rank;
+  info.point_to_point = point_to_point ? 1 : 0;
+  tdm_comm* comm = nullptr;
+  return plugin()->comm->comm_create(&info, &comm) == TDM_OK ? comm : nullptr;
+}
+
 // 2 and 4 ranks, one GPU each, as threads of this process (SKIPPED where
 // the machine has fewer GPUs than ranks), doing what ZeRO asks of them: each
 // rank's gradient of 10 elements, padded as the host pads it to whole
@@ -242,18 +283,8 @@ RankResult zero_exchanges(int rank, int world, const std::vector<char>& id) {
     out.error = "rank " + std::to_string(rank) + ": " + what + " " + g_error;
     return out;
   };
-  if (cudaSetDevice(rank) != cudaSuccess) return fail("cudaSetDevice");
-  tdm_comm_init_info info{};
-  info.struct_size = sizeof info;
-  info.rank = rank;
-  info.world_size = world;
-  info.local_rank = rank;
-  info.unique_id = id.data();
-  info.unique_id_bytes = id.size();
-  info.timeout_seconds = 30;
-  info.device = rank;
-  tdm_comm* comm = nullptr;
-  if (api->comm_create(&info, &comm) != TDM_OK) return fail("comm_create");
+  tdm_comm* comm = rank_on_gpu(rank, world, id, false);
+  if (comm == nullptr) return fail("cudaSetDevice or comm_create");
   cudaStream_t stream = nullptr;
   void *send = nullptr, *mine = nullptr, *whole = nullptr;
   std::vector<float> gradient(padded, 0.0f);
@@ -288,18 +319,8 @@ RankResult zero_exchanges(int rank, int world, const std::vector<char>& id) {
 TEST_P(NcclRanks, ReduceScatterAndGatherUnevenShardsAsZeroDoes) {
   ASSERT_NE(plugin(), nullptr) << g_error;
   const int world = GetParam();
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
-  if (gpus < world)
-    GTEST_SKIP() << world << " ranks need " << world << " GPUs, one each; this machine has " << gpus;
-  std::vector<char> id(4096);
-  size_t bytes = id.size();
-  ASSERT_EQ(plugin()->comm->comm_unique_id(id.data(), &bytes), TDM_OK) << g_error;
-  id.resize(bytes);
-  std::vector<RankResult> results(world);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r) ranks.emplace_back([&, r] { results[r] = zero_exchanges(r, world, id); });
-  for (std::thread& t : ranks) t.join();
+  std::vector<RankResult> results;
+  if (auto why = on_gpus(world, zero_exchanges, results)) GTEST_SKIP() << *why;
   // The mean over ranks of i + 10 r, and the padding's zeros.
   const size_t shard = results[0].shard.size();
   std::vector<float> mean(shard * world, 0.0f);
@@ -335,19 +356,8 @@ Line line_exchange(int rank, int world, const std::vector<char>& id) {
     out.error = "rank " + std::to_string(rank) + ": " + what + " " + g_error;
     return out;
   };
-  if (cudaSetDevice(rank) != cudaSuccess) return fail("cudaSetDevice");
-  tdm_comm_init_info info{};
-  info.struct_size = sizeof info;
-  info.rank = rank;
-  info.world_size = world;
-  info.local_rank = rank;
-  info.unique_id = id.data();
-  info.unique_id_bytes = id.size();
-  info.timeout_seconds = 30;
-  info.device = rank;
-  info.point_to_point = 1;
-  tdm_comm* comm = nullptr;
-  if (api->comm_create(&info, &comm) != TDM_OK) return fail("comm_create");
+  tdm_comm* comm = rank_on_gpu(rank, world, id, true);
+  if (comm == nullptr) return fail("cudaSetDevice or comm_create");
   std::vector<int> peers;
   if (rank > 0) peers.push_back(rank - 1);
   if (rank + 1 < world) peers.push_back(rank + 1);
@@ -402,18 +412,8 @@ Line line_exchange(int rank, int world, const std::vector<char>& id) {
 TEST_P(NcclRanks, StartedReceivesAheadOfSendsNeverHoldThemBack) {
   ASSERT_NE(plugin(), nullptr) << g_error;
   const int world = GetParam();
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
-  if (gpus < world)
-    GTEST_SKIP() << world << " ranks need " << world << " GPUs, one each; this machine has " << gpus;
-  std::vector<char> id(4096);
-  size_t bytes = id.size();
-  ASSERT_EQ(plugin()->comm->comm_unique_id(id.data(), &bytes), TDM_OK) << g_error;
-  id.resize(bytes);
-  std::vector<Line> results(world);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r) ranks.emplace_back([&, r] { results[r] = line_exchange(r, world, id); });
-  for (std::thread& t : ranks) t.join();
+  std::vector<Line> results;
+  if (auto why = on_gpus(world, line_exchange, results)) GTEST_SKIP() << *why;
   for (int r = 0; r < world; ++r) {
     ASSERT_TRUE(results[r].error.empty()) << results[r].error;
     std::vector<int> peers;

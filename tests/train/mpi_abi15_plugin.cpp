@@ -3,21 +3,11 @@
 // the build's mpi plugin, loaded as it is, presented as "mpi_abi15" with the
 // table of 1.15, whose point to point is the blocking send and recv only.
 // Everything else is the mpi plugin's own.
-#include <dlfcn.h>
-
-#include <tandem/plugin.h>
+#include "wrapped_plugin.hpp"
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  // As the host loads plugins: its own symbols, never unloaded.
-  void* mpi = dlopen(TANDEM_MPI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (mpi == nullptr) {
-    host->set_error(host->ctx, TDM_UNAVAILABLE, "mpi_abi15: cannot load the mpi plugin %s: %s",
-                    TANDEM_MPI_PLUGIN_PATH, dlerror());
-    return nullptr;
-  }
-  auto entry = reinterpret_cast<tdm_plugin_entry_fn>(dlsym(mpi, TDM_PLUGIN_ENTRY_SYMBOL));
-  const tdm_plugin* mpi_plugin = entry != nullptr ? entry(host, major, minor) : nullptr;
+  const tdm_plugin* mpi_plugin = load_wrapped_plugin(TANDEM_MPI_PLUGIN_PATH, "mpi_abi15", host, major, minor);
   if (mpi_plugin == nullptr || mpi_plugin->comm == nullptr) return nullptr;  // its error is set
   static tdm_comm_api older;
   older = *mpi_plugin->comm;

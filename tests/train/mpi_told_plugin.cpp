@@ -5,12 +5,10 @@
 // other communicator fail naming it. A pipeline trains through it only if
 // the host tells every communicator the stages' messages go over
 // (PipelineParallel.TheStagesCommunicatorIsToldItCarriesPointToPoint).
-#include <dlfcn.h>
-
 #include <mutex>
 #include <set>
 
-#include <tandem/plugin.h>
+#include "wrapped_plugin.hpp"
 
 namespace {
 
@@ -60,15 +58,7 @@ tdm_status recv_start(tdm_comm* comm, void* buffer, size_t count, tdm_dtype dtyp
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  // As the host loads plugins: its own symbols, never unloaded.
-  void* mpi = dlopen(TANDEM_MPI_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (mpi == nullptr) {
-    host->set_error(host->ctx, TDM_UNAVAILABLE, "mpi_told: cannot load the mpi plugin %s: %s",
-                    TANDEM_MPI_PLUGIN_PATH, dlerror());
-    return nullptr;
-  }
-  auto entry = reinterpret_cast<tdm_plugin_entry_fn>(dlsym(mpi, TDM_PLUGIN_ENTRY_SYMBOL));
-  const tdm_plugin* mpi_plugin = entry != nullptr ? entry(host, major, minor) : nullptr;
+  const tdm_plugin* mpi_plugin = load_wrapped_plugin(TANDEM_MPI_PLUGIN_PATH, "mpi_told", host, major, minor);
   if (mpi_plugin == nullptr || mpi_plugin->comm == nullptr) return nullptr;  // its error is set
   g_host = host;
   g_mpi = mpi_plugin->comm;

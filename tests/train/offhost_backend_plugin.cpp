@@ -6,9 +6,7 @@
 // (mpi, as the device is a CPU), and gathers host bytes through device
 // buffers, as it does on a GPU. The kernels and memory are the reference
 // plugin's own, so the results must be its bits.
-#include <dlfcn.h>
-
-#include <tandem/plugin.h>
+#include "wrapped_plugin.hpp"
 
 namespace {
 
@@ -24,15 +22,7 @@ tdm_status device_info(tdm_device* device, tdm_device_info* out) {
 
 extern "C" TDM_EXPORT const tdm_plugin* tdm_plugin_entry(const tdm_host_api* host, uint32_t major,
                                                          uint32_t minor) {
-  // As the host loads plugins: its own symbols, never unloaded.
-  void* reference = dlopen(TANDEM_REFERENCE_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (reference == nullptr) {
-    host->set_error(host->ctx, TDM_UNAVAILABLE, "offhost: cannot load the reference plugin %s: %s",
-                    TANDEM_REFERENCE_PLUGIN_PATH, dlerror());
-    return nullptr;
-  }
-  auto entry = reinterpret_cast<tdm_plugin_entry_fn>(dlsym(reference, TDM_PLUGIN_ENTRY_SYMBOL));
-  const tdm_plugin* base = entry != nullptr ? entry(host, major, minor) : nullptr;
+  const tdm_plugin* base = load_wrapped_plugin(TANDEM_REFERENCE_PLUGIN_PATH, "offhost", host, major, minor);
   if (base == nullptr || base->backend == nullptr) return nullptr;  // its error is set
   static tdm_backend_api apart;
   apart = *base->backend;
