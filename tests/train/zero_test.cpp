@@ -63,11 +63,12 @@ class Zero : public MpiRuns {
     std::ofstream(dir.file("zero.toml")) << kModel;
   }
 
-  // `tandem COMMAND zero.toml --device reference ARGS` on `ranks` ranks.
-  CliRun tandem(int ranks, const std::string& command, const std::string& args) const {
+  // `tandem COMMAND zero.toml --device DEVICE ARGS` on `ranks` ranks.
+  CliRun tandem(int ranks, const std::string& command, const std::string& args,
+                const std::string& device = "reference") const {
     return shell("env -u TANDEM_PLUGIN_PATH '" TANDEM_MPIEXEC "' -np " + std::to_string(ranks) +
                  " --oversubscribe --allow-run-as-root '" + TANDEM_EXE + "' --allow-insecure-plugins " +
-                 command + " " + dir.file("zero.toml") + " --device reference " + args);
+                 command + " " + dir.file("zero.toml") + " --device " + device + " " + args);
   }
 
   TempDir dir;
@@ -117,6 +118,29 @@ double planned_bytes(const std::string& plan, const std::string& row) {
 }
 double held_bytes(const std::string& report, const std::string& row) {
   return row_bytes(report, row, 1);
+}
+
+// On a device whose memory the host does not address, as a GPU's (the
+// reference kernels behind the offhost test plugin), the ranks exchange
+// device memory, stage 3 gathers its parameters there, streamed shards
+// cross from host memory through the device's copies, and a whole
+// checkpoint gathers the shards through device buffers: every stage trains
+// to the bits it trains to on the host's memory, optimizer state included.
+TEST_F(Zero, OnADeviceWhoseMemoryIsNotTheHostsEveryStageTrainsToTheSameBits) {
+  const std::string offhost = "offhost --plugin-path '" TANDEM_OFFHOST_DIR "'";
+  for (const std::string run :
+       {"--zero 1 --checkpoint-format whole", "--zero 2 --stream-params", "--zero 3"}) {
+    SCOPED_TRACE(run);
+    CliRun host = tandem(2, "train", run + " --run-dir " + dir.file("host"));
+    ASSERT_EQ(host.code, 0) << host.output;
+    CliRun apart = tandem(2, "train", run + " --run-dir " + dir.file("apart"), offhost);
+    ASSERT_EQ(apart.code, 0) << apart.output;
+    EXPECT_NE(apart.output.find("on offhost:0"), std::string::npos) << apart.output;
+    EXPECT_EQ(step_losses(dir.file("host")), step_losses(dir.file("apart")));
+    EXPECT_GE(expect_same_tensors(dir.file("host"), dir.file("apart")), 10u);
+    std::filesystem::remove_all(dir.file("host"));
+    std::filesystem::remove_all(dir.file("apart"));
+  }
 }
 
 // What a rank's allocations hold, measured by --memory-report: with stage 3
