@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "nccl_types.hpp"
 
@@ -33,6 +34,11 @@ ncclRedOp_t op_of(tdm_reduce_op op) {
 }
 void check_cuda(cudaError_t rc, const std::string& what) {
   if (rc != cudaSuccess) fail_cuda(rc, what);
+}
+
+void check_nccl(ncclResult_t rc, const std::string& what) {
+  if (rc != ncclSuccess && rc != ncclInProgress)
+    throw Error(TDM_INTERNAL, "nccl: " + what + " failed: " + ncclGetErrorString(rc));
 }
 
 ncclDataType_t type_of(tdm_dtype dtype) {
@@ -176,10 +182,11 @@ void NcclComm::abort_locked(const std::string& reason) {
                   "; NCCL cannot tell which ranks are missing: look for the rank whose log stops first. "
                   "The communicator was aborted (ncclCommAbort): stop the job.";
   aborted_ = true;
-  // The lanes first: their stuck sends and receives exit.
-  for (const std::vector<Lane>* lanes : {&to_, &from_})
-    for (const Lane& lane : *lanes)
-      if (lane.comm != nullptr) ncclCommAbort(lane.comm);
+  // The lanes first: their stuck sends and receives exit. An aborted
+  // communicator is freed: forgotten here, so nothing frees it again.
+  for (std::vector<Lane>* lanes : {&to_, &from_})
+    for (Lane& lane : *lanes)
+      if (lane.comm != nullptr) ncclCommAbort(std::exchange(lane.comm, nullptr));
   if (comm_ != nullptr) ncclCommAbort(comm_);
   Host::log(TDM_LOG_ERROR, abort_reason_);
 }

@@ -38,6 +38,9 @@ namespace tandem::nccl {
 [[noreturn]] void fail_cuda(cudaError_t rc, const std::string& what);
 void check_cuda(cudaError_t rc, const std::string& what);
 ncclDataType_t type_of(tdm_dtype dtype);
+// Throws naming `what` unless `rc` is ncclSuccess or ncclInProgress (a
+// non-blocking communicator's call, settled later).
+void check_nccl(ncclResult_t rc, const std::string& what);
 
 class NcclComm final : public Communicator {
  public:
@@ -106,6 +109,7 @@ class NcclComm final : public Communicator {
     std::string what;
   };
   void open_lanes(ncclConfig_t config);
+  void connect_lanes();
   // Every lane finalized and destroyed, or aborted (`abort`).
   void close_lanes(bool abort);
   tdm_comm_request* start_transfer(bool sending, void* buffer, size_t count, tdm_dtype dtype, int32_t peer,

@@ -34,5 +34,7 @@ VendorLibrary& nccl_library();
 #define ncclCommSplit(...) TANDEM_NCCL(ncclCommSplit)(__VA_ARGS__)
 #define ncclSend(...) TANDEM_NCCL(ncclSend)(__VA_ARGS__)
 #define ncclRecv(...) TANDEM_NCCL(ncclRecv)(__VA_ARGS__)
+#define ncclGroupStart(...) TANDEM_NCCL(ncclGroupStart)(__VA_ARGS__)
+#define ncclGroupEnd(...) TANDEM_NCCL(ncclGroupEnd)(__VA_ARGS__)
 
 #endif

@@ -10,6 +10,7 @@
 // reads a receive's once request_test said it arrived.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "comm.hpp"
 #include "nccl_types.hpp"
@@ -36,27 +37,55 @@ void NcclComm::open_lanes(ncclConfig_t config) {
       mine.comm = lane;
       check_cuda(cudaStreamCreateWithFlags(&mine.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     }
+  connect_lanes();
+}
+
+// NCCL connects two ranks on their first send and receive, a handshake in
+// which the host's call waits for the peer's. A stage that starts its
+// receives a window ahead would wait there for a peer that computes first,
+// and that one for it. So every lane carries one element each way now,
+// in one group, while every rank is in comm_create.
+void NcclComm::connect_lanes() {
+  float* scratch = nullptr;
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&scratch), 2 * size_t(size_) * sizeof(float)), "cudaMalloc");
+  try {
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      check_nccl(
+          ncclSend(scratch + peer, 1, ncclFloat32, 1, to_[size_t(peer)].comm, to_[size_t(peer)].stream),
+          "ncclSend");
+      check_nccl(ncclRecv(scratch + size_ + peer, 1, ncclFloat32, 0, from_[size_t(peer)].comm,
+                          from_[size_t(peer)].stream),
+                 "ncclRecv");
+    }
+    const ncclResult_t ended = ncclGroupEnd();
+    for (const std::vector<Lane>* lanes : {&to_, &from_})
+      for (const Lane& lane : *lanes)
+        if (lane.comm != nullptr) {
+          settle_on(lane.comm, ended, "connecting the lanes (ncclGroupEnd)", deadline());
+          wait_stream(lane.stream, "connecting the lanes");
+        }
+  } catch (...) {
+    cudaFree(scratch);
+    throw;
+  }
+  cudaFree(scratch);
 }
 
 void NcclComm::close_lanes(bool abort) {
   for (std::vector<Lane>* lanes : {&to_, &from_})
     for (Lane& lane : *lanes) {
-      if (lane.comm != nullptr) {
-        if (abort) {
-          ncclCommAbort(lane.comm);
-        } else {
-          try {
-            settle_on(lane.comm, ncclCommFinalize(lane.comm), "ncclCommFinalize of a lane", deadline());
-            ncclCommDestroy(lane.comm);
-          } catch (const Error& e) {
-            Host::log(TDM_LOG_WARNING, e.what());
-            ncclCommAbort(lane.comm);
-          }
+      if (lane.comm != nullptr && !abort && !aborted_) {
+        try {
+          settle_on(lane.comm, ncclCommFinalize(lane.comm), "ncclCommFinalize of a lane", deadline());
+          ncclCommDestroy(std::exchange(lane.comm, nullptr));
+        } catch (const Error& e) {  // a timeout aborted every lane already
+          Host::log(TDM_LOG_WARNING, e.what());
         }
-        lane.comm = nullptr;
       }
-      if (lane.stream != nullptr) cudaStreamDestroy(lane.stream);
-      lane.stream = nullptr;
+      if (lane.comm != nullptr) ncclCommAbort(std::exchange(lane.comm, nullptr));
+      if (lane.stream != nullptr) cudaStreamDestroy(std::exchange(lane.stream, nullptr));
     }
   for (const auto& t : transfers_) cudaEventDestroy(t->done);
   transfers_.clear();
@@ -84,20 +113,21 @@ tdm_comm_request* NcclComm::start_transfer(bool sending, void* buffer, size_t co
     throw_if_aborted();
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     check_cuda(cudaEventCreateWithFlags(&transfer->done, cudaEventDisableTiming), "cudaEventCreate");
-    if (stream != nullptr) {  // after what the caller queued there, without holding its stream
-      check_cuda(cudaEventRecord(transfer->done, static_cast<cudaStream_t>(stream)), "cudaEventRecord");
-      check_cuda(cudaStreamWaitEvent(lane.stream, transfer->done, 0), "cudaStreamWaitEvent");
-    }
-    // The sender is rank 0 of its lane, the receiver rank 1.
-    const ncclResult_t rc = sending ? ncclSend(buffer, count, t, 1, lane.comm, lane.stream)
-                                    : ncclRecv(buffer, count, t, 0, lane.comm, lane.stream);
     try {
-      settle_on(lane.comm, rc, transfer->what, deadline());
+      if (stream != nullptr) {  // after what the caller queued there, without holding its stream
+        check_cuda(cudaEventRecord(transfer->done, static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+        check_cuda(cudaStreamWaitEvent(lane.stream, transfer->done, 0), "cudaStreamWaitEvent");
+      }
+      // The sender is rank 0 of its lane, the receiver rank 1.
+      settle_on(lane.comm,
+                sending ? ncclSend(buffer, count, t, 1, lane.comm, lane.stream)
+                        : ncclRecv(buffer, count, t, 0, lane.comm, lane.stream),
+                transfer->what, deadline());
+      check_cuda(cudaEventRecord(transfer->done, lane.stream), "cudaEventRecord");
     } catch (...) {
       cudaEventDestroy(transfer->done);
       throw;
     }
-    check_cuda(cudaEventRecord(transfer->done, lane.stream), "cudaEventRecord");
   }
   if (timeout_ > 0) track(lane.stream, transfer->what);
   transfers_.push_back(std::move(transfer));
