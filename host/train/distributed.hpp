@@ -32,8 +32,9 @@ tdm_comm_init_info comm_init_info(const ProcessGroup& group, double timeout_seco
 std::string describe_call(int rank, const char* what, size_t count, tdm_dtype dtype,
                           const LoadedPlugin& plugin);
 // Whether `plugin` has ABI 1.16's send_start, recv_start and request_test
-// (all three), and ABI 1.15's blocking send and recv.
+// (all three).
 bool starts_transfers(const LoadedPlugin& plugin);
+// Whether `plugin` has ABI 1.15's blocking send and recv.
 bool has_send_and_recv(const LoadedPlugin& plugin);
 
 // How a run's ranks are joined: which comm plugin, how its rendezvous id
