@@ -46,17 +46,15 @@ CopyRoute route_between(const DeviceHandle& from, bool from_host_addressable, co
   return route == CopyRoute::DeviceToDevice && from.copies_directly_to(to) ? CopyRoute::PeerToPeer : route;
 }
 
-Result<std::vector<OwnedStream>> copy_streams(const std::vector<CopyPart>& parts,
-                                              const std::string& purpose) {
-  std::vector<OwnedStream> streams;
+Result<std::vector<std::unique_ptr<CopyStream>>> copy_streams(const std::vector<CopyPart>& parts,
+                                                              const std::string& purpose) {
+  std::vector<std::unique_ptr<CopyStream>> streams;
   for (const CopyPart& part : parts) {
-    if (part.host_addressable) {
-      streams.emplace_back();
-      continue;
-    }
+    auto& made = streams.emplace_back(std::make_unique<CopyStream>());
+    if (part.host_addressable) continue;
     auto stream = OwnedStream::create(*part.device, purpose);
     if (!stream) return stream.error();
-    streams.push_back(std::move(*stream));
+    made->stream = std::move(*stream);
   }
   return streams;
 }
@@ -68,7 +66,6 @@ Result<std::unique_ptr<CopyEngine>> CopyEngine::create(std::vector<CopyPart> par
   auto streams = copy_streams(e->parts_, "copy");
   if (!streams) return streams.error();
   e->copy_streams_ = std::move(*streams);
-  for (size_t p = 0; p < e->parts_.size(); ++p) e->stream_mutexes_.push_back(std::make_unique<std::mutex>());
   e->lanes_.reserve(requests.size());
   for (const CopyRequest& request : requests)
     if (auto r = e->add_lane(request); !r) return r.error();
@@ -241,8 +238,8 @@ Result<void> CopyEngine::issue_host_to_device(Lane& lane, void* dst, const void*
   clear_last_error();
   // A host-addressable source: its stream is synchronous or nearly so.
   if (auto r = check(api(from).event_synchronize(lane.ready.get()), "waiting for the source"); !r) return r;
-  std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
-  tdm_stream* copy = copy_streams_[to].get();
+  std::lock_guard<std::mutex> lock(copy_streams_[to]->mutex);
+  tdm_stream* copy = copy_streams_[to]->stream.get();
   if (auto r = check(api(to).copy_h2d(copy, dst, src, bytes), "copy_h2d"); !r) return r;
   return check(api(to).event_record(lane.done.get(), copy), "recording its end");
 }
@@ -250,8 +247,8 @@ Result<void> CopyEngine::issue_host_to_device(Lane& lane, void* dst, const void*
 Result<void> CopyEngine::on_source_stream(Lane& lane, const std::function<tdm_status(tdm_stream*)>& copy,
                                           const char* what, OwnedEvent& end, const char* end_what) {
   const size_t from = lane.request.from_part;
-  std::lock_guard<std::mutex> lock(*stream_mutexes_[from]);
-  tdm_stream* stream = copy_streams_[from].get();
+  std::lock_guard<std::mutex> lock(copy_streams_[from]->mutex);
+  tdm_stream* stream = copy_streams_[from]->stream.get();
   clear_last_error();
   tdm_status status = api(from).stream_wait_event(stream, lane.ready.get());
   if (status != TDM_OK) return failure(lane, "ordering after the source", status);
@@ -262,8 +259,8 @@ Result<void> CopyEngine::on_source_stream(Lane& lane, const std::function<tdm_st
 
 Result<void> CopyEngine::copy_from_staging(Lane& lane, void* dst) {
   const size_t to = lane.request.to_part;
-  std::lock_guard<std::mutex> lock(*stream_mutexes_[to]);
-  tdm_stream* copy = copy_streams_[to].get();
+  std::lock_guard<std::mutex> lock(copy_streams_[to]->mutex);
+  tdm_stream* copy = copy_streams_[to]->stream.get();
   tdm_status status = api(to).copy_h2d(copy, dst, lane.staging.data(), lane.request.bytes);
   if (status != TDM_OK) return failure(lane, "copy_h2d from staging", status);
   status = api(to).event_record(lane.done.get(), copy);

@@ -83,9 +83,15 @@ struct CopyPart {
   bool stage_host_copies = false;
 };
 
-// A copy stream for each part that is not host-addressable (an empty one
-// for the others), by part.
-Result<std::vector<OwnedStream>> copy_streams(const std::vector<CopyPart>& parts, const std::string& purpose);
+// A part's copy stream (empty for a host-addressable part), and the lock
+// held while copies are enqueued on it from several threads.
+struct CopyStream {
+  OwnedStream stream;
+  std::mutex mutex;
+};
+// One for each part, by part.
+Result<std::vector<std::unique_ptr<CopyStream>>> copy_streams(const std::vector<CopyPart>& parts,
+                                                              const std::string& purpose);
 
 struct CopyRequest {
   size_t from_part = 0, to_part = 0;
@@ -164,8 +170,7 @@ class CopyEngine {
   const tdm_backend_api& api(size_t part) const { return *parts_[part].device->backend().backend; }
 
   std::vector<CopyPart> parts_;
-  std::vector<OwnedStream> copy_streams_;  // per part; only for parts that are not host-addressable
-  std::vector<std::unique_ptr<std::mutex>> stream_mutexes_;
+  std::vector<std::unique_ptr<CopyStream>> copy_streams_;  // per part
   std::vector<Lane> lanes_;  // never resized after create: jobs keep pointers into it
   double busy_us_ = 0, waited_us_ = 0;
   // Declared last, so destroyed first: their threads finish their jobs

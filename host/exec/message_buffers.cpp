@@ -7,17 +7,14 @@
 
 namespace tandem::host::exec {
 
-Result<void*> MessageBuffers::take(size_t bytes, const std::string& what) {
+Result<void*> MessageBuffers::take(size_t bytes, const std::string& name) {
   auto it = free_.find(bytes);
   if (it != free_.end()) {
     void* buffer = it->second;
     free_.erase(it);
     return buffer;
   }
-  auto reserved = owner_.reserve_buffer(bytes, "the pipeline's message buffer for " + what);
-  if (!reserved) return reserved.error();
-  reserved_ += bytes;
-  return *reserved;
+  return owner_.reserve_buffer(bytes, "the pipeline's message buffer for '" + name + "'");
 }
 
 void MessageBuffers::give_back(void* buffer, size_t bytes) {
@@ -41,18 +38,21 @@ void MessageBytes::release() noexcept {
 }
 
 Result<void> copy_on_device(DeviceExecutor& executor, void* into, const void* from, size_t bytes,
-                            const std::string& what) {
+                            bool sending, const std::string& name) {
+  const auto failed = [&](const std::string& why, tdm_status status) {
+    return make_error(std::string(sending ? "sending '" : "receiving '") + name + "': " + why, status);
+  };
   if (into == nullptr || from == nullptr)
-    return make_error(what + ": the value has no device memory on " + executor.device().id() + " (internal)",
-                      TDM_INTERNAL);
+    return failed("the value has no device memory on " + executor.device().id() + " (internal)",
+                  TDM_INTERNAL);
   const tdm_backend_api& api = *executor.device().backend().backend;
   clear_last_error();
   tdm_status status = api.copy_d2d(executor.stream(), into, from, bytes);
   if (status == TDM_OK) status = api.stream_synchronize(executor.stream());
   if (status == TDM_OK) return {};
-  return make_error(what + ": copying " + std::to_string(bytes) + " bytes on " + executor.device().id() +
-                        " failed: " + plugin_reason(status),
-                    status);
+  return failed("copying " + std::to_string(bytes) + " bytes on " + executor.device().id() +
+                    " failed: " + plugin_reason(status),
+                status);
 }
 
 }  // namespace tandem::host::exec

@@ -20,15 +20,13 @@ namespace tandem::host::exec {
 class MessageBuffers {
  public:
   explicit MessageBuffers(Executor& owner) : owner_(owner) {}
-  // A buffer of `bytes` for message `what`.
-  Result<void*> take(size_t bytes, const std::string& what);
+  // A buffer of `bytes` for the message of value `name`.
+  Result<void*> take(size_t bytes, const std::string& name);
   void give_back(void* buffer, size_t bytes);
-  uint64_t reserved_bytes() const noexcept { return reserved_; }
 
  private:
   Executor& owner_;
   std::multimap<size_t, void*> free_;
-  uint64_t reserved_ = 0;
 };
 
 // One message's bytes: its own host buffer, or a device buffer of a pool's,
@@ -58,8 +56,9 @@ class MessageBytes {
 };
 
 // `bytes` from `from` to `into`, both device memory of `executor`'s device,
-// on its stream; complete when it returns. `what` names the message.
+// on its stream; complete when it returns. An error names the message of
+// value `name`, `sending` it or receiving it.
 Result<void> copy_on_device(DeviceExecutor& executor, void* into, const void* from, size_t bytes,
-                            const std::string& what);
+                            bool sending, const std::string& name);
 
 }  // namespace tandem::host::exec

@@ -14,7 +14,6 @@ Result<std::unique_ptr<PipelineCopies>> PipelineCopies::create(std::vector<CopyP
   auto streams = copy_streams(c->parts_, "pipeline copies");
   if (!streams) return streams.error();
   c->streams_ = std::move(*streams);
-  for (size_t p = 0; p < c->parts_.size(); ++p) c->stream_mutexes_.push_back(std::make_unique<std::mutex>());
   for (size_t t = 0; t < requests.size(); ++t) {
     Lane& lane = c->lanes_.emplace_back();
     lane.request = std::move(requests[t]);
@@ -33,8 +32,8 @@ Error PipelineCopies::failure(const Lane& lane, const std::string& what, tdm_sta
 
 template <class Copy>
 Result<void> PipelineCopies::on_copy_stream(const Lane& lane, size_t part, const char* what, Copy copy) {
-  std::lock_guard lock(*stream_mutexes_[part]);
-  tdm_stream* stream = streams_[part].get();
+  std::lock_guard lock(streams_[part]->mutex);
+  tdm_stream* stream = streams_[part]->stream.get();
   clear_last_error();
   tdm_status status = copy(stream);
   if (status != TDM_OK) return failure(lane, what, status);

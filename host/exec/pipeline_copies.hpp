@@ -63,8 +63,7 @@ class PipelineCopies {
   const tdm_backend_api& api(size_t part) const { return *parts_[part].device->backend().backend; }
 
   std::vector<CopyPart> parts_;
-  std::vector<OwnedStream> streams_;  // per part; only for parts that are not host-addressable
-  std::vector<std::unique_ptr<std::mutex>> stream_mutexes_;
+  std::vector<std::unique_ptr<CopyStream>> streams_;  // per part
   std::vector<Lane> lanes_;
   static constexpr size_t kRoutes = static_cast<size_t>(CopyRoute::PeerToPeer) + 1;  // CopyRoute's values
   std::atomic<uint64_t> counts_[kRoutes] = {};

@@ -99,7 +99,7 @@ Result<void> RankPipelineExecutor::read_held(ValueId value, void* host, size_t b
 
 Result<MessageBytes> RankPipelineExecutor::message_bytes(const StageMessage& m) {
   if (!buffers_) return MessageBytes(m.bytes);
-  auto buffer = buffers_->take(m.bytes, "'" + m.name + "'");
+  auto buffer = buffers_->take(m.bytes, m.name);
   if (!buffer) return buffer.error();
   return MessageBytes(*buffers_, *buffer, m.bytes);
 }
@@ -125,7 +125,7 @@ Result<void> RankPipelineExecutor::send(const StageMessage& m, DeviceExecutor& e
   InFlight out{std::move(*bytes), nullptr};
   if (auto r = out.bytes.on_device()
                    ? copy_on_device(executor, out.bytes.data(), executor.device_pointer(m.source), m.bytes,
-                                    "sending '" + m.name + "'")
+                                    true, m.name)
                    : executor.read(m.source, out.bytes.data(), m.bytes);
       !r)
     return r;
@@ -203,7 +203,7 @@ Result<void> RankPipelineExecutor::take(size_t micro, size_t index, DeviceExecut
     return r;
   MessageBytes& bytes = it->second.bytes;
   auto written = bytes.on_device() ? copy_on_device(executor, executor.device_pointer(m.destination),
-                                                    bytes.data(), m.bytes, "receiving '" + m.name + "'")
+                                                    bytes.data(), m.bytes, false, m.name)
                                    : executor.write(m.destination, bytes.data(), m.bytes);
   messages_->receiving.erase(it);
   if (micro == kNone || !written) return written;

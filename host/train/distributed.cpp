@@ -276,20 +276,10 @@ Result<void> GradientCommunicator::all_gather_host(const void* send, void* recei
     return make_error("gathering host bytes from ranks: no device memory for " +
                           std::to_string(buffer_bytes) + " bytes on " + device_->id(),
                       TDM_OUT_OF_MEMORY);
-  const auto copied = [&](tdm_status s, const char* what) -> Result<void> {
-    if (s == TDM_OK) s = api.stream_synchronize(stream_);
-    if (s == TDM_OK) return {};
-    return make_error(std::string("gathering host bytes from ranks: ") + what + " on " + device_->id() +
-                          " failed: " + last_error_text("the backend gave no reason"),
-                      s);
-  };
+  const char* what = "gathering host bytes from ranks";
   const StagingCalls calls{
-      [&](void* device, const void* host, size_t n) {
-        return copied(api.copy_h2d(stream_, device, host, n), "copying to the device");
-      },
-      [&](void* host, const void* device, size_t n) {
-        return copied(api.copy_d2h(stream_, host, device, n), "copying from the device");
-      },
+      [&](void* device, const void* host, size_t n) { return device_copy(true, device, host, n, what); },
+      [&](void* host, const void* device, size_t n) { return device_copy(false, host, device, n, what); },
       [&](const void* from, void* into, size_t n) {
         return all_gather(from, into, n / element, dtype, nullptr);
       },
@@ -321,17 +311,27 @@ Result<void> GradientCommunicator::on_host_bytes(void* data, size_t bytes, const
   if (bytes > kScratchBytes && api.mem_alloc(device_->get(), bytes, &buffer) != TDM_OK)
     return make_error(what + ": no device memory for " + std::to_string(bytes) + " bytes on " + device_->id(),
                       TDM_OUT_OF_MEMORY);
-  Result<void> done;
-  if (api.copy_h2d(stream_, buffer, data, bytes) != TDM_OK || api.stream_synchronize(stream_) != TDM_OK) {
-    done = failure((what + " (staging)").c_str(), TDM_INTERNAL);
-  } else if (const tdm_status s = call(buffer); s != TDM_OK) {
-    done = failure(what.c_str(), s);
-  } else if (api.copy_d2h(stream_, data, buffer, bytes) != TDM_OK ||
-             api.stream_synchronize(stream_) != TDM_OK) {
-    done = failure((what + " (reading back)").c_str(), TDM_INTERNAL);
+  Result<void> done = device_copy(true, buffer, data, bytes, (what + " (staging)").c_str());
+  if (done) {
+    if (const tdm_status s = call(buffer); s != TDM_OK) done = failure(what.c_str(), s);
   }
+  if (done) done = device_copy(false, data, buffer, bytes, (what + " (reading back)").c_str());
   if (buffer != scratch_) api.mem_free(device_->get(), buffer);
   return done;
+}
+
+Result<void> GradientCommunicator::device_copy(bool to_device, void* into, const void* from, size_t bytes,
+                                               const char* what) {
+  const tdm_backend_api& api = *device_->backend().backend;
+  clear_last_error();
+  tdm_status s =
+      to_device ? api.copy_h2d(stream_, into, from, bytes) : api.copy_d2h(stream_, into, from, bytes);
+  if (s == TDM_OK) s = api.stream_synchronize(stream_);
+  if (s == TDM_OK) return {};
+  return make_error(std::string(what) + ": copying " + std::to_string(bytes) + " bytes " +
+                        (to_device ? "to " : "from ") + device_->id() +
+                        " failed: " + last_error_text("the backend gave no reason"),
+                    s);
 }
 
 }  // namespace tandem::host::train

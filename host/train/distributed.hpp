@@ -172,8 +172,9 @@ class GradientCommunicator final : public exec::Collectives, public exec::StageL
   Result<std::unique_ptr<exec::StageLink::Transfer>> start(bool sending, void* data, size_t bytes, int peer);
   // Host bytes sent or received through a device buffer (StagedTransfer).
   Result<std::unique_ptr<exec::StageLink::Transfer>> staged(bool sending, void* host, size_t bytes, int peer);
-  // A copy between host and the device's memory on the communicator's stream, complete when it returns.
-  Result<void> device_copy(bool to_device, void* into, const void* from, size_t bytes);
+  // A copy between host and the device's memory on the communicator's
+  // stream, complete when it returns; `what` begins its error.
+  Result<void> device_copy(bool to_device, void* into, const void* from, size_t bytes, const char* what);
   // The blocking send and recv on threads, made on first use.
   ThreadedPointToPoint& threaded();
   // "rank 1: allreduce of 4096 f32 in comm plugin 'tcp' (/path)".

@@ -118,7 +118,8 @@ class GradientCommunicator::StagedTransfer final : public exec::StageLink::Trans
     auto done = inner_->finished();
     if (done && !*done) return false;
     Result<void> copied;
-    if (done && host_ != nullptr) copied = comm_.device_copy(false, host_, buffer_, bytes_);
+    if (done && host_ != nullptr)
+      copied = comm_.device_copy(false, host_, buffer_, bytes_, "pipeline: reading a message back");
     comm_.device_->backend().backend->mem_free(comm_.device_->get(), buffer_);
     buffer_ = nullptr;
     if (!done) return done.error();
@@ -133,18 +134,6 @@ class GradientCommunicator::StagedTransfer final : public exec::StageLink::Trans
   size_t bytes_;
   std::unique_ptr<Transfer> inner_;
 };
-
-Result<void> GradientCommunicator::device_copy(bool to_device, void* into, const void* from, size_t bytes) {
-  const tdm_backend_api& api = *device_->backend().backend;
-  clear_last_error();
-  tdm_status s =
-      to_device ? api.copy_h2d(stream_, into, from, bytes) : api.copy_d2h(stream_, into, from, bytes);
-  if (s == TDM_OK) s = api.stream_synchronize(stream_);
-  if (s == TDM_OK) return {};
-  return make_error(std::string("pipeline: copying a message ") + (to_device ? "to " : "from ") +
-                        device_->id() + " failed: " + last_error_text("the backend gave no reason"),
-                    s);
-}
 
 Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::staged(bool sending, void* host,
                                                                                 size_t bytes, int peer) {
@@ -161,7 +150,9 @@ Result<std::unique_ptr<exec::StageLink::Transfer>> GradientCommunicator::staged(
                       TDM_OUT_OF_MEMORY);
   Result<std::unique_ptr<exec::StageLink::Transfer>> inner =
       make_error("pipeline: the message was not started", TDM_INTERNAL);
-  if (auto copied = sending ? device_copy(true, buffer, host, bytes) : Result<void>{}; !copied)
+  if (auto copied =
+          sending ? device_copy(true, buffer, host, bytes, "pipeline: staging a message") : Result<void>{};
+      !copied)
     inner = copied.error();
   else
     inner = start(sending, buffer, bytes, peer);
